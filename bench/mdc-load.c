@@ -1,0 +1,854 @@
+/*
+ * mdc-load.c - closed-loop load generator for mdcached, memcached and Redis.
+ *
+ * An epoll loop per thread (one thread by default) drives many non-blocking
+ * connections, each keeping up to --depth requests in flight.  The wire
+ * format is a module (load_proto.h): native (server/wire.h), memcached text
+ * or RESP.  Reports throughput, latency percentiles from a log-linear
+ * histogram, and the server's CPU time per request read from /proc/PID/stat
+ * over the measured window (BENCHMARKING.md).  Issue 3 item 10.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "load_proto.h"
+#include "load_zipf.h"
+
+#define PREFILL_DEPTH 64
+#define RBUF_MIN (64 * 1024)
+
+/* ---- options ------------------------------------------------------------ */
+
+static struct {
+    const char *server;
+    const struct load_proto *proto;
+    int conns;
+    int depth;
+    int threads;
+    double get_frac;
+    uint64_t keys;
+    size_t key_size;
+    size_t value_size;
+    double zipf; /* 0 = uniform */
+    bool prefill;
+    double duration;
+    double warmup;
+    long server_pid;
+    const char *json; /* NULL, "-" or a path */
+    const char *label;
+    uint64_t seed;
+    bool quiet;
+} opt = {
+    .conns = 50,
+    .depth = 1,
+    .threads = 1,
+    .get_frac = 0.9,
+    .keys = 100000,
+    .key_size = 16,
+    .value_size = 32,
+    .duration = 5,
+    .warmup = 1,
+    .seed = 1,
+};
+
+/* ---- latency histogram: log-linear, 1/32 relative precision ------------- */
+
+#define HSUB_BITS 5
+#define HSUB (1u << HSUB_BITS)
+#define HBUCKETS (HSUB * 2 + (64 - HSUB_BITS - 1) * HSUB)
+
+struct hist {
+    uint64_t c[HBUCKETS];
+    uint64_t n, sum, max;
+};
+
+static unsigned hist_index(uint64_t v)
+{
+    if (v < 2 * HSUB)
+        return (unsigned)v;
+    unsigned m = 63u - (unsigned)__builtin_clzll(v); /* >= HSUB_BITS + 1 */
+    unsigned shift = m - HSUB_BITS;
+    return 2 * HSUB + (m - HSUB_BITS - 1) * HSUB +
+           (unsigned)((v >> shift) - HSUB);
+}
+
+/* The middle of bucket i's range. */
+static double hist_value(unsigned i)
+{
+    if (i < 2 * HSUB)
+        return i;
+    unsigned m = (i - 2 * HSUB) / HSUB + HSUB_BITS + 1;
+    unsigned shift = m - HSUB_BITS;
+    uint64_t lo = ((uint64_t)((i - 2 * HSUB) % HSUB + HSUB)) << shift;
+    return (double)lo + (double)(1ull << shift) / 2.0;
+}
+
+static inline void hist_add(struct hist *h, uint64_t v)
+{
+    h->c[hist_index(v)]++;
+    h->n++;
+    h->sum += v;
+    if (v > h->max)
+        h->max = v;
+}
+
+static void hist_merge(struct hist *to, const struct hist *from)
+{
+    for (unsigned i = 0; i < HBUCKETS; i++)
+        to->c[i] += from->c[i];
+    to->n += from->n;
+    to->sum += from->sum;
+    if (from->max > to->max)
+        to->max = from->max;
+}
+
+static double hist_pct(const struct hist *h, double p)
+{
+    uint64_t want = (uint64_t)ceil(p / 100.0 * (double)h->n), seen = 0;
+    if (h->n == 0)
+        return 0;
+    if (want == 0)
+        want = 1;
+    for (unsigned i = 0; i < HBUCKETS; i++) {
+        seen += h->c[i];
+        if (seen >= want)
+            return fmin(hist_value(i), (double)h->max);
+    }
+    return (double)h->max;
+}
+
+/* ---- time, randomness ------------------------------------------------- */
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t rng_next(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+static double rng_u01(void *s)
+{
+    return (double)(rng_next(s) >> 11) * 0x1.0p-53;
+}
+
+/* ---- keys ------------------------------------------------------------- */
+
+static struct zipf zipf;
+static uint32_t *zipf_scramble; /* rank - 1 -> key index */
+static uint8_t *value_buf;
+
+/* Key i as "k" followed by zero-padded decimal digits, key_size bytes. */
+static void key_of(uint64_t i, char *out)
+{
+    size_t p = opt.key_size;
+    memset(out, '0', opt.key_size);
+    out[0] = 'k';
+    while (i != 0 && p > 1) {
+        out[--p] = (char)('0' + i % 10);
+        i /= 10;
+    }
+}
+
+static uint64_t pick_key(uint64_t *rng)
+{
+    if (opt.zipf > 0)
+        return zipf_scramble[zipf_next(&zipf, rng_u01, rng) - 1];
+    return ((rng_next(rng) >> 32) * opt.keys) >> 32;
+}
+
+/* ---- connections and threads ------------------------------------------ */
+
+struct inflight {
+    uint64_t t;      /* when composed, ns */
+    uint32_t opaque;
+    uint8_t op;
+};
+
+struct conn {
+    int fd;
+    struct thread *th;
+    uint8_t *rbuf;
+    size_t rlen, rcap;
+    uint8_t *wbuf;
+    size_t wlen, woff, wcap;
+    bool want_out;
+    struct inflight *q; /* ring of in-flight requests */
+    uint32_t qhead, qn, qcap;
+    uint32_t next_opaque;
+    uint64_t pre_next, pre_end; /* prefill: key range still to send */
+};
+
+struct thread {
+    int id;
+    pthread_t tid;
+    int epfd;
+    struct conn *conns;
+    int nconns;
+    uint64_t rng;
+    bool prefilling, measuring;
+    /* counters for the measured window */
+    uint64_t gets, sets, hits, misses, errors;
+    struct hist lat;
+    uint64_t prefill_errors;
+};
+
+static struct {
+    pthread_barrier_t ready;     /* threads connected and prefilled */
+    pthread_barrier_t go;        /* start times published */
+    _Atomic uint64_t t_measure;  /* ns */
+    _Atomic uint64_t t_end;      /* ns */
+} run;
+
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void die(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("mdc-load: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    exit(1);
+}
+
+static int connect_server(void)
+{
+    const char *s = opt.server;
+    int fd;
+
+    if (strchr(s, '/') != NULL) {
+        struct sockaddr_un sun = {.sun_family = AF_UNIX};
+        if (strlen(s) >= sizeof(sun.sun_path))
+            die("socket path too long: %s", s);
+        strcpy(sun.sun_path, s);
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0 || connect(fd, (struct sockaddr *)&sun, sizeof(sun)) != 0)
+            die("connect %s: %s", s, strerror(errno));
+    } else {
+        char host[256], port[16];
+        const char *colon = strrchr(s, ':');
+        struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai;
+        if (s[0] == '[') { /* [v6]:port */
+            const char *rb = strchr(s, ']');
+            if (rb == NULL)
+                die("bad address %s", s);
+            snprintf(host, sizeof(host), "%.*s", (int)(rb - s - 1), s + 1);
+            colon = rb[1] == ':' ? rb + 1 : NULL;
+        } else {
+            snprintf(host, sizeof(host), "%.*s",
+                     (int)(colon ? (size_t)(colon - s) : strlen(s)), s);
+        }
+        snprintf(port, sizeof(port), "%s", colon ? colon + 1 : "");
+        if (port[0] == '\0')
+            snprintf(port, sizeof(port), "%u", opt.proto->default_port);
+        int rc = getaddrinfo(host, port, &hints, &ai);
+        if (rc != 0)
+            die("%s: %s", s, gai_strerror(rc));
+        fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0 || connect(fd, ai->ai_addr, ai->ai_addrlen) != 0)
+            die("connect %s: %s", s, strerror(errno));
+        freeaddrinfo(ai);
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    }
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    return fd;
+}
+
+static void set_out_interest(struct conn *c, bool want)
+{
+    if (c->want_out == want)
+        return;
+    struct epoll_event ev = {.events = EPOLLIN | (want ? EPOLLOUT : 0),
+                             .data.ptr = c};
+    epoll_ctl(c->th->epfd, EPOLL_CTL_MOD, c->fd, &ev);
+    c->want_out = want;
+}
+
+static void conn_flush(struct conn *c)
+{
+    while (c->woff < c->wlen) {
+        ssize_t n = write(c->fd, c->wbuf + c->woff, c->wlen - c->woff);
+        if (n > 0) {
+            c->woff += (size_t)n;
+        } else if (n < 0 && errno == EINTR) {
+            continue;
+        } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            set_out_interest(c, true);
+            return;
+        } else {
+            die("write: %s", n == 0 ? "closed" : strerror(errno));
+        }
+    }
+    c->wlen = c->woff = 0;
+    set_out_interest(c, false);
+}
+
+static void conn_compose(struct conn *c, enum load_op op, uint64_t key,
+                         uint64_t t)
+{
+    const struct load_proto *p = opt.proto;
+    char kbuf[256];
+    size_t need = p->req_size(op, opt.key_size, opt.value_size);
+
+    if (c->wlen + need > c->wcap) {
+        if (c->woff > 0) {
+            memmove(c->wbuf, c->wbuf + c->woff, c->wlen - c->woff);
+            c->wlen -= c->woff;
+            c->woff = 0;
+        }
+        while (c->wlen + need > c->wcap)
+            c->wcap *= 2;
+        c->wbuf = realloc(c->wbuf, c->wcap);
+        if (c->wbuf == NULL)
+            die("out of memory");
+    }
+    key_of(key, kbuf);
+    c->wlen += p->compose(c->wbuf + c->wlen, op, kbuf, opt.key_size, value_buf,
+                          opt.value_size, c->next_opaque);
+    struct inflight *f = &c->q[(c->qhead + c->qn) % c->qcap];
+    f->t = t;
+    f->opaque = c->next_opaque++;
+    f->op = (uint8_t)op;
+    c->qn++;
+}
+
+/* Top the connection up to its depth with new requests. */
+static void conn_refill(struct conn *c, uint64_t t)
+{
+    struct thread *th = c->th;
+
+    if (th->prefilling) {
+        while (c->qn < PREFILL_DEPTH && c->pre_next < c->pre_end)
+            conn_compose(c, LOP_SET, c->pre_next++, t);
+        return;
+    }
+    if (t >= atomic_load_explicit(&run.t_end, memory_order_relaxed))
+        return;
+    while (c->qn < (uint32_t)opt.depth) {
+        bool get = (double)(rng_next(&th->rng) >> 11) * 0x1.0p-53 < opt.get_frac;
+        conn_compose(c, get ? LOP_GET : LOP_SET, pick_key(&th->rng), t);
+    }
+}
+
+static void conn_read(struct conn *c)
+{
+    struct thread *th = c->th;
+    const struct load_proto *p = opt.proto;
+
+    for (;;) {
+        if (c->rlen == c->rcap) {
+            c->rcap *= 2;
+            c->rbuf = realloc(c->rbuf, c->rcap);
+            if (c->rbuf == NULL)
+                die("out of memory");
+        }
+        size_t room = c->rcap - c->rlen;
+        ssize_t n = read(c->fd, c->rbuf + c->rlen, room);
+        if (n == 0)
+            die("server closed a connection");
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK)
+                break;
+            die("read: %s", strerror(errno));
+        }
+        c->rlen += (size_t)n;
+
+        uint64_t t = now_ns();
+        uint64_t te = atomic_load_explicit(&run.t_end, memory_order_relaxed);
+        if (!th->prefilling && !th->measuring &&
+            t >= atomic_load_explicit(&run.t_measure, memory_order_relaxed)) {
+            th->measuring = true; /* warmup over: start counting afresh */
+            th->gets = th->sets = th->hits = th->misses = th->errors = 0;
+            memset(&th->lat, 0, sizeof(th->lat));
+        }
+        size_t off = 0;
+        while (c->qn > 0) {
+            struct inflight *f = &c->q[c->qhead];
+            int res = LR_ERROR;
+            uint32_t opaque = f->opaque;
+            ssize_t m = p->parse(c->rbuf + off, c->rlen - off, f->op, &res,
+                                 &opaque);
+            if (m == 0)
+                break;
+            if (m < 0)
+                die("malformed %s reply", p->name);
+            if (opaque != f->opaque)
+                die("reply out of order (opaque %u, expected %u)", opaque,
+                    f->opaque);
+            off += (size_t)m;
+            if (th->prefilling) {
+                th->prefill_errors += res != LR_STORED;
+            } else if (th->measuring && t < te) {
+                hist_add(&th->lat, t - f->t);
+                if (f->op == LOP_GET) {
+                    th->gets++;
+                    th->hits += res == LR_HIT;
+                    th->misses += res == LR_MISS;
+                } else {
+                    th->sets++;
+                }
+                th->errors += res == LR_ERROR;
+            }
+            c->qhead = (c->qhead + 1) % c->qcap;
+            c->qn--;
+        }
+        if (off > 0) {
+            memmove(c->rbuf, c->rbuf + off, c->rlen - off);
+            c->rlen -= off;
+        }
+        if (c->qn == 0 && c->rlen > 0)
+            die("unsolicited bytes from the server");
+        if ((size_t)n < room)
+            break; /* the socket is likely drained */
+    }
+}
+
+/* Run the loop until every connection is idle (prefill) or t_end passes. */
+static void thread_loop(struct thread *th)
+{
+    struct epoll_event evs[64];
+
+    for (int i = 0; i < th->nconns; i++) {
+        conn_refill(&th->conns[i], now_ns());
+        conn_flush(&th->conns[i]);
+    }
+    for (;;) {
+        int n = epoll_wait(th->epfd, evs, 64, 50);
+        if (n < 0 && errno != EINTR)
+            die("epoll_wait: %s", strerror(errno));
+        for (int i = 0; i < n; i++) {
+            struct conn *c = evs[i].data.ptr;
+            if (evs[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP)) {
+                conn_read(c);
+                conn_refill(c, now_ns());
+            }
+            conn_flush(c);
+        }
+        if (th->prefilling) {
+            bool busy = false;
+            for (int i = 0; i < th->nconns && !busy; i++)
+                busy = th->conns[i].qn > 0;
+            if (!busy)
+                return;
+        } else if (now_ns() >= atomic_load(&run.t_end)) {
+            return;
+        }
+    }
+}
+
+static void *thread_main(void *arg)
+{
+    struct thread *th = arg;
+
+    th->epfd = epoll_create1(EPOLL_CLOEXEC);
+    for (int i = 0; i < th->nconns; i++) {
+        struct conn *c = &th->conns[i];
+        c->th = th;
+        c->fd = connect_server();
+        c->rcap = RBUF_MIN + opt.value_size * 2;
+        c->rbuf = malloc(c->rcap);
+        c->wcap = 4096 + opt.depth * 2 *
+                  opt.proto->req_size(LOP_SET, opt.key_size, opt.value_size);
+        c->wbuf = malloc(c->wcap);
+        c->qcap = (uint32_t)(opt.depth > PREFILL_DEPTH ? opt.depth : PREFILL_DEPTH);
+        c->q = calloc(c->qcap, sizeof(*c->q));
+        if (c->rbuf == NULL || c->wbuf == NULL || c->q == NULL)
+            die("out of memory");
+        struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
+        epoll_ctl(th->epfd, EPOLL_CTL_ADD, c->fd, &ev);
+    }
+    if (opt.prefill) {
+        th->prefilling = true;
+        thread_loop(th);
+        th->prefilling = false;
+    }
+    pthread_barrier_wait(&run.ready);
+    pthread_barrier_wait(&run.go);
+    thread_loop(th);
+    for (int i = 0; i < th->nconns; i++)
+        close(th->conns[i].fd);
+    return NULL;
+}
+
+/* ---- server CPU ------------------------------------------------------- */
+
+/* utime and stime of a process, all threads, in clock ticks. */
+static bool proc_cpu(long pid, uint64_t *utime, uint64_t *stime)
+{
+    char path[64], buf[1024];
+    FILE *f;
+    size_t n;
+
+    snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+    if ((f = fopen(path, "r")) == NULL)
+        return false;
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')'); /* the command name may hold spaces */
+    if (p == NULL)
+        return false;
+    /* after ")": state(3) ppid pgrp session tty tpgid flags minflt cminflt
+     * majflt cmajflt utime(14) stime(15) */
+    unsigned long long u, s;
+    if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+               &u, &s) != 2)
+        return false;
+    *utime = u;
+    *stime = s;
+    return true;
+}
+
+/* ---- main ------------------------------------------------------------- */
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: mdc-load [options]\n"
+        "  -s, --server ADDR     host:port, [v6]:port or a Unix socket path\n"
+        "                        (default 127.0.0.1 and the protocol's port)\n"
+        "  -P, --proto NAME      native (default), text (memcached), resp (Redis)\n"
+        "  -c, --conns N         connections (default 50)\n"
+        "  -d, --depth N         requests in flight per connection (default 1)\n"
+        "  -T, --threads N       generator threads, each with its own epoll (1)\n"
+        "  -r, --ratio G:S       get:set mix (default 90:10)\n"
+        "  -k, --keys N          key space (default 100000)\n"
+        "  -K, --key-size N      key bytes (default 16)\n"
+        "  -v, --value-size N    value bytes (default 32)\n"
+        "  -z, --zipf S          Zipf exponent (e.g. 0.99); default uniform\n"
+        "  -f, --prefill         set every key before measuring\n"
+        "  -D, --duration SECS   measured window (default 5)\n"
+        "  -w, --warmup SECS     unmeasured run first (default 1)\n"
+        "  -p, --pid PID         server process, for CPU per request\n"
+        "  -j, --json FILE       machine-readable result ('-' = stdout)\n"
+        "  -L, --label TEXT      label copied into the JSON\n"
+        "      --seed N          random seed\n"
+        "      --zipf-check      check the Zipf generator's skew and exit\n"
+        "  -q, --quiet           no human-readable report\n");
+}
+
+static const struct load_proto *proto_by_name(const char *s)
+{
+    if (strcmp(s, "native") == 0)
+        return &load_proto_native;
+    if (strcmp(s, "text") == 0 || strcmp(s, "memcache") == 0 ||
+        strcmp(s, "memcached") == 0)
+        return &load_proto_text;
+    if (strcmp(s, "resp") == 0 || strcmp(s, "redis") == 0)
+        return &load_proto_resp;
+    return NULL;
+}
+
+static double num_arg(const char *s, double lo, double hi, const char *what)
+{
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || *end != '\0' || !(v >= lo && v <= hi)) {
+        fprintf(stderr, "mdc-load: bad %s '%s'\n", what, s);
+        exit(64);
+    }
+    return v;
+}
+
+static void parse_args(int argc, char **argv)
+{
+    static const struct option lo[] = {
+        {"server", required_argument, NULL, 's'},
+        {"proto", required_argument, NULL, 'P'},
+        {"conns", required_argument, NULL, 'c'},
+        {"depth", required_argument, NULL, 'd'},
+        {"threads", required_argument, NULL, 'T'},
+        {"ratio", required_argument, NULL, 'r'},
+        {"keys", required_argument, NULL, 'k'},
+        {"key-size", required_argument, NULL, 'K'},
+        {"value-size", required_argument, NULL, 'v'},
+        {"zipf", required_argument, NULL, 'z'},
+        {"prefill", no_argument, NULL, 'f'},
+        {"duration", required_argument, NULL, 'D'},
+        {"warmup", required_argument, NULL, 'w'},
+        {"pid", required_argument, NULL, 'p'},
+        {"json", required_argument, NULL, 'j'},
+        {"label", required_argument, NULL, 'L'},
+        {"seed", required_argument, NULL, 'S'},
+        {"zipf-check", no_argument, NULL, 'Z'},
+        {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    bool zcheck = false;
+    int c;
+
+    opt.proto = &load_proto_native;
+    while ((c = getopt_long(argc, argv, "s:P:c:d:T:r:k:K:v:z:fD:w:p:j:L:qh",
+                            lo, NULL)) != -1) {
+        switch (c) {
+        case 's': opt.server = optarg; break;
+        case 'P':
+            if ((opt.proto = proto_by_name(optarg)) == NULL) {
+                fprintf(stderr, "mdc-load: unknown protocol '%s'\n", optarg);
+                exit(64);
+            }
+            break;
+        case 'c': opt.conns = (int)num_arg(optarg, 1, 100000, "connection count"); break;
+        case 'd': opt.depth = (int)num_arg(optarg, 1, 65536, "depth"); break;
+        case 'T': opt.threads = (int)num_arg(optarg, 1, 256, "thread count"); break;
+        case 'r': {
+            double g, s;
+            if (sscanf(optarg, "%lf:%lf", &g, &s) != 2 || g < 0 || s < 0 ||
+                g + s <= 0) {
+                fprintf(stderr, "mdc-load: bad ratio '%s' (want G:S)\n", optarg);
+                exit(64);
+            }
+            opt.get_frac = g / (g + s);
+            break;
+        }
+        case 'k': opt.keys = (uint64_t)num_arg(optarg, 1, 4e9, "key count"); break;
+        case 'K': opt.key_size = (size_t)num_arg(optarg, 2, 250, "key size"); break;
+        case 'v': opt.value_size = (size_t)num_arg(optarg, 0, 1 << 30, "value size"); break;
+        case 'z': opt.zipf = num_arg(optarg, 0, 10, "Zipf exponent"); break;
+        case 'f': opt.prefill = true; break;
+        case 'D': opt.duration = num_arg(optarg, 0, 1e6, "duration"); break;
+        case 'w': opt.warmup = num_arg(optarg, 0, 1e6, "warmup"); break;
+        case 'p': opt.server_pid = (long)num_arg(optarg, 1, 1e9, "pid"); break;
+        case 'j': opt.json = optarg; break;
+        case 'L': opt.label = optarg; break;
+        case 'S': opt.seed = strtoull(optarg, NULL, 0); break;
+        case 'Z': zcheck = true; break;
+        case 'q': opt.quiet = true; break;
+        case 'h': usage(stdout); exit(0);
+        default: usage(stderr); exit(64);
+        }
+    }
+    if (optind != argc) {
+        usage(stderr);
+        exit(64);
+    }
+    if (zcheck)
+        exit(zipf_self_check(opt.keys, opt.zipf > 0 ? opt.zipf : 0.99,
+                             20000000));
+    /* enough digits for every key index after the leading 'k' */
+    uint64_t maxk = opt.keys - 1;
+    size_t digits = 1;
+    while (maxk >= 10) {
+        maxk /= 10;
+        digits++;
+    }
+    if (opt.key_size < digits + 1) {
+        fprintf(stderr, "mdc-load: --key-size %zu too small for %" PRIu64
+                " keys\n", opt.key_size, opt.keys);
+        exit(64);
+    }
+    if (opt.server == NULL)
+        opt.server = "127.0.0.1";
+    if (opt.conns < opt.threads)
+        opt.threads = opt.conns;
+}
+
+int main(int argc, char **argv)
+{
+    struct thread *ths;
+    uint64_t u0 = 0, s0 = 0, u1 = 0, s1 = 0;
+    bool have_cpu = false;
+    struct rusage ru0, ru1;
+    char date[64];
+    time_t wall = time(NULL);
+
+    parse_args(argc, argv);
+    strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", gmtime(&wall));
+
+    value_buf = malloc(opt.value_size + 1);
+    for (size_t i = 0; i < opt.value_size; i++)
+        value_buf[i] = (uint8_t)('a' + i % 26);
+    if (opt.zipf > 0) {
+        uint64_t s = opt.seed ^ 0x5a5a5a5aULL;
+        zipf_init(&zipf, opt.keys, opt.zipf);
+        zipf_scramble = malloc(opt.keys * sizeof(uint32_t));
+        if (zipf_scramble == NULL)
+            die("out of memory");
+        for (uint64_t i = 0; i < opt.keys; i++)
+            zipf_scramble[i] = (uint32_t)i;
+        for (uint64_t i = opt.keys - 1; i > 0; i--) { /* hot keys anywhere */
+            uint64_t j = ((rng_next(&s) >> 32) * (i + 1)) >> 32;
+            uint32_t t = zipf_scramble[i];
+            zipf_scramble[i] = zipf_scramble[j];
+            zipf_scramble[j] = t;
+        }
+    }
+
+    ths = calloc((size_t)opt.threads, sizeof(*ths));
+    struct conn *conns = calloc((size_t)opt.conns, sizeof(*conns));
+    if (ths == NULL || conns == NULL)
+        die("out of memory");
+    pthread_barrier_init(&run.ready, NULL, (unsigned)opt.threads + 1);
+    pthread_barrier_init(&run.go, NULL, (unsigned)opt.threads + 1);
+    atomic_store(&run.t_end, UINT64_MAX);
+    atomic_store(&run.t_measure, UINT64_MAX);
+    for (int t = 0, ci = 0; t < opt.threads; t++) {
+        struct thread *th = &ths[t];
+        th->id = t;
+        th->rng = opt.seed * 0x9e3779b97f4a7c15ULL + (uint64_t)t + 1;
+        th->nconns = opt.conns / opt.threads + (t < opt.conns % opt.threads);
+        th->conns = conns + ci;
+        ci += th->nconns;
+    }
+    /* prefill: each connection sets a contiguous share of the key space */
+    for (int i = 0; i < opt.conns; i++) {
+        conns[i].pre_next = opt.keys * (uint64_t)i / (uint64_t)opt.conns;
+        conns[i].pre_end = opt.keys * (uint64_t)(i + 1) / (uint64_t)opt.conns;
+    }
+    uint64_t tp = now_ns();
+    for (int t = 0; t < opt.threads; t++)
+        if (pthread_create(&ths[t].tid, NULL, thread_main, &ths[t]) != 0)
+            die("pthread_create failed");
+    pthread_barrier_wait(&run.ready);
+    double prefill_s = (double)(now_ns() - tp) * 1e-9;
+    uint64_t prefill_errors = 0;
+    for (int t = 0; t < opt.threads; t++)
+        prefill_errors += ths[t].prefill_errors;
+    if (opt.prefill && !opt.quiet)
+        fprintf(stderr, "prefill: %" PRIu64 " keys in %.2f s (%.0f sets/s)%s\n",
+                opt.keys, prefill_s, (double)opt.keys / prefill_s,
+                prefill_errors ? ", with errors" : "");
+    if (prefill_errors)
+        die("%" PRIu64 " prefill sets failed", prefill_errors);
+
+    uint64_t t0 = now_ns();
+    uint64_t tm = t0 + (uint64_t)(opt.warmup * 1e9);
+    uint64_t te = opt.duration > 0 ? tm + (uint64_t)(opt.duration * 1e9) : t0;
+    atomic_store(&run.t_measure, tm);
+    atomic_store(&run.t_end, te);
+    pthread_barrier_wait(&run.go);
+
+    if (opt.duration > 0) {
+        struct timespec ts = {.tv_sec = (time_t)(tm / 1000000000ull),
+                              .tv_nsec = (long)(tm % 1000000000ull)};
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+            ;
+        getrusage(RUSAGE_SELF, &ru0);
+        if (opt.server_pid)
+            have_cpu = proc_cpu(opt.server_pid, &u0, &s0);
+        ts = (struct timespec){.tv_sec = (time_t)(te / 1000000000ull),
+                               .tv_nsec = (long)(te % 1000000000ull)};
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+            ;
+        if (have_cpu)
+            have_cpu = proc_cpu(opt.server_pid, &u1, &s1);
+        getrusage(RUSAGE_SELF, &ru1);
+    }
+    for (int t = 0; t < opt.threads; t++)
+        pthread_join(ths[t].tid, NULL);
+    if (opt.duration <= 0)
+        return 0; /* prefill only (e.g. loading a server for a memory test) */
+
+    struct hist lat;
+    memset(&lat, 0, sizeof(lat));
+    uint64_t gets = 0, sets = 0, hits = 0, misses = 0, errors = 0;
+    for (int t = 0; t < opt.threads; t++) {
+        hist_merge(&lat, &ths[t].lat);
+        gets += ths[t].gets;
+        sets += ths[t].sets;
+        hits += ths[t].hits;
+        misses += ths[t].misses;
+        errors += ths[t].errors;
+    }
+    uint64_t reqs = gets + sets;
+    double secs = opt.duration;
+    double tput = (double)reqs / secs;
+    double tick = (double)sysconf(_SC_CLK_TCK);
+    double su = have_cpu ? (double)(u1 - u0) / tick : 0;
+    double ss = have_cpu ? (double)(s1 - s0) / tick : 0;
+    double per = reqs ? 1e6 / (double)reqs : 0;
+    double cu = (double)(ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec) +
+                (double)(ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec) * 1e-6;
+    double cs = (double)(ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) +
+                (double)(ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec) * 1e-6;
+    double p50 = hist_pct(&lat, 50) / 1e3, p99 = hist_pct(&lat, 99) / 1e3,
+           p999 = hist_pct(&lat, 99.9) / 1e3;
+    double mean = lat.n ? (double)lat.sum / (double)lat.n / 1e3 : 0;
+
+    if (!opt.quiet) {
+        printf("%s %s: %d conn, depth %d, %d thread, get:set %.0f:%.0f, "
+               "%" PRIu64 " keys %s, value %zu B\n",
+               opt.proto->name, opt.server, opt.conns, opt.depth, opt.threads,
+               100 * opt.get_frac, 100 * (1 - opt.get_frac), opt.keys,
+               opt.zipf > 0 ? "zipf" : "uniform", opt.value_size);
+        printf("  throughput  %12.0f req/s  (%" PRIu64 " in %.1f s; gets %"
+               PRIu64 " hit %" PRIu64 " miss %" PRIu64 ", sets %" PRIu64
+               ", errors %" PRIu64 ")\n", tput, reqs, secs, gets, hits, misses,
+               sets, errors);
+        printf("  latency us  p50 %.1f  p99 %.1f  p99.9 %.1f  mean %.1f  max %.1f\n",
+               p50, p99, p999, mean, (double)lat.max / 1e3);
+        if (have_cpu)
+            printf("  server cpu  %.3f us/req (user %.3f, sys %.3f) = %.0f%% of a CPU\n",
+                   (su + ss) * per, su * per, ss * per,
+                   100 * (su + ss) / secs);
+        printf("  client cpu  %.3f us/req (user %.3f, sys %.3f)\n",
+               (cu + cs) * per, cu * per, cs * per);
+    }
+    if (opt.json != NULL) {
+        FILE *f = strcmp(opt.json, "-") == 0 ? stdout : fopen(opt.json, "w");
+        if (f == NULL)
+            die("%s: %s", opt.json, strerror(errno));
+        fprintf(f, "{\"tool\": \"mdc-load\", \"date\": \"%s\", \"label\": \"%s\", "
+                "\"proto\": \"%s\", \"server\": \"%s\", \"conns\": %d, "
+                "\"depth\": %d, \"threads\": %d, \"get_fraction\": %.4f, "
+                "\"keys\": %" PRIu64 ", \"key_size\": %zu, \"value_size\": %zu, "
+                "\"distribution\": \"%s\", \"zipf\": %.3f, \"prefill\": %s, "
+                "\"warmup_s\": %.3f, \"duration_s\": %.3f,\n"
+                " \"requests\": %" PRIu64 ", \"gets\": %" PRIu64 ", \"hits\": %"
+                PRIu64 ", \"misses\": %" PRIu64 ", \"sets\": %" PRIu64
+                ", \"errors\": %" PRIu64 ", \"throughput\": %.1f,\n"
+                " \"latency_us\": {\"p50\": %.2f, \"p99\": %.2f, \"p999\": %.2f, "
+                "\"mean\": %.2f, \"max\": %.2f},\n",
+                date, opt.label ? opt.label : "", opt.proto->name, opt.server,
+                opt.conns, opt.depth, opt.threads, opt.get_frac, opt.keys,
+                opt.key_size, opt.value_size, opt.zipf > 0 ? "zipf" : "uniform",
+                opt.zipf, opt.prefill ? "true" : "false", opt.warmup,
+                opt.duration, reqs, gets, hits, misses, sets, errors, tput, p50,
+                p99, p999, mean, (double)lat.max / 1e3);
+        if (have_cpu)
+            fprintf(f, " \"server_cpu\": {\"pid\": %ld, \"user_s\": %.3f, "
+                    "\"sys_s\": %.3f, \"us_per_req\": %.4f, \"user_us_per_req\": "
+                    "%.4f, \"sys_us_per_req\": %.4f},\n", opt.server_pid, su,
+                    ss, (su + ss) * per, su * per, ss * per);
+        else
+            fprintf(f, " \"server_cpu\": null,\n");
+        fprintf(f, " \"client_cpu\": {\"user_s\": %.3f, \"sys_s\": %.3f, "
+                "\"us_per_req\": %.4f}}\n", cu, cs, (cu + cs) * per);
+        if (f != stdout)
+            fclose(f);
+    }
+    return errors ? 2 : 0;
+}

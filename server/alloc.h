@@ -1,0 +1,28 @@
+/*
+ * alloc.h - the one place that knows the allocator (jemalloc in normal
+ * builds, libc malloc in sanitizer builds), so accounting can use exact
+ * usable sizes and the zero-allocation GET test can read jemalloc's
+ * per-thread counter.
+ */
+#ifndef MDC_ALLOC_H
+#define MDC_ALLOC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+void *mdc_malloc(size_t size);
+void *mdc_calloc(size_t n, size_t size);
+void *mdc_realloc(void *p, size_t size);
+void mdc_free(void *p);
+char *mdc_strdup(const char *s);
+/* Bytes the allocator really reserved for p (>= requested size). */
+size_t mdc_usable_size(const void *p);
+/* What mdc_malloc(size) will really reserve. */
+size_t mdc_good_size(size_t size);
+/* Bytes allocated so far by the calling thread; 0 when unsupported. */
+uint64_t mdc_thread_allocated(void);
+/* 1 when mdc_thread_allocated() is meaningful (jemalloc build). */
+int mdc_alloc_counts_threads(void);
+const char *mdc_allocator_name(void);
+
+#endif

@@ -1,0 +1,510 @@
+/*
+ * conn.c - client connections: buffered input, output as a queue of byte
+ * ranges and record references written with sendmsg() from an iovec array,
+ * and the edge-triggered state machine a network thread runs.
+ *
+ * The GET fast path lives here and in proto_native.c: the response header
+ * goes into obuf, the value is queued as a reference to the record and sent
+ * from where it lies; the reference is released once its last byte is out.
+ * obuf, the segment array and ibuf are reused, so a GET hit allocates
+ * nothing (tests/test_server_alloc.c).
+ */
+#include "config.h"
+
+#include "conn.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "alloc.h"
+#include "log.h"
+#include "proto.h"
+#include "store.h"
+
+#define CONN_IBUF_INIT 16384u
+#define CONN_OBUF_INIT 16384u
+#define CONN_SEGS_INIT 256u
+#define CONN_SHRINK_AT (4 * CONN_IBUF_INIT) /* shrink idle buffers above */
+#define CONN_READ_BUDGET 16                  /* reads per turn, for fairness */
+#define CONN_IOV_MAX 64
+
+static void conn_ev_cb(evutil_socket_t fd, short what, void *arg);
+
+struct conn *conn_create(struct server *srv, struct worker *w, int fd,
+                         int family)
+{
+    static atomic_uint_fast64_t next_id = 1;
+    struct conn *c = mdc_calloc(1, sizeof(*c));
+
+    if (c == NULL)
+        goto fail;
+    c->srv = srv;
+    c->owner = w;
+    c->fd = fd;
+    c->family = family;
+    c->id = atomic_fetch_add_explicit(&next_id, 1, memory_order_relaxed);
+    c->need = 1;
+    c->ibuf = mdc_malloc(CONN_IBUF_INIT);
+    c->obuf = mdc_malloc(CONN_OBUF_INIT);
+    c->segs = mdc_malloc(CONN_SEGS_INIT * sizeof(*c->segs));
+    if (c->ibuf == NULL || c->obuf == NULL || c->segs == NULL)
+        goto fail;
+    c->icap = CONN_IBUF_INIT;
+    c->ocap = CONN_OBUF_INIT;
+    c->segcap = CONN_SEGS_INIT;
+    return c;
+fail:
+    if (c != NULL) {
+        mdc_free(c->ibuf);
+        mdc_free(c->obuf);
+        mdc_free(c->segs);
+        mdc_free(c);
+    }
+    return NULL;
+}
+
+int conn_adopt(struct conn *c)
+{
+    struct worker *w = c->owner;
+    int rc = -1;
+
+    c->ev = event_new(w->base, c->fd, EV_READ | EV_WRITE | EV_ET | EV_PERSIST,
+                      conn_ev_cb, c);
+    if (c->ev == NULL || event_add(c->ev, NULL) < 0)
+        goto out;
+    c->adopted = true;
+    c->link.prev = NULL;
+    c->link.next = w->conns;
+    if (w->conns != NULL)
+        w->conns->link.prev = c;
+    w->conns = c;
+    w->nconns++;
+    c->last_active = w->now;
+    /* Data may already wait: try at once rather than wait for an edge. */
+    c->rd_ready = true;
+    c->wr_ready = true;
+    rc = 0;
+out:
+    return rc;
+}
+
+void conn_destroy(struct conn *c)
+{
+    struct worker *w = c->owner;
+    size_t i;
+
+    if (c->adopted) {
+        event_free(c->ev);
+        if (c->link.prev != NULL)
+            c->link.prev->link.next = c->link.next;
+        else
+            w->conns = c->link.next;
+        if (c->link.next != NULL)
+            c->link.next->link.prev = c->link.prev;
+        w->nconns--;
+    } else if (c->ev != NULL) {
+        event_free(c->ev);
+    }
+    for (i = c->seghead; i < c->nseg; i++)
+        if (c->segs[i].rec != NULL)
+            store_release(c->srv->store, c->segs[i].rec);
+    if (c->fd >= 0)
+        close(c->fd);
+    atomic_fetch_sub(&c->srv->nconns, 1);
+    STAT_INC(&w->stats, closed_connections);
+    log_debug("conn %llu closed", (unsigned long long)c->id);
+    mdc_free(c->ibuf);
+    mdc_free(c->obuf);
+    mdc_free(c->segs);
+    mdc_free(c);
+}
+
+size_t conn_mem(const struct conn *c)
+{
+    return sizeof(*c) + c->icap + c->ocap + c->segcap * sizeof(*c->segs);
+}
+
+/* ---- input ------------------------------------------------------------ */
+
+static void conn_apply_skip(struct conn *c)
+{
+    size_t avail = c->ilen - c->ioff;
+    size_t k = c->skip < avail ? (size_t)c->skip : avail;
+
+    conn_in_consume(c, k);
+    c->skip -= k;
+}
+
+void conn_in_skip(struct conn *c, uint64_t n)
+{
+    c->skip += n;
+    conn_apply_skip(c);
+    c->need = 1;
+}
+
+/*
+ * Make room for the next read: compact, shrink an idle oversized buffer,
+ * or grow towards c->need (bounded by the protocol's body limit, which the
+ * parser enforced before setting need).  Returns free bytes at the end.
+ */
+static size_t conn_in_room(struct conn *c)
+{
+    size_t avail = c->ilen - c->ioff;
+    size_t want = c->need > avail ? c->need : avail + 1;
+
+    if (avail == 0 && c->icap > CONN_SHRINK_AT && want <= CONN_IBUF_INIT) {
+        uint8_t *nb = mdc_realloc(c->ibuf, CONN_IBUF_INIT);
+        if (nb != NULL) {
+            c->ibuf = nb;
+            c->icap = CONN_IBUF_INIT;
+        }
+    }
+    if (c->ioff > 0 && (c->icap - c->ilen < CONN_IBUF_INIT / 4 ||
+                        c->icap - c->ioff < want)) {
+        memmove(c->ibuf, c->ibuf + c->ioff, avail);
+        c->ilen = avail;
+        c->ioff = 0;
+    }
+    if (c->ilen == c->icap || c->icap < want) {
+        size_t cap = c->icap * 2;
+        uint8_t *nb;
+
+        if (cap > want && want > c->icap)
+            cap = want;
+        if (cap < want)
+            cap = want;
+        nb = mdc_realloc(c->ibuf, cap);
+        if (nb == NULL)
+            return 0;
+        c->ibuf = nb;
+        c->icap = cap;
+    }
+    return c->icap - c->ilen;
+}
+
+/* 1: got bytes, 0: nothing more for now (EAGAIN or EOF), -1: error. */
+static int conn_read(struct conn *c)
+{
+    size_t room = conn_in_room(c);
+    ssize_t n;
+
+    if (room == 0)
+        return -1;
+    n = read(c->fd, c->ibuf + c->ilen, room);
+    if (n > 0) {
+        c->ilen += (size_t)n;
+        c->last_active = c->owner->now;
+        STAT_ADD(&c->owner->stats, bytes_read, n);
+        if (c->skip > 0)
+            conn_apply_skip(c);
+        return 1;
+    }
+    if (n == 0) {
+        c->rd_shut = true;
+        c->rd_ready = false;
+        return 0;
+    }
+    if (errno == EINTR)
+        return 1;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        c->rd_ready = false;
+        return 0;
+    }
+    log_debug("conn %llu read: %s", (unsigned long long)c->id,
+              strerror(errno));
+    return -1;
+}
+
+/* ---- output ------------------------------------------------------------ */
+
+static int conn_seg_push(struct conn *c, const struct oseg *s)
+{
+    if (c->nseg == c->segcap) {
+        size_t cap = c->segcap * 2;
+        struct oseg *ns = mdc_realloc(c->segs, cap * sizeof(*ns));
+        if (ns == NULL)
+            return -1;
+        c->segs = ns;
+        c->segcap = cap;
+    }
+    c->segs[c->nseg++] = *s;
+    c->opending += s->len;
+    return 0;
+}
+
+uint8_t *conn_out_reserve(struct conn *c, size_t n)
+{
+    if (c->ocap - c->olen < n) {
+        size_t cap = c->ocap * 2;
+        uint8_t *nb;
+
+        if (cap < c->olen + n)
+            cap = c->olen + n;
+        nb = mdc_realloc(c->obuf, cap);
+        if (nb == NULL) {
+            c->closing = true;
+            return NULL;
+        }
+        c->obuf = nb;
+        c->ocap = cap;
+    }
+    return c->obuf + c->olen;
+}
+
+void conn_out_commit(struct conn *c, size_t n)
+{
+    struct oseg *last = c->nseg > c->seghead ? &c->segs[c->nseg - 1] : NULL;
+
+    if (n == 0)
+        return;
+    if (last != NULL && last->ptr == NULL && last->off + last->len == c->olen) {
+        last->len += (uint32_t)n;
+        c->opending += n;
+    } else {
+        struct oseg s = {NULL, NULL, (uint32_t)c->olen, (uint32_t)n};
+        if (conn_seg_push(c, &s) < 0) {
+            c->closing = true;
+            return;
+        }
+    }
+    c->olen += n;
+}
+
+int conn_out_bytes(struct conn *c, const void *p, size_t n)
+{
+    uint8_t *d = conn_out_reserve(c, n);
+
+    if (d == NULL)
+        return -1;
+    memcpy(d, p, n);
+    conn_out_commit(c, n);
+    return 0;
+}
+
+int conn_out_ref(struct conn *c, const void *p, size_t len,
+                 struct record *rec)
+{
+    struct oseg s = {p, rec, 0, (uint32_t)len};
+
+    if (len == 0) {
+        if (rec != NULL)
+            store_release(c->srv->store, rec);
+        return 0;
+    }
+    if (conn_seg_push(c, &s) < 0) {
+        if (rec != NULL)
+            store_release(c->srv->store, rec);
+        c->closing = true;
+        return -1;
+    }
+    return 0;
+}
+
+/* Forget sent output; give back buffers grown by an exceptional burst. */
+static void conn_out_reset(struct conn *c)
+{
+    c->nseg = c->seghead = c->headsent = 0;
+    c->olen = 0;
+    if (c->ocap > CONN_SHRINK_AT) {
+        uint8_t *nb = mdc_realloc(c->obuf, CONN_OBUF_INIT);
+        if (nb != NULL) {
+            c->obuf = nb;
+            c->ocap = CONN_OBUF_INIT;
+        }
+    }
+    if (c->segcap > 8 * CONN_SEGS_INIT) {
+        struct oseg *ns = mdc_realloc(c->segs, CONN_SEGS_INIT * sizeof(*ns));
+        if (ns != NULL) {
+            c->segs = ns;
+            c->segcap = CONN_SEGS_INIT;
+        }
+    }
+}
+
+/* Write until done or EAGAIN; 0 ok, -1 the connection is broken. */
+static int conn_flush(struct conn *c)
+{
+    struct iovec iov[CONN_IOV_MAX];
+    struct msghdr mh;
+    ssize_t n;
+    size_t i, k;
+
+    while (c->seghead < c->nseg) {
+        for (i = c->seghead, k = 0; i < c->nseg && k < CONN_IOV_MAX;
+             i++, k++) {
+            const struct oseg *s = &c->segs[i];
+            const uint8_t *p = s->ptr != NULL ? s->ptr : c->obuf + s->off;
+            size_t skip = i == c->seghead ? c->headsent : 0;
+
+            iov[k].iov_base = (void *)(p + skip);
+            iov[k].iov_len = s->len - skip;
+        }
+        memset(&mh, 0, sizeof(mh));
+        mh.msg_iov = iov;
+        mh.msg_iovlen = k;
+        n = sendmsg(c->fd, &mh, MSG_NOSIGNAL);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                c->wr_ready = false;
+                if (c->blocked_since == 0)
+                    c->blocked_since = c->owner->now;
+                return 0;
+            }
+            log_debug("conn %llu write: %s", (unsigned long long)c->id,
+                      strerror(errno));
+            return -1;
+        }
+        STAT_ADD(&c->owner->stats, bytes_written, n);
+        c->opending -= (size_t)n;
+        c->blocked_since = 0;
+        while (n > 0) {
+            struct oseg *s = &c->segs[c->seghead];
+            size_t left = s->len - c->headsent;
+
+            if ((size_t)n < left) {
+                c->headsent += (size_t)n;
+                break;
+            }
+            n -= (ssize_t)left;
+            if (s->rec != NULL)
+                store_release(c->srv->store, s->rec);
+            c->seghead++;
+            c->headsent = 0;
+        }
+    }
+    conn_out_reset(c);
+    return 0;
+}
+
+/* ---- state machine ------------------------------------------------------ */
+
+static bool conn_has_work(const struct conn *c)
+{
+    size_t avail = c->ilen - c->ioff;
+
+    return !c->closing && avail > 0 && avail >= c->need && !conn_out_full(c);
+}
+
+void conn_drive(struct conn *c)
+{
+    struct worker *w = c->owner;
+    int reads = 0;
+
+    if (c->inflight)
+        return;
+    if (c->dead)
+        goto kill;
+    for (;;) {
+        if (c->opending > 0 && c->wr_ready && conn_flush(c) < 0)
+            goto kill;
+        if (c->proto == NULL && c->ilen > c->ioff)
+            c->proto = proto_detect(c->ibuf[c->ioff]);
+        if (conn_has_work(c)) {
+            if (w->payload_q != NULL) {
+                c->inflight = true;
+                STAT_INC(&w->stats, payload_handoffs);
+                mq_push(w->payload_q, &c->qnode);
+                return;
+            }
+            c->proto->process(c, w);
+            continue;
+        }
+        if (c->closing || c->rd_shut) {
+            if (c->opending == 0)
+                goto kill;
+            break;
+        }
+        if (c->rd_ready && !conn_out_full(c)) {
+            int r;
+
+            if (reads++ >= CONN_READ_BUDGET) {
+                /* Let the other connections of this loop have a turn. */
+                event_active(c->ev, EV_READ, 0);
+                break;
+            }
+            r = conn_read(c);
+            if (r < 0)
+                goto kill;
+            continue;
+        }
+        break;
+    }
+    if (conn_out_full(c)) {
+        if (!c->paused) {
+            c->paused = true;
+            STAT_INC(&w->stats, output_paused);
+            log_debug("conn %llu paused: %zu bytes pending",
+                      (unsigned long long)c->id, c->opending);
+        }
+    } else {
+        c->paused = false;
+    }
+    return;
+kill:
+    conn_destroy(c);
+}
+
+void conn_on_io(struct conn *c, short what)
+{
+    if (what & EV_READ)
+        c->rd_ready = true;
+    if (what & EV_WRITE)
+        c->wr_ready = true;
+    if (!c->inflight)
+        conn_drive(c);
+}
+
+static void conn_ev_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    conn_on_io(arg, what);
+}
+
+void conn_returned(struct conn *c)
+{
+    c->inflight = false;
+    if (c->owner->stopping)
+        c->rd_shut = true;
+    conn_drive(c);
+}
+
+void conn_shutdown(struct conn *c)
+{
+    if (c->inflight) {
+        return; /* conn_returned() sees owner->stopping */
+    }
+    c->rd_shut = true;
+    conn_drive(c);
+}
+
+void conn_tick(struct conn *c, uint64_t now)
+{
+    const struct options *o = &c->srv->opt;
+    struct worker *w = c->owner;
+
+    if (c->inflight)
+        return;
+    if (c->opending > 0 && c->blocked_since != 0 &&
+        now - c->blocked_since >= o->output_timeout) {
+        STAT_INC(&w->stats, slow_reader_drops);
+        log_info("conn %llu dropped: %zu bytes unread for %llu s",
+                 (unsigned long long)c->id, c->opending,
+                 (unsigned long long)(now - c->blocked_since));
+        conn_destroy(c);
+        return;
+    }
+    if (o->idle_timeout > 0 && c->opending == 0 &&
+        now - c->last_active >= o->idle_timeout) {
+        STAT_INC(&w->stats, idle_kicks);
+        log_debug("conn %llu idle, closed", (unsigned long long)c->id);
+        conn_destroy(c);
+    }
+}

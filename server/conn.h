@@ -1,0 +1,132 @@
+/*
+ * conn.h - one client connection: its input buffer, its output queue of
+ * byte ranges and record references (sent with sendmsg() from an iovec
+ * array, so a GET hit never copies or allocates), and the state machine
+ * that a network thread drives on edge-triggered readiness.
+ *
+ * Ownership: a connection belongs to one network worker (c->owner).  While
+ * c->inflight is set a payload thread owns its input and output and the
+ * network thread touches only the readiness flags; the queue hand-off in
+ * both directions orders the accesses.  See docs/threads-models.md.
+ */
+#ifndef MDC_CONN_H
+#define MDC_CONN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "daemon.h"
+#include "queue.h"
+
+struct record;
+struct proto;
+
+/* One piece of pending output. */
+struct oseg {
+    const uint8_t *ptr; /* external bytes; NULL: obuf[off, off + len) */
+    struct record *rec; /* reference to release once sent, or NULL */
+    uint32_t off;
+    uint32_t len;
+};
+
+struct conn {
+    struct mq_node qnode;  /* in an inbox or a payload queue */
+    struct conn_link link; /* in owner's connection list */
+    struct worker *owner;  /* network worker */
+    struct server *srv;
+    struct event *ev;      /* EV_READ|EV_WRITE|EV_ET|EV_PERSIST */
+    int fd;
+    int family;
+    uint64_t id;
+
+    /* protocol (set from the first byte) */
+    const struct proto *proto;
+
+    /* input: bytes [ioff, ilen) of ibuf are unconsumed */
+    uint8_t *ibuf;
+    size_t icap, ioff, ilen;
+    size_t need;           /* bytes the next step needs (>= 1) */
+    uint64_t skip;         /* input bytes still to discard */
+
+    /* output */
+    uint8_t *obuf;
+    size_t ocap, olen;
+    struct oseg *segs;
+    size_t segcap, nseg, seghead, headsent;
+    size_t opending;       /* unsent bytes */
+
+    /* state; see the ownership note above (no bitfields on purpose) */
+    bool closing;          /* stop processing, close once output is out */
+    bool inflight;         /* a payload thread owns the buffers */
+    bool adopted;          /* registered with owner's event loop */
+    bool rd_ready;         /* edge seen, not yet read to EAGAIN */
+    bool wr_ready;
+    bool rd_shut;          /* no more reading: EOF or shutdown */
+    bool dead;             /* close as soon as the network thread can */
+    bool paused;           /* output over the bound: input not processed */
+    uint64_t last_active;  /* coarse seconds of the last input */
+    uint64_t blocked_since; /* coarse seconds output stalled; 0 = not */
+};
+
+/* Allocate a connection for fd, to be run by network worker w. */
+struct conn *conn_create(struct server *srv, struct worker *w, int fd,
+                         int family);
+/* Register with the owner's event loop and start serving (owner thread). */
+int conn_adopt(struct conn *c);
+/* Close the socket and free everything, releasing held records. */
+void conn_destroy(struct conn *c);
+/* Event callback body, also called directly by tests (owner thread). */
+void conn_on_io(struct conn *c, short what);
+/* Run the state machine: write, process, read until nothing moves. */
+void conn_drive(struct conn *c);
+/* A payload thread finished with c (owner thread). */
+void conn_returned(struct conn *c);
+/* Owner-thread checks once a second: idle timeout, stalled output, stop. */
+void conn_tick(struct conn *c, uint64_t now);
+/* Begin a graceful close (no more input; finish and flush). */
+void conn_shutdown(struct conn *c);
+
+/* ---- for protocol handlers (whoever owns the buffers) ---------------- */
+static inline const uint8_t *conn_in_data(const struct conn *c, size_t *len)
+{
+    *len = c->ilen - c->ioff;
+    return c->ibuf + c->ioff;
+}
+static inline void conn_in_consume(struct conn *c, size_t n)
+{
+    c->ioff += n;
+    if (c->ioff == c->ilen)
+        c->ioff = c->ilen = 0;
+}
+/* The next step needs total unconsumed bytes (from the current offset). */
+static inline void conn_in_need(struct conn *c, size_t total)
+{
+    c->need = total > 0 ? total : 1;
+}
+/* Discard n bytes of input: what is buffered now, the rest as it comes. */
+void conn_in_skip(struct conn *c, uint64_t n);
+
+/* Reserve n bytes at the end of the output; NULL on allocation failure. */
+uint8_t *conn_out_reserve(struct conn *c, size_t n);
+/* Commit n bytes written into the last reservation. */
+void conn_out_commit(struct conn *c, size_t n);
+int conn_out_bytes(struct conn *c, const void *p, size_t n);
+/* Queue len bytes at p to be sent in place; rec (may be NULL) is released
+ * once they are sent, or at once on failure (-1; the connection is then
+ * marked to close). */
+int conn_out_ref(struct conn *c, const void *p, size_t len,
+                 struct record *rec);
+static inline bool conn_out_full(const struct conn *c);
+/* Drop the connection once pending output is flushed. */
+static inline void conn_close_after_flush(struct conn *c) { c->closing = true; }
+
+static inline bool conn_out_full(const struct conn *c)
+{
+    return c->opending >= c->srv->opt.max_output;
+}
+
+/* Bytes of memory a connection holds (buffers, not referenced records). */
+size_t conn_mem(const struct conn *c);
+
+#endif

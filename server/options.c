@@ -1,0 +1,469 @@
+/*
+ * options.c - everything generated from MDC_OPTIONS (options.h): defaults,
+ * getopt_long tables, `-h` text, value parsing and range checks, and the
+ * "settings" listing.  Bad values are reported here and never reach the
+ * rest of the daemon.
+ */
+#include "config.h"
+
+#include "options.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum opt_id {
+#define X(field, sh, lo, kind, def, mn, mx, meta, help) OPT_ID_##field,
+    MDC_OPTIONS(X)
+#undef X
+        OPT_ID__COUNT
+};
+
+enum opt_kind {
+    OT_UINT,
+    OT_NCPU,
+    OT_POW2,
+    OT_SIZE,
+    OT_MODE,
+    OT_FLAG,
+    OT_LEVEL,
+    OT_STR,
+    OT_LIST,
+    OT_ACTION,
+};
+
+struct opt_desc {
+    const char *lname;
+    int sh;
+    enum opt_kind kind;
+    const char *def;
+    uint64_t min, max;
+    const char *meta;
+    const char *help;
+    size_t off;
+};
+
+static const struct opt_desc opt_table[] = {
+#define X(field, sh, lo, kind, def, mn, mx, meta, help)                        \
+    {lo, sh, kind, def, mn, mx, meta, help, offsetof(struct options, field)},
+    MDC_OPTIONS(X)
+#undef X
+};
+
+/* getopt_long value of a long-only option. */
+#define OPT_LONG_BASE 256
+
+static uint64_t opt_ncpu(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+    return n > 0 ? (uint64_t)n : 1;
+}
+
+static int opt_parse_u64(const char *s, uint64_t *out, int base)
+{
+    char *end;
+    unsigned long long v;
+
+    if (s == NULL || *s == '\0' || !isdigit((unsigned char)*s))
+        return -1;
+    errno = 0;
+    v = strtoull(s, &end, base);
+    if (errno != 0 || *end != '\0')
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int options_parse_size(const char *s, uint64_t *out)
+{
+    char *end;
+    unsigned long long v;
+    uint64_t mul = 1;
+
+    if (s == NULL || !isdigit((unsigned char)*s))
+        return -1;
+    errno = 0;
+    v = strtoull(s, &end, 10);
+    if (errno != 0)
+        return -1;
+    switch (*end) {
+    case '\0':
+        break;
+    case 'k': case 'K':
+        mul = 1024;
+        break;
+    case 'm': case 'M':
+        mul = 1024 * 1024;
+        break;
+    case 'g': case 'G':
+        mul = 1024 * 1024 * 1024;
+        break;
+    default:
+        return -1;
+    }
+    if (*end != '\0' && end[1] != '\0' &&
+        !((end[1] == 'b' || end[1] == 'B') && end[2] == '\0'))
+        return -1;
+    if (v > UINT64_MAX / mul)
+        return -1;
+    *out = v * mul;
+    return 0;
+}
+
+/* Store one value of option d into o; 0 ok, -1 with a reason in why. */
+static int opt_set(struct options *o, const struct opt_desc *d,
+                   const char *arg, const char **why)
+{
+    char *p = (char *)o + d->off;
+    uint64_t v = 0;
+    int rc = -1;
+
+    switch (d->kind) {
+    case OT_NCPU:
+        if (arg != NULL && strcmp(arg, "auto") == 0) {
+            v = opt_ncpu();
+            if (v > d->max)
+                v = d->max;
+            goto store_u64;
+        }
+        /* fall through */
+    case OT_UINT:
+    case OT_POW2:
+        if (opt_parse_u64(arg, &v, 10) < 0) {
+            *why = "not a number";
+            goto out;
+        }
+        if (d->kind == OT_POW2 && v != 0 && (v & (v - 1)) != 0) {
+            *why = "not a power of two";
+            goto out;
+        }
+        goto range;
+    case OT_SIZE:
+        if (options_parse_size(arg, &v) < 0) {
+            *why = "not a size (digits with an optional k, m or g suffix)";
+            goto out;
+        }
+        goto range;
+    case OT_MODE:
+        if (opt_parse_u64(arg, &v, 8) < 0) {
+            *why = "not an octal mode";
+            goto out;
+        }
+        goto range;
+    case OT_LEVEL:
+        if (opt_parse_u64(arg, &v, 10) < 0) {
+            *why = "not a log level";
+            goto out;
+        }
+        goto range;
+    case OT_FLAG:
+    case OT_ACTION:
+        *(bool *)p = true;
+        rc = 0;
+        goto out;
+    case OT_STR:
+        if (arg == NULL || arg[0] == '\0') {
+            *why = "empty value";
+            goto out;
+        }
+        *(const char **)p = arg;
+        rc = 0;
+        goto out;
+    case OT_LIST: {
+        struct opt_list *l = (struct opt_list *)p;
+        const char **nv;
+
+        if (arg == NULL || arg[0] == '\0') {
+            *why = "empty value";
+            goto out;
+        }
+        nv = realloc(l->v, (l->n + 1) * sizeof(*nv));
+        if (nv == NULL) {
+            *why = "out of memory";
+            goto out;
+        }
+        l->v = nv;
+        l->v[l->n++] = arg;
+        rc = 0;
+        goto out;
+    }
+    }
+range:
+    if (v < d->min || v > d->max) {
+        *why = "out of range";
+        goto out;
+    }
+store_u64:
+    *(uint64_t *)p = v;
+    rc = 0;
+out:
+    return rc;
+}
+
+void options_defaults(struct options *o)
+{
+    const char *why = NULL;
+    size_t i;
+
+    memset(o, 0, sizeof(*o));
+    for (i = 0; i < OPT_ID__COUNT; i++) {
+        const struct opt_desc *d = &opt_table[i];
+
+        if (d->kind == OT_FLAG || d->kind == OT_ACTION)
+            continue;
+        if (d->kind == OT_STR && d->def[0] == '\0')
+            continue;
+        (void)opt_set(o, d, d->def, &why);
+    }
+}
+
+void options_free(struct options *o)
+{
+#define X(field, sh, lo, kind, def, mn, mx, meta, help)                        \
+    if (kind == OT_LIST) {                                                     \
+        struct opt_list *l = (struct opt_list *)(void *)&o->field;             \
+        free(l->v);                                                            \
+        l->v = NULL;                                                           \
+        l->n = 0;                                                              \
+    }
+    MDC_OPTIONS(X)
+#undef X
+}
+
+/* Render the current value of option d in o as text. */
+static void opt_format(const struct options *o, const struct opt_desc *d,
+                       char *buf, size_t len)
+{
+    const char *p = (const char *)o + d->off;
+
+    switch (d->kind) {
+    case OT_UINT:
+    case OT_NCPU:
+    case OT_POW2:
+    case OT_SIZE:
+    case OT_LEVEL:
+        snprintf(buf, len, "%" PRIu64, *(const uint64_t *)p);
+        break;
+    case OT_MODE:
+        snprintf(buf, len, "0%" PRIo64, *(const uint64_t *)p);
+        break;
+    case OT_FLAG:
+    case OT_ACTION:
+        snprintf(buf, len, "%s", *(const bool *)p ? "yes" : "no");
+        break;
+    case OT_STR: {
+        const char *s = *(const char *const *)p;
+        snprintf(buf, len, "%s", s != NULL ? s : "");
+        break;
+    }
+    case OT_LIST: {
+        const struct opt_list *l = (const struct opt_list *)p;
+        size_t n = 0, i;
+
+        buf[0] = '\0';
+        for (i = 0; i < l->n && n < len; i++) {
+            int k = snprintf(buf + n, len - n, "%s%s", i ? "," : "", l->v[i]);
+            if (k < 0)
+                break;
+            n += (size_t)k;
+        }
+        break;
+    }
+    }
+}
+
+void options_visit(const struct options *o, options_visit_fn fn, void *ctx)
+{
+    char buf[512];
+    size_t i;
+
+    for (i = 0; i < OPT_ID__COUNT; i++) {
+        const struct opt_desc *d = &opt_table[i];
+
+        if (d->kind == OT_ACTION)
+            continue;
+        opt_format(o, d, buf, sizeof(buf));
+        fn(ctx, d->lname, buf);
+    }
+}
+
+void options_usage(FILE *f, const char *argv0)
+{
+    size_t i;
+
+    fprintf(f,
+            "Usage: %s [OPTION]...\n"
+            "mdcached %s - tagged in-memory cache server.  Runs in the "
+            "foreground.\n\n",
+            argv0, PACKAGE_VERSION);
+    for (i = 0; i < OPT_ID__COUNT; i++) {
+        const struct opt_desc *d = &opt_table[i];
+        char head[64];
+        int n;
+
+        if (d->sh != 0)
+            n = snprintf(head, sizeof(head), "  -%c, --%s", d->sh, d->lname);
+        else
+            n = snprintf(head, sizeof(head), "      --%s", d->lname);
+        if (d->meta != NULL && n > 0 && (size_t)n < sizeof(head))
+            snprintf(head + n, sizeof(head) - (size_t)n,
+                     d->kind == OT_LEVEL ? "[=%s]" : "=%s", d->meta);
+        fprintf(f, "%-30s %s", head, d->help);
+        if (d->kind == OT_NCPU)
+            fprintf(f, " (default: %s = %" PRIu64 ")", d->def, opt_ncpu());
+        else if (d->kind == OT_STR && d->def[0] == '\0')
+            fprintf(f, " (default: none)");
+        else if (d->kind != OT_ACTION)
+            fprintf(f, " (default: %s)", d->def);
+        fputc('\n', f);
+    }
+    fprintf(f, "\nSee docs/options.md for details; mdcached(8).\n");
+}
+
+/* -v, -vv, -v3, --verbose, --verbose=3, -v 3. */
+static int opt_level(struct options *o, const struct opt_desc *d, int argc,
+                     char **argv, const char **why)
+{
+    const char *arg = optarg;
+    size_t k;
+
+    if (arg == NULL && optind < argc && argv[optind][0] != '\0' &&
+        strspn(argv[optind], "0123456789") == strlen(argv[optind]))
+        arg = argv[optind++];
+    if (arg == NULL) {
+        if (o->verbose < d->max)
+            o->verbose++;
+        return 0;
+    }
+    k = strspn(arg, "v");
+    if (k == strlen(arg)) {
+        o->verbose += k + 1;
+        if (o->verbose > d->max)
+            o->verbose = d->max;
+        return 0;
+    }
+    return opt_set(o, d, arg, why);
+}
+
+int options_parse(struct options *o, int argc, char **argv, FILE *err)
+{
+    struct option lopts[OPT_ID__COUNT + 1];
+    char shorts[3 * OPT_ID__COUNT + 2];
+    bool list_seen[OPT_ID__COUNT];
+    const char *argv0 = argc > 0 ? argv[0] : "mdcached";
+    size_t i, ns = 0;
+    int rc = OPTIONS_USAGE;
+    int c;
+
+    options_defaults(o);
+    memset(list_seen, 0, sizeof(list_seen));
+    shorts[ns++] = ':'; /* report a missing argument as ':' */
+    for (i = 0; i < OPT_ID__COUNT; i++) {
+        const struct opt_desc *d = &opt_table[i];
+        int has = (d->kind == OT_FLAG || d->kind == OT_ACTION) ? no_argument
+                  : d->kind == OT_LEVEL ? optional_argument
+                                        : required_argument;
+
+        lopts[i].name = d->lname;
+        lopts[i].has_arg = has;
+        lopts[i].flag = NULL;
+        lopts[i].val = d->sh != 0 ? d->sh : OPT_LONG_BASE + (int)i;
+        if (d->sh != 0) {
+            shorts[ns++] = (char)d->sh;
+            if (has == required_argument)
+                shorts[ns++] = ':';
+            else if (has == optional_argument) {
+                shorts[ns++] = ':';
+                shorts[ns++] = ':';
+            }
+        }
+    }
+    memset(&lopts[OPT_ID__COUNT], 0, sizeof(lopts[0]));
+    shorts[ns] = '\0';
+
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, shorts, lopts, NULL)) != -1) {
+        const struct opt_desc *d = NULL;
+        const char *why = NULL;
+        int r;
+
+        if (c == '?' || c == ':') {
+            const char *bad = argv[optind - 1];
+            if (optopt != 0 && optopt < OPT_LONG_BASE)
+                fprintf(err, "%s: %s option -%c\n", argv0,
+                        c == ':' ? "missing value for" : "unknown", optopt);
+            else
+                fprintf(err, "%s: %s option '%s'\n", argv0,
+                        c == ':' ? "missing value for" : "unknown", bad);
+            goto usage;
+        }
+        if (c >= OPT_LONG_BASE) {
+            i = (size_t)(c - OPT_LONG_BASE);
+        } else {
+            for (i = 0; i < OPT_ID__COUNT; i++)
+                if (opt_table[i].sh == c)
+                    break;
+        }
+        if (i >= OPT_ID__COUNT)
+            goto usage;
+        d = &opt_table[i];
+        if (d->kind == OT_LIST && !list_seen[i]) {
+            /* The first occurrence replaces the default. */
+            struct opt_list *l = (struct opt_list *)((char *)o + d->off);
+            l->n = 0;
+            list_seen[i] = true;
+        }
+        if (d->kind == OT_LEVEL)
+            r = opt_level(o, d, argc, argv, &why);
+        else
+            r = opt_set(o, d, optarg, &why);
+        if (r < 0) {
+            if (d->kind == OT_SIZE || d->kind == OT_UINT ||
+                d->kind == OT_POW2 || d->kind == OT_NCPU ||
+                d->kind == OT_LEVEL)
+                fprintf(err,
+                        "%s: invalid value '%s' for --%s: %s "
+                        "(allowed %" PRIu64 "..%" PRIu64 ")\n",
+                        argv0, optarg ? optarg : "", d->lname, why, d->min,
+                        d->max);
+            else
+                fprintf(err, "%s: invalid value '%s' for --%s: %s\n", argv0,
+                        optarg ? optarg : "", d->lname, why);
+            goto usage;
+        }
+    }
+    if (optind < argc) {
+        fprintf(err, "%s: unexpected argument '%s'\n", argv0, argv[optind]);
+        goto usage;
+    }
+    if (o->help) {
+        options_usage(stdout, argv0);
+        rc = OPTIONS_EXIT;
+        goto out;
+    }
+    if (o->version) {
+        printf("mdcached %s\n", PACKAGE_VERSION);
+        rc = OPTIONS_EXIT;
+        goto out;
+    }
+    if (o->debug && o->verbose < 3)
+        o->verbose = 3;
+    if (o->port == 0 && o->unix_socket == NULL) {
+        fprintf(err, "%s: nothing to listen on: -p 0 needs -s PATH\n", argv0);
+        goto usage;
+    }
+    rc = OPTIONS_RUN;
+    goto out;
+usage:
+    fprintf(err, "Try '%s -h' for the list of options.\n", argv0);
+    rc = OPTIONS_USAGE;
+out:
+    return rc;
+}

@@ -1,0 +1,121 @@
+/*
+ * options.h - the daemon's command-line options, declared once in
+ * MDC_OPTIONS.  The table generates the settings struct, getopt_long's
+ * short and long options, `mdcached -h`, the value parsers and range checks,
+ * and the "settings" stats group (options_visit()).
+ */
+#ifndef MDC_OPTIONS_H
+#define MDC_OPTIONS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* Value kinds.  Each kind K has a C type OPT_CTYPE_K and a parser. */
+#define OPT_CTYPE_OT_UINT uint64_t   /* decimal in [min, max] */
+#define OPT_CTYPE_OT_NCPU uint64_t   /* decimal or "auto" (online CPUs) */
+#define OPT_CTYPE_OT_POW2 uint64_t   /* 0 or a power of two in [min, max] */
+#define OPT_CTYPE_OT_SIZE uint64_t   /* bytes, with k/m/g suffix */
+#define OPT_CTYPE_OT_MODE uint64_t   /* octal permission bits */
+#define OPT_CTYPE_OT_FLAG bool       /* no argument */
+#define OPT_CTYPE_OT_LEVEL uint64_t  /* -v repeatable, -v3, --verbose=3 */
+#define OPT_CTYPE_OT_STR const char *
+#define OPT_CTYPE_OT_LIST struct opt_list /* repeatable string */
+#define OPT_CTYPE_OT_ACTION bool     /* -h, --version */
+
+struct opt_list {
+    const char **v;
+    size_t n;
+};
+
+/*
+ * X(field, short, long, kind, default, min, max, metavar, help)
+ * short is 0 for long-only options.  Short flags keep Bullet Cache's meaning
+ * (-n network threads, -t payload threads, -d foreground with debug log).
+ */
+#define MDC_OPTIONS(X)                                                         \
+    X(net_threads, 'n', "threads", OT_NCPU, "auto", 0, 256, "N",               \
+      "network I/O threads; 0 = one thread accepts and does all I/O; "         \
+      "auto = number of online CPUs")                                          \
+    X(payload_threads, 't', "payload-threads", OT_UINT, "0", 0, 256, "M",      \
+      "payload (store) threads; 0 = requests run in the network threads")      \
+    X(memory_mb, 'm', "memory-limit", OT_UINT, "1024", 1, 16777216, "MiB",     \
+      "memory for records and the tag index, in MiB")                          \
+    X(no_evict, 'M', "no-evict", OT_FLAG, "off", 0, 1, NULL,                   \
+      "when memory is full refuse stores instead of evicting")                 \
+    X(listen, 'l', "listen", OT_LIST, "127.0.0.1", 0, 0, "ADDR",               \
+      "TCP address to listen on, repeatable; IPv6 allowed ([::1]); "           \
+      "ADDR:PORT overrides -p")                                                \
+    X(port, 'p', "port", OT_UINT, "11311", 0, 65535, "PORT",                   \
+      "TCP port; 0 = no TCP listener")                                         \
+    X(unix_socket, 's', "unix-socket", OT_STR, "", 0, 0, "PATH",               \
+      "also listen on this Unix socket")                                       \
+    X(unix_mode, 'a', "unix-mode", OT_MODE, "0700", 0, 0777, "MODE",           \
+      "permission bits of the Unix socket (octal)")                            \
+    X(max_conns, 'c', "max-conns", OT_UINT, "1024", 1, 1048576, "N",           \
+      "maximum simultaneous connections; more are refused")                    \
+    X(backlog, 'B', "backlog", OT_UINT, "1024", 1, 65535, "N",                 \
+      "listen(2) backlog")                                                     \
+    X(max_item_size, 'I', "max-item-size", OT_SIZE, "1m", 1024, 1073741824,    \
+      "SIZE", "largest value accepted (k/m suffix)")                           \
+    X(buckets, 'b', "buckets", OT_POW2, "0", 0, 1073741824, "N",               \
+      "record buckets, a power of two; 0 = derived from -m")                   \
+    X(tag_buckets, 0, "tag-buckets", OT_POW2, "64", 1, 1048576, "N",           \
+      "tag index buckets, a power of two")                                     \
+    X(max_tags, 0, "max-tags", OT_UINT, "64", 1, 65535, "N",                   \
+      "most tags one record may carry")                                        \
+    X(tag_reply_limit, 0, "tag-reply-limit", OT_SIZE, "16m", 4096,             \
+      4294967295, "SIZE",                                                      \
+      "largest get_by_tag reply; longer answers end with status truncated")    \
+    X(max_output, 0, "max-output", OT_SIZE, "1m", 4096, 1073741824, "SIZE",    \
+      "pending output per connection before its reading is paused")           \
+    X(output_timeout, 0, "output-timeout", OT_UINT, "30", 1, 86400, "SEC",     \
+      "drop a paused connection whose output made no progress this long")     \
+    X(idle_timeout, 0, "idle-timeout", OT_UINT, "0", 0, 31536000, "SEC",       \
+      "close connections idle this long; 0 = never")                           \
+    X(sweep_interval, 0, "sweep-interval", OT_UINT, "1000", 0, 3600000, "MS",  \
+      "background expiry sweep period in milliseconds; 0 = off")               \
+    X(debug, 'd', "debug", OT_FLAG, "off", 0, 1, NULL,                         \
+      "stay in the foreground with the debug log level")                       \
+    X(verbose, 'v', "verbose", OT_LEVEL, "2", 0, 4, "LEVEL",                   \
+      "log level 0-4 (error, warn, info, debug, trace); -v adds one")          \
+    X(log_file, 0, "log-file", OT_STR, "", 0, 0, "PATH",                       \
+      "log to this file instead of stderr; SIGHUP reopens it")                 \
+    X(user, 'u', "user", OT_STR, "", 0, 0, "USER",                             \
+      "user to run as after binding (as root the default is nobody)")          \
+    X(pid_file, 'P', "pid-file", OT_STR, "", 0, 0, "PATH",                     \
+      "write the process id to this file")                                     \
+    X(version, 'V', "version", OT_ACTION, "", 0, 0, NULL,                      \
+      "print the version and exit")                                            \
+    X(help, 'h', "help", OT_ACTION, "", 0, 0, NULL,                            \
+      "print this help and exit")
+
+struct options {
+#define X(field, sh, lo, kind, def, mn, mx, meta, help) OPT_CTYPE_##kind field;
+    MDC_OPTIONS(X)
+#undef X
+};
+
+enum options_rc {
+    OPTIONS_RUN = 0,   /* parsed: run the server */
+    OPTIONS_EXIT = 1,  /* -h or --version printed: exit 0 */
+    OPTIONS_USAGE = -1 /* bad usage, message printed: exit 64 */
+};
+
+/* Fill o with the table's defaults. */
+void options_defaults(struct options *o);
+/* Parse argv; messages go to err.  See enum options_rc. */
+int options_parse(struct options *o, int argc, char **argv, FILE *err);
+void options_usage(FILE *f, const char *argv0);
+void options_free(struct options *o);
+
+/* Visit every setting as (long name, value as text), in table order. */
+typedef void (*options_visit_fn)(void *ctx, const char *name,
+                                 const char *value);
+void options_visit(const struct options *o, options_visit_fn fn, void *ctx);
+
+/* Parse a size with an optional k/m/g suffix (powers of 1024). */
+int options_parse_size(const char *s, uint64_t *out);
+
+#endif

@@ -1,0 +1,597 @@
+/*
+ * proto_native.c - the native binary protocol's request handler
+ * (docs/protocol.md): frames are parsed with wire.h, run against the store
+ * (store.h) and answered into the connection's output (conn.h), in request
+ * order.  Record replies carry the value as a reference to the record, so a
+ * GET hit neither copies the value nor allocates.
+ */
+#include "config.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "conn.h"
+#include "log.h"
+#include "proto.h"
+#include "store.h"
+#include "wire.h"
+
+/* Header plus an optional small body copied into the output buffer. */
+static void nat_reply(struct conn *c, const struct wire_hdr *req,
+                      uint16_t status, uint64_t cas, const void *key,
+                      uint16_t klen, const void *val, uint32_t vlen)
+{
+    struct wire_hdr h;
+    uint8_t *p;
+
+    wire_hdr_response(&h, req, status);
+    h.cas = cas;
+    h.klen = klen;
+    h.vlen = vlen;
+    p = conn_out_reserve(c, WIRE_HDR_LEN + klen + vlen);
+    if (p == NULL)
+        return;
+    wire_encode_header(p, &h);
+    if (klen > 0)
+        memcpy(p + WIRE_HDR_LEN, key, klen);
+    if (vlen > 0)
+        memcpy(p + WIRE_HDR_LEN + klen, val, vlen);
+    conn_out_commit(c, WIRE_HDR_LEN + klen + vlen);
+}
+
+/* A status reply; OK is suppressed for quiet requests. */
+static void nat_status(struct conn *c, const struct wire_hdr *req,
+                       uint16_t status, uint64_t cas)
+{
+    if (status == WIRE_S_OK && (req->flags & WIRE_F_QUIET))
+        return;
+    nat_reply(c, req, status, cas, NULL, 0, NULL, 0);
+}
+
+/* An error reply for a protocol error, with the reason as its value. */
+static void nat_error(struct conn *c, struct worker *w,
+                      const struct wire_hdr *req, int rc)
+{
+    const char *why = wire_strerror(rc);
+
+    STAT_INC(&w->stats, protocol_errors);
+    nat_reply(c, req, wire_err_status(rc), 0, NULL, 0, why,
+              (uint32_t)strlen(why));
+}
+
+static void nat_u64_reply(struct conn *c, const struct wire_hdr *req,
+                          uint16_t status, uint64_t v, uint64_t cas)
+{
+    uint8_t b[8];
+
+    if (status == WIRE_S_OK && (req->flags & WIRE_F_QUIET))
+        return;
+    wire_put_u64(b, v);
+    nat_reply(c, req, status, cas, NULL, 0, b, sizeof(b));
+}
+
+/*
+ * A record reply: header, the record's tags and (optionally) key copied
+ * into obuf, the value queued in place.  Takes over the reference r.
+ */
+static void nat_record(struct conn *c, const struct wire_hdr *req,
+                       struct record *r, bool with_key, bool more)
+{
+    struct store *st = c->srv->store;
+    uint32_t ntags = record_ntags(r);
+    uint32_t klen = with_key ? record_klen(r) : 0;
+    uint32_t vlen = record_vlen(r);
+    size_t n = WIRE_HDR_LEN + (size_t)ntags * WIRE_TAG_LEN + klen;
+    struct wire_hdr h;
+    uint8_t *p;
+    uint32_t i;
+
+    wire_hdr_response(&h, req, WIRE_S_OK);
+    if (more)
+        h.flags |= WIRE_F_MORE;
+    h.klen = (uint16_t)klen;
+    h.ntags = (uint16_t)ntags;
+    h.vlen = vlen;
+    h.iflags = record_flags(r);
+    h.cas = record_cas(r);
+    h.expiry = record_ttl(st, r);
+    p = conn_out_reserve(c, n);
+    if (p == NULL) {
+        store_release(st, r);
+        return;
+    }
+    wire_encode_header(p, &h);
+    for (i = 0; i < ntags; i++) {
+        struct mdc_tag t = record_tag(r, i);
+        wire_encode_tag(p + WIRE_HDR_LEN + i * WIRE_TAG_LEN, t.tkey, t.tval);
+    }
+    if (klen > 0)
+        memcpy(p + WIRE_HDR_LEN + ntags * WIRE_TAG_LEN, record_key(r), klen);
+    conn_out_commit(c, n);
+    conn_out_ref(c, record_value(r), vlen, r);
+}
+
+/* Decode the request's tags into the worker's scratch. */
+static struct mdc_tag *nat_tags(struct worker *w, const struct wire_msg *m)
+{
+    struct mdc_tag *t;
+    uint32_t i;
+
+    if (m->hdr.ntags == 0)
+        return NULL;
+    t = worker_tags(w, m->hdr.ntags);
+    if (t == NULL)
+        return NULL;
+    for (i = 0; i < m->hdr.ntags; i++) {
+        struct wire_tag wt = wire_msg_tag(m, i);
+        t[i].tkey = wt.tkey;
+        t[i].tval = wt.tval;
+    }
+    return t;
+}
+
+static bool nat_is_store_op(uint8_t op)
+{
+    switch (op) {
+    case WIRE_OP_SET:
+    case WIRE_OP_ADD:
+    case WIRE_OP_REPLACE:
+    case WIRE_OP_CAS:
+    case WIRE_OP_APPEND:
+    case WIRE_OP_PREPEND:
+    case WIRE_OP_TSTACK_PUSH:
+        return true;
+    default:
+        return false;
+    }
+}
+
+static void nat_get(struct conn *c, struct worker *w, const struct wire_msg *m)
+{
+    const struct wire_hdr *h = &m->hdr;
+    bool gat = h->opcode == WIRE_OP_GAT || h->opcode == WIRE_OP_GATK;
+    bool with_key = h->opcode == WIRE_OP_GETK || h->opcode == WIRE_OP_GATK;
+    struct record *r;
+
+    STAT_INC(&w->stats, cmd_get);
+    if (gat) {
+        STAT_INC(&w->stats, cmd_touch);
+        r = store_gat(c->srv->store, m->key, h->klen, h->expiry);
+    } else {
+        r = store_get(c->srv->store, m->key, h->klen);
+    }
+    if (r != NULL) {
+        STAT_INC(&w->stats, get_hits);
+        if (gat)
+            STAT_INC(&w->stats, touch_hits);
+        nat_record(c, h, r, with_key, false);
+        return;
+    }
+    STAT_INC(&w->stats, get_misses);
+    if (gat)
+        STAT_INC(&w->stats, touch_misses);
+    if (!(h->flags & WIRE_F_QUIET))
+        nat_reply(c, h, WIRE_S_NOT_FOUND, 0, NULL, 0, NULL, 0);
+}
+
+static void nat_store(struct conn *c, struct worker *w,
+                      const struct wire_msg *m)
+{
+    const struct wire_hdr *h = &m->hdr;
+    struct store_item it;
+    enum store_mode mode = STORE_SET;
+    uint64_t cas = 0;
+    int st;
+
+    STAT_INC(&w->stats, cmd_set);
+    memset(&it, 0, sizeof(it));
+    it.key = m->key;
+    it.klen = h->klen;
+    it.value = m->value;
+    it.vlen = h->vlen;
+    it.flags = h->iflags;
+    it.exptime = h->expiry;
+    it.cas = h->cas;
+    it.ntags = h->ntags;
+    it.tags = nat_tags(w, m);
+    if (h->ntags > 0 && it.tags == NULL) {
+        nat_status(c, h, WIRE_S_INTERNAL, 0);
+        return;
+    }
+    switch (h->opcode) {
+    case WIRE_OP_SET:
+        mode = h->cas != 0 ? STORE_CAS : STORE_SET;
+        break;
+    case WIRE_OP_ADD:
+        mode = STORE_ADD;
+        break;
+    case WIRE_OP_REPLACE:
+        mode = STORE_REPLACE;
+        break;
+    case WIRE_OP_CAS:
+        mode = STORE_CAS;
+        break;
+    case WIRE_OP_APPEND:
+        mode = STORE_APPEND;
+        break;
+    case WIRE_OP_PREPEND:
+        mode = STORE_PREPEND;
+        break;
+    default:
+        break;
+    }
+    st = store_put(c->srv->store, mode, &it, &cas);
+    if (mode == STORE_CAS) {
+        if (st == ST_OK)
+            STAT_INC(&w->stats, cas_hits);
+        else if (st == ST_EXISTS)
+            STAT_INC(&w->stats, cas_badval);
+        else if (st == ST_NOT_FOUND)
+            STAT_INC(&w->stats, cas_misses);
+    }
+    if (st == ST_NO_MEMORY || st == ST_TOO_LARGE)
+        STAT_INC(&w->stats, store_refused);
+    nat_status(c, h, wire_status_from_store(st), st == ST_OK ? cas : 0);
+}
+
+static void nat_counter(struct conn *c, struct worker *w,
+                        const struct wire_msg *m)
+{
+    const struct wire_hdr *h = &m->hdr;
+    struct store *store = c->srv->store;
+    uint64_t a = 0, b = 0, res = 0, cas = 0;
+    int st;
+
+    if (h->vlen >= 8)
+        a = wire_get_u64(m->value);
+    if (h->vlen >= 16)
+        b = wire_get_u64(m->value + 8);
+    switch (h->opcode) {
+    case WIRE_OP_INCR:
+    case WIRE_OP_DECR: {
+        bool decr = h->opcode == WIRE_OP_DECR;
+        st = store_incr(store, m->key, h->klen, a, decr, &res, &cas);
+        if (decr && st == ST_OK)
+            STAT_INC(&w->stats, decr_hits);
+        else if (decr && st == ST_NOT_FOUND)
+            STAT_INC(&w->stats, decr_misses);
+        else if (st == ST_OK)
+            STAT_INC(&w->stats, incr_hits);
+        else if (st == ST_NOT_FOUND)
+            STAT_INC(&w->stats, incr_misses);
+        break;
+    }
+    default: {
+        enum store_atomic_op op = ATOMIC_ADD;
+
+        STAT_INC(&w->stats, cmd_atomic);
+        if (h->opcode == WIRE_OP_ATOMIC_FETCH_ADD)
+            op = ATOMIC_FETCH_ADD;
+        else if (h->opcode == WIRE_OP_ATOMIC_CMPSET)
+            op = ATOMIC_CMPSET;
+        else if (h->opcode == WIRE_OP_ATOMIC_READ_CLEAR)
+            op = ATOMIC_READ_CLEAR;
+        st = store_atomic(store, op, m->key, h->klen, a, b, &res, &cas);
+        break;
+    }
+    }
+    if (st == ST_OK || (st == ST_EXISTS && h->opcode == WIRE_OP_ATOMIC_CMPSET))
+        nat_u64_reply(c, h, wire_status_from_store(st), res, cas);
+    else
+        nat_status(c, h, wire_status_from_store(st), 0);
+}
+
+static void nat_get_by_tag(struct conn *c, struct worker *w,
+                           const struct wire_msg *m)
+{
+    const struct wire_hdr *h = &m->hdr;
+    struct store *store = c->srv->store;
+    struct store_recset set = {NULL, 0, 0, 0};
+    struct mdc_tag *t = nat_tags(w, m);
+    int32_t *tvals = (int32_t *)t;
+    int32_t tkey;
+    size_t i;
+    int st;
+
+    STAT_INC(&w->stats, cmd_get_by_tag);
+    if (t == NULL) {
+        nat_reply(c, h, WIRE_S_INTERNAL, 0, NULL, 0, NULL, 0);
+        return;
+    }
+    /* Compact the tvals in place: element i never overtakes tag i. */
+    tkey = t[0].tkey;
+    for (i = 0; i < h->ntags; i++)
+        tvals[i] = t[i].tval;
+    st = store_get_by_tag(store, tkey, tvals, h->ntags, &set);
+    if (st == ST_OK || st == ST_TRUNCATED) {
+        STAT_ADD(&w->stats, get_by_tag_records, set.n);
+        if (st == ST_TRUNCATED)
+            STAT_INC(&w->stats, get_by_tag_truncated);
+        for (i = 0; i < set.n; i++)
+            nat_record(c, h, set.recs[i], true, true);
+        set.n = 0; /* the references now belong to the output queue */
+    }
+    store_recset_release(store, &set);
+    /* Terminator: OK, TRUNCATED, or the error alone. */
+    nat_reply(c, h, wire_status_from_store(st == ST_NOT_FOUND ? ST_OK : st), 0,
+              NULL, 0, NULL, 0);
+}
+
+static void nat_del_by_tag(struct conn *c, struct worker *w,
+                           const struct wire_msg *m)
+{
+    const struct wire_hdr *h = &m->hdr;
+    struct mdc_tag *t = nat_tags(w, m);
+    int32_t *tvals = (int32_t *)t;
+    int32_t tkey;
+    uint64_t n = 0;
+    size_t i;
+    int st;
+
+    STAT_INC(&w->stats, cmd_del_by_tag);
+    if (t == NULL) {
+        nat_status(c, h, WIRE_S_INTERNAL, 0);
+        return;
+    }
+    tkey = t[0].tkey;
+    for (i = 0; i < h->ntags; i++)
+        tvals[i] = t[i].tval;
+    st = store_del_by_tag(c->srv->store, tkey, tvals, h->ntags, &n);
+    if (st == ST_NOT_FOUND)
+        st = ST_OK; /* nothing carried the tag: zero deleted */
+    STAT_ADD(&w->stats, del_by_tag_records, n);
+    if (st == ST_OK)
+        nat_u64_reply(c, h, WIRE_S_OK, n, 0);
+    else
+        nat_status(c, h, wire_status_from_store(st), 0);
+}
+
+static void nat_tstack(struct conn *c, struct worker *w,
+                       const struct wire_msg *m)
+{
+    const struct wire_hdr *h = &m->hdr;
+    struct store *store = c->srv->store;
+    struct wire_tag wt = wire_msg_tag(m, 0);
+    struct mdc_tag tag = {wt.tkey, wt.tval};
+    char key[STORE_TSTACK_KEYMAX];
+    uint32_t klen = 0;
+    uint64_t cas = 0;
+    struct record *r = NULL;
+    int st;
+
+    if (h->opcode == WIRE_OP_TSTACK_PUSH) {
+        STAT_INC(&w->stats, cmd_tstack_push);
+        st = store_tstack_push(store, tag, m->value, h->vlen, h->iflags,
+                               h->expiry, key, &klen, &cas);
+        if (st == ST_OK) {
+            if (!(h->flags & WIRE_F_QUIET))
+                nat_reply(c, h, WIRE_S_OK, cas, key, (uint16_t)klen, NULL,
+                          0);
+        } else {
+            if (st == ST_NO_MEMORY || st == ST_TOO_LARGE)
+                STAT_INC(&w->stats, store_refused);
+            nat_status(c, h, wire_status_from_store(st), 0);
+        }
+        return;
+    }
+    STAT_INC(&w->stats, cmd_tstack_pop);
+    st = store_tstack_pop(store, tag, &r);
+    if (st == ST_OK && r != NULL) {
+        nat_record(c, h, r, true, false);
+        return;
+    }
+    if (st == ST_NOT_FOUND && (h->flags & WIRE_F_QUIET))
+        return;
+    nat_status(c, h, wire_status_from_store(st == ST_OK ? ST_NOT_FOUND : st),
+               0);
+}
+
+static void nat_stats_line(void *ctx, const char *name, const char *value)
+{
+    struct conn *c = ctx;
+    size_t ln = strlen(name), lv = strlen(value);
+    uint8_t *p = conn_out_reserve(c, ln + lv + 2);
+
+    if (p == NULL)
+        return;
+    memcpy(p, name, ln);
+    p[ln] = ' ';
+    memcpy(p + ln + 1, value, lv);
+    p[ln + 1 + lv] = '\n';
+    conn_out_commit(c, ln + lv + 2);
+}
+
+/* The reply's value is written after its header, then the header patched. */
+static void nat_stats(struct conn *c, struct worker *w,
+                      const struct wire_msg *m)
+{
+    const struct wire_hdr *h = &m->hdr;
+    struct wire_hdr rh;
+    size_t hoff = c->olen;
+    enum { G_GENERAL, G_SETTINGS } group;
+
+    STAT_INC(&w->stats, cmd_stats);
+    if (h->klen == 0)
+        group = G_GENERAL;
+    else if (h->klen == 8 && memcmp(m->key, "settings", 8) == 0)
+        group = G_SETTINGS;
+    else {
+        nat_reply(c, h, WIRE_S_NOT_FOUND, 0, NULL, 0, NULL, 0);
+        return;
+    }
+    if (conn_out_reserve(c, WIRE_HDR_LEN) == NULL)
+        return;
+    conn_out_commit(c, WIRE_HDR_LEN);
+    if (group == G_GENERAL)
+        stats_collect(c->srv, nat_stats_line, c);
+    else
+        stats_collect_settings(c->srv, nat_stats_line, c);
+    if (c->closing)
+        return; /* out of memory: the connection goes */
+    wire_hdr_response(&rh, h, WIRE_S_OK);
+    rh.vlen = (uint32_t)(c->olen - hoff - WIRE_HDR_LEN);
+    wire_encode_header(c->obuf + hoff, &rh);
+}
+
+/* Run one whole, checked request. */
+static void nat_exec(struct conn *c, struct worker *w, const struct wire_msg *m)
+{
+    const struct wire_hdr *h = &m->hdr;
+
+    switch (h->opcode) {
+    case WIRE_OP_GET:
+    case WIRE_OP_GETK:
+    case WIRE_OP_GAT:
+    case WIRE_OP_GATK:
+        nat_get(c, w, m);
+        break;
+    case WIRE_OP_TOUCH: {
+        int st = store_touch(c->srv->store, m->key, h->klen, h->expiry);
+        STAT_INC(&w->stats, cmd_touch);
+        if (st == ST_OK)
+            STAT_INC(&w->stats, touch_hits);
+        else if (st == ST_NOT_FOUND)
+            STAT_INC(&w->stats, touch_misses);
+        nat_status(c, h, wire_status_from_store(st), 0);
+        break;
+    }
+    case WIRE_OP_SET:
+    case WIRE_OP_ADD:
+    case WIRE_OP_REPLACE:
+    case WIRE_OP_CAS:
+    case WIRE_OP_APPEND:
+    case WIRE_OP_PREPEND:
+        nat_store(c, w, m);
+        break;
+    case WIRE_OP_DELETE: {
+        int st = store_delete(c->srv->store, m->key, h->klen, h->cas);
+        if (st == ST_OK)
+            STAT_INC(&w->stats, delete_hits);
+        else if (st == ST_NOT_FOUND)
+            STAT_INC(&w->stats, delete_misses);
+        nat_status(c, h, wire_status_from_store(st), 0);
+        break;
+    }
+    case WIRE_OP_INCR:
+    case WIRE_OP_DECR:
+    case WIRE_OP_ATOMIC_ADD:
+    case WIRE_OP_ATOMIC_FETCH_ADD:
+    case WIRE_OP_ATOMIC_CMPSET:
+    case WIRE_OP_ATOMIC_READ_CLEAR:
+        nat_counter(c, w, m);
+        break;
+    case WIRE_OP_GET_BY_TAG:
+        nat_get_by_tag(c, w, m);
+        break;
+    case WIRE_OP_DEL_BY_TAG:
+        nat_del_by_tag(c, w, m);
+        break;
+    case WIRE_OP_TSTACK_PUSH:
+    case WIRE_OP_TSTACK_POP:
+        nat_tstack(c, w, m);
+        break;
+    case WIRE_OP_FLUSH:
+        STAT_INC(&w->stats, cmd_flush);
+        store_flush(c->srv->store);
+        nat_status(c, h, WIRE_S_OK, 0);
+        break;
+    case WIRE_OP_STATS:
+        nat_stats(c, w, m);
+        break;
+    case WIRE_OP_VERSION:
+        nat_reply(c, h, WIRE_S_OK, 0, NULL, 0, PACKAGE_VERSION,
+                  (uint32_t)strlen(PACKAGE_VERSION));
+        break;
+    case WIRE_OP_NOOP:
+        nat_reply(c, h, WIRE_S_OK, 0, NULL, 0, NULL, 0);
+        break;
+    case WIRE_OP_QUIT:
+        nat_status(c, h, WIRE_S_OK, 0);
+        conn_close_after_flush(c);
+        break;
+    default:
+        nat_error(c, w, h, WIRE_EOPCODE);
+        break;
+    }
+}
+
+/* The out-of-sync errors: answer once, then the connection closes. */
+static void nat_lost_sync(struct conn *c, struct worker *w,
+                          const struct wire_hdr *h, int rc)
+{
+    struct wire_hdr zero;
+    size_t avail;
+
+    if (rc == WIRE_EMAGIC || rc == WIRE_EVERSION) {
+        memset(&zero, 0, sizeof(zero));
+        h = &zero; /* opcode and opaque 0 */
+    }
+    log_debug("conn %llu: %s, closing", (unsigned long long)c->id,
+              wire_strerror(rc));
+    nat_error(c, w, h, rc);
+    (void)conn_in_data(c, &avail);
+    conn_in_consume(c, avail);
+    conn_close_after_flush(c);
+}
+
+static void nat_process(struct conn *c, struct worker *w)
+{
+    struct server *srv = c->srv;
+
+    conn_in_need(c, 1); /* every "wait for bytes" exit below sets it */
+    while (!c->closing && !conn_out_full(c)) {
+        size_t avail, total;
+        const uint8_t *buf = conn_in_data(c, &avail);
+        struct wire_msg m;
+        ssize_t n;
+        int rc;
+
+        if (avail == 0) {
+            conn_in_need(c, WIRE_HDR_LEN);
+            break;
+        }
+        rc = wire_parse_header(buf, avail, &m.hdr, srv->max_body);
+        if (rc == WIRE_AGAIN) {
+            conn_in_need(c, WIRE_HDR_LEN);
+            break;
+        }
+        if (rc < 0 && !wire_err_in_sync(rc)) {
+            nat_lost_sync(c, w, &m.hdr, rc);
+            break;
+        }
+        total = WIRE_HDR_LEN + (size_t)wire_body_len(&m.hdr);
+        /* A value over the item size: answer now and discard the body as
+         * it streams in, instead of buffering it. */
+        if (rc == WIRE_OK && nat_is_store_op(m.hdr.opcode) &&
+            m.hdr.vlen > srv->opt.max_item_size) {
+            STAT_INC(&w->stats, cmd_set);
+            STAT_INC(&w->stats, store_refused);
+            nat_status(c, &m.hdr, WIRE_S_TOO_LARGE, 0);
+            conn_in_skip(c, total);
+            continue;
+        }
+        if (avail < total) {
+            conn_in_need(c, total);
+            break;
+        }
+        n = wire_parse(buf, avail, &m, srv->max_body);
+        if (n < 0) {
+            /* in sync: the whole message is here; answer and skip it */
+            nat_error(c, w, &m.hdr, (int)n);
+            conn_in_consume(c, m.size);
+            continue;
+        }
+        rc = wire_check_request(&m);
+        if (rc < 0)
+            nat_error(c, w, &m.hdr, rc);
+        else
+            nat_exec(c, w, &m);
+        conn_in_consume(c, (size_t)n);
+    }
+    if (c->closing)
+        conn_in_need(c, 1);
+}
+
+const struct proto proto_native = {"native", nat_process};

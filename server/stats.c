@@ -1,0 +1,92 @@
+/*
+ * stats.c - summing the per-thread counters on demand and listing them
+ * with the store's figures under memcached's names (plus tag, connection
+ * and thread-model fields).
+ */
+#include "config.h"
+
+#include "stats.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "alloc.h"
+#include "daemon.h"
+#include "store.h"
+
+void stats_sum(struct server *srv, struct thread_stats *out)
+{
+    unsigned i;
+
+    memset(out, 0, sizeof(*out));
+    for (i = 0; i < srv->nworkers; i++) {
+        const struct thread_stats *t = &srv->workers[i].stats;
+#define X(n) out->n += __atomic_load_n(&t->n, __ATOMIC_RELAXED);
+        STATS_THREAD_FIELDS(X)
+#undef X
+    }
+}
+
+static void emit_u64(stats_visit_fn fn, void *ctx, const char *name,
+                     uint64_t v)
+{
+    char buf[32];
+
+    snprintf(buf, sizeof(buf), "%" PRIu64, v);
+    fn(ctx, name, buf);
+}
+
+void stats_collect(struct server *srv, stats_visit_fn fn, void *ctx)
+{
+    struct thread_stats t;
+    struct store_stats s;
+    unsigned threads = (srv->nnet > 0 ? srv->nnet : 1) + srv->npay;
+
+    stats_sum(srv, &t);
+    store_get_stats(srv->store, &s);
+
+    emit_u64(fn, ctx, "pid", (uint64_t)getpid());
+    emit_u64(fn, ctx, "uptime", server_uptime(srv));
+    emit_u64(fn, ctx, "time", (uint64_t)time(NULL));
+    fn(ctx, "version", PACKAGE_VERSION);
+    fn(ctx, "libevent", event_get_version());
+    emit_u64(fn, ctx, "pointer_size", 8 * sizeof(void *));
+    emit_u64(fn, ctx, "curr_connections",
+             atomic_load_explicit(&srv->nconns, memory_order_relaxed));
+    emit_u64(fn, ctx, "max_connections", srv->opt.max_conns);
+#define X(n) emit_u64(fn, ctx, #n, t.n);
+    STATS_THREAD_FIELDS(X)
+#undef X
+    emit_u64(fn, ctx, "curr_items", s.curr_items);
+    emit_u64(fn, ctx, "total_items", s.total_items);
+    emit_u64(fn, ctx, "bytes", s.bytes);
+    emit_u64(fn, ctx, "limit_maxbytes", s.limit_maxbytes);
+    emit_u64(fn, ctx, "evictions", s.evictions);
+    emit_u64(fn, ctx, "expired", s.expired);
+    emit_u64(fn, ctx, "expired_unfetched", s.expired_unfetched);
+    emit_u64(fn, ctx, "evicted_unfetched", s.evicted_unfetched);
+    emit_u64(fn, ctx, "tagged_items", s.tagged_items);
+    emit_u64(fn, ctx, "tag_links", s.tag_links);
+    emit_u64(fn, ctx, "tag_values", s.tag_values);
+    emit_u64(fn, ctx, "tag_keys", s.tag_keys);
+    emit_u64(fn, ctx, "tag_bytes", s.tag_bytes);
+    emit_u64(fn, ctx, "hash_buckets", s.nbuckets);
+    emit_u64(fn, ctx, "fixed_bytes", s.fixed_bytes);
+    fn(ctx, "allocator", mdc_allocator_name());
+    emit_u64(fn, ctx, "threads", threads);
+    emit_u64(fn, ctx, "network_threads", srv->nnet);
+    emit_u64(fn, ctx, "payload_threads", srv->npay);
+    fn(ctx, "thread_model", thread_model_name(srv->model));
+}
+
+void stats_collect_settings(struct server *srv, stats_visit_fn fn, void *ctx)
+{
+    options_visit(&srv->opt, fn, ctx);
+    fn(ctx, "thread_model", thread_model_name(srv->model));
+    emit_u64(fn, ctx, "max_message_body", srv->max_body);
+}

@@ -1,0 +1,79 @@
+/*
+ * stats.h - per-thread counters declared once (STATS_THREAD_FIELDS).  Each
+ * server thread owns one struct thread_stats and is its only writer; a
+ * reader sums all threads on demand (stats_collect()).  No global lock: a
+ * counter is bumped with a relaxed load and store (no locked instruction),
+ * which also keeps ThreadSanitizer informed.
+ */
+#ifndef MDC_STATS_H
+#define MDC_STATS_H
+
+#include <stdint.h>
+
+struct server;
+
+/* X(name): memcached's names where memcached has the counter. */
+#define STATS_THREAD_FIELDS(X)                                                 \
+    X(total_connections)                                                       \
+    X(rejected_connections)                                                    \
+    X(closed_connections)                                                      \
+    X(cmd_get)                                                                 \
+    X(cmd_set)                                                                 \
+    X(cmd_touch)                                                               \
+    X(cmd_flush)                                                               \
+    X(get_hits)                                                                \
+    X(get_misses)                                                              \
+    X(get_expired)                                                             \
+    X(delete_hits)                                                             \
+    X(delete_misses)                                                           \
+    X(incr_hits)                                                               \
+    X(incr_misses)                                                             \
+    X(decr_hits)                                                               \
+    X(decr_misses)                                                             \
+    X(cas_hits)                                                                \
+    X(cas_misses)                                                              \
+    X(cas_badval)                                                              \
+    X(touch_hits)                                                              \
+    X(touch_misses)                                                            \
+    X(cmd_atomic)                                                              \
+    X(cmd_get_by_tag)                                                          \
+    X(get_by_tag_records)                                                      \
+    X(get_by_tag_truncated)                                                    \
+    X(cmd_del_by_tag)                                                          \
+    X(del_by_tag_records)                                                      \
+    X(cmd_tstack_push)                                                         \
+    X(cmd_tstack_pop)                                                          \
+    X(cmd_stats)                                                               \
+    X(store_refused)                                                           \
+    X(protocol_errors)                                                         \
+    X(bytes_read)                                                              \
+    X(bytes_written)                                                           \
+    X(output_paused)                                                           \
+    X(slow_reader_drops)                                                       \
+    X(idle_kicks)                                                              \
+    X(payload_handoffs)
+
+struct thread_stats {
+#define X(n) uint64_t n;
+    STATS_THREAD_FIELDS(X)
+#undef X
+} __attribute__((aligned(64)));
+
+/* Single-writer increment: only the owning thread calls this. */
+#define STAT_ADD(ts, field, v)                                                 \
+    __atomic_store_n(&(ts)->field,                                             \
+                     __atomic_load_n(&(ts)->field, __ATOMIC_RELAXED) +         \
+                         (uint64_t)(v),                                        \
+                     __ATOMIC_RELAXED)
+#define STAT_INC(ts, field) STAT_ADD(ts, field, 1)
+
+/* Sum every thread's counters into out. */
+void stats_sum(struct server *srv, struct thread_stats *out);
+
+/* Visit every stat as (name, value text) in memcached's order. */
+typedef void (*stats_visit_fn)(void *ctx, const char *name, const char *value);
+void stats_collect(struct server *srv, stats_visit_fn fn, void *ctx);
+/* The "settings" group: every option with its value. */
+void stats_collect_settings(struct server *srv, stats_visit_fn fn, void *ctx);
+
+#endif

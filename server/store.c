@@ -1,0 +1,1429 @@
+/*
+ * store.c - the record forest: buckets of red-black trees under striped
+ * reader-writer locks, records with reference counts, expiry, memory
+ * accounting and sampled-LRU eviction, counters, and the mutation hook.
+ *
+ * Lock discipline (docs/threads.md): at most one record-bucket lock is held
+ * at a time; tag-bucket locks (tags.c) nest inside it and are innermost.
+ * Allocation that may evict happens with no lock held.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include "alloc.h"
+#include "store_int.h"
+#include "tags.h"
+
+#define DEFAULT_MEM_LIMIT ((size_t)1024 << 20)
+#define DEFAULT_MAX_ITEM (1u << 20)
+#define DEFAULT_MAX_TAGS 64u
+#define DEFAULT_TAG_BUCKETS 64u
+#define DEFAULT_TAG_REPLY ((size_t)16 << 20)
+#define DEFAULT_NLOCKS 1024u
+#define MIN_BUCKETS 1024u
+#define MAX_BUCKETS (1u << 30)
+#define EVICT_SAMPLES 5
+#define EVICT_PROBE 64
+#define EVICT_TRIES 64
+#define RETRY_LIMIT 1000000
+
+static int rec_cmp(struct record *a, struct record *b)
+{
+    if (a->hash32 != b->hash32)
+        return a->hash32 < b->hash32 ? -1 : 1;
+    if (a->klen != b->klen)
+        return a->klen < b->klen ? -1 : 1;
+    return memcmp(a->data, b->data, a->klen);
+}
+RB_GENERATE_STATIC(rtree, record, rb, rec_cmp);
+
+/* ---- status and event names -------------------------------------------- */
+const char *store_strstatus(int status)
+{
+    switch (status) {
+    case ST_OK: return "ok";
+    case ST_NOT_FOUND: return "not found";
+    case ST_EXISTS: return "exists";
+    case ST_NOT_STORED: return "not stored";
+    case ST_TOO_LARGE: return "value too large";
+    case ST_KEY_INVALID: return "key too long";
+    case ST_NO_MEMORY: return "out of memory";
+    case ST_TOO_MANY_TAGS: return "too many tags";
+    case ST_NOT_NUMBER: return "value is not a number";
+    case ST_TRUNCATED: return "reply truncated";
+    case ST_INVALID: return "invalid argument";
+    default: return "unknown status";
+    }
+}
+
+const char *store_event_name(enum store_event ev)
+{
+    static const char *const names[] = {
+#define X(e, s) s,
+        STORE_EVENTS(X)
+#undef X
+    };
+    return (unsigned)ev < EV__COUNT ? names[ev] : "?";
+}
+
+/* ---- clock --------------------------------------------------------------- */
+static uint64_t sys_mono_ns(void *ctx)
+{
+    (void)ctx;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+static int64_t sys_wall_s(void *ctx)
+{
+    (void)ctx;
+    return (int64_t)time(NULL);
+}
+
+/* Store seconds: 1 at creation, so a deadline of 0 can mean "never". */
+static inline uint32_t now_s(struct store *st)
+{
+    uint64_t ns = st->clk.mono_ns(st->clk.ctx);
+    return (uint32_t)((ns - st->epoch_ns) / 1000000000u) + 1;
+}
+static inline uint32_t now_tick(struct store *st)
+{
+    return (uint32_t)(st->clk.mono_ns(st->clk.ctx) >> 20);
+}
+
+static inline int rec_expired(const struct record *r, uint32_t now)
+{
+    uint32_t d = __atomic_load_n(&r->deadline, __ATOMIC_RELAXED);
+    return d != 0 && d <= now;
+}
+
+/* memcached expiry: 0 never; <0 already expired; <=30 days relative;
+ * otherwise absolute Unix time, converted to the monotonic clock now. */
+static uint32_t deadline_of(struct store *st, int64_t exptime)
+{
+    uint32_t now = now_s(st);
+    if (exptime == 0)
+        return 0;
+    if (exptime < 0)
+        return 1;
+    if (exptime <= STORE_REL_EXPIRY_MAX)
+        return now + (uint32_t)exptime;
+    int64_t rel = exptime - st->clk.wall_s(st->clk.ctx);
+    if (rel <= 0)
+        return 1;
+    if (rel > (int64_t)UINT32_MAX - now)
+        return UINT32_MAX;
+    return now + (uint32_t)rel;
+}
+
+int64_t record_ttl(struct store *st, const struct record *r)
+{
+    uint32_t d = __atomic_load_n(&r->deadline, __ATOMIC_RELAXED);
+    if (d == 0)
+        return -1;
+    uint32_t now = now_s(st);
+    return d > now ? (int64_t)(d - now) : 0;
+}
+
+/* ---- CAS versions: per-thread blocks of a global counter ------------------ */
+static _Atomic uint64_t cas_global = 1;
+static __thread uint64_t cas_next, cas_end;
+static uint64_t next_cas(void)
+{
+    if (cas_next == cas_end) {
+        cas_next = atomic_fetch_add_explicit(&cas_global, 256,
+                                             memory_order_relaxed);
+        cas_end = cas_next + 256;
+    }
+    return cas_next++;
+}
+
+/* ---- accounting ---------------------------------------------------------- */
+void store_account(struct store *st, int64_t delta, int tag_index)
+{
+    atomic_fetch_add_explicit(&st->mem, delta, memory_order_relaxed);
+    if (tag_index)
+        atomic_fetch_add_explicit(&st->tag_mem, delta, memory_order_relaxed);
+}
+
+int recset_push(struct store_recset *s, struct record *r)
+{
+    if (s->n == s->cap) {
+        size_t nc = s->cap ? s->cap * 2 : 16;
+        struct record **nr = mdc_realloc(s->recs, nc * sizeof(*nr));
+        if (nr == NULL)
+            return -1;
+        s->recs = nr;
+        s->cap = nc;
+    }
+    s->recs[s->n++] = r;
+    return 0;
+}
+
+uint64_t store_hash(const void *key, uint32_t klen)
+{
+    return XXH3_64bits(key, klen);
+}
+
+static inline uint32_t bucket_idx(struct store *st, uint64_t h)
+{
+    return (uint32_t)h & st->bmask;
+}
+static inline mdc_rwlock_t *lock_of(struct store *st, uint32_t b)
+{
+    return &st->locks[b & st->lmask];
+}
+
+static inline void announce(struct store *st, enum store_event ev,
+                            struct record *r, uint64_t h)
+{
+    if (st->hook != NULL)
+        st->hook(st->hook_ctx, ev, rec_key(r), r->klen, h);
+}
+
+/* ---- records -------------------------------------------------------------- */
+const void *record_key(const struct record *r) { return r->data; }
+uint32_t record_klen(const struct record *r) { return r->klen; }
+const void *record_value(const struct record *r) { return r->data + r->klen; }
+uint32_t record_vlen(const struct record *r) { return r->vlen; }
+uint32_t record_flags(const struct record *r) { return r->flags; }
+uint64_t record_cas(const struct record *r) { return r->cas; }
+uint32_t record_ntags(const struct record *r)
+{
+    if (!(rec_rflags(r) & R_TAGGED))
+        return 0;
+    return rec_tags((struct record *)r)->ntags;
+}
+struct mdc_tag record_tag(const struct record *r, uint32_t i)
+{
+    struct tag_entry *e = &rec_tags((struct record *)r)->e[i];
+    struct mdc_tag t = {e->tkey, e->tval};
+    return t;
+}
+
+static void rec_free(struct store *st, struct record *r)
+{
+    store_account(st, -(int64_t)mdc_usable_size(r), 0);
+    mdc_free(r);
+}
+
+void store_release(struct store *st, struct record *r)
+{
+    if (r == NULL)
+        return;
+    if (__atomic_sub_fetch(&r->refcnt, 1, __ATOMIC_ACQ_REL) == 0)
+        rec_free(st, r);
+}
+
+static int evict_one(struct store *st);
+
+/*
+ * Reserve 'size' bytes under the limit, evicting if allowed.  Called with
+ * no lock held.  Returns 0 or ST_NO_MEMORY (nothing reserved then).
+ */
+static int reserve(struct store *st, size_t size)
+{
+    int64_t lim = (int64_t)st->cfg.mem_limit;
+    int64_t m = atomic_fetch_add_explicit(&st->mem, (int64_t)size,
+                                          memory_order_relaxed) +
+                (int64_t)size;
+    if (m <= lim)
+        return 0;
+    if (!st->cfg.no_evict) {
+        for (int i = 0; i < EVICT_TRIES; i++) {
+            if (atomic_load_explicit(&st->mem, memory_order_relaxed) <= lim)
+                return 0;
+            if (evict_one(st) < 0)
+                break;
+        }
+        if (atomic_load_explicit(&st->mem, memory_order_relaxed) <= lim)
+            return 0;
+    }
+    atomic_fetch_sub_explicit(&st->mem, (int64_t)size, memory_order_relaxed);
+    return ST_NO_MEMORY;
+}
+
+/* Sort and drop duplicate tags; returns the distinct count. */
+static int tag_cmp(const void *a, const void *b)
+{
+    const struct mdc_tag *x = a, *y = b;
+    if (x->tkey != y->tkey)
+        return x->tkey < y->tkey ? -1 : 1;
+    return x->tval < y->tval ? -1 : x->tval > y->tval;
+}
+
+/*
+ * Allocate a record (refcnt 1, not linked) with key and room for the value
+ * and 'ntags' tag entries; the caller fills value and tags.  Accounting is
+ * done here with its exact usable size.
+ */
+static int rec_alloc(struct store *st, const void *key, uint32_t klen,
+                     uint32_t vlen, uint32_t ntags, struct record **out)
+{
+    size_t size = sizeof(struct record) + klen + vlen;
+    if (ntags > 0)
+        size = rec_tag_offset(klen, vlen) + sizeof(struct tag_area) +
+               (size_t)ntags * sizeof(struct tag_entry);
+    size_t real = mdc_good_size(size);
+    int rc = reserve(st, real);
+    if (rc != 0)
+        return rc;
+    struct record *r = mdc_malloc(size);
+    if (r == NULL) {
+        store_account(st, -(int64_t)real, 0);
+        return ST_NO_MEMORY;
+    }
+    /* correct the reservation to the exact usable size */
+    size_t usable = mdc_usable_size(r);
+    if (usable != real)
+        store_account(st, (int64_t)usable - (int64_t)real, 0);
+    memset(r, 0, sizeof(*r));
+    uint64_t h = store_hash(key, klen);
+    r->hash32 = (uint32_t)(h >> 32);
+    r->klen = (uint16_t)klen;
+    r->vlen = vlen;
+    r->refcnt = 1;
+    if (klen)
+        memcpy(r->data, key, klen);
+    if (ntags > 0) {
+        r->rflags = R_TAGGED;
+        struct tag_area *ta = rec_tags(r);
+        ta->ntags = ntags;
+        ta->pad = 0;
+    }
+    *out = r;
+    return 0;
+}
+
+/* Copy the tags of 'src' (sorted, distinct) into the entries of 'r'. */
+static void rec_set_tags(struct record *r, const struct mdc_tag *tags,
+                         uint32_t n)
+{
+    struct tag_area *ta = rec_tags(r);
+    for (uint32_t i = 0; i < n; i++) {
+        ta->e[i].tkey = tags[i].tkey;
+        ta->e[i].tval = tags[i].tval;
+        ta->e[i].tv = NULL;
+        ta->e[i].rec = r;
+    }
+}
+
+static void rec_copy_tags(struct record *r, struct record *src)
+{
+    struct tag_area *sa = rec_tags(src), *ta = rec_tags(r);
+    for (uint32_t i = 0; i < sa->ntags; i++) {
+        ta->e[i].tkey = sa->e[i].tkey;
+        ta->e[i].tval = sa->e[i].tval;
+        ta->e[i].tv = NULL;
+        ta->e[i].rec = r;
+    }
+}
+
+/* ---- lookup and (un)linking; caller holds the bucket lock ----------------- */
+static struct record *do_find(struct store *st, uint32_t b, uint32_t h32,
+                              const void *key, uint32_t klen)
+{
+    struct record *n = RB_ROOT(&st->buckets[b]);
+    while (n != NULL) {
+        int c;
+        if (h32 != n->hash32)
+            c = h32 < n->hash32 ? -1 : 1;
+        else if (klen != n->klen)
+            c = klen < n->klen ? -1 : 1;
+        else
+            c = memcmp(key, n->data, klen);
+        if (c == 0)
+            return n;
+        n = c < 0 ? RB_LEFT(n, rb) : RB_RIGHT(n, rb);
+    }
+    return NULL;
+}
+
+struct record *store_lookup_locked(struct store *st, const void *key,
+                                   uint32_t klen, uint64_t hash)
+{
+    return do_find(st, bucket_idx(st, hash), (uint32_t)(hash >> 32), key,
+                   klen);
+}
+
+/* Unlink 'r' from the forest and the tag index, dropping the index's
+ * reference.  The caller announced the change. */
+static void do_unlink(struct store *st, uint32_t b, struct record *r)
+{
+    RB_REMOVE(rtree, &st->buckets[b], r);
+    if (rec_rflags(r) & R_TAGGED) {
+        struct tag_area *ta = rec_tags(r);
+        for (uint32_t i = 0; i < ta->ntags; i++)
+            tags_unlink(st->tags, &ta->e[i]);
+        atomic_fetch_sub_explicit(&st->tagged_items, 1, memory_order_relaxed);
+        atomic_fetch_sub_explicit(&st->tag_links, ta->ntags,
+                                  memory_order_relaxed);
+    }
+    rec_clear_rflag(r, R_LINKED);
+    atomic_fetch_sub_explicit(&st->curr_items, 1, memory_order_relaxed);
+    store_release(st, r);
+}
+
+/*
+ * Link new record 'r' (its creator's reference becomes the index's),
+ * replacing 'old' if not NULL.  keep_pos: r's tags are old's tags, put each
+ * entry where old's is so tstack order survives append/incr.
+ * Returns 0 or ST_NO_MEMORY (tag node allocation failed; nothing changed).
+ */
+static int do_link(struct store *st, uint32_t b, struct record *r,
+                   struct record *old, int keep_pos)
+{
+    uint32_t nt = (rec_rflags(r) & R_TAGGED) ? rec_tags(r)->ntags : 0;
+    struct tag_area *ta = nt ? rec_tags(r) : NULL;
+
+    if (!keep_pos) {
+        for (uint32_t i = 0; i < nt; i++) {
+            if (tags_link(st->tags, &ta->e[i]) != 0) {
+                while (i-- > 0)
+                    tags_unlink(st->tags, &ta->e[i]);
+                return ST_NO_MEMORY;
+            }
+        }
+    }
+    if (old != NULL) {
+        RB_REMOVE(rtree, &st->buckets[b], old);
+        if (keep_pos) {
+            struct tag_area *oa = rec_tags(old);
+            for (uint32_t i = 0; i < nt; i++)
+                tags_relink(st->tags, &oa->e[i], &ta->e[i]);
+        } else if (rec_rflags(old) & R_TAGGED) {
+            struct tag_area *oa = rec_tags(old);
+            for (uint32_t i = 0; i < oa->ntags; i++)
+                tags_unlink(st->tags, &oa->e[i]);
+        }
+        if (rec_rflags(old) & R_TAGGED) {
+            atomic_fetch_sub_explicit(&st->tagged_items, 1,
+                                      memory_order_relaxed);
+            atomic_fetch_sub_explicit(&st->tag_links, rec_tags(old)->ntags,
+                                      memory_order_relaxed);
+        }
+        rec_clear_rflag(old, R_LINKED);
+        atomic_fetch_sub_explicit(&st->curr_items, 1, memory_order_relaxed);
+    }
+    RB_INSERT(rtree, &st->buckets[b], r);
+    rec_set_rflag(r, R_LINKED);
+    __atomic_store_n(&r->atime, 0, __ATOMIC_RELAXED);
+    if (nt) {
+        atomic_fetch_add_explicit(&st->tagged_items, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&st->tag_links, nt, memory_order_relaxed);
+    }
+    atomic_fetch_add_explicit(&st->curr_items, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&st->total_items, 1, memory_order_relaxed);
+    if (old != NULL)
+        store_release(st, old);
+    return 0;
+}
+
+/* Remove an expired record found under the write lock. */
+static void do_expire(struct store *st, uint32_t b, struct record *r,
+                      uint64_t h)
+{
+    announce(st, EV_EXPIRE, r, h);
+    atomic_fetch_add_explicit(&st->expired, 1, memory_order_relaxed);
+    if (!(rec_rflags(r) & R_FETCHED))
+        atomic_fetch_add_explicit(&st->expired_unfetched, 1,
+                                  memory_order_relaxed);
+    do_unlink(st, b, r);
+}
+
+/* Find a live record under the write lock, reclaiming it if expired. */
+static struct record *do_find_live(struct store *st, uint32_t b, uint64_t h,
+                                   const void *key, uint32_t klen)
+{
+    struct record *r = do_find(st, b, (uint32_t)(h >> 32), key, klen);
+    if (r != NULL && rec_expired(r, now_s(st))) {
+        do_expire(st, b, r, h);
+        r = NULL;
+    }
+    return r;
+}
+
+/* ---- create / destroy ----------------------------------------------------- */
+static uint32_t pow2_at_least(uint64_t v)
+{
+    uint32_t p = 1;
+    while (p < v && p < (1u << 31))
+        p <<= 1;
+    return p;
+}
+
+static void *sweeper_main(void *arg);
+
+struct store *store_create(const struct store_config *cfg)
+{
+    struct store *st = mdc_calloc(1, sizeof(*st));
+    if (st == NULL)
+        return NULL;
+    if (cfg != NULL)
+        st->cfg = *cfg;
+    struct store_config *c = &st->cfg;
+    if (c->mem_limit == 0)
+        c->mem_limit = DEFAULT_MEM_LIMIT;
+    if (c->max_item_size == 0)
+        c->max_item_size = DEFAULT_MAX_ITEM;
+    if (c->max_tags == 0)
+        c->max_tags = DEFAULT_MAX_TAGS;
+    if (c->max_tags > 65535)
+        c->max_tags = 65535;
+    if (c->tag_buckets == 0)
+        c->tag_buckets = DEFAULT_TAG_BUCKETS;
+    c->tag_buckets = pow2_at_least(c->tag_buckets);
+    if (c->tag_reply_limit == 0)
+        c->tag_reply_limit = DEFAULT_TAG_REPLY;
+    if (c->nbuckets == 0) {
+        /* about four smallest records per bucket when the memory is full */
+        uint64_t want = c->mem_limit / (112 * 4);
+        c->nbuckets = pow2_at_least(want < MIN_BUCKETS ? MIN_BUCKETS : want);
+    }
+    c->nbuckets = pow2_at_least(c->nbuckets);
+    if (c->nbuckets > MAX_BUCKETS)
+        c->nbuckets = MAX_BUCKETS;
+    if (c->nlocks == 0)
+        c->nlocks = DEFAULT_NLOCKS;
+    c->nlocks = pow2_at_least(c->nlocks);
+    if (c->nlocks > c->nbuckets)
+        c->nlocks = c->nbuckets;
+
+    st->bmask = c->nbuckets - 1;
+    st->lmask = c->nlocks - 1;
+    st->clk.mono_ns = sys_mono_ns;
+    st->clk.wall_s = sys_wall_s;
+    st->epoch_ns = sys_mono_ns(NULL);
+    st->buckets = mdc_calloc(c->nbuckets, sizeof(*st->buckets));
+    st->locks = mdc_calloc(c->nlocks, sizeof(*st->locks));
+    st->tags = tags_create(st, c->tag_buckets);
+    if (st->buckets == NULL || st->locks == NULL || st->tags == NULL)
+        goto fail;
+    for (uint32_t i = 0; i < c->nlocks; i++)
+        mdc_rwlock_init(&st->locks[i]);
+    st->fixed_bytes = sizeof(*st) + (uint64_t)c->nbuckets * sizeof(*st->buckets) +
+                      (uint64_t)c->nlocks * sizeof(*st->locks) +
+                      tags_fixed_bytes(st->tags);
+    atomic_store(&st->evict_seed, 0x9E3779B97F4A7C15ull);
+    pthread_mutex_init(&st->sweep_mu, NULL);
+    pthread_cond_init(&st->sweep_cv, NULL);
+    if (c->sweep_interval_ms != 0) {
+        if (pthread_create(&st->sweeper, NULL, sweeper_main, st) != 0)
+            goto fail;
+        st->sweeper_running = 1;
+    }
+    return st;
+fail:
+    if (st->locks)
+        mdc_free(st->locks);
+    mdc_free(st->buckets);
+    tags_destroy(st->tags);
+    mdc_free(st);
+    return NULL;
+}
+
+void store_destroy(struct store *st)
+{
+    if (st == NULL)
+        return;
+    if (st->sweeper_running) {
+        pthread_mutex_lock(&st->sweep_mu);
+        st->sweep_stop = 1;
+        pthread_cond_signal(&st->sweep_cv);
+        pthread_mutex_unlock(&st->sweep_mu);
+        pthread_join(st->sweeper, NULL);
+    }
+    st->hook = NULL;
+    for (uint32_t b = 0; b <= st->bmask; b++) {
+        struct record *r;
+        while ((r = RB_ROOT(&st->buckets[b])) != NULL)
+            do_unlink(st, b, r);
+    }
+    tags_destroy(st->tags);
+    for (uint32_t i = 0; i <= st->lmask; i++)
+        mdc_rwlock_destroy(&st->locks[i]);
+    pthread_mutex_destroy(&st->sweep_mu);
+    pthread_cond_destroy(&st->sweep_cv);
+    mdc_free(st->locks);
+    mdc_free(st->buckets);
+    mdc_free(st);
+}
+
+void store_set_hook(struct store *st, store_hook_fn fn, void *ctx)
+{
+    st->hook = fn;
+    st->hook_ctx = ctx;
+}
+
+void store_set_clock(struct store *st, const struct store_clock *clk)
+{
+    st->clk = *clk;
+    st->epoch_ns = clk->mono_ns(clk->ctx);
+}
+
+const struct store_config *store_config(const struct store *st)
+{
+    return &st->cfg;
+}
+
+void store_get_stats(struct store *st, struct store_stats *o)
+{
+    memset(o, 0, sizeof(*o));
+#define LD(f) atomic_load_explicit(&st->f, memory_order_relaxed)
+    o->curr_items = LD(curr_items);
+    o->total_items = LD(total_items);
+    int64_t m = LD(mem), tm = LD(tag_mem);
+    o->bytes = m > 0 ? (uint64_t)m : 0;
+    o->tag_bytes = tm > 0 ? (uint64_t)tm : 0;
+    o->limit_maxbytes = st->cfg.mem_limit;
+    o->evictions = LD(evictions);
+    o->expired = LD(expired);
+    o->expired_unfetched = LD(expired_unfetched);
+    o->evicted_unfetched = LD(evicted_unfetched);
+    o->tagged_items = LD(tagged_items);
+    o->tag_links = LD(tag_links);
+#undef LD
+    uint64_t nk, nv, nl;
+    tags_counts(st->tags, &nk, &nv, &nl);
+    o->tag_keys = nk;
+    o->tag_values = nv;
+    o->nbuckets = st->cfg.nbuckets;
+    o->fixed_bytes = st->fixed_bytes;
+}
+
+/* ---- eviction ---------------------------------------------------------------- */
+static uint64_t rnd(struct store *st)
+{
+    /* splitmix64 over a shared counter: cheap, good enough for sampling */
+    uint64_t z = atomic_fetch_add_explicit(&st->evict_seed,
+                                           0x9E3779B97F4A7C15ull,
+                                           memory_order_relaxed);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/*
+ * Evict one record, approximately the least recently used: sample a few
+ * non-empty buckets, pick the record with the oldest access stamp (an
+ * expired one wins outright), then remove it under its bucket's write lock
+ * if it is still there.  Returns 0 if something was removed, -1 if the
+ * store looked empty.
+ */
+static int evict_one(struct store *st)
+{
+    struct record *best = NULL;
+    uint32_t best_age = 0, best_b = 0;
+    uint32_t now = now_s(st), tick = now_tick(st);
+    int found_any = 0;
+
+    for (int s = 0; s < EVICT_SAMPLES; s++) {
+        uint32_t start = (uint32_t)rnd(st) & st->bmask;
+        for (int p = 0; p < EVICT_PROBE; p++) {
+            uint32_t b = (start + (uint32_t)p) & st->bmask;
+            mdc_rwlock_t *l = lock_of(st, b);
+            mdc_rdlock(l);
+            struct record *r;
+            int hit = 0;
+            RB_FOREACH(r, rtree, &st->buckets[b])
+            {
+                hit = 1;
+                uint32_t age = rec_expired(r, now)
+                                   ? UINT32_MAX
+                                   : tick - __atomic_load_n(&r->atime,
+                                                            __ATOMIC_RELAXED);
+                if (best == NULL || age > best_age) {
+                    if (best != NULL)
+                        store_release(st, best);
+                    rec_incref(r);
+                    best = r;
+                    best_age = age;
+                    best_b = b;
+                }
+            }
+            mdc_unlock(l);
+            if (hit) {
+                found_any = 1;
+                break;
+            }
+        }
+    }
+    if (best == NULL)
+        return found_any ? 0 : -1;
+
+    uint64_t h = store_hash(rec_key(best), best->klen);
+    mdc_rwlock_t *l = lock_of(st, best_b);
+    mdc_wrlock(l);
+    if (rec_rflags(best) & R_LINKED) {
+        if (rec_expired(best, now)) {
+            do_expire(st, best_b, best, h);
+        } else {
+            announce(st, EV_EVICT, best, h);
+            atomic_fetch_add_explicit(&st->evictions, 1, memory_order_relaxed);
+            if (!(rec_rflags(best) & R_FETCHED))
+                atomic_fetch_add_explicit(&st->evicted_unfetched, 1,
+                                          memory_order_relaxed);
+            do_unlink(st, best_b, best);
+        }
+    }
+    mdc_unlock(l);
+    store_release(st, best);
+    return 0;
+}
+
+/* ---- validation ---------------------------------------------------------------- */
+static int check_key(uint32_t klen)
+{
+    return klen > STORE_MAX_KEY ? ST_KEY_INVALID : 0;
+}
+
+/* ---- get ---------------------------------------------------------------------- */
+struct record *store_get(struct store *st, const void *key, uint32_t klen)
+{
+    if (klen > STORE_MAX_KEY)
+        return NULL;
+    uint64_t h = store_hash(key, klen);
+    uint32_t b = bucket_idx(st, h);
+    mdc_rwlock_t *l = lock_of(st, b);
+    int expired = 0;
+
+    mdc_rdlock(l);
+    struct record *r = do_find(st, b, (uint32_t)(h >> 32), key, klen);
+    if (r != NULL) {
+        if (rec_expired(r, now_s(st))) {
+            r = NULL;
+            expired = 1;
+        } else {
+            rec_incref(r);
+            uint32_t t = now_tick(st);
+            if (__atomic_load_n(&r->atime, __ATOMIC_RELAXED) != t)
+                __atomic_store_n(&r->atime, t, __ATOMIC_RELAXED);
+            if (!(rec_rflags(r) & R_FETCHED))
+                rec_set_rflag(r, R_FETCHED);
+        }
+    }
+    mdc_unlock(l);
+    if (expired) {
+        /* lazy reclaim */
+        mdc_wrlock(l);
+        (void)do_find_live(st, b, h, key, klen);
+        mdc_unlock(l);
+    }
+    return r;
+}
+
+struct record *store_gat(struct store *st, const void *key, uint32_t klen,
+                         int64_t exptime)
+{
+    if (klen > STORE_MAX_KEY)
+        return NULL;
+    uint64_t h = store_hash(key, klen);
+    uint32_t b = bucket_idx(st, h);
+    mdc_rwlock_t *l = lock_of(st, b);
+    uint32_t d = deadline_of(st, exptime);
+
+    mdc_wrlock(l);
+    struct record *r = do_find_live(st, b, h, key, klen);
+    if (r != NULL) {
+        announce(st, EV_TOUCH, r, h);
+        __atomic_store_n(&r->deadline, d, __ATOMIC_RELAXED);
+        __atomic_store_n(&r->atime, now_tick(st), __ATOMIC_RELAXED);
+        rec_set_rflag(r, R_FETCHED);
+        rec_incref(r);
+    }
+    mdc_unlock(l);
+    return r;
+}
+
+int store_touch(struct store *st, const void *key, uint32_t klen,
+                int64_t exptime)
+{
+    if (klen > STORE_MAX_KEY)
+        return ST_KEY_INVALID;
+    uint64_t h = store_hash(key, klen);
+    uint32_t b = bucket_idx(st, h);
+    mdc_rwlock_t *l = lock_of(st, b);
+    uint32_t d = deadline_of(st, exptime);
+    int rc = ST_NOT_FOUND;
+
+    mdc_wrlock(l);
+    struct record *r = do_find_live(st, b, h, key, klen);
+    if (r != NULL) {
+        announce(st, EV_TOUCH, r, h);
+        __atomic_store_n(&r->deadline, d, __ATOMIC_RELAXED);
+        rc = ST_OK;
+    }
+    mdc_unlock(l);
+    return rc;
+}
+
+int store_delete(struct store *st, const void *key, uint32_t klen,
+                 uint64_t cas)
+{
+    if (klen > STORE_MAX_KEY)
+        return ST_KEY_INVALID;
+    uint64_t h = store_hash(key, klen);
+    uint32_t b = bucket_idx(st, h);
+    mdc_rwlock_t *l = lock_of(st, b);
+    int rc = ST_NOT_FOUND;
+
+    mdc_wrlock(l);
+    struct record *r = do_find_live(st, b, h, key, klen);
+    if (r != NULL) {
+        if (cas != 0 && r->cas != cas) {
+            rc = ST_EXISTS;
+        } else {
+            announce(st, EV_DELETE, r, h);
+            do_unlink(st, b, r);
+            rc = ST_OK;
+        }
+    }
+    mdc_unlock(l);
+    return rc;
+}
+
+/* ---- put --------------------------------------------------------------------- */
+static const enum store_event mode_event[] = {
+    [STORE_SET] = EV_SET,         [STORE_ADD] = EV_ADD,
+    [STORE_REPLACE] = EV_REPLACE, [STORE_CAS] = EV_CAS,
+    [STORE_APPEND] = EV_APPEND,   [STORE_PREPEND] = EV_PREPEND,
+};
+
+/* Normalise a tag list: sorted, distinct.  'buf' must hold n tags. */
+static int norm_tags(struct store *st, const struct mdc_tag *in, uint32_t n,
+                     struct mdc_tag *buf, uint32_t *nout)
+{
+    if (n == 0) {
+        *nout = 0;
+        return 0;
+    }
+    memcpy(buf, in, n * sizeof(*in));
+    qsort(buf, n, sizeof(*buf), tag_cmp);
+    uint32_t k = 1;
+    for (uint32_t i = 1; i < n; i++)
+        if (tag_cmp(&buf[i], &buf[k - 1]) != 0)
+            buf[k++] = buf[i];
+    if (k > st->cfg.max_tags)
+        return ST_TOO_MANY_TAGS;
+    *nout = k;
+    return 0;
+}
+
+/* append/prepend: build a new record from the current one, keep its tags,
+ * commit only if the current one is still the same (optimistic retry). */
+static int put_concat(struct store *st, enum store_mode mode,
+                      const struct store_item *it, uint64_t *cas_out)
+{
+    uint64_t h = store_hash(it->key, it->klen);
+    uint32_t b = bucket_idx(st, h);
+    mdc_rwlock_t *l = lock_of(st, b);
+
+    for (int attempt = 0; attempt < RETRY_LIMIT; attempt++) {
+        struct record *old = store_get(st, it->key, it->klen);
+        if (old == NULL)
+            return ST_NOT_STORED;
+        if (it->cas != 0 && old->cas != it->cas) {
+            store_release(st, old);
+            return ST_EXISTS;
+        }
+        uint64_t nv = (uint64_t)old->vlen + it->vlen;
+        if (nv > st->cfg.max_item_size) {
+            store_release(st, old);
+            return ST_TOO_LARGE;
+        }
+        uint32_t nt = record_ntags(old);
+        struct record *r;
+        int rc = rec_alloc(st, it->key, it->klen, (uint32_t)nv, nt, &r);
+        if (rc != 0) {
+            store_release(st, old);
+            return rc;
+        }
+        unsigned char *v = rec_val(r);
+        if (mode == STORE_APPEND) {
+            memcpy(v, rec_val(old), old->vlen);
+            memcpy(v + old->vlen, it->value, it->vlen);
+        } else {
+            memcpy(v, it->value, it->vlen);
+            memcpy(v + it->vlen, rec_val(old), old->vlen);
+        }
+        r->flags = old->flags;
+        r->deadline = __atomic_load_n(&old->deadline, __ATOMIC_RELAXED);
+        if (nt)
+            rec_copy_tags(r, old);
+        r->cas = next_cas();
+
+        mdc_wrlock(l);
+        struct record *cur = do_find_live(st, b, h, it->key, it->klen);
+        if (cur == old) {
+            announce(st, mode_event[mode], old, h);
+            do_link(st, b, r, old, nt != 0);
+            mdc_unlock(l);
+            if (cas_out)
+                *cas_out = r->cas;
+            store_release(st, old);
+            return ST_OK;
+        }
+        mdc_unlock(l);
+        store_release(st, old);
+        store_release(st, r);
+        if (cur == NULL)
+            return ST_NOT_STORED;
+    }
+    return ST_NO_MEMORY;
+}
+
+static int put_common(struct store *st, enum store_mode mode,
+                      const struct store_item *it, uint64_t *cas_out,
+                      enum store_event ev);
+
+int store_put(struct store *st, enum store_mode mode,
+              const struct store_item *it, uint64_t *cas_out)
+{
+    if ((unsigned)mode > STORE_PREPEND)
+        return ST_INVALID;
+    return put_common(st, mode, it, cas_out, mode_event[mode]);
+}
+
+static int put_common(struct store *st, enum store_mode mode,
+                      const struct store_item *it, uint64_t *cas_out,
+                      enum store_event ev)
+{
+    int rc = check_key(it->klen);
+    if (rc != 0)
+        return rc;
+    if ((unsigned)mode > STORE_PREPEND)
+        return ST_INVALID;
+    if (mode == STORE_APPEND || mode == STORE_PREPEND)
+        return put_concat(st, mode, it, cas_out);
+    if (it->vlen > st->cfg.max_item_size)
+        return ST_TOO_LARGE;
+    if (it->ntags > 0 && it->tags == NULL)
+        return ST_INVALID;
+    if (it->ntags > 65535)
+        return ST_TOO_MANY_TAGS;
+
+    struct mdc_tag stackbuf[64], *tb = stackbuf;
+    uint32_t nt = 0;
+    if (it->ntags > 64) {
+        tb = mdc_malloc(it->ntags * sizeof(*tb));
+        if (tb == NULL)
+            return ST_NO_MEMORY;
+    }
+    rc = norm_tags(st, it->tags, it->ntags, tb, &nt);
+    if (rc != 0)
+        goto out;
+
+    struct record *r;
+    rc = rec_alloc(st, it->key, it->klen, it->vlen, nt, &r);
+    if (rc != 0)
+        goto out;
+    if (it->vlen)
+        memcpy(rec_val(r), it->value, it->vlen);
+    r->flags = it->flags;
+    r->deadline = deadline_of(st, it->exptime);
+    if (nt)
+        rec_set_tags(r, tb, nt);
+    r->cas = next_cas();
+
+    uint64_t h = store_hash(it->key, it->klen);
+    uint32_t b = bucket_idx(st, h);
+    mdc_rwlock_t *l = lock_of(st, b);
+    mdc_wrlock(l);
+    struct record *old = do_find_live(st, b, h, it->key, it->klen);
+    switch (mode) {
+    case STORE_ADD:
+        if (old != NULL)
+            rc = ST_EXISTS;
+        break;
+    case STORE_REPLACE:
+        if (old == NULL)
+            rc = ST_NOT_STORED;
+        break;
+    case STORE_CAS:
+        if (old == NULL)
+            rc = ST_NOT_FOUND;
+        else if (old->cas != it->cas)
+            rc = ST_EXISTS;
+        break;
+    default:
+        break;
+    }
+    if (rc == 0) {
+        announce(st, ev, r, h);
+        rc = do_link(st, b, r, old, 0);
+    }
+    mdc_unlock(l);
+    if (rc != 0) {
+        store_release(st, r);
+    } else if (cas_out != NULL) {
+        *cas_out = r->cas;
+    }
+out:
+    if (tb != stackbuf)
+        mdc_free(tb);
+    return rc;
+}
+
+/* ---- counters ------------------------------------------------------------------ */
+static int parse_u64(const unsigned char *p, uint32_t n, uint64_t *out)
+{
+    if (n == 0 || n > 20)
+        return -1;
+    uint64_t v = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (p[i] < '0' || p[i] > '9')
+            return -1;
+        uint64_t d = (uint64_t)(p[i] - '0');
+        if (v > (UINT64_MAX - d) / 10)
+            return -1;
+        v = v * 10 + d;
+    }
+    *out = v;
+    return 0;
+}
+
+/*
+ * Read-modify-write of a decimal counter: compute the new value from the
+ * current record, build a replacement (tags, flags, deadline kept) and
+ * commit it if the record is still current.  fn returns 0 to write 'nv',
+ * 1 for "no change" (compare mismatch), or a status.
+ */
+typedef int (*counter_fn)(uint64_t cur, uint64_t a, uint64_t b,
+                          uint64_t *nv, uint64_t *result);
+
+static int counter_rmw(struct store *st, enum store_event ev, const void *key,
+                       uint32_t klen, counter_fn fn, uint64_t a, uint64_t b_,
+                       uint64_t *result, uint64_t *cas_out)
+{
+    int rc = check_key(klen);
+    if (rc != 0)
+        return rc;
+    uint64_t h = store_hash(key, klen);
+    uint32_t b = bucket_idx(st, h);
+    mdc_rwlock_t *l = lock_of(st, b);
+
+    for (int attempt = 0; attempt < RETRY_LIMIT; attempt++) {
+        struct record *old = store_get(st, key, klen);
+        if (old == NULL)
+            return ST_NOT_FOUND;
+        uint64_t cur, nv = 0, res = 0;
+        if (parse_u64(rec_val(old), old->vlen, &cur) != 0) {
+            store_release(st, old);
+            return ST_NOT_NUMBER;
+        }
+        rc = fn(cur, a, b_, &nv, &res);
+        if (rc != 0) {
+            store_release(st, old);
+            if (rc == 1) {
+                *result = res;
+                return ST_EXISTS;
+            }
+            return rc;
+        }
+        char digits[24];
+        int dn = snprintf(digits, sizeof(digits), "%" PRIu64, nv);
+        uint32_t nt = record_ntags(old);
+        struct record *r;
+        rc = rec_alloc(st, key, klen, (uint32_t)dn, nt, &r);
+        if (rc != 0) {
+            store_release(st, old);
+            return rc;
+        }
+        memcpy(rec_val(r), digits, (size_t)dn);
+        r->flags = old->flags;
+        r->deadline = __atomic_load_n(&old->deadline, __ATOMIC_RELAXED);
+        if (nt)
+            rec_copy_tags(r, old);
+        r->cas = next_cas();
+
+        mdc_wrlock(l);
+        struct record *cur_r = do_find_live(st, b, h, key, klen);
+        if (cur_r == old) {
+            announce(st, ev, old, h);
+            do_link(st, b, r, old, nt != 0);
+            mdc_unlock(l);
+            *result = res;
+            if (cas_out)
+                *cas_out = r->cas;
+            store_release(st, old);
+            return ST_OK;
+        }
+        mdc_unlock(l);
+        store_release(st, old);
+        store_release(st, r);
+        if (cur_r == NULL)
+            return ST_NOT_FOUND;
+    }
+    return ST_NO_MEMORY;
+}
+
+static int fn_incr(uint64_t cur, uint64_t a, uint64_t b, uint64_t *nv,
+                   uint64_t *res)
+{
+    (void)b;
+    *nv = *res = cur + a; /* wraps at 2^64, as memcached */
+    return 0;
+}
+static int fn_decr(uint64_t cur, uint64_t a, uint64_t b, uint64_t *nv,
+                   uint64_t *res)
+{
+    (void)b;
+    *nv = *res = cur > a ? cur - a : 0;
+    return 0;
+}
+static int fn_fetch_add(uint64_t cur, uint64_t a, uint64_t b, uint64_t *nv,
+                        uint64_t *res)
+{
+    (void)b;
+    *nv = cur + a;
+    *res = cur;
+    return 0;
+}
+static int fn_cmpset(uint64_t cur, uint64_t a, uint64_t b, uint64_t *nv,
+                     uint64_t *res)
+{
+    *res = cur;
+    if (cur != a)
+        return 1;
+    *nv = b;
+    return 0;
+}
+static int fn_read_clear(uint64_t cur, uint64_t a, uint64_t b, uint64_t *nv,
+                         uint64_t *res)
+{
+    (void)a;
+    (void)b;
+    *res = cur;
+    *nv = 0;
+    return 0;
+}
+
+int store_incr(struct store *st, const void *key, uint32_t klen,
+               uint64_t delta, bool decr, uint64_t *value_out,
+               uint64_t *cas_out)
+{
+    uint64_t res = 0;
+    int rc = counter_rmw(st, EV_INCR, key, klen, decr ? fn_decr : fn_incr,
+                         delta, 0, &res, cas_out);
+    if (rc == 0 && value_out)
+        *value_out = res;
+    return rc;
+}
+
+int store_atomic(struct store *st, enum store_atomic_op op, const void *key,
+                 uint32_t klen, uint64_t a, uint64_t b, uint64_t *result,
+                 uint64_t *cas_out)
+{
+    counter_fn fn;
+    switch (op) {
+    case ATOMIC_ADD: fn = fn_incr; break;
+    case ATOMIC_FETCH_ADD: fn = fn_fetch_add; break;
+    case ATOMIC_CMPSET: fn = fn_cmpset; break;
+    case ATOMIC_READ_CLEAR: fn = fn_read_clear; break;
+    default: return ST_INVALID;
+    }
+    uint64_t res = 0;
+    int rc = counter_rmw(st, EV_ATOMIC, key, klen, fn, a, b, &res, cas_out);
+    if (result != NULL && (rc == 0 || rc == ST_EXISTS))
+        *result = res;
+    return rc;
+}
+
+/* ---- flush and sweep ------------------------------------------------------------ */
+void store_flush(struct store *st)
+{
+    for (uint32_t b = 0; b <= st->bmask; b++) {
+        mdc_rwlock_t *l = lock_of(st, b);
+        mdc_wrlock(l);
+        struct record *r;
+        while ((r = RB_ROOT(&st->buckets[b])) != NULL) {
+            announce(st, EV_FLUSH, r, store_hash(rec_key(r), r->klen));
+            do_unlink(st, b, r);
+        }
+        mdc_unlock(l);
+    }
+}
+
+size_t store_sweep(struct store *st, size_t max_buckets)
+{
+    size_t n = 0;
+    uint32_t now = now_s(st);
+    if (max_buckets > (size_t)st->bmask + 1)
+        max_buckets = (size_t)st->bmask + 1;
+    uint64_t start = atomic_fetch_add_explicit(&st->sweep_cursor, max_buckets,
+                                               memory_order_relaxed);
+    for (size_t i = 0; i < max_buckets; i++) {
+        uint32_t b = (uint32_t)(start + i) & st->bmask;
+        mdc_rwlock_t *l = lock_of(st, b);
+        mdc_wrlock(l);
+        struct record *r, *nx;
+        RB_FOREACH_SAFE(r, rtree, &st->buckets[b], nx)
+        {
+            if (rec_expired(r, now)) {
+                do_expire(st, b, r, store_hash(rec_key(r), r->klen));
+                n++;
+            }
+        }
+        mdc_unlock(l);
+    }
+    return n;
+}
+
+static void *sweeper_main(void *arg)
+{
+    struct store *st = arg;
+    /* visit every bucket about once every 10 intervals */
+    size_t per = ((size_t)st->bmask + 1) / 10 + 1;
+    pthread_mutex_lock(&st->sweep_mu);
+    while (!st->sweep_stop) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        uint64_t ns = (uint64_t)ts.tv_nsec +
+                      (uint64_t)st->cfg.sweep_interval_ms * 1000000u;
+        ts.tv_sec += (time_t)(ns / 1000000000u);
+        ts.tv_nsec = (long)(ns % 1000000000u);
+        pthread_cond_timedwait(&st->sweep_cv, &st->sweep_mu, &ts);
+        if (st->sweep_stop)
+            break;
+        pthread_mutex_unlock(&st->sweep_mu);
+        store_sweep(st, per);
+        pthread_mutex_lock(&st->sweep_mu);
+    }
+    pthread_mutex_unlock(&st->sweep_mu);
+    return NULL;
+}
+
+/* ---- tag operations ---------------------------------------------------------------- */
+void store_recset_release(struct store *st, struct store_recset *set)
+{
+    for (size_t i = 0; i < set->n; i++)
+        store_release(st, set->recs[i]);
+    mdc_free(set->recs);
+    memset(set, 0, sizeof(*set));
+}
+
+static int ptr_cmp(const void *a, const void *b)
+{
+    uintptr_t x = (uintptr_t) * (struct record *const *)a;
+    uintptr_t y = (uintptr_t) * (struct record *const *)b;
+    return x < y ? -1 : x > y;
+}
+
+int store_get_by_tag(struct store *st, int32_t tkey, const int32_t *tvals,
+                     size_t ntvals, struct store_recset *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (ntvals > 0 && tvals == NULL)
+        return ST_INVALID;
+    struct store_recset cand = {0};
+    int rc = tags_collect(st->tags, tkey, tvals, ntvals, &cand,
+                          st->cfg.tag_reply_limit);
+    if (rc == ST_NO_MEMORY) {
+        store_recset_release(st, &cand);
+        return rc;
+    }
+    /* a record listed under two of the tvals appears twice: keep one */
+    if (ntvals > 1 && cand.n > 1) {
+        qsort(cand.recs, cand.n, sizeof(*cand.recs), ptr_cmp);
+        size_t k = 1;
+        for (size_t i = 1; i < cand.n; i++) {
+            if (cand.recs[i] == cand.recs[k - 1])
+                store_release(st, cand.recs[i]);
+            else
+                cand.recs[k++] = cand.recs[i];
+        }
+        cand.n = k;
+    }
+    /* each record is read atomically: keep it if, under its bucket lock, it
+     * is still the live record for its key */
+    uint32_t now = now_s(st);
+    size_t k = 0;
+    out->bytes = 0;
+    for (size_t i = 0; i < cand.n; i++) {
+        struct record *r = cand.recs[i];
+        uint64_t h = store_hash(rec_key(r), r->klen);
+        uint32_t b = bucket_idx(st, h);
+        mdc_rwlock_t *l = lock_of(st, b);
+        mdc_rdlock(l);
+        int live = (rec_rflags(r) & R_LINKED) && !rec_expired(r, now);
+        mdc_unlock(l);
+        if (live) {
+            cand.recs[k++] = r;
+            out->bytes += (size_t)r->klen + r->vlen;
+            if (!(rec_rflags(r) & R_FETCHED))
+                rec_set_rflag(r, R_FETCHED);
+        } else {
+            store_release(st, r);
+        }
+    }
+    cand.n = k;
+    out->recs = cand.recs;
+    out->n = cand.n;
+    out->cap = cand.cap;
+    return rc;
+}
+
+static int carries(struct record *r, int32_t tkey, const int32_t *tvals,
+                   size_t n)
+{
+    uint32_t nt = record_ntags(r);
+    if (nt == 0)
+        return 0;
+    struct tag_area *ta = rec_tags(r);
+    for (uint32_t i = 0; i < nt; i++) {
+        if (ta->e[i].tkey != tkey)
+            continue;
+        for (size_t j = 0; j < n; j++)
+            if (ta->e[i].tval == tvals[j])
+                return 1;
+    }
+    return 0;
+}
+
+/*
+ * Delete every record carrying (tkey, tv) for any listed tv.  Candidates are
+ * collected under the tag lock, then each is removed under its bucket's
+ * write lock by key: whatever record is current for that key and carries
+ * one of the tags goes, so a record replaced in between by append/incr (tags
+ * kept) is caught too, and a concurrent tagged write is either deleted here
+ * or was linked after the collection (so it did not exist when we began).
+ */
+int store_del_by_tag(struct store *st, int32_t tkey, const int32_t *tvals,
+                     size_t ntvals, uint64_t *ndeleted)
+{
+    if (ntvals > 0 && tvals == NULL)
+        return ST_INVALID;
+    uint64_t n = 0;
+    struct store_recset cand = {0};
+    int rc = tags_collect(st->tags, tkey, tvals, ntvals, &cand, 0);
+    for (size_t i = 0; i < cand.n; i++) {
+        struct record *c = cand.recs[i];
+        uint64_t h = store_hash(rec_key(c), c->klen);
+        uint32_t b = bucket_idx(st, h);
+        mdc_rwlock_t *l = lock_of(st, b);
+        mdc_wrlock(l);
+        struct record *r = do_find(st, b, (uint32_t)(h >> 32), rec_key(c),
+                                   c->klen);
+        if (r != NULL && carries(r, tkey, tvals, ntvals)) {
+            announce(st, EV_DEL_BY_TAG, r, h);
+            do_unlink(st, b, r);
+            n++;
+        }
+        mdc_unlock(l);
+    }
+    store_recset_release(st, &cand);
+    if (ndeleted)
+        *ndeleted = n;
+    return rc == ST_NO_MEMORY ? rc : ST_OK;
+}
+
+int store_tstack_push(struct store *st, struct mdc_tag tag, const void *value,
+                      uint32_t vlen, uint32_t flags, int64_t exptime,
+                      char *keybuf, uint32_t *klen_out, uint64_t *cas_out)
+{
+    uint64_t seq = atomic_fetch_add_explicit(&st->tstack_seq, 1,
+                                             memory_order_relaxed) + 1;
+    int kl = snprintf(keybuf, STORE_TSTACK_KEYMAX, "tstack:%d:%d:%" PRIu64,
+                      tag.tkey, tag.tval, seq);
+    struct store_item it = {
+        .key = keybuf, .klen = (uint32_t)kl, .value = value, .vlen = vlen,
+        .flags = flags, .exptime = exptime, .tags = &tag, .ntags = 1,
+    };
+    int rc = put_common(st, STORE_ADD, &it, cas_out, EV_TSTACK_PUSH);
+    if (rc == 0 && klen_out)
+        *klen_out = (uint32_t)kl;
+    return rc;
+}
+
+int store_tstack_pop(struct store *st, struct mdc_tag tag, struct record **out)
+{
+    *out = NULL;
+    for (int attempt = 0; attempt < RETRY_LIMIT; attempt++) {
+        struct record *c = tags_newest(st->tags, tag);
+        if (c == NULL)
+            return ST_NOT_FOUND;
+        uint64_t h = store_hash(rec_key(c), c->klen);
+        uint32_t b = bucket_idx(st, h);
+        mdc_rwlock_t *l = lock_of(st, b);
+        mdc_wrlock(l);
+        if (rec_rflags(c) & R_LINKED) {
+            if (rec_expired(c, now_s(st))) {
+                do_expire(st, b, c, h);
+                mdc_unlock(l);
+                store_release(st, c);
+                continue;
+            }
+            announce(st, EV_TSTACK_POP, c, h);
+            do_unlink(st, b, c);
+            mdc_unlock(l);
+            *out = c; /* the caller gets our reference */
+            return ST_OK;
+        }
+        mdc_unlock(l);
+        store_release(st, c);
+    }
+    return ST_NOT_FOUND;
+}
+
+/* ---- consistency check ------------------------------------------------------------- */
+int store_check(struct store *st, char *buf, size_t len)
+{
+    uint64_t items = 0, tagged = 0, links = 0;
+    for (uint32_t b = 0; b <= st->bmask; b++) {
+        struct record *r;
+        RB_FOREACH(r, rtree, &st->buckets[b])
+        {
+            items++;
+            uint64_t h = store_hash(rec_key(r), r->klen);
+            if (bucket_idx(st, h) != b || r->hash32 != (uint32_t)(h >> 32)) {
+                snprintf(buf, len, "record in wrong bucket");
+                return -1;
+            }
+            if (!(rec_rflags(r) & R_LINKED)) {
+                snprintf(buf, len, "record in forest without R_LINKED");
+                return -1;
+            }
+            uint32_t nt = record_ntags(r);
+            if (nt) {
+                tagged++;
+                links += nt;
+                struct tag_area *ta = rec_tags(r);
+                for (uint32_t i = 0; i < nt; i++) {
+                    if (ta->e[i].tv == NULL || ta->e[i].rec != r) {
+                        snprintf(buf, len, "record tag %u not linked", i);
+                        return -1;
+                    }
+                }
+            }
+        }
+    }
+    if (items != atomic_load(&st->curr_items) ||
+        tagged != atomic_load(&st->tagged_items) ||
+        links != atomic_load(&st->tag_links)) {
+        snprintf(buf, len,
+                 "counters disagree: items %" PRIu64 "/%" PRIu64
+                 " tagged %" PRIu64 "/%" PRIu64 " links %" PRIu64
+                 "/%" PRIu64,
+                 items, (uint64_t)atomic_load(&st->curr_items), tagged,
+                 (uint64_t)atomic_load(&st->tagged_items), links,
+                 (uint64_t)atomic_load(&st->tag_links));
+        return -1;
+    }
+    uint64_t nk, nv, nl;
+    tags_counts(st->tags, &nk, &nv, &nl);
+    if (nl != links) {
+        snprintf(buf, len, "tag index holds %" PRIu64 " links, records %" PRIu64,
+                 nl, links);
+        return -1;
+    }
+    return tags_check(st->tags, st, buf, len);
+}

@@ -1,0 +1,231 @@
+/*
+ * store.h - the record forest and tag forest (DESIGN.md §3).
+ *
+ * Records live in H buckets chosen by a 64-bit xxHash of the key; each bucket
+ * is a red-black tree.  Buckets are guarded by striped reader-writer locks
+ * (bucket i uses lock i % nlocks).  Tagged records are linked two ways into
+ * the tag forest (tags.c).  Lock discipline: docs/threads.md.
+ *
+ * Every function returning a struct record * hands the caller one reference;
+ * give it back with store_release().  A referenced record stays readable
+ * (key, value, flags, CAS, tags) after it has been deleted or replaced.
+ */
+#ifndef MDC_STORE_H
+#define MDC_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct store;
+struct record;
+
+/* One tag: a pair of signed 32-bit integers. */
+struct mdc_tag {
+    int32_t tkey;
+    int32_t tval;
+};
+
+/* Status codes shared by every store operation (0 = success). */
+enum store_status {
+    ST_OK = 0,
+    ST_NOT_FOUND,     /* no live record under that key / tag */
+    ST_EXISTS,        /* add on a present key; CAS or compare-and-set mismatch */
+    ST_NOT_STORED,    /* replace/append/prepend on a missing key */
+    ST_TOO_LARGE,     /* value over the maximum item size */
+    ST_KEY_INVALID,   /* key longer than STORE_MAX_KEY */
+    ST_NO_MEMORY,     /* memory limit reached and eviction impossible or -M */
+    ST_TOO_MANY_TAGS, /* more distinct tags than the configured maximum */
+    ST_NOT_NUMBER,    /* incr/atomic op on a value that is not a decimal u64 */
+    ST_TRUNCATED,     /* get_by_tag reply over the size limit (partial result) */
+    ST_INVALID,       /* bad argument */
+};
+const char *store_strstatus(int status);
+
+#define STORE_MAX_KEY 65534u
+#define STORE_REL_EXPIRY_MAX (60 * 60 * 24 * 30) /* memcached's 30 days */
+
+struct store_config {
+    size_t mem_limit;       /* bytes of records + tag index; 0 = 1024 MiB */
+    bool no_evict;          /* -M: refuse stores instead of evicting */
+    uint32_t nbuckets;      /* power of two; 0 = derived from mem_limit */
+    uint32_t nlocks;        /* lock stripes, power of two; 0 = default */
+    uint32_t tag_buckets;   /* power of two; 0 = 64 */
+    uint32_t max_tags;      /* per record; 0 = 64 */
+    uint32_t max_item_size; /* bytes of value; 0 = 1 MiB */
+    size_t tag_reply_limit; /* get_by_tag reply bytes; 0 = 16 MiB */
+    uint32_t sweep_interval_ms; /* background expiry sweep; 0 = no thread */
+};
+
+/* Mutation kinds announced through the hook, before they become visible. */
+#define STORE_EVENTS(X)                                                        \
+    X(EV_SET, "set")                                                           \
+    X(EV_ADD, "add")                                                           \
+    X(EV_REPLACE, "replace")                                                   \
+    X(EV_CAS, "cas")                                                           \
+    X(EV_APPEND, "append")                                                     \
+    X(EV_PREPEND, "prepend")                                                   \
+    X(EV_INCR, "incr")                                                         \
+    X(EV_ATOMIC, "atomic")                                                     \
+    X(EV_TOUCH, "touch")                                                       \
+    X(EV_DELETE, "delete")                                                     \
+    X(EV_TSTACK_PUSH, "tstack_push")                                           \
+    X(EV_TSTACK_POP, "tstack_pop")                                             \
+    X(EV_EXPIRE, "expire")                                                     \
+    X(EV_EVICT, "evict")                                                       \
+    X(EV_FLUSH, "flush")                                                       \
+    X(EV_DEL_BY_TAG, "del_by_tag")
+
+enum store_event {
+#define X(e, s) e,
+    STORE_EVENTS(X)
+#undef X
+        EV__COUNT
+};
+const char *store_event_name(enum store_event ev);
+
+/*
+ * The mutation hook.  Called with the key's bucket lock held exclusively,
+ * before the change becomes visible to any reader, once per affected key.
+ * 'hash' is the key's 64-bit hash.  Must not call back into the store.
+ */
+typedef void (*store_hook_fn)(void *ctx, enum store_event ev, const void *key,
+                              uint32_t klen, uint64_t hash);
+
+/* Clock, replaceable for tests: monotonic nanoseconds and wall-clock seconds. */
+struct store_clock {
+    uint64_t (*mono_ns)(void *ctx);
+    int64_t (*wall_s)(void *ctx);
+    void *ctx;
+};
+
+struct store_stats {
+    uint64_t curr_items;
+    uint64_t total_items;     /* successful stores */
+    uint64_t bytes;           /* accounted bytes: records + tag index */
+    uint64_t tag_bytes;       /* of which the tag index */
+    uint64_t limit_maxbytes;
+    uint64_t evictions;
+    uint64_t expired;         /* records reclaimed because expired */
+    uint64_t expired_unfetched;
+    uint64_t evicted_unfetched;
+    uint64_t tagged_items;    /* live records with at least one tag */
+    uint64_t tag_links;       /* (record, tag) links in the tag index */
+    uint64_t tag_values;      /* distinct (tkey, tval) in the index */
+    uint64_t tag_keys;        /* distinct tkey in the index */
+    uint64_t nbuckets;
+    uint64_t fixed_bytes;     /* bucket arrays and locks */
+};
+
+struct store *store_create(const struct store_config *cfg);
+void store_destroy(struct store *st);
+void store_set_hook(struct store *st, store_hook_fn fn, void *ctx);
+void store_set_clock(struct store *st, const struct store_clock *clk);
+void store_get_stats(struct store *st, struct store_stats *out);
+const struct store_config *store_config(const struct store *st);
+
+/* ---- records -------------------------------------------------------- */
+const void *record_key(const struct record *r);
+uint32_t record_klen(const struct record *r);
+const void *record_value(const struct record *r);
+uint32_t record_vlen(const struct record *r);
+uint32_t record_flags(const struct record *r);
+uint64_t record_cas(const struct record *r);
+/* Seconds left before expiry as a protocol would report it: -1 = never. */
+int64_t record_ttl(struct store *st, const struct record *r);
+uint32_t record_ntags(const struct record *r);
+struct mdc_tag record_tag(const struct record *r, uint32_t i);
+
+void store_release(struct store *st, struct record *r);
+
+/* ---- keyed operations ----------------------------------------------- */
+enum store_mode {
+    STORE_SET,
+    STORE_ADD,
+    STORE_REPLACE,
+    STORE_CAS,
+    STORE_APPEND,
+    STORE_PREPEND,
+};
+
+struct store_item {
+    const void *key;
+    uint32_t klen;
+    const void *value;
+    uint32_t vlen;
+    uint32_t flags;          /* client flags */
+    int64_t exptime;         /* protocol expiry: 0, relative, absolute, <0 */
+    uint64_t cas;            /* STORE_CAS: expected version */
+    const struct mdc_tag *tags;
+    uint32_t ntags;          /* ignored (tags kept) by append/prepend */
+};
+
+/* Store one item; on success *cas_out (if not NULL) gets the new version. */
+int store_put(struct store *st, enum store_mode mode,
+              const struct store_item *it, uint64_t *cas_out);
+
+/* Look a key up; NULL when absent or expired.  Returns a reference. */
+struct record *store_get(struct store *st, const void *key, uint32_t klen);
+/* Get and touch (memcached gat). */
+struct record *store_gat(struct store *st, const void *key, uint32_t klen,
+                         int64_t exptime);
+int store_touch(struct store *st, const void *key, uint32_t klen,
+                int64_t exptime);
+/* cas == 0 deletes whatever is there; otherwise only that version. */
+int store_delete(struct store *st, const void *key, uint32_t klen,
+                 uint64_t cas);
+
+/* memcached incr/decr: incr wraps at 2^64, decr stops at 0. */
+int store_incr(struct store *st, const void *key, uint32_t klen,
+               uint64_t delta, bool decr, uint64_t *value_out,
+               uint64_t *cas_out);
+
+enum store_atomic_op {
+    ATOMIC_ADD,        /* value += a; returns the new value */
+    ATOMIC_FETCH_ADD,  /* value += a; returns the old value */
+    ATOMIC_CMPSET,     /* if value == a then value = b; returns old value */
+    ATOMIC_READ_CLEAR, /* returns value, sets it to 0 */
+};
+int store_atomic(struct store *st, enum store_atomic_op op, const void *key,
+                 uint32_t klen, uint64_t a, uint64_t b, uint64_t *result,
+                 uint64_t *cas_out);
+
+/* Remove every record (announced per record). */
+void store_flush(struct store *st);
+
+/* Reclaim expired records in up to 'max_buckets' buckets; returns count. */
+size_t store_sweep(struct store *st, size_t max_buckets);
+
+/* ---- tag operations -------------------------------------------------- */
+struct store_recset {
+    struct record **recs;
+    size_t n, cap;
+    size_t bytes;            /* sum of key + value lengths */
+};
+void store_recset_release(struct store *st, struct store_recset *set);
+
+/* Union of live records carrying (tkey, tv) for any tv; each once.
+ * ST_TRUNCATED when the reply limit cut it short (set holds what fit). */
+int store_get_by_tag(struct store *st, int32_t tkey, const int32_t *tvals,
+                     size_t ntvals, struct store_recset *out);
+int store_del_by_tag(struct store *st, int32_t tkey, const int32_t *tvals,
+                     size_t ntvals, uint64_t *ndeleted);
+
+/* tstack: push stores value under a generated key carrying tag; the key is
+ * written to keybuf (at least STORE_TSTACK_KEYMAX bytes). */
+#define STORE_TSTACK_KEYMAX 64
+int store_tstack_push(struct store *st, struct mdc_tag tag, const void *value,
+                      uint32_t vlen, uint32_t flags, int64_t exptime,
+                      char *keybuf, uint32_t *klen_out, uint64_t *cas_out);
+/* Remove and return the most recently pushed (linked) record of the tag. */
+int store_tstack_pop(struct store *st, struct mdc_tag tag,
+                     struct record **out);
+
+/* ---- checks for tests ------------------------------------------------- */
+/* Walk both indexes and verify they agree exactly; returns 0 if consistent,
+ * otherwise -1 with a message in buf.  Must run with the store quiescent. */
+int store_check(struct store *st, char *buf, size_t buflen);
+
+uint64_t store_hash(const void *key, uint32_t klen);
+
+#endif

@@ -1,0 +1,179 @@
+/*
+ * store_int.h - internals shared by store.c and tags.c (not for other
+ * modules: they use store.h).
+ *
+ * Record layout (one allocation):
+ *
+ *   struct record (64 bytes) | key | value | pad to 8 | tag area (tagged only)
+ *
+ * The tag area is a struct tag_area followed by ntags struct tag_entry; each
+ * entry is both the record's copy of one tag and the link node that the tag
+ * forest keeps in that tag's list, so linking never allocates.
+ */
+#ifndef MDC_STORE_INT_H
+#define MDC_STORE_INT_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/queue.h>
+#include <sys/tree.h>
+
+#include "lock.h"
+#include "store.h"
+
+#ifndef __unused
+#define __unused __attribute__((unused))
+#endif
+
+/*
+ * <sys/tree.h>'s entry is three pointers and an int: 32 bytes once padded.
+ * Packed to 28, the record header fits 64 bytes and a 16-byte key with a
+ * 32-byte value fits jemalloc's 112-byte class.  The pointers stay at 8-byte
+ * aligned offsets because the record itself is.
+ */
+#define MDC_RB_ENTRY_PACKED(type)                                              \
+    struct __attribute__((packed, aligned(4))) {                               \
+        struct type *rbe_left;                                                 \
+        struct type *rbe_right;                                                \
+        struct type *rbe_parent;                                               \
+        int rbe_color;                                                         \
+    }
+
+/* rflags bits (accessed atomically: readers set R_FETCHED under a read lock) */
+#define R_LINKED 0x01  /* in the record forest (holds the index reference) */
+#define R_TAGGED 0x02  /* has a tag area */
+#define R_FETCHED 0x04 /* read at least once (for *_unfetched stats) */
+
+struct record {
+    MDC_RB_ENTRY_PACKED(record) rb; /* 28 */
+    uint32_t hash32;                /* upper half of the key's 64-bit hash */
+    uint64_t cas;
+    uint32_t vlen;
+    uint32_t flags;    /* client flags */
+    uint32_t deadline; /* store seconds (see store_now_s); 0 = never */
+    uint32_t refcnt;   /* atomic */
+    uint32_t atime;    /* atomic relaxed; ~1 ms ticks, wraps */
+    uint16_t klen;
+    uint8_t rflags;    /* atomic */
+    uint8_t spare;
+    unsigned char data[]; /* key, value, [pad, tag area] */
+};
+_Static_assert(sizeof(struct record) == 64, "record header must stay 64 bytes");
+
+struct tval_node;
+
+struct tag_entry {
+    int32_t tkey;
+    int32_t tval;
+    LIST_ENTRY(tag_entry) le; /* in the tag value's list, newest first */
+    struct tval_node *tv;     /* NULL while not linked */
+    struct record *rec;       /* back link */
+};
+
+struct tag_area {
+    uint32_t ntags;
+    uint32_t pad;
+    struct tag_entry e[];
+};
+
+RB_HEAD(rtree, record);
+
+struct store {
+    struct store_config cfg;
+    uint32_t bmask;
+    uint32_t lmask;
+    struct rtree *buckets;
+    mdc_rwlock_t *locks;
+    struct tags *tags;
+
+    store_hook_fn hook;
+    void *hook_ctx;
+    struct store_clock clk;
+    uint64_t epoch_ns; /* monotonic ns at which store second 1 began */
+
+    _Atomic int64_t mem;     /* accounted bytes: records + tag index */
+    _Atomic int64_t tag_mem; /* of which tag index nodes */
+    _Atomic uint64_t curr_items;
+    _Atomic uint64_t total_items;
+    _Atomic uint64_t evictions;
+    _Atomic uint64_t expired;
+    _Atomic uint64_t expired_unfetched;
+    _Atomic uint64_t evicted_unfetched;
+    _Atomic uint64_t tagged_items;
+    _Atomic uint64_t tag_links;
+    _Atomic uint64_t tstack_seq;
+    _Atomic uint64_t sweep_cursor;
+    _Atomic uint64_t evict_seed;
+    uint64_t fixed_bytes;
+
+    pthread_t sweeper;
+    int sweeper_running;
+    pthread_mutex_t sweep_mu;
+    pthread_cond_t sweep_cv;
+    int sweep_stop;
+};
+
+/* ---- record helpers ---------------------------------------------------- */
+static inline unsigned char *rec_key(struct record *r) { return r->data; }
+static inline unsigned char *rec_val(struct record *r)
+{
+    return r->data + r->klen;
+}
+static inline size_t rec_tag_offset(uint32_t klen, uint32_t vlen)
+{
+    size_t off = sizeof(struct record) + klen + vlen;
+    return (off + 7) & ~(size_t)7;
+}
+static inline struct tag_area *rec_tags(struct record *r)
+{
+    return (struct tag_area *)((unsigned char *)r +
+                               rec_tag_offset(r->klen, r->vlen));
+}
+static inline uint8_t rec_rflags(const struct record *r)
+{
+    return __atomic_load_n(&r->rflags, __ATOMIC_RELAXED);
+}
+static inline void rec_set_rflag(struct record *r, uint8_t f)
+{
+    __atomic_fetch_or(&r->rflags, f, __ATOMIC_RELAXED);
+}
+static inline void rec_clear_rflag(struct record *r, uint8_t f)
+{
+    __atomic_fetch_and(&r->rflags, (uint8_t)~f, __ATOMIC_RELAXED);
+}
+static inline void rec_incref(struct record *r)
+{
+    __atomic_fetch_add(&r->refcnt, 1, __ATOMIC_RELAXED);
+}
+
+/* ---- tag forest (tags.c) ---------------------------------------------- */
+struct tags;
+struct tags *tags_create(struct store *st, uint32_t nbuckets);
+void tags_destroy(struct tags *t);
+size_t tags_fixed_bytes(const struct tags *t);
+/* Link one entry at the head of its tag's list (newest first). */
+int tags_link(struct tags *t, struct tag_entry *e);
+/* Put 'ne' where 'old' is in its list and unlink 'old' (keeps stack order). */
+void tags_relink(struct tags *t, struct tag_entry *old, struct tag_entry *ne);
+void tags_unlink(struct tags *t, struct tag_entry *e);
+
+/* Collect referenced records linked under (tkey, tv) for each tv.  Stops
+ * adding once 'byte_limit' (sum of key+value lengths) would be passed and
+ * returns ST_TRUNCATED then; 0 = no limit. */
+int tags_collect(struct tags *t, int32_t tkey, const int32_t *tvals,
+                 size_t n, struct store_recset *out, size_t byte_limit);
+/* Referenced newest record of one tag, or NULL. */
+struct record *tags_newest(struct tags *t, struct mdc_tag tag);
+/* Counters and consistency walk (quiescent store only). */
+void tags_counts(struct tags *t, uint64_t *nkeys, uint64_t *nvals,
+                 uint64_t *nlinks);
+int tags_check(struct tags *t, struct store *st, char *buf, size_t len);
+
+/* store.c services for tags.c */
+void store_account(struct store *st, int64_t delta, int tag_index);
+int recset_push(struct store_recset *s, struct record *r);
+struct record *store_lookup_locked(struct store *st, const void *key,
+                                   uint32_t klen, uint64_t hash);
+
+#endif

@@ -1,0 +1,330 @@
+/*
+ * tags.c - the tag forest: (tkey, tval) -> records carrying that tag.
+ *
+ * Lock rule (docs/threads.md): a tag bucket lock is always the innermost
+ * lock.  Code here never takes a record-bucket lock and never holds two tag
+ * bucket locks at once; callers may hold one record-bucket lock.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "tags.h"
+
+struct tval_node {
+    RB_ENTRY(tval_node) rb;
+    int32_t tval;
+    uint32_t count;
+    LIST_HEAD(, tag_entry) list;
+};
+
+RB_HEAD(tvtree, tval_node);
+
+struct tkey_node {
+    RB_ENTRY(tkey_node) rb;
+    int32_t tkey;
+    struct tvtree vals;
+};
+
+RB_HEAD(tktree, tkey_node);
+
+struct tag_bucket {
+    mdc_rwlock_t lock;
+    struct tktree keys;
+};
+
+struct tags {
+    struct store *st;
+    uint32_t mask;
+    struct tag_bucket *b;
+};
+
+static int tv_cmp(struct tval_node *a, struct tval_node *b)
+{
+    return a->tval < b->tval ? -1 : a->tval > b->tval;
+}
+static int tk_cmp(struct tkey_node *a, struct tkey_node *b)
+{
+    return a->tkey < b->tkey ? -1 : a->tkey > b->tkey;
+}
+RB_GENERATE_STATIC(tvtree, tval_node, rb, tv_cmp);
+RB_GENERATE_STATIC(tktree, tkey_node, rb, tk_cmp);
+
+static inline struct tag_bucket *bucket_of(struct tags *t, int32_t tkey)
+{
+    uint32_t h = (uint32_t)tkey * 0x9E3779B1u;
+    return &t->b[(h >> 16 ^ h) & t->mask];
+}
+
+struct tags *tags_create(struct store *st, uint32_t nbuckets)
+{
+    struct tags *t = mdc_calloc(1, sizeof(*t));
+    if (t == NULL)
+        return NULL;
+    t->st = st;
+    t->mask = nbuckets - 1;
+    t->b = mdc_calloc(nbuckets, sizeof(*t->b));
+    if (t->b == NULL) {
+        mdc_free(t);
+        return NULL;
+    }
+    for (uint32_t i = 0; i < nbuckets; i++) {
+        mdc_rwlock_init(&t->b[i].lock);
+        RB_INIT(&t->b[i].keys);
+    }
+    return t;
+}
+
+void tags_destroy(struct tags *t)
+{
+    if (t == NULL)
+        return;
+    for (uint32_t i = 0; i <= t->mask; i++) {
+        struct tkey_node *k, *kn;
+        RB_FOREACH_SAFE(k, tktree, &t->b[i].keys, kn)
+        {
+            struct tval_node *v, *vn;
+            RB_FOREACH_SAFE(v, tvtree, &k->vals, vn)
+            {
+                RB_REMOVE(tvtree, &k->vals, v);
+                store_account(t->st, -(int64_t)mdc_usable_size(v), 1);
+                mdc_free(v);
+            }
+            RB_REMOVE(tktree, &t->b[i].keys, k);
+            store_account(t->st, -(int64_t)mdc_usable_size(k), 1);
+            mdc_free(k);
+        }
+        mdc_rwlock_destroy(&t->b[i].lock);
+    }
+    mdc_free(t->b);
+    mdc_free(t);
+}
+
+size_t tags_fixed_bytes(const struct tags *t)
+{
+    return sizeof(*t) + (size_t)(t->mask + 1) * sizeof(*t->b);
+}
+
+static struct tval_node *find_tv(struct tag_bucket *b, int32_t tkey,
+                                 int32_t tval, struct tkey_node **kout)
+{
+    struct tkey_node kq = {.tkey = tkey};
+    struct tkey_node *k = RB_FIND(tktree, &b->keys, &kq);
+    if (kout != NULL)
+        *kout = k;
+    if (k == NULL)
+        return NULL;
+    struct tval_node vq = {.tval = tval};
+    return RB_FIND(tvtree, &k->vals, &vq);
+}
+
+int tags_link(struct tags *t, struct tag_entry *e)
+{
+    struct tag_bucket *b = bucket_of(t, e->tkey);
+    int rc = 0;
+
+    mdc_wrlock(&b->lock);
+    struct tkey_node *k;
+    struct tval_node *v = find_tv(b, e->tkey, e->tval, &k);
+    if (v == NULL) {
+        if (k == NULL) {
+            k = mdc_malloc(sizeof(*k));
+            if (k == NULL) {
+                rc = -1;
+                goto out;
+            }
+            k->tkey = e->tkey;
+            RB_INIT(&k->vals);
+            RB_INSERT(tktree, &b->keys, k);
+            store_account(t->st, (int64_t)mdc_usable_size(k), 1);
+        }
+        v = mdc_malloc(sizeof(*v));
+        if (v == NULL) {
+            if (RB_EMPTY(&k->vals)) {
+                RB_REMOVE(tktree, &b->keys, k);
+                store_account(t->st, -(int64_t)mdc_usable_size(k), 1);
+                mdc_free(k);
+            }
+            rc = -1;
+            goto out;
+        }
+        v->tval = e->tval;
+        v->count = 0;
+        LIST_INIT(&v->list);
+        RB_INSERT(tvtree, &k->vals, v);
+        store_account(t->st, (int64_t)mdc_usable_size(v), 1);
+    }
+    LIST_INSERT_HEAD(&v->list, e, le);
+    e->tv = v;
+    v->count++;
+out:
+    mdc_unlock(&b->lock);
+    return rc;
+}
+
+void tags_relink(struct tags *t, struct tag_entry *old, struct tag_entry *ne)
+{
+    struct tag_bucket *b = bucket_of(t, old->tkey);
+    mdc_wrlock(&b->lock);
+    LIST_INSERT_AFTER(old, ne, le);
+    ne->tv = old->tv;
+    LIST_REMOVE(old, le);
+    old->tv = NULL;
+    mdc_unlock(&b->lock);
+}
+
+void tags_unlink(struct tags *t, struct tag_entry *e)
+{
+    struct tag_bucket *b = bucket_of(t, e->tkey);
+    mdc_wrlock(&b->lock);
+    struct tval_node *v = e->tv;
+    if (v == NULL)
+        goto out;
+    LIST_REMOVE(e, le);
+    e->tv = NULL;
+    if (--v->count == 0) {
+        struct tkey_node kq = {.tkey = e->tkey};
+        struct tkey_node *k = RB_FIND(tktree, &b->keys, &kq);
+        RB_REMOVE(tvtree, &k->vals, v);
+        store_account(t->st, -(int64_t)mdc_usable_size(v), 1);
+        mdc_free(v);
+        if (RB_EMPTY(&k->vals)) {
+            RB_REMOVE(tktree, &b->keys, k);
+            store_account(t->st, -(int64_t)mdc_usable_size(k), 1);
+            mdc_free(k);
+        }
+    }
+out:
+    mdc_unlock(&b->lock);
+}
+
+int tags_collect(struct tags *t, int32_t tkey, const int32_t *tvals,
+                 size_t n, struct store_recset *out, size_t byte_limit)
+{
+    struct tag_bucket *b = bucket_of(t, tkey);
+    int rc = 0;
+
+    mdc_rdlock(&b->lock);
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        struct tval_node *v = find_tv(b, tkey, tvals[i], NULL);
+        if (v == NULL)
+            continue;
+        struct tag_entry *e;
+        LIST_FOREACH(e, &v->list, le)
+        {
+            struct record *r = e->rec;
+            size_t sz = (size_t)r->klen + r->vlen;
+            if (byte_limit != 0 && out->bytes + sz > byte_limit) {
+                rc = ST_TRUNCATED;
+                break;
+            }
+            if (recset_push(out, r) != 0) {
+                rc = ST_NO_MEMORY;
+                break;
+            }
+            rec_incref(r);
+            out->bytes += sz;
+        }
+    }
+    mdc_unlock(&b->lock);
+    return rc;
+}
+
+struct record *tags_newest(struct tags *t, struct mdc_tag tag)
+{
+    struct tag_bucket *b = bucket_of(t, tag.tkey);
+    struct record *r = NULL;
+
+    mdc_rdlock(&b->lock);
+    struct tval_node *v = find_tv(b, tag.tkey, tag.tval, NULL);
+    if (v != NULL && !LIST_EMPTY(&v->list)) {
+        r = LIST_FIRST(&v->list)->rec;
+        rec_incref(r);
+    }
+    mdc_unlock(&b->lock);
+    return r;
+}
+
+void tags_counts(struct tags *t, uint64_t *nkeys, uint64_t *nvals,
+                 uint64_t *nlinks)
+{
+    uint64_t nk = 0, nv = 0, nl = 0;
+    for (uint32_t i = 0; i <= t->mask; i++) {
+        struct tag_bucket *b = &t->b[i];
+        mdc_rdlock(&b->lock);
+        struct tkey_node *k;
+        RB_FOREACH(k, tktree, &b->keys)
+        {
+            nk++;
+            struct tval_node *v;
+            RB_FOREACH(v, tvtree, &k->vals)
+            {
+                nv++;
+                nl += v->count;
+            }
+        }
+        mdc_unlock(&b->lock);
+    }
+    *nkeys = nk;
+    *nvals = nv;
+    *nlinks = nl;
+}
+
+/* Every entry in every list must belong to a linked record that is found
+ * under its key, carry the list's (tkey, tval), and lists must hold exactly
+ * 'count' entries. */
+int tags_check(struct tags *t, struct store *st, char *buf, size_t len)
+{
+    for (uint32_t i = 0; i <= t->mask; i++) {
+        struct tag_bucket *b = &t->b[i];
+        struct tkey_node *k;
+        RB_FOREACH(k, tktree, &b->keys)
+        {
+            if (bucket_of(t, k->tkey) != b) {
+                snprintf(buf, len, "tkey %d in wrong bucket", k->tkey);
+                return -1;
+            }
+            if (RB_EMPTY(&k->vals)) {
+                snprintf(buf, len, "empty tkey node %d left behind", k->tkey);
+                return -1;
+            }
+            struct tval_node *v;
+            RB_FOREACH(v, tvtree, &k->vals)
+            {
+                uint32_t c = 0;
+                struct tag_entry *e;
+                LIST_FOREACH(e, &v->list, le)
+                {
+                    c++;
+                    struct record *r = e->rec;
+                    if (e->tkey != k->tkey || e->tval != v->tval ||
+                        e->tv != v) {
+                        snprintf(buf, len, "entry (%d,%d) in list (%d,%d)",
+                                 e->tkey, e->tval, k->tkey, v->tval);
+                        return -1;
+                    }
+                    if (!(rec_rflags(r) & R_LINKED)) {
+                        snprintf(buf, len, "tag (%d,%d) links an unlinked "
+                                 "record", k->tkey, v->tval);
+                        return -1;
+                    }
+                    uint64_t h = store_hash(rec_key(r), r->klen);
+                    if (store_lookup_locked(st, rec_key(r), r->klen, h) != r) {
+                        snprintf(buf, len, "tag (%d,%d) links a record not "
+                                 "in the forest", k->tkey, v->tval);
+                        return -1;
+                    }
+                }
+                if (c != v->count || c == 0) {
+                    snprintf(buf, len, "tag (%d,%d) count %u, list %u",
+                             k->tkey, v->tval, v->count, c);
+                    return -1;
+                }
+            }
+        }
+    }
+    return 0;
+}

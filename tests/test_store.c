@@ -1,0 +1,617 @@
+/*
+ * test_store.c - unit tests of the record and tag forests (store.h).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "store.h"
+#include "testclock.h"
+
+#define T(k, v) ((struct mdc_tag){(k), (v)})
+
+static struct store *mk(size_t mem, bool no_evict, struct testclock *tc)
+{
+    struct store_config c = {0};
+    c.mem_limit = mem;
+    c.no_evict = no_evict;
+    c.nbuckets = 1024;
+    struct store *st = store_create(&c);
+    assert_non_null(st);
+    if (tc != NULL) {
+        tc->mono_ns = 1000000000ull * 1000;
+        tc->wall_s = 1700000000;
+        testclock_install(st, tc);
+    }
+    return st;
+}
+
+static void check(struct store *st)
+{
+    char msg[256] = "";
+    int rc = store_check(st, msg, sizeof(msg));
+    if (rc != 0)
+        fail_msg("store_check: %s", msg);
+}
+
+static int put(struct store *st, enum store_mode m, const char *k,
+               const char *v, const struct mdc_tag *tags, uint32_t nt,
+               int64_t exp)
+{
+    struct store_item it = {.key = k, .klen = (uint32_t)strlen(k),
+                            .value = v, .vlen = (uint32_t)strlen(v),
+                            .flags = 7, .exptime = exp, .tags = tags,
+                            .ntags = nt};
+    return store_put(st, m, &it, NULL);
+}
+
+/* value of key as a NUL-terminated string in buf, or NULL if absent */
+static const char *val(struct store *st, const char *k, char *buf, size_t n)
+{
+    struct record *r = store_get(st, k, (uint32_t)strlen(k));
+    if (r == NULL)
+        return NULL;
+    size_t l = record_vlen(r);
+    assert_true(l < n);
+    memcpy(buf, record_value(r), l);
+    buf[l] = 0;
+    store_release(st, r);
+    return buf;
+}
+
+static void test_set_get_delete(void **state)
+{
+    (void)state;
+    struct store *st = mk(0, false, NULL);
+    char b[64];
+    assert_null(val(st, "a", b, sizeof b));
+    assert_int_equal(put(st, STORE_SET, "a", "hello", NULL, 0, 0), ST_OK);
+    assert_string_equal(val(st, "a", b, sizeof b), "hello");
+    struct record *r = store_get(st, "a", 1);
+    assert_int_equal(record_flags(r), 7);
+    assert_int_not_equal(record_cas(r), 0);
+    assert_int_equal(record_ntags(r), 0);
+    assert_int_equal(record_ttl(st, r), -1);
+    store_release(st, r);
+    assert_int_equal(put(st, STORE_ADD, "a", "x", NULL, 0, 0), ST_EXISTS);
+    assert_int_equal(put(st, STORE_REPLACE, "b", "x", NULL, 0, 0),
+                     ST_NOT_STORED);
+    assert_int_equal(put(st, STORE_ADD, "b", "bee", NULL, 0, 0), ST_OK);
+    assert_int_equal(put(st, STORE_REPLACE, "b", "bee2", NULL, 0, 0), ST_OK);
+    assert_string_equal(val(st, "b", b, sizeof b), "bee2");
+    assert_int_equal(store_delete(st, "a", 1, 0), ST_OK);
+    assert_int_equal(store_delete(st, "a", 1, 0), ST_NOT_FOUND);
+    assert_null(val(st, "a", b, sizeof b));
+    struct store_stats s;
+    store_get_stats(st, &s);
+    assert_int_equal(s.curr_items, 1);
+    check(st);
+    store_destroy(st);
+}
+
+static void test_keys_binary_and_limits(void **state)
+{
+    (void)state;
+    struct store *st = mk(0, false, NULL);
+    /* empty key is a valid binary key */
+    struct store_item it = {.key = "", .klen = 0, .value = "e", .vlen = 1};
+    assert_int_equal(store_put(st, STORE_SET, &it, NULL), ST_OK);
+    struct record *r = store_get(st, "", 0);
+    assert_non_null(r);
+    assert_int_equal(record_klen(r), 0);
+    store_release(st, r);
+    /* binary key with NUL bytes */
+    const char bk[] = {'k', 0, 'x', 0};
+    it.key = bk;
+    it.klen = sizeof(bk);
+    assert_int_equal(store_put(st, STORE_SET, &it, NULL), ST_OK);
+    assert_null(store_get(st, bk, 2));
+    r = store_get(st, bk, sizeof(bk));
+    assert_non_null(r);
+    store_release(st, r);
+    /* maximum key and one more */
+    char *big = malloc(STORE_MAX_KEY + 1);
+    memset(big, 'k', STORE_MAX_KEY + 1);
+    it.key = big;
+    it.klen = STORE_MAX_KEY;
+    assert_int_equal(store_put(st, STORE_SET, &it, NULL), ST_OK);
+    r = store_get(st, big, STORE_MAX_KEY);
+    assert_non_null(r);
+    assert_int_equal(record_klen(r), STORE_MAX_KEY);
+    assert_memory_equal(record_key(r), big, STORE_MAX_KEY);
+    store_release(st, r);
+    it.klen = STORE_MAX_KEY + 1;
+    assert_int_equal(store_put(st, STORE_SET, &it, NULL), ST_KEY_INVALID);
+    assert_null(store_get(st, big, STORE_MAX_KEY + 1));
+    free(big);
+    /* zero-length value */
+    it.key = "z";
+    it.klen = 1;
+    it.value = NULL;
+    it.vlen = 0;
+    assert_int_equal(store_put(st, STORE_SET, &it, NULL), ST_OK);
+    r = store_get(st, "z", 1);
+    assert_non_null(r);
+    assert_int_equal(record_vlen(r), 0);
+    store_release(st, r);
+    /* item too large */
+    char *v = calloc(1, (1 << 20) + 1);
+    it.value = v;
+    it.vlen = 1 << 20;
+    assert_int_equal(store_put(st, STORE_SET, &it, NULL), ST_OK);
+    it.vlen = (1 << 20) + 1;
+    assert_int_equal(store_put(st, STORE_SET, &it, NULL), ST_TOO_LARGE);
+    r = store_get(st, "z", 1);
+    assert_int_equal(record_vlen(r), 1 << 20); /* old value kept */
+    store_release(st, r);
+    free(v);
+    check(st);
+    store_destroy(st);
+}
+
+static void test_cas(void **state)
+{
+    (void)state;
+    struct store *st = mk(0, false, NULL);
+    uint64_t c1, c2;
+    struct store_item it = {.key = "c", .klen = 1, .value = "1", .vlen = 1};
+    assert_int_equal(store_put(st, STORE_SET, &it, &c1), ST_OK);
+    it.cas = c1 + 12345;
+    it.value = "2";
+    assert_int_equal(store_put(st, STORE_CAS, &it, &c2), ST_EXISTS);
+    it.cas = c1;
+    assert_int_equal(store_put(st, STORE_CAS, &it, &c2), ST_OK);
+    assert_int_not_equal(c1, c2);
+    assert_int_equal(store_put(st, STORE_CAS, &it, NULL), ST_EXISTS);
+    it.key = "missing";
+    it.klen = 7;
+    assert_int_equal(store_put(st, STORE_CAS, &it, NULL), ST_NOT_FOUND);
+    assert_int_equal(store_delete(st, "c", 1, c1), ST_EXISTS);
+    assert_int_equal(store_delete(st, "c", 1, c2), ST_OK);
+    store_destroy(st);
+}
+
+static void test_append_prepend_keep_tags(void **state)
+{
+    (void)state;
+    struct store *st = mk(0, false, NULL);
+    char b[64];
+    struct mdc_tag tg[] = {T(1, 10), T(2, 20)};
+    assert_int_equal(put(st, STORE_APPEND, "k", "x", NULL, 0, 0),
+                     ST_NOT_STORED);
+    assert_int_equal(put(st, STORE_SET, "k", "mid", tg, 2, 0), ST_OK);
+    assert_int_equal(put(st, STORE_APPEND, "k", "-end", NULL, 0, 0), ST_OK);
+    assert_int_equal(put(st, STORE_PREPEND, "k", "start-", NULL, 0, 0),
+                     ST_OK);
+    assert_string_equal(val(st, "k", b, sizeof b), "start-mid-end");
+    struct record *r = store_get(st, "k", 1);
+    assert_int_equal(record_ntags(r), 2);
+    assert_int_equal(record_flags(r), 7);
+    store_release(st, r);
+    struct store_recset set;
+    int32_t tv = 20;
+    assert_int_equal(store_get_by_tag(st, 2, &tv, 1, &set), ST_OK);
+    assert_int_equal(set.n, 1);
+    store_recset_release(st, &set);
+    /* a store without tags leaves an untagged record */
+    assert_int_equal(put(st, STORE_SET, "k", "plain", NULL, 0, 0), ST_OK);
+    r = store_get(st, "k", 1);
+    assert_int_equal(record_ntags(r), 0);
+    store_release(st, r);
+    assert_int_equal(store_get_by_tag(st, 2, &tv, 1, &set), ST_OK);
+    assert_int_equal(set.n, 0);
+    store_recset_release(st, &set);
+    struct store_stats s;
+    store_get_stats(st, &s);
+    assert_int_equal(s.tag_links, 0);
+    assert_int_equal(s.tag_values, 0);
+    assert_int_equal(s.tag_bytes, 0);
+    check(st);
+    store_destroy(st);
+}
+
+static void test_tags_limits(void **state)
+{
+    (void)state;
+    struct store_config c = {.max_tags = 8, .nbuckets = 1024};
+    struct store *st = store_create(&c);
+    struct mdc_tag tg[9];
+    for (int i = 0; i < 9; i++)
+        tg[i] = T(100, i);
+    assert_int_equal(put(st, STORE_SET, "m", "v", tg, 8, 0), ST_OK);
+    assert_int_equal(put(st, STORE_SET, "n", "v", tg, 9, 0),
+                     ST_TOO_MANY_TAGS);
+    assert_null(store_get(st, "n", 1));
+    /* the same tag twice counts once: 9 entries, 8 distinct */
+    tg[8] = tg[3];
+    assert_int_equal(put(st, STORE_SET, "n", "v", tg, 9, 0), ST_OK);
+    struct record *r = store_get(st, "n", 1);
+    assert_int_equal(record_ntags(r), 8);
+    store_release(st, r);
+    struct mdc_tag dup[] = {T(5, 5), T(5, 5), T(5, 5)};
+    assert_int_equal(put(st, STORE_SET, "d", "v", dup, 3, 0), ST_OK);
+    r = store_get(st, "d", 1);
+    assert_int_equal(record_ntags(r), 1);
+    assert_int_equal(record_tag(r, 0).tkey, 5);
+    assert_int_equal(record_tag(r, 0).tval, 5);
+    store_release(st, r);
+    /* negative tag values are fine */
+    struct mdc_tag neg[] = {T(-1, INT32_MIN), T(INT32_MAX, -7)};
+    assert_int_equal(put(st, STORE_SET, "neg", "v", neg, 2, 0), ST_OK);
+    struct store_recset set;
+    int32_t tv = INT32_MIN;
+    assert_int_equal(store_get_by_tag(st, -1, &tv, 1, &set), ST_OK);
+    assert_int_equal(set.n, 1);
+    store_recset_release(st, &set);
+    check(st);
+    store_destroy(st);
+}
+
+static int has_key(struct store_recset *s, const char *k)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (record_klen(s->recs[i]) == strlen(k) &&
+            memcmp(record_key(s->recs[i]), k, strlen(k)) == 0)
+            return 1;
+    return 0;
+}
+
+static void test_get_del_by_tag(void **state)
+{
+    (void)state;
+    struct store *st = mk(0, false, NULL);
+    struct mdc_tag a[] = {T(42, 1), T(7, 1)};
+    struct mdc_tag b[] = {T(42, 2)};
+    struct mdc_tag ab[] = {T(42, 1), T(42, 2)};
+    assert_int_equal(put(st, STORE_SET, "p1", "1", a, 2, 0), ST_OK);
+    assert_int_equal(put(st, STORE_SET, "p2", "2", b, 1, 0), ST_OK);
+    assert_int_equal(put(st, STORE_SET, "p3", "3", ab, 2, 0), ST_OK);
+    assert_int_equal(put(st, STORE_SET, "u", "4", NULL, 0, 0), ST_OK);
+
+    struct store_recset set;
+    int32_t none = 999;
+    assert_int_equal(store_get_by_tag(st, 42, &none, 1, &set), ST_OK);
+    assert_int_equal(set.n, 0);
+    store_recset_release(st, &set);
+    assert_int_equal(store_get_by_tag(st, 12345, &none, 1, &set), ST_OK);
+    assert_int_equal(set.n, 0);
+    store_recset_release(st, &set);
+
+    int32_t v12[] = {1, 2};
+    assert_int_equal(store_get_by_tag(st, 42, v12, 2, &set), ST_OK);
+    assert_int_equal(set.n, 3); /* union, p3 once */
+    assert_true(has_key(&set, "p1") && has_key(&set, "p2") &&
+                has_key(&set, "p3"));
+    struct record *p3 = NULL;
+    for (size_t i = 0; i < set.n; i++)
+        if (has_key(&(struct store_recset){&set.recs[i], 1, 1, 0}, "p3"))
+            p3 = set.recs[i];
+    assert_int_equal(record_ntags(p3), 2);
+    assert_int_equal(record_vlen(p3), 1);
+    assert_memory_equal(record_value(p3), "3", 1);
+    store_recset_release(st, &set);
+
+    uint64_t n = 0;
+    int32_t v1 = 1;
+    assert_int_equal(store_del_by_tag(st, 42, &v1, 1, &n), ST_OK);
+    assert_int_equal(n, 2); /* p1, p3 */
+    char buf[8];
+    assert_null(val(st, "p1", buf, sizeof buf));
+    assert_null(val(st, "p3", buf, sizeof buf));
+    assert_non_null(val(st, "p2", buf, sizeof buf));
+    assert_non_null(val(st, "u", buf, sizeof buf));
+    /* p1's other tag (7,1) went with it */
+    assert_int_equal(store_get_by_tag(st, 7, &v1, 1, &set), ST_OK);
+    assert_int_equal(set.n, 0);
+    store_recset_release(st, &set);
+    assert_int_equal(store_del_by_tag(st, 42, &none, 1, &n), ST_OK);
+    assert_int_equal(n, 0);
+    check(st);
+    store_destroy(st);
+}
+
+static void test_get_by_tag_limit(void **state)
+{
+    (void)state;
+    struct store_config c = {.tag_reply_limit = 1000, .nbuckets = 1024};
+    struct store *st = store_create(&c);
+    char k[16], v[100];
+    memset(v, 'v', sizeof v - 1);
+    v[sizeof v - 1] = 0;
+    struct mdc_tag t = T(1, 1);
+    for (int i = 0; i < 20; i++) {
+        snprintf(k, sizeof k, "k%02d", i);
+        assert_int_equal(put(st, STORE_SET, k, v, &t, 1, 0), ST_OK);
+    }
+    struct store_recset set;
+    int32_t tv = 1;
+    assert_int_equal(store_get_by_tag(st, 1, &tv, 1, &set), ST_TRUNCATED);
+    assert_true(set.n > 0 && set.n < 20);
+    assert_true(set.bytes <= 1000);
+    store_recset_release(st, &set);
+    store_destroy(st);
+}
+
+static void test_expiry(void **state)
+{
+    (void)state;
+    struct testclock tc;
+    struct store *st = mk(0, false, &tc);
+    char b[8];
+    struct mdc_tag t = T(3, 3);
+    assert_int_equal(put(st, STORE_SET, "rel", "1", &t, 1, 10), ST_OK);
+    assert_int_equal(put(st, STORE_SET, "abs", "2", NULL, 0,
+                         tc.wall_s + 100), ST_OK);
+    assert_int_equal(put(st, STORE_SET, "past", "3", NULL, 0, tc.wall_s - 5),
+                     ST_OK);
+    assert_int_equal(put(st, STORE_SET, "neg", "4", NULL, 0, -1), ST_OK);
+    assert_int_equal(put(st, STORE_SET, "never", "5", NULL, 0, 0), ST_OK);
+    /* exactly 30 days is relative, one second more is absolute (long past) */
+    assert_int_equal(put(st, STORE_SET, "d30", "6", NULL, 0,
+                         STORE_REL_EXPIRY_MAX), ST_OK);
+    assert_int_equal(put(st, STORE_SET, "d30p", "7", NULL, 0,
+                         STORE_REL_EXPIRY_MAX + 1), ST_OK);
+    assert_null(val(st, "past", b, sizeof b));
+    assert_null(val(st, "neg", b, sizeof b));
+    assert_null(val(st, "d30p", b, sizeof b));
+    assert_non_null(val(st, "d30", b, sizeof b));
+    struct record *r = store_get(st, "rel", 3);
+    assert_int_equal(record_ttl(st, r), 10);
+    store_release(st, r);
+    testclock_advance(&tc, 9);
+    assert_non_null(val(st, "rel", b, sizeof b));
+    /* a wall-clock step changes nothing: deadlines are monotonic */
+    tc.wall_s += 100000;
+    assert_non_null(val(st, "abs", b, sizeof b));
+    testclock_advance(&tc, 1);
+    assert_null(val(st, "rel", b, sizeof b)); /* lazily reclaimed */
+    struct store_stats s;
+    store_get_stats(st, &s);
+    assert_int_equal(s.tag_links, 0);
+    assert_true(s.expired >= 1);
+    testclock_advance(&tc, 100);
+    /* the sweep reclaims without access */
+    assert_int_equal(store_sweep(st, 1u << 20), 1); /* abs */
+    store_get_stats(st, &s);
+    assert_int_equal(s.curr_items, 2); /* never, d30 */
+    assert_true(s.expired_unfetched >= 1);
+    /* touch and gat move the deadline */
+    assert_int_equal(store_touch(st, "never", 5, 5), ST_OK);
+    assert_int_equal(store_touch(st, "nope", 4, 5), ST_NOT_FOUND);
+    testclock_advance(&tc, 6);
+    assert_null(val(st, "never", b, sizeof b));
+    r = store_gat(st, "d30", 3, 1);
+    assert_non_null(r);
+    store_release(st, r);
+    testclock_advance(&tc, 2);
+    assert_null(val(st, "d30", b, sizeof b));
+    check(st);
+    store_destroy(st);
+}
+
+static void test_counters(void **state)
+{
+    (void)state;
+    struct store *st = mk(0, false, NULL);
+    char b[32];
+    uint64_t v;
+    struct mdc_tag t = T(9, 9);
+    assert_int_equal(store_incr(st, "n", 1, 1, false, &v, NULL), ST_NOT_FOUND);
+    assert_int_equal(put(st, STORE_SET, "n", "5", &t, 1, 0), ST_OK);
+    assert_int_equal(store_incr(st, "n", 1, 1, false, &v, NULL), ST_OK);
+    assert_int_equal(v, 6);
+    assert_string_equal(val(st, "n", b, sizeof b), "6");
+    struct record *r = store_get(st, "n", 1);
+    assert_int_equal(record_ntags(r), 1); /* incr keeps tags */
+    assert_int_equal(record_flags(r), 7);
+    store_release(st, r);
+    assert_int_equal(store_incr(st, "n", 1, 10, true, &v, NULL), ST_OK);
+    assert_int_equal(v, 0); /* decr stops at 0 */
+    assert_int_equal(put(st, STORE_SET, "w", "18446744073709551615", NULL, 0,
+                         0), ST_OK);
+    assert_int_equal(store_incr(st, "w", 1, 2, false, &v, NULL), ST_OK);
+    assert_int_equal(v, 1); /* wraps at 2^64 */
+    assert_string_equal(val(st, "w", b, sizeof b), "1");
+    assert_int_equal(put(st, STORE_SET, "s", "abc", NULL, 0, 0), ST_OK);
+    assert_int_equal(store_incr(st, "s", 1, 1, false, &v, NULL),
+                     ST_NOT_NUMBER);
+    assert_int_equal(put(st, STORE_SET, "s", "18446744073709551616", NULL, 0,
+                         0), ST_OK);
+    assert_int_equal(store_incr(st, "s", 1, 1, false, &v, NULL),
+                     ST_NOT_NUMBER);
+    assert_int_equal(put(st, STORE_SET, "s", "", NULL, 0, 0), ST_OK);
+    assert_int_equal(store_incr(st, "s", 1, 1, false, &v, NULL),
+                     ST_NOT_NUMBER);
+
+    assert_int_equal(put(st, STORE_SET, "a", "10", NULL, 0, 0), ST_OK);
+    assert_int_equal(store_atomic(st, ATOMIC_ADD, "a", 1, 5, 0, &v, NULL),
+                     ST_OK);
+    assert_int_equal(v, 15);
+    assert_int_equal(store_atomic(st, ATOMIC_FETCH_ADD, "a", 1, 5, 0, &v,
+                                  NULL), ST_OK);
+    assert_int_equal(v, 15);
+    assert_string_equal(val(st, "a", b, sizeof b), "20");
+    assert_int_equal(store_atomic(st, ATOMIC_CMPSET, "a", 1, 19, 100, &v,
+                                  NULL), ST_EXISTS);
+    assert_int_equal(v, 20);
+    assert_string_equal(val(st, "a", b, sizeof b), "20");
+    assert_int_equal(store_atomic(st, ATOMIC_CMPSET, "a", 1, 20, 100, &v,
+                                  NULL), ST_OK);
+    assert_int_equal(v, 20);
+    assert_string_equal(val(st, "a", b, sizeof b), "100");
+    assert_int_equal(store_atomic(st, ATOMIC_READ_CLEAR, "a", 1, 0, 0, &v,
+                                  NULL), ST_OK);
+    assert_int_equal(v, 100);
+    assert_string_equal(val(st, "a", b, sizeof b), "0");
+    assert_int_equal(store_atomic(st, ATOMIC_ADD, "zz", 2, 1, 0, &v, NULL),
+                     ST_NOT_FOUND);
+    check(st);
+    store_destroy(st);
+}
+
+static void test_tstack(void **state)
+{
+    (void)state;
+    struct store *st = mk(0, false, NULL);
+    struct mdc_tag t = T(77, -3);
+    char keys[3][STORE_TSTACK_KEYMAX];
+    uint32_t kl[3];
+    const char *vals[] = {"first", "second", "third"};
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(store_tstack_push(st, t, vals[i],
+                                           (uint32_t)strlen(vals[i]), 0, 0,
+                                           keys[i], &kl[i], NULL), ST_OK);
+    assert_string_not_equal(keys[0], keys[1]);
+    /* an ordinary record, readable by key */
+    struct record *r = store_get(st, keys[1], kl[1]);
+    assert_non_null(r);
+    assert_memory_equal(record_value(r), "second", 6);
+    assert_int_equal(record_ntags(r), 1);
+    store_release(st, r);
+    /* append keeps the stack position */
+    struct store_item it = {.key = keys[1], .klen = kl[1], .value = "!",
+                            .vlen = 1};
+    assert_int_equal(store_put(st, STORE_APPEND, &it, NULL), ST_OK);
+    for (int i = 2; i >= 0; i--) {
+        assert_int_equal(store_tstack_pop(st, t, &r), ST_OK);
+        assert_int_equal(record_klen(r), kl[i]);
+        assert_memory_equal(record_key(r), keys[i], kl[i]);
+        if (i == 1)
+            assert_memory_equal(record_value(r), "second!", 7);
+        store_release(st, r);
+        assert_null(store_get(st, keys[i], kl[i]));
+    }
+    assert_int_equal(store_tstack_pop(st, t, &r), ST_NOT_FOUND);
+    assert_null(r);
+    check(st);
+    store_destroy(st);
+}
+
+static void test_reader_keeps_value(void **state)
+{
+    (void)state;
+    struct store *st = mk(0, false, NULL);
+    assert_int_equal(put(st, STORE_SET, "k", "old", NULL, 0, 0), ST_OK);
+    struct record *r = store_get(st, "k", 1);
+    assert_int_equal(put(st, STORE_SET, "k", "new", NULL, 0, 0), ST_OK);
+    assert_int_equal(store_delete(st, "k", 1, 0), ST_OK);
+    assert_memory_equal(record_value(r), "old", 3); /* ASan checks liveness */
+    struct store_stats s;
+    store_get_stats(st, &s);
+    assert_true(s.bytes > 0); /* still counted until freed */
+    store_release(st, r);
+    store_get_stats(st, &s);
+    assert_int_equal(s.bytes, 0);
+    store_destroy(st);
+}
+
+static void test_eviction(void **state)
+{
+    (void)state;
+    size_t limit = 256 * 1024;
+    struct store *st = mk(limit, false, NULL);
+    char k[32], v[200];
+    memset(v, 'x', sizeof v - 1);
+    v[sizeof v - 1] = 0;
+    struct mdc_tag t = T(1, 0);
+    struct record *held = NULL;
+    for (int i = 0; i < 5000; i++) {
+        snprintf(k, sizeof k, "key-%d", i);
+        t.tval = i % 50;
+        assert_int_equal(put(st, STORE_SET, k, v, &t, 1, 0), ST_OK);
+        if (i == 10)
+            held = store_get(st, k, (uint32_t)strlen(k));
+        struct store_stats s;
+        store_get_stats(st, &s);
+        assert_true(s.bytes <= limit + 4096);
+    }
+    struct store_stats s;
+    store_get_stats(st, &s);
+    assert_true(s.evictions > 0);
+    assert_true(s.curr_items < 5000);
+    assert_int_equal(s.tag_links, s.curr_items);
+    /* the held record was surely evicted, but its memory is intact */
+    assert_non_null(held);
+    assert_memory_equal(record_value(held), v, sizeof v - 1);
+    store_release(st, held);
+    check(st);
+    /* flush: accounting returns to zero */
+    store_flush(st);
+    store_get_stats(st, &s);
+    assert_int_equal(s.curr_items, 0);
+    assert_int_equal(s.bytes, 0);
+    assert_int_equal(s.tag_links, 0);
+    check(st);
+    store_destroy(st);
+}
+
+static void test_no_evict(void **state)
+{
+    (void)state;
+    struct store *st = mk(64 * 1024, true, NULL);
+    char k[32], v[200];
+    memset(v, 'x', sizeof v - 1);
+    v[sizeof v - 1] = 0;
+    int stored = 0, refused = 0;
+    for (int i = 0; i < 1000; i++) {
+        snprintf(k, sizeof k, "key-%d", i);
+        int rc = put(st, STORE_SET, k, v, NULL, 0, 0);
+        if (rc == ST_OK)
+            stored++;
+        else {
+            assert_int_equal(rc, ST_NO_MEMORY);
+            refused++;
+        }
+    }
+    assert_true(stored > 0 && refused > 0);
+    struct store_stats s;
+    store_get_stats(st, &s);
+    assert_int_equal(s.evictions, 0);
+    assert_int_equal(s.curr_items, (uint64_t)stored);
+    assert_true(s.bytes <= 64 * 1024);
+    /* the first records are all still there */
+    char b[256];
+    assert_non_null(val(st, "key-0", b, sizeof b));
+    check(st);
+    store_destroy(st);
+}
+
+static void test_record_size(void **state)
+{
+    (void)state;
+    /* a 16-byte key and 32-byte value must fit jemalloc's 112-byte class */
+    struct store *st = mk(0, false, NULL);
+    char k[17] = "0123456789abcdef", v[33] = "0123456789abcdef0123456789abcdef";
+    assert_int_equal(put(st, STORE_SET, k, v, NULL, 0, 0), ST_OK);
+    struct store_stats s;
+    store_get_stats(st, &s);
+    assert_true(s.bytes <= 112);
+    store_destroy(st);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_set_get_delete),
+        cmocka_unit_test(test_keys_binary_and_limits),
+        cmocka_unit_test(test_cas),
+        cmocka_unit_test(test_append_prepend_keep_tags),
+        cmocka_unit_test(test_tags_limits),
+        cmocka_unit_test(test_get_del_by_tag),
+        cmocka_unit_test(test_get_by_tag_limit),
+        cmocka_unit_test(test_expiry),
+        cmocka_unit_test(test_counters),
+        cmocka_unit_test(test_tstack),
+        cmocka_unit_test(test_reader_keeps_value),
+        cmocka_unit_test(test_eviction),
+        cmocka_unit_test(test_no_evict),
+        cmocka_unit_test(test_record_size),
+    };
+    return cmocka_run_group_tests_name("store", tests, NULL, NULL);
+}

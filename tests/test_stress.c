@@ -1,0 +1,307 @@
+/*
+ * test_stress.c - concurrency stress of the store: threads mix tagged puts,
+ * deletes, gets, get_by_tag, del_by_tag, counters, tstack and eviction for
+ * a bounded time; then both indexes must agree exactly and a flush must
+ * bring accounted memory back to zero.  A second test checks del_by_tag's
+ * race rule against a concurrent writer.
+ *
+ * MDC_STRESS_SECONDS sets the duration of each phase (default 2).
+ */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "store.h"
+
+#define NTHREADS 6
+#define NKEYS 4000
+#define NTAGVALS 40
+
+static double seconds(void)
+{
+    const char *e = getenv("MDC_STRESS_SECONDS");
+    double s = e ? atof(e) : 2.0;
+    return s > 0 ? s : 2.0;
+}
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static uint64_t xs(uint64_t *s)
+{
+    uint64_t x = *s;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return *s = x;
+}
+
+struct ctx {
+    struct store *st;
+    double deadline;
+    atomic_ulong ops;
+    atomic_int failed;
+    char why[200];
+};
+
+static void failf(struct ctx *c, const char *m)
+{
+    if (atomic_exchange(&c->failed, 1) == 0)
+        snprintf(c->why, sizeof c->why, "%s", m);
+}
+
+static void *worker(void *arg)
+{
+    struct ctx *c = arg;
+    uint64_t seed = (uint64_t)(uintptr_t)&seed ^ 0x1234567;
+    char key[32], val[64];
+    unsigned long n = 0;
+    memset(val, 'v', sizeof val);
+    while (now() < c->deadline && !atomic_load(&c->failed)) {
+        for (int burst = 0; burst < 64; burst++, n++) {
+            uint64_t r = xs(&seed);
+            int k = (int)(r % NKEYS);
+            int kl = snprintf(key, sizeof key, "key:%d", k);
+            int tv = (int)((r >> 20) % NTAGVALS);
+            switch ((r >> 40) % 12) {
+            case 0:
+            case 1:
+            case 2: { /* put with up to 3 tags */
+                struct mdc_tag t[3] = {{1, tv}, {2, tv / 4}, {3, k % 7}};
+                struct store_item it = {.key = key, .klen = (uint32_t)kl,
+                                        .value = val,
+                                        .vlen = (uint32_t)(r % 60),
+                                        .tags = t,
+                                        .ntags = (uint32_t)((r >> 8) % 4)};
+                int rc = store_put(c->st, STORE_SET, &it, NULL);
+                if (rc != ST_OK && rc != ST_NO_MEMORY)
+                    failf(c, "put failed");
+                break;
+            }
+            case 3:
+                store_delete(c->st, key, (uint32_t)kl, 0);
+                break;
+            case 4:
+            case 5: {
+                struct record *rec = store_get(c->st, key, (uint32_t)kl);
+                if (rec != NULL) {
+                    if (record_klen(rec) != (uint32_t)kl ||
+                        memcmp(record_key(rec), key, (size_t)kl) != 0)
+                        failf(c, "get returned another key");
+                    store_release(c->st, rec);
+                }
+                break;
+            }
+            case 6: {
+                struct store_recset s;
+                int32_t tvs[2] = {tv, (tv + 1) % NTAGVALS};
+                store_get_by_tag(c->st, 1, tvs, 2, &s);
+                for (size_t i = 0; i < s.n; i++) {
+                    int ok = 0;
+                    for (uint32_t j = 0; j < record_ntags(s.recs[i]); j++) {
+                        struct mdc_tag t = record_tag(s.recs[i], j);
+                        if (t.tkey == 1 && (t.tval == tvs[0] ||
+                                            t.tval == tvs[1]))
+                            ok = 1;
+                    }
+                    if (!ok)
+                        failf(c, "get_by_tag returned a record without tag");
+                    for (size_t m = 0; m < i; m++)
+                        if (s.recs[m] == s.recs[i])
+                            failf(c, "get_by_tag returned a record twice");
+                }
+                store_recset_release(c->st, &s);
+                break;
+            }
+            case 7: {
+                if ((r >> 50) % 8 == 0) {
+                    int32_t t2 = tv / 4;
+                    store_del_by_tag(c->st, 2, &t2, 1, NULL);
+                }
+                break;
+            }
+            case 8: {
+                kl = snprintf(key, sizeof key, "ctr:%d", k % 16);
+                uint64_t v;
+                if (store_atomic(c->st, ATOMIC_ADD, key, (uint32_t)kl, 1, 0,
+                                 &v, NULL) == ST_NOT_FOUND) {
+                    struct mdc_tag t = {4, k % 3};
+                    struct store_item it = {.key = key, .klen = (uint32_t)kl,
+                                            .value = "0", .vlen = 1,
+                                            .tags = &t, .ntags = 1};
+                    store_put(c->st, STORE_ADD, &it, NULL);
+                }
+                break;
+            }
+            case 9: {
+                uint64_t v;
+                kl = snprintf(key, sizeof key, "ctr:%d", k % 16);
+                store_atomic(c->st, (r & 1) ? ATOMIC_READ_CLEAR : ATOMIC_CMPSET,
+                             key, (uint32_t)kl, 3, 0, &v, NULL);
+                store_incr(c->st, key, (uint32_t)kl, 2, (r >> 1) & 1, &v,
+                           NULL);
+                break;
+            }
+            case 10: {
+                struct mdc_tag t = {5, tv % 4};
+                char kb[STORE_TSTACK_KEYMAX];
+                uint32_t kbl;
+                if (r & 1) {
+                    store_tstack_push(c->st, t, val, 8, 0, 0, kb, &kbl, NULL);
+                } else {
+                    struct record *rec;
+                    if (store_tstack_pop(c->st, t, &rec) == ST_OK)
+                        store_release(c->st, rec);
+                }
+                break;
+            }
+            case 11: {
+                struct store_item it = {.key = key, .klen = (uint32_t)kl,
+                                        .value = "x", .vlen = 1};
+                store_put(c->st, (r & 1) ? STORE_APPEND : STORE_PREPEND, &it,
+                          NULL);
+                store_touch(c->st, key, (uint32_t)kl, (int64_t)(r % 3600));
+                break;
+            }
+            }
+        }
+    }
+    atomic_fetch_add(&c->ops, n);
+    return NULL;
+}
+
+static void test_mixed(void **state)
+{
+    (void)state;
+    /* small enough that eviction runs all the time */
+    struct store_config cfg = {.mem_limit = 300 * 1024, .nbuckets = 4096,
+                               .nlocks = 64, .tag_buckets = 8,
+                               .sweep_interval_ms = 5};
+    struct ctx c = {0};
+    c.st = store_create(&cfg);
+    assert_non_null(c.st);
+    c.deadline = now() + seconds();
+    pthread_t th[NTHREADS];
+    for (int i = 0; i < NTHREADS; i++)
+        pthread_create(&th[i], NULL, worker, &c);
+    for (int i = 0; i < NTHREADS; i++)
+        pthread_join(th[i], NULL);
+    if (atomic_load(&c.failed))
+        fail_msg("%s", c.why);
+    struct store_stats s;
+    store_get_stats(c.st, &s);
+    print_message("  %lu ops, %llu items, %llu evictions, %llu tag links\n",
+                  (unsigned long)atomic_load(&c.ops),
+                  (unsigned long long)s.curr_items,
+                  (unsigned long long)s.evictions,
+                  (unsigned long long)s.tag_links);
+    assert_true(s.evictions > 0);
+    assert_true(s.bytes <= cfg.mem_limit + 64 * 1024);
+    char msg[256];
+    if (store_check(c.st, msg, sizeof msg) != 0)
+        fail_msg("indexes disagree: %s", msg);
+    store_flush(c.st);
+    store_get_stats(c.st, &s);
+    assert_int_equal(s.curr_items, 0);
+    assert_int_equal(s.tag_links, 0);
+    assert_int_equal(s.tag_values, 0);
+    assert_int_equal(s.bytes, 0);
+    if (store_check(c.st, msg, sizeof msg) != 0)
+        fail_msg("after flush: %s", msg);
+    store_destroy(c.st);
+}
+
+/* ---- del_by_tag against a concurrent tagged writer ------------------------ */
+#define RKEYS 16
+struct race {
+    struct store *st;
+    double deadline;
+    atomic_ulong completed; /* highest sequence whose put has returned */
+    atomic_int stop;
+};
+
+static void *race_writer(void *arg)
+{
+    struct race *r = arg;
+    char key[16], v[24];
+    struct mdc_tag t = {7, 7};
+    for (unsigned long seq = 1; !atomic_load(&r->stop); seq++) {
+        int kl = snprintf(key, sizeof key, "r%lu", seq % RKEYS);
+        int vl = snprintf(v, sizeof v, "%lu", seq);
+        struct store_item it = {.key = key, .klen = (uint32_t)kl, .value = v,
+                                .vlen = (uint32_t)vl, .tags = &t, .ntags = 1};
+        if (store_put(r->st, STORE_SET, &it, NULL) == ST_OK)
+            atomic_store(&r->completed, seq);
+        /* an append keeps the tag: the record is replaced by a new one */
+        if (seq % 5 == 0) {
+            struct store_item ap = {.key = key, .klen = (uint32_t)kl,
+                                    .value = "", .vlen = 0};
+            store_put(r->st, STORE_APPEND, &ap, NULL);
+        }
+    }
+    return NULL;
+}
+
+static void test_del_by_tag_race(void **state)
+{
+    (void)state;
+    struct store_config cfg = {.nbuckets = 1024};
+    struct race r = {0};
+    r.st = store_create(&cfg);
+    pthread_t w;
+    pthread_create(&w, NULL, race_writer, &r);
+    double end = now() + seconds() / 2;
+    unsigned long rounds = 0;
+    while (now() < end) {
+        unsigned long snap = atomic_load(&r.completed);
+        int32_t tv = 7;
+        assert_int_equal(store_del_by_tag(r.st, 7, &tv, 1, NULL), ST_OK);
+        for (int i = 0; i < RKEYS; i++) {
+            char key[16];
+            int kl = snprintf(key, sizeof key, "r%d", i);
+            struct record *rec = store_get(r.st, key, (uint32_t)kl);
+            if (rec == NULL)
+                continue;
+            char v[24] = {0};
+            memcpy(v, record_value(rec), record_vlen(rec) < 23
+                                             ? record_vlen(rec) : 23);
+            unsigned long seq = strtoul(v, NULL, 10);
+            store_release(r.st, rec);
+            /* every value acknowledged before del_by_tag began carried
+             * the tag then: it must be gone (a later write may be there) */
+            if (seq <= snap)
+                fail_msg("key %s holds seq %lu, acknowledged before "
+                         "del_by_tag began (snapshot %lu)", key, seq, snap);
+        }
+        rounds++;
+    }
+    atomic_store(&r.stop, 1);
+    pthread_join(w, NULL);
+    print_message("  %lu del_by_tag rounds\n", rounds);
+    char msg[256];
+    if (store_check(r.st, msg, sizeof msg) != 0)
+        fail_msg("indexes disagree: %s", msg);
+    store_destroy(r.st);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_mixed),
+        cmocka_unit_test(test_del_by_tag_race),
+    };
+    return cmocka_run_group_tests_name("stress", tests, NULL, NULL);
+}

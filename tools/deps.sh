@@ -1,0 +1,21 @@
+#!/bin/sh
+# tools/deps.sh - install everything mdcached needs to build and test, on
+# Debian 12, as root.  Safe to run again.
+set -eu
+PKGS="build-essential autoconf automake libtool pkg-config
+  libevent-dev libjemalloc-dev libcmocka-dev libbsd-dev libxxhash-dev
+  clang llvm libclang-rt-14-dev"
+if [ "$(id -u)" -ne 0 ]; then
+    echo "tools/deps.sh: must run as root (apt-get install)" >&2
+    exit 1
+fi
+missing=""
+for p in $PKGS; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -q
+    # shellcheck disable=SC2086
+    apt-get install -y -q --no-install-recommends $missing
+fi

@@ -1,0 +1,71 @@
+#!/bin/sh
+# fuzz.sh - build the libFuzzer targets with clang in a separate build
+# directory and run each on its seed corpus for a bounded time; exit non-zero
+# on any crash, leak, timeout or build failure.
+#
+#   tools/fuzz.sh [target ...]        default: every tests/fuzz/fuzz_*.c
+#
+# Environment:
+#   FUZZ_TIME       seconds per target (default 60)
+#   FUZZ_BUILD_DIR  build directory (default: _build/fuzz in the source tree)
+#   FUZZ_ARGS       extra libFuzzer arguments
+#   CC              compiler (default clang; must support -fsanitize=fuzzer)
+#
+# Target NAME is built from tests/fuzz/fuzz_NAME.c by the automake target
+# tests/fuzz/fuzz_NAME (tests/include.am, under ENABLE_FUZZ) and seeded from
+# tests/fuzz/corpus/NAME/.  New inputs go to the build directory, never into
+# the source tree; crash artifacts to $FUZZ_BUILD_DIR/fuzz-artifacts/.
+set -eu
+
+srcdir=$(cd "$(dirname "$0")/.." && pwd)
+time_s=${FUZZ_TIME:-60}
+builddir=${FUZZ_BUILD_DIR:-$srcdir/_build/fuzz}
+cc=${CC:-clang}
+jobs=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
+
+if [ $# -gt 0 ]; then
+    targets="$*"
+else
+    targets=
+    for f in "$srcdir"/tests/fuzz/fuzz_*.c; do
+        [ -e "$f" ] || continue
+        n=$(basename "$f" .c)
+        targets="$targets ${n#fuzz_}"
+    done
+fi
+[ -n "$targets" ] || { echo "fuzz.sh: no fuzz targets found" >&2; exit 1; }
+
+if [ ! -x "$srcdir/configure" ]; then
+    (cd "$srcdir" && autoreconf -fi)
+fi
+
+mkdir -p "$builddir"
+builddir=$(cd "$builddir" && pwd)
+cd "$builddir"
+if [ ! -f Makefile ]; then
+    CC=$cc "$srcdir/configure" --enable-fuzz --without-jemalloc \
+        --disable-dependency-tracking
+fi
+
+for t in $targets; do
+    make -j"$jobs" "tests/fuzz/fuzz_$t"
+done
+
+status=0
+mkdir -p fuzz-artifacts
+for t in $targets; do
+    seeds="$srcdir/tests/fuzz/corpus/$t"
+    work="$builddir/fuzz-corpus/$t"
+    mkdir -p "$work"
+    [ -d "$seeds" ] || seeds=
+    echo "fuzz.sh: fuzz_$t for ${time_s}s"
+    # shellcheck disable=SC2086
+    if ! "./tests/fuzz/fuzz_$t" -max_total_time="$time_s" -timeout=10 \
+        -rss_limit_mb=2048 -print_final_stats=1 \
+        -artifact_prefix="fuzz-artifacts/$t-" ${FUZZ_ARGS:-} \
+        "$work" $seeds; then
+        echo "fuzz.sh: fuzz_$t FAILED; artifacts in $builddir/fuzz-artifacts" >&2
+        status=1
+    fi
+done
+exit $status

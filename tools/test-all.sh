@@ -1,0 +1,92 @@
+#!/bin/sh
+# tools/test-all.sh - the README's second command: install dependencies,
+# build, and run the whole test suite: the normal build, AddressSanitizer
+# +UBSan and ThreadSanitizer builds, make distcheck, and the fuzzers for a
+# bounded time.  Ends with one line "N passed, N failed".
+#
+# Environment: JOBS (parallel make), FUZZ_SECONDS (per fuzzer, default 60),
+# SKIP_DISTCHECK=1 / SKIP_SANITIZERS=1 to shorten a local run.
+set -u
+cd "$(dirname "$0")/.."
+TOP=$(pwd)
+JOBS=${JOBS:-$(nproc)}
+B="$TOP/_build"
+passed=0
+failed=0
+failures=""
+
+sh tools/deps.sh || { echo "0 passed, 1 failed"; exit 1; }
+autoreconf -fi >/dev/null 2>&1 || { echo "autoreconf failed"; echo "0 passed, 1 failed"; exit 1; }
+if [ -f config.status ]; then
+    echo "== cleaning the in-tree build (out-of-tree builds follow)"
+    make distclean >/dev/null 2>&1 || true
+fi
+
+# count automake's "# PASS:/# FAIL:/# ERROR:/# XPASS:" from a test-suite.log
+count_log() {
+    log=$1
+    [ -f "$log" ] || return 1
+    p=$(sed -n 's/^# PASS: *//p' "$log" | head -1)
+    f=$(sed -n 's/^# FAIL: *//p' "$log" | head -1)
+    e=$(sed -n 's/^# ERROR: *//p' "$log" | head -1)
+    x=$(sed -n 's/^# XPASS: *//p' "$log" | head -1)
+    passed=$((passed + ${p:-0}))
+    failed=$((failed + ${f:-0} + ${e:-0} + ${x:-0}))
+}
+
+step() { # name, then command; counts one pass/fail
+    name=$1; shift
+    echo "== $name"
+    if "$@"; then passed=$((passed + 1)); else
+        failed=$((failed + 1)); failures="$failures $name"; echo "!! $name failed"; fi
+}
+
+# build_and_check NAME CONFIGURE-ARGS...
+build_and_check() {
+    name=$1; shift
+    d="$B/$name"
+    rm -rf "$d"; mkdir -p "$d"
+    echo "== $name: configure $*"
+    if ! (cd "$d" && "$TOP/configure" "$@" >configure.out 2>&1); then
+        tail -30 "$d/configure.out"; failed=$((failed + 1)); failures="$failures $name-configure"; return
+    fi
+    echo "== $name: make"
+    if ! (cd "$d" && make -j"$JOBS" >make.out 2>&1); then
+        tail -40 "$d/make.out"; failed=$((failed + 1)); failures="$failures $name-build"; return
+    fi
+    echo "== $name: make check"
+    (cd "$d" && make -j"$JOBS" check >check.out 2>&1)
+    rc=$?
+    grep -E '^(PASS|FAIL|ERROR|XPASS|SKIP):' "$d/check.out" | sed "s/^/   [$name] /"
+    if ! count_log "$d/test-suite.log"; then
+        failed=$((failed + 1)); failures="$failures $name-check"; tail -40 "$d/check.out"; return
+    fi
+    if [ $rc -ne 0 ]; then
+        failures="$failures $name-check"
+        # show the failing logs: automake hides them
+        for l in $(grep -lE '^(FAIL|ERROR)' $(find "$d" -name '*.log' ! -name test-suite.log) 2>/dev/null); do
+            echo "---- $l"; tail -60 "$l"; done
+    fi
+    # a SKIP under CI as root is a failure (DEVELOPERS.md)
+    if [ "${CI:-}" = true ] && [ "$(id -u)" -eq 0 ]; then
+        s=$(sed -n 's/^# SKIP: *//p' "$d/test-suite.log" | head -1)
+        if [ "${s:-0}" -ne 0 ]; then
+            echo "!! $name: $s tests skipped under CI as root"
+            failed=$((failed + s)); failures="$failures $name-skips"
+        fi
+    fi
+}
+
+build_and_check normal CFLAGS="-O2 -g"
+if [ "${SKIP_SANITIZERS:-0}" != 1 ]; then
+    build_and_check asan --enable-asan CFLAGS="-O1 -g"
+    build_and_check tsan --enable-tsan CFLAGS="-O1 -g"
+fi
+if [ "${SKIP_DISTCHECK:-0}" != 1 ] && [ -f "$B/normal/Makefile" ]; then
+    step distcheck sh -c "cd '$B/normal' && make -j$JOBS distcheck >distcheck.out 2>&1 || { tail -60 distcheck.out; exit 1; }"
+fi
+step fuzz sh tools/fuzz.sh
+
+[ -n "$failures" ] && echo "failures:$failures"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
