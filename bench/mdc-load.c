@@ -59,6 +59,7 @@ static struct {
     const char *label;
     uint64_t seed;
     bool quiet;
+    bool eager; /* refill each reply at once instead of per whole batch */
 } opt = {
     .conns = 50,
     .depth = 1,
@@ -354,6 +355,8 @@ static void conn_refill(struct conn *c, uint64_t t)
     }
     if (t >= atomic_load_explicit(&run.t_end, memory_order_relaxed))
         return;
+    if (!opt.eager && c->qn > 0)
+        return; /* batch mode: the next batch goes when this one is answered */
     while (c->qn < (uint32_t)opt.depth) {
         bool get = (double)(rng_next(&th->rng) >> 11) * 0x1.0p-53 < opt.get_frac;
         conn_compose(c, get ? LOP_GET : LOP_SET, pick_key(&th->rng), t);
@@ -541,7 +544,11 @@ static void usage(FILE *f)
         "                        (default 127.0.0.1 and the protocol's port)\n"
         "  -P, --proto NAME      native (default), text (memcached), resp (Redis)\n"
         "  -c, --conns N         connections (default 50)\n"
-        "  -d, --depth N         requests in flight per connection (default 1)\n"
+        "  -d, --depth N         pipeline depth: requests written together per\n"
+        "                        connection, the next batch once all are\n"
+        "                        answered (default 1)\n"
+        "  -e, --eager           keep depth requests in flight, refilling as\n"
+        "                        each reply arrives, instead of whole batches\n"
         "  -T, --threads N       generator threads, each with its own epoll (1)\n"
         "  -r, --ratio G:S       get:set mix (default 90:10)\n"
         "  -k, --keys N          key space (default 100000)\n"
@@ -604,6 +611,7 @@ static void parse_args(int argc, char **argv)
         {"seed", required_argument, NULL, 'S'},
         {"zipf-check", no_argument, NULL, 'Z'},
         {"quiet", no_argument, NULL, 'q'},
+        {"eager", no_argument, NULL, 'e'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -611,7 +619,7 @@ static void parse_args(int argc, char **argv)
     int c;
 
     opt.proto = &load_proto_native;
-    while ((c = getopt_long(argc, argv, "s:P:c:d:T:r:k:K:v:z:fD:w:p:j:L:qh",
+    while ((c = getopt_long(argc, argv, "s:P:c:d:eT:r:k:K:v:z:fD:w:p:j:L:qh",
                             lo, NULL)) != -1) {
         switch (c) {
         case 's': opt.server = optarg; break;
@@ -647,6 +655,7 @@ static void parse_args(int argc, char **argv)
         case 'S': opt.seed = strtoull(optarg, NULL, 0); break;
         case 'Z': zcheck = true; break;
         case 'q': opt.quiet = true; break;
+        case 'e': opt.eager = true; break;
         case 'h': usage(stdout); exit(0);
         default: usage(stderr); exit(64);
         }
@@ -823,7 +832,7 @@ int main(int argc, char **argv)
             die("%s: %s", opt.json, strerror(errno));
         fprintf(f, "{\"tool\": \"mdc-load\", \"date\": \"%s\", \"label\": \"%s\", "
                 "\"proto\": \"%s\", \"server\": \"%s\", \"conns\": %d, "
-                "\"depth\": %d, \"threads\": %d, \"get_fraction\": %.4f, "
+                "\"depth\": %d, \"eager\": %s, \"threads\": %d, \"get_fraction\": %.4f, "
                 "\"keys\": %" PRIu64 ", \"key_size\": %zu, \"value_size\": %zu, "
                 "\"distribution\": \"%s\", \"zipf\": %.3f, \"prefill\": %s, "
                 "\"warmup_s\": %.3f, \"duration_s\": %.3f,\n"
@@ -833,7 +842,8 @@ int main(int argc, char **argv)
                 " \"latency_us\": {\"p50\": %.2f, \"p99\": %.2f, \"p999\": %.2f, "
                 "\"mean\": %.2f, \"max\": %.2f},\n",
                 date, opt.label ? opt.label : "", opt.proto->name, opt.server,
-                opt.conns, opt.depth, opt.threads, opt.get_frac, opt.keys,
+                opt.conns, opt.depth, opt.eager ? "true" : "false",
+                opt.threads, opt.get_frac, opt.keys,
                 opt.key_size, opt.value_size, opt.zipf > 0 ? "zipf" : "uniform",
                 opt.zipf, opt.prefill ? "true" : "false", opt.warmup,
                 opt.duration, reqs, gets, hits, misses, sets, errors, tput, p50,

@@ -76,7 +76,7 @@ printf '%-10s %10s %10s %10s %9s %9s  %s\n' server records "RSS0 MiB" "RSS MiB" 
 
 # memcached: -m 4096 so nothing is evicted; one worker thread, UDP off.
 MCPORT=$(free_port 21211)
-taskset -c 0 memcached -m 4096 -p "$MCPORT" -l 127.0.0.1 -U 0 -t 1 -c 1024 &
+taskset -c 0 memcached -u nobody -m 4096 -p "$MCPORT" -l 127.0.0.1 -U 0 -t 1 -c 1024 &
 MCPID=$!; PIDS+=("$MCPID")
 wait_port "$MCPORT"
 mc_extra() { echo "curr_items=$(mc_stat "$MCPORT" curr_items) bytes=$(mc_stat "$MCPORT" bytes) hash_bytes=$(mc_stat "$MCPORT" hash_bytes)"; }

@@ -108,6 +108,8 @@ void conn_destroy(struct conn *c)
         if (c->link.next != NULL)
             c->link.next->link.prev = c->link.prev;
         w->nconns--;
+        if (w->stopping && w->nconns == 0)
+            event_base_loopexit(w->base, NULL);
     } else if (c->ev != NULL) {
         event_free(c->ev);
     }

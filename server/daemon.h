@@ -68,6 +68,7 @@ struct worker {
     size_t nconns;
     struct mq *payload_q;     /* NULL: run requests in this thread */
     bool stopping;
+    uint64_t stop_at;         /* coarse seconds when stopping began */
     uint64_t now;             /* coarse monotonic seconds, set by ev_tick */
 
     /* payload role */
@@ -79,6 +80,7 @@ struct worker {
 };
 
 struct listener {
+    struct server *srv;
     int fd;
     int family;               /* AF_INET, AF_INET6, AF_UNIX */
     struct event *ev;
@@ -136,6 +138,8 @@ void threads_stop_and_join(struct server *srv);
 void threads_teardown(struct server *srv);
 /* Set up a network loop on w: inbox, tick and stop events. */
 int worker_net_init(struct worker *w);
+/* Begin a graceful stop of w's connections (w's own thread). */
+void worker_begin_stop(struct worker *w);
 /* Hand a new connection to a network worker (from the main thread). */
 void worker_give_conn(struct worker *w, struct conn *c);
 /* Return a processed connection to its network worker (payload thread). */

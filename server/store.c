@@ -80,7 +80,10 @@ static uint64_t sys_mono_ns(void *ctx)
 {
     (void)ctx;
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    /* the coarse clock (a few ms resolution) is several times cheaper and
+     * lags the precise one: a deadline it checks is never passed earlier
+     * than bpf_ktime_get_ns() sees it (the XDP mirror stays conservative) */
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 static int64_t sys_wall_s(void *ctx)
@@ -90,14 +93,22 @@ static int64_t sys_wall_s(void *ctx)
 }
 
 /* Store seconds: 1 at creation, so a deadline of 0 can mean "never". */
+static inline uint32_t secs_of(struct store *st, uint64_t ns)
+{
+    return (uint32_t)((ns - st->epoch_ns) / 1000000000u) + 1;
+}
+static inline uint32_t tick_of(uint64_t ns) { return (uint32_t)(ns >> 20); }
+static inline uint64_t now_ns(struct store *st)
+{
+    return st->clk.mono_ns(st->clk.ctx);
+}
 static inline uint32_t now_s(struct store *st)
 {
-    uint64_t ns = st->clk.mono_ns(st->clk.ctx);
-    return (uint32_t)((ns - st->epoch_ns) / 1000000000u) + 1;
+    return secs_of(st, now_ns(st));
 }
 static inline uint32_t now_tick(struct store *st)
 {
-    return (uint32_t)(st->clk.mono_ns(st->clk.ctx) >> 20);
+    return tick_of(now_ns(st));
 }
 
 static inline int rec_expired(const struct record *r, uint32_t now)
@@ -132,6 +143,14 @@ int64_t record_ttl(struct store *st, const struct record *r)
         return -1;
     uint32_t now = now_s(st);
     return d > now ? (int64_t)(d - now) : 0;
+}
+
+uint64_t record_deadline_ns(const struct store *st, const struct record *r)
+{
+    uint32_t d = __atomic_load_n(&r->deadline, __ATOMIC_RELAXED);
+    if (d == 0)
+        return 0;
+    return st->epoch_ns + (uint64_t)(d - 1) * 1000000000u;
 }
 
 /* ---- CAS versions: per-thread blocks of a global counter ------------------ */
@@ -485,8 +504,9 @@ struct store *store_create(const struct store_config *cfg)
     if (c->tag_reply_limit == 0)
         c->tag_reply_limit = DEFAULT_TAG_REPLY;
     if (c->nbuckets == 0) {
-        /* about four smallest records per bucket when the memory is full */
-        uint64_t want = c->mem_limit / (112 * 4);
+        /* about eight smallest records per bucket when memory is full: a few
+         * levels of tree, and under 8 bytes of bucket array per record */
+        uint64_t want = c->mem_limit / (112 * 8);
         c->nbuckets = pow2_at_least(want < MIN_BUCKETS ? MIN_BUCKETS : want);
     }
     c->nbuckets = pow2_at_least(c->nbuckets);
@@ -696,15 +716,16 @@ struct record *store_get(struct store *st, const void *key, uint32_t klen)
     mdc_rwlock_t *l = lock_of(st, b);
     int expired = 0;
 
+    uint64_t ns = now_ns(st);
     mdc_rdlock(l);
     struct record *r = do_find(st, b, (uint32_t)(h >> 32), key, klen);
     if (r != NULL) {
-        if (rec_expired(r, now_s(st))) {
+        if (rec_expired(r, secs_of(st, ns))) {
             r = NULL;
             expired = 1;
         } else {
             rec_incref(r);
-            uint32_t t = now_tick(st);
+            uint32_t t = tick_of(ns);
             if (__atomic_load_n(&r->atime, __ATOMIC_RELAXED) != t)
                 __atomic_store_n(&r->atime, t, __ATOMIC_RELAXED);
             if (!(rec_rflags(r) & R_FETCHED))

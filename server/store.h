@@ -133,6 +133,9 @@ uint32_t record_flags(const struct record *r);
 uint64_t record_cas(const struct record *r);
 /* Seconds left before expiry as a protocol would report it: -1 = never. */
 int64_t record_ttl(struct store *st, const struct record *r);
+/* Deadline on CLOCK_MONOTONIC in ns (what bpf_ktime_get_ns() reads), or 0
+ * for never; never later than the moment the store itself expires it. */
+uint64_t record_deadline_ns(const struct store *st, const struct record *r);
 uint32_t record_ntags(const struct record *r);
 struct mdc_tag record_tag(const struct record *r, uint32_t i);
 

@@ -23,11 +23,16 @@
 int wire_parse_header(const uint8_t *buf, size_t len, struct wire_hdr *h,
                       size_t max_body)
 {
-    /* Report a foreign stream from its first bytes rather than waiting. */
-    if (len >= 1 && buf[WIRE_OFF_MAGIC] != WIRE_MAGIC)
+    /* Report a foreign stream from its first bytes rather than waiting; the
+     * header is zeroed so that a reply echoes opcode 0 and opaque 0. */
+    if (len >= 1 && buf[WIRE_OFF_MAGIC] != WIRE_MAGIC) {
+        memset(h, 0, sizeof(*h));
         return WIRE_EMAGIC;
-    if (len >= 2 && buf[WIRE_OFF_VERSION] != WIRE_VERSION)
+    }
+    if (len >= 2 && buf[WIRE_OFF_VERSION] != WIRE_VERSION) {
+        memset(h, 0, sizeof(*h));
         return WIRE_EVERSION;
+    }
     if (len < WIRE_HDR_LEN)
         return WIRE_AGAIN;
 

@@ -210,7 +210,7 @@ static inline uint64_t wire_body_len(const struct wire_hdr *h)
 /*
  * Decode and check the fixed header only.  Returns WIRE_OK, WIRE_AGAIN (fewer
  * than 40 bytes, and no early error in the bytes present), or a WIRE_E* code;
- * *h is filled whenever 40 bytes were present.  Body offsets follow from it:
+ * *h is zeroed on EMAGIC/EVERSION, otherwise filled once 40 bytes are here.  Body offsets follow from it:
  * tags at 40, key at 40 + 8 * ntags, value after the key.  Lets the server
  * read a large value straight into a record.  max_body bounds
  * wire_body_len() (SIZE_MAX for none); WIRE_ETOOBIG is reported before any
@@ -221,10 +221,16 @@ int wire_parse_header(const uint8_t *buf, size_t len, struct wire_hdr *h,
 
 /*
  * Parse one whole message (request or response) at buf.  Returns the bytes it
- * occupies (> 0), WIRE_AGAIN, or a WIRE_E* code.  Out-of-sync errors come as
- * soon as they are seen; in-sync errors only once the whole message is in the
- * buffer, with out->hdr and out->size set, so the caller can answer with
- * out->hdr.opcode/opaque and drop out->size bytes.  Never reads past len.
+ * occupies (> 0), WIRE_AGAIN, or a WIRE_E* code.  Never reads past len.
+ *  - Out-of-sync errors (EMAGIC, EVERSION, ETOOBIG) come as soon as they are
+ *    seen; out->hdr is zeroed for EMAGIC/EVERSION and decoded for ETOOBIG,
+ *    so wire_hdr_response(&rsp, &out->hdr, wire_err_status(rc)) is the reply
+ *    to send before closing.
+ *  - In-sync errors come only once the whole message is in the buffer, with
+ *    out->hdr, out->size and the body pointers set: reply, drop out->size
+ *    bytes, go on.
+ * The server then applies wire_check_request() to a successfully parsed
+ * request (also in sync on error).
  */
 ssize_t wire_parse(const uint8_t *buf, size_t len, struct wire_msg *out,
                    size_t max_body);

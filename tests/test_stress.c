@@ -187,7 +187,7 @@ static void test_mixed(void **state)
 {
     (void)state;
     /* small enough that eviction runs all the time */
-    struct store_config cfg = {.mem_limit = 300 * 1024, .nbuckets = 4096,
+    struct store_config cfg = {.mem_limit = 128 * 1024, .nbuckets = 4096,
                                .nlocks = 64, .tag_buckets = 8,
                                .sweep_interval_ms = 5};
     struct ctx c = {0};

@@ -366,7 +366,11 @@ static void test_bad_magic(void **state)
     uint8_t buf[sizeof(example_req)];
     memcpy(buf, example_req, sizeof(buf));
     buf[0] = 0x80;
+    memset(&m, 0x5a, sizeof(m));
     assert_int_equal(wire_parse(buf, sizeof(buf), &m, NO_LIMIT), WIRE_EMAGIC);
+    /* Zeroed header: the error reply echoes opcode 0 and opaque 0. */
+    assert_int_equal(m.hdr.opcode, 0);
+    assert_int_equal(m.hdr.opaque, 0);
     assert_false(wire_err_in_sync(WIRE_EMAGIC));
     assert_int_equal(wire_err_status(WIRE_EMAGIC), WIRE_S_BAD_MAGIC);
 }
@@ -382,8 +386,10 @@ static void test_bad_version(void **state)
     assert_int_equal(wire_parse(buf, sizeof(buf), &m, NO_LIMIT),
                      WIRE_EVERSION);
     buf[1] = 0;
+    memset(&m, 0x5a, sizeof(m));
     assert_int_equal(wire_parse(buf, sizeof(buf), &m, NO_LIMIT),
                      WIRE_EVERSION);
+    assert_int_equal(m.hdr.opaque, 0);
     assert_false(wire_err_in_sync(WIRE_EVERSION));
     assert_int_equal(wire_err_status(WIRE_EVERSION), WIRE_S_BAD_VERSION);
 }

@@ -39,6 +39,11 @@ if [ ! -x "$srcdir/configure" ]; then
     (cd "$srcdir" && autoreconf -fi)
 fi
 
+if [ -f "$srcdir/config.status" ]; then
+    echo "fuzz.sh: $srcdir is configured in-tree; run 'make distclean' there" >&2
+    exit 1
+fi
+
 mkdir -p "$builddir"
 builddir=$(cd "$builddir" && pwd)
 cd "$builddir"

@@ -1,0 +1,292 @@
+/*
+ * daemon.c - the server's lifecycle: create the store and the workers from
+ * the options, bind, drop privileges, write the pid file, run the thread
+ * model, and stop gracefully on SIGTERM/SIGINT (stop accepting, finish the
+ * requests already received, flush, exit 0).  SIGHUP reopens the log file;
+ * SIGUSR1 is reserved for dumps.
+ */
+#include "config.h"
+
+#include "daemon.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+#include <event2/thread.h>
+
+#include "alloc.h"
+#include "conn.h"
+#include "log.h"
+#include "wire.h"
+
+uint64_t server_mono_s(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec + 1; /* never 0: 0 means "unset" */
+}
+
+uint64_t server_uptime(const struct server *srv)
+{
+    return server_mono_s() - srv->started_mono;
+}
+
+static int server_evthread_rc = -1;
+
+static void server_evthread_init(void)
+{
+    server_evthread_rc = evthread_use_pthreads();
+}
+
+/* libevent's locking, once per process: other threads wake loops. */
+static int server_libevent_threads(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+    pthread_once(&once, server_evthread_init);
+    return server_evthread_rc;
+}
+
+struct server *server_create(const struct options *opt)
+{
+    struct server *srv = mdc_calloc(1, sizeof(*srv));
+    struct store_config cfg;
+
+    if (srv == NULL) {
+        log_error("out of memory");
+        goto fail;
+    }
+    srv->opt = *opt;
+    srv->nnet = (unsigned)opt->net_threads;
+    srv->npay = (unsigned)opt->payload_threads;
+    srv->model = thread_model_of(srv->nnet, srv->npay);
+    srv->max_body = (size_t)opt->max_item_size + WIRE_MAX_KEY +
+                    (size_t)WIRE_TAG_LEN * 65535;
+    srv->started_wall = time(NULL);
+    srv->started_mono = server_mono_s();
+    atomic_init(&srv->nconns, 0);
+    atomic_init(&srv->stop, false);
+    if (server_libevent_threads() < 0) {
+        log_error("libevent has no pthreads support");
+        goto fail;
+    }
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.mem_limit = (size_t)opt->memory_mb << 20;
+    cfg.no_evict = opt->no_evict;
+    cfg.nbuckets = (uint32_t)opt->buckets;
+    cfg.tag_buckets = (uint32_t)opt->tag_buckets;
+    cfg.max_tags = (uint32_t)opt->max_tags;
+    cfg.max_item_size = (uint32_t)opt->max_item_size;
+    cfg.tag_reply_limit = (size_t)opt->tag_reply_limit;
+    cfg.sweep_interval_ms = (uint32_t)opt->sweep_interval;
+    srv->store = store_create(&cfg);
+    if (srv->store == NULL) {
+        log_error("cannot create the store (-m %llu MiB)",
+                  (unsigned long long)opt->memory_mb);
+        goto fail;
+    }
+    if (threads_setup(srv) < 0) {
+        log_error("cannot set up threads");
+        goto fail;
+    }
+    return srv;
+fail:
+    if (srv != NULL)
+        server_destroy(srv);
+    return NULL;
+}
+
+void server_destroy(struct server *srv)
+{
+    size_t i;
+
+    net_close_all(srv);
+    for (i = 0; i < sizeof(srv->ev_sig) / sizeof(srv->ev_sig[0]); i++)
+        if (srv->ev_sig[i] != NULL)
+            event_free(srv->ev_sig[i]);
+    threads_teardown(srv);
+    if (srv->store != NULL)
+        store_destroy(srv->store);
+    mdc_free(srv);
+}
+
+int server_listen(struct server *srv)
+{
+    return net_listen_all(srv);
+}
+
+/* Runs on the main thread. */
+static void server_begin_stop(struct server *srv)
+{
+    struct worker *m = &srv->workers[0];
+
+    if (m->stopping)
+        return;
+    atomic_store(&srv->stop, true);
+    log_info("stopping: no new connections, finishing requests");
+    net_close_all(srv);
+    if (srv->nnet == 0)
+        worker_begin_stop(m); /* the loop ends with the last connection */
+    else
+        event_base_loopexit(m->base, NULL);
+    m->stopping = true;
+}
+
+static void server_signal_cb(evutil_socket_t sig, short what, void *arg)
+{
+    struct server *srv = arg;
+
+    (void)what;
+    switch (sig) {
+    case SIGTERM:
+    case SIGINT:
+        log_info("signal %d", (int)sig);
+        server_begin_stop(srv);
+        break;
+    case SIGHUP:
+        if (log_reopen() < 0)
+            log_error("cannot reopen log file: %s", strerror(errno));
+        else
+            log_info("log file reopened");
+        break;
+    case SIGUSR1:
+        log_warn("SIGUSR1: dumps not implemented yet");
+        break;
+    default:
+        break;
+    }
+}
+
+static void server_stop_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    server_begin_stop(arg);
+}
+
+void server_stop(struct server *srv)
+{
+    struct event *ev = srv->ev_sig[4];
+
+    if (ev != NULL)
+        event_active(ev, EV_READ, 0);
+}
+
+static int server_signals(struct server *srv)
+{
+    static const int sigs[4] = {SIGTERM, SIGINT, SIGHUP, SIGUSR1};
+    struct event_base *base = srv->workers[0].base;
+    int i;
+
+    signal(SIGPIPE, SIG_IGN);
+    for (i = 0; i < 4; i++) {
+        srv->ev_sig[i] = evsignal_new(base, sigs[i], server_signal_cb, srv);
+        if (srv->ev_sig[i] == NULL || event_add(srv->ev_sig[i], NULL) < 0)
+            return -1;
+    }
+    srv->ev_sig[4] = event_new(base, -1, 0, server_stop_cb, srv);
+    return srv->ev_sig[4] != NULL ? 0 : -1;
+}
+
+static int server_write_pidfile(struct server *srv)
+{
+    const char *path = srv->opt.pid_file;
+    char buf[32];
+    int fd, n, rc = -1;
+
+    if (path == NULL)
+        return 0;
+    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        log_error("cannot write pid file %s: %s", path, strerror(errno));
+        goto out;
+    }
+    n = snprintf(buf, sizeof(buf), "%ld\n", (long)getpid());
+    if (write(fd, buf, (size_t)n) != n) {
+        log_error("cannot write pid file %s: %s", path, strerror(errno));
+        goto out;
+    }
+    srv->pidfile_written = true;
+    rc = 0;
+out:
+    if (fd >= 0)
+        close(fd);
+    return rc;
+}
+
+/* As root: become -u USER (default nobody) once the sockets are bound. */
+static int server_drop_privileges(struct server *srv)
+{
+    const char *user = srv->opt.user;
+    struct passwd *pw;
+
+    if (geteuid() != 0) {
+        if (user != NULL)
+            log_warn("not root: -u %s ignored", user);
+        return 0;
+    }
+    if (user == NULL)
+        user = "nobody";
+    pw = getpwnam(user);
+    if (pw == NULL) {
+        log_error("unknown user '%s'", user);
+        return -1;
+    }
+    if (setgroups(1, &pw->pw_gid) < 0 || setgid(pw->pw_gid) < 0 ||
+        setuid(pw->pw_uid) < 0) {
+        log_error("cannot become %s: %s", user, strerror(errno));
+        return -1;
+    }
+    if (setuid(0) == 0) {
+        log_error("could regain root after dropping to %s", user);
+        return -1;
+    }
+    log_info("started as root: now running as user %s (uid %ld)%s", user,
+             (long)pw->pw_uid, srv->opt.user == NULL ? "; use -u to choose" : "");
+    return 0;
+}
+
+int server_run(struct server *srv)
+{
+    int rc = -1;
+
+    if (server_signals(srv) < 0) {
+        log_error("cannot install signal handlers");
+        goto out;
+    }
+    if (server_write_pidfile(srv) < 0)
+        goto out;
+    if (server_drop_privileges(srv) < 0)
+        goto out;
+    if (threads_start(srv) < 0)
+        goto stop;
+    if (net_enable_accept(srv) < 0) {
+        log_error("cannot start accepting");
+        goto stop;
+    }
+    log_info("mdcached %s ready: model %s, %u network and %u payload "
+             "threads, %llu MiB, %s",
+             PACKAGE_VERSION, thread_model_name(srv->model), srv->nnet,
+             srv->npay, (unsigned long long)srv->opt.memory_mb,
+             mdc_allocator_name());
+    event_base_dispatch(srv->workers[0].base);
+    rc = 0;
+stop:
+    net_close_all(srv);
+    threads_stop_and_join(srv);
+    log_info("stopped");
+out:
+    if (srv->pidfile_written && unlink(srv->opt.pid_file) < 0)
+        log_debug("cannot remove pid file: %s", strerror(errno));
+    return rc;
+}

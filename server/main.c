@@ -1,0 +1,57 @@
+/*
+ * main.c - mdcached's entry point: parse the options (exit 64 on bad
+ * usage), set up logging, bind, run until SIGTERM/SIGINT, exit 0.
+ * mdcached stays in the foreground (systemd's Type=simple); see
+ * docs/options.md.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sysexits.h>
+
+#include "daemon.h"
+#include "log.h"
+#include "options.h"
+
+int main(int argc, char **argv)
+{
+    struct options opt;
+    struct server *srv = NULL;
+    int rc;
+
+    rc = options_parse(&opt, argc, argv, stderr);
+    if (rc == OPTIONS_EXIT) {
+        options_free(&opt);
+        return 0;
+    }
+    if (rc != OPTIONS_RUN) {
+        options_free(&opt);
+        return EX_USAGE;
+    }
+    if (log_setup(opt.log_file, (int)opt.verbose) < 0) {
+        fprintf(stderr, "mdcached: cannot open log file %s: %s\n",
+                opt.log_file, strerror(errno));
+        options_free(&opt);
+        return EX_CANTCREAT;
+    }
+    srv = server_create(&opt); /* takes over opt */
+    if (srv == NULL) {
+        options_free(&opt);
+        rc = EX_SOFTWARE;
+        goto out;
+    }
+    if (server_listen(srv) < 0) {
+        rc = EX_UNAVAILABLE;
+        goto out;
+    }
+    rc = server_run(srv) == 0 ? 0 : EX_SOFTWARE;
+out:
+    if (srv != NULL) {
+        options_free(&srv->opt);
+        server_destroy(srv);
+    }
+    log_teardown();
+    return rc;
+}

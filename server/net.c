@@ -1,0 +1,368 @@
+/*
+ * net.c - listeners (TCP on every -l address, IPv6 included, and the Unix
+ * socket of -s) and the accept loop: the connection limit (-c), then the
+ * hand-over of each new connection to a network thread, round-robin.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "alloc.h"
+#include "conn.h"
+#include "daemon.h"
+#include "log.h"
+
+#define ACCEPT_BATCH 64
+
+static const char net_busy_msg[] = "SERVER_ERROR too many open connections\r\n";
+
+static void net_set_nodelay(int fd)
+{
+    int one = 1;
+
+    (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+static void net_accept_resume_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct server *srv = arg;
+
+    (void)fd;
+    (void)what;
+    if (!atomic_load(&srv->stop))
+        net_enable_accept(srv);
+}
+
+/* Out of descriptors: stop accepting for a second rather than spin. */
+static void net_accept_backoff(struct server *srv)
+{
+    struct timeval one = {1, 0};
+
+    net_disable_accept(srv);
+    if (srv->ev_accept_resume == NULL)
+        srv->ev_accept_resume = evtimer_new(srv->workers[0].base,
+                                            net_accept_resume_cb, srv);
+    if (srv->ev_accept_resume != NULL)
+        evtimer_add(srv->ev_accept_resume, &one);
+}
+
+static void net_accept_one(struct server *srv, struct listener *l, int fd)
+{
+    struct worker *main_w = &srv->workers[0];
+    struct worker *w;
+    struct conn *c;
+    unsigned n = atomic_load(&srv->nconns);
+
+    if (n >= srv->opt.max_conns) {
+        STAT_INC(&main_w->stats, rejected_connections);
+        log_debug("connection refused: %u open (-c %llu)", n,
+                  (unsigned long long)srv->opt.max_conns);
+        (void)send(fd, net_busy_msg, sizeof(net_busy_msg) - 1,
+                   MSG_NOSIGNAL | MSG_DONTWAIT);
+        close(fd);
+        return;
+    }
+    if (l->family != AF_UNIX)
+        net_set_nodelay(fd);
+    if (srv->nnet == 0)
+        w = main_w;
+    else
+        w = &srv->workers[1 + srv->next_net++ % srv->nnet];
+    atomic_fetch_add(&srv->nconns, 1);
+    c = conn_create(srv, w, fd, l->family);
+    if (c == NULL) {
+        log_warn("out of memory for a new connection");
+        atomic_fetch_sub(&srv->nconns, 1);
+        close(fd);
+        return;
+    }
+    STAT_INC(&main_w->stats, total_connections);
+    log_debug("conn %llu accepted on %s", (unsigned long long)c->id, l->name);
+    if (w == main_w) {
+        if (conn_adopt(c) < 0)
+            conn_destroy(c);
+        else
+            conn_drive(c);
+    } else {
+        worker_give_conn(w, c);
+    }
+}
+
+static void net_accept_cb(evutil_socket_t lfd, short what, void *arg)
+{
+    struct listener *l = arg;
+    struct server *srv = l->srv;
+    int i;
+
+    (void)what;
+    for (i = 0; i < ACCEPT_BATCH && srv->accepting; i++) {
+        int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED)
+                continue;
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+                errno == ENOMEM) {
+                log_warn("accept on %s: %s; pausing 1 s", l->name,
+                         strerror(errno));
+                net_accept_backoff(srv);
+            }
+            break;
+        }
+        net_accept_one(srv, l, fd);
+    }
+}
+
+static struct listener *net_add(struct server *srv, int fd, int family,
+                                const char *name)
+{
+    struct listener *ls;
+    struct listener *l;
+
+    ls = mdc_realloc(srv->listeners,
+                     (srv->nlisteners + 1) * sizeof(*srv->listeners));
+    if (ls == NULL)
+        return NULL;
+    srv->listeners = ls;
+    l = &ls[srv->nlisteners++];
+    memset(l, 0, sizeof(*l));
+    l->fd = fd;
+    l->family = family;
+    snprintf(l->name, sizeof(l->name), "%s", name);
+    return l;
+}
+
+/* Split "addr", "addr:port", "[v6]" or "[v6]:port" into host and port. */
+static int net_split(const char *spec, unsigned long dport, char *host,
+                     size_t hlen, char *port, size_t plen)
+{
+    const char *colon = strrchr(spec, ':');
+    const char *h = spec;
+    size_t n;
+    unsigned long p = dport;
+
+    if (spec[0] == '[') {
+        const char *end = strchr(spec, ']');
+        if (end == NULL)
+            return -1;
+        h = spec + 1;
+        n = (size_t)(end - h);
+        if (end[1] == ':') {
+            char *e;
+            p = strtoul(end + 2, &e, 10);
+            if (*e != '\0' || end[2] == '\0' || p > 65535)
+                return -1;
+        } else if (end[1] != '\0') {
+            return -1;
+        }
+    } else if (colon != NULL && strchr(spec, ':') == colon) {
+        char *e;
+        n = (size_t)(colon - spec);
+        p = strtoul(colon + 1, &e, 10);
+        if (*e != '\0' || colon[1] == '\0' || p > 65535)
+            return -1;
+    } else {
+        n = strlen(spec); /* a bare name, v4 address or v6 address */
+    }
+    if (n == 0 || n >= hlen)
+        return -1;
+    memcpy(host, h, n);
+    host[n] = '\0';
+    snprintf(port, plen, "%lu", p);
+    return 0;
+}
+
+static int net_listen_tcp(struct server *srv, const char *spec)
+{
+    struct addrinfo hints, *res = NULL, *ai;
+    char host[256], port[16], name[128], nhost[96];
+    int rc = -1, e, n = 0;
+
+    if (net_split(spec, srv->opt.port, host, sizeof(host), port,
+                  sizeof(port)) < 0) {
+        log_error("bad listen address '%s'", spec);
+        goto out;
+    }
+    if (strcmp(port, "0") == 0) {
+        rc = 0; /* -p 0 and no explicit port: no TCP on this address */
+        goto out;
+    }
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    e = getaddrinfo(host, port, &hints, &res);
+    if (e != 0) {
+        log_error("listen address '%s': %s", spec, gai_strerror(e));
+        goto out;
+    }
+    for (ai = res; ai != NULL; ai = ai->ai_next) {
+        int one = 1;
+        int fd = socket(ai->ai_family,
+                        ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+                        ai->ai_protocol);
+
+        if (fd < 0)
+            continue;
+        (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+        if (ai->ai_family == AF_INET6)
+            (void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+        if (getnameinfo(ai->ai_addr, ai->ai_addrlen, nhost, sizeof(nhost),
+                        NULL, 0, NI_NUMERICHOST) != 0)
+            snprintf(nhost, sizeof(nhost), "%.90s", host);
+        snprintf(name, sizeof(name),
+                 ai->ai_family == AF_INET6 ? "[%s]:%s" : "%s:%s", nhost, port);
+        if (bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 ||
+            listen(fd, (int)srv->opt.backlog) < 0) {
+            log_error("cannot listen on %s: %s", name, strerror(errno));
+            close(fd);
+            goto out;
+        }
+        if (net_add(srv, fd, ai->ai_family, name) == NULL) {
+            close(fd);
+            goto out;
+        }
+        log_info("listening on %s", name);
+        n++;
+    }
+    if (n == 0) {
+        log_error("cannot listen on '%s'", spec);
+        goto out;
+    }
+    rc = 0;
+out:
+    if (res != NULL)
+        freeaddrinfo(res);
+    return rc;
+}
+
+static int net_listen_unix(struct server *srv, const char *path)
+{
+    struct sockaddr_un sa;
+    struct stat stt;
+    int fd = -1, rc = -1;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sun_family = AF_UNIX;
+    if (strlen(path) >= sizeof(sa.sun_path)) {
+        log_error("unix socket path too long: %s", path);
+        goto out;
+    }
+    memcpy(sa.sun_path, path, strlen(path) + 1);
+    /* A stale socket from an earlier run is replaced; anything else is not. */
+    if (lstat(path, &stt) == 0) {
+        if (!S_ISSOCK(stt.st_mode)) {
+            log_error("%s exists and is not a socket", path);
+            goto out;
+        }
+        unlink(path);
+    }
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+        log_error("cannot bind unix socket %s: %s", path, strerror(errno));
+        goto out;
+    }
+    if (chmod(path, (mode_t)srv->opt.unix_mode) < 0)
+        log_warn("chmod %s: %s", path, strerror(errno));
+    if (listen(fd, (int)srv->opt.backlog) < 0) {
+        log_error("cannot listen on %s: %s", path, strerror(errno));
+        goto out;
+    }
+    if (net_add(srv, fd, AF_UNIX, path) == NULL)
+        goto out;
+    log_info("listening on unix:%s", path);
+    fd = -1;
+    rc = 0;
+out:
+    if (fd >= 0)
+        close(fd);
+    return rc;
+}
+
+int net_listen_all(struct server *srv)
+{
+    size_t i;
+    int rc = -1;
+
+    if (srv->opt.unix_socket != NULL && net_listen_unix(srv, srv->opt.unix_socket) < 0)
+        goto out;
+    for (i = 0; i < srv->opt.listen.n; i++)
+        if (net_listen_tcp(srv, srv->opt.listen.v[i]) < 0)
+            goto out;
+    if (srv->nlisteners == 0) {
+        log_error("no listener: give -p PORT or -s PATH");
+        goto out;
+    }
+    /* Events need the final array: create them now that it stops moving. */
+    for (i = 0; i < srv->nlisteners; i++) {
+        struct listener *l = &srv->listeners[i];
+        l->srv = srv;
+        l->ev = event_new(srv->workers[0].base, l->fd, EV_READ | EV_PERSIST,
+                          net_accept_cb, l);
+        if (l->ev == NULL)
+            goto out;
+    }
+    rc = 0;
+out:
+    return rc;
+}
+
+int net_enable_accept(struct server *srv)
+{
+    size_t i;
+
+    for (i = 0; i < srv->nlisteners; i++)
+        if (srv->listeners[i].ev != NULL &&
+            event_add(srv->listeners[i].ev, NULL) < 0)
+            return -1;
+    srv->accepting = true;
+    return 0;
+}
+
+void net_disable_accept(struct server *srv)
+{
+    size_t i;
+
+    for (i = 0; i < srv->nlisteners; i++)
+        if (srv->listeners[i].ev != NULL)
+            event_del(srv->listeners[i].ev);
+    srv->accepting = false;
+}
+
+void net_close_all(struct server *srv)
+{
+    size_t i;
+
+    net_disable_accept(srv);
+    for (i = 0; i < srv->nlisteners; i++) {
+        struct listener *l = &srv->listeners[i];
+        if (l->ev != NULL)
+            event_free(l->ev);
+        l->ev = NULL;
+        if (l->fd >= 0)
+            close(l->fd);
+        l->fd = -1;
+        if (l->family == AF_UNIX)
+            unlink(l->name);
+    }
+    if (srv->ev_accept_resume != NULL) {
+        event_free(srv->ev_accept_resume);
+        srv->ev_accept_resume = NULL;
+    }
+    mdc_free(srv->listeners);
+    srv->listeners = NULL;
+    srv->nlisteners = 0;
+}

@@ -1,0 +1,345 @@
+/*
+ * threads.c - the thread models of DESIGN.md §5 as wirings of workers:
+ * which thread accepts, which threads run event loops, and whether requests
+ * run in the network thread or go through a payload queue.  Also the
+ * network loop's housekeeping (inbox, 1 s tick, graceful stop) and the
+ * payload threads' main loop.  docs/threads-models.md explains the choices.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stddef.h>
+#include <string.h>
+#include <time.h>
+
+#include <event2/event.h>
+
+#include "alloc.h"
+#include "conn.h"
+#include "daemon.h"
+#include "log.h"
+#include "proto.h"
+
+#define STOP_GRACE_S 5 /* in-flight work gets this long after SIGTERM */
+
+enum thread_model thread_model_of(unsigned nnet, unsigned npay)
+{
+    if (nnet == 0)
+        return npay == 0 ? TM_SPED : TM_AMPED_1;
+    if (npay == 0)
+        return TM_SYMPED;
+    if (nnet == 1)
+        return TM_AMPED;
+    return nnet == npay ? TM_SEDA_S : TM_SEDA;
+}
+
+const char *thread_model_name(enum thread_model tm)
+{
+    switch (tm) {
+    case TM_SPED:
+        return "SPED";
+    case TM_AMPED_1:
+    case TM_AMPED:
+        return "AMPED";
+    case TM_SYMPED:
+        return "SYMPED";
+    case TM_SEDA:
+        return "SEDA";
+    case TM_SEDA_S:
+        return "SEDA-S";
+    }
+    return "?";
+}
+
+struct mdc_tag *worker_tags(struct worker *w, size_t n)
+{
+    if (n > w->tagcap) {
+        struct mdc_tag *t = mdc_realloc(w->tagbuf, n * sizeof(*t));
+        if (t == NULL)
+            return NULL;
+        w->tagbuf = t;
+        w->tagcap = n;
+    }
+    return w->tagbuf;
+}
+
+static struct conn *conn_of_node(struct mq_node *n)
+{
+    return (struct conn *)((char *)n - offsetof(struct conn, qnode));
+}
+
+/* A stopping loop ends once its last connection is gone. */
+static void worker_check_done(struct worker *w)
+{
+    if (w->stopping && w->nconns == 0)
+        event_base_loopexit(w->base, NULL);
+}
+
+static void worker_inbox_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct worker *w = arg;
+    struct mq_node *n = mq_take_all(&w->inbox);
+
+    (void)fd;
+    (void)what;
+    while (n != NULL) {
+        struct mq_node *next = n->next; /* c may be queued again below */
+        struct conn *c = conn_of_node(n);
+
+        if (c->adopted) {
+            conn_returned(c);
+        } else if (w->stopping || conn_adopt(c) < 0) {
+            conn_destroy(c);
+        } else {
+            conn_drive(c);
+        }
+        n = next;
+    }
+    worker_check_done(w);
+}
+
+static void worker_tick_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct worker *w = arg;
+    static const uint64_t grace = STOP_GRACE_S;
+    struct conn *c, *next;
+
+    (void)fd;
+    (void)what;
+    w->now = server_mono_s();
+    for (c = w->conns; c != NULL; c = next) {
+        next = c->link.next;
+        conn_tick(c, w->now);
+    }
+    if (w->stopping && w->nconns > 0 && w->now >= w->stop_at + grace) {
+        log_warn("%zu connections still busy %llu s after stop: closing",
+                 w->nconns, (unsigned long long)grace);
+        for (c = w->conns; c != NULL; c = next) {
+            next = c->link.next;
+            if (c->inflight)
+                c->dead = true; /* closed when its payload thread is done */
+            else
+                conn_destroy(c);
+        }
+    }
+    worker_check_done(w);
+}
+
+/* Stop: no more reading; finish what is buffered, flush, close. */
+void worker_begin_stop(struct worker *w)
+{
+    struct conn *c, *next;
+
+    if (w->stopping)
+        return;
+    w->stopping = true;
+    w->stop_at = server_mono_s();
+    for (c = w->conns; c != NULL; c = next) {
+        next = c->link.next;
+        conn_shutdown(c);
+    }
+    worker_check_done(w);
+}
+
+static void worker_stop_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    worker_begin_stop(arg);
+}
+
+int worker_net_init(struct worker *w)
+{
+    struct timeval one = {1, 0};
+    int rc = -1;
+
+    mq_init(&w->inbox);
+    w->now = server_mono_s();
+    w->base = event_base_new();
+    if (w->base == NULL)
+        goto out;
+    w->ev_inbox = event_new(w->base, -1, 0, worker_inbox_cb, w);
+    w->ev_tick = event_new(w->base, -1, EV_PERSIST, worker_tick_cb, w);
+    w->ev_stop = event_new(w->base, -1, 0, worker_stop_cb, w);
+    if (w->ev_inbox == NULL || w->ev_tick == NULL || w->ev_stop == NULL)
+        goto out;
+    if (event_add(w->ev_tick, &one) < 0)
+        goto out;
+    rc = 0;
+out:
+    return rc;
+}
+
+void worker_give_conn(struct worker *w, struct conn *c)
+{
+    if (mq_push(&w->inbox, &c->qnode))
+        event_active(w->ev_inbox, EV_READ, 0);
+}
+
+void worker_return_conn(struct worker *w, struct conn *c)
+{
+    worker_give_conn(w, c);
+}
+
+static void *worker_net_main(void *arg)
+{
+    struct worker *w = arg;
+
+    log_debug("network thread %u running", w->id);
+    event_base_dispatch(w->base);
+    log_debug("network thread %u done", w->id);
+    return NULL;
+}
+
+static void *worker_payload_main(void *arg)
+{
+    struct worker *w = arg;
+    struct mq_node *n;
+
+    log_debug("payload thread %u running", w->id);
+    while ((n = mq_pop_wait(w->pq)) != NULL) {
+        struct conn *c = conn_of_node(n);
+
+        c->proto->process(c, w);
+        worker_return_conn(c->owner, c);
+    }
+    log_debug("payload thread %u done", w->id);
+    return NULL;
+}
+
+int threads_setup(struct server *srv)
+{
+    unsigned i;
+    int rc = -1;
+
+    srv->nworkers = 1 + srv->nnet + srv->npay;
+    srv->workers = mdc_calloc(srv->nworkers, sizeof(*srv->workers));
+    if (srv->workers == NULL)
+        goto out;
+    srv->npqs = srv->model == TM_SEDA_S ? srv->npay : srv->npay > 0 ? 1 : 0;
+    if (srv->npqs > 0) {
+        srv->pqs = mdc_calloc(srv->npqs, sizeof(*srv->pqs));
+        if (srv->pqs == NULL)
+            goto out;
+        for (i = 0; i < srv->npqs; i++)
+            mq_init(&srv->pqs[i]);
+    }
+    for (i = 0; i < srv->nworkers; i++) {
+        struct worker *w = &srv->workers[i];
+
+        w->srv = srv;
+        w->id = i;
+        if (i == 0)
+            w->role = ROLE_MAIN;
+        else if (i <= srv->nnet)
+            w->role = ROLE_NET;
+        else
+            w->role = ROLE_PAYLOAD;
+        if (w->role == ROLE_PAYLOAD) {
+            unsigned k = i - 1 - srv->nnet;
+            w->pq = &srv->pqs[srv->model == TM_SEDA_S ? k : 0];
+            continue;
+        }
+        if (worker_net_init(w) < 0)
+            goto out;
+        if (srv->npay > 0 && (w->role == ROLE_NET || srv->nnet == 0))
+            w->payload_q = &srv->pqs[srv->model == TM_SEDA_S ? i - 1 : 0];
+    }
+    rc = 0;
+out:
+    return rc;
+}
+
+int threads_start(struct server *srv)
+{
+    sigset_t all, old;
+    unsigned i;
+    int rc = 0;
+
+    /* Only the main thread takes signals (libevent signal events). */
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    for (i = 1; i < srv->nworkers; i++) {
+        struct worker *w = &srv->workers[i];
+        void *(*fn)(void *) =
+            w->role == ROLE_NET ? worker_net_main : worker_payload_main;
+        int e = pthread_create(&w->tid, NULL, fn, w);
+
+        if (e != 0) {
+            log_error("cannot start thread: %s", strerror(e));
+            rc = -1;
+            break;
+        }
+        w->started = true;
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return rc;
+}
+
+void threads_stop_and_join(struct server *srv)
+{
+    unsigned i;
+
+    for (i = 1; i < srv->nworkers; i++) {
+        struct worker *w = &srv->workers[i];
+        if (w->role == ROLE_NET && w->started)
+            event_active(w->ev_stop, EV_READ, 0);
+    }
+    for (i = 1; i < srv->nworkers; i++) {
+        struct worker *w = &srv->workers[i];
+        if (w->role == ROLE_NET && w->started) {
+            pthread_join(w->tid, NULL);
+            w->started = false;
+        }
+    }
+    /* No network thread is left to hand work over: payload threads go. */
+    for (i = 0; i < srv->npqs; i++)
+        mq_close(&srv->pqs[i]);
+    for (i = 1; i < srv->nworkers; i++) {
+        struct worker *w = &srv->workers[i];
+        if (w->role == ROLE_PAYLOAD && w->started) {
+            pthread_join(w->tid, NULL);
+            w->started = false;
+        }
+    }
+}
+
+void threads_teardown(struct server *srv)
+{
+    unsigned i;
+
+    if (srv->workers == NULL)
+        return;
+    for (i = 0; i < srv->nworkers; i++) {
+        struct worker *w = &srv->workers[i];
+        struct conn *c, *next;
+
+        for (c = w->conns; c != NULL; c = next) {
+            next = c->link.next;
+            conn_destroy(c);
+        }
+        if (w->base != NULL) {
+            struct mq_node *n = mq_take_all(&w->inbox);
+            while (n != NULL) {
+                struct mq_node *nx = n->next;
+                conn_destroy(conn_of_node(n));
+                n = nx;
+            }
+            if (w->ev_inbox)
+                event_free(w->ev_inbox);
+            if (w->ev_tick)
+                event_free(w->ev_tick);
+            if (w->ev_stop)
+                event_free(w->ev_stop);
+            event_base_free(w->base);
+            mq_deinit(&w->inbox);
+        }
+        mdc_free(w->tagbuf);
+    }
+    for (i = 0; i < srv->npqs; i++)
+        mq_deinit(&srv->pqs[i]);
+    mdc_free(srv->pqs);
+    mdc_free(srv->workers);
+    srv->workers = NULL;
+}

@@ -1,0 +1,95 @@
+/*
+ * server_client.h - helpers for the black-box daemon tests: start a real
+ * mdcached on a free port (or use the one MDC_TEST_SERVER=host:port names),
+ * stop it with SIGTERM and collect its exit status, and a tiny blocking
+ * native-protocol client built on wire.h.
+ */
+#ifndef MDC_TEST_SERVER_CLIENT_H
+#define MDC_TEST_SERVER_CLIENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "wire.h"
+
+struct tsrv {
+    pid_t pid;          /* 0 when external */
+    bool external;      /* MDC_TEST_SERVER */
+    char host[128];
+    int port;
+    char unix_path[108];
+    char dir[64];       /* temporary directory of this daemon */
+};
+
+/* Path of the mdcached binary: $MDC_BUILDDIR/server/mdcached or
+ * ./server/mdcached. */
+const char *tsrv_binary(void);
+/* True when MDC_TEST_SERVER points at a running server. */
+bool tsrv_external(void);
+/* Start a daemon with extra arguments (NULL-terminated); 0 ok. */
+int tsrv_start(struct tsrv *s, const char *const *args);
+/* Use MDC_TEST_SERVER if set, else start a daemon with args. */
+int tsrv_start_or_external(struct tsrv *s, const char *const *args);
+/* SIGTERM, wait; returns the exit status (0..255) or -1 (signal/timeout). */
+int tsrv_stop(struct tsrv *s);
+/* Resident set size of the daemon in KiB (0 if unknown). */
+long tsrv_rss_kb(const struct tsrv *s);
+
+/* Blocking TCP / Unix connection with 5 s send and receive timeouts. */
+int tc_connect(const struct tsrv *s);
+/* The same with SO_RCVBUF set before connecting (a deliberately slow
+ * reader). */
+int tc_connect_rcvbuf(const struct tsrv *s, int rcvbuf);
+int tc_connect_unix(const struct tsrv *s);
+void tc_set_timeout_ms(int fd, int ms);
+
+struct treq {
+    uint8_t op;
+    uint8_t flags;
+    const void *key;
+    size_t klen;
+    const void *val;
+    size_t vlen;
+    const struct wire_tag *tags;
+    size_t ntags;
+    uint32_t iflags;
+    uint64_t cas;
+    int64_t exp;
+    uint32_t opaque;
+};
+
+struct tresp {
+    struct wire_hdr h;
+    struct wire_tag tags[64];
+    uint8_t *body;      /* whole body, malloc'd; tc_resp_free() */
+    const uint8_t *key;
+    const uint8_t *val;
+};
+
+/* Compose r into buf (malloc'd, *len set); NULL on failure. */
+uint8_t *tc_compose(const struct treq *r, size_t *len);
+int tc_send_all(int fd, const void *buf, size_t len);
+int tc_send(int fd, const struct treq *r);
+/* Read exactly len bytes; 0 ok, -1 EOF/error/timeout. */
+int tc_read_full(int fd, void *buf, size_t len);
+/* Read one response; 0 ok, -1 EOF/error/timeout. */
+int tc_recv(int fd, struct tresp *r);
+void tc_resp_free(struct tresp *r);
+/* True when the peer closed (EOF or reset) within ms milliseconds. */
+bool tc_wait_eof(int fd, int ms);
+/* Send r, read one response, return its status (-1 on I/O failure). */
+int tc_call(int fd, const struct treq *r, struct tresp *out);
+
+/* Convenience wrappers returning the status. */
+int tc_set(int fd, const char *key, const void *val, size_t vlen,
+           const struct wire_tag *tags, size_t ntags);
+/* GET: status; on OK *val is a malloc'd copy (NUL-terminated) of vlen. */
+int tc_get(int fd, const char *key, char **val, size_t *vlen);
+/* STATS: value of one general stat, or -1 if absent. */
+long long tc_stat(int fd, const char *name);
+/* STATS: a stat's text value copied into buf; 0 ok. */
+int tc_stat_str(int fd, const char *name, char *buf, size_t len);
+
+#endif

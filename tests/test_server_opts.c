@@ -1,0 +1,293 @@
+/*
+ * test_server_opts.c - the daemon's command line and process behaviour:
+ * `-h` lists every option and exits 0, `--version`, bad values exit 64
+ * (EX_USAGE) with a message and never crash, option parsing details (-v
+ * forms, sizes, repeated -l), the pid file, SIGHUP reopening the log file,
+ * SIGUSR1 being harmless, SIGINT/SIGTERM exiting 0, IPv6 and Unix-only
+ * listeners.
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "options.h"
+#include "server_client.h"
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* Run mdcached with args; capture stdout+stderr into out; exit status. */
+static int run_binary(const char *const *args, char *out, size_t outlen)
+{
+    const char *argv[32];
+    int pipefd[2], status = 0;
+    size_t n = 0, got = 0;
+    pid_t pid;
+
+    argv[n++] = tsrv_binary();
+    for (size_t i = 0; args[i] != NULL && n < 31; i++)
+        argv[n++] = args[i];
+    argv[n] = NULL;
+    if (pipe(pipefd) < 0)
+        return -1;
+    pid = fork();
+    if (pid == 0) {
+        dup2(pipefd[1], 1);
+        dup2(pipefd[1], 2);
+        close(pipefd[0]);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    close(pipefd[1]);
+    for (;;) {
+        ssize_t k = read(pipefd[0], out + got, outlen - 1 - got);
+        if (k <= 0)
+            break;
+        got += (size_t)k;
+        if (got == outlen - 1)
+            break;
+    }
+    out[got] = '\0';
+    close(pipefd[0]);
+    waitpid(pid, &status, 0);
+    if (!WIFEXITED(status))
+        return -1; /* a crash */
+    return WEXITSTATUS(status);
+}
+
+static void test_help(void **state)
+{
+    static const char *const names[] = {
+        "--threads", "--payload-threads", "--memory-limit", "--no-evict",
+        "--unix-socket", "--listen", "--port", "--max-conns",
+        "--max-item-size", "--buckets", "--debug", "--verbose", "--user",
+        "--pid-file", "--log-file", "--idle-timeout", "--max-tags",
+        "--tag-reply-limit", "--max-output", "--version", "--help"};
+    static char out[16384];
+    static const char *const h[] = {"-h", NULL};
+    static const char *const v[] = {"--version", NULL};
+
+    (void)state;
+    assert_int_equal(run_binary(h, out, sizeof(out)), 0);
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        if (strstr(out, names[i]) == NULL)
+            fail_msg("-h does not list %s", names[i]);
+    }
+    assert_non_null(strstr(out, "(default: 11311)"));
+    assert_non_null(strstr(out, "(default: 1024)"));
+    assert_non_null(strstr(out, "(default: 127.0.0.1)"));
+    assert_int_equal(run_binary(v, out, sizeof(out)), 0);
+    assert_non_null(strstr(out, PACKAGE_VERSION));
+}
+
+static void test_bad_values_exit_64(void **state)
+{
+    static const char *const bad[][4] = {
+        {"-n", "x"},          {"-n", "-1"},         {"-n", "100000"},
+        {"-t", "999"},        {"-m", "0"},          {"-m", "12abc"},
+        {"-I", "5q"},         {"-I", "10g"},        {"-I", "1"},
+        {"-b", "3"},          {"-p", "70000"},      {"-p", ""},
+        {"-c", "0"},          {"--max-output", "1"}, {"--bogus"},
+        {"stray"},            {"-p"},               {"-v", "9"},
+        {"--verbose=x"},      {"--idle-timeout", "-5"},
+        {"-a", "999"},        {"--tag-buckets", "3"},
+        {"--max-tags", "0"},  {"-u", ""},
+        {"-p", "0"}, /* nothing to listen on */
+    };
+    static char out[4096];
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        int rc = run_binary(bad[i], out, sizeof(out));
+        if (rc != 64)
+            fail_msg("%s %s: exit %d, want 64\n%s", bad[i][0],
+                     bad[i][1] ? bad[i][1] : "", rc, out);
+        if (strlen(out) == 0 || strlen(out) > 1000)
+            fail_msg("%s: no clear message", bad[i][0]);
+    }
+}
+
+static void test_parse_forms(void **state)
+{
+    struct options o;
+    char a0[] = "mdcached", a1[] = "-vv", a2[] = "-l", a3[] = "::1",
+         a4[] = "--listen=10.0.0.1:99", a5[] = "-I", a6[] = "512k",
+         a7[] = "-v3", a8[] = "--max-output=2m";
+    char *argv[] = {a0, a1, a2, a3, a4, a5, a6, a7, a8, NULL};
+    FILE *devnull = fopen("/dev/null", "w");
+
+    (void)state;
+    assert_int_equal(options_parse(&o, 9, argv, devnull), OPTIONS_RUN);
+    assert_int_equal(o.verbose, 3);
+    assert_int_equal(o.listen.n, 2);
+    assert_string_equal(o.listen.v[0], "::1");
+    assert_int_equal(o.max_item_size, 512 * 1024);
+    assert_int_equal(o.max_output, 2 * 1024 * 1024);
+    assert_int_equal(o.payload_threads, 0);
+    assert_true(o.net_threads >= 1);
+    options_free(&o);
+    {
+        char b0[] = "mdcached", b1[] = "-v", b2[] = "4", b3[] = "-d";
+        char *bv[] = {b0, b1, b2, b3, NULL};
+        assert_int_equal(options_parse(&o, 4, bv, devnull), OPTIONS_RUN);
+        assert_int_equal(o.verbose, 4);
+        assert_true(o.debug);
+        options_free(&o);
+    }
+    {
+        char b0[] = "mdcached", b1[] = "-d";
+        char *bv[] = {b0, b1, NULL};
+        assert_int_equal(options_parse(&o, 2, bv, devnull), OPTIONS_RUN);
+        assert_int_equal(o.verbose, 3); /* -d: debug log */
+        assert_int_equal(o.listen.n, 1);
+        assert_string_equal(o.listen.v[0], "127.0.0.1");
+        options_free(&o);
+    }
+    fclose(devnull);
+}
+
+static bool file_contains(const char *path, const char *needle)
+{
+    char buf[16384];
+    FILE *f = fopen(path, "r");
+    size_t n;
+
+    if (f == NULL)
+        return false;
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    return strstr(buf, needle) != NULL;
+}
+
+static bool wait_contains(const char *path, const char *needle, int ms)
+{
+    for (int i = 0; i < ms / 10; i++) {
+        if (file_contains(path, needle))
+            return true;
+        sleep_ms(10);
+    }
+    return false;
+}
+
+/* Pid file, SIGHUP log reopen, SIGUSR1, SIGINT exit 0. */
+static void test_pidfile_signals(void **state)
+{
+    char dir[] = "/tmp/mdc-opts-XXXXXX", pidf[128], logf[128], logf1[128];
+    char buf[64];
+    const char *args[] = {"-n", "1", "-P", pidf, "--log-file", logf, "-v",
+                          "2", NULL};
+    struct tsrv s;
+    FILE *f;
+    int fd, status = 0, i;
+
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    chmod(dir, 0777); /* the daemon may run as nobody after binding */
+    snprintf(pidf, sizeof(pidf), "%s/pid", dir);
+    snprintf(logf, sizeof(logf), "%s/log", dir);
+    snprintf(logf1, sizeof(logf1), "%s/log.1", dir);
+    assert_int_equal(tsrv_start(&s, args), 0);
+    f = fopen(pidf, "r");
+    assert_non_null(f);
+    assert_non_null(fgets(buf, sizeof(buf), f));
+    fclose(f);
+    assert_int_equal(atol(buf), (long)s.pid);
+    assert_true(wait_contains(logf, "ready", 2000));
+    if (getuid() == 0)
+        assert_true(file_contains(logf, "running as user nobody"));
+
+    /* rotate: the old file keeps its lines, SIGHUP starts a new one */
+    assert_int_equal(rename(logf, logf1), 0);
+    kill(s.pid, SIGHUP);
+    assert_true(wait_contains(logf, "reopened", 2000));
+    kill(s.pid, SIGUSR1);
+    assert_true(wait_contains(logf, "dumps not implemented", 2000));
+    fd = tc_connect(&s);
+    assert_true(fd >= 0);
+    close(fd);
+
+    kill(s.pid, SIGINT);
+    for (i = 0; i < 1000; i++) {
+        if (waitpid(s.pid, &status, WNOHANG) == s.pid)
+            break;
+        sleep_ms(10);
+    }
+    assert_true(i < 1000);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    s.pid = 0;
+    tsrv_stop(&s);
+    assert_true(wait_contains(logf, "stopped", 100));
+    unlink(pidf);
+    unlink(logf);
+    unlink(logf1);
+    rmdir(dir);
+}
+
+static void test_ipv6_and_unix_only(void **state)
+{
+    struct tsrv s;
+    struct sockaddr_in6 sa;
+    const char *args6[] = {"-l", "[::1]", "-l", "127.0.0.1", NULL};
+    int fd;
+
+    (void)state;
+    fd = socket(AF_INET6, SOCK_STREAM, 0);
+    memset(&sa, 0, sizeof(sa));
+    sa.sin6_family = AF_INET6;
+    sa.sin6_addr = in6addr_loopback;
+    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+        if (fd >= 0)
+            close(fd);
+        print_message("no IPv6 loopback: IPv6 part skipped\n");
+    } else {
+        close(fd);
+        assert_int_equal(tsrv_start(&s, args6), 0);
+        sa.sin6_port = htons((uint16_t)s.port);
+        fd = socket(AF_INET6, SOCK_STREAM, 0);
+        assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+        {
+            struct treq r = {.op = WIRE_OP_NOOP};
+            tc_set_timeout_ms(fd, 5000);
+            assert_int_equal(tc_call(fd, &r, NULL), 0);
+        }
+        close(fd);
+        assert_int_equal(tsrv_stop(&s), 0);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_help),
+        cmocka_unit_test(test_bad_values_exit_64),
+        cmocka_unit_test(test_parse_forms),
+        cmocka_unit_test(test_pidfile_signals),
+        cmocka_unit_test(test_ipv6_and_unix_only),
+    };
+
+    signal(SIGPIPE, SIG_IGN);
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
