@@ -19,6 +19,10 @@ char *mdc_strdup(const char *s);
 size_t mdc_usable_size(const void *p);
 /* What mdc_malloc(size) will really reserve. */
 size_t mdc_good_size(size_t size);
+/* Large zeroed arrays (bucket arrays): page-aligned, backed by transparent
+ * huge pages where the kernel allows, so random lookups miss the TLB less. */
+void *mdc_huge_calloc(size_t size);
+void mdc_huge_free(void *p, size_t size);
 /* Bytes allocated so far by the calling thread; 0 when unsupported. */
 uint64_t mdc_thread_allocated(void);
 /* 1 when mdc_thread_allocated() is meaningful (jemalloc build). */

@@ -523,7 +523,7 @@ struct store *store_create(const struct store_config *cfg)
     st->clk.mono_ns = sys_mono_ns;
     st->clk.wall_s = sys_wall_s;
     st->epoch_ns = sys_mono_ns(NULL);
-    st->buckets = mdc_calloc(c->nbuckets, sizeof(*st->buckets));
+    st->buckets = mdc_huge_calloc((size_t)c->nbuckets * sizeof(*st->buckets));
     st->locks = mdc_calloc(c->nlocks, sizeof(*st->locks));
     st->tags = tags_create(st, c->tag_buckets);
     if (st->buckets == NULL || st->locks == NULL || st->tags == NULL)
@@ -545,7 +545,7 @@ struct store *store_create(const struct store_config *cfg)
 fail:
     if (st->locks)
         mdc_free(st->locks);
-    mdc_free(st->buckets);
+    mdc_huge_free(st->buckets, (size_t)c->nbuckets * sizeof(*st->buckets));
     tags_destroy(st->tags);
     mdc_free(st);
     return NULL;
@@ -574,7 +574,7 @@ void store_destroy(struct store *st)
     pthread_mutex_destroy(&st->sweep_mu);
     pthread_cond_destroy(&st->sweep_cv);
     mdc_free(st->locks);
-    mdc_free(st->buckets);
+    mdc_huge_free(st->buckets, (size_t)st->cfg.nbuckets * sizeof(*st->buckets));
     mdc_free(st);
 }
 

@@ -636,7 +636,7 @@ static void *cc_main(void *a)
     }
     u64le(one, 1);
     for (i = 0; i < 40; i++) {
-        char k[64], v[64], *got = NULL;
+        char k[96], v[160], *got = NULL;
         struct treq r;
 
         snprintf(k, sizeof(k), "cc-%s-%d-%d", arg->counter, arg->id, i);

@@ -3,8 +3,8 @@
  * `-h` lists every option and exits 0, `--version`, bad values exit 64
  * (EX_USAGE) with a message and never crash, option parsing details (-v
  * forms, sizes, repeated -l), the pid file, SIGHUP reopening the log file,
- * SIGUSR1 being harmless, SIGINT/SIGTERM exiting 0, IPv6 and Unix-only
- * listeners.
+ * SIGUSR1 being harmless, SIGINT/SIGTERM exiting 0, and an IPv6
+ * listener beside an IPv4 one.
  */
 #include "config.h"
 
@@ -246,7 +246,7 @@ static void test_pidfile_signals(void **state)
     rmdir(dir);
 }
 
-static void test_ipv6_and_unix_only(void **state)
+static void test_ipv6_listener(void **state)
 {
     struct tsrv s;
     struct sockaddr_in6 sa;
@@ -285,7 +285,7 @@ int main(void)
         cmocka_unit_test(test_bad_values_exit_64),
         cmocka_unit_test(test_parse_forms),
         cmocka_unit_test(test_pidfile_signals),
-        cmocka_unit_test(test_ipv6_and_unix_only),
+        cmocka_unit_test(test_ipv6_listener),
     };
 
     signal(SIGPIPE, SIG_IGN);

@@ -1,0 +1,852 @@
+/*
+ * conn.c - libmdcached handles: addresses, non-blocking connect, buffers,
+ * and the exchange engine.  An exchange is a batch of requests composed into
+ * the handle's output buffer and a callback that consumes the replies; one
+ * poll loop (mdci_run) drives any number of handles at once, which is how
+ * both a single request and a pool's fan-out are carried.  All framing goes
+ * through server/wire.h.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "mdc_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#define IN_CHUNK 16384u
+#define OUT_KEEP (4u << 20) /* larger output buffers are freed after use */
+
+/* The public codes mirror the wire statuses one to one. */
+_Static_assert(MDC_NOT_FOUND == WIRE_S_NOT_FOUND, "status");
+_Static_assert(MDC_INVALID == WIRE_S_INVALID, "status");
+_Static_assert(MDC_UNKNOWN_OPCODE == WIRE_S_UNKNOWN_OPCODE, "status");
+_Static_assert(MDC_NOT_SUPPORTED == WIRE_S_NOT_SUPPORTED, "status");
+_Static_assert(MDC_SET == WIRE_OP_SET && MDC_PREPEND == WIRE_OP_PREPEND,
+               "store modes are opcodes");
+_Static_assert(sizeof(struct mdc_tag) == WIRE_TAG_LEN, "tag layout");
+
+int64_t mdci_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+const char *mdc_lib_version(void)
+{
+    return MDC_VERSION_STRING;
+}
+
+const char *mdc_strerror(int rc)
+{
+    switch (rc) {
+    case MDC_ERR_ARG:
+        return "invalid argument";
+    case MDC_ERR_NOMEM:
+        return "out of memory";
+    case MDC_ERR_CONNECT:
+        return "cannot connect";
+    case MDC_ERR_TIMEOUT:
+        return "timeout";
+    case MDC_ERR_IO:
+        return "connection lost";
+    case MDC_ERR_PROTOCOL:
+        return "protocol error";
+    case MDC_ERR_DOWN:
+        return "server marked down";
+    case MDC_ERR_PARTIAL:
+        return "some servers failed";
+    case MDC_ERR_NO_SERVERS:
+        return "no servers";
+    default:
+        if (rc >= 0 && rc <= 0xFFFF)
+            return wire_strstatus((uint16_t)rc);
+        return "unknown error";
+    }
+}
+
+int mdci_seterr(struct mdc *m, int rc, const char *fmt, ...)
+{
+    va_list ap;
+    m->err = rc;
+    va_start(ap, fmt);
+    vsnprintf(m->errstr, sizeof(m->errstr), fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+int mdci_setstatus(struct mdc *m, int status, const struct wire_msg *msg)
+{
+    if (status == MDC_OK) {
+        m->err = MDC_OK;
+        strcpy(m->errstr, "ok");
+        return MDC_OK;
+    }
+    /* An error reply may carry a human-readable message as its value. */
+    if (msg != NULL && msg->hdr.vlen > 0 && msg->hdr.vlen < 160 &&
+        msg->hdr.status >= WIRE_S_UNKNOWN_OPCODE)
+        return mdci_seterr(m, status, "%s: %s (%.*s)", m->label,
+                           wire_strstatus((uint16_t)status),
+                           (int)msg->hdr.vlen, (const char *)msg->value);
+    return mdci_seterr(m, status, "%s: %s", m->label,
+                       wire_strstatus((uint16_t)status));
+}
+
+int mdci_check_key(struct mdc *m, size_t klen)
+{
+    if (klen == 0 || klen > WIRE_MAX_KEY)
+        return mdci_seterr(m, MDC_KEY_INVALID, "key length %zu not in 1..%u",
+                           klen, WIRE_MAX_KEY);
+    return MDC_OK;
+}
+
+/* ---- handles ------------------------------------------------------------ */
+
+static struct mdc *handle_alloc(void)
+{
+    struct mdc *m = calloc(1, sizeof(*m));
+    if (m == NULL)
+        return NULL;
+    m->fd = -1;
+    m->state = MDCI_CLOSED;
+    m->connect_ms = MDCI_DEFAULT_CONNECT_MS;
+    m->io_ms = MDCI_DEFAULT_IO_MS;
+    m->next_opaque = 1;
+    strcpy(m->errstr, "ok");
+    return m;
+}
+
+static char *xstrdup(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d != NULL)
+        memcpy(d, s, n);
+    return d;
+}
+
+/* Names: libmemcached omits the port for its own default port (11211) when
+ * it builds ketama points, so we do the same to land keys where it does. */
+static int set_names(struct mdc *m)
+{
+    size_t n = strlen(m->host) + 16;
+    m->name = malloc(n);
+    m->label = malloc(n + 8);
+    if (m->name == NULL || m->label == NULL)
+        return -1;
+    if (m->is_unix) {
+        snprintf(m->name, n, "%s:0", m->host);
+        snprintf(m->label, n + 8, "unix:%s", m->host);
+    } else {
+        if (m->port == 11211)
+            snprintf(m->name, n, "%s", m->host);
+        else
+            snprintf(m->name, n, "%s:%u", m->host, (unsigned)m->port);
+        if (strchr(m->host, ':') != NULL)
+            snprintf(m->label, n + 8, "[%s]:%u", m->host, (unsigned)m->port);
+        else
+            snprintf(m->label, n + 8, "%s:%u", m->host, (unsigned)m->port);
+    }
+    return 0;
+}
+
+mdc_t *mdc_create_tcp(const char *host, uint16_t port)
+{
+    if (host == NULL || *host == '\0')
+        return NULL;
+    struct mdc *m = handle_alloc();
+    if (m == NULL)
+        return NULL;
+    m->port = port ? port : MDC_DEFAULT_PORT;
+    m->host = xstrdup(host);
+    if (m->host == NULL || set_names(m) < 0) {
+        mdc_destroy(m);
+        return NULL;
+    }
+    return m;
+}
+
+mdc_t *mdc_create_unix(const char *path)
+{
+    struct sockaddr_un sun;
+    if (path == NULL || *path == '\0' || strlen(path) >= sizeof(sun.sun_path))
+        return NULL;
+    struct mdc *m = handle_alloc();
+    if (m == NULL)
+        return NULL;
+    m->is_unix = true;
+    m->host = xstrdup(path);
+    if (m->host == NULL || set_names(m) < 0) {
+        mdc_destroy(m);
+        return NULL;
+    }
+    return m;
+}
+
+static int parse_port(const char *s, uint16_t *port)
+{
+    char *end;
+    errno = 0;
+    unsigned long v = strtoul(s, &end, 10);
+    if (*s == '\0' || *end != '\0' || errno != 0 || v == 0 || v > 65535)
+        return -1;
+    *port = (uint16_t)v;
+    return 0;
+}
+
+mdc_t *mdc_create(const char *spec)
+{
+    mdc_t *m = NULL;
+    char *copy = NULL;
+    uint16_t port = MDC_DEFAULT_PORT;
+
+    if (spec == NULL || *spec == '\0')
+        return NULL;
+    if (strncmp(spec, "unix:", 5) == 0)
+        return mdc_create_unix(spec + 5);
+    if (spec[0] == '/')
+        return mdc_create_unix(spec);
+    copy = xstrdup(spec);
+    if (copy == NULL)
+        goto out;
+    char *host = copy;
+    if (copy[0] == '[') {
+        char *close = strchr(copy, ']');
+        if (close == NULL)
+            goto out;
+        *close = '\0';
+        host = copy + 1;
+        if (close[1] == ':') {
+            if (parse_port(close + 2, &port) < 0)
+                goto out;
+        } else if (close[1] != '\0') {
+            goto out;
+        }
+    } else {
+        char *colon = strchr(copy, ':');
+        if (colon != NULL) {
+            if (strchr(colon + 1, ':') != NULL) {
+                /* a bare IPv6 address: no port */
+            } else {
+                *colon = '\0';
+                if (parse_port(colon + 1, &port) < 0)
+                    goto out;
+            }
+        }
+    }
+    m = mdc_create_tcp(host, port);
+out:
+    free(copy);
+    return m;
+}
+
+struct mdc *mdci_create_spec(const char *spec)
+{
+    return mdc_create(spec);
+}
+
+void mdc_close(mdc_t *m)
+{
+    if (m == NULL)
+        return;
+    if (m->fd >= 0)
+        close(m->fd);
+    m->fd = -1;
+    m->state = MDCI_CLOSED;
+    m->in.off = m->in.len = 0;
+    m->out.off = m->out.len = 0;
+}
+
+void mdc_destroy(mdc_t *m)
+{
+    if (m == NULL)
+        return;
+    mdc_close(m);
+    free(m->in.p);
+    free(m->out.p);
+    free(m->host);
+    free(m->name);
+    free(m->label);
+    free(m);
+}
+
+int mdc_set_timeouts(mdc_t *m, int connect_ms, int io_ms)
+{
+    if (m == NULL)
+        return MDC_ERR_ARG;
+    if (connect_ms <= 0 || io_ms <= 0)
+        return mdci_seterr(m, MDC_ERR_ARG, "timeouts must be positive");
+    m->connect_ms = connect_ms;
+    m->io_ms = io_ms;
+    return MDC_OK;
+}
+
+int mdc_set_retry_delay(mdc_t *m, int retry_ms)
+{
+    if (m == NULL)
+        return MDC_ERR_ARG;
+    if (retry_ms < 0)
+        return mdci_seterr(m, MDC_ERR_ARG, "retry delay must be >= 0");
+    m->retry_ms = retry_ms;
+    return MDC_OK;
+}
+
+int mdc_error(const mdc_t *m)
+{
+    return m ? m->err : MDC_ERR_ARG;
+}
+
+const char *mdc_errstr(const mdc_t *m)
+{
+    return m ? m->errstr : "no handle";
+}
+
+const char *mdc_server_name(const mdc_t *m)
+{
+    return m ? m->name : "";
+}
+
+/* ---- connecting ----------------------------------------------------------- */
+
+static int resolve(struct mdc *m)
+{
+    if (m->naddrs > 0)
+        return MDC_OK;
+    if (m->is_unix) {
+        struct sockaddr_un *sun = (struct sockaddr_un *)&m->addrs[0];
+        memset(sun, 0, sizeof(*sun));
+        sun->sun_family = AF_UNIX;
+        strcpy(sun->sun_path, m->host); /* length checked at creation */
+        m->addrlens[0] = sizeof(*sun);
+        m->naddrs = 1;
+        return MDC_OK;
+    }
+    struct addrinfo hints, *res = NULL;
+    char portstr[8];
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    snprintf(portstr, sizeof(portstr), "%u", (unsigned)m->port);
+    int rc = getaddrinfo(m->host, portstr, &hints, &res);
+    if (rc != 0)
+        return mdci_seterr(m, MDC_ERR_CONNECT, "%s: cannot resolve: %s",
+                           m->label, gai_strerror(rc));
+    for (struct addrinfo *ai = res; ai != NULL && m->naddrs < 8;
+         ai = ai->ai_next) {
+        if (ai->ai_addrlen > sizeof(m->addrs[0]))
+            continue;
+        memcpy(&m->addrs[m->naddrs], ai->ai_addr, ai->ai_addrlen);
+        m->addrlens[m->naddrs++] = ai->ai_addrlen;
+    }
+    freeaddrinfo(res);
+    if (m->naddrs == 0)
+        return mdci_seterr(m, MDC_ERR_CONNECT, "%s: no usable address",
+                           m->label);
+    return MDC_OK;
+}
+
+/* Mark a transport failure: close, remember the server is down. */
+static int fail(struct mdc *m, int rc)
+{
+    mdc_close(m);
+    if (m->retry_ms > 0 &&
+        (rc == MDC_ERR_CONNECT || rc == MDC_ERR_IO || rc == MDC_ERR_TIMEOUT))
+        m->down_until = mdci_now_ms() + m->retry_ms;
+    m->busy = false;
+    m->xrc = rc;
+    m->err = rc;
+    return rc;
+}
+
+/*
+ * Start a non-blocking connect to address m->addr_cur onwards.  Returns
+ * MDC_OK with state READY or CONNECTING, or an error when no address could
+ * even be tried (message set).
+ */
+static int connect_start(struct mdc *m)
+{
+    int last_errno = 0;
+    for (; m->addr_cur < m->naddrs; m->addr_cur++) {
+        struct sockaddr *sa = (struct sockaddr *)&m->addrs[m->addr_cur];
+        int fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK |
+                                           SOCK_CLOEXEC, 0);
+        if (fd < 0) {
+            last_errno = errno;
+            continue;
+        }
+        if (sa->sa_family != AF_UNIX) {
+            int one = 1;
+            setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        }
+        if (connect(fd, sa, m->addrlens[m->addr_cur]) == 0) {
+            m->fd = fd;
+            m->state = MDCI_READY;
+            m->deadline = mdci_now_ms() + m->io_ms;
+            return MDC_OK;
+        }
+        if (errno == EINPROGRESS || errno == EAGAIN) {
+            /* EAGAIN: a Unix socket whose backlog is full */
+            m->fd = fd;
+            m->state = MDCI_CONNECTING;
+            m->deadline = mdci_now_ms() + m->connect_ms;
+            return MDC_OK;
+        }
+        last_errno = errno;
+        close(fd);
+    }
+    return mdci_seterr(m, MDC_ERR_CONNECT, "%s: cannot connect: %s",
+                       m->label, strerror(last_errno));
+}
+
+/* A pending connect finished (POLLOUT) or timed out. */
+static int connect_finish(struct mdc *m, bool timed_out)
+{
+    int soerr = 0;
+    socklen_t sl = sizeof(soerr);
+    if (timed_out) {
+        soerr = ETIMEDOUT;
+    } else if (getsockopt(m->fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0) {
+        soerr = errno;
+    }
+    if (soerr == 0) {
+        m->state = MDCI_READY;
+        m->deadline = mdci_now_ms() + m->io_ms;
+        return MDC_OK;
+    }
+    close(m->fd);
+    m->fd = -1;
+    m->state = MDCI_CLOSED;
+    m->addr_cur++;
+    if (m->addr_cur < m->naddrs && connect_start(m) == MDC_OK)
+        return MDC_OK;
+    if (soerr == ETIMEDOUT)
+        return mdci_seterr(m, MDC_ERR_TIMEOUT, "%s: connect timed out",
+                           m->label);
+    return mdci_seterr(m, MDC_ERR_CONNECT, "%s: cannot connect: %s", m->label,
+                       strerror(soerr));
+}
+
+int mdci_begin(struct mdc *m, mdci_on_msg on_msg, void *ctx)
+{
+    int rc;
+    if (m->down_until != 0) {
+        int64_t now = mdci_now_ms();
+        if (now < m->down_until)
+            return mdci_seterr(m, MDC_ERR_DOWN,
+                               "%s: marked down after a failure; retry in "
+                               "%lld ms",
+                               m->label, (long long)(m->down_until - now));
+        m->down_until = 0;
+    }
+    if (m->state == MDCI_CLOSED) {
+        rc = resolve(m);
+        if (rc != MDC_OK)
+            return fail(m, rc);
+        m->addr_cur = 0;
+        rc = connect_start(m);
+        if (rc != MDC_OK)
+            return fail(m, rc);
+    }
+    m->out.off = m->out.len = 0;
+    m->on_msg = on_msg;
+    m->ctx = ctx;
+    m->busy = true;
+    m->xrc = MDC_OK;
+    return MDC_OK;
+}
+
+int mdc_connect(mdc_t *m)
+{
+    if (m == NULL)
+        return MDC_ERR_ARG;
+    if (m->state == MDCI_READY)
+        return mdci_setstatus(m, MDC_OK, NULL);
+    int rc = mdci_begin(m, NULL, NULL);
+    if (rc != MDC_OK)
+        return rc;
+    if (m->state == MDCI_CONNECTING) {
+        mdci_run(&m, 1); /* nothing to send: finishes once connected */
+        if (m->xrc != MDC_OK)
+            return m->xrc;
+    }
+    m->busy = false;
+    return mdci_setstatus(m, MDC_OK, NULL);
+}
+
+/* ---- buffers -------------------------------------------------------------- */
+
+static int buf_reserve(struct mdci_buf *b, size_t more)
+{
+    if (b->cap - b->len >= more)
+        return 0;
+    if (b->off > 0) { /* compact first */
+        memmove(b->p, b->p + b->off, b->len - b->off);
+        b->len -= b->off;
+        b->off = 0;
+        if (b->cap - b->len >= more)
+            return 0;
+    }
+    size_t need = b->len + more;
+    size_t cap = b->cap ? b->cap : IN_CHUNK;
+    while (cap < need) {
+        if (cap > SIZE_MAX / 2)
+            return -1;
+        cap *= 2;
+    }
+    uint8_t *p = realloc(b->p, cap);
+    if (p == NULL)
+        return -1;
+    b->p = p;
+    b->cap = cap;
+    return 0;
+}
+
+int mdci_add(struct mdc *m, struct wire_hdr *h, const struct mdc_tag *tags,
+             size_t ntags, const void *key, size_t klen, const void *value,
+             size_t vlen)
+{
+    if (ntags > UINT16_MAX)
+        return mdci_seterr(m, MDC_TOO_MANY_TAGS, "%zu tags: at most %u",
+                           ntags, UINT16_MAX);
+    if (vlen > UINT32_MAX)
+        return mdci_seterr(m, MDC_TOO_LARGE, "value of %zu bytes", vlen);
+    h->ntags = (uint16_t)ntags;
+    h->klen = (uint16_t)klen;
+    h->vlen = (uint32_t)vlen;
+    size_t size = WIRE_HDR_LEN + ntags * WIRE_TAG_LEN + klen + vlen;
+    if (buf_reserve(&m->out, size) < 0)
+        return mdci_seterr(m, MDC_ERR_NOMEM, "out of memory (%zu bytes)",
+                           size);
+    uint8_t *p = m->out.p + m->out.len;
+    wire_encode_header(p, h);
+    p += WIRE_HDR_LEN;
+    for (size_t i = 0; i < ntags; i++, p += WIRE_TAG_LEN)
+        wire_encode_tag(p, tags[i].tkey, tags[i].tval);
+    if (klen) {
+        memcpy(p, key, klen);
+        p += klen;
+    }
+    if (vlen)
+        memcpy(p, value, vlen);
+    m->out.len += size;
+    return MDC_OK;
+}
+
+/* ---- the engine ----------------------------------------------------------- */
+
+static void exchange_done(struct mdc *m)
+{
+    m->busy = false;
+    m->xrc = MDC_OK;
+    m->out.off = m->out.len = 0;
+    if (m->out.cap > OUT_KEEP) {
+        free(m->out.p);
+        m->out.p = NULL;
+        m->out.cap = 0;
+    }
+}
+
+static void do_write(struct mdc *m)
+{
+    while (m->out.off < m->out.len) {
+        ssize_t n = send(m->fd, m->out.p + m->out.off, m->out.len - m->out.off,
+                         MSG_NOSIGNAL);
+        if (n > 0) {
+            m->out.off += (size_t)n;
+            m->deadline = mdci_now_ms() + m->io_ms;
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        mdci_seterr(m, MDC_ERR_IO, "%s: send: %s", m->label,
+                    n < 0 ? strerror(errno) : "nothing written");
+        fail(m, MDC_ERR_IO);
+        return;
+    }
+}
+
+/* Dispatch every whole message in the input buffer. */
+static void dispatch(struct mdc *m)
+{
+    while (m->busy) {
+        struct wire_msg msg;
+        ssize_t n = wire_parse(m->in.p + m->in.off, m->in.len - m->in.off,
+                               &msg, MDCI_MAX_RSP_BODY);
+        if (n == WIRE_AGAIN)
+            return;
+        if (n < 0) {
+            mdci_seterr(m, MDC_ERR_PROTOCOL, "%s: bad reply: %s", m->label,
+                        wire_strerror((int)n));
+            fail(m, MDC_ERR_PROTOCOL);
+            return;
+        }
+        if (!(msg.hdr.flags & WIRE_F_RESPONSE)) {
+            mdci_seterr(m, MDC_ERR_PROTOCOL, "%s: reply without the "
+                        "response flag", m->label);
+            fail(m, MDC_ERR_PROTOCOL);
+            return;
+        }
+        m->in.off += (size_t)n;
+        uint16_t st = msg.hdr.status;
+        if (st == WIRE_S_BAD_MAGIC || st == WIRE_S_BAD_VERSION ||
+            st == WIRE_S_MSG_TOO_LARGE) {
+            /* The server closes after these: the operation returns the
+             * status, and the connection is reopened next time. */
+            mdci_setstatus(m, st, &msg);
+            mdc_close(m);
+            m->busy = false;
+            m->xrc = st;
+            return;
+        }
+        int rc = m->on_msg ? m->on_msg(m, &msg, m->ctx) : 1;
+        if (rc < 0) {
+            fail(m, rc);
+            return;
+        }
+        if (rc == 1)
+            exchange_done(m);
+    }
+}
+
+static void do_read(struct mdc *m)
+{
+    for (;;) {
+        if (buf_reserve(&m->in, IN_CHUNK) < 0) {
+            mdci_seterr(m, MDC_ERR_NOMEM, "%s: out of memory reading",
+                        m->label);
+            fail(m, MDC_ERR_NOMEM);
+            return;
+        }
+        ssize_t n = recv(m->fd, m->in.p + m->in.len, m->in.cap - m->in.len, 0);
+        if (n > 0) {
+            m->in.len += (size_t)n;
+            m->deadline = mdci_now_ms() + m->io_ms;
+            dispatch(m);
+            if (!m->busy)
+                return;
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        if (n == 0)
+            mdci_seterr(m, MDC_ERR_IO, "%s: connection closed by the server "
+                        "before the reply was complete", m->label);
+        else
+            mdci_seterr(m, MDC_ERR_IO, "%s: recv: %s", m->label,
+                        strerror(errno));
+        fail(m, MDC_ERR_IO);
+        return;
+    }
+}
+
+void mdci_run(struct mdc **hs, size_t n)
+{
+    struct pollfd stackfds[16];
+    struct pollfd *fds = stackfds;
+    size_t *idx = NULL, stackidx[16];
+
+    if (n > 16) {
+        fds = malloc(n * sizeof(*fds));
+        idx = malloc(n * sizeof(*idx));
+        if (fds == NULL || idx == NULL) {
+            for (size_t i = 0; i < n; i++)
+                if (hs[i]->busy) {
+                    mdci_seterr(hs[i], MDC_ERR_NOMEM, "out of memory");
+                    fail(hs[i], MDC_ERR_NOMEM);
+                }
+            goto out;
+        }
+    } else {
+        idx = stackidx;
+    }
+
+    /* Ready connections start with their I/O deadline now. */
+    int64_t now = mdci_now_ms();
+    for (size_t i = 0; i < n; i++)
+        if (hs[i]->busy && hs[i]->state == MDCI_READY)
+            hs[i]->deadline = now + hs[i]->io_ms;
+
+    for (;;) {
+        size_t nfds = 0;
+        int timeout = -1;
+        now = mdci_now_ms();
+        for (size_t i = 0; i < n; i++) {
+            struct mdc *m = hs[i];
+            if (!m->busy)
+                continue;
+            if (now >= m->deadline) {
+                if (m->state == MDCI_CONNECTING) {
+                    if (connect_finish(m, true) != MDC_OK) {
+                        fail(m, m->err);
+                        continue;
+                    }
+                    if (m->state != MDCI_CONNECTING)
+                        continue;
+                } else {
+                    mdci_seterr(m, MDC_ERR_TIMEOUT,
+                                "%s: no reply within %d ms", m->label,
+                                m->io_ms);
+                    fail(m, MDC_ERR_TIMEOUT);
+                    continue;
+                }
+            }
+            short ev;
+            if (m->state == MDCI_CONNECTING)
+                ev = POLLOUT;
+            else if (m->out.off < m->out.len)
+                ev = POLLIN | POLLOUT;
+            else
+                ev = POLLIN;
+            fds[nfds].fd = m->fd;
+            fds[nfds].events = ev;
+            fds[nfds].revents = 0;
+            idx[nfds++] = i;
+            int64_t left = m->deadline - now;
+            if (timeout < 0 || left < timeout)
+                timeout = (int)(left > 0 ? left : 0);
+        }
+        if (nfds == 0)
+            break;
+        int rc = poll(fds, nfds, timeout);
+        if (rc < 0) {
+            if (errno == EINTR)
+                continue;
+            for (size_t k = 0; k < nfds; k++) {
+                mdci_seterr(hs[idx[k]], MDC_ERR_IO, "poll: %s",
+                            strerror(errno));
+                fail(hs[idx[k]], MDC_ERR_IO);
+            }
+            break;
+        }
+        for (size_t k = 0; k < nfds && rc > 0; k++) {
+            struct mdc *m = hs[idx[k]];
+            short re = fds[k].revents;
+            if (re == 0)
+                continue;
+            if (m->state == MDCI_CONNECTING) {
+                if (connect_finish(m, false) != MDC_OK) {
+                    fail(m, m->err);
+                    continue;
+                }
+                if (m->state == MDCI_READY) {
+                    if (m->on_msg == NULL) { /* mdc_connect(): done */
+                        exchange_done(m);
+                        continue;
+                    }
+                    do_write(m);
+                }
+                continue;
+            }
+            if (re & POLLOUT)
+                do_write(m);
+            if (m->busy && (re & (POLLIN | POLLHUP | POLLERR)))
+                do_read(m);
+        }
+    }
+out:
+    if (fds != stackfds)
+        free(fds);
+    if (idx != stackidx)
+        free(idx);
+}
+
+int mdci_exchange(struct mdc *m)
+{
+    /* Write what can go at once before the first poll. */
+    if (m->busy && m->state == MDCI_READY)
+        do_write(m);
+    if (m->busy)
+        mdci_run(&m, 1);
+    return m->xrc;
+}
+
+/* ---- items ---------------------------------------------------------------- */
+
+struct mdc_item *mdci_item_from_msg(const struct wire_msg *msg,
+                                    const void *key, size_t klen)
+{
+    const struct wire_hdr *h = &msg->hdr;
+    if (h->klen > 0) {
+        key = msg->key;
+        klen = h->klen;
+    }
+    size_t tagbytes = (size_t)h->ntags * sizeof(struct mdc_tag);
+    size_t size = sizeof(struct mdc_item) + tagbytes + klen + 1 + h->vlen + 1;
+    struct mdc_item *it = malloc(size);
+    if (it == NULL)
+        return NULL;
+    uint8_t *p = (uint8_t *)(it + 1);
+    it->tags = (struct mdc_tag *)p;
+    it->ntags = h->ntags;
+    for (size_t i = 0; i < h->ntags; i++) {
+        it->tags[i].tkey = (int32_t)wire_get_u32(msg->tags + i * WIRE_TAG_LEN);
+        it->tags[i].tval =
+            (int32_t)wire_get_u32(msg->tags + i * WIRE_TAG_LEN + 4);
+    }
+    p += tagbytes;
+    it->key = (char *)p;
+    it->klen = klen;
+    if (klen)
+        memcpy(p, key, klen);
+    p[klen] = '\0';
+    p += klen + 1;
+    it->value = (char *)p;
+    it->vlen = h->vlen;
+    if (h->vlen)
+        memcpy(p, msg->value, h->vlen);
+    p[h->vlen] = '\0';
+    it->flags = h->iflags;
+    it->cas = h->cas;
+    it->ttl = h->expiry;
+    if (h->ntags == 0)
+        it->tags = NULL;
+    return it;
+}
+
+void mdc_item_free(struct mdc_item *it)
+{
+    free(it);
+}
+
+int mdci_itemset_push(struct mdc_itemset *set, struct mdc_item *it)
+{
+    if (set->count == set->cap) {
+        size_t cap = set->cap ? set->cap * 2 : 16;
+        struct mdc_item **p = realloc(set->items, cap * sizeof(*p));
+        if (p == NULL)
+            return MDC_ERR_NOMEM;
+        set->items = p;
+        set->cap = cap;
+    }
+    set->items[set->count++] = it;
+    return MDC_OK;
+}
+
+void mdc_itemset_free(struct mdc_itemset *set)
+{
+    if (set == NULL)
+        return;
+    for (size_t i = 0; i < set->count; i++)
+        free(set->items[i]);
+    free(set->items);
+    set->items = NULL;
+    set->count = set->cap = 0;
+}

@@ -1,0 +1,125 @@
+/*
+ * mdc_int.h - internals of libmdcached shared by its source files: the
+ * handle, its buffers, and the exchange engine that drives one or many
+ * connections through a single poll loop.  Not installed.  Internal
+ * functions are prefixed mdci_ (the symbol map exports only the public
+ * mdc_ API).
+ */
+#ifndef MDC_INT_H
+#define MDC_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "mdcached.h"
+#include "wire.h"
+
+#define MDCI_ERRLEN 256
+#define MDCI_DEFAULT_CONNECT_MS 1000
+#define MDCI_DEFAULT_IO_MS 5000
+/* Largest response message the client accepts (a get_by_tag record is at
+ * most one record; the server's own bound is max item + key + tags). */
+#define MDCI_MAX_RSP_BODY ((size_t)1 << 30)
+
+struct mdci_buf {
+    uint8_t *p;
+    size_t off; /* first unconsumed byte */
+    size_t len; /* end of data */
+    size_t cap;
+};
+
+/*
+ * Called for every response of the current exchange.  Returns 0 to go on,
+ * 1 when the exchange is complete, or a negative MDC_ERR_* (the message set
+ * with mdci_seterr()) to abandon the connection.
+ */
+typedef int (*mdci_on_msg)(struct mdc *m, const struct wire_msg *msg,
+                           void *ctx);
+
+enum mdci_state {
+    MDCI_CLOSED,
+    MDCI_CONNECTING,
+    MDCI_READY,
+};
+
+struct mdc {
+    /* address */
+    bool is_unix;
+    char *host;          /* TCP host, or the Unix path */
+    uint16_t port;
+    char *name;          /* ketama name: "host:port", "host", "path:0" */
+    char *label;         /* for messages: "host:port" or "unix:path" */
+    struct sockaddr_storage addrs[8];
+    socklen_t addrlens[8];
+    int naddrs;          /* 0 = not resolved yet */
+    int addr_cur;        /* address tried by the pending connect */
+
+    /* connection */
+    int fd;
+    enum mdci_state state;
+    int connect_ms, io_ms, retry_ms;
+    int64_t down_until;  /* monotonic ms; 0 = up */
+    int64_t deadline;    /* monotonic ms of the running exchange step */
+    uint32_t next_opaque;
+    struct mdci_buf out;
+    struct mdci_buf in;
+
+    /* running exchange */
+    mdci_on_msg on_msg;
+    void *ctx;
+    bool busy;           /* an exchange is pending on this handle */
+    int xrc;             /* its transport result: MDC_OK or MDC_ERR_* */
+
+    /* last result */
+    int err;
+    char errstr[MDCI_ERRLEN];
+};
+
+int64_t mdci_now_ms(void);
+
+/* Set the handle's result code and message (printf-style); returns rc. */
+int mdci_seterr(struct mdc *m, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Success, or the message of a server status (plus the server's text). */
+int mdci_setstatus(struct mdc *m, int status, const struct wire_msg *msg);
+
+/* Check key length and the like before anything is sent. */
+int mdci_check_key(struct mdc *m, size_t klen);
+
+/*
+ * Start an exchange: fails fast while the server is marked down, starts a
+ * (non-blocking) connect when needed, and empties the output buffer.
+ * Requests are then appended with mdci_add(), and mdci_run() carries them.
+ */
+int mdci_begin(struct mdc *m, mdci_on_msg on_msg, void *ctx);
+/* Compose one request (h's lengths are filled from the arguments). */
+int mdci_add(struct mdc *m, struct wire_hdr *h, const struct mdc_tag *tags,
+             size_t ntags, const void *key, size_t klen, const void *value,
+             size_t vlen);
+/* Next request id. */
+static inline uint32_t mdci_opaque(struct mdc *m)
+{
+    return m->next_opaque++;
+}
+
+/*
+ * Drive every busy handle of hs[] (connect, write, read, dispatch) in one
+ * poll loop until each has completed or failed; each handle's xrc then
+ * holds MDC_OK or the transport error (also in its err/errstr).
+ */
+void mdci_run(struct mdc **hs, size_t n);
+/* One handle: begin is assumed done; returns m->xrc. */
+int mdci_exchange(struct mdc *m);
+
+/* Build an item from a record reply; key given when the reply has none. */
+struct mdc_item *mdci_item_from_msg(const struct wire_msg *msg,
+                                    const void *key, size_t klen);
+/* Append to a set; returns MDC_OK or MDC_ERR_NOMEM. */
+int mdci_itemset_push(struct mdc_itemset *set, struct mdc_item *it);
+
+/* Used by the pool to build handles with the pool's settings. */
+struct mdc *mdci_create_spec(const char *spec);
+
+#endif
