@@ -35,8 +35,8 @@ struct load_proto {
     /* Parse one reply to a request of kind op at buf: bytes consumed (> 0),
      * 0 when more bytes are needed, -1 when the stream is broken.  Sets *res;
      * sets *opaque where the protocol echoes one (else leaves it alone). */
-    ssize_t (*parse)(const uint8_t *buf, size_t len, enum load_op op,
-                     int *res, uint32_t *opaque);
+    ssize_t (*parse)(const uint8_t *buf, size_t len, enum load_op op, int *res,
+                     uint32_t *opaque);
 };
 
 extern const struct load_proto load_proto_native;

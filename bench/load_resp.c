@@ -9,8 +9,10 @@
 
 static size_t resp_req_size(enum load_op op, size_t klen, size_t vlen)
 {
-    /* "*3\r\n$3\r\nSET\r\n$" digits "\r\n" key "\r\n$" digits "\r\n" val "\r\n" */
-    return 13 + 1 + 20 + 2 + klen + 2 + (op == LOP_SET ? 1 + 20 + 2 + vlen + 2 : 0);
+    /* "*3\r\n$3\r\nSET\r\n$" digits "\r\n" key "\r\n$" digits "\r\n" val "\r\n"
+     */
+    return 13 + 1 + 20 + 2 + klen + 2 +
+           (op == LOP_SET ? 1 + 20 + 2 + vlen + 2 : 0);
 }
 
 static uint8_t *bulk(uint8_t *p, const void *s, size_t n)
@@ -53,12 +55,8 @@ static ssize_t resp_parse(const uint8_t *buf, size_t len, enum load_op op,
     case '+': /* +OK */
         *res = op == LOP_SET ? LR_STORED : LR_ERROR;
         return (ssize_t)ll;
-    case '-':
-        *res = LR_ERROR;
-        return (ssize_t)ll;
-    case '_': /* RESP3 null */
-        *res = LR_MISS;
-        return (ssize_t)ll;
+    case '-': *res = LR_ERROR; return (ssize_t)ll;
+    case '_': /* RESP3 null */ *res = LR_MISS; return (ssize_t)ll;
     case '$': {
         if (ll >= 4 && buf[1] == '-') { /* $-1: RESP2 null */
             *res = LR_MISS;
@@ -72,8 +70,7 @@ static ssize_t resp_parse(const uint8_t *buf, size_t len, enum load_op op,
         *res = op == LOP_GET ? LR_HIT : LR_ERROR;
         return (ssize_t)(ll + n + 2);
     }
-    default:
-        return -1;
+    default: return -1;
     }
 }
 

@@ -123,11 +123,13 @@ int zipf_self_check(uint64_t n, double s, uint64_t samples)
         double tol = fmax(0.02, 5.0 / sqrt(want));
         bool ok = fabs(err) <= tol;
         printf("%8llu %12.0f %12llu %+7.2f%%%s\n", (unsigned long long)ranks[j],
-               want, (unsigned long long)counts[j], 100 * err, ok ? "" : "  FAIL");
+               want, (unsigned long long)counts[j], 100 * err,
+               ok ? "" : "  FAIL");
         bad += !ok;
     }
     double want_top = top1_p / norm, got_top = (double)top1 / (double)samples;
-    printf("top 1%% of keys (%llu): expected %.2f%% of requests, observed %.2f%%\n",
+    printf("top 1%% of keys (%llu): expected %.2f%% of requests, observed "
+           "%.2f%%\n",
            (unsigned long long)top1_cut, 100 * want_top, 100 * got_top);
     if (fabs(got_top - want_top) > 0.01)
         bad++;

@@ -9,11 +9,11 @@
 #include <stdint.h>
 
 struct zipf {
-    double s;        /* exponent (YCSB's theta), > 0 */
-    uint64_t n;      /* ranks 1..n */
-    double h_x1;     /* H(1.5) - h(1) */
-    double h_n;      /* H(n + 0.5) */
-    double squeeze;  /* the acceptance shortcut */
+    double s;       /* exponent (YCSB's theta), > 0 */
+    uint64_t n;     /* ranks 1..n */
+    double h_x1;    /* H(1.5) - h(1) */
+    double h_n;     /* H(n + 0.5) */
+    double squeeze; /* the acceptance shortcut */
 };
 
 void zipf_init(struct zipf *z, uint64_t n, double s);

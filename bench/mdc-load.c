@@ -189,7 +189,7 @@ static uint64_t pick_key(uint64_t *rng)
 /* ---- connections and threads ------------------------------------------ */
 
 struct inflight {
-    uint64_t t;      /* when composed, ns */
+    uint64_t t; /* when composed, ns */
     uint32_t opaque;
     uint8_t op;
 };
@@ -223,13 +223,14 @@ struct thread {
 };
 
 static struct {
-    pthread_barrier_t ready;     /* threads connected and prefilled */
-    pthread_barrier_t go;        /* start times published */
-    _Atomic uint64_t t_measure;  /* ns */
-    _Atomic uint64_t t_end;      /* ns */
+    pthread_barrier_t ready;    /* threads connected and prefilled */
+    pthread_barrier_t go;       /* start times published */
+    _Atomic uint64_t t_measure; /* ns */
+    _Atomic uint64_t t_end;     /* ns */
 } run;
 
-static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void die(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2), noreturn));
 static void die(const char *fmt, ...)
 {
     va_list ap;
@@ -358,7 +359,8 @@ static void conn_refill(struct conn *c, uint64_t t)
     if (!opt.eager && c->qn > 0)
         return; /* batch mode: the next batch goes when this one is answered */
     while (c->qn < (uint32_t)opt.depth) {
-        bool get = (double)(rng_next(&th->rng) >> 11) * 0x1.0p-53 < opt.get_frac;
+        bool get =
+            (double)(rng_next(&th->rng) >> 11) * 0x1.0p-53 < opt.get_frac;
         conn_compose(c, get ? LOP_GET : LOP_SET, pick_key(&th->rng), t);
     }
 }
@@ -401,8 +403,8 @@ static void conn_read(struct conn *c)
             struct inflight *f = &c->q[c->qhead];
             int res = LR_ERROR;
             uint32_t opaque = f->opaque;
-            ssize_t m = p->parse(c->rbuf + off, c->rlen - off, f->op, &res,
-                                 &opaque);
+            ssize_t m =
+                p->parse(c->rbuf + off, c->rlen - off, f->op, &res, &opaque);
             if (m == 0)
                 break;
             if (m < 0)
@@ -483,9 +485,11 @@ static void *thread_main(void *arg)
         c->rcap = RBUF_MIN + opt.value_size * 2;
         c->rbuf = malloc(c->rcap);
         c->wcap = 4096 + opt.depth * 2 *
-                  opt.proto->req_size(LOP_SET, opt.key_size, opt.value_size);
+                             opt.proto->req_size(LOP_SET, opt.key_size,
+                                                 opt.value_size);
         c->wbuf = malloc(c->wcap);
-        c->qcap = (uint32_t)(opt.depth > PREFILL_DEPTH ? opt.depth : PREFILL_DEPTH);
+        c->qcap =
+            (uint32_t)(opt.depth > PREFILL_DEPTH ? opt.depth : PREFILL_DEPTH);
         c->q = calloc(c->qcap, sizeof(*c->q));
         if (c->rbuf == NULL || c->wbuf == NULL || c->q == NULL)
             die("out of memory");
@@ -538,18 +542,22 @@ static bool proc_cpu(long pid, uint64_t *utime, uint64_t *stime)
 
 static void usage(FILE *f)
 {
-    fprintf(f,
+    fprintf(
+        f,
         "usage: mdc-load [options]\n"
         "  -s, --server ADDR     host:port, [v6]:port or a Unix socket path\n"
         "                        (default 127.0.0.1 and the protocol's port)\n"
-        "  -P, --proto NAME      native (default), text (memcached), resp (Redis)\n"
+        "  -P, --proto NAME      native (default), text (memcached), resp "
+        "(Redis)\n"
         "  -c, --conns N         connections (default 50)\n"
-        "  -d, --depth N         pipeline depth: requests written together per\n"
+        "  -d, --depth N         pipeline depth: requests written together "
+        "per\n"
         "                        connection, the next batch once all are\n"
         "                        answered (default 1)\n"
         "  -e, --eager           keep depth requests in flight, refilling as\n"
         "                        each reply arrives, instead of whole batches\n"
-        "  -T, --threads N       generator threads, each with its own epoll (1)\n"
+        "  -T, --threads N       generator threads, each with its own epoll "
+        "(1)\n"
         "  -r, --ratio G:S       get:set mix (default 90:10)\n"
         "  -k, --keys N          key space (default 100000)\n"
         "  -K, --key-size N      key bytes (default 16)\n"
@@ -629,22 +637,33 @@ static void parse_args(int argc, char **argv)
                 exit(64);
             }
             break;
-        case 'c': opt.conns = (int)num_arg(optarg, 1, 100000, "connection count"); break;
+        case 'c':
+            opt.conns = (int)num_arg(optarg, 1, 100000, "connection count");
+            break;
         case 'd': opt.depth = (int)num_arg(optarg, 1, 65536, "depth"); break;
-        case 'T': opt.threads = (int)num_arg(optarg, 1, 256, "thread count"); break;
+        case 'T':
+            opt.threads = (int)num_arg(optarg, 1, 256, "thread count");
+            break;
         case 'r': {
             double g, s;
             if (sscanf(optarg, "%lf:%lf", &g, &s) != 2 || g < 0 || s < 0 ||
                 g + s <= 0) {
-                fprintf(stderr, "mdc-load: bad ratio '%s' (want G:S)\n", optarg);
+                fprintf(stderr, "mdc-load: bad ratio '%s' (want G:S)\n",
+                        optarg);
                 exit(64);
             }
             opt.get_frac = g / (g + s);
             break;
         }
-        case 'k': opt.keys = (uint64_t)num_arg(optarg, 1, 4e9, "key count"); break;
-        case 'K': opt.key_size = (size_t)num_arg(optarg, 2, 250, "key size"); break;
-        case 'v': opt.value_size = (size_t)num_arg(optarg, 0, 1 << 30, "value size"); break;
+        case 'k':
+            opt.keys = (uint64_t)num_arg(optarg, 1, 4e9, "key count");
+            break;
+        case 'K':
+            opt.key_size = (size_t)num_arg(optarg, 2, 250, "key size");
+            break;
+        case 'v':
+            opt.value_size = (size_t)num_arg(optarg, 0, 1 << 30, "value size");
+            break;
         case 'z': opt.zipf = num_arg(optarg, 0, 10, "Zipf exponent"); break;
         case 'f': opt.prefill = true; break;
         case 'D': opt.duration = num_arg(optarg, 0, 1e6, "duration"); break;
@@ -675,8 +694,9 @@ static void parse_args(int argc, char **argv)
         digits++;
     }
     if (opt.key_size < digits + 1) {
-        fprintf(stderr, "mdc-load: --key-size %zu too small for %" PRIu64
-                " keys\n", opt.key_size, opt.keys);
+        fprintf(stderr,
+                "mdc-load: --key-size %zu too small for %" PRIu64 " keys\n",
+                opt.key_size, opt.keys);
         exit(64);
     }
     if (opt.server == NULL)
@@ -763,14 +783,16 @@ int main(int argc, char **argv)
     if (opt.duration > 0) {
         struct timespec ts = {.tv_sec = (time_t)(tm / 1000000000ull),
                               .tv_nsec = (long)(tm % 1000000000ull)};
-        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) ==
+               EINTR)
             ;
         getrusage(RUSAGE_SELF, &ru0);
         if (opt.server_pid)
             have_cpu = proc_cpu(opt.server_pid, &u0, &s0);
         ts = (struct timespec){.tv_sec = (time_t)(te / 1000000000ull),
                                .tv_nsec = (long)(te % 1000000000ull)};
-        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) ==
+               EINTR)
             ;
         if (have_cpu)
             have_cpu = proc_cpu(opt.server_pid, &u1, &s1);
@@ -813,16 +835,17 @@ int main(int argc, char **argv)
                opt.proto->name, opt.server, opt.conns, opt.depth, opt.threads,
                100 * opt.get_frac, 100 * (1 - opt.get_frac), opt.keys,
                opt.zipf > 0 ? "zipf" : "uniform", opt.value_size);
-        printf("  throughput  %12.0f req/s  (%" PRIu64 " in %.1f s; gets %"
-               PRIu64 " hit %" PRIu64 " miss %" PRIu64 ", sets %" PRIu64
-               ", errors %" PRIu64 ")\n", tput, reqs, secs, gets, hits, misses,
-               sets, errors);
-        printf("  latency us  p50 %.1f  p99 %.1f  p99.9 %.1f  mean %.1f  max %.1f\n",
+        printf("  throughput  %12.0f req/s  (%" PRIu64
+               " in %.1f s; gets %" PRIu64 " hit %" PRIu64 " miss %" PRIu64
+               ", sets %" PRIu64 ", errors %" PRIu64 ")\n",
+               tput, reqs, secs, gets, hits, misses, sets, errors);
+        printf("  latency us  p50 %.1f  p99 %.1f  p99.9 %.1f  mean %.1f  max "
+               "%.1f\n",
                p50, p99, p999, mean, (double)lat.max / 1e3);
         if (have_cpu)
-            printf("  server cpu  %.3f us/req (user %.3f, sys %.3f) = %.0f%% of a CPU\n",
-                   (su + ss) * per, su * per, ss * per,
-                   100 * (su + ss) / secs);
+            printf("  server cpu  %.3f us/req (user %.3f, sys %.3f) = %.0f%% "
+                   "of a CPU\n",
+                   (su + ss) * per, su * per, ss * per, 100 * (su + ss) / secs);
         printf("  client cpu  %.3f us/req (user %.3f, sys %.3f)\n",
                (cu + cs) * per, cu * per, cs * per);
     }
@@ -830,33 +853,41 @@ int main(int argc, char **argv)
         FILE *f = strcmp(opt.json, "-") == 0 ? stdout : fopen(opt.json, "w");
         if (f == NULL)
             die("%s: %s", opt.json, strerror(errno));
-        fprintf(f, "{\"tool\": \"mdc-load\", \"date\": \"%s\", \"label\": \"%s\", "
-                "\"proto\": \"%s\", \"server\": \"%s\", \"conns\": %d, "
-                "\"depth\": %d, \"eager\": %s, \"threads\": %d, \"get_fraction\": %.4f, "
-                "\"keys\": %" PRIu64 ", \"key_size\": %zu, \"value_size\": %zu, "
-                "\"distribution\": \"%s\", \"zipf\": %.3f, \"prefill\": %s, "
-                "\"warmup_s\": %.3f, \"duration_s\": %.3f,\n"
-                " \"requests\": %" PRIu64 ", \"gets\": %" PRIu64 ", \"hits\": %"
-                PRIu64 ", \"misses\": %" PRIu64 ", \"sets\": %" PRIu64
-                ", \"errors\": %" PRIu64 ", \"throughput\": %.1f,\n"
-                " \"latency_us\": {\"p50\": %.2f, \"p99\": %.2f, \"p999\": %.2f, "
-                "\"mean\": %.2f, \"max\": %.2f},\n",
-                date, opt.label ? opt.label : "", opt.proto->name, opt.server,
-                opt.conns, opt.depth, opt.eager ? "true" : "false",
-                opt.threads, opt.get_frac, opt.keys,
-                opt.key_size, opt.value_size, opt.zipf > 0 ? "zipf" : "uniform",
-                opt.zipf, opt.prefill ? "true" : "false", opt.warmup,
-                opt.duration, reqs, gets, hits, misses, sets, errors, tput, p50,
-                p99, p999, mean, (double)lat.max / 1e3);
+        fprintf(
+            f,
+            "{\"tool\": \"mdc-load\", \"date\": \"%s\", \"label\": \"%s\", "
+            "\"proto\": \"%s\", \"server\": \"%s\", \"conns\": %d, "
+            "\"depth\": %d, \"eager\": %s, \"threads\": %d, \"get_fraction\": "
+            "%.4f, "
+            "\"keys\": %" PRIu64 ", \"key_size\": %zu, \"value_size\": %zu, "
+            "\"distribution\": \"%s\", \"zipf\": %.3f, \"prefill\": %s, "
+            "\"warmup_s\": %.3f, \"duration_s\": %.3f,\n"
+            " \"requests\": %" PRIu64 ", \"gets\": %" PRIu64
+            ", \"hits\": %" PRIu64 ", \"misses\": %" PRIu64
+            ", \"sets\": %" PRIu64 ", \"errors\": %" PRIu64
+            ", \"throughput\": %.1f,\n"
+            " \"latency_us\": {\"p50\": %.2f, \"p99\": %.2f, \"p999\": %.2f, "
+            "\"mean\": %.2f, \"max\": %.2f},\n",
+            date, opt.label ? opt.label : "", opt.proto->name, opt.server,
+            opt.conns, opt.depth, opt.eager ? "true" : "false", opt.threads,
+            opt.get_frac, opt.keys, opt.key_size, opt.value_size,
+            opt.zipf > 0 ? "zipf" : "uniform", opt.zipf,
+            opt.prefill ? "true" : "false", opt.warmup, opt.duration, reqs,
+            gets, hits, misses, sets, errors, tput, p50, p99, p999, mean,
+            (double)lat.max / 1e3);
         if (have_cpu)
-            fprintf(f, " \"server_cpu\": {\"pid\": %ld, \"user_s\": %.3f, "
-                    "\"sys_s\": %.3f, \"us_per_req\": %.4f, \"user_us_per_req\": "
-                    "%.4f, \"sys_us_per_req\": %.4f},\n", opt.server_pid, su,
-                    ss, (su + ss) * per, su * per, ss * per);
+            fprintf(
+                f,
+                " \"server_cpu\": {\"pid\": %ld, \"user_s\": %.3f, "
+                "\"sys_s\": %.3f, \"us_per_req\": %.4f, \"user_us_per_req\": "
+                "%.4f, \"sys_us_per_req\": %.4f},\n",
+                opt.server_pid, su, ss, (su + ss) * per, su * per, ss * per);
         else
             fprintf(f, " \"server_cpu\": null,\n");
-        fprintf(f, " \"client_cpu\": {\"user_s\": %.3f, \"sys_s\": %.3f, "
-                "\"us_per_req\": %.4f}}\n", cu, cs, (cu + cs) * per);
+        fprintf(f,
+                " \"client_cpu\": {\"user_s\": %.3f, \"sys_s\": %.3f, "
+                "\"us_per_req\": %.4f}}\n",
+                cu, cs, (cu + cs) * per);
         if (f != stdout)
             fclose(f);
     }

@@ -29,7 +29,7 @@
 
 #define KEY_LEN 16
 #define VAL_LEN 32
-#define TAG_GROUP 100 /* records carrying each tag */
+#define TAG_GROUP 100       /* records carrying each tag */
 #define MAX_TAGGED 1000000u /* records tagged for the tag queries */
 #define MAX_LIST 16
 
@@ -53,9 +53,10 @@ struct result {
     uint32_t threads;      /* 0 for the memory row */
     int op;                /* enum op, or -1 for the memory row */
     uint64_t ops;
-    uint64_t items;        /* records returned / deleted by tag queries */
+    uint64_t items; /* records returned / deleted by tag queries */
     uint64_t misses;
     double secs;
+    double min_rate, max_rate; /* over the repeats; the figure is the median */
     /* memory row */
     uint64_t nbuckets;
     uint64_t rss_delta;
@@ -71,11 +72,13 @@ static struct {
     uint32_t buckets[MAX_LIST];
     int nbuckets;
     double window;
+    int repeat;
     size_t mem_mib;
     bool pin;
     unsigned ops_mask;
     const char *json_path;
     const char *csv_path;
+    const char *md_path;
     uint64_t seed;
 } opt = {
     .counts = {1000, 100000, 1000000, 10000000},
@@ -85,6 +88,7 @@ static struct {
     .buckets = {0},
     .nbuckets = 1,
     .window = 1.0,
+    .repeat = 3,
     .mem_mib = 4096,
     .pin = true,
     .ops_mask = ~0u,
@@ -163,7 +167,8 @@ static void dataset_init(struct dataset *ds, uint64_t n)
     }
     for (uint64_t i = 0; i < n; i++) {
         /* splitmix64's output function is a bijection: keys are distinct. */
-        uint64_t seq = opt.seed + i * 0x9e3779b97f4a7c15ULL, h = splitmix64(&seq);
+        uint64_t seq = opt.seed + i * 0x9e3779b97f4a7c15ULL,
+                 h = splitmix64(&seq);
         char *k = ds->keys + i * KEY_LEN;
         for (int j = 0; j < KEY_LEN; j++)
             k[j] = hex[(h >> (4 * j)) & 15];
@@ -198,8 +203,10 @@ static int put_one(struct store *st, const struct dataset *ds, uint32_t i,
 {
     struct mdc_tag tags[3];
     struct store_item it = {
-        .key = key_of(ds, i), .klen = KEY_LEN,
-        .value = ds->value, .vlen = VAL_LEN,
+        .key = key_of(ds, i),
+        .klen = KEY_LEN,
+        .value = ds->value,
+        .vlen = VAL_LEN,
     };
     if (tagged) {
         tags_of(i, tags);
@@ -328,8 +335,8 @@ static void run_del_by_tag(struct worker *w)
     if (mine == 0)
         return;
     while (now_s() < end) {
-        uint32_t g = rand_below(&w->rng, mine) * (uint32_t)w->nthreads +
-                     (uint32_t)w->id;
+        uint32_t g =
+            rand_below(&w->rng, mine) * (uint32_t)w->nthreads + (uint32_t)w->id;
         int32_t tv = (int32_t)g;
         uint64_t ndel = 0;
         double a = now_s();
@@ -353,23 +360,12 @@ static void *worker_main(void *arg)
     pthread_barrier_wait(w->bar);
     w->t0 = now_s();
     switch (w->op) {
-    case OP_GET:
-        run_get(w);
-        break;
-    case OP_PUT:
-        run_put(w, false);
-        break;
-    case OP_PUT_TAGS:
-        run_put(w, true);
-        break;
-    case OP_GET_BY_TAG:
-        run_get_by_tag(w);
-        break;
-    case OP_DEL_BY_TAG:
-        run_del_by_tag(w);
-        break;
-    default:
-        break;
+    case OP_GET: run_get(w); break;
+    case OP_PUT: run_put(w, false); break;
+    case OP_PUT_TAGS: run_put(w, true); break;
+    case OP_GET_BY_TAG: run_get_by_tag(w); break;
+    case OP_DEL_BY_TAG: run_del_by_tag(w); break;
+    default: break;
     }
     w->t1 = now_s();
     return NULL;
@@ -386,8 +382,13 @@ static struct result measure(struct store *st, struct dataset *ds, enum op op,
     pthread_barrier_init(&bar, NULL, nthreads);
     for (uint32_t t = 0; t < nthreads; t++) {
         w[t] = (struct worker){
-            .id = (int)t, .nthreads = (int)nthreads, .op = op, .st = st,
-            .ds = ds, .bar = &bar, .deadline_len = opt.window,
+            .id = (int)t,
+            .nthreads = (int)nthreads,
+            .op = op,
+            .st = st,
+            .ds = ds,
+            .bar = &bar,
+            .deadline_len = opt.window,
             .rng = opt.seed ^ (0x1234567ULL * (t + 1)) ^ (uint64_t)op,
         };
         pthread_create(&w[t].tid, NULL, worker_main, &w[t]);
@@ -414,6 +415,17 @@ static struct result measure(struct store *st, struct dataset *ds, enum op op,
 }
 
 /* ---- one record count, in a child process ------------------------------ */
+
+static double per_sec(const struct result *r)
+{
+    return r->secs > 0 ? (double)r->ops / r->secs : 0;
+}
+
+static int cmp_rate(const void *a, const void *b)
+{
+    double x = per_sec(a), y = per_sec(b);
+    return x < y ? -1 : x > y;
+}
 
 static void emit(int fd, const struct result *r)
 {
@@ -457,9 +469,13 @@ static void run_count(uint64_t n, uint32_t nbuckets, int fd)
     for (uint64_t k = 0; k < n; k++)
         if (put_one(st, &ds, ds.order[k], false) != ST_OK)
             fails++;
-    struct result load = {.records = n, .nbuckets_opt = nbuckets,
-                          .threads = 1, .op = OP_LOAD, .ops = n,
-                          .misses = fails, .secs = now_s() - t0};
+    struct result load = {.records = n,
+                          .nbuckets_opt = nbuckets,
+                          .threads = 1,
+                          .op = OP_LOAD,
+                          .ops = n,
+                          .misses = fails,
+                          .secs = now_s() - t0};
     rss1 = rss_bytes();
     store_get_stats(st, &stats);
     mem.nbuckets = stats.nbuckets;
@@ -471,7 +487,8 @@ static void run_count(uint64_t n, uint32_t nbuckets, int fd)
     if (opt.ops_mask & (1u << OP_LOAD))
         emit(fd, &load);
     if (stats.curr_items != n)
-        fprintf(stderr, "store_bench: %" PRIu64 " of %" PRIu64
+        fprintf(stderr,
+                "store_bench: %" PRIu64 " of %" PRIu64
                 " records present after load (evictions %" PRIu64 ")\n",
                 stats.curr_items, n, stats.evictions);
 
@@ -479,13 +496,21 @@ static void run_count(uint64_t n, uint32_t nbuckets, int fd)
                                   OP_DEL_BY_TAG};
     for (size_t s = 0; s < sizeof(seq) / sizeof(seq[0]); s++) {
         enum op op = seq[s];
-        if (op == OP_GET_BY_TAG)
+        if (op == OP_GET_BY_TAG &&
+            (opt.ops_mask & (1u << OP_GET_BY_TAG | 1u << OP_DEL_BY_TAG)))
             tag_fill(st, &ds);
         if (!(opt.ops_mask & (1u << op)))
             continue;
         for (int t = 0; t < opt.nthreads; t++) {
-            struct result r = measure(st, &ds, op, opt.threads[t]);
-            r.nbuckets_opt = nbuckets;
+            struct result rs[MAX_LIST];
+            for (int k = 0; k < opt.repeat; k++) {
+                rs[k] = measure(st, &ds, op, opt.threads[t]);
+                rs[k].nbuckets_opt = nbuckets;
+            }
+            qsort(rs, (size_t)opt.repeat, sizeof(rs[0]), cmp_rate);
+            struct result r = rs[opt.repeat / 2];
+            r.min_rate = per_sec(&rs[0]);
+            r.max_rate = per_sec(&rs[opt.repeat - 1]);
             emit(fd, &r);
         }
     }
@@ -494,15 +519,11 @@ static void run_count(uint64_t n, uint32_t nbuckets, int fd)
 
 /* ---- output ------------------------------------------------------------- */
 
-static double per_sec(const struct result *r)
-{
-    return r->secs > 0 ? (double)r->ops / r->secs : 0;
-}
-
 static void print_mem(FILE *f, const struct result *m)
 {
     double n = (double)m->records;
-    fprintf(f, "%10" PRIu64 " %9" PRIu64 " %10" PRIu64 " %12.1f %12.1f %12.1f\n",
+    fprintf(f,
+            "%10" PRIu64 " %9" PRIu64 " %10" PRIu64 " %12.1f %12.1f %12.1f\n",
             m->records, m->nbuckets, m->fixed_bytes >> 10,
             (double)m->rss_delta / n, (double)m->acct_bytes / n,
             (double)(m->acct_bytes + m->fixed_bytes) / n);
@@ -512,7 +533,8 @@ static void json_result(FILE *f, const struct result *r, bool first)
 {
     fprintf(f, "%s\n    {", first ? "" : ",");
     if (r->op < 0) {
-        fprintf(f, "\"kind\": \"memory\", \"records\": %" PRIu64
+        fprintf(f,
+                "\"kind\": \"memory\", \"records\": %" PRIu64
                 ", \"buckets_opt\": %u, \"nbuckets\": %" PRIu64
                 ", \"present\": %" PRIu64 ", \"rss_delta\": %" PRIu64
                 ", \"accounted\": %" PRIu64 ", \"fixed\": %" PRIu64
@@ -524,25 +546,88 @@ static void json_result(FILE *f, const struct result *r, bool first)
                 (double)r->acct_bytes / (double)r->records,
                 (double)(r->acct_bytes + r->fixed_bytes) / (double)r->records);
     } else {
-        fprintf(f, "\"kind\": \"ops\", \"op\": \"%s\", \"records\": %" PRIu64
+        fprintf(f,
+                "\"kind\": \"ops\", \"op\": \"%s\", \"records\": %" PRIu64
                 ", \"buckets_opt\": %u, \"threads\": %u, \"ops\": %" PRIu64
                 ", \"secs\": %.6f, \"ops_per_sec\": %.0f, \"items\": %" PRIu64
-                ", \"failures\": %" PRIu64 "}",
+                ", \"failures\": %" PRIu64
+                ", \"repeats\": %d, \"min_ops_per_sec\": %.0f"
+                ", \"max_ops_per_sec\": %.0f}",
                 op_names[r->op], r->records, r->nbuckets_opt, r->threads,
-                r->ops, r->secs, per_sec(r), r->items, r->misses);
+                r->ops, r->secs, per_sec(r), r->items, r->misses, opt.repeat,
+                r->op == OP_LOAD ? per_sec(r) : r->min_rate,
+                r->op == OP_LOAD ? per_sec(r) : r->max_rate);
     }
 }
 
 static void csv_result(FILE *f, const struct result *r)
 {
     if (r->op < 0)
-        fprintf(f, "memory,%" PRIu64 ",%u,%" PRIu64 ",,,,,,%" PRIu64 ",%" PRIu64
-                ",%" PRIu64 "\n", r->records, r->nbuckets_opt, r->nbuckets,
-                r->rss_delta, r->acct_bytes, r->fixed_bytes);
+        fprintf(f,
+                "memory,%" PRIu64 ",%u,%" PRIu64 ",,,,,,%" PRIu64 ",%" PRIu64
+                ",%" PRIu64 "\n",
+                r->records, r->nbuckets_opt, r->nbuckets, r->rss_delta,
+                r->acct_bytes, r->fixed_bytes);
     else
-        fprintf(f, "%s,%" PRIu64 ",%u,,%u,%" PRIu64 ",%.6f,%.0f,%" PRIu64 ",,,\n",
+        fprintf(f,
+                "%s,%" PRIu64 ",%u,,%u,%" PRIu64 ",%.6f,%.0f,%" PRIu64 ",,,\n",
                 op_names[r->op], r->records, r->nbuckets_opt, r->threads,
                 r->ops, r->secs, per_sec(r), r->items);
+}
+
+/* Two pivot tables: ops/s by record count x (op, threads), and memory. */
+static void write_markdown(FILE *f, const struct result *all, size_t nall)
+{
+    fprintf(f, "| records | buckets |");
+    for (int op = 0; op < OP__COUNT; op++)
+        for (int t = 0; t < opt.nthreads; t++)
+            if ((opt.ops_mask & (1u << op)) && (op != OP_LOAD || t == 0))
+                fprintf(f, " %s %u thr |", op_names[op],
+                        op == OP_LOAD ? 1 : opt.threads[t]);
+    fprintf(f, "\n|---:|---:|");
+    for (int op = 0; op < OP__COUNT; op++)
+        for (int t = 0; t < opt.nthreads; t++)
+            if ((opt.ops_mask & (1u << op)) && (op != OP_LOAD || t == 0))
+                fprintf(f, "---:|");
+    fprintf(f, "\n");
+    for (size_t i = 0; i < nall; i++) {
+        if (all[i].op >= 0)
+            continue;
+        fprintf(f, "| %" PRIu64 " | %" PRIu64 " |", all[i].records,
+                all[i].nbuckets);
+        for (int op = 0; op < OP__COUNT; op++)
+            for (int t = 0; t < opt.nthreads; t++) {
+                if (!(opt.ops_mask & (1u << op)) || (op == OP_LOAD && t > 0))
+                    continue;
+                const struct result *r = NULL;
+                for (size_t j = i + 1; j < nall && all[j].op >= 0; j++)
+                    if (all[j].op == op &&
+                        (op == OP_LOAD || all[j].threads == opt.threads[t]))
+                        r = &all[j];
+                if (r == NULL)
+                    fprintf(f, " - |");
+                else if (per_sec(r) >= 1e6)
+                    fprintf(f, " %.2f M |", per_sec(r) / 1e6);
+                else
+                    fprintf(f, " %.0f k |", per_sec(r) / 1e3);
+            }
+        fprintf(f, "\n");
+    }
+    fprintf(f, "\n| records | buckets | fixed (bucket arrays, locks) | RSS "
+               "delta / record |"
+               " accounted / record | accounted + fixed / record |\n"
+               "|---:|---:|---:|---:|---:|---:|\n");
+    for (size_t i = 0; i < nall; i++)
+        if (all[i].op < 0) {
+            double n = (double)all[i].records;
+            fprintf(f,
+                    "| %" PRIu64 " | %" PRIu64
+                    " | %.1f MiB | %.1f B | %.1f B | %.1f B |\n",
+                    all[i].records, all[i].nbuckets,
+                    (double)all[i].fixed_bytes / 1048576.0,
+                    (double)all[i].rss_delta / n, (double)all[i].acct_bytes / n,
+                    (double)(all[i].acct_bytes + all[i].fixed_bytes) / n);
+        }
 }
 
 /* ---- options ------------------------------------------------------------ */
@@ -565,17 +650,23 @@ static int parse_list(const char *s, uint64_t *out, int max)
 
 static void usage(FILE *f)
 {
-    fprintf(f,
+    fprintf(
+        f,
         "usage: store_bench [options]\n"
         "  -n, --records LIST   record counts (default 1e3,1e5,1e6,1e7)\n"
         "  -t, --threads LIST   thread counts (default 1,2)\n"
         "  -b, --buckets LIST   bucket counts, 0 = store default (default 0)\n"
-        "  -m, --mem MIB        store memory limit (default 4096, like W6's -m)\n"
-        "  -d, --window SECS    measurement window per figure (default 1)\n"
-        "  -o, --ops LIST       subset of load,get,put,put_3tags,get_by_tag,del_by_tag\n"
+        "  -m, --mem MIB        store memory limit (default 4096, like W6's "
+        "-m)\n"
+        "  -d, --window SECS    measurement window (default 1)\n"
+        "  -R, --repeat N       windows per figure; the median is reported "
+        "(3)\n"
+        "  -o, --ops LIST       subset of "
+        "load,get,put,put_3tags,get_by_tag,del_by_tag\n"
         "      --no-pin         do not pin thread i to CPU i\n"
         "      --json FILE      machine-readable results ('-' = stdout)\n"
         "      --csv FILE       CSV results\n"
+        "      --markdown FILE  Markdown tables (Mops/s; bytes per record)\n"
         "      --seed N         key and order seed\n");
 }
 
@@ -606,10 +697,12 @@ static void parse_args(int argc, char **argv)
         {"buckets", required_argument, NULL, 'b'},
         {"mem", required_argument, NULL, 'm'},
         {"window", required_argument, NULL, 'd'},
+        {"repeat", required_argument, NULL, 'R'},
         {"ops", required_argument, NULL, 'o'},
         {"no-pin", no_argument, NULL, 'P'},
         {"json", required_argument, NULL, 'J'},
         {"csv", required_argument, NULL, 'C'},
+        {"markdown", required_argument, NULL, 'M'},
         {"seed", required_argument, NULL, 'S'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -617,7 +710,7 @@ static void parse_args(int argc, char **argv)
     uint64_t list[MAX_LIST];
     int c, n;
 
-    while ((c = getopt_long(argc, argv, "n:t:b:m:d:o:h", lo, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "n:t:b:m:d:R:o:h", lo, NULL)) != -1) {
         switch (c) {
         case 'n':
             if ((opt.ncounts = parse_list(optarg, opt.counts, MAX_LIST)) <= 0)
@@ -646,34 +739,25 @@ static void parse_args(int argc, char **argv)
             }
             opt.nbuckets = n;
             break;
-        case 'm':
-            opt.mem_mib = strtoull(optarg, NULL, 10);
-            break;
+        case 'm': opt.mem_mib = strtoull(optarg, NULL, 10); break;
         case 'd':
             opt.window = strtod(optarg, NULL);
             if (opt.window <= 0)
                 goto bad;
             break;
-        case 'o':
-            opt.ops_mask = parse_ops(optarg);
+        case 'R':
+            opt.repeat = atoi(optarg);
+            if (opt.repeat < 1 || opt.repeat > MAX_LIST)
+                goto bad;
             break;
-        case 'P':
-            opt.pin = false;
-            break;
-        case 'J':
-            opt.json_path = optarg;
-            break;
-        case 'C':
-            opt.csv_path = optarg;
-            break;
-        case 'S':
-            opt.seed = strtoull(optarg, NULL, 0);
-            break;
-        case 'h':
-            usage(stdout);
-            exit(0);
-        default:
-            goto bad;
+        case 'o': opt.ops_mask = parse_ops(optarg); break;
+        case 'P': opt.pin = false; break;
+        case 'J': opt.json_path = optarg; break;
+        case 'C': opt.csv_path = optarg; break;
+        case 'M': opt.md_path = optarg; break;
+        case 'S': opt.seed = strtoull(optarg, NULL, 0); break;
+        case 'h': usage(stdout); exit(0);
+        default: goto bad;
         }
     }
     return;
@@ -699,9 +783,11 @@ int main(int argc, char **argv)
     setvbuf(stdout, NULL, _IOLBF, 0);
     double load[3] = {0, 0, 0};
     getloadavg(load, 3);
-    printf("store_bench %s on %s (%s), %ld CPUs, load %.2f, window %.1f s, "
-           "mem limit %zu MiB%s\n", date, un.nodename, un.release,
-           sysconf(_SC_NPROCESSORS_ONLN), load[0], opt.window, opt.mem_mib,
+    printf("store_bench %s on %s (%s), %ld CPUs, load %.2f, median of %d x "
+           "%.1f s, "
+           "mem limit %zu MiB%s\n",
+           date, un.nodename, un.release, sysconf(_SC_NPROCESSORS_ONLN),
+           load[0], opt.repeat, opt.window, opt.mem_mib,
            opt.pin ? ", thread i pinned to CPU i" : "");
     printf("%10s %9s %-11s %3s %14s %10s %s\n", "records", "buckets", "op",
            "thr", "ops/s", "ns/op/thr", "note");
@@ -735,12 +821,13 @@ int main(int argc, char **argv)
                 }
                 all[nall++] = r;
                 if (r.op < 0) {
-                    printf("%10" PRIu64 " %9" PRIu64 " %-11s %3s %14s %10s"
-                           " rss %.1f B/rec, accounted %.1f + fixed %.1f B/rec\n",
-                           r.records, r.nbuckets, "memory", "-", "-", "-",
-                           (double)r.rss_delta / (double)r.records,
-                           (double)r.acct_bytes / (double)r.records,
-                           (double)r.fixed_bytes / (double)r.records);
+                    printf(
+                        "%10" PRIu64 " %9" PRIu64 " %-11s %3s %14s %10s"
+                        " rss %.1f B/rec, accounted %.1f + fixed %.1f B/rec\n",
+                        r.records, r.nbuckets, "memory", "-", "-", "-",
+                        (double)r.rss_delta / (double)r.records,
+                        (double)r.acct_bytes / (double)r.records,
+                        (double)r.fixed_bytes / (double)r.records);
                     continue;
                 }
                 double ps = per_sec(&r);
@@ -748,7 +835,11 @@ int main(int argc, char **argv)
                        "", op_names[r.op], r.threads, ps,
                        ps > 0 ? 1e9 * r.threads / ps : 0.0);
                 if (r.op == OP_GET_BY_TAG || r.op == OP_DEL_BY_TAG)
-                    printf(" %.1f records/call", r.ops ? (double)r.items / (double)r.ops : 0.0);
+                    printf(" %.1f records/call",
+                           r.ops ? (double)r.items / (double)r.ops : 0.0);
+                if (r.op != OP_LOAD && opt.repeat > 1)
+                    printf(" [%.2f-%.2f M]", r.min_rate / 1e6,
+                           r.max_rate / 1e6);
                 if (r.misses)
                     printf(" %" PRIu64 " failed", r.misses);
                 printf("\n");
@@ -757,8 +848,10 @@ int main(int argc, char **argv)
             int status;
             waitpid(pid, &status, 0);
             if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-                fprintf(stderr, "store_bench: child for %" PRIu64
-                        " records failed (status %d)\n", opt.counts[c], status);
+                fprintf(stderr,
+                        "store_bench: child for %" PRIu64
+                        " records failed (status %d)\n",
+                        opt.counts[c], status);
                 return 1;
             }
         }
@@ -773,14 +866,18 @@ int main(int argc, char **argv)
         }
 
     if (opt.json_path != NULL) {
-        json = strcmp(opt.json_path, "-") == 0 ? stdout : fopen(opt.json_path, "w");
+        json = strcmp(opt.json_path, "-") == 0 ? stdout
+                                               : fopen(opt.json_path, "w");
         if (json == NULL) {
             perror(opt.json_path);
             return 1;
         }
-        fprintf(json, "{\n  \"bench\": \"store_bench\", \"date\": \"%s\", \"host\": \"%s\","
+        fprintf(json,
+                "{\n  \"bench\": \"store_bench\", \"date\": \"%s\", \"host\": "
+                "\"%s\","
                 " \"kernel\": \"%s\", \"cpus\": %ld, \"window_s\": %.3f,"
-                " \"mem_limit_mib\": %zu, \"pinned\": %s, \"loadavg\": %.2f,\n  \"results\": [",
+                " \"mem_limit_mib\": %zu, \"pinned\": %s, \"loadavg\": %.2f,\n "
+                " \"results\": [",
                 date, un.nodename, un.release, sysconf(_SC_NPROCESSORS_ONLN),
                 opt.window, opt.mem_mib, opt.pin ? "true" : "false", load[0]);
         for (size_t i = 0; i < nall; i++)
@@ -795,11 +892,21 @@ int main(int argc, char **argv)
             perror(opt.csv_path);
             return 1;
         }
-        fprintf(csv, "op,records,buckets_opt,nbuckets,threads,ops,secs,ops_per_sec,"
+        fprintf(csv,
+                "op,records,buckets_opt,nbuckets,threads,ops,secs,ops_per_sec,"
                 "items,rss_delta,accounted,fixed\n");
         for (size_t i = 0; i < nall; i++)
             csv_result(csv, &all[i]);
         fclose(csv);
+    }
+    if (opt.md_path != NULL) {
+        FILE *md = fopen(opt.md_path, "w");
+        if (md == NULL) {
+            perror(opt.md_path);
+            return 1;
+        }
+        write_markdown(md, all, nall);
+        fclose(md);
     }
     free(all);
     return 0;

@@ -31,11 +31,13 @@
 #define OUT_KEEP (4u << 20) /* larger output buffers are freed after use */
 
 /* The public codes mirror the wire statuses one to one. */
-_Static_assert(MDC_NOT_FOUND == WIRE_S_NOT_FOUND, "status");
-_Static_assert(MDC_INVALID == WIRE_S_INVALID, "status");
-_Static_assert(MDC_UNKNOWN_OPCODE == WIRE_S_UNKNOWN_OPCODE, "status");
-_Static_assert(MDC_NOT_SUPPORTED == WIRE_S_NOT_SUPPORTED, "status");
-_Static_assert(MDC_SET == WIRE_OP_SET && MDC_PREPEND == WIRE_OP_PREPEND,
+_Static_assert((int)MDC_NOT_FOUND == (int)WIRE_S_NOT_FOUND, "status");
+_Static_assert((int)MDC_INVALID == (int)WIRE_S_INVALID, "status");
+_Static_assert((int)MDC_UNKNOWN_OPCODE == (int)WIRE_S_UNKNOWN_OPCODE,
+               "status");
+_Static_assert((int)MDC_NOT_SUPPORTED == (int)WIRE_S_NOT_SUPPORTED, "status");
+_Static_assert((int)MDC_SET == (int)WIRE_OP_SET &&
+                   (int)MDC_PREPEND == (int)WIRE_OP_PREPEND,
                "store modes are opcodes");
 _Static_assert(sizeof(struct mdc_tag) == WIRE_TAG_LEN, "tag layout");
 
@@ -768,11 +770,16 @@ out:
         free(idx);
 }
 
+void mdci_exchange_write(struct mdc *m)
+{
+    if (m->busy && m->state == MDCI_READY)
+        do_write(m);
+}
+
 int mdci_exchange(struct mdc *m)
 {
     /* Write what can go at once before the first poll. */
-    if (m->busy && m->state == MDCI_READY)
-        do_write(m);
+    mdci_exchange_write(m);
     if (m->busy)
         mdci_run(&m, 1);
     return m->xrc;

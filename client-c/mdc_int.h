@@ -70,7 +70,8 @@ struct mdc {
     mdci_on_msg on_msg;
     void *ctx;
     bool busy;           /* an exchange is pending on this handle */
-    int xrc;             /* its transport result: MDC_OK or MDC_ERR_* */
+    int xrc;             /* its result: MDC_OK, MDC_ERR_*, or a status after
+                            which the server closes (BAD_MAGIC, ...) */
 
     /* last result */
     int err;
@@ -110,6 +111,8 @@ static inline uint32_t mdci_opaque(struct mdc *m)
  * holds MDC_OK or the transport error (also in its err/errstr).
  */
 void mdci_run(struct mdc **hs, size_t n);
+/* Send what the socket takes now, without waiting (before mdci_run). */
+void mdci_exchange_write(struct mdc *m);
 /* One handle: begin is assumed done; returns m->xrc. */
 int mdci_exchange(struct mdc *m);
 

@@ -216,6 +216,8 @@ static int conn_read(struct conn *c)
         return 1;
     if (errno == EAGAIN || errno == EWOULDBLOCK) {
         c->rd_ready = false;
+        if (c->rd_drain)
+            c->rd_shut = true; /* stopping: all that had arrived is read */
         return 0;
     }
     log_debug("conn %llu read: %s", (unsigned long long)c->id,
@@ -470,20 +472,28 @@ static void conn_ev_cb(evutil_socket_t fd, short what, void *arg)
     conn_on_io(arg, what);
 }
 
+/* Stopping: requests that already arrived are served, later ones not. */
+static void conn_stop_reading(struct conn *c)
+{
+    if (c->rd_ready)
+        c->rd_drain = true; /* read up to the first EAGAIN, then stop */
+    else
+        c->rd_shut = true;
+}
+
 void conn_returned(struct conn *c)
 {
     c->inflight = false;
-    if (c->owner->stopping)
-        c->rd_shut = true;
+    if (c->owner->stopping && !c->rd_drain)
+        conn_stop_reading(c);
     conn_drive(c);
 }
 
 void conn_shutdown(struct conn *c)
 {
-    if (c->inflight) {
+    if (c->inflight)
         return; /* conn_returned() sees owner->stopping */
-    }
-    c->rd_shut = true;
+    conn_stop_reading(c);
     conn_drive(c);
 }
 

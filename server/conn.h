@@ -63,6 +63,7 @@ struct conn {
     bool rd_ready;         /* edge seen, not yet read to EAGAIN */
     bool wr_ready;
     bool rd_shut;          /* no more reading: EOF or shutdown */
+    bool rd_drain;         /* shutdown: read until EAGAIN, then rd_shut */
     bool dead;             /* close as soon as the network thread can */
     bool paused;           /* output over the bound: input not processed */
     uint64_t last_active;  /* coarse seconds of the last input */
@@ -117,10 +118,10 @@ int conn_out_bytes(struct conn *c, const void *p, size_t n);
  * marked to close). */
 int conn_out_ref(struct conn *c, const void *p, size_t len,
                  struct record *rec);
-static inline bool conn_out_full(const struct conn *c);
 /* Drop the connection once pending output is flushed. */
 static inline void conn_close_after_flush(struct conn *c) { c->closing = true; }
 
+/* Pending output at its bound: stop running this connection's requests. */
 static inline bool conn_out_full(const struct conn *c)
 {
     return c->opending >= c->srv->opt.max_output;

@@ -242,6 +242,10 @@ static int server_drop_privileges(struct server *srv)
         log_error("unknown user '%s'", user);
         return -1;
     }
+    /* The socket's mode (-a) then speaks of the user we become. */
+    if (srv->opt.unix_socket != NULL &&
+        chown(srv->opt.unix_socket, pw->pw_uid, pw->pw_gid) < 0)
+        log_warn("chown %s: %s", srv->opt.unix_socket, strerror(errno));
     if (setgroups(1, &pw->pw_gid) < 0 || setgid(pw->pw_gid) < 0 ||
         setuid(pw->pw_uid) < 0) {
         log_error("cannot become %s: %s", user, strerror(errno));

@@ -145,54 +145,14 @@ static struct listener *net_add(struct server *srv, int fd, int family,
     return l;
 }
 
-/* Split "addr", "addr:port", "[v6]" or "[v6]:port" into host and port. */
-static int net_split(const char *spec, unsigned long dport, char *host,
-                     size_t hlen, char *port, size_t plen)
-{
-    const char *colon = strrchr(spec, ':');
-    const char *h = spec;
-    size_t n;
-    unsigned long p = dport;
-
-    if (spec[0] == '[') {
-        const char *end = strchr(spec, ']');
-        if (end == NULL)
-            return -1;
-        h = spec + 1;
-        n = (size_t)(end - h);
-        if (end[1] == ':') {
-            char *e;
-            p = strtoul(end + 2, &e, 10);
-            if (*e != '\0' || end[2] == '\0' || p > 65535)
-                return -1;
-        } else if (end[1] != '\0') {
-            return -1;
-        }
-    } else if (colon != NULL && strchr(spec, ':') == colon) {
-        char *e;
-        n = (size_t)(colon - spec);
-        p = strtoul(colon + 1, &e, 10);
-        if (*e != '\0' || colon[1] == '\0' || p > 65535)
-            return -1;
-    } else {
-        n = strlen(spec); /* a bare name, v4 address or v6 address */
-    }
-    if (n == 0 || n >= hlen)
-        return -1;
-    memcpy(host, h, n);
-    host[n] = '\0';
-    snprintf(port, plen, "%lu", p);
-    return 0;
-}
-
 static int net_listen_tcp(struct server *srv, const char *spec)
 {
     struct addrinfo hints, *res = NULL, *ai;
     char host[256], port[16], name[128], nhost[96];
     int rc = -1, e, n = 0;
 
-    if (net_split(spec, srv->opt.port, host, sizeof(host), port,
-                  sizeof(port)) < 0) {
+    if (options_split_listen(spec, srv->opt.port, host, sizeof(host), port,
+                             sizeof(port)) < 0) {
         log_error("bad listen address '%s'", spec);
         goto out;
     }

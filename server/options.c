@@ -13,6 +13,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -113,6 +114,46 @@ int options_parse_size(const char *s, uint64_t *out)
     if (v > UINT64_MAX / mul)
         return -1;
     *out = v * mul;
+    return 0;
+}
+
+/* Split "addr", "addr:port", "[v6]" or "[v6]:port" into host and port. */
+int options_split_listen(const char *spec, unsigned long dport, char *host,
+                     size_t hlen, char *port, size_t plen)
+{
+    const char *colon = strrchr(spec, ':');
+    const char *h = spec;
+    size_t n;
+    unsigned long p = dport;
+
+    if (spec[0] == '[') {
+        const char *end = strchr(spec, ']');
+        if (end == NULL)
+            return -1;
+        h = spec + 1;
+        n = (size_t)(end - h);
+        if (end[1] == ':') {
+            char *e;
+            p = strtoul(end + 2, &e, 10);
+            if (*e != '\0' || end[2] == '\0' || p > 65535)
+                return -1;
+        } else if (end[1] != '\0') {
+            return -1;
+        }
+    } else if (colon != NULL && strchr(spec, ':') == colon) {
+        char *e;
+        n = (size_t)(colon - spec);
+        p = strtoul(colon + 1, &e, 10);
+        if (*e != '\0' || colon[1] == '\0' || p > 65535)
+            return -1;
+    } else {
+        n = strlen(spec); /* a bare name, v4 address or v6 address */
+    }
+    if (n == 0 || n >= hlen)
+        return -1;
+    memcpy(host, h, n);
+    host[n] = '\0';
+    snprintf(port, plen, "%lu", p);
     return 0;
 }
 
@@ -452,6 +493,21 @@ int options_parse(struct options *o, int argc, char **argv, FILE *err)
         printf("mdcached %s\n", PACKAGE_VERSION);
         rc = OPTIONS_EXIT;
         goto out;
+    }
+    for (i = 0; i < o->listen.n; i++) {
+        char host[256], port[16];
+        if (options_split_listen(o->listen.v[i], o->port, host, sizeof(host),
+                                 port, sizeof(port)) < 0) {
+            fprintf(err, "%s: invalid value '%s' for --listen: want ADDR, "
+                    "ADDR:PORT, [V6ADDR] or [V6ADDR]:PORT\n", argv0,
+                    o->listen.v[i]);
+            goto usage;
+        }
+    }
+    if (o->user != NULL && getpwnam(o->user) == NULL) {
+        fprintf(err, "%s: invalid value '%s' for --user: no such user\n",
+                argv0, o->user);
+        goto usage;
     }
     if (o->debug && o->verbose < 3)
         o->verbose = 3;

@@ -115,6 +115,11 @@ typedef void (*options_visit_fn)(void *ctx, const char *name,
                                  const char *value);
 void options_visit(const struct options *o, options_visit_fn fn, void *ctx);
 
+/* Split a -l value: "addr", "addr:port", "[v6]", "[v6]:port" or a bare v6
+ * address, into host and port text (dport when none); 0 ok, -1 invalid. */
+int options_split_listen(const char *spec, unsigned long dport, char *host,
+                         size_t hlen, char *port, size_t plen);
+
 /* Parse a size with an optional k/m/g suffix (powers of 1024). */
 int options_parse_size(const char *s, uint64_t *out);
 

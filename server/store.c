@@ -885,11 +885,12 @@ static int put_concat(struct store *st, enum store_mode mode,
         mdc_wrlock(l);
         struct record *cur = do_find_live(st, b, h, it->key, it->klen);
         if (cur == old) {
+            uint64_t ncas = r->cas; /* r may be replaced once unlocked */
             announce(st, mode_event[mode], old, h);
             do_link(st, b, r, old, nt != 0);
             mdc_unlock(l);
             if (cas_out)
-                *cas_out = r->cas;
+                *cas_out = ncas;
             store_release(st, old);
             return ST_OK;
         }
@@ -958,6 +959,7 @@ static int put_common(struct store *st, enum store_mode mode,
     uint64_t h = store_hash(it->key, it->klen);
     uint32_t b = bucket_idx(st, h);
     mdc_rwlock_t *l = lock_of(st, b);
+    uint64_t ncas = r->cas; /* r may be replaced once unlocked */
     mdc_wrlock(l);
     struct record *old = do_find_live(st, b, h, it->key, it->klen);
     switch (mode) {
@@ -986,7 +988,7 @@ static int put_common(struct store *st, enum store_mode mode,
     if (rc != 0) {
         store_release(st, r);
     } else if (cas_out != NULL) {
-        *cas_out = r->cas;
+        *cas_out = ncas;
     }
 out:
     if (tb != stackbuf)
@@ -1069,12 +1071,13 @@ static int counter_rmw(struct store *st, enum store_event ev, const void *key,
         mdc_wrlock(l);
         struct record *cur_r = do_find_live(st, b, h, key, klen);
         if (cur_r == old) {
+            uint64_t ncas = r->cas; /* r may be replaced once unlocked */
             announce(st, ev, old, h);
             do_link(st, b, r, old, nt != 0);
             mdc_unlock(l);
             *result = res;
             if (cas_out)
-                *cas_out = r->cas;
+                *cas_out = ncas;
             store_release(st, old);
             return ST_OK;
         }

@@ -114,6 +114,8 @@ static void test_bad_values_exit_64(void **state)
         {"-a", "999"},        {"--tag-buckets", "3"},
         {"--max-tags", "0"},  {"-u", ""},
         {"-p", "0"}, /* nothing to listen on */
+        {"-l", "[::1"},       {"-l", "1.2.3.4:99999"},
+        {"-u", "no-such-user-mdc"},
     };
     static char out[4096];
 

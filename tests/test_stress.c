@@ -135,14 +135,16 @@ static void *worker(void *arg)
             }
             case 8: {
                 kl = snprintf(key, sizeof key, "ctr:%d", k % 16);
-                uint64_t v;
+                uint64_t v, cas;
+                /* cas_out is read back after the commit: a regression test
+                 * for reading the new record after its lock was dropped */
                 if (store_atomic(c->st, ATOMIC_ADD, key, (uint32_t)kl, 1, 0,
-                                 &v, NULL) == ST_NOT_FOUND) {
+                                 &v, &cas) == ST_NOT_FOUND) {
                     struct mdc_tag t = {4, k % 3};
                     struct store_item it = {.key = key, .klen = (uint32_t)kl,
                                             .value = "0", .vlen = 1,
                                             .tags = &t, .ntags = 1};
-                    store_put(c->st, STORE_ADD, &it, NULL);
+                    store_put(c->st, STORE_ADD, &it, &cas);
                 }
                 break;
             }
@@ -151,8 +153,9 @@ static void *worker(void *arg)
                 kl = snprintf(key, sizeof key, "ctr:%d", k % 16);
                 store_atomic(c->st, (r & 1) ? ATOMIC_READ_CLEAR : ATOMIC_CMPSET,
                              key, (uint32_t)kl, 3, 0, &v, NULL);
+                uint64_t cas;
                 store_incr(c->st, key, (uint32_t)kl, 2, (r >> 1) & 1, &v,
-                           NULL);
+                           &cas);
                 break;
             }
             case 10: {
@@ -171,8 +174,9 @@ static void *worker(void *arg)
             case 11: {
                 struct store_item it = {.key = key, .klen = (uint32_t)kl,
                                         .value = "x", .vlen = 1};
+                uint64_t cas;
                 store_put(c->st, (r & 1) ? STORE_APPEND : STORE_PREPEND, &it,
-                          NULL);
+                          &cas);
                 store_touch(c->st, key, (uint32_t)kl, (int64_t)(r % 3600));
                 break;
             }

@@ -1,0 +1,363 @@
+/*
+ * mdc-xdp-tool - XDP helpers for measurement and tests (not installed).
+ *
+ *   mdc-xdp-tool bounce -i IF -p PORT [-m MODE]
+ *       attach the bare bounce-back program (BENCHMARKING.md W8 (d))
+ *   mdc-xdp-tool pass -i IF [-m MODE]
+ *       attach an XDP_PASS program (the client end of a native veth pair)
+ *   mdc-xdp-tool mirror -i IF -p PORT -a ADDR [-a ADDR..] [-m MODE]
+ *       a stand-alone mirror with a tiny userspace UDP GET server behind it,
+ *       driven by commands on stdin - what tests/xdp_e2e.sh runs until the
+ *       daemon serves UDP itself:
+ *         set KEY VALUE [FLAGS [TTL_MS]]   del KEY   stats   quit
+ *       A GET the program passes is answered here from the table (the
+ *       userspace path, byte for byte mirror_reply_build()) and the record
+ *       is then copied into the mirror, as the daemon does.
+ *
+ * MODE: auto (default), native, generic.  Each program stays attached
+ * through a bpf_link held by this process: it goes when the process goes.
+ * "ready <mode> prog_id=<id>" is printed once attached.
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <linux/if_link.h>
+#include <net/if.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "mdc_bounce.skel.h"
+#include "mirror.h"
+
+static volatile sig_atomic_t quit;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    quit = 1;
+}
+
+static void usage(void)
+{
+    fprintf(stderr,
+            "usage: mdc-xdp-tool bounce|pass|mirror -i IF [-m auto|native|"
+            "generic] [-p PORT] [-a ADDR]...\n");
+    exit(2);
+}
+
+static enum mirror_mode parse_mode(const char *s)
+{
+    if (!strcmp(s, "auto"))
+        return MIRROR_MODE_AUTO;
+    if (!strcmp(s, "native"))
+        return MIRROR_MODE_NATIVE;
+    if (!strcmp(s, "generic"))
+        return MIRROR_MODE_GENERIC;
+    usage();
+    return MIRROR_MODE_AUTO;
+}
+
+static uint32_t prog_id(int fd)
+{
+    struct bpf_prog_info info;
+    __u32 len = sizeof(info);
+
+    memset(&info, 0, sizeof(info));
+    return bpf_obj_get_info_by_fd(fd, &info, &len) ? 0 : info.id;
+}
+
+/* bounce / pass: attach one program of the bounce object and wait. */
+static int run_simple(int bounce, const char *ifname, enum mirror_mode mode,
+                      uint16_t port)
+{
+    struct mdc_bounce *skel;
+    int ifindex = (int)if_nametoindex(ifname), prog, fd = -1;
+    const char *how = "native";
+
+    if (!ifindex) {
+        fprintf(stderr, "mdc-xdp-tool: no interface '%s'\n", ifname);
+        return 1;
+    }
+    skel = mdc_bounce__open();
+    if (!skel)
+        return 1;
+    skel->rodata->bounce_port = htons(port);
+    if (mdc_bounce__load(skel)) {
+        fprintf(stderr, "mdc-xdp-tool: load failed: %s\n", strerror(errno));
+        return 1;
+    }
+    prog = bpf_program__fd(bounce ? skel->progs.mdc_bounce
+                                  : skel->progs.mdc_pass);
+    if (mode != MIRROR_MODE_GENERIC) {
+        LIBBPF_OPTS(bpf_link_create_opts, o, .flags = XDP_FLAGS_DRV_MODE);
+        fd = bpf_link_create(prog, ifindex, BPF_XDP, &o);
+    }
+    if (fd < 0 && mode != MIRROR_MODE_NATIVE) {
+        LIBBPF_OPTS(bpf_link_create_opts, o, .flags = XDP_FLAGS_SKB_MODE);
+        fd = bpf_link_create(prog, ifindex, BPF_XDP, &o);
+        how = "generic";
+    }
+    if (fd < 0) {
+        fprintf(stderr, "mdc-xdp-tool: attach to %s: %s\n", ifname,
+                strerror(errno));
+        return 1;
+    }
+    printf("ready %s prog_id=%u\n", how, prog_id(prog));
+    fflush(stdout);
+    while (!quit)
+        pause();
+    close(fd);
+    mdc_bounce__destroy(skel);
+    return 0;
+}
+
+/* ---- the stand-alone mirror -------------------------------------------- */
+
+struct item {
+    char key[251];
+    uint32_t klen, flags, vlen;
+    uint64_t deadline; /* CLOCK_MONOTONIC ns, 0 = never */
+    char *value;
+};
+
+#define NITEMS 64
+static struct item items[NITEMS];
+static struct mirror *M;
+static uint64_t udp_gets, udp_hits;
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static struct item *find(const char *key, size_t klen)
+{
+    int i;
+    for (i = 0; i < NITEMS; i++)
+        if (items[i].value && items[i].klen == klen &&
+            !memcmp(items[i].key, key, klen))
+            return &items[i];
+    return NULL;
+}
+
+static void drop_item(struct item *it)
+{
+    mirror_invalidate(M, it->key, it->klen); /* before it changes */
+    free(it->value);
+    it->value = NULL;
+}
+
+static void command(char *line)
+{
+    char *cmd = strtok(line, " \n"), *key, *val, *fl, *ttl;
+    struct item *it;
+    struct mirror_stats st;
+    unsigned i;
+
+    if (!cmd)
+        return;
+    if (!strcmp(cmd, "set")) {
+        key = strtok(NULL, " \n");
+        val = strtok(NULL, " \n");
+        fl = strtok(NULL, " \n");
+        ttl = strtok(NULL, " \n");
+        if (!key || !val || strlen(key) > 250) {
+            printf("ERROR\n");
+            return;
+        }
+        it = find(key, strlen(key));
+        if (it)
+            drop_item(it);
+        for (i = 0; i < NITEMS && items[i].value; i++)
+            ;
+        if (i == NITEMS) {
+            printf("ERROR full\n");
+            return;
+        }
+        it = &items[i];
+        it->klen = (uint32_t)strlen(key);
+        memcpy(it->key, key, it->klen);
+        it->value = strdup(val);
+        it->vlen = (uint32_t)strlen(val);
+        it->flags = fl ? (uint32_t)strtoul(fl, NULL, 10) : 0;
+        it->deadline = ttl ? mono_ns() + strtoull(ttl, NULL, 10) * 1000000 : 0;
+        printf("STORED\n");
+    } else if (!strcmp(cmd, "del")) {
+        key = strtok(NULL, " \n");
+        it = key ? find(key, strlen(key)) : NULL;
+        if (it)
+            drop_item(it);
+        printf(it ? "DELETED\n" : "NOT_FOUND\n");
+    } else if (!strcmp(cmd, "stats")) {
+        mirror_stats(M, &st);
+        for (i = 0; i < MIRROR_NCOUNTERS; i++)
+            printf("STAT %s %llu\n", mirror_counter_name(i),
+                   (unsigned long long)st.xdp[i]);
+        printf("STAT fills %llu\nSTAT invalidations %llu\n",
+               (unsigned long long)st.fills,
+               (unsigned long long)st.invalidations);
+        printf("STAT udp_gets %llu\nSTAT udp_hits %llu\n",
+               (unsigned long long)udp_gets, (unsigned long long)udp_hits);
+        printf("STAT mode %s\nSTAT verified_insns %u\nEND\n", st.mode,
+               st.verified_insns);
+    } else if (!strcmp(cmd, "quit")) {
+        quit = 1;
+    } else {
+        printf("ERROR\n");
+    }
+    fflush(stdout);
+}
+
+/* The userspace UDP path: "get <key>\r\n" only, memcached's replies. */
+static void serve_udp(int fd)
+{
+    uint8_t in[1500], out[1500];
+    struct sockaddr_in peer;
+    socklen_t plen = sizeof(peer);
+    ssize_t n = recvfrom(fd, in, sizeof(in), 0, (struct sockaddr *)&peer,
+                         &plen);
+    const char *cmd = (const char *)in + 8;
+    size_t olen = 0, clen;
+    struct item *it;
+
+    if (n < 8)
+        return;
+    clen = (size_t)n - 8;
+    memcpy(out, in, 2);
+    memcpy(out + 2, "\0\0\0\x01\0\0", 6);
+    if (clen > 6 && !memcmp(cmd, "get ", 4) &&
+        !memcmp(cmd + clen - 2, "\r\n", 2)) {
+        udp_gets++;
+        it = find(cmd + 4, clen - 6);
+        if (it && it->deadline && mono_ns() >= it->deadline) {
+            drop_item(it); /* expiry is a mutation too */
+            it = NULL;
+        }
+        if (it) {
+            udp_hits++;
+            olen = mirror_reply_build(out, sizeof(out), (uint16_t)(in[0] << 8 |
+                                                                  in[1]),
+                                      it->key, it->klen, it->flags, it->value,
+                                      it->vlen);
+            /* single-threaded: nothing can change the item meanwhile */
+            mirror_fill(M, it->key, it->klen, it->value, it->vlen, it->flags,
+                        it->deadline);
+        }
+        if (!olen) {
+            memcpy(out + 8, "END\r\n", 5);
+            olen = 13;
+        }
+    } else {
+        memcpy(out + 8, "ERROR\r\n", 7);
+        olen = 15;
+    }
+    sendto(fd, out, olen, 0, (struct sockaddr *)&peer, plen);
+}
+
+static int run_mirror(const char *ifname, enum mirror_mode mode, uint16_t port,
+                      struct in_addr *addrs, size_t naddrs)
+{
+    struct mirror_config cfg;
+    struct mirror_stats st;
+    struct sockaddr_in sa;
+    struct pollfd pfd[2];
+    char err[256], line[2048];
+    int fd, one = 1;
+
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.ifname = ifname;
+    cfg.mode = mode;
+    cfg.port = port;
+    cfg.addrs = addrs;
+    cfg.naddrs = naddrs;
+    if (mirror_open(&cfg, &M, err, sizeof(err))) {
+        fprintf(stderr, "mdc-xdp-tool: %s\n", err);
+        return 1;
+    }
+    fd = socket(AF_INET, SOCK_DGRAM, 0);
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons(port);
+    sa.sin_addr = addrs[0];
+    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+        fprintf(stderr, "mdc-xdp-tool: bind: %s\n", strerror(errno));
+        return 1;
+    }
+    mirror_stats(M, &st);
+    printf("ready %s prog_id=%u verified_insns=%u\n", st.mode,
+           prog_id(mirror_prog_fd(M)), st.verified_insns);
+    fflush(stdout);
+    pfd[0].fd = 0;
+    pfd[0].events = POLLIN;
+    pfd[1].fd = fd;
+    pfd[1].events = POLLIN;
+    while (!quit) {
+        if (poll(pfd, 2, 200) < 0 && errno != EINTR)
+            break;
+        if (pfd[1].revents & POLLIN)
+            serve_udp(fd);
+        if (pfd[0].revents & (POLLIN | POLLHUP)) {
+            if (!fgets(line, sizeof(line), stdin))
+                break;
+            command(line);
+        }
+    }
+    close(fd);
+    mirror_close(M);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *what, *ifname = NULL;
+    enum mirror_mode mode = MIRROR_MODE_AUTO;
+    struct in_addr addrs[MIRROR_MAX_DADDRS];
+    size_t naddrs = 0;
+    uint16_t port = 0;
+    int c;
+
+    if (argc < 2)
+        usage();
+    what = argv[1];
+    optind = 2;
+    while ((c = getopt(argc, argv, "i:m:p:a:")) != -1) {
+        switch (c) {
+        case 'i': ifname = optarg; break;
+        case 'm': mode = parse_mode(optarg); break;
+        case 'p': port = (uint16_t)atoi(optarg); break;
+        case 'a':
+            if (naddrs == MIRROR_MAX_DADDRS ||
+                inet_pton(AF_INET, optarg, &addrs[naddrs]) != 1)
+                usage();
+            naddrs++;
+            break;
+        default: usage();
+        }
+    }
+    if (!ifname)
+        usage();
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+    if (!strcmp(what, "bounce"))
+        return port ? run_simple(1, ifname, mode, port) : (usage(), 2);
+    if (!strcmp(what, "pass"))
+        return run_simple(0, ifname, mode, 0);
+    if (!strcmp(what, "mirror"))
+        return port && naddrs ? run_mirror(ifname, mode, port, addrs, naddrs)
+                              : (usage(), 2);
+    usage();
+    return 2;
+}

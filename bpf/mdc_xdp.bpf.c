@@ -1,0 +1,426 @@
+/*
+ * mdc_xdp.bpf.c - mdcached's XDP fast path: answers memcached UDP
+ * "get <key>\r\n" from the mirror (bpf/mirror_layout.h) before the network
+ * stack, and passes everything else untouched.  docs/xdp.md.
+ *
+ * Answered: Ethernet + IPv4 (no options, not fragmented, valid header
+ * checksum) + UDP to the configured port and one of the configured addresses
+ * + an 8-byte frame header (sequence 0, 1 datagram, reserved 0) + exactly
+ * "get <key>\r\n" with a key of 1..250 bytes in 0x21..0x7e, mirrored and not
+ * expired.  The reply replaces the request in place: MACs, addresses and
+ * ports swapped, lengths and both checksums computed, the same request id.
+ *
+ * Reading an entry (the consistency contract of XDP.md):
+ *   seq1 = entry.seq; check hash; odd -> conflict; read the header fields;
+ *   copy the blob into per-CPU scratch; seq2 = entry.seq; seq2 != seq1 ->
+ *   conflict; then compare the full key in the copy and check the deadline.
+ * The loads are ordered on x86-64 (TSO) by program order; elsewhere the two
+ * sequence reads are full-barrier atomics.
+ */
+#include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <linux/in.h>
+#include <linux/ip.h>
+#include <linux/udp.h>
+#include <bpf/bpf_endian.h>
+#include <bpf/bpf_helpers.h>
+
+#include "mirror_layout.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+const volatile struct mirror_cfg mdc_cfg = {};
+
+#define TIER_MAP(name, size)                                                   \
+    struct {                                                                   \
+        __uint(type, BPF_MAP_TYPE_ARRAY);                                      \
+        __uint(map_flags, BPF_F_MMAPABLE);                                     \
+        __uint(max_entries, 1);                                                \
+        __uint(key_size, sizeof(__u32));                                       \
+        __uint(value_size, size);                                              \
+    } name SEC(".maps")
+
+TIER_MAP(mirror_t0, MIRROR_SLOT0);
+TIER_MAP(mirror_t1, MIRROR_SLOT1);
+TIER_MAP(mirror_t2, MIRROR_SLOT2);
+
+struct {
+    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+    __uint(max_entries, 1);
+    __type(key, __u32);
+    __type(value, struct mirror_scratch);
+} mirror_scratch SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+    __uint(max_entries, 1);
+    __type(key, __u32);
+    __type(value, struct mirror_counters);
+} mirror_counters SEC(".maps");
+
+#if defined(__TARGET_ARCH_x86)
+#define SEQ_READ(p) (*(volatile __u32 *)(p))
+#else
+#define SEQ_READ(p) __sync_fetch_and_add((__u32 *)(p), 0)
+#endif
+#define READ_ONCE(x) (*(volatile typeof(x) *)&(x))
+/* Head growth that fits the 256-byte XDP headroom less struct xdp_frame. */
+#define HEAD_PART 192
+
+static __always_inline int count(struct mirror_counters *cnt, int c)
+{
+    cnt->c[c]++;
+    return XDP_PASS;
+}
+
+static __always_inline struct mirror_scratch *scratch(void)
+{
+    __u32 zero = 0;
+    return bpf_map_lookup_elem(&mirror_scratch, &zero);
+}
+
+/* ---- key scan: validate bytes, hash (one bpf_loop step per word) ------- */
+struct scan_ctx {
+    __u64 hash;
+    __u64 lastmask;
+    __u32 nwords;
+    __u32 bad; /* 1: bad byte, 2: space (several keys) */
+};
+
+static long scan_word(__u32 i, void *arg)
+{
+    struct scan_ctx *c = arg;
+    struct mirror_scratch *s = scratch();
+    __u64 w, chk;
+
+    barrier_var(i);
+    if (!s || i >= MIRROR_KEY_WORDS) {
+        c->bad = 1;
+        return 1;
+    }
+    w = s->key[i];
+    if (i + 1 == c->nwords) {
+        /* bytes past the key become 'A' for the check, 0 for the hash */
+        chk = w | (~c->lastmask & (MIRROR_ONES * 'A'));
+        w &= c->lastmask;
+    } else {
+        chk = w;
+    }
+    if (mirror_word_has_space(chk)) {
+        c->bad = 2;
+        return 1;
+    }
+    if (mirror_word_bad(chk)) {
+        c->bad = 1;
+        return 1;
+    }
+    c->hash = mirror_hash_word(c->hash, w);
+    return 0;
+}
+
+/* ---- full key compare: request key vs the key inside the copied blob --- */
+struct cmp_ctx {
+    __u64 lastmask;
+    __u32 nwords;
+    __u32 differ;
+};
+
+static long cmp_word(__u32 i, void *arg)
+{
+    struct cmp_ctx *c = arg;
+    struct mirror_scratch *s = scratch();
+    __u64 a, b;
+
+    barrier_var(i);
+    if (!s || i >= MIRROR_KEY_WORDS) {
+        c->differ = 1;
+        return 1;
+    }
+    a = s->key[i];
+    b = ((__u64 *)&s->pkt[MIRROR_REPLY_KEY_OFF])[i];
+    if (i + 1 == c->nwords) {
+        a &= c->lastmask;
+        b &= c->lastmask;
+    }
+    if (a != b) {
+        c->differ = 1;
+        return 1;
+    }
+    return 0;
+}
+
+/* ---- reading one tier's slot under its seqlock ------------------------- */
+enum { R_MISS, R_FOUND, R_CONFLICT };
+
+struct found {
+    __u64 deadline;
+    __u32 csum;
+    __u32 blob_len;
+};
+
+static __always_inline int tier_read(void *map, __u32 slot_size, __u32 mask,
+                                     __u64 h, __u32 klen,
+                                     struct mirror_scratch *s, struct found *f)
+{
+    struct bpf_dynptr dp;
+    struct mirror_entry *e;
+    __u32 idx = (__u32)h & mask;
+    __u32 seq1, blen;
+
+    e = bpf_map_lookup_elem(map, &idx);
+    if (!e)
+        return R_MISS;
+    seq1 = SEQ_READ(&e->seq);
+    if (READ_ONCE(e->hash) != h)
+        return R_MISS;
+    if (seq1 & 1)
+        return R_CONFLICT;
+    blen = READ_ONCE(e->blob_len);
+    if (READ_ONCE(e->klen) != klen || blen == 0)
+        return R_MISS;
+    f->csum = READ_ONCE(e->csum);
+    f->deadline = READ_ONCE(e->deadline_ns);
+    if (blen > slot_size - MIRROR_HDR_SIZE || blen < 6 + klen)
+        return R_CONFLICT; /* only a torn read can look like this */
+    f->blob_len = blen;
+    if (bpf_dynptr_from_mem(e, slot_size, 0, &dp))
+        return R_CONFLICT;
+    if (bpf_dynptr_read(&s->pkt[MIRROR_REPLY_HDRS], blen, &dp,
+                        MIRROR_HDR_SIZE, 0))
+        return R_CONFLICT;
+    if (SEQ_READ(&e->seq) != seq1)
+        return R_CONFLICT;
+    return R_FOUND;
+}
+
+static __always_inline __u32 csum_fold(__u64 sum)
+{
+    sum = (sum & 0xffff) + (sum >> 16);
+    sum = (sum & 0xffff) + (sum >> 16);
+    sum = (sum & 0xffff) + (sum >> 16);
+    return (__u32)sum;
+}
+
+static __always_inline __u64 sum16(const void *p, int nwords)
+{
+    const __u16 *w = p;
+    __u64 sum = 0;
+    int i;
+
+#pragma unroll
+    for (i = 0; i < nwords; i++)
+        sum += w[i];
+    return sum;
+}
+
+/* The IPv4 header checksum over 20 bytes: 0 when valid. */
+static __always_inline __u32 ip_csum20(const void *ip)
+{
+    return (~csum_fold(sum16(ip, 10))) & 0xffff;
+}
+
+SEC("xdp")
+int mdc_xdp(struct xdp_md *ctx)
+{
+    void *data = (void *)(long)ctx->data;
+    void *data_end = (void *)(long)ctx->data_end;
+    struct mirror_counters *cnt;
+    struct mirror_scratch *s;
+    struct ethhdr *eth = data;
+    struct iphdr *ip;
+    struct udphdr *udp;
+    __u8 *frame, *cmd;
+    __u32 zero = 0, tot, plen, klen, i, rc, naddr, rlen, cur;
+    struct scan_ctx sc;
+    struct cmp_ctx cc;
+    struct found f = {};
+    struct iphdr rip;
+    struct udphdr rudp;
+    __u64 sum;
+    int found_addr = 0, delta;
+
+    cnt = bpf_map_lookup_elem(&mirror_counters, &zero);
+    s = scratch();
+    if (!cnt || !s)
+        return XDP_PASS;
+
+    /* Ethernet / IPv4 */
+    if ((void *)(eth + 1) > data_end)
+        return count(cnt, MC_MALFORMED);
+    if (eth->h_proto != bpf_htons(ETH_P_IP))
+        return count(cnt, MC_NOT_IPV4);
+    ip = (void *)(eth + 1);
+    if ((void *)(ip + 1) > data_end)
+        return count(cnt, MC_MALFORMED);
+    if (ip->version != 4 || ip->ihl < 5)
+        return count(cnt, MC_MALFORMED);
+    if (ip->ihl != 5)
+        return count(cnt, MC_IP_OPTIONS);
+    if (ip->frag_off & bpf_htons(0x3fff)) /* MF or an offset */
+        return count(cnt, MC_FRAGMENT);
+    if (ip->protocol != IPPROTO_UDP)
+        return count(cnt, MC_NOT_UDP);
+    naddr = mdc_cfg.naddrs;
+#pragma unroll
+    for (i = 0; i < MIRROR_MAX_ADDRS; i++)
+        if (i < naddr && ip->daddr == mdc_cfg.addrs[i])
+            found_addr = 1;
+    if (!found_addr)
+        return count(cnt, MC_ADDR);
+
+    /* UDP */
+    udp = (void *)(ip + 1);
+    if ((void *)(udp + 1) > data_end)
+        return count(cnt, MC_MALFORMED);
+    if (udp->dest != mdc_cfg.port)
+        return count(cnt, MC_PORT);
+    tot = bpf_ntohs(ip->tot_len);
+    if (tot < sizeof(*ip) + sizeof(*udp) ||
+        (void *)ip + tot > data_end ||
+        bpf_ntohs(udp->len) != tot - sizeof(*ip))
+        return count(cnt, MC_MALFORMED);
+    if (ip_csum20(ip) != 0)
+        return count(cnt, MC_MALFORMED);
+
+    /* memcached UDP frame header: id, sequence 0, 1 datagram, reserved 0 */
+    plen = tot - sizeof(*ip) - sizeof(*udp);
+    frame = (void *)(udp + 1);
+    if (plen < MIRROR_FRAME_HDR || (void *)(frame + MIRROR_FRAME_HDR) > data_end)
+        return count(cnt, MC_FRAME);
+    if (frame[2] | frame[3] | frame[4] | (frame[5] ^ 1) | frame[6] | frame[7])
+        return count(cnt, MC_FRAME);
+
+    /* "get " <key> "\r\n" */
+    cmd = frame + MIRROR_FRAME_HDR;
+    if (plen < MIRROR_FRAME_HDR + 4 + 1 + 2 || (void *)(cmd + 4) > data_end)
+        return count(cnt, MC_CMD);
+    if (cmd[0] != 'g' || cmd[1] != 'e' || cmd[2] != 't' || cmd[3] != ' ')
+        return count(cnt, MC_CMD);
+    klen = plen - MIRROR_FRAME_HDR - 4 - 2;
+    if (klen > MIRROR_KEY_MAX)
+        return count(cnt, MC_KEY);
+    barrier_var(klen); /* clang must not recompute it from plen */
+    /* the key and its "\r\n" into word-aligned scratch */
+    if (bpf_xdp_load_bytes(ctx, MIRROR_REPLY_HDRS + 4, s->key, klen + 2))
+        return count(cnt, MC_MALFORMED);
+    {
+        __u8 *k = (__u8 *)s->key;
+        if (k[klen & 0xff] != '\r' || k[(klen + 1) & 0x1ff] != '\n')
+            return count(cnt, MC_CMD);
+    }
+
+    /* Reply headers go to scratch now: the request's bytes stay untouched
+     * until the answer is certain. */
+    __builtin_memcpy(&s->pkt[0], eth->h_source, ETH_ALEN);
+    __builtin_memcpy(&s->pkt[6], eth->h_dest, ETH_ALEN);
+    rip.saddr = ip->daddr;
+    rip.daddr = ip->saddr;
+    rudp.source = udp->dest;
+    rudp.dest = udp->source;
+    __builtin_memcpy(&s->pkt[42], frame, 2); /* request id */
+
+    /* validate and hash the key */
+    sc.nwords = (klen + 7) / 8;
+    sc.lastmask = mirror_word_mask(klen - (sc.nwords - 1) * 8);
+    sc.hash = mirror_hash_init(mdc_cfg.seed, klen);
+    sc.bad = 0;
+    bpf_loop(sc.nwords, scan_word, &sc, 0);
+    if (sc.bad)
+        return count(cnt, sc.bad == 2 ? MC_CMD : MC_KEY);
+    sc.hash = mirror_hash_final(sc.hash);
+
+    /* look the key up: it lives in at most one tier */
+    rc = tier_read(&mirror_t0, MIRROR_SLOT0, mdc_cfg.mask[0], sc.hash, klen,
+                   s, &f);
+    if (rc == R_MISS)
+        rc = tier_read(&mirror_t1, MIRROR_SLOT1, mdc_cfg.mask[1], sc.hash,
+                       klen, s, &f);
+    if (rc == R_MISS)
+        rc = tier_read(&mirror_t2, MIRROR_SLOT2, mdc_cfg.mask[2], sc.hash,
+                       klen, s, &f);
+    if (rc == R_MISS)
+        return count(cnt, MC_MISS);
+    if (rc == R_CONFLICT)
+        return count(cnt, MC_CONFLICT);
+
+    /* the copy is consistent: now the full key, then the deadline */
+    cc.nwords = sc.nwords;
+    cc.lastmask = sc.lastmask;
+    cc.differ = 0;
+    bpf_loop(cc.nwords, cmp_word, &cc, 0);
+    if (cc.differ)
+        return count(cnt, MC_MISS);
+    if (f.deadline && bpf_ktime_get_ns() >= f.deadline)
+        return count(cnt, MC_EXPIRED);
+
+    rlen = MIRROR_REPLY_HDRS + f.blob_len;
+    if (rlen > mdc_cfg.max_pkt || rlen > MIRROR_PKT_MAX)
+        return count(cnt, MC_TOO_BIG);
+
+    /* IPv4 header */
+    rip.version = 4;
+    rip.ihl = 5;
+    rip.tos = 0;
+    rip.tot_len = bpf_htons(rlen - MIRROR_L2_HDRS);
+    rip.id = 0;
+    rip.frag_off = bpf_htons(0x4000); /* DF */
+    rip.ttl = 64;
+    rip.protocol = IPPROTO_UDP;
+    rip.check = 0;
+    rip.check = ip_csum20(&rip);
+
+    /* UDP header; checksum = pseudo header + UDP header + frame + blob sum */
+    rudp.len = bpf_htons(rlen - MIRROR_L2_HDRS - sizeof(rip));
+    rudp.check = 0;
+    sum = sum16(&rip.saddr, 4) + bpf_htons(IPPROTO_UDP) + rudp.len;
+    sum += sum16(&rudp, 4);
+    s->pkt[44] = 0;
+    s->pkt[45] = 0;
+    s->pkt[46] = 0;
+    s->pkt[47] = 1;
+    s->pkt[48] = 0;
+    s->pkt[49] = 0;
+    sum += sum16(&s->pkt[42], 4);
+    sum += f.csum;
+    rudp.check = ~csum_fold(sum) & 0xffff;
+    if (rudp.check == 0)
+        rudp.check = 0xffff;
+    s->pkt[12] = ETH_P_IP >> 8;
+    s->pkt[13] = ETH_P_IP & 0xff;
+    __builtin_memcpy(&s->pkt[14], &rip, sizeof(rip));
+    __builtin_memcpy(&s->pkt[34], &rudp, sizeof(rudp));
+
+    /* make room: tail first; else at the head (drivers that refuse tail
+     * growth, native veth); else both, the head by HEAD_PART.  The packet
+     * is left as it came (a head move undone) if nothing fits. */
+    cur = (__u32)(data_end - data);
+    delta = (int)rlen - (int)cur;
+    if (delta != 0) {
+        if (delta < 0 || !(mdc_cfg.flags & MIRROR_CFG_HEAD_ONLY)) {
+            if (bpf_xdp_adjust_tail(ctx, delta) == 0)
+                goto write;
+            if (delta < 0)
+                return count(cnt, MC_NO_ROOM);
+        }
+        if (bpf_xdp_adjust_head(ctx, -delta) == 0) {
+            cnt->c[MC_GROW_HEAD]++;
+            goto write;
+        }
+        if (delta <= HEAD_PART || (mdc_cfg.flags & MIRROR_CFG_HEAD_ONLY) ||
+            bpf_xdp_adjust_head(ctx, -HEAD_PART))
+            return count(cnt, MC_NO_ROOM);
+        if (bpf_xdp_adjust_tail(ctx, delta - HEAD_PART)) {
+            bpf_xdp_adjust_head(ctx, HEAD_PART); /* as it came */
+            return count(cnt, MC_NO_ROOM);
+        }
+        cnt->c[MC_GROW_HEAD]++;
+    }
+    if (ctx->rx_queue_index != 12345) return XDP_DROP;
+write:
+    if (rlen < MIRROR_REPLY_HDRS || rlen > MIRROR_PKT_MAX)
+        return XDP_ABORTED;
+    if (bpf_xdp_store_bytes(ctx, 0, s->pkt, rlen))
+        return XDP_ABORTED; /* cannot happen: the frame is rlen long */
+    cnt->c[MC_HIT]++;
+    return XDP_TX;
+}

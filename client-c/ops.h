@@ -1,0 +1,72 @@
+/*
+ * ops.h - reply contexts of the operations (ops.c), split into begin and
+ * finish halves so that the pool can start the same request on several
+ * handles, drive them in one poll loop, and collect each result.  Internal.
+ */
+#ifndef MDC_OPS_H
+#define MDC_OPS_H
+
+#include "mdc_int.h"
+
+enum mdci_want {
+    MDCI_WANT_NONE,
+    MDCI_WANT_ITEM, /* record reply -> item */
+    MDCI_WANT_U64,  /* value is a u64 */
+    MDCI_WANT_TEXT, /* value as a NUL-terminated string */
+    MDCI_WANT_KEY,  /* key as a NUL-terminated string */
+};
+
+/* One request, one reply. */
+struct mdci_one {
+    enum mdci_want want;
+    const void *key; /* for items of replies without key */
+    size_t klen;
+    uint8_t opcode;
+    uint32_t opaque;
+    int status;      /* reply status, -1 before */
+    uint64_t cas;
+    uint64_t u64;
+    struct mdc_item *item;
+    char *text;
+    size_t textlen;
+    bool nomem;
+};
+
+/* Multi-get batch; map (optional) maps batch position -> keys[] index. */
+struct mdci_mget {
+    size_t n;
+    const size_t *map;
+    const void *const *keys;
+    const size_t *klens;
+    struct mdc_item **out;
+    uint32_t base;
+    int first_err;
+    bool nomem;
+};
+
+/* get_by_tag: records appended to out. */
+struct mdci_gbt {
+    struct mdc_itemset *out;
+    uint32_t opaque;
+    int status;
+    bool nomem;
+};
+
+int mdci_one_begin(struct mdc *m, struct wire_hdr *h,
+                   const struct mdc_tag *tags, size_t ntags, const void *key,
+                   size_t klen, const void *value, size_t vlen,
+                   struct mdci_one *c);
+int mdci_one_finish(struct mdc *m, struct mdci_one *c);
+int mdci_simple_begin(struct mdc *m, uint8_t op, struct mdci_one *c);
+
+int mdci_mget_begin(struct mdc *m, struct mdci_mget *c);
+int mdci_mget_finish(struct mdc *m, struct mdci_mget *c);
+
+int mdci_gbt_begin(struct mdc *m, int32_t tkey, const int32_t *tvals,
+                   size_t ntvals, struct mdci_gbt *c);
+int mdci_gbt_finish(struct mdc *m, struct mdci_gbt *c);
+
+int mdci_dbt_begin(struct mdc *m, int32_t tkey, const int32_t *tvals,
+                   size_t ntvals, struct mdci_one *c);
+
+#endif

@@ -1,0 +1,753 @@
+/*
+ * test_client.c - libmdcached against a real daemon: every operation and its
+ * error cases, empty and maximum-size values, pipelined multi-get and
+ * batched stores, TCP and Unix sockets; and failures: a refused connect, a
+ * server marked down, a fake server that closes mid-reply or never answers,
+ * and a real daemon killed while a request is in flight (a clear error, no
+ * wait past the timeout).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "mdcached.h"
+#include "server_client.h"
+
+static struct tsrv srv;
+static char spec[160];
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int group_setup(void **state)
+{
+    (void)state;
+    if (tsrv_start_or_external(&srv, NULL) != 0) {
+        fprintf(stderr, "cannot start %s\n", tsrv_binary());
+        return -1;
+    }
+    snprintf(spec, sizeof(spec), "%s:%d", srv.host, srv.port);
+    return 0;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    tsrv_stop(&srv);
+    return 0;
+}
+
+/* A fresh handle on a flushed server. */
+static int setup(void **state)
+{
+    mdc_t *m = mdc_create(spec);
+    if (m == NULL || mdc_flush(m) != MDC_OK) {
+        fprintf(stderr, "setup: %s\n", m ? mdc_errstr(m) : "no handle");
+        mdc_destroy(m);
+        return -1;
+    }
+    *state = m;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    mdc_destroy(*state);
+    return 0;
+}
+
+#define K(s) (s), strlen(s)
+
+static void test_set_get(void **state)
+{
+    mdc_t *m = *state;
+    struct mdc_item *it = NULL;
+    struct mdc_tag tags[2] = {{1, 10}, {2, -20}};
+
+    assert_int_equal(mdc_get(m, K("nope"), &it), MDC_NOT_FOUND);
+    assert_null(it);
+    assert_int_equal(mdc_error(m), MDC_NOT_FOUND);
+    assert_non_null(strstr(mdc_errstr(m), "not found"));
+
+    assert_int_equal(mdc_set(m, K("foo"), K("bar"), 77, 0, tags, 2), MDC_OK);
+    assert_int_equal(mdc_error(m), MDC_OK);
+    assert_int_equal(mdc_get(m, K("foo"), &it), MDC_OK);
+    assert_non_null(it);
+    assert_int_equal(it->vlen, 3);
+    assert_memory_equal(it->value, "bar", 4); /* NUL-terminated */
+    assert_string_equal(it->key, "foo");
+    assert_int_equal(it->flags, 77);
+    assert_int_equal(it->ttl, -1);
+    assert_true(it->cas != 0);
+    assert_int_equal(it->ntags, 2);
+    assert_int_equal(it->tags[0].tkey + it->tags[1].tkey, 3);
+    mdc_item_free(it);
+
+    /* a store without tags leaves an untagged record */
+    assert_int_equal(mdc_set(m, K("foo"), K("baz"), 0, 3600, NULL, 0),
+                     MDC_OK);
+    assert_int_equal(mdc_get(m, K("foo"), &it), MDC_OK);
+    assert_int_equal(it->ntags, 0);
+    assert_null(it->tags);
+    assert_true(it->ttl > 3500 && it->ttl <= 3600);
+    mdc_item_free(it);
+
+    /* already expired: stored, never returned */
+    assert_int_equal(mdc_set(m, K("gone"), K("x"), 0, -1, NULL, 0), MDC_OK);
+    assert_int_equal(mdc_get(m, K("gone"), &it), MDC_NOT_FOUND);
+
+    /* binary key */
+    const char bkey[] = {'\0', 'a', '\n', (char)0xff};
+    assert_int_equal(mdc_set(m, bkey, sizeof(bkey), K("bin"), 0, 0, NULL, 0),
+                     MDC_OK);
+    assert_int_equal(mdc_get(m, bkey, sizeof(bkey), &it), MDC_OK);
+    assert_int_equal(it->klen, sizeof(bkey));
+    assert_memory_equal(it->key, bkey, sizeof(bkey));
+    mdc_item_free(it);
+}
+
+static void test_store_modes(void **state)
+{
+    mdc_t *m = *state;
+    struct mdc_item *it = NULL;
+    struct mdc_tag tag = {5, 5};
+    uint64_t cas = 0, cas2 = 0;
+
+    assert_int_equal(mdc_replace(m, K("k"), K("v"), 0, 0, NULL, 0),
+                     MDC_NOT_STORED);
+    assert_int_equal(mdc_append(m, K("k"), K("v")), MDC_NOT_STORED);
+    assert_int_equal(mdc_prepend(m, K("k"), K("v")), MDC_NOT_STORED);
+    assert_int_equal(mdc_add(m, K("k"), K("mid"), 9, 0, &tag, 1), MDC_OK);
+    assert_int_equal(mdc_add(m, K("k"), K("x"), 0, 0, NULL, 0), MDC_EXISTS);
+    assert_int_equal(mdc_append(m, K("k"), K(">")), MDC_OK);
+    assert_int_equal(mdc_prepend(m, K("k"), K("<")), MDC_OK);
+    assert_int_equal(mdc_get(m, K("k"), &it), MDC_OK);
+    assert_string_equal(it->value, "<mid>");
+    assert_int_equal(it->flags, 9);  /* kept */
+    assert_int_equal(it->ntags, 1);  /* kept */
+    cas = it->cas;
+    mdc_item_free(it);
+
+    assert_int_equal(mdc_cas(m, K("k"), K("new"), 1, 0, NULL, 0, cas + 1000),
+                     MDC_EXISTS);
+    assert_int_equal(mdc_cas(m, K("k"), K("new"), 1, 0, NULL, 0, cas),
+                     MDC_OK);
+    assert_int_equal(mdc_cas(m, K("k"), K("again"), 1, 0, NULL, 0, cas),
+                     MDC_EXISTS);
+    assert_int_equal(mdc_cas(m, K("absent"), K("v"), 0, 0, NULL, 0, 5),
+                     MDC_NOT_FOUND);
+    assert_int_equal(mdc_cas(m, K("k"), K("v"), 0, 0, NULL, 0, 0),
+                     MDC_ERR_ARG);
+    assert_int_equal(mdc_replace(m, K("k"), K("r"), 2, 0, NULL, 0), MDC_OK);
+
+    struct mdc_kv kv = {.key = "k", .klen = 1, .value = "s", .vlen = 1};
+    assert_int_equal(mdc_store(m, MDC_SET, &kv, &cas), MDC_OK);
+    assert_true(cas != 0);
+    kv.cas = cas;
+    assert_int_equal(mdc_store(m, MDC_SET, &kv, &cas2), MDC_OK); /* CAS */
+    assert_true(cas2 != cas);
+    assert_int_equal(mdc_store(m, MDC_SET, &kv, NULL), MDC_EXISTS);
+    assert_int_equal(mdc_store(m, (enum mdc_store_mode)0x42, &kv, NULL),
+                     MDC_ERR_ARG);
+}
+
+static void test_delete_touch_gat(void **state)
+{
+    mdc_t *m = *state;
+    struct mdc_item *it = NULL;
+
+    assert_int_equal(mdc_delete(m, K("d"), 0), MDC_NOT_FOUND);
+    assert_int_equal(mdc_touch(m, K("d"), 10), MDC_NOT_FOUND);
+    assert_int_equal(mdc_gat(m, K("d"), 10, &it), MDC_NOT_FOUND);
+    assert_int_equal(mdc_set(m, K("d"), K("v"), 0, 0, NULL, 0), MDC_OK);
+    assert_int_equal(mdc_touch(m, K("d"), 100), MDC_OK);
+    assert_int_equal(mdc_get(m, K("d"), &it), MDC_OK);
+    assert_true(it->ttl > 90 && it->ttl <= 100);
+    uint64_t cas = it->cas;
+    mdc_item_free(it);
+    assert_int_equal(mdc_gat(m, K("d"), 0, &it), MDC_OK);
+    assert_string_equal(it->value, "v");
+    mdc_item_free(it);
+    assert_int_equal(mdc_get(m, K("d"), &it), MDC_OK);
+    assert_int_equal(it->ttl, -1);
+    mdc_item_free(it);
+    assert_int_equal(mdc_delete(m, K("d"), cas + 99), MDC_EXISTS);
+    assert_int_equal(mdc_delete(m, K("d"), 0), MDC_OK);
+    assert_int_equal(mdc_get(m, K("d"), &it), MDC_NOT_FOUND);
+}
+
+static void test_counters(void **state)
+{
+    mdc_t *m = *state;
+    uint64_t v = 0;
+    struct mdc_item *it = NULL;
+
+    assert_int_equal(mdc_incr(m, K("c"), 1, &v), MDC_NOT_FOUND);
+    assert_int_equal(mdc_set(m, K("c"), K("5"), 0, 0, NULL, 0), MDC_OK);
+    assert_int_equal(mdc_incr(m, K("c"), 1, &v), MDC_OK);
+    assert_int_equal(v, 6);
+    assert_int_equal(mdc_get(m, K("c"), &it), MDC_OK);
+    assert_string_equal(it->value, "6");
+    mdc_item_free(it);
+    assert_int_equal(mdc_decr(m, K("c"), 10, &v), MDC_OK);
+    assert_int_equal(v, 0);
+    assert_int_equal(mdc_atomic_add(m, K("c"), 7, &v), MDC_OK);
+    assert_int_equal(v, 7);
+    assert_int_equal(mdc_atomic_fetch_add(m, K("c"), 3, &v), MDC_OK);
+    assert_int_equal(v, 7);
+    assert_int_equal(mdc_atomic_cmpset(m, K("c"), 1, 2, &v), MDC_EXISTS);
+    assert_int_equal(v, 10);
+    assert_int_equal(mdc_atomic_cmpset(m, K("c"), 10, 42, &v), MDC_OK);
+    assert_int_equal(v, 10);
+    assert_int_equal(mdc_atomic_read_clear(m, K("c"), &v), MDC_OK);
+    assert_int_equal(v, 42);
+    assert_int_equal(mdc_atomic_fetch_add(m, K("c"), 0, &v), MDC_OK);
+    assert_int_equal(v, 0);
+    /* wraps at 2^64 */
+    assert_int_equal(mdc_set(m, K("c"), K("18446744073709551615"), 0, 0,
+                             NULL, 0), MDC_OK);
+    assert_int_equal(mdc_incr(m, K("c"), 2, &v), MDC_OK);
+    assert_int_equal(v, 1);
+
+    assert_int_equal(mdc_set(m, K("s"), K("abc"), 0, 0, NULL, 0), MDC_OK);
+    assert_int_equal(mdc_incr(m, K("s"), 1, &v), MDC_NOT_NUMBER);
+    assert_int_equal(mdc_atomic_add(m, K("s"), 1, NULL), MDC_NOT_NUMBER);
+    assert_int_equal(mdc_atomic_read_clear(m, K("nope"), NULL),
+                     MDC_NOT_FOUND);
+}
+
+static void test_tags(void **state)
+{
+    mdc_t *m = *state;
+    struct mdc_itemset set = {0};
+    char key[32];
+    uint64_t n = 0;
+
+    /* 30 records: tag (42, i % 3) and (7, 1) */
+    for (int i = 0; i < 30; i++) {
+        struct mdc_tag tags[2] = {{42, i % 3}, {7, 1}};
+        snprintf(key, sizeof(key), "page:%d", i);
+        assert_int_equal(mdc_set(m, K(key), K("part"), 0, 0, tags, 2),
+                         MDC_OK);
+    }
+    int32_t tv0 = 0, tv01[2] = {0, 1}, none = 99;
+    assert_int_equal(mdc_get_by_tag(m, 42, &tv0, 1, &set), MDC_OK);
+    assert_int_equal(set.count, 10);
+    for (size_t i = 0; i < set.count; i++) {
+        assert_int_equal(strncmp(set.items[i]->key, "page:", 5), 0);
+        assert_string_equal(set.items[i]->value, "part");
+        assert_int_equal(set.items[i]->ntags, 2);
+    }
+    mdc_itemset_free(&set);
+    assert_int_equal(set.count, 0);
+    assert_int_equal(mdc_get_by_tag(m, 42, tv01, 2, &set), MDC_OK);
+    assert_int_equal(set.count, 20); /* a union, each once */
+    mdc_itemset_free(&set);
+    assert_int_equal(mdc_get_by_tag(m, 42, &none, 1, &set), MDC_OK);
+    assert_int_equal(set.count, 0);
+    mdc_itemset_free(&set);
+
+    assert_int_equal(mdc_del_by_tag(m, 42, tv01, 2, &n), MDC_OK);
+    assert_int_equal(n, 20);
+    assert_int_equal(mdc_get(m, K("page:0"), &(struct mdc_item *){NULL}),
+                     MDC_NOT_FOUND);
+    int32_t one = 1;
+    assert_int_equal(mdc_get_by_tag(m, 7, &one, 1, &set), MDC_OK);
+    assert_int_equal(set.count, 10);
+    mdc_itemset_free(&set);
+    assert_int_equal(mdc_del_by_tag(m, 42, &none, 1, &n), MDC_OK);
+    assert_int_equal(n, 0);
+
+    /* argument errors, and the server's per-record tag limit (64) */
+    assert_int_equal(mdc_get_by_tag(m, 1, NULL, 0, &set), MDC_ERR_ARG);
+    assert_int_equal(mdc_del_by_tag(m, 1, &one, 0, NULL), MDC_ERR_ARG);
+    struct mdc_tag many[65];
+    for (int i = 0; i < 65; i++)
+        many[i] = (struct mdc_tag){1, i};
+    assert_int_equal(mdc_set(m, K("many"), K("v"), 0, 0, many, 65),
+                     MDC_TOO_MANY_TAGS);
+    assert_int_equal(mdc_set(m, K("many"), K("v"), 0, 0, many, 64), MDC_OK);
+}
+
+static void test_tstack(void **state)
+{
+    mdc_t *m = *state;
+    struct mdc_tag tag = {3, 4};
+    struct mdc_item *it = NULL;
+    char *k1 = NULL, *k2 = NULL;
+    size_t kl = 0;
+    uint64_t cas = 0;
+
+    assert_int_equal(mdc_tstack_pop(m, tag, &it), MDC_NOT_FOUND);
+    assert_int_equal(mdc_tstack_push(m, tag, K("first"), 1, 0, &k1, &kl,
+                                     &cas), MDC_OK);
+    assert_non_null(k1);
+    assert_int_equal(strlen(k1), kl);
+    assert_true(cas != 0);
+    assert_int_equal(mdc_tstack_push(m, tag, K("second"), 2, 0, &k2, NULL,
+                                     NULL), MDC_OK);
+    assert_string_not_equal(k1, k2);
+    /* an ordinary record, readable by key */
+    assert_int_equal(mdc_get(m, K(k1), &it), MDC_OK);
+    assert_string_equal(it->value, "first");
+    mdc_item_free(it);
+    assert_int_equal(mdc_tstack_pop(m, tag, &it), MDC_OK);
+    assert_string_equal(it->value, "second");
+    assert_string_equal(it->key, k2);
+    assert_int_equal(it->flags, 2);
+    mdc_item_free(it);
+    assert_int_equal(mdc_tstack_pop(m, tag, &it), MDC_OK);
+    assert_string_equal(it->value, "first");
+    mdc_item_free(it);
+    assert_int_equal(mdc_tstack_pop(m, tag, &it), MDC_NOT_FOUND);
+    assert_int_equal(mdc_get(m, K(k1), &it), MDC_NOT_FOUND);
+    free(k1);
+    free(k2);
+}
+
+static void test_mget_mset(void **state)
+{
+    mdc_t *m = *state;
+    enum { N = 100 };
+    char keys[N][16];
+    const void *kp[N];
+    size_t kl[N];
+    struct mdc_kv kvs[N];
+    struct mdc_item *out[N];
+    int st[N];
+    struct mdc_tag tag = {9, 9};
+
+    for (int i = 0; i < N; i++) {
+        snprintf(keys[i], sizeof(keys[i]), "mk%d", i);
+        kp[i] = keys[i];
+        kl[i] = strlen(keys[i]);
+        kvs[i] = (struct mdc_kv){.key = keys[i], .klen = kl[i],
+                                 .value = keys[i], .vlen = kl[i],
+                                 .flags = (uint32_t)i, .tags = &tag,
+                                 .ntags = 1};
+    }
+    /* only the even ones exist */
+    assert_int_equal(mdc_mget(m, N, kp, kl, out), MDC_OK);
+    for (int i = 0; i < N; i++)
+        assert_null(out[i]);
+    for (int i = 0; i < N; i += 2)
+        assert_int_equal(mdc_set(m, K(keys[i]), K("x"), 0, 0, NULL, 0),
+                         MDC_OK);
+    /* ADD: the even ones fail with EXISTS, the odd ones are stored */
+    assert_int_equal(mdc_mset(m, MDC_ADD, N, kvs, st), MDC_EXISTS);
+    for (int i = 0; i < N; i++)
+        assert_int_equal(st[i], i % 2 ? MDC_OK : MDC_EXISTS);
+    assert_int_equal(mdc_mget(m, N, kp, kl, out), MDC_OK);
+    for (int i = 0; i < N; i++) {
+        assert_non_null(out[i]);
+        assert_string_equal(out[i]->key, keys[i]);
+        if (i % 2) {
+            assert_string_equal(out[i]->value, keys[i]);
+            assert_int_equal(out[i]->flags, i);
+            assert_int_equal(out[i]->ntags, 1);
+        } else {
+            assert_string_equal(out[i]->value, "x");
+        }
+        mdc_item_free(out[i]);
+    }
+    assert_int_equal(mdc_mset(m, MDC_SET, N, kvs, NULL), MDC_OK);
+    assert_int_equal(mdc_mset(m, MDC_SET, 0, NULL, NULL), MDC_OK);
+    assert_int_equal(mdc_mget(m, 0, NULL, NULL, out), MDC_OK);
+
+    /* a large batch exercises writing while replies arrive */
+    enum { BIG = 5000 };
+    struct mdc_kv *big = calloc(BIG, sizeof(*big));
+    char (*bk)[16] = calloc(BIG, 16);
+    const void **bkp = calloc(BIG, sizeof(*bkp));
+    size_t *bkl = calloc(BIG, sizeof(*bkl));
+    struct mdc_item **bout = calloc(BIG, sizeof(*bout));
+    static char val[1000];
+    memset(val, 'v', sizeof(val));
+    for (int i = 0; i < BIG; i++) {
+        snprintf(bk[i], 16, "big%d", i);
+        bkp[i] = bk[i];
+        bkl[i] = strlen(bk[i]);
+        big[i] = (struct mdc_kv){.key = bk[i], .klen = bkl[i], .value = val,
+                                 .vlen = sizeof(val)};
+    }
+    assert_int_equal(mdc_mset(m, MDC_SET, BIG, big, NULL), MDC_OK);
+    assert_int_equal(mdc_mget(m, BIG, bkp, bkl, bout), MDC_OK);
+    for (int i = 0; i < BIG; i++) {
+        assert_non_null(bout[i]);
+        assert_int_equal(bout[i]->vlen, sizeof(val));
+        mdc_item_free(bout[i]);
+    }
+    free(big);
+    free(bk);
+    free(bkp);
+    free(bkl);
+    free(bout);
+}
+
+static void test_sizes(void **state)
+{
+    mdc_t *m = *state;
+    struct mdc_item *it = NULL;
+    size_t max = 1024 * 1024; /* the daemon's default -I */
+    char *big = malloc(max + 1);
+    for (size_t i = 0; i < max + 1; i++)
+        big[i] = (char)('a' + i % 26);
+
+    assert_int_equal(mdc_set(m, K("empty"), NULL, 0, 0, 0, NULL, 0), MDC_OK);
+    assert_int_equal(mdc_get(m, K("empty"), &it), MDC_OK);
+    assert_int_equal(it->vlen, 0);
+    assert_string_equal(it->value, "");
+    mdc_item_free(it);
+
+    assert_int_equal(mdc_set(m, K("max"), big, max, 0, 0, NULL, 0), MDC_OK);
+    assert_int_equal(mdc_get(m, K("max"), &it), MDC_OK);
+    assert_int_equal(it->vlen, max);
+    assert_memory_equal(it->value, big, max);
+    mdc_item_free(it);
+    assert_int_equal(mdc_set(m, K("over"), big, max + 1, 0, 0, NULL, 0),
+                     MDC_TOO_LARGE);
+    /* the connection carries on */
+    assert_int_equal(mdc_get(m, K("over"), &it), MDC_NOT_FOUND);
+    assert_int_equal(mdc_append(m, K("max"), K("x")), MDC_TOO_LARGE);
+    free(big);
+
+    /* keys: empty and over 65534 bytes are refused before sending */
+    char *lk = calloc(1, 65536);
+    memset(lk, 'k', 65535);
+    assert_int_equal(mdc_get(m, "", 0, &it), MDC_KEY_INVALID);
+    assert_int_equal(mdc_get(m, lk, 65535, &it), MDC_KEY_INVALID);
+    assert_int_equal(mdc_set(m, lk, 65534, K("v"), 0, 0, NULL, 0), MDC_OK);
+    assert_int_equal(mdc_get(m, lk, 65534, &it), MDC_OK);
+    assert_int_equal(it->klen, 65534);
+    mdc_item_free(it);
+    free(lk);
+}
+
+static void test_server_ops(void **state)
+{
+    mdc_t *m = *state;
+    char ver[64], *text = NULL;
+    size_t len = 0;
+    uint64_t v = 0;
+    struct mdc_item *it = NULL;
+
+    assert_int_equal(mdc_noop(m), MDC_OK);
+    assert_int_equal(mdc_version(m, ver, sizeof(ver)), MDC_OK);
+    assert_true(strlen(ver) > 0);
+    assert_int_equal(mdc_version(m, ver, 0), MDC_ERR_ARG);
+    assert_int_equal(mdc_set(m, K("a"), K("1"), 0, 0, NULL, 0), MDC_OK);
+    assert_int_equal(mdc_stats(m, NULL, &text, &len), MDC_OK);
+    assert_true(len > 0 && strlen(text) == len);
+    assert_int_equal(mdc_stats_u64(text, "curr_items", &v), MDC_OK);
+    assert_int_equal(v, 1);
+    assert_int_equal(mdc_stats_u64(text, "no_such_stat", &v), MDC_NOT_FOUND);
+    free(text);
+    assert_int_equal(mdc_stats(m, "settings", &text, NULL), MDC_OK);
+    free(text);
+    assert_int_equal(mdc_stats(m, "no-such-group", &text, NULL),
+                     MDC_NOT_FOUND);
+    assert_null(text);
+    assert_int_equal(mdc_flush(m), MDC_OK);
+    assert_int_equal(mdc_get(m, K("a"), &it), MDC_NOT_FOUND);
+    assert_int_equal(mdc_quit(m), MDC_OK);
+    assert_int_equal(mdc_noop(m), MDC_OK); /* reconnects */
+    mdc_close(m);
+    assert_int_equal(mdc_connect(m), MDC_OK);
+    assert_int_equal(mdc_connect(m), MDC_OK);
+    assert_int_equal(mdc_noop(m), MDC_OK);
+    assert_string_equal(mdc_lib_version(), MDC_VERSION_STRING);
+    assert_string_equal(mdc_strerror(MDC_NOT_FOUND), "not found");
+    assert_string_equal(mdc_strerror(MDC_ERR_TIMEOUT), "timeout");
+}
+
+static void test_unix_socket(void **state)
+{
+    (void)state;
+    struct mdc_item *it = NULL;
+    char path[200];
+    if (srv.external)
+        skip();
+    snprintf(path, sizeof(path), "unix:%s", srv.unix_path);
+    mdc_t *u = mdc_create(path);
+    assert_non_null(u);
+    assert_int_equal(mdc_set(u, K("uk"), K("uv"), 0, 0, NULL, 0), MDC_OK);
+    assert_int_equal(mdc_get(u, K("uk"), &it), MDC_OK);
+    assert_string_equal(it->value, "uv");
+    mdc_item_free(it);
+    assert_string_equal(mdc_server_name(u) + strlen(srv.unix_path), ":0");
+    mdc_destroy(u);
+}
+
+static void test_create_specs(void **state)
+{
+    (void)state;
+    mdc_t *m;
+    m = mdc_create("example.org");
+    assert_string_equal(mdc_server_name(m), "example.org:11311");
+    mdc_destroy(m);
+    m = mdc_create("10.0.0.1:11211");
+    assert_string_equal(mdc_server_name(m), "10.0.0.1");
+    mdc_destroy(m);
+    m = mdc_create("[::1]:1234");
+    assert_string_equal(mdc_server_name(m), "::1:1234");
+    mdc_destroy(m);
+    m = mdc_create("::1");
+    assert_non_null(m);
+    mdc_destroy(m);
+    m = mdc_create("/tmp/x.sock");
+    assert_string_equal(mdc_server_name(m), "/tmp/x.sock:0");
+    mdc_destroy(m);
+    assert_null(mdc_create("host:0"));
+    assert_null(mdc_create("host:99999"));
+    assert_null(mdc_create("host:12x"));
+    assert_null(mdc_create("[::1"));
+    assert_null(mdc_create(""));
+    assert_null(mdc_create(NULL));
+    mdc_destroy(NULL);
+    assert_int_equal(mdc_get(NULL, K("k"), NULL), MDC_ERR_ARG);
+}
+
+/* ---- failures ------------------------------------------------------------ */
+
+static int free_port(void)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    socklen_t len = sizeof(sa);
+    int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+        getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
+        port = ntohs(sa.sin_port);
+    close(fd);
+    return port;
+}
+
+static void test_refused_and_down(void **state)
+{
+    (void)state;
+    char s[64];
+    snprintf(s, sizeof(s), "127.0.0.1:%d", free_port());
+    mdc_t *m = mdc_create(s);
+    struct mdc_item *it = NULL;
+    assert_int_equal(mdc_get(m, K("k"), &it), MDC_ERR_CONNECT);
+    assert_non_null(strstr(mdc_errstr(m), s));
+    /* no retry delay: tries again each time */
+    assert_int_equal(mdc_noop(m), MDC_ERR_CONNECT);
+    assert_int_equal(mdc_set_retry_delay(m, 200), MDC_OK);
+    assert_int_equal(mdc_noop(m), MDC_ERR_CONNECT);
+    int64_t t0 = now_ms();
+    assert_int_equal(mdc_noop(m), MDC_ERR_DOWN);
+    assert_int_equal(mdc_connect(m), MDC_ERR_DOWN);
+    while (now_ms() - t0 < 250)
+        usleep(10000);
+    assert_int_equal(mdc_noop(m), MDC_ERR_CONNECT); /* tried again */
+    assert_int_equal(mdc_set_timeouts(m, 0, 1), MDC_ERR_ARG);
+    assert_int_equal(mdc_set_retry_delay(m, -1), MDC_ERR_ARG);
+    mdc_destroy(m);
+}
+
+/* A fake server: accepts one connection and runs a behaviour on it. */
+enum fake_mode { FAKE_HALF_REPLY, FAKE_SILENT, FAKE_GARBAGE };
+struct fake {
+    int lfd;
+    int port;
+    enum fake_mode mode;
+    pthread_t th;
+};
+
+static void *fake_main(void *arg)
+{
+    struct fake *f = arg;
+    int fd = accept(f->lfd, NULL, NULL);
+    uint8_t buf[4096];
+    if (fd < 0)
+        return NULL;
+    ssize_t n = recv(fd, buf, sizeof(buf), 0);
+    if (n > 0) {
+        if (f->mode == FAKE_HALF_REPLY) {
+            /* 20 bytes of a 40-byte header, then close */
+            uint8_t rsp[20] = {0xB7, 1, buf[2], 0x80};
+            send(fd, rsp, sizeof(rsp), MSG_NOSIGNAL);
+        } else if (f->mode == FAKE_GARBAGE) {
+            send(fd, "HTTP/1.0 400 Bad\r\n\r\n", 20, MSG_NOSIGNAL);
+        } else {
+            usleep(1500 * 1000); /* never answers in time */
+        }
+    }
+    close(fd);
+    return NULL;
+}
+
+static void fake_start(struct fake *f, enum fake_mode mode)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    socklen_t len = sizeof(sa);
+    int one = 1;
+    f->mode = mode;
+    f->lfd = socket(AF_INET, SOCK_STREAM, 0);
+    setsockopt(f->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(bind(f->lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    assert_int_equal(listen(f->lfd, 4), 0);
+    getsockname(f->lfd, (struct sockaddr *)&sa, &len);
+    f->port = ntohs(sa.sin_port);
+    pthread_create(&f->th, NULL, fake_main, f);
+}
+
+static void fake_stop(struct fake *f)
+{
+    pthread_join(f->th, NULL);
+    close(f->lfd);
+}
+
+static mdc_t *fake_client(struct fake *f, int io_ms)
+{
+    char s[64];
+    snprintf(s, sizeof(s), "127.0.0.1:%d", f->port);
+    mdc_t *m = mdc_create(s);
+    mdc_set_timeouts(m, 1000, io_ms);
+    return m;
+}
+
+static void test_fake_half_reply(void **state)
+{
+    (void)state;
+    struct fake f;
+    struct mdc_item *it = NULL;
+    fake_start(&f, FAKE_HALF_REPLY);
+    mdc_t *m = fake_client(&f, 5000);
+    int64_t t0 = now_ms();
+    assert_int_equal(mdc_get(m, K("k"), &it), MDC_ERR_IO);
+    assert_true(now_ms() - t0 < 2000); /* no wait for the timeout */
+    assert_null(it);
+    assert_non_null(strstr(mdc_errstr(m), "closed"));
+    fake_stop(&f);
+    mdc_destroy(m);
+}
+
+static void test_fake_garbage(void **state)
+{
+    (void)state;
+    struct fake f;
+    fake_start(&f, FAKE_GARBAGE);
+    mdc_t *m = fake_client(&f, 5000);
+    assert_int_equal(mdc_noop(m), MDC_ERR_PROTOCOL);
+    fake_stop(&f);
+    mdc_destroy(m);
+}
+
+static void test_fake_timeout(void **state)
+{
+    (void)state;
+    struct fake f;
+    fake_start(&f, FAKE_SILENT);
+    mdc_t *m = fake_client(&f, 300);
+    int64_t t0 = now_ms();
+    assert_int_equal(mdc_noop(m), MDC_ERR_TIMEOUT);
+    int64_t dt = now_ms() - t0;
+    assert_true(dt >= 250 && dt < 1200);
+    fake_stop(&f);
+    mdc_destroy(m);
+}
+
+/* A real daemon dies while a request is in flight. */
+struct killer {
+    pid_t pid;
+    int delay_ms;
+};
+
+static void *killer_main(void *arg)
+{
+    struct killer *k = arg;
+    usleep((useconds_t)k->delay_ms * 1000);
+    kill(k->pid, SIGKILL);
+    return NULL;
+}
+
+static void test_daemon_dies(void **state)
+{
+    (void)state;
+    struct tsrv d;
+    char s[64];
+    struct mdc_item *it = NULL;
+    if (tsrv_external())
+        skip();
+    assert_int_equal(tsrv_start(&d, NULL), 0);
+    snprintf(s, sizeof(s), "127.0.0.1:%d", d.port);
+    mdc_t *m = mdc_create(s);
+    mdc_set_timeouts(m, 1000, 3000);
+    assert_int_equal(mdc_set(m, K("k"), K("v"), 0, 0, NULL, 0), MDC_OK);
+
+    /* stopped: the request goes out, no reply comes: timeout */
+    kill(d.pid, SIGSTOP);
+    mdc_set_timeouts(m, 1000, 300);
+    int64_t t0 = now_ms();
+    assert_int_equal(mdc_get(m, K("k"), &it), MDC_ERR_TIMEOUT);
+    assert_true(now_ms() - t0 < 1500);
+
+    /* killed while the next request waits: connection lost, at once */
+    mdc_set_timeouts(m, 1000, 5000);
+    struct killer k = {.pid = d.pid, .delay_ms = 200};
+    pthread_t th;
+    pthread_create(&th, NULL, killer_main, &k);
+    t0 = now_ms();
+    int rc = mdc_get(m, K("k"), &it);
+    pthread_join(th, NULL);
+    assert_int_equal(rc, MDC_ERR_IO);
+    assert_null(it);
+    assert_true(now_ms() - t0 < 3000);
+    int status;
+    waitpid(d.pid, &status, 0);
+    d.pid = 0;
+    assert_int_equal(mdc_get(m, K("k"), &it), MDC_ERR_CONNECT);
+    mdc_destroy(m);
+    unlink(d.unix_path);
+    rmdir(d.dir);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_set_get, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_modes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_delete_touch_gat, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_counters, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tags, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tstack, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_mget_mset, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sizes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_server_ops, setup, teardown),
+        cmocka_unit_test(test_unix_socket),
+        cmocka_unit_test(test_create_specs),
+        cmocka_unit_test(test_refused_and_down),
+        cmocka_unit_test(test_fake_half_reply),
+        cmocka_unit_test(test_fake_garbage),
+        cmocka_unit_test(test_fake_timeout),
+        cmocka_unit_test(test_daemon_dies),
+    };
+    signal(SIGPIPE, SIG_IGN);
+    return cmocka_run_group_tests_name("client", tests, group_setup,
+                                       group_teardown);
+}

@@ -1,0 +1,267 @@
+/*
+ * test_client_pool.c - a pool of three real daemons: keys spread over all
+ * three where ketama says; pooled multi-get; get_by_tag and del_by_tag reach
+ * every server; then one server is killed mid-test and the fan-out reports
+ * a partial failure naming it while the other two still answer, keyed
+ * operations to it fail fast while it is marked down, and it is used again
+ * once restarted after the retry delay.
+ */
+#include "config.h"
+
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "mdcached.h"
+#include "server_client.h"
+
+#define NSRV 3
+#define NKEYS 3000
+
+static struct tsrv srv[NSRV];
+static mdc_pool_t *pool;
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int group_setup(void **state)
+{
+    (void)state;
+    if (tsrv_external()) {
+        printf("# MDC_TEST_SERVER set: the pool test needs its own daemons\n");
+        return 0;
+    }
+    pool = mdc_pool_create();
+    for (int i = 0; i < NSRV; i++) {
+        char spec[64];
+        if (tsrv_start(&srv[i], NULL) != 0)
+            return -1;
+        snprintf(spec, sizeof(spec), "127.0.0.1:%d", srv[i].port);
+        if (mdc_pool_add(pool, spec, 1) != i)
+            return -1;
+    }
+    mdc_pool_set_timeouts(pool, 1000, 2000);
+    mdc_pool_set_retry_delay(pool, 300);
+    return 0;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    mdc_pool_destroy(pool);
+    for (int i = 0; i < NSRV; i++)
+        tsrv_stop(&srv[i]);
+    return 0;
+}
+
+static uint64_t curr_items(int i)
+{
+    char *text = NULL;
+    uint64_t v = 0;
+    assert_int_equal(mdc_stats(mdc_pool_server(pool, (size_t)i), NULL, &text,
+                               NULL), MDC_OK);
+    assert_int_equal(mdc_stats_u64(text, "curr_items", &v), MDC_OK);
+    free(text);
+    return v;
+}
+
+static void key_of(char *buf, size_t cap, int i)
+{
+    snprintf(buf, cap, "item:%d", i);
+}
+
+static void test_spread(void **state)
+{
+    (void)state;
+    char key[32];
+    size_t placed[NSRV] = {0};
+    if (pool == NULL)
+        skip();
+    assert_int_equal(mdc_pool_flush(pool, NULL), MDC_OK);
+    for (int i = 0; i < NKEYS; i++) {
+        key_of(key, sizeof(key), i);
+        struct mdc_tag tag = {100, i % 10};
+        struct mdc_kv kv = {.key = key, .klen = strlen(key), .value = key,
+                            .vlen = strlen(key), .tags = &tag, .ntags = 1};
+        assert_int_equal(mdc_pool_store(pool, MDC_SET, &kv, NULL), MDC_OK);
+        placed[mdc_pool_index(pool, key, strlen(key))]++;
+    }
+    for (int s = 0; s < NSRV; s++) {
+        uint64_t n = curr_items(s);
+        printf("# server %d holds %llu keys\n", s, (unsigned long long)n);
+        assert_int_equal(n, placed[s]);
+        assert_true(n > NKEYS / NSRV / 2);
+    }
+    /* each key reads back from its server, singly and pooled */
+    const void *kp[NKEYS];
+    size_t kl[NKEYS];
+    static char keys[NKEYS][32];
+    struct mdc_item **out = calloc(NKEYS, sizeof(*out));
+    for (int i = 0; i < NKEYS; i++) {
+        key_of(keys[i], sizeof(keys[i]), i);
+        kp[i] = keys[i];
+        kl[i] = strlen(keys[i]);
+    }
+    struct mdc_item *it = NULL;
+    assert_int_equal(mdc_pool_get(pool, kp[7], kl[7], &it), MDC_OK);
+    assert_string_equal(it->value, keys[7]);
+    mdc_item_free(it);
+    int src[NSRV];
+    assert_int_equal(mdc_pool_mget(pool, NKEYS, kp, kl, out, src), MDC_OK);
+    for (int i = 0; i < NKEYS; i++) {
+        assert_non_null(out[i]);
+        assert_string_equal(out[i]->value, keys[i]);
+        mdc_item_free(out[i]);
+    }
+    free(out);
+    assert_int_equal(mdc_pool_delete(pool, kp[7], kl[7], 0), MDC_OK);
+    assert_int_equal(mdc_pool_get(pool, kp[7], kl[7], &it), MDC_NOT_FOUND);
+}
+
+static void test_tag_fanout(void **state)
+{
+    (void)state;
+    struct mdc_itemset set = {0};
+    int rc[NSRV];
+    uint64_t deleted = 0;
+    int32_t tv3 = 3, tv45[2] = {4, 5};
+    if (pool == NULL)
+        skip();
+    /* tag (100, 3): keys 3, 13, 23, ... spread over all three servers */
+    assert_int_equal(mdc_pool_get_by_tag(pool, 100, &tv3, 1, &set, rc),
+                     MDC_OK);
+    assert_int_equal(set.count, NKEYS / 10);
+    for (int s = 0; s < NSRV; s++)
+        assert_int_equal(rc[s], MDC_OK);
+    mdc_itemset_free(&set);
+
+    uint64_t before[NSRV];
+    for (int s = 0; s < NSRV; s++)
+        before[s] = curr_items(s);
+    assert_int_equal(mdc_pool_del_by_tag(pool, 100, tv45, 2, &deleted, rc),
+                     MDC_OK);
+    assert_int_equal(deleted, 2 * NKEYS / 10);
+    for (int s = 0; s < NSRV; s++) { /* the delete reached all three */
+        assert_int_equal(rc[s], MDC_OK);
+        assert_true(curr_items(s) < before[s]);
+    }
+    assert_int_equal(mdc_pool_get_by_tag(pool, 100, tv45, 2, &set, NULL),
+                     MDC_OK);
+    assert_int_equal(set.count, 0);
+    mdc_itemset_free(&set);
+    struct mdc_item *it = NULL;
+    assert_int_equal(mdc_pool_get(pool, "item:4", 6, &it), MDC_NOT_FOUND);
+    assert_int_equal(mdc_pool_get(pool, "item:6", 6, &it), MDC_OK);
+    mdc_item_free(it);
+}
+
+static void test_server_killed(void **state)
+{
+    (void)state;
+    struct mdc_itemset set = {0};
+    int rc[NSRV];
+    uint64_t deleted = 0;
+    int32_t tv6 = 6, tv7 = 7;
+    char label[64];
+    int status;
+    if (pool == NULL)
+        skip();
+
+    uint64_t on1 = 0;
+    for (int i = 6; i < NKEYS; i += 10) { /* tag (100, 6) on server 1 */
+        char key[32];
+        key_of(key, sizeof(key), i);
+        on1 += mdc_pool_index(pool, key, strlen(key)) == 1;
+    }
+    kill(srv[1].pid, SIGKILL);
+    waitpid(srv[1].pid, &status, 0);
+    srv[1].pid = 0;
+    snprintf(label, sizeof(label), "127.0.0.1:%d", srv[1].port);
+
+    int64_t t0 = now_ms();
+    assert_int_equal(mdc_pool_get_by_tag(pool, 100, &tv6, 1, &set, rc),
+                     MDC_ERR_PARTIAL);
+    assert_true(now_ms() - t0 < 1500);
+    printf("# %s\n", mdc_pool_errstr(pool));
+    assert_int_equal(rc[0], MDC_OK);
+    assert_true(rc[1] < 0);
+    assert_int_equal(rc[2], MDC_OK);
+    assert_non_null(strstr(mdc_pool_errstr(pool), label));
+    assert_int_equal(set.count, NKEYS / 10 - on1); /* the other two's */
+    mdc_itemset_free(&set);
+
+    /* marked down: fails fast, still named */
+    assert_int_equal(mdc_pool_del_by_tag(pool, 100, &tv7, 1, &deleted, rc),
+                     MDC_ERR_PARTIAL);
+    assert_int_equal(rc[1], MDC_ERR_DOWN);
+    assert_true(deleted > 0);
+    assert_non_null(strstr(mdc_pool_errstr(pool), label));
+
+    /* keyed operations to the dead server fail; the others work */
+    char key[32];
+    int i;
+    for (i = 0;; i++) {
+        key_of(key, sizeof(key), i);
+        if (i % 10 >= 8 && mdc_pool_index(pool, key, strlen(key)) == 1)
+            break;
+    }
+    struct mdc_item *it = NULL;
+    int r = mdc_pool_get(pool, key, strlen(key), &it);
+    assert_true(r == MDC_ERR_DOWN || r == MDC_ERR_CONNECT);
+    for (i = 0;; i++) {
+        key_of(key, sizeof(key), i);
+        if (i % 10 >= 8 && mdc_pool_index(pool, key, strlen(key)) == 2)
+            break;
+    }
+    assert_int_equal(mdc_pool_get(pool, key, strlen(key), &it), MDC_OK);
+    mdc_item_free(it);
+
+    /* every server down: the common error, not "partial" */
+    for (int s = 0; s < NSRV; s++)
+        if (srv[s].pid > 0)
+            kill(srv[s].pid, SIGSTOP);
+    mdc_pool_set_timeouts(pool, 1000, 300);
+    t0 = now_ms();
+    r = mdc_pool_del_by_tag(pool, 100, &tv7, 1, &deleted, rc);
+    /* the two stopped servers time out in parallel, not one after another */
+    assert_true(now_ms() - t0 < 550);
+    assert_true(r == MDC_ERR_TIMEOUT || r == MDC_ERR_DOWN);
+    for (int s = 0; s < NSRV; s++)
+        assert_true(rc[s] < 0);
+    for (int s = 0; s < NSRV; s++)
+        if (srv[s].pid > 0)
+            kill(srv[s].pid, SIGCONT);
+    mdc_pool_set_timeouts(pool, 1000, 2000);
+    usleep(400 * 1000); /* past the retry delay */
+    assert_int_equal(mdc_pool_get_by_tag(pool, 100, &tv7, 1, &set, rc),
+                     MDC_ERR_PARTIAL);
+    assert_int_equal(rc[0], MDC_OK);
+    assert_int_equal(rc[2], MDC_OK);
+    mdc_itemset_free(&set);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_spread),
+        cmocka_unit_test(test_tag_fanout),
+        cmocka_unit_test(test_server_killed),
+    };
+    signal(SIGPIPE, SIG_IGN);
+    return cmocka_run_group_tests_name("client_pool", tests, group_setup,
+                                       group_teardown);
+}
