@@ -59,14 +59,13 @@
 #define HBUCKETS 12000 /* latency histogram: 1 us to 2 ms, then 100 us */
 
 enum op { OP_GET, OP_SET, OP_GBT, OP_DBT, OP__N, OP_REFILL = OP__N };
-static const char *op_names[OP__N] = {"get", "set", "get_by_tag",
-                                      "del_by_tag"};
+static const char *op_names[OP__N] = {"get", "set", "get_by_tag", "del_by_tag"};
 
 struct stats {
     uint64_t ops[OP__N];
     uint64_t rts[OP__N + 1]; /* round trips; refills after a miss apart */
-    uint64_t misses;       /* gets that missed (then re-set) */
-    uint64_t stale;        /* memcached: hit with an outdated tag version */
+    uint64_t misses;         /* gets that missed (then re-set) */
+    uint64_t stale;          /* memcached: hit with an outdated tag version */
     uint64_t errors;
     uint64_t hist[HBUCKETS];
 };
@@ -74,7 +73,7 @@ struct stats {
 /* ---- data model --------------------------------------------------------- */
 
 static uint32_t nrec = 20000;
-static uint32_t *page_of;   /* record -> page id */
+static uint32_t *page_of;    /* record -> page id */
 static uint32_t *page_start; /* page -> first record (pages are ranges) */
 static uint32_t npages;
 #define SMALL_PAGE 5
@@ -98,8 +97,8 @@ static void model_build(void)
     uint32_t i = 0, shared_end = (uint32_t)(nrec * 0.6);
     npages = 0;
     while (i < nrec) {
-        uint32_t size = i < shared_end ? 100 + (uint32_t)(rnd() % 901)
-                                       : SMALL_PAGE;
+        uint32_t size =
+            i < shared_end ? 100 + (uint32_t)(rnd() % 901) : SMALL_PAGE;
         if (i < shared_end && i + size > shared_end)
             size = shared_end - i;
         if (i + size > nrec)
@@ -190,8 +189,9 @@ static int mdc_tset(struct target *t, const char *key, size_t klen,
                     const struct mdc_tag *tags, size_t ntags, int ttl)
 {
     RT(t);
-    return mdc_set(t->h, key, klen, value, VLEN, 0, ttl, tags, ntags) ==
-                   MDC_OK ? 0 : -1;
+    return mdc_set(t->h, key, klen, value, VLEN, 0, ttl, tags, ntags) == MDC_OK
+               ? 0
+               : -1;
 }
 
 static int mdc_tget(struct target *t, const char *key, size_t klen, bool *hit)
@@ -226,7 +226,8 @@ static int mdc_tflush(struct target *t)
     return mdc_flush(t->h) == MDC_OK ? 0 : -1;
 }
 
-/* memcached, Symfony-style tag versions -------------------------------------- */
+/* memcached, Symfony-style tag versions --------------------------------------
+ */
 
 static int tv_key(char *buf, struct mdc_tag t)
 {
@@ -293,8 +294,10 @@ static int mc_tset(struct target *t, const char *key, size_t klen,
                      i + 1 < ntags ? ',' : '|');
     memcpy(buf + n, value, VLEN);
     RT(t);
-    return memcached_set(t->h, key, klen, buf, (size_t)n + VLEN,
-                         (time_t)ttl, 0) == MEMCACHED_SUCCESS ? 0 : -1;
+    return memcached_set(t->h, key, klen, buf, (size_t)n + VLEN, (time_t)ttl,
+                         0) == MEMCACHED_SUCCESS
+               ? 0
+               : -1;
 }
 
 /* Check a stored value's versions against the tags' current ones. */
@@ -366,8 +369,8 @@ static long mc_tgbt(struct target *t, struct mdc_tag tag)
     memcached_result_create(t->h, &res);
     size_t nv = 0;
     while ((r = memcached_fetch_result(t->h, &res, &rc)) != NULL) {
-        uint32_t rec = (uint32_t)strtoul(memcached_result_key_value(r) + 2,
-                                         NULL, 10);
+        uint32_t rec =
+            (uint32_t)strtoul(memcached_result_key_value(r) + 2, NULL, 10);
         if (rec < first || rec >= first + n)
             continue;
         vals[rec - first] = strdup(memcached_result_value(r));
@@ -436,7 +439,8 @@ static int mc_tflush(struct target *t)
     return memcached_flush(t->h, 0) == MEMCACHED_SUCCESS ? 0 : -1;
 }
 
-/* Redis, reverse-index sets ------------------------------------------------- */
+/* Redis, reverse-index sets -------------------------------------------------
+ */
 
 static int rd_tconnect(struct target *t, const char *host, int port)
 {
@@ -465,8 +469,8 @@ static int rd_tset(struct target *t, const char *key, size_t klen,
     redisContext *c = t->h;
     int rc = 0;
     if (ttl > 0)
-        redisAppendCommand(c, "SET %b %b EX %d", key, klen, value,
-                           (size_t)VLEN, ttl);
+        redisAppendCommand(c, "SET %b %b EX %d", key, klen, value, (size_t)VLEN,
+                           ttl);
     else
         redisAppendCommand(c, "SET %b %b", key, klen, value, (size_t)VLEN);
     for (size_t i = 0; i < ntags; i++)
@@ -494,8 +498,8 @@ static int rd_tget(struct target *t, const char *key, size_t klen, bool *hit)
 static redisReply *rd_members(struct target *t, struct mdc_tag tag)
 {
     RT(t);
-    redisReply *r = redisCommand(t->h, "SMEMBERS tag:%d:%d", tag.tkey,
-                                 tag.tval);
+    redisReply *r =
+        redisCommand(t->h, "SMEMBERS tag:%d:%d", tag.tkey, tag.tval);
     if (r == NULL || r->type != REDIS_REPLY_ARRAY) {
         if (r)
             freeReplyObject(r);
@@ -579,8 +583,8 @@ static struct target targets[] = {
      mdc_tflush, NULL, 0, NULL, NULL},
     {"memcached", mc_tconnect, mc_tset, mc_tget, mc_tgbt, mc_tdbt, mc_tflush,
      NULL, 0, NULL, NULL},
-    {"redis", rd_tconnect, rd_tset, rd_tget, rd_tgbt, rd_tdbt, rd_tflush,
-     NULL, 0, NULL, NULL},
+    {"redis", rd_tconnect, rd_tset, rd_tget, rd_tgbt, rd_tdbt, rd_tflush, NULL,
+     0, NULL, NULL},
 };
 
 /* ---- helpers ------------------------------------------------------------- */
@@ -629,8 +633,10 @@ static double proc_cpu_s(int pid)
     buf[n] = '\0';
     char *p = strrchr(buf, ')');
     unsigned long ut = 0, st = 0;
-    if (p == NULL || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u "
-                                   "%*u %lu %lu", &ut, &st) != 2)
+    if (p == NULL || sscanf(p + 2,
+                            "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u "
+                            "%*u %lu %lu",
+                            &ut, &st) != 2)
         return 0;
     return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
@@ -706,8 +712,8 @@ static void worker(struct target *t, double secs, unsigned seed)
     }
 }
 
-static void print_stats(const char *target, const struct stats *s,
-                        double secs, int conns, double cpu)
+static void print_stats(const char *target, const struct stats *s, double secs,
+                        int conns, double cpu)
 {
     uint64_t total = 0;
     for (int i = 0; i < OP__N; i++)
@@ -727,12 +733,12 @@ static void print_stats(const char *target, const struct stats *s,
     printf(",\"refill_rt\":%" PRIu64 "}\n", s->rts[OP_REFILL]);
 }
 
-static int do_run(struct target *proto, const char *host, int port,
-                  double secs, int conns, int pid)
+static int do_run(struct target *proto, const char *host, int port, double secs,
+                  int conns, int pid)
 {
-    struct stats *sh = mmap(NULL, sizeof(struct stats) * (size_t)conns,
-                            PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-                            -1, 0);
+    struct stats *sh =
+        mmap(NULL, sizeof(struct stats) * (size_t)conns, PROT_READ | PROT_WRITE,
+             MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (sh == MAP_FAILED)
         return -1;
     memset(sh, 0, sizeof(struct stats) * (size_t)conns);
@@ -844,8 +850,7 @@ static void leftovers(struct target *t, const char *phase)
         if (r && r->type == REDIS_REPLY_STRING) {
             const char *p = strstr(r->str, "used_memory:");
             if (p)
-                printf(",\"used_memory\":%llu",
-                       strtoull(p + 12, NULL, 10));
+                printf(",\"used_memory\":%llu", strtoull(p + 12, NULL, 10));
         }
         if (r)
             freeReplyObject(r);

@@ -67,8 +67,10 @@ int main(int argc, char **argv)
         struct mdc_item *out[100];
         for (int i = 0; i < NKEYS; i += 100) {
             for (int j = 0; j < 100; j++)
-                kv[j] = (struct mdc_kv){.key = kp[i + j], .klen = kl[i + j],
-                                        .value = val, .vlen = sizeof(val)};
+                kv[j] = (struct mdc_kv){.key = kp[i + j],
+                                        .klen = kl[i + j],
+                                        .value = val,
+                                        .vlen = sizeof(val)};
             if (mdc_mset(m, MDC_SET, 100, kv, NULL) != MDC_OK) {
                 fprintf(stderr, "mset: %s\n", mdc_errstr(m));
                 return 1;
@@ -117,9 +119,12 @@ int main(int argc, char **argv)
             /* 30 records of tag (5, 77) spread over the pool */
             for (int j = 0; j < 30; j++) {
                 struct mdc_tag tag = {5, tv};
-                struct mdc_kv kv = {.key = kp[j], .klen = kl[j],
-                                    .value = val, .vlen = sizeof(val),
-                                    .tags = &tag, .ntags = 1};
+                struct mdc_kv kv = {.key = kp[j],
+                                    .klen = kl[j],
+                                    .value = val,
+                                    .vlen = sizeof(val),
+                                    .tags = &tag,
+                                    .ntags = 1};
                 if (mdc_pool_store(p, MDC_SET, &kv, NULL) != MDC_OK)
                     return 1;
             }

@@ -87,17 +87,11 @@ struct scan_ctx {
     __u32 bad; /* 1: bad byte, 2: space (several keys) */
 };
 
-static long scan_word(__u32 i, void *arg)
+static __always_inline long scan_one(struct mirror_scratch *s,
+                                     struct scan_ctx *c, __u32 i)
 {
-    struct scan_ctx *c = arg;
-    struct mirror_scratch *s = scratch();
     __u64 w, chk;
 
-    barrier_var(i);
-    if (!s || i >= MIRROR_KEY_WORDS) {
-        c->bad = 1;
-        return 1;
-    }
     w = s->key[i];
     if (i + 1 == c->nwords) {
         /* bytes past the key become 'A' for the check, 0 for the hash */
@@ -118,6 +112,19 @@ static long scan_word(__u32 i, void *arg)
     return 0;
 }
 
+static long scan_word(__u32 i, void *arg)
+{
+    struct scan_ctx *c = arg;
+    struct mirror_scratch *s = scratch();
+
+    barrier_var(i);
+    if (!s || i >= MIRROR_KEY_WORDS) {
+        c->bad = 1;
+        return 1;
+    }
+    return scan_one(s, c, i);
+}
+
 /* ---- full key compare: request key vs the key inside the copied blob --- */
 struct cmp_ctx {
     __u64 lastmask;
@@ -125,17 +132,11 @@ struct cmp_ctx {
     __u32 differ;
 };
 
-static long cmp_word(__u32 i, void *arg)
+static __always_inline long cmp_one(struct mirror_scratch *s,
+                                    struct cmp_ctx *c, __u32 i)
 {
-    struct cmp_ctx *c = arg;
-    struct mirror_scratch *s = scratch();
     __u64 a, b;
 
-    barrier_var(i);
-    if (!s || i >= MIRROR_KEY_WORDS) {
-        c->differ = 1;
-        return 1;
-    }
     a = s->key[i];
     b = ((__u64 *)&s->pkt[MIRROR_REPLY_KEY_OFF])[i];
     if (i + 1 == c->nwords) {
@@ -148,6 +149,32 @@ static long cmp_word(__u32 i, void *arg)
     }
     return 0;
 }
+
+static long cmp_word(__u32 i, void *arg)
+{
+    struct cmp_ctx *c = arg;
+    struct mirror_scratch *s = scratch();
+
+    barrier_var(i);
+    if (!s || i >= MIRROR_KEY_WORDS) {
+        c->differ = 1;
+        return 1;
+    }
+    return cmp_one(s, c, i);
+}
+
+/*
+ * Keys of up to INLINE_WORDS words are scanned and compared inline; longer
+ * ones through bpf_loop.  Calls are what a hit mostly pays for on CPUs whose
+ * returns go through a mitigation thunk (SRSO "safe RET", retpolines).
+ */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define INLINE_WORDS 4
+#else
+#define INLINE_WORDS 0 /* the packet reads below assume little-endian */
+#endif
+/* Replies up to this size are written inline (tier-0 entries). */
+#define SMALL_REPLY (MIRROR_REPLY_HDRS + MIRROR_SLOT0 - MIRROR_HDR_SIZE)
 
 /* ---- reading one tier's slot under its seqlock ------------------------- */
 enum { R_MISS, R_FOUND, R_CONFLICT };
@@ -171,6 +198,7 @@ static __always_inline int tier_read(void *map, __u32 slot_size, __u32 mask,
     if (!e)
         return R_MISS;
     seq1 = SEQ_READ(&e->seq);
+    barrier(); /* ... and after the first */
     if (READ_ONCE(e->hash) != h)
         return R_MISS;
     if (seq1 & 1)
@@ -183,11 +211,22 @@ static __always_inline int tier_read(void *map, __u32 slot_size, __u32 mask,
     if (blen > slot_size - MIRROR_HDR_SIZE || blen < 6 + klen)
         return R_CONFLICT; /* only a torn read can look like this */
     f->blob_len = blen;
-    if (bpf_dynptr_from_mem(e, slot_size, 0, &dp))
-        return R_CONFLICT;
-    if (bpf_dynptr_read(&s->pkt[MIRROR_REPLY_HDRS], blen, &dp,
-                        MIRROR_HDR_SIZE, 0))
-        return R_CONFLICT;
+    if (slot_size == MIRROR_SLOT0) {
+        /* a small slot is copied whole, inline: no helper call */
+        __u64 *src = (__u64 *)e->blob;
+        int i;
+
+#pragma unroll
+        for (i = 0; i < (MIRROR_SLOT0 - MIRROR_HDR_SIZE) / 8; i++)
+            *(__u64 *)&s->pkt[MIRROR_REPLY_HDRS + i * 8] = src[i];
+    } else {
+        if (bpf_dynptr_from_mem(e, slot_size, 0, &dp))
+            return R_CONFLICT;
+        if (bpf_dynptr_read(&s->pkt[MIRROR_REPLY_HDRS], blen, &dp,
+                            MIRROR_HDR_SIZE, 0))
+            return R_CONFLICT;
+    }
+    barrier(); /* the copy happens before the second sequence read */
     if (SEQ_READ(&e->seq) != seq1)
         return R_CONFLICT;
     return R_FOUND;
@@ -300,13 +339,42 @@ int mdc_xdp(struct xdp_md *ctx)
     if (klen > MIRROR_KEY_MAX)
         return count(cnt, MC_KEY);
     barrier_var(klen); /* clang must not recompute it from plen */
-    /* the key and its "\r\n" into word-aligned scratch */
-    if (bpf_xdp_load_bytes(ctx, MIRROR_REPLY_HDRS + 4, s->key, klen + 2))
-        return count(cnt, MC_MALFORMED);
-    {
-        __u8 *k = (__u8 *)s->key;
-        if (k[klen & 0xff] != '\r' || k[(klen + 1) & 0x1ff] != '\n')
+    sc.nwords = (klen + 7) / 8;
+    if (sc.nwords <= INLINE_WORDS) {
+        /* short key: read straight from the packet.  The datagram's last
+         * 8 bytes hold "\r\n" and the key's last 1..6 bytes. */
+        __u8 *tail = (__u8 *)cmd + klen - 2;
+        __u64 wend, w;
+
+        if ((void *)(tail + 8) > data_end)
+            return count(cnt, MC_MALFORMED);
+        wend = *(__u64 *)tail;
+        if ((wend >> 48) != ('\r' | '\n' << 8))
             return count(cnt, MC_CMD);
+        for (i = 0; i < INLINE_WORDS; i++) {
+            __u32 r = klen - i * 8; /* key bytes from word i on */
+            __u8 *p = (__u8 *)cmd + 4 + i * 8;
+
+            if (i >= sc.nwords)
+                break;
+            if (r >= 6) {
+                if ((void *)(p + 8) > data_end)
+                    return count(cnt, MC_MALFORMED);
+                w = *(__u64 *)p;
+            } else {
+                w = wend >> (8 * (6 - r));
+            }
+            s->key[i] = w;
+        }
+    } else {
+        /* the key and its "\r\n" into word-aligned scratch */
+        if (bpf_xdp_load_bytes(ctx, MIRROR_REPLY_HDRS + 4, s->key, klen + 2))
+            return count(cnt, MC_MALFORMED);
+        {
+            __u8 *k = (__u8 *)s->key;
+            if (k[klen & 0xff] != '\r' || k[(klen + 1) & 0x1ff] != '\n')
+                return count(cnt, MC_CMD);
+        }
     }
 
     /* Reply headers go to scratch now: the request's bytes stay untouched
@@ -320,11 +388,16 @@ int mdc_xdp(struct xdp_md *ctx)
     __builtin_memcpy(&s->pkt[42], frame, 2); /* request id */
 
     /* validate and hash the key */
-    sc.nwords = (klen + 7) / 8;
     sc.lastmask = mirror_word_mask(klen - (sc.nwords - 1) * 8);
     sc.hash = mirror_hash_init(mdc_cfg.seed, klen);
     sc.bad = 0;
-    bpf_loop(sc.nwords, scan_word, &sc, 0);
+    if (sc.nwords <= INLINE_WORDS) {
+        for (i = 0; i < INLINE_WORDS; i++)
+            if (i >= sc.nwords || scan_one(s, &sc, i))
+                break;
+    } else {
+        bpf_loop(sc.nwords, scan_word, &sc, 0);
+    }
     if (sc.bad)
         return count(cnt, sc.bad == 2 ? MC_CMD : MC_KEY);
     sc.hash = mirror_hash_final(sc.hash);
@@ -347,7 +420,13 @@ int mdc_xdp(struct xdp_md *ctx)
     cc.nwords = sc.nwords;
     cc.lastmask = sc.lastmask;
     cc.differ = 0;
-    bpf_loop(cc.nwords, cmp_word, &cc, 0);
+    if (cc.nwords <= INLINE_WORDS) {
+        for (i = 0; i < INLINE_WORDS; i++)
+            if (i >= cc.nwords || cmp_one(s, &cc, i))
+                break;
+    } else {
+        bpf_loop(cc.nwords, cmp_word, &cc, 0);
+    }
     if (cc.differ)
         return count(cnt, MC_MISS);
     if (f.deadline && bpf_ktime_get_ns() >= f.deadline)
@@ -415,12 +494,34 @@ int mdc_xdp(struct xdp_md *ctx)
         }
         cnt->c[MC_GROW_HEAD]++;
     }
-    if (ctx->rx_queue_index != 12345) return XDP_DROP;
 write:
     if (rlen < MIRROR_REPLY_HDRS || rlen > MIRROR_PKT_MAX)
         return XDP_ABORTED;
-    if (bpf_xdp_store_bytes(ctx, 0, s->pkt, rlen))
+    if (rlen <= SMALL_REPLY) {
+        /* a small reply is written with plain stores: no helper call */
+        __u8 *p, *pend = (void *)(long)ctx->data_end;
+        __u32 words = rlen / 8, off;
+
+        data = (void *)(long)ctx->data;
+        for (i = 0; i < SMALL_REPLY / 8; i++) {
+            p = (__u8 *)data + i * 8;
+            if (i >= words || (void *)(p + 8) > (void *)pend)
+                break;
+            *(__u64 *)p = s->pktw[i];
+        }
+        for (i = 0; i < 7; i++) {
+            off = words * 8 + i;
+            barrier_var(off);
+            if (off >= rlen || off >= SMALL_REPLY)
+                break;
+            p = (__u8 *)data + off;
+            if ((void *)(p + 1) > (void *)pend)
+                break;
+            *p = s->pkt[off];
+        }
+    } else if (bpf_xdp_store_bytes(ctx, 0, s->pkt, rlen)) {
         return XDP_ABORTED; /* cannot happen: the frame is rlen long */
+    }
     cnt->c[MC_HIT]++;
     return XDP_TX;
 }

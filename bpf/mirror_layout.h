@@ -64,7 +64,10 @@ struct mirror_entry {
  * (8-aligned: the key compare reads it as words). */
 _Static_assert(MIRROR_REPLY_KEY_OFF % 8 == 0, "key offset must be aligned");
 struct mirror_scratch {
-    __u8 pkt[MIRROR_PKT_MAX + 6];
+    union {
+        __u8 pkt[MIRROR_PKT_MAX + 6];
+        __u64 pktw[(MIRROR_PKT_MAX + 6) / 8];
+    };
     __u64 key[MIRROR_KEY_WORDS + 1]; /* request key + "\r\n", word aligned */
 };
 

@@ -33,8 +33,7 @@
 /* The public codes mirror the wire statuses one to one. */
 _Static_assert((int)MDC_NOT_FOUND == (int)WIRE_S_NOT_FOUND, "status");
 _Static_assert((int)MDC_INVALID == (int)WIRE_S_INVALID, "status");
-_Static_assert((int)MDC_UNKNOWN_OPCODE == (int)WIRE_S_UNKNOWN_OPCODE,
-               "status");
+_Static_assert((int)MDC_UNKNOWN_OPCODE == (int)WIRE_S_UNKNOWN_OPCODE, "status");
 _Static_assert((int)MDC_NOT_SUPPORTED == (int)WIRE_S_NOT_SUPPORTED, "status");
 _Static_assert((int)MDC_SET == (int)WIRE_OP_SET &&
                    (int)MDC_PREPEND == (int)WIRE_OP_PREPEND,
@@ -56,24 +55,15 @@ const char *mdc_lib_version(void)
 const char *mdc_strerror(int rc)
 {
     switch (rc) {
-    case MDC_ERR_ARG:
-        return "invalid argument";
-    case MDC_ERR_NOMEM:
-        return "out of memory";
-    case MDC_ERR_CONNECT:
-        return "cannot connect";
-    case MDC_ERR_TIMEOUT:
-        return "timeout";
-    case MDC_ERR_IO:
-        return "connection lost";
-    case MDC_ERR_PROTOCOL:
-        return "protocol error";
-    case MDC_ERR_DOWN:
-        return "server marked down";
-    case MDC_ERR_PARTIAL:
-        return "some servers failed";
-    case MDC_ERR_NO_SERVERS:
-        return "no servers";
+    case MDC_ERR_ARG: return "invalid argument";
+    case MDC_ERR_NOMEM: return "out of memory";
+    case MDC_ERR_CONNECT: return "cannot connect";
+    case MDC_ERR_TIMEOUT: return "timeout";
+    case MDC_ERR_IO: return "connection lost";
+    case MDC_ERR_PROTOCOL: return "protocol error";
+    case MDC_ERR_DOWN: return "server marked down";
+    case MDC_ERR_PARTIAL: return "some servers failed";
+    case MDC_ERR_NO_SERVERS: return "no servers";
     default:
         if (rc >= 0 && rc <= 0xFFFF)
             return wire_strstatus((uint16_t)rc);
@@ -102,8 +92,8 @@ int mdci_setstatus(struct mdc *m, int status, const struct wire_msg *msg)
     if (msg != NULL && msg->hdr.vlen > 0 && msg->hdr.vlen < 160 &&
         msg->hdr.status >= WIRE_S_UNKNOWN_OPCODE)
         return mdci_seterr(m, status, "%s: %s (%.*s)", m->label,
-                           wire_strstatus((uint16_t)status),
-                           (int)msg->hdr.vlen, (const char *)msg->value);
+                           wire_strstatus((uint16_t)status), (int)msg->hdr.vlen,
+                           (const char *)msg->value);
     return mdci_seterr(m, status, "%s: %s", m->label,
                        wire_strstatus((uint16_t)status));
 }
@@ -322,7 +312,8 @@ const char *mdc_server_name(const mdc_t *m)
     return m ? m->name : "";
 }
 
-/* ---- connecting ----------------------------------------------------------- */
+/* ---- connecting -----------------------------------------------------------
+ */
 
 static int resolve(struct mdc *m)
 {
@@ -384,8 +375,8 @@ static int connect_start(struct mdc *m)
     int last_errno = 0;
     for (; m->addr_cur < m->naddrs; m->addr_cur++) {
         struct sockaddr *sa = (struct sockaddr *)&m->addrs[m->addr_cur];
-        int fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK |
-                                           SOCK_CLOEXEC, 0);
+        int fd = socket(sa->sa_family,
+                        SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
         if (fd < 0) {
             last_errno = errno;
             continue;
@@ -410,8 +401,8 @@ static int connect_start(struct mdc *m)
         last_errno = errno;
         close(fd);
     }
-    return mdci_seterr(m, MDC_ERR_CONNECT, "%s: cannot connect: %s",
-                       m->label, strerror(last_errno));
+    return mdci_seterr(m, MDC_ERR_CONNECT, "%s: cannot connect: %s", m->label,
+                       strerror(last_errno));
 }
 
 /* A pending connect finished (POLLOUT) or timed out. */
@@ -489,7 +480,8 @@ int mdc_connect(mdc_t *m)
     return mdci_setstatus(m, MDC_OK, NULL);
 }
 
-/* ---- buffers -------------------------------------------------------------- */
+/* ---- buffers --------------------------------------------------------------
+ */
 
 static int buf_reserve(struct mdci_buf *b, size_t more)
 {
@@ -522,8 +514,8 @@ int mdci_add(struct mdc *m, struct wire_hdr *h, const struct mdc_tag *tags,
              size_t vlen)
 {
     if (ntags > UINT16_MAX)
-        return mdci_seterr(m, MDC_TOO_MANY_TAGS, "%zu tags: at most %u",
-                           ntags, UINT16_MAX);
+        return mdci_seterr(m, MDC_TOO_MANY_TAGS, "%zu tags: at most %u", ntags,
+                           UINT16_MAX);
     if (vlen > UINT32_MAX)
         return mdci_seterr(m, MDC_TOO_LARGE, "value of %zu bytes", vlen);
     h->ntags = (uint16_t)ntags;
@@ -531,8 +523,7 @@ int mdci_add(struct mdc *m, struct wire_hdr *h, const struct mdc_tag *tags,
     h->vlen = (uint32_t)vlen;
     size_t size = WIRE_HDR_LEN + ntags * WIRE_TAG_LEN + klen + vlen;
     if (buf_reserve(&m->out, size) < 0)
-        return mdci_seterr(m, MDC_ERR_NOMEM, "out of memory (%zu bytes)",
-                           size);
+        return mdci_seterr(m, MDC_ERR_NOMEM, "out of memory (%zu bytes)", size);
     uint8_t *p = m->out.p + m->out.len;
     wire_encode_header(p, h);
     p += WIRE_HDR_LEN;
@@ -548,7 +539,8 @@ int mdci_add(struct mdc *m, struct wire_hdr *h, const struct mdc_tag *tags,
     return MDC_OK;
 }
 
-/* ---- the engine ----------------------------------------------------------- */
+/* ---- the engine -----------------------------------------------------------
+ */
 
 static void exchange_done(struct mdc *m)
 {
@@ -588,8 +580,8 @@ static void dispatch(struct mdc *m)
 {
     while (m->busy) {
         struct wire_msg msg;
-        ssize_t n = wire_parse(m->in.p + m->in.off, m->in.len - m->in.off,
-                               &msg, MDCI_MAX_RSP_BODY);
+        ssize_t n = wire_parse(m->in.p + m->in.off, m->in.len - m->in.off, &msg,
+                               MDCI_MAX_RSP_BODY);
         if (n == WIRE_AGAIN)
             return;
         if (n < 0) {
@@ -599,8 +591,10 @@ static void dispatch(struct mdc *m)
             return;
         }
         if (!(msg.hdr.flags & WIRE_F_RESPONSE)) {
-            mdci_seterr(m, MDC_ERR_PROTOCOL, "%s: reply without the "
-                        "response flag", m->label);
+            mdci_seterr(m, MDC_ERR_PROTOCOL,
+                        "%s: reply without the "
+                        "response flag",
+                        m->label);
             fail(m, MDC_ERR_PROTOCOL);
             return;
         }
@@ -649,8 +643,10 @@ static void do_read(struct mdc *m)
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
             return;
         if (n == 0)
-            mdci_seterr(m, MDC_ERR_IO, "%s: connection closed by the server "
-                        "before the reply was complete", m->label);
+            mdci_seterr(m, MDC_ERR_IO,
+                        "%s: connection closed by the server "
+                        "before the reply was complete",
+                        m->label);
         else
             mdci_seterr(m, MDC_ERR_IO, "%s: recv: %s", m->label,
                         strerror(errno));
@@ -703,9 +699,8 @@ void mdci_run(struct mdc **hs, size_t n)
                     if (m->state != MDCI_CONNECTING)
                         continue;
                 } else {
-                    mdci_seterr(m, MDC_ERR_TIMEOUT,
-                                "%s: no reply within %d ms", m->label,
-                                m->io_ms);
+                    mdci_seterr(m, MDC_ERR_TIMEOUT, "%s: no reply within %d ms",
+                                m->label, m->io_ms);
                     fail(m, MDC_ERR_TIMEOUT);
                     continue;
                 }
@@ -785,10 +780,11 @@ int mdci_exchange(struct mdc *m)
     return m->xrc;
 }
 
-/* ---- items ---------------------------------------------------------------- */
+/* ---- items ----------------------------------------------------------------
+ */
 
-struct mdc_item *mdci_item_from_msg(const struct wire_msg *msg,
-                                    const void *key, size_t klen)
+struct mdc_item *mdci_item_from_msg(const struct wire_msg *msg, const void *key,
+                                    size_t klen)
 {
     const struct wire_hdr *h = &msg->hdr;
     if (h->klen > 0) {

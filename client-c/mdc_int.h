@@ -47,21 +47,21 @@ enum mdci_state {
 struct mdc {
     /* address */
     bool is_unix;
-    char *host;          /* TCP host, or the Unix path */
+    char *host; /* TCP host, or the Unix path */
     uint16_t port;
-    char *name;          /* ketama name: "host:port", "host", "path:0" */
-    char *label;         /* for messages: "host:port" or "unix:path" */
+    char *name;  /* ketama name: "host:port", "host", "path:0" */
+    char *label; /* for messages: "host:port" or "unix:path" */
     struct sockaddr_storage addrs[8];
     socklen_t addrlens[8];
-    int naddrs;          /* 0 = not resolved yet */
-    int addr_cur;        /* address tried by the pending connect */
+    int naddrs;   /* 0 = not resolved yet */
+    int addr_cur; /* address tried by the pending connect */
 
     /* connection */
     int fd;
     enum mdci_state state;
     int connect_ms, io_ms, retry_ms;
-    int64_t down_until;  /* monotonic ms; 0 = up */
-    int64_t deadline;    /* monotonic ms of the running exchange step */
+    int64_t down_until; /* monotonic ms; 0 = up */
+    int64_t deadline;   /* monotonic ms of the running exchange step */
     uint32_t next_opaque;
     struct mdci_buf out;
     struct mdci_buf in;
@@ -69,9 +69,9 @@ struct mdc {
     /* running exchange */
     mdci_on_msg on_msg;
     void *ctx;
-    bool busy;           /* an exchange is pending on this handle */
-    int xrc;             /* its result: MDC_OK, MDC_ERR_*, or a status after
-                            which the server closes (BAD_MAGIC, ...) */
+    bool busy; /* an exchange is pending on this handle */
+    int xrc;   /* its result: MDC_OK, MDC_ERR_*, or a status after
+                  which the server closes (BAD_MAGIC, ...) */
 
     /* last result */
     int err;
@@ -117,8 +117,8 @@ void mdci_exchange_write(struct mdc *m);
 int mdci_exchange(struct mdc *m);
 
 /* Build an item from a record reply; key given when the reply has none. */
-struct mdc_item *mdci_item_from_msg(const struct wire_msg *msg,
-                                    const void *key, size_t klen);
+struct mdc_item *mdci_item_from_msg(const struct wire_msg *msg, const void *key,
+                                    size_t klen);
 /* Append to a set; returns MDC_OK or MDC_ERR_NOMEM. */
 int mdci_itemset_push(struct mdc_itemset *set, struct mdc_item *it);
 

@@ -54,25 +54,25 @@ extern "C" {
  * the wire protocol's status codes); negative codes are client errors.
  */
 enum mdc_rc {
-    MDC_OK = 0,              /**< success */
+    MDC_OK = 0, /**< success */
     /* server statuses (docs/protocol.md §6) */
-    MDC_NOT_FOUND = 1,       /**< no live record (key, tag or stack) */
-    MDC_EXISTS = 2,          /**< add of a present key; CAS mismatch */
-    MDC_NOT_STORED = 3,      /**< replace/append/prepend of a missing key */
-    MDC_TOO_LARGE = 4,       /**< value over the server's maximum item size */
-    MDC_KEY_INVALID = 5,     /**< key empty or too long */
-    MDC_NO_MEMORY = 6,       /**< server memory full and eviction impossible */
-    MDC_TOO_MANY_TAGS = 7,   /**< more tags than the server allows per record */
-    MDC_NOT_NUMBER = 8,      /**< counter operation on a non-numeric value */
-    MDC_TRUNCATED = 9,       /**< get_by_tag cut short by the reply limit */
-    MDC_INVALID = 10,        /**< bad argument (server side) */
+    MDC_NOT_FOUND = 1,     /**< no live record (key, tag or stack) */
+    MDC_EXISTS = 2,        /**< add of a present key; CAS mismatch */
+    MDC_NOT_STORED = 3,    /**< replace/append/prepend of a missing key */
+    MDC_TOO_LARGE = 4,     /**< value over the server's maximum item size */
+    MDC_KEY_INVALID = 5,   /**< key empty or too long */
+    MDC_NO_MEMORY = 6,     /**< server memory full and eviction impossible */
+    MDC_TOO_MANY_TAGS = 7, /**< more tags than the server allows per record */
+    MDC_NOT_NUMBER = 8,    /**< counter operation on a non-numeric value */
+    MDC_TRUNCATED = 9,     /**< get_by_tag cut short by the reply limit */
+    MDC_INVALID = 10,      /**< bad argument (server side) */
     MDC_UNKNOWN_OPCODE = 0x80, /**< the server does not know the operation */
-    MDC_BAD_MAGIC = 0x81,    /**< protocol mismatch (server closed) */
-    MDC_BAD_VERSION = 0x82,  /**< protocol version refused (server closed) */
-    MDC_MALFORMED = 0x83,    /**< the server judged the request malformed */
-    MDC_MSG_TOO_LARGE = 0x84, /**< request over the server's message bound */
-    MDC_SERVER_ERROR = 0x85, /**< internal server error */
-    MDC_NOT_SUPPORTED = 0x86, /**< operation disabled in this server */
+    MDC_BAD_MAGIC = 0x81,      /**< protocol mismatch (server closed) */
+    MDC_BAD_VERSION = 0x82,    /**< protocol version refused (server closed) */
+    MDC_MALFORMED = 0x83,      /**< the server judged the request malformed */
+    MDC_MSG_TOO_LARGE = 0x84,  /**< request over the server's message bound */
+    MDC_SERVER_ERROR = 0x85,   /**< internal server error */
+    MDC_NOT_SUPPORTED = 0x86,  /**< operation disabled in this server */
     /* client errors */
     MDC_ERR_ARG = -1,        /**< invalid argument to the library */
     MDC_ERR_NOMEM = -2,      /**< client out of memory */
@@ -97,15 +97,15 @@ struct mdc_tag {
  * so text can be used directly.
  */
 struct mdc_item {
-    char *key;             /**< key (always set: the requested or returned key) */
-    size_t klen;           /**< key length */
-    char *value;           /**< value bytes (NUL-terminated for convenience) */
-    size_t vlen;           /**< value length */
-    uint32_t flags;        /**< client flags stored with the record */
-    uint64_t cas;          /**< the record's version */
-    int64_t ttl;           /**< seconds before expiry, -1 for never */
-    struct mdc_tag *tags;  /**< the record's tags */
-    size_t ntags;          /**< number of tags */
+    char *key;      /**< key (always set: the requested or returned key) */
+    size_t klen;    /**< key length */
+    char *value;    /**< value bytes (NUL-terminated for convenience) */
+    size_t vlen;    /**< value length */
+    uint32_t flags; /**< client flags stored with the record */
+    uint64_t cas;   /**< the record's version */
+    int64_t ttl;    /**< seconds before expiry, -1 for never */
+    struct mdc_tag *tags; /**< the record's tags */
+    size_t ntags;         /**< number of tags */
 };
 
 /** A set of records (get_by_tag): free with mdc_itemset_free(). */
@@ -528,8 +528,8 @@ int mdc_atomic_read_clear(mdc_t *m, const void *key, size_t klen,
  * @return MDC_OK, MDC_TRUNCATED (the server's reply limit cut the set: the
  *         records received are valid, others exist), or an error
  */
-int mdc_get_by_tag(mdc_t *m, int32_t tkey, const int32_t *tvals,
-                   size_t ntvals, struct mdc_itemset *out);
+int mdc_get_by_tag(mdc_t *m, int32_t tkey, const int32_t *tvals, size_t ntvals,
+                   struct mdc_itemset *out);
 
 /**
  * Delete every record carrying (tkey, tvals[i]) for any i, atomically with
@@ -541,8 +541,8 @@ int mdc_get_by_tag(mdc_t *m, int32_t tkey, const int32_t *tvals,
  * @param[out] deleted if not NULL, receives the number of records deleted
  * @return MDC_OK (also when nothing carried the tags), or an error
  */
-int mdc_del_by_tag(mdc_t *m, int32_t tkey, const int32_t *tvals,
-                   size_t ntvals, uint64_t *deleted);
+int mdc_del_by_tag(mdc_t *m, int32_t tkey, const int32_t *tvals, size_t ntvals,
+                   uint64_t *deleted);
 
 /**
  * Push a value on the stack of a tag: the server stores it as a record
@@ -757,8 +757,7 @@ int mdc_pool_store(mdc_pool_t *p, enum mdc_store_mode mode,
  * @param cas 0, or the version to delete
  * @return as mdc_delete()
  */
-int mdc_pool_delete(mdc_pool_t *p, const void *key, size_t klen,
-                    uint64_t cas);
+int mdc_pool_delete(mdc_pool_t *p, const void *key, size_t klen, uint64_t cas);
 
 /**
  * Multi-get across the pool: keys are grouped by server, every server's
@@ -791,8 +790,7 @@ int mdc_pool_mget(mdc_pool_t *p, size_t n, const void *const *keys,
  *         when every server failed
  */
 int mdc_pool_get_by_tag(mdc_pool_t *p, int32_t tkey, const int32_t *tvals,
-                        size_t ntvals, struct mdc_itemset *out,
-                        int *server_rc);
+                        size_t ntvals, struct mdc_itemset *out, int *server_rc);
 
 /**
  * del_by_tag on every server in parallel.

@@ -20,11 +20,10 @@
 
 static int unexpected(struct mdc *m, const struct wire_msg *msg)
 {
-    return mdci_seterr(m, MDC_ERR_PROTOCOL,
-                       "%s: unexpected reply (opcode 0x%02x, id %" PRIu32
-                       ", flags 0x%02x)",
-                       m->label, msg->hdr.opcode, msg->hdr.opaque,
-                       msg->hdr.flags);
+    return mdci_seterr(
+        m, MDC_ERR_PROTOCOL,
+        "%s: unexpected reply (opcode 0x%02x, id %" PRIu32 ", flags 0x%02x)",
+        m->label, msg->hdr.opcode, msg->hdr.opaque, msg->hdr.flags);
 }
 
 static char *dup_bytes(const uint8_t *p, size_t n)
@@ -81,8 +80,7 @@ static int on_one(struct mdc *m, const struct wire_msg *msg, void *vctx)
         if (c->text == NULL)
             c->nomem = true;
         break;
-    default:
-        break;
+    default: break;
     }
     return 1;
 }
@@ -131,7 +129,8 @@ static int one(struct mdc *m, struct wire_hdr *h, const struct mdc_tag *tags,
     return mdci_one_finish(m, c);
 }
 
-/* ---- retrieval -------------------------------------------------------------- */
+/* ---- retrieval --------------------------------------------------------------
+ */
 
 static int get_common(mdc_t *m, uint8_t op, const void *key, size_t klen,
                       int64_t exptime, struct mdc_item **out)
@@ -260,7 +259,8 @@ int mdc_mget(mdc_t *m, size_t n, const void *const *keys, const size_t *klens,
     return rc;
 }
 
-/* ---- storage ---------------------------------------------------------------- */
+/* ---- storage ----------------------------------------------------------------
+ */
 
 static int check_kv(struct mdc *m, enum mdc_store_mode mode,
                     const struct mdc_kv *kv)
@@ -321,8 +321,14 @@ static int store_simple(mdc_t *m, enum mdc_store_mode mode, const void *key,
                         const struct mdc_tag *tags, size_t ntags, uint64_t cas)
 {
     struct mdc_kv kv = {
-        .key = key, .klen = klen, .value = value, .vlen = vlen,
-        .flags = flags, .exptime = exptime, .cas = cas, .tags = tags,
+        .key = key,
+        .klen = klen,
+        .value = value,
+        .vlen = vlen,
+        .flags = flags,
+        .exptime = exptime,
+        .cas = cas,
+        .tags = tags,
         .ntags = ntags,
     };
     return mdc_store(m, mode, &kv, NULL);
@@ -348,8 +354,8 @@ int mdc_replace(mdc_t *m, const void *key, size_t klen, const void *value,
                 size_t vlen, uint32_t flags, int64_t exptime,
                 const struct mdc_tag *tags, size_t ntags)
 {
-    return store_simple(m, MDC_REPLACE, key, klen, value, vlen, flags,
-                        exptime, tags, ntags, 0);
+    return store_simple(m, MDC_REPLACE, key, klen, value, vlen, flags, exptime,
+                        tags, ntags, 0);
 }
 
 int mdc_cas(mdc_t *m, const void *key, size_t klen, const void *value,
@@ -482,7 +488,8 @@ int mdc_touch(mdc_t *m, const void *key, size_t klen, int64_t exptime)
     return one(m, &h, NULL, 0, key, klen, NULL, 0, &c);
 }
 
-/* ---- counters --------------------------------------------------------------- */
+/* ---- counters ---------------------------------------------------------------
+ */
 
 static int counter(mdc_t *m, uint8_t op, const void *key, size_t klen,
                    uint64_t a, uint64_t b, int nargs, uint64_t *result)
@@ -500,8 +507,8 @@ static int counter(mdc_t *m, uint8_t op, const void *key, size_t klen,
     wire_put_u64(val + 8, b);
     wire_hdr_request(&h, op);
     rc = one(m, &h, NULL, 0, key, klen, val, (size_t)nargs * 8, &c);
-    if (result != NULL && (rc == MDC_OK || (op == WIRE_OP_ATOMIC_CMPSET &&
-                                            rc == MDC_EXISTS)))
+    if (result != NULL &&
+        (rc == MDC_OK || (op == WIRE_OP_ATOMIC_CMPSET && rc == MDC_EXISTS)))
         *result = c.u64;
     return rc;
 }
@@ -543,7 +550,8 @@ int mdc_atomic_read_clear(mdc_t *m, const void *key, size_t klen,
     return counter(m, WIRE_OP_ATOMIC_READ_CLEAR, key, klen, 0, 0, 0, result);
 }
 
-/* ---- tags ------------------------------------------------------------------- */
+/* ---- tags -------------------------------------------------------------------
+ */
 
 static int on_gbt(struct mdc *m, const struct wire_msg *msg, void *vctx)
 {
@@ -573,8 +581,7 @@ static int tag_args(struct mdc *m, const int32_t *tvals, size_t ntvals)
     if (ntvals == 0 || tvals == NULL)
         return mdci_seterr(m, MDC_ERR_ARG, "at least one tag value needed");
     if (ntvals > UINT16_MAX)
-        return mdci_seterr(m, MDC_ERR_ARG, "at most %u tag values",
-                           UINT16_MAX);
+        return mdci_seterr(m, MDC_ERR_ARG, "at most %u tag values", UINT16_MAX);
     return MDC_OK;
 }
 
@@ -629,8 +636,8 @@ int mdci_gbt_finish(struct mdc *m, struct mdci_gbt *c)
     return c->status;
 }
 
-int mdc_get_by_tag(mdc_t *m, int32_t tkey, const int32_t *tvals,
-                   size_t ntvals, struct mdc_itemset *out)
+int mdc_get_by_tag(mdc_t *m, int32_t tkey, const int32_t *tvals, size_t ntvals,
+                   struct mdc_itemset *out)
 {
     struct mdci_gbt c = {0};
     int rc;
@@ -666,8 +673,8 @@ int mdci_dbt_begin(struct mdc *m, int32_t tkey, const int32_t *tvals,
     return rc;
 }
 
-int mdc_del_by_tag(mdc_t *m, int32_t tkey, const int32_t *tvals,
-                   size_t ntvals, uint64_t *deleted)
+int mdc_del_by_tag(mdc_t *m, int32_t tkey, const int32_t *tvals, size_t ntvals,
+                   uint64_t *deleted)
 {
     struct mdci_one c = {0};
     int rc;
@@ -734,7 +741,8 @@ int mdc_tstack_pop(mdc_t *m, struct mdc_tag tag, struct mdc_item **out)
     return rc;
 }
 
-/* ---- server ----------------------------------------------------------------- */
+/* ---- server -----------------------------------------------------------------
+ */
 
 int mdci_simple_begin(struct mdc *m, uint8_t op, struct mdci_one *c)
 {

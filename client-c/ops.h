@@ -23,7 +23,7 @@ struct mdci_one {
     size_t klen;
     uint8_t opcode;
     uint32_t opaque;
-    int status;      /* reply status, -1 before */
+    int status; /* reply status, -1 before */
     uint64_t cas;
     uint64_t u64;
     struct mdc_item *item;

@@ -202,7 +202,8 @@ const char *mdc_pool_errstr(const mdc_pool_t *p)
     return p ? p->errstr : "no pool";
 }
 
-/* ---- keyed ---------------------------------------------------------------- */
+/* ---- keyed ----------------------------------------------------------------
+ */
 
 static struct mdc *route(struct mdc_pool *p, const void *key, size_t klen)
 {
@@ -238,8 +239,7 @@ int mdc_pool_store(mdc_pool_t *p, enum mdc_store_mode mode,
     return mdc_store(m, mode, kv, cas_out);
 }
 
-int mdc_pool_delete(mdc_pool_t *p, const void *key, size_t klen,
-                    uint64_t cas)
+int mdc_pool_delete(mdc_pool_t *p, const void *key, size_t klen, uint64_t cas)
 {
     struct mdc *m = route(p, key, klen);
     if (m == NULL)
@@ -247,7 +247,8 @@ int mdc_pool_delete(mdc_pool_t *p, const void *key, size_t klen,
     return mdc_delete(m, key, klen, cas);
 }
 
-/* ---- fan-out -------------------------------------------------------------- */
+/* ---- fan-out --------------------------------------------------------------
+ */
 
 /*
  * Summarise per-server results: MDC_OK when all succeeded, the common
@@ -279,8 +280,8 @@ static int gather(struct mdc_pool *p, const int *rc, int *server_rc,
     for (size_t i = 0; i < p->n && pos < POOL_ERRLEN; i++) {
         if (okish(rc[i]))
             continue;
-        pos += (size_t)snprintf(buf + pos, POOL_ERRLEN - pos, "; [%zu] %s",
-                                i, p->servers[i]->errstr);
+        pos += (size_t)snprintf(buf + pos, POOL_ERRLEN - pos, "; [%zu] %s", i,
+                                p->servers[i]->errstr);
     }
     p->err = nfail == p->n ? first : MDC_ERR_PARTIAL;
     return p->err;
@@ -334,8 +335,7 @@ static int *rc_array(struct mdc_pool *p, int *stack, size_t nstack)
 }
 
 int mdc_pool_get_by_tag(mdc_pool_t *p, int32_t tkey, const int32_t *tvals,
-                        size_t ntvals, struct mdc_itemset *out,
-                        int *server_rc)
+                        size_t ntvals, struct mdc_itemset *out, int *server_rc)
 {
     int stack_rc[16];
     struct mdci_gbt stack_c[16];

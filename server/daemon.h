@@ -27,6 +27,25 @@
 struct event_base;
 struct event;
 struct conn;
+struct record;
+struct udp_worker;
+
+/*
+ * The XDP mirror's way in (XDP.md: "a record enters the mirror when the
+ * userspace UDP path serves a GET hit for it and it is untagged").  When
+ * set, the network thread that answered a UDP get/gets calls it once for
+ * every hit whose record carries no tag, right after the reply datagrams
+ * went to the kernel (sendmmsg) and before its own reference is released:
+ * r is readable, but may already have been replaced, deleted or expired in
+ * the store.  The hook therefore decides admission itself and copies r into
+ * the mirror only under the key's bucket lock after checking that r is still
+ * the live record (mirror.h's consistency contract).  It runs on any network
+ * thread (or the main thread with -n 0), concurrently with itself; it must
+ * not block.  Set it before server_run() starts the threads; NULL (the
+ * default) turns it off.  Called from udp.c, udp_release() only.
+ */
+typedef void (*udp_hit_hook_fn)(void *ctx, struct store *st,
+                                const struct record *r);
 
 enum thread_model {
     TM_SPED,     /* -n 0 -t 0: one thread does everything */
@@ -77,6 +96,9 @@ struct worker {
     /* request scratch (tags of one request), grown on demand */
     struct mdc_tag *tagbuf;
     size_t tagcap;
+
+    /* UDP (-U): this thread's sockets and batch buffers, or NULL */
+    struct udp_worker *udp;
 };
 
 struct listener {
@@ -113,6 +135,10 @@ struct server {
 
     struct event *ev_sig[5];
     bool pidfile_written;
+
+    unsigned nudp;            /* UDP sockets, over all network threads */
+    udp_hit_hook_fn udp_hit_hook; /* see its typedef; NULL = off */
+    void *udp_hit_ctx;
 };
 
 /* Create the server from parsed options: store, workers, event bases.  No
@@ -146,6 +172,14 @@ void worker_give_conn(struct worker *w, struct conn *c);
 void worker_return_conn(struct worker *w, struct conn *c);
 /* Grow w's tag scratch to n entries; NULL on allocation failure. */
 struct mdc_tag *worker_tags(struct worker *w, size_t n);
+
+/* udp.c (udp.h has the rest) */
+/* Bind -U on every -l address, one SO_REUSEPORT socket per network thread. */
+int udp_listen_all(struct server *srv);
+/* Close w's UDP sockets (w's own thread, or before the threads start). */
+void udp_worker_close(struct worker *w);
+/* ... and free its buffers too. */
+void udp_worker_free(struct worker *w);
 
 /* net.c */
 int net_listen_all(struct server *srv);

@@ -43,10 +43,6 @@ _Static_assert(MIRROR_NTIERS == MIRROR_TIERS, "tier counts disagree");
 _Static_assert(MIRROR_MAX_DADDRS == MIRROR_MAX_ADDRS, "address limits");
 _Static_assert(sizeof(struct mirror_entry) == MIRROR_HDR_SIZE, "header");
 
-static const uint32_t tier_size[MIRROR_TIERS] = {MIRROR_SLOT0, MIRROR_SLOT1,
-                                                 MIRROR_SLOT2};
-static const uint32_t tier_default[MIRROR_TIERS] = {32768, 8192, 2048};
-
 static const char *const counter_names[] = {
 #define X(e, s) s,
     MIRROR_COUNTERS(X)
@@ -419,6 +415,10 @@ void mirror_usage(struct mirror *m, uint64_t *entries, uint64_t *bytes)
 /* ---- load, attach, counters ------------------------------------------------ */
 
 #ifdef MDC_XDP
+
+static const uint32_t tier_size[MIRROR_TIERS] = {MIRROR_SLOT0, MIRROR_SLOT1,
+                                                 MIRROR_SLOT2};
+static const uint32_t tier_default[MIRROR_TIERS] = {32768, 8192, 2048};
 
 static uint32_t pow2_at_least(uint32_t v)
 {

@@ -1,7 +1,8 @@
 /*
  * net.c - listeners (TCP on every -l address, IPv6 included, and the Unix
  * socket of -s) and the accept loop: the connection limit (-c), then the
- * hand-over of each new connection to a network thread, round-robin.
+ * hand-over of each new connection to a network thread, round-robin.  The
+ * UDP sockets of -U are bound here too (udp.c), before privileges drop.
  */
 #include "config.h"
 
@@ -262,8 +263,10 @@ int net_listen_all(struct server *srv)
     for (i = 0; i < srv->opt.listen.n; i++)
         if (net_listen_tcp(srv, srv->opt.listen.v[i]) < 0)
             goto out;
-    if (srv->nlisteners == 0) {
-        log_error("no listener: give -p PORT or -s PATH");
+    if (udp_listen_all(srv) < 0)
+        goto out;
+    if (srv->nlisteners == 0 && srv->nudp == 0) {
+        log_error("no listener: give -p PORT, -s PATH or -U PORT");
         goto out;
     }
     /* Events need the final array: create them now that it stops moving. */

@@ -511,8 +511,9 @@ int options_parse(struct options *o, int argc, char **argv, FILE *err)
     }
     if (o->debug && o->verbose < 3)
         o->verbose = 3;
-    if (o->port == 0 && o->unix_socket == NULL) {
-        fprintf(err, "%s: nothing to listen on: -p 0 needs -s PATH\n", argv0);
+    if (o->port == 0 && o->unix_socket == NULL && o->udp_port == 0) {
+        fprintf(err, "%s: nothing to listen on: -p 0 needs -s PATH or -U "
+                "PORT\n", argv0);
         goto usage;
     }
     rc = OPTIONS_RUN;

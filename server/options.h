@@ -49,6 +49,10 @@ struct opt_list {
       "ADDR:PORT overrides -p")                                                \
     X(port, 'p', "port", OT_UINT, "11311", 0, 65535, "PORT",                   \
       "TCP port; 0 = no TCP listener")                                         \
+    X(udp_port, 'U', "udp-port", OT_UINT, "0", 0, 65535, "PORT",               \
+      "UDP port for memcached get/gets on every -l address; 0 = off")          \
+    X(udp_reply_limit, 0, "udp-reply-limit", OT_SIZE, "2m", 2048, 67108864,    \
+      "SIZE", "largest UDP reply; a longer one ends with SERVER_ERROR")        \
     X(unix_socket, 's', "unix-socket", OT_STR, "", 0, 0, "PATH",               \
       "also listen on this Unix socket")                                       \
     X(unix_mode, 'a', "unix-mode", OT_MODE, "0700", 0, 0777, "MODE",           \

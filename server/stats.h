@@ -23,7 +23,6 @@ struct server;
     X(cmd_flush)                                                               \
     X(get_hits)                                                                \
     X(get_misses)                                                              \
-    X(get_expired)                                                             \
     X(delete_hits)                                                             \
     X(delete_misses)                                                           \
     X(incr_hits)                                                               \
@@ -51,7 +50,14 @@ struct server;
     X(output_paused)                                                           \
     X(slow_reader_drops)                                                       \
     X(idle_kicks)                                                              \
-    X(payload_handoffs)
+    X(payload_handoffs)                                                        \
+    X(udp_datagrams_in)                                                        \
+    X(udp_datagrams_out)                                                       \
+    X(udp_requests)                                                            \
+    X(udp_ignored)                                                             \
+    X(udp_refused)                                                             \
+    X(udp_reply_too_large)                                                     \
+    X(udp_send_drops)
 
 struct thread_stats {
 #define X(n) uint64_t n;

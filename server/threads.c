@@ -135,6 +135,7 @@ void worker_begin_stop(struct worker *w)
         return;
     w->stopping = true;
     w->stop_at = server_mono_s();
+    udp_worker_close(w); /* UDP has nothing in flight between turns */
     for (c = w->conns; c != NULL; c = next) {
         next = c->link.next;
         conn_shutdown(c);
@@ -335,6 +336,7 @@ void threads_teardown(struct server *srv)
             event_base_free(w->base);
             mq_deinit(&w->inbox);
         }
+        udp_worker_free(w);
         mdc_free(w->tagbuf);
     }
     for (i = 0; i < srv->npqs; i++)

@@ -8,6 +8,7 @@
  */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -32,6 +33,7 @@
 
 static struct tsrv srv;
 static char spec[160];
+static pid_t dies_pid; /* test_daemon_dies' daemon, killed on failure */
 
 static int64_t now_ms(void)
 {
@@ -54,6 +56,10 @@ static int group_setup(void **state)
 static int group_teardown(void **state)
 {
     (void)state;
+    if (dies_pid > 0) { /* a failed test_daemon_dies left it running */
+        kill(dies_pid, SIGKILL);
+        waitpid(dies_pid, NULL, 0);
+    }
     tsrv_stop(&srv);
     return 0;
 }
@@ -105,8 +111,7 @@ static void test_set_get(void **state)
     mdc_item_free(it);
 
     /* a store without tags leaves an untagged record */
-    assert_int_equal(mdc_set(m, K("foo"), K("baz"), 0, 3600, NULL, 0),
-                     MDC_OK);
+    assert_int_equal(mdc_set(m, K("foo"), K("baz"), 0, 3600, NULL, 0), MDC_OK);
     assert_int_equal(mdc_get(m, K("foo"), &it), MDC_OK);
     assert_int_equal(it->ntags, 0);
     assert_null(it->tags);
@@ -144,21 +149,19 @@ static void test_store_modes(void **state)
     assert_int_equal(mdc_prepend(m, K("k"), K("<")), MDC_OK);
     assert_int_equal(mdc_get(m, K("k"), &it), MDC_OK);
     assert_string_equal(it->value, "<mid>");
-    assert_int_equal(it->flags, 9);  /* kept */
-    assert_int_equal(it->ntags, 1);  /* kept */
+    assert_int_equal(it->flags, 9); /* kept */
+    assert_int_equal(it->ntags, 1); /* kept */
     cas = it->cas;
     mdc_item_free(it);
 
     assert_int_equal(mdc_cas(m, K("k"), K("new"), 1, 0, NULL, 0, cas + 1000),
                      MDC_EXISTS);
-    assert_int_equal(mdc_cas(m, K("k"), K("new"), 1, 0, NULL, 0, cas),
-                     MDC_OK);
+    assert_int_equal(mdc_cas(m, K("k"), K("new"), 1, 0, NULL, 0, cas), MDC_OK);
     assert_int_equal(mdc_cas(m, K("k"), K("again"), 1, 0, NULL, 0, cas),
                      MDC_EXISTS);
     assert_int_equal(mdc_cas(m, K("absent"), K("v"), 0, 0, NULL, 0, 5),
                      MDC_NOT_FOUND);
-    assert_int_equal(mdc_cas(m, K("k"), K("v"), 0, 0, NULL, 0, 0),
-                     MDC_ERR_ARG);
+    assert_int_equal(mdc_cas(m, K("k"), K("v"), 0, 0, NULL, 0, 0), MDC_ERR_ARG);
     assert_int_equal(mdc_replace(m, K("k"), K("r"), 2, 0, NULL, 0), MDC_OK);
 
     struct mdc_kv kv = {.key = "k", .klen = 1, .value = "s", .vlen = 1};
@@ -225,16 +228,15 @@ static void test_counters(void **state)
     assert_int_equal(mdc_atomic_fetch_add(m, K("c"), 0, &v), MDC_OK);
     assert_int_equal(v, 0);
     /* wraps at 2^64 */
-    assert_int_equal(mdc_set(m, K("c"), K("18446744073709551615"), 0, 0,
-                             NULL, 0), MDC_OK);
+    assert_int_equal(
+        mdc_set(m, K("c"), K("18446744073709551615"), 0, 0, NULL, 0), MDC_OK);
     assert_int_equal(mdc_incr(m, K("c"), 2, &v), MDC_OK);
     assert_int_equal(v, 1);
 
     assert_int_equal(mdc_set(m, K("s"), K("abc"), 0, 0, NULL, 0), MDC_OK);
     assert_int_equal(mdc_incr(m, K("s"), 1, &v), MDC_NOT_NUMBER);
     assert_int_equal(mdc_atomic_add(m, K("s"), 1, NULL), MDC_NOT_NUMBER);
-    assert_int_equal(mdc_atomic_read_clear(m, K("nope"), NULL),
-                     MDC_NOT_FOUND);
+    assert_int_equal(mdc_atomic_read_clear(m, K("nope"), NULL), MDC_NOT_FOUND);
 }
 
 static void test_tags(void **state)
@@ -248,8 +250,7 @@ static void test_tags(void **state)
     for (int i = 0; i < 30; i++) {
         struct mdc_tag tags[2] = {{42, i % 3}, {7, 1}};
         snprintf(key, sizeof(key), "page:%d", i);
-        assert_int_equal(mdc_set(m, K(key), K("part"), 0, 0, tags, 2),
-                         MDC_OK);
+        assert_int_equal(mdc_set(m, K(key), K("part"), 0, 0, tags, 2), MDC_OK);
     }
     int32_t tv0 = 0, tv01[2] = {0, 1}, none = 99;
     assert_int_equal(mdc_get_by_tag(m, 42, &tv0, 1, &set), MDC_OK);
@@ -300,13 +301,13 @@ static void test_tstack(void **state)
     uint64_t cas = 0;
 
     assert_int_equal(mdc_tstack_pop(m, tag, &it), MDC_NOT_FOUND);
-    assert_int_equal(mdc_tstack_push(m, tag, K("first"), 1, 0, &k1, &kl,
-                                     &cas), MDC_OK);
+    assert_int_equal(mdc_tstack_push(m, tag, K("first"), 1, 0, &k1, &kl, &cas),
+                     MDC_OK);
     assert_non_null(k1);
     assert_int_equal(strlen(k1), kl);
     assert_true(cas != 0);
-    assert_int_equal(mdc_tstack_push(m, tag, K("second"), 2, 0, &k2, NULL,
-                                     NULL), MDC_OK);
+    assert_int_equal(
+        mdc_tstack_push(m, tag, K("second"), 2, 0, &k2, NULL, NULL), MDC_OK);
     assert_string_not_equal(k1, k2);
     /* an ordinary record, readable by key */
     assert_int_equal(mdc_get(m, K(k1), &it), MDC_OK);
@@ -342,9 +343,12 @@ static void test_mget_mset(void **state)
         snprintf(keys[i], sizeof(keys[i]), "mk%d", i);
         kp[i] = keys[i];
         kl[i] = strlen(keys[i]);
-        kvs[i] = (struct mdc_kv){.key = keys[i], .klen = kl[i],
-                                 .value = keys[i], .vlen = kl[i],
-                                 .flags = (uint32_t)i, .tags = &tag,
+        kvs[i] = (struct mdc_kv){.key = keys[i],
+                                 .klen = kl[i],
+                                 .value = keys[i],
+                                 .vlen = kl[i],
+                                 .flags = (uint32_t)i,
+                                 .tags = &tag,
                                  .ntags = 1};
     }
     /* only the even ones exist */
@@ -352,8 +356,7 @@ static void test_mget_mset(void **state)
     for (int i = 0; i < N; i++)
         assert_null(out[i]);
     for (int i = 0; i < N; i += 2)
-        assert_int_equal(mdc_set(m, K(keys[i]), K("x"), 0, 0, NULL, 0),
-                         MDC_OK);
+        assert_int_equal(mdc_set(m, K(keys[i]), K("x"), 0, 0, NULL, 0), MDC_OK);
     /* ADD: the even ones fail with EXISTS, the odd ones are stored */
     assert_int_equal(mdc_mset(m, MDC_ADD, N, kvs, st), MDC_EXISTS);
     for (int i = 0; i < N; i++)
@@ -378,7 +381,7 @@ static void test_mget_mset(void **state)
     /* a large batch exercises writing while replies arrive */
     enum { BIG = 5000 };
     struct mdc_kv *big = calloc(BIG, sizeof(*big));
-    char (*bk)[16] = calloc(BIG, 16);
+    char(*bk)[16] = calloc(BIG, 16);
     const void **bkp = calloc(BIG, sizeof(*bkp));
     size_t *bkl = calloc(BIG, sizeof(*bkl));
     struct mdc_item **bout = calloc(BIG, sizeof(*bout));
@@ -388,8 +391,8 @@ static void test_mget_mset(void **state)
         snprintf(bk[i], 16, "big%d", i);
         bkp[i] = bk[i];
         bkl[i] = strlen(bk[i]);
-        big[i] = (struct mdc_kv){.key = bk[i], .klen = bkl[i], .value = val,
-                                 .vlen = sizeof(val)};
+        big[i] = (struct mdc_kv){
+            .key = bk[i], .klen = bkl[i], .value = val, .vlen = sizeof(val)};
     }
     assert_int_equal(mdc_mset(m, MDC_SET, BIG, big, NULL), MDC_OK);
     assert_int_equal(mdc_mget(m, BIG, bkp, bkl, bout), MDC_OK);
@@ -465,8 +468,7 @@ static void test_server_ops(void **state)
     free(text);
     assert_int_equal(mdc_stats(m, "settings", &text, NULL), MDC_OK);
     free(text);
-    assert_int_equal(mdc_stats(m, "no-such-group", &text, NULL),
-                     MDC_NOT_FOUND);
+    assert_int_equal(mdc_stats(m, "no-such-group", &text, NULL), MDC_NOT_FOUND);
     assert_null(text);
     assert_int_equal(mdc_flush(m), MDC_OK);
     assert_int_equal(mdc_get(m, K("a"), &it), MDC_NOT_FOUND);
@@ -526,6 +528,42 @@ static void test_create_specs(void **state)
     assert_null(mdc_create(NULL));
     mdc_destroy(NULL);
     assert_int_equal(mdc_get(NULL, K("k"), NULL), MDC_ERR_ARG);
+}
+
+/* SIGSTOP takes effect thread by thread: wait until every thread of pid is
+ * stopped, so that no request sent afterwards can still be served. */
+static void stop_fully(pid_t pid)
+{
+    char path[64];
+    kill(pid, SIGSTOP);
+    for (int tries = 0; tries < 200; tries++) {
+        bool all = true;
+        snprintf(path, sizeof(path), "/proc/%ld/task", (long)pid);
+        DIR *d = opendir(path);
+        if (d == NULL)
+            return;
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            char stat[300], buf[512];
+            if (e->d_name[0] == '.')
+                continue;
+            snprintf(stat, sizeof(stat), "/proc/%ld/task/%s/stat", (long)pid,
+                     e->d_name);
+            FILE *f = fopen(stat, "r");
+            if (f == NULL)
+                continue;
+            size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+            fclose(f);
+            buf[n] = '\0';
+            char *p = strrchr(buf, ')');
+            if (p != NULL && p[1] == ' ' && p[2] != 'T' && p[2] != 't')
+                all = false;
+        }
+        closedir(d);
+        if (all)
+            return;
+        usleep(5000);
+    }
 }
 
 /* ---- failures ------------------------------------------------------------ */
@@ -694,13 +732,14 @@ static void test_daemon_dies(void **state)
     if (tsrv_external())
         skip();
     assert_int_equal(tsrv_start(&d, NULL), 0);
+    dies_pid = d.pid;
     snprintf(s, sizeof(s), "127.0.0.1:%d", d.port);
     mdc_t *m = mdc_create(s);
     mdc_set_timeouts(m, 1000, 3000);
     assert_int_equal(mdc_set(m, K("k"), K("v"), 0, 0, NULL, 0), MDC_OK);
 
     /* stopped: the request goes out, no reply comes: timeout */
-    kill(d.pid, SIGSTOP);
+    stop_fully(d.pid);
     mdc_set_timeouts(m, 1000, 300);
     int64_t t0 = now_ms();
     assert_int_equal(mdc_get(m, K("k"), &it), MDC_ERR_TIMEOUT);
@@ -720,6 +759,7 @@ static void test_daemon_dies(void **state)
     int status;
     waitpid(d.pid, &status, 0);
     d.pid = 0;
+    dies_pid = 0;
     assert_int_equal(mdc_get(m, K("k"), &it), MDC_ERR_CONNECT);
     mdc_destroy(m);
     unlink(d.unix_path);
@@ -731,8 +771,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_set_get, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_modes, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_delete_touch_gat, setup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(test_delete_touch_gat, setup, teardown),
         cmocka_unit_test_setup_teardown(test_counters, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tags, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tstack, setup, teardown),

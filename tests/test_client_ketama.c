@@ -38,9 +38,9 @@ static void compare(const struct srvdef *s, size_t n)
 
     assert_non_null(mc);
     assert_non_null(p);
-    assert_int_equal(memcached_behavior_set(
-                         mc, MEMCACHED_BEHAVIOR_KETAMA_WEIGHTED, 1),
-                     MEMCACHED_SUCCESS);
+    assert_int_equal(
+        memcached_behavior_set(mc, MEMCACHED_BEHAVIOR_KETAMA_WEIGHTED, 1),
+        MEMCACHED_SUCCESS);
     for (size_t i = 0; i < n; i++) {
         char spec[128];
         assert_int_equal(memcached_server_add_with_weight(
@@ -50,16 +50,16 @@ static void compare(const struct srvdef *s, size_t n)
         assert_int_equal(mdc_pool_add(p, spec, s[i].weight), (int)i);
     }
     for (int k = 0; k < 10000; k++) {
-        int len = snprintf(key, sizeof(key), k % 2 ? "key:%d" : "obj/%d/x",
-                           k * 7919);
+        int len =
+            snprintf(key, sizeof(key), k % 2 ? "key:%d" : "obj/%d/x", k * 7919);
         uint32_t want = memcached_generate_hash(mc, key, (size_t)len);
         int got = mdc_pool_index(p, key, (size_t)len);
         assert_true(got >= 0 && (size_t)got < n);
         per[got]++;
         if ((uint32_t)got != want) {
             if (mismatches++ < 5)
-                printf("# key %s: libmemcached %u, libmdcached %d\n", key,
-                       want, got);
+                printf("# key %s: libmemcached %u, libmdcached %d\n", key, want,
+                       got);
         }
     }
     printf("# %zu servers:", n);

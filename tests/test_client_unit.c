@@ -40,7 +40,8 @@ static void test_md5_vectors(void **state)
         {"message digest", 0, "f96b697d7cb7938d525a2f31aaf161d0"},
         {"abcdefghijklmnopqrstuvwxyz", 0, "c3fcd3d76192e4007dfb496cca67e13b"},
         {"1234567890123456789012345678901234567890123456789012345678901234"
-         "5678901234567890", 0, "57edf4a22be3c955ac49da2e2107b67a"},
+         "5678901234567890",
+         0, "57edf4a22be3c955ac49da2e2107b67a"},
         {NULL, 55, "04364420e25c512fd958a70738aa8f72"},
         {NULL, 56, "668a72d5ba17f08e62dabcafad6db14b"},
         {NULL, 63, "7dc2ca208106a2f703567bdff99d8981"},

@@ -1,1 +1,888 @@
-int main(void){return 0;}
+/*
+ * test_text_server.c - black-box tests of the memcached text protocol
+ * against a real mdcached on a free loopback port: every command with and
+ * without noreply, pipelining and requests split at every byte, the
+ * zero-copy value path (multi-get, large values), resync after bad data,
+ * oversize values and lines, meta commands, the tag extension commands
+ * (with a truncated tget), stats, quit and the binary-protocol refusal.
+ * The suite runs once with requests in the network threads (SYMPED) and
+ * once with payload threads (AMPED).
+ *
+ * MDC_TEST_TEXT_SERVER=host:port runs it against a daemon already running
+ * (the tests that need special limits are skipped then).
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#ifndef MDCACHED_BIN
+#define MDCACHED_BIN "server/mdcached"
+#endif
+
+#define IO_TIMEOUT_MS 5000
+#define TAG_REPLY_LIMIT 4096 /* --tag-reply-limit of the spawned daemon */
+
+struct daemon {
+    pid_t pid;
+    char host[64];
+    int port;
+    bool external;
+};
+
+static struct daemon D;
+static unsigned key_seq;
+
+/* ---- the daemon ---------------------------------------------------------- */
+
+static int free_port(void)
+{
+    struct sockaddr_in a;
+    socklen_t al = sizeof(a);
+    int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
+
+    memset(&a, 0, sizeof(a));
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+        getsockname(fd, (struct sockaddr *)&a, &al) == 0)
+        port = ntohs(a.sin_port);
+    if (fd >= 0)
+        close(fd);
+    return port;
+}
+
+static int try_connect(void)
+{
+    struct sockaddr_in a;
+    int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+
+    if (fd < 0)
+        return -1;
+    memset(&a, 0, sizeof(a));
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)D.port);
+    inet_pton(AF_INET, D.host, &a.sin_addr);
+    if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+        close(fd);
+        return -1;
+    }
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    return fd;
+}
+
+static int daemon_start(const char *nnet, const char *npay)
+{
+    const char *ext = getenv("MDC_TEST_TEXT_SERVER");
+    int tries;
+
+    memset(&D, 0, sizeof(D));
+    if (ext != NULL && *ext != '\0') {
+        const char *colon = strrchr(ext, ':');
+        if (colon == NULL || (size_t)(colon - ext) >= sizeof(D.host))
+            return -1;
+        memcpy(D.host, ext, (size_t)(colon - ext));
+        D.port = atoi(colon + 1);
+        D.external = true;
+        return 0;
+    }
+    snprintf(D.host, sizeof(D.host), "127.0.0.1");
+    for (tries = 0; tries < 5; tries++) {
+        char port[16], limit[16];
+        int i;
+
+        D.port = free_port();
+        if (D.port < 0)
+            return -1;
+        snprintf(port, sizeof(port), "%d", D.port);
+        snprintf(limit, sizeof(limit), "%d", TAG_REPLY_LIMIT);
+        D.pid = fork();
+        if (D.pid < 0)
+            return -1;
+        if (D.pid == 0) {
+            execl(MDCACHED_BIN, MDCACHED_BIN, "-l", "127.0.0.1", "-p", port,
+                  "-n", nnet, "-t", npay, "-m", "64", "-v", "1",
+                  "--tag-reply-limit", limit, (char *)NULL);
+            _exit(127);
+        }
+        for (i = 0; i < 200; i++) {
+            int fd = try_connect(), st;
+
+            if (fd >= 0) {
+                close(fd);
+                return 0;
+            }
+            if (waitpid(D.pid, &st, WNOHANG) == D.pid)
+                break; /* exited: port taken meanwhile? try another */
+            usleep(25000);
+        }
+        kill(D.pid, SIGKILL);
+        waitpid(D.pid, NULL, 0);
+    }
+    return -1;
+}
+
+static int daemon_stop(void)
+{
+    int st = 0;
+
+    if (D.external || D.pid <= 0)
+        return 0;
+    kill(D.pid, SIGTERM);
+    if (waitpid(D.pid, &st, 0) != D.pid)
+        return -1;
+    D.pid = 0;
+    /* A graceful stop exits 0. */
+    return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+}
+
+static int setup_symped(void **state)
+{
+    (void)state;
+    return daemon_start("2", "0");
+}
+static int setup_amped(void **state)
+{
+    (void)state;
+    return daemon_start("1", "2");
+}
+static int teardown(void **state)
+{
+    (void)state;
+    return daemon_stop();
+}
+
+/* ---- I/O helpers ---------------------------------------------------------- */
+
+static int conn_open(void)
+{
+    int fd = try_connect();
+
+    assert_true(fd >= 0);
+    return fd;
+}
+
+static void send_all(int fd, const void *p, size_t n)
+{
+    const char *c = p;
+
+    while (n > 0) {
+        ssize_t k = send(fd, c, n, MSG_NOSIGNAL);
+        if (k < 0 && errno == EINTR)
+            continue;
+        assert_true(k > 0);
+        c += k;
+        n -= (size_t)k;
+    }
+}
+
+static void send_str(int fd, const char *s)
+{
+    send_all(fd, s, strlen(s));
+}
+
+/* Read exactly n bytes; returns how many came before EOF or timeout. */
+static size_t recv_n(int fd, void *buf, size_t n)
+{
+    size_t got = 0;
+
+    while (got < n) {
+        struct pollfd p = {fd, POLLIN, 0};
+        ssize_t k;
+
+        if (poll(&p, 1, IO_TIMEOUT_MS) <= 0)
+            break;
+        k = recv(fd, (char *)buf + got, n - got, 0);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            break;
+        got += (size_t)k;
+    }
+    return got;
+}
+
+/* Read one line (with its \r\n) into buf. */
+static void recv_line(int fd, char *buf, size_t cap)
+{
+    size_t n = 0;
+
+    while (n + 1 < cap) {
+        assert_int_equal(recv_n(fd, buf + n, 1), 1);
+        if (buf[n++] == '\n')
+            break;
+    }
+    buf[n] = '\0';
+}
+
+static void expect_bytes(int fd, const void *want, size_t n)
+{
+    char *got = malloc(n + 1);
+
+    assert_non_null(got);
+    got[recv_n(fd, got, n)] = '\0';
+    if (memcmp(got, want, n) != 0)
+        fail_msg("expected \"%.*s\", got \"%s\"", (int)(n > 300 ? 300 : n),
+                 (const char *)want, got);
+    free(got);
+}
+
+static void expect_str(int fd, const char *want)
+{
+    expect_bytes(fd, want, strlen(want));
+}
+
+/* Send a request and check the whole reply. */
+static void xchg(int fd, const char *req, const char *want)
+{
+    send_str(fd, req);
+    expect_str(fd, want);
+}
+
+/* No more bytes within ms (replies that must stay silent). */
+static void expect_silence(int fd, int ms)
+{
+    struct pollfd p = {fd, POLLIN, 0};
+    char c;
+
+    if (poll(&p, 1, ms) > 0) {
+        ssize_t k = recv(fd, &c, 1, MSG_PEEK);
+        if (k > 0)
+            fail_msg("unexpected byte 0x%02x", (unsigned char)c);
+    }
+}
+
+static void expect_eof(int fd)
+{
+    char buf[256];
+    struct pollfd p = {fd, POLLIN, 0};
+
+    assert_true(poll(&p, 1, IO_TIMEOUT_MS) > 0);
+    assert_int_equal(recv(fd, buf, sizeof(buf), 0), 0);
+}
+
+/* Read one line equal to fmt with %d as ttl or ttl - 1 (a second may
+ * tick between the store and the read). */
+static void expect_ttl_line(int fd, const char *fmt, int ttl)
+{
+    char line[512], a[512], b[512];
+
+    recv_line(fd, line, sizeof(line));
+    snprintf(a, sizeof(a), fmt, ttl);
+    snprintf(b, sizeof(b), fmt, ttl - 1);
+    if (strcmp(line, a) != 0 && strcmp(line, b) != 0)
+        fail_msg("expected \"%s\", got \"%s\"", a, line);
+}
+
+/* A key of this test run, unique across tests and runs on one daemon. */
+static const char *ukey(char *buf, size_t cap, const char *base)
+{
+    snprintf(buf, cap, "%s_%d_%u", base, (int)getpid(), ++key_seq);
+    return buf;
+}
+
+static uint64_t gets_cas(int fd, const char *key)
+{
+    char line[512], cmd[300];
+    unsigned long long cas = 0;
+    unsigned flags, bytes;
+    char k[300];
+
+    snprintf(cmd, sizeof(cmd), "gets %s\r\n", key);
+    send_str(fd, cmd);
+    recv_line(fd, line, sizeof(line));
+    assert_int_equal(sscanf(line, "VALUE %299s %u %u %llu", k, &flags, &bytes,
+                            &cas),
+                     4);
+    recv_n(fd, line, bytes + 2);
+    recv_line(fd, line, sizeof(line));
+    assert_string_equal(line, "END\r\n");
+    return cas;
+}
+
+/* ---- tests ---------------------------------------------------------------- */
+
+static void test_storage_commands(void **state)
+{
+    char k[64], b[512];
+    uint64_t cas;
+    int fd = conn_open();
+    (void)state;
+
+    ukey(k, sizeof(k), "st");
+    snprintf(b, sizeof(b), "get %s\r\n", k);
+    xchg(fd, b, "END\r\n");
+    snprintf(b, sizeof(b), "add %s 5 0 3\r\nabc\r\n", k);
+    xchg(fd, b, "STORED\r\n");
+    xchg(fd, b, "NOT_STORED\r\n");
+    snprintf(b, sizeof(b), "get %s\r\n", k);
+    snprintf(b + 200, 200, "VALUE %s 5 3\r\nabc\r\nEND\r\n", k);
+    xchg(fd, b, b + 200);
+    snprintf(b, sizeof(b), "replace %s 6 0 2\r\nxy\r\n", k);
+    xchg(fd, b, "STORED\r\n");
+    snprintf(b, sizeof(b), "append %s 0 0 2\r\nzz\r\n", k);
+    xchg(fd, b, "STORED\r\n");
+    snprintf(b, sizeof(b), "prepend %s 0 0 2\r\naa\r\n", k);
+    xchg(fd, b, "STORED\r\n");
+    snprintf(b, sizeof(b), "get %s\r\n", k);
+    snprintf(b + 200, 200, "VALUE %s 6 6\r\naaxyzz\r\nEND\r\n", k);
+    xchg(fd, b, b + 200);
+
+    cas = gets_cas(fd, k);
+    snprintf(b, sizeof(b), "cas %s 7 0 1 %llu\r\nC\r\n", k,
+             (unsigned long long)cas + 1000);
+    xchg(fd, b, "EXISTS\r\n");
+    snprintf(b, sizeof(b), "cas %s 7 0 1 %llu\r\nC\r\n", k,
+             (unsigned long long)cas);
+    xchg(fd, b, "STORED\r\n");
+    xchg(fd, b, "EXISTS\r\n");
+    snprintf(b, sizeof(b), "cas nosuch_%s 7 0 1 1\r\nC\r\n", k);
+    xchg(fd, b, "NOT_FOUND\r\n");
+    snprintf(b, sizeof(b), "replace nosuch_%s 0 0 1\r\nC\r\n", k);
+    xchg(fd, b, "NOT_STORED\r\n");
+    snprintf(b, sizeof(b), "append nosuch_%s 0 0 1\r\nC\r\n", k);
+    xchg(fd, b, "NOT_STORED\r\n");
+
+    /* noreply: nothing at all, the next reply comes next. */
+    snprintf(b, sizeof(b),
+             "set %s 1 0 1 noreply\r\nA\r\nappend %s 0 0 1 noreply\r\nB\r\n"
+             "add %s 0 0 1 noreply\r\nX\r\ncas %s 0 0 1 1 noreply\r\nX\r\n"
+             "get %s\r\n",
+             k, k, k, k, k);
+    snprintf(b + 400, 100, "VALUE %s 1 2\r\nAB\r\nEND\r\n", k);
+    xchg(fd, b, b + 400);
+    close(fd);
+}
+
+static void test_counters_touch_delete(void **state)
+{
+    char k[64], b[512];
+    int fd = conn_open();
+    (void)state;
+
+    ukey(k, sizeof(k), "ctr");
+    snprintf(b, sizeof(b), "set %s 3 0 1\r\n5\r\n", k);
+    xchg(fd, b, "STORED\r\n");
+    snprintf(b, sizeof(b), "incr %s 1\r\n", k);
+    xchg(fd, b, "6\r\n");
+    snprintf(b, sizeof(b), "get %s\r\n", k);
+    snprintf(b + 200, 200, "VALUE %s 3 1\r\n6\r\nEND\r\n", k);
+    xchg(fd, b, b + 200);
+    snprintf(b, sizeof(b), "incr %s 18446744073709551615\r\n", k);
+    xchg(fd, b, "5\r\n"); /* wraps at 2^64 */
+    snprintf(b, sizeof(b), "decr %s 100\r\n", k);
+    xchg(fd, b, "0\r\n"); /* stops at 0 */
+    snprintf(b, sizeof(b), "incr %s 10 noreply\r\ndecr %s 3 noreply\r\n"
+                           "incr %s 0\r\n",
+             k, k, k);
+    xchg(fd, b, "7\r\n");
+    snprintf(b, sizeof(b), "incr %s x\r\n", k);
+    xchg(fd, b, "CLIENT_ERROR invalid numeric delta argument\r\n");
+    snprintf(b, sizeof(b), "incr nosuch_%s 1\r\n", k);
+    xchg(fd, b, "NOT_FOUND\r\n");
+    snprintf(b, sizeof(b), "set %s 0 0 1\r\nx\r\nincr %s 1\r\n", k, k);
+    xchg(fd, b, "STORED\r\nCLIENT_ERROR cannot increment or decrement "
+                "non-numeric value\r\n");
+
+    snprintf(b, sizeof(b), "touch %s 100\r\n", k);
+    xchg(fd, b, "TOUCHED\r\n");
+    snprintf(b, sizeof(b), "touch nosuch_%s 100\r\n", k);
+    xchg(fd, b, "NOT_FOUND\r\n");
+    snprintf(b, sizeof(b), "mg %s t\r\n", k);
+    send_str(fd, b);
+    expect_ttl_line(fd, "HD t%d\r\n", 100);
+    snprintf(b, sizeof(b), "gat 200 %s nosuch_%s\r\n", k, k);
+    snprintf(b + 200, 200, "VALUE %s 0 1\r\nx\r\nEND\r\n", k);
+    xchg(fd, b, b + 200);
+    snprintf(b, sizeof(b), "mg %s t\r\n", k);
+    send_str(fd, b);
+    expect_ttl_line(fd, "HD t%d\r\n", 200);
+    /* A negative exptime expires at once. */
+    snprintf(b, sizeof(b), "touch %s -1\r\nget %s\r\n", k, k);
+    xchg(fd, b, "TOUCHED\r\nEND\r\n");
+
+    snprintf(b, sizeof(b), "set %s 0 0 1\r\nx\r\ndelete %s\r\ndelete %s\r\n",
+             k, k, k);
+    xchg(fd, b, "STORED\r\nDELETED\r\nNOT_FOUND\r\n");
+    snprintf(b, sizeof(b),
+             "set %s 0 0 1 noreply\r\nx\r\ndelete %s noreply\r\n"
+             "delete %s 0\r\n",
+             k, k, k);
+    xchg(fd, b, "NOT_FOUND\r\n");
+    snprintf(b, sizeof(b), "delete %s 5\r\n", k);
+    xchg(fd, b, "CLIENT_ERROR bad command line format.  Usage: delete "
+                "<key> [noreply]\r\n");
+    close(fd);
+}
+
+static void test_admin_commands(void **state)
+{
+    char line[512];
+    int fd = conn_open(), n = 0;
+    bool saw_cmd_get = false, saw_item = false;
+    (void)state;
+
+    xchg(fd, "version\r\n", "VERSION " PACKAGE_VERSION "\r\n");
+    xchg(fd, "verbosity 1\r\n", "OK\r\n");
+    xchg(fd, "verbosity 1 noreply\r\nmn\r\n", "MN\r\n");
+    xchg(fd, "verbosity\r\n", "ERROR\r\n");
+    xchg(fd, "bogus\r\n", "ERROR\r\n");
+    xchg(fd, "stats nosuchgroup\r\n", "ERROR\r\n");
+    xchg(fd, "flush_all 30\r\n",
+         "SERVER_ERROR flush_all delay not supported\r\n");
+
+    send_str(fd, "stats\r\n");
+    for (;;) {
+        recv_line(fd, line, sizeof(line));
+        if (strcmp(line, "END\r\n") == 0)
+            break;
+        assert_memory_equal(line, "STAT ", 5);
+        assert_true(strlen(line) > 8);
+        assert_memory_equal(line + strlen(line) - 2, "\r\n", 2);
+        saw_cmd_get |= strncmp(line, "STAT cmd_get ", 13) == 0;
+        saw_item |= strncmp(line, "STAT curr_items ", 16) == 0;
+        n++;
+    }
+    assert_true(saw_cmd_get && saw_item && n > 20);
+
+    send_str(fd, "stats settings\r\n");
+    saw_item = false;
+    for (;;) {
+        recv_line(fd, line, sizeof(line));
+        if (strcmp(line, "END\r\n") == 0)
+            break;
+        assert_memory_equal(line, "STAT ", 5);
+        saw_item |= strncmp(line, "STAT max-item-size ", 19) == 0;
+    }
+    assert_true(saw_item);
+    xchg(fd, "quit\r\n", "");
+    expect_eof(fd);
+    close(fd);
+}
+
+/* flush_all runs alone: it empties the cache other tests use. */
+static void test_flush_all(void **state)
+{
+    char k[64], b[256];
+    int fd = conn_open();
+    (void)state;
+
+    if (D.external)
+        skip();
+    ukey(k, sizeof(k), "fl");
+    snprintf(b, sizeof(b), "set %s 0 0 1\r\nx\r\nflush_all\r\nget %s\r\n", k,
+             k);
+    xchg(fd, b, "STORED\r\nOK\r\nEND\r\n");
+    snprintf(b, sizeof(b),
+             "set %s 0 0 1\r\nx\r\nflush_all noreply\r\nflush_all 0\r\n"
+             "flush_all -1\r\nget %s\r\n",
+             k, k);
+    xchg(fd, b, "STORED\r\nOK\r\nOK\r\nEND\r\n");
+    close(fd);
+}
+
+static void test_multiget_zero_copy(void **state)
+{
+    enum { NKEYS = 100, BIG = 600 * 1024 };
+    char (*keys)[64] = calloc(NKEYS, 64);
+    char *big = malloc(BIG), *b = malloc(NKEYS * 64 + 64);
+    char line[512];
+    int fd = conn_open(), i, n;
+    (void)state;
+
+    assert_non_null(keys);
+    assert_non_null(big);
+    for (i = 0; i < BIG; i++)
+        big[i] = (char)(i * 7 + i / 251);
+    memcpy(big + 1000, "\r\nEND\r\n", 7); /* values are binary-safe */
+    for (i = 0; i < NKEYS; i++) {
+        ukey(keys[i], 64, "mg");
+        if (i % 3 == 2)
+            continue; /* a third are misses */
+        n = snprintf(line, sizeof(line), "set %s %d 0 %d\r\n", keys[i], i,
+                     i == 50 ? BIG : i);
+        send_all(fd, line, (size_t)n);
+        send_all(fd, i == 50 ? big : big + 1, i == 50 ? BIG : (size_t)i);
+        send_all(fd, "\r\n", 2);
+        expect_str(fd, "STORED\r\n");
+    }
+    n = snprintf(b, 8, "gets");
+    for (i = 0; i < NKEYS; i++)
+        n += sprintf(b + n, " %s", keys[i]);
+    n += sprintf(b + n, "\r\n");
+    send_all(fd, b, (size_t)n);
+    for (i = 0; i < NKEYS; i++) {
+        char k[64];
+        unsigned flags, bytes;
+        unsigned long long cas;
+        char *v;
+
+        if (i % 3 == 2)
+            continue;
+        recv_line(fd, line, sizeof(line));
+        assert_int_equal(sscanf(line, "VALUE %63s %u %u %llu", k, &flags,
+                                &bytes, &cas),
+                         4);
+        assert_string_equal(k, keys[i]);
+        assert_int_equal(flags, i);
+        assert_int_equal(bytes, i == 50 ? BIG : i);
+        v = malloc(bytes + 2);
+        assert_int_equal(recv_n(fd, v, bytes + 2), bytes + 2);
+        assert_memory_equal(v, i == 50 ? big : big + 1, bytes);
+        assert_memory_equal(v + bytes, "\r\n", 2);
+        free(v);
+    }
+    expect_str(fd, "END\r\n");
+    free(keys);
+    free(big);
+    free(b);
+    close(fd);
+}
+
+/* Every request sent one byte at a time: partial lines and data blocks. */
+static void test_split_every_byte(void **state)
+{
+    char k[64], b[512], want[512];
+    int fd = conn_open(), n;
+    size_t i;
+    (void)state;
+
+    ukey(k, sizeof(k), "split");
+    n = snprintf(b, sizeof(b),
+                 "set %s 9 0 5\r\nhe\r\no\r\nget %s\r\nms %s 2 T0 F1\r\nhi\r\n"
+                 "mg %s v f\r\nincr nosuch_%s 1\r\n",
+                 k, k, k, k, k);
+    snprintf(want, sizeof(want),
+             "STORED\r\nVALUE %s 9 5\r\nhe\r\no\r\nEND\r\nHD\r\nVA 2 f1\r\n"
+             "hi\r\nNOT_FOUND\r\n",
+             k);
+    for (i = 0; i < (size_t)n; i++) {
+        send_all(fd, b + i, 1);
+        if (i % 7 == 0)
+            usleep(1000);
+    }
+    expect_str(fd, want);
+    close(fd);
+}
+
+static void test_resync_and_limits(void **state)
+{
+    char k[64], b[512];
+    int fd = conn_open();
+    size_t big = 2 * 1024 * 1024, i;
+    char *v = malloc(64 * 1024);
+    (void)state;
+
+    ukey(k, sizeof(k), "rs");
+    /* Bad data chunk: error, then the stream goes on. */
+    snprintf(b, sizeof(b), "set %s 0 0 1\r\nxy\r\nget %s\r\n", k, k);
+    xchg(fd, b, "CLIENT_ERROR bad data chunk\r\nERROR\r\nEND\r\n");
+    /* A bad line's data block is discarded, never run as a command. */
+    snprintf(b, sizeof(b), "set %s x 0 11\r\nflush_all\r\n\r\nmn\r\n", k);
+    xchg(fd, b, "CLIENT_ERROR bad command line format\r\nMN\r\n");
+    snprintf(b, sizeof(b), "set %s 0 0\r\nmn\r\n", k);
+    xchg(fd, b, "ERROR\r\nMN\r\n");
+    /* A value over the item size (1 MiB): refused at once, discarded as
+     * it streams in, then the connection carries on. */
+    snprintf(b, sizeof(b), "set %s 0 0 %zu\r\n", k, big);
+    xchg(fd, b, "SERVER_ERROR object too large for cache\r\n");
+    memset(v, 'v', 64 * 1024);
+    for (i = 0; i < big; i += 64 * 1024)
+        send_all(fd, v, 64 * 1024);
+    snprintf(b, sizeof(b), "\r\nget %s\r\n", k);
+    xchg(fd, b, "END\r\n");
+    snprintf(b, sizeof(b), "set %s 0 0 %zu noreply\r\n", k, big);
+    send_str(fd, b);
+    for (i = 0; i < big; i += 64 * 1024)
+        send_all(fd, v, 64 * 1024);
+    xchg(fd, "\r\nmn\r\n", "MN\r\n");
+    /* Key of 251 bytes. */
+    memset(b, 'k', 251);
+    b[251] = '\0';
+    send_str(fd, "get ");
+    send_str(fd, b);
+    xchg(fd, "\r\n", "CLIENT_ERROR bad command line format\r\n");
+    close(fd);
+
+    /* No newline within 2048 bytes: error, then close. */
+    fd = conn_open();
+    send_str(fd, "get_");
+    send_all(fd, v, 4000);
+    expect_str(fd, "CLIENT_ERROR line too long\r\n");
+    expect_eof(fd);
+    close(fd);
+    free(v);
+}
+
+static void test_meta_commands(void **state)
+{
+    char k[64], b[512], w[512];
+    uint64_t cas;
+    int fd = conn_open();
+    (void)state;
+
+    ukey(k, sizeof(k), "meta");
+    snprintf(b, sizeof(b), "ms %s 2 F5 T100 k Oab\r\nhi\r\n", k);
+    snprintf(w, sizeof(w), "HD k%s Oab\r\n", k);
+    xchg(fd, b, w);
+    snprintf(b, sizeof(b), "mg %s s v f t k Oxy q\r\n", k);
+    send_str(fd, b);
+    snprintf(w, sizeof(w), "VA 2 s2 f5 t%%d k%s Oxy\r\n", k);
+    expect_ttl_line(fd, w, 100);
+    expect_str(fd, "hi\r\n");
+    snprintf(b, sizeof(b), "mg %s\r\n", k);
+    xchg(fd, b, "HD\r\n");
+    snprintf(b, sizeof(b), "mg nosuch_%s v q\r\nmg nosuch_%s v\r\nmn\r\n", k,
+             k);
+    xchg(fd, b, "EN\r\nMN\r\n");
+    snprintf(b, sizeof(b), "ms %s 2 ME\r\nhi\r\n", k);
+    xchg(fd, b, "NS\r\n");
+    snprintf(b, sizeof(b), "ms %s 1 MA q\r\n!\r\nmg %s v\r\n", k, k);
+    xchg(fd, b, "VA 3\r\nhi!\r\n");
+    cas = gets_cas(fd, k);
+    snprintf(b, sizeof(b), "ms %s 1 C%llu c\r\nX\r\n", k,
+             (unsigned long long)cas + 1);
+    xchg(fd, b, "EX c0\r\n");
+    snprintf(b, sizeof(b), "ms %s 1 C%llu\r\nX\r\nmg %s v\r\n", k,
+             (unsigned long long)cas, k);
+    xchg(fd, b, "HD\r\nVA 1\r\nX\r\n");
+    snprintf(b, sizeof(b), "md %s q\r\nmd %s k\r\n", k, k);
+    snprintf(w, sizeof(w), "NF k%s\r\n", k);
+    xchg(fd, b, w);
+    /* ma with auto-create, delta, mode and value. */
+    snprintf(b, sizeof(b), "ma %s N0 J10 v\r\nma %s v D5\r\nma %s MD v\r\n"
+                           "ma %s q\r\nma %s\r\nmg %s v\r\n",
+             k, k, k, k, k, k);
+    xchg(fd, b, "VA 2\r\n10\r\nVA 2\r\n15\r\nVA 2\r\n14\r\nHD\r\nVA 2\r\n16\r\n");
+    snprintf(b, sizeof(b), "ma nosuch_%s\r\n", k);
+    xchg(fd, b, "NF\r\n");
+    snprintf(b, sizeof(b), "me %s\r\n", k);
+    send_str(fd, b);
+    recv_line(fd, w, sizeof(w));
+    snprintf(b, sizeof(b), "ME %s exp=-1 cas=", k);
+    assert_memory_equal(w, b, strlen(b));
+    assert_non_null(strstr(w, " size=2\r\n"));
+    /* base64 keys. */
+    xchg(fd, "ms bWI= 2 b k\r\nhi\r\nmg bWI= b k v\r\n",
+         "HD kbWI= b\r\nVA 2 kbWI= b\r\nhi\r\n");
+    xchg(fd, "mg xx z\r\n", "CLIENT_ERROR invalid flag\r\n");
+    xchg(fd, "mn\r\n", "MN\r\n");
+    close(fd);
+}
+
+static void test_tag_commands(void **state)
+{
+    char k[3][64], b[1024], line[512];
+    int fd = conn_open(), i, found = 0;
+    int32_t tk = (int32_t)getpid() + (int32_t)key_seq * 7;
+    (void)state;
+
+    for (i = 0; i < 3; i++)
+        ukey(k[i], sizeof(k[i]), "tag");
+    snprintf(b, sizeof(b),
+             "tset %s 1 0 2 %d:1,%d:2\r\naa\r\ntset %s 2 0 2 %d:2 noreply\r\n"
+             "bb\r\ntset %s 3 0 2 %d:3\r\ncc\r\n",
+             k[0], tk, tk, k[1], tk, k[2], tk);
+    xchg(fd, b, "STORED\r\nSTORED\r\n");
+    snprintf(b, sizeof(b), "me %s\r\n", k[0]);
+    send_str(fd, b);
+    recv_line(fd, line, sizeof(line));
+    snprintf(b, sizeof(b), " tags=%d:1,%d:2\r\n", tk, tk);
+    assert_non_null(strstr(line, b));
+
+    /* tget: a union, each record once, in no promised order. */
+    snprintf(b, sizeof(b), "tget %d 2 1\r\n", tk);
+    send_str(fd, b);
+    for (i = 0; i < 2; i++) {
+        char key[64], v[8];
+        unsigned flags, bytes;
+
+        recv_line(fd, line, sizeof(line));
+        assert_int_equal(sscanf(line, "VALUE %63s %u %u", key, &flags,
+                                &bytes),
+                         3);
+        assert_int_equal(bytes, 2);
+        recv_n(fd, v, 4);
+        if (strcmp(key, k[0]) == 0 && memcmp(v, "aa\r\n", 4) == 0)
+            found |= 1;
+        if (strcmp(key, k[1]) == 0 && memcmp(v, "bb\r\n", 4) == 0)
+            found |= 2;
+    }
+    expect_str(fd, "END\r\n");
+    assert_int_equal(found, 3);
+    snprintf(b, sizeof(b), "tgets %d 3\r\n", tk);
+    send_str(fd, b);
+    recv_line(fd, line, sizeof(line));
+    snprintf(b, sizeof(b), "VALUE %s 3 2 ", k[2]);
+    assert_memory_equal(line, b, strlen(b));
+    expect_str(fd, "cc\r\nEND\r\n");
+    snprintf(b, sizeof(b), "tget %d 99\r\n", tk);
+    xchg(fd, b, "END\r\n");
+
+    /* tdel, then nothing carrying those tags is left. */
+    snprintf(b, sizeof(b), "tdel %d 2 3\r\ntget %d 1 2 3\r\n", tk, tk);
+    xchg(fd, b, "DELETED 3\r\nEND\r\n");
+    snprintf(b, sizeof(b), "get %s %s %s\r\ntdel %d 1 noreply\r\n"
+                           "tdel %d 1\r\n",
+             k[0], k[1], k[2], tk, tk);
+    xchg(fd, b, "END\r\nDELETED 0\r\n");
+
+    /* A plain set leaves an untagged record. */
+    snprintf(b, sizeof(b), "tset %s 0 0 1 %d:7\r\nx\r\nset %s 0 0 1\r\ny\r\n"
+                           "tget %d 7\r\n",
+             k[0], tk, k[0], tk);
+    xchg(fd, b, "STORED\r\nSTORED\r\nEND\r\n");
+
+    /* tstack: push returns the generated key, pop the newest first. */
+    snprintf(b, sizeof(b), "tpush %d 5 0 0 3\r\none\r\n", tk);
+    send_str(fd, b);
+    recv_line(fd, line, sizeof(line));
+    assert_memory_equal(line, "STORED ", 7);
+    line[strlen(line) - 2] = '\0';
+    snprintf(b, sizeof(b), "get %s\r\n", line + 7);
+    send_str(fd, b);
+    snprintf(b, sizeof(b), "VALUE %s 0 3\r\none\r\nEND\r\n", line + 7);
+    expect_str(fd, b);
+    snprintf(b, sizeof(b), "tpush %d 5 4 0 3 noreply\r\ntwo\r\ntpop %d 5\r\n",
+             tk, tk);
+    send_str(fd, b);
+    recv_line(fd, line, sizeof(line));
+    assert_non_null(strstr(line, " 4 3\r\n"));
+    expect_str(fd, "two\r\nEND\r\n");
+    snprintf(b, sizeof(b), "tpop %d 5\r\n", tk);
+    send_str(fd, b);
+    recv_line(fd, line, sizeof(line));
+    assert_non_null(strstr(line, " 0 3\r\n"));
+    expect_str(fd, "one\r\nEND\r\n");
+    xchg(fd, b, "END\r\n");
+
+    xchg(fd, "tget 1\r\n", "ERROR\r\n");
+    xchg(fd, "tset k 0 0 1 1\r\nx\r\nmn\r\n",
+         "CLIENT_ERROR bad command line format\r\nMN\r\n");
+    close(fd);
+}
+
+/* A tget answer over --tag-reply-limit ends with the truncation line. */
+static void test_tget_truncated(void **state)
+{
+    char k[64], b[256], line[512];
+    char *v = malloc(1000);
+    int fd = conn_open(), i, values = 0;
+    int32_t tk = (int32_t)getpid() + 1000 + (int32_t)key_seq;
+    (void)state;
+
+    if (D.external)
+        skip();
+    memset(v, 'q', 1000);
+    for (i = 0; i < 10; i++) {
+        snprintf(b, sizeof(b), "tset %s 0 0 1000 %d:1\r\n",
+                 ukey(k, sizeof(k), "tr"), tk);
+        send_str(fd, b);
+        send_all(fd, v, 1000);
+        xchg(fd, "\r\n", "STORED\r\n");
+    }
+    snprintf(b, sizeof(b), "tget %d 1\r\n", tk);
+    send_str(fd, b);
+    for (;;) {
+        recv_line(fd, line, sizeof(line));
+        if (strncmp(line, "VALUE ", 6) != 0)
+            break;
+        recv_n(fd, v, 1002);
+        values++;
+    }
+    assert_string_equal(line, "SERVER_ERROR reply truncated\r\n");
+    assert_true(values >= 1 && values < 10);
+    xchg(fd, "mn\r\n", "MN\r\n");
+    free(v);
+    close(fd);
+}
+
+static void test_binary_refused(void **state)
+{
+    static const char hdr[24] = {(char)0x80, 0x0a}; /* a memcached noop */
+    int fd = conn_open();
+    (void)state;
+
+    send_all(fd, hdr, sizeof(hdr));
+    expect_str(fd,
+               "SERVER_ERROR memcached binary protocol is not supported\r\n");
+    expect_eof(fd);
+    close(fd);
+}
+
+/* Many pipelined gets in one write: answers in order, nothing lost. */
+static void test_pipelined_burst(void **state)
+{
+    enum { N = 2000 };
+    char k[64], line[128];
+    char *b = malloc(N * 80);
+    size_t n = 0;
+    int fd = conn_open(), i;
+    (void)state;
+
+    ukey(k, sizeof(k), "burst");
+    n += (size_t)sprintf(b + n, "set %s 0 0 5\r\nhello\r\n", k);
+    for (i = 0; i < N; i++)
+        n += (size_t)sprintf(b + n, i % 2 ? "get %s\r\n" : "mg %s v\r\n", k);
+    send_all(fd, b, n);
+    expect_str(fd, "STORED\r\n");
+    for (i = 0; i < N; i++) {
+        if (i % 2) {
+            snprintf(line, sizeof(line), "VALUE %s 0 5\r\nhello\r\nEND\r\n",
+                     k);
+            expect_str(fd, line);
+        } else {
+            expect_str(fd, "VA 5\r\nhello\r\n");
+        }
+    }
+    expect_silence(fd, 50);
+    free(b);
+    close(fd);
+}
+
+#define SUITE                                                                  \
+    cmocka_unit_test(test_storage_commands),                                   \
+        cmocka_unit_test(test_counters_touch_delete),                          \
+        cmocka_unit_test(test_admin_commands),                                 \
+        cmocka_unit_test(test_flush_all),                                      \
+        cmocka_unit_test(test_multiget_zero_copy),                             \
+        cmocka_unit_test(test_split_every_byte),                               \
+        cmocka_unit_test(test_resync_and_limits),                              \
+        cmocka_unit_test(test_meta_commands),                                  \
+        cmocka_unit_test(test_tag_commands),                                   \
+        cmocka_unit_test(test_tget_truncated),                                 \
+        cmocka_unit_test(test_binary_refused),                                 \
+        cmocka_unit_test(test_pipelined_burst)
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {SUITE};
+    int rc;
+
+    signal(SIGPIPE, SIG_IGN);
+    rc = cmocka_run_group_tests_name("text, SYMPED (-n 2 -t 0)", tests,
+                                     setup_symped, teardown);
+    if (getenv("MDC_TEST_TEXT_SERVER") == NULL)
+        rc |= cmocka_run_group_tests_name("text, AMPED (-n 1 -t 2)", tests,
+                                          setup_amped, teardown);
+    return rc;
+}

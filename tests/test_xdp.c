@@ -235,6 +235,38 @@ static void test_hit_tiers(void **state)
     }
 }
 
+/* Every key length around the inline limit (32 bytes) and every value
+ * length through the small-reply writer and across the tier-0 boundary. */
+static void test_hit_sweep(void **state)
+{
+    char key[48], val[128];
+    uint32_t kl, vl, i;
+
+    for (i = 0; i < sizeof(val); i++)
+        val[i] = (char)('a' + i % 26);
+    for (kl = 1; kl <= 40; kl++) {
+        for (i = 0; i < kl; i++)
+            key[i] = (char)('!' + (kl * 7 + i * 13) % 94);
+        key[kl] = 0;
+        assert_int_equal(mirror_fill(M, key, kl, val, kl, kl, 0), 0);
+        expect_hit(key, kl, val, kl);
+        /* the same length, one byte different: never answered */
+        key[kl - 1] = key[kl - 1] == '~' ? '!' : (char)(key[kl - 1] + 1);
+        {
+            struct req r = {.payload = get_of(key)};
+            uint64_t hits = counter(M, MC_HIT);
+            size_t len = build_req(pkt, &r), olen;
+            assert_int_equal(run_on(M, pkt, len, &olen), XDP_PASS);
+            assert_int_equal(counter(M, MC_HIT), hits);
+        }
+    }
+    for (vl = 0; vl <= 100; vl++) {
+        snprintf(key, sizeof(key), "sweep-v");
+        assert_int_equal(mirror_fill(M, key, 7, val, vl, vl * 3, 0), 0);
+        expect_hit(key, vl * 3, val, vl);
+    }
+}
+
 static void test_hit_padded_frame(void **state)
 {
     struct req r = {.payload = "get p\r\n", .pad_to = 60};
@@ -606,6 +638,7 @@ int main(void)
         cmocka_unit_test(test_verifier_figure),
         cmocka_unit_test(test_hit_small),
         cmocka_unit_test(test_hit_tiers),
+        cmocka_unit_test(test_hit_sweep),
         cmocka_unit_test(test_hit_padded_frame),
         cmocka_unit_test(test_key_limits),
         cmocka_unit_test(test_miss),

@@ -65,20 +65,31 @@ for n in "$S:$VS" "$C:$VC"; do
     ip netns exec "$ns" ethtool -K "$dev" tx off >/dev/null 2>&1
 done
 
-nstats=0
-# stat NAME: the value in a fresh "stats" block
+# stat NAME: the value in a fresh "stats" block (runs in a subshell: it
+# counts the blocks already there instead of keeping a count)
 stat() {
-    nstats=$((nstats + 1))
+    n=$(grep -c '^END$' "$W/out")
     echo stats >&3
     i=0
-    while [ "$(grep -c '^END$' "$W/out")" -lt $nstats ] && [ $i -lt 50 ]; do
-        sleep 0.1
+    while [ "$(grep -c '^END$' "$W/out")" -le "$n" ] && [ $i -lt 100 ]; do
+        sleep 0.05
         i=$((i + 1))
     done
     awk -v k="$1" '$1 == "STAT" && $2 == k { v = $3 } END { print v }' "$W/out"
 }
 
-cmd() { echo "$*" >&3; }
+# cmd LINE: send a command, return once it is acknowledged (the contract
+# is about GETs sent after the acknowledgement)
+cmd() {
+    n=$(grep -cE '^(STORED|DELETED|NOT_FOUND|ERROR)' "$W/out")
+    echo "$*" >&3
+    i=0
+    while [ "$(grep -cE '^(STORED|DELETED|NOT_FOUND|ERROR)' "$W/out")" -le "$n" ] &&
+        [ $i -lt 100 ]; do
+        sleep 0.02
+        i=$((i + 1))
+    done
+}
 
 # get KEY [COUNT] -> the reply text in $W/reply
 get() {
@@ -90,7 +101,6 @@ same() { cmp -s "$W/reply" "$1"; }
 
 run_mode() {
     mode=$1
-    nstats=0
     rm -f "$W/in" "$W/out"
     mkfifo "$W/in"
     if [ "$mode" = native ]; then

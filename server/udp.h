@@ -1,0 +1,41 @@
+/*
+ * udp.h - memcached's UDP protocol (-U PORT; docs/protocol.md, "UDP"): the
+ * 8-byte frame header, get/gets answered from the store, replies split over
+ * datagrams of at most 1400 bytes.  This is the path the XDP program
+ * accelerates (XDP.md), so a single-key hit must leave byte for byte as
+ * mirror_reply_build() composes it.
+ *
+ * Each network thread (the main thread with -n 0) owns one SO_REUSEPORT
+ * socket per -l address, read with recvmmsg() and answered with sendmmsg()
+ * in batches, in its own event loop; UDP requests never go to payload
+ * threads.  Values leave from their records (iovecs, references held until
+ * sendmmsg() returns), so a hit neither copies nor allocates.
+ */
+#ifndef MDC_UDP_H
+#define MDC_UDP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct worker;
+
+#define UDP_FRAME_HDR 8      /* request id, sequence, total, reserved */
+#define UDP_DGRAM_MAX 1400   /* a reply datagram's payload, header included */
+#define UDP_CHUNK (UDP_DGRAM_MAX - UDP_FRAME_HDR) /* reply bytes per datagram */
+#define UDP_BATCH 32         /* datagrams per recvmmsg() */
+#define UDP_RX_MAX 8192      /* largest request datagram; longer: ignored */
+
+/* Reply to a command other than get/gets (well-formed or not, it is not
+ * run): UDP serves retrieval only (DESIGN.md §4). */
+#define UDP_E_REFUSED "SERVER_ERROR UDP serves get and gets only\r\n"
+/* A get whose reply would exceed --udp-reply-limit ends with this. */
+#define UDP_E_TOO_LARGE "SERVER_ERROR reply too large for UDP\r\n"
+
+/* Serve a socket fd (bound, any family) from w's loop; takes fd over.  For
+ * udp_listen_all() and tests.  0 ok, -1 (fd closed). */
+int udp_sock_add(struct worker *w, int fd, const char *name);
+/* Read and answer whatever is queued on w's sockets now (what the event
+ * callback does), for tests that drive a worker without its loop. */
+void udp_serve(struct worker *w);
+
+#endif
