@@ -96,8 +96,8 @@ static int run_simple(int bounce, const char *ifname, enum mirror_mode mode,
         fprintf(stderr, "mdc-xdp-tool: load failed: %s\n", strerror(errno));
         return 1;
     }
-    prog = bpf_program__fd(bounce ? skel->progs.mdc_bounce
-                                  : skel->progs.mdc_pass);
+    prog =
+        bpf_program__fd(bounce ? skel->progs.mdc_bounce : skel->progs.mdc_pass);
     if (mode != MIRROR_MODE_GENERIC) {
         LIBBPF_OPTS(bpf_link_create_opts, o, .flags = XDP_FLAGS_DRV_MODE);
         fd = bpf_link_create(prog, ifindex, BPF_XDP, &o);
@@ -226,8 +226,8 @@ static void serve_udp(int fd)
     uint8_t in[1500], out[1500];
     struct sockaddr_in peer;
     socklen_t plen = sizeof(peer);
-    ssize_t n = recvfrom(fd, in, sizeof(in), 0, (struct sockaddr *)&peer,
-                         &plen);
+    ssize_t n =
+        recvfrom(fd, in, sizeof(in), 0, (struct sockaddr *)&peer, &plen);
     const char *cmd = (const char *)in + 8;
     size_t olen = 0, clen;
     struct item *it;
@@ -247,10 +247,9 @@ static void serve_udp(int fd)
         }
         if (it) {
             udp_hits++;
-            olen = mirror_reply_build(out, sizeof(out), (uint16_t)(in[0] << 8 |
-                                                                  in[1]),
-                                      it->key, it->klen, it->flags, it->value,
-                                      it->vlen);
+            olen = mirror_reply_build(out, sizeof(out),
+                                      (uint16_t)(in[0] << 8 | in[1]), it->key,
+                                      it->klen, it->flags, it->value, it->vlen);
             /* single-threaded: nothing can change the item meanwhile */
             mirror_fill(M, it->key, it->klen, it->value, it->vlen, it->flags,
                         it->deadline);

@@ -79,7 +79,7 @@ static __always_inline struct mirror_scratch *scratch(void)
     return bpf_map_lookup_elem(&mirror_scratch, &zero);
 }
 
-/* ---- key scan: validate bytes, hash (one bpf_loop step per word) ------- */
+/* ---- key scan: validate bytes and hash, a word at a time --------------- */
 struct scan_ctx {
     __u64 hash;
     __u64 lastmask;
@@ -132,8 +132,8 @@ struct cmp_ctx {
     __u32 differ;
 };
 
-static __always_inline long cmp_one(struct mirror_scratch *s,
-                                    struct cmp_ctx *c, __u32 i)
+static __always_inline long cmp_one(struct mirror_scratch *s, struct cmp_ctx *c,
+                                    __u32 i)
 {
     __u64 a, b;
 
@@ -198,7 +198,7 @@ static __always_inline int tier_read(void *map, __u32 slot_size, __u32 mask,
     if (!e)
         return R_MISS;
     seq1 = SEQ_READ(&e->seq);
-    barrier(); /* ... and after the first */
+    barrier(); /* everything below is read after the first sequence read */
     if (READ_ONCE(e->hash) != h)
         return R_MISS;
     if (seq1 & 1)
@@ -314,8 +314,7 @@ int mdc_xdp(struct xdp_md *ctx)
     if (udp->dest != mdc_cfg.port)
         return count(cnt, MC_PORT);
     tot = bpf_ntohs(ip->tot_len);
-    if (tot < sizeof(*ip) + sizeof(*udp) ||
-        (void *)ip + tot > data_end ||
+    if (tot < sizeof(*ip) + sizeof(*udp) || (void *)ip + tot > data_end ||
         bpf_ntohs(udp->len) != tot - sizeof(*ip))
         return count(cnt, MC_MALFORMED);
     if (ip_csum20(ip) != 0)
@@ -324,7 +323,8 @@ int mdc_xdp(struct xdp_md *ctx)
     /* memcached UDP frame header: id, sequence 0, 1 datagram, reserved 0 */
     plen = tot - sizeof(*ip) - sizeof(*udp);
     frame = (void *)(udp + 1);
-    if (plen < MIRROR_FRAME_HDR || (void *)(frame + MIRROR_FRAME_HDR) > data_end)
+    if (plen < MIRROR_FRAME_HDR ||
+        (void *)(frame + MIRROR_FRAME_HDR) > data_end)
         return count(cnt, MC_FRAME);
     if (frame[2] | frame[3] | frame[4] | (frame[5] ^ 1) | frame[6] | frame[7])
         return count(cnt, MC_FRAME);
@@ -403,14 +403,14 @@ int mdc_xdp(struct xdp_md *ctx)
     sc.hash = mirror_hash_final(sc.hash);
 
     /* look the key up: it lives in at most one tier */
-    rc = tier_read(&mirror_t0, MIRROR_SLOT0, mdc_cfg.mask[0], sc.hash, klen,
-                   s, &f);
+    rc = tier_read(&mirror_t0, MIRROR_SLOT0, mdc_cfg.mask[0], sc.hash, klen, s,
+                   &f);
     if (rc == R_MISS)
-        rc = tier_read(&mirror_t1, MIRROR_SLOT1, mdc_cfg.mask[1], sc.hash,
-                       klen, s, &f);
+        rc = tier_read(&mirror_t1, MIRROR_SLOT1, mdc_cfg.mask[1], sc.hash, klen,
+                       s, &f);
     if (rc == R_MISS)
-        rc = tier_read(&mirror_t2, MIRROR_SLOT2, mdc_cfg.mask[2], sc.hash,
-                       klen, s, &f);
+        rc = tier_read(&mirror_t2, MIRROR_SLOT2, mdc_cfg.mask[2], sc.hash, klen,
+                       s, &f);
     if (rc == R_MISS)
         return count(cnt, MC_MISS);
     if (rc == R_CONFLICT)

@@ -26,10 +26,10 @@
 
 #include <linux/types.h>
 
-#define MIRROR_KEY_MAX 250u   /* memcached's text-protocol key limit */
-#define MIRROR_KEY_WORDS 32u  /* 8-byte words covering a key */
-#define MIRROR_FRAME_HDR 8u   /* memcached UDP frame header */
-#define MIRROR_MAX_ADDRS 8u   /* destination addresses answered */
+#define MIRROR_KEY_MAX 250u  /* memcached's text-protocol key limit */
+#define MIRROR_KEY_WORDS 32u /* 8-byte words covering a key */
+#define MIRROR_FRAME_HDR 8u  /* memcached UDP frame header */
+#define MIRROR_MAX_ADDRS 8u  /* destination addresses answered */
 
 #define MIRROR_TIERS 3u
 #define MIRROR_SLOT0 128u
@@ -43,14 +43,14 @@
 #define MIRROR_L2_HDRS 14u
 #define MIRROR_REPLY_HDRS 50u
 #define MIRROR_PKT_MAX (MIRROR_REPLY_HDRS + MIRROR_BLOB_MAX)
-/* In the scratch copy the key of "VALUE <key>" sits at this 8-aligned offset. */
+/* In the scratch copy the key of "VALUE <key>" is at this aligned offset. */
 #define MIRROR_REPLY_KEY_OFF (MIRROR_REPLY_HDRS + 6u)
 
 /* A slot.  blob_len == 0 means empty. */
 struct mirror_entry {
-    __u32 seq;         /* seqlock: odd while a writer owns the slot */
-    __u16 blob_len;    /* bytes of blob[] */
-    __u8 klen;         /* key length, 1..MIRROR_KEY_MAX */
+    __u32 seq;      /* seqlock: odd while a writer owns the slot */
+    __u16 blob_len; /* bytes of blob[] */
+    __u8 klen;      /* key length, 1..MIRROR_KEY_MAX */
     __u8 pad0;
     __u32 csum;        /* ones'-complement sum of blob[], 16-bit, folded,
                           summed as native-order 16-bit loads */
@@ -78,11 +78,11 @@ struct mirror_scratch {
 struct mirror_cfg {
     __u32 addrs[MIRROR_MAX_ADDRS]; /* IPv4 destinations answered, network */
     __u32 naddrs;
-    __u16 port;                    /* UDP port, network order */
+    __u16 port; /* UDP port, network order */
     __u16 flags;
-    __u32 max_pkt;                 /* largest reply frame: MTU + 14 */
-    __u32 mask[MIRROR_TIERS];      /* slots - 1 per tier */
-    __u64 seed;                    /* hash seed */
+    __u32 max_pkt;            /* largest reply frame: MTU + 14 */
+    __u32 mask[MIRROR_TIERS]; /* slots - 1 per tier */
+    __u64 seed;               /* hash seed */
 };
 
 /*
@@ -95,18 +95,18 @@ struct mirror_cfg {
     X(MC_EXPIRED, "expired")          /* mirrored but past its deadline */     \
     X(MC_CONFLICT, "conflicts")       /* entry being written under us */       \
     X(MC_NOT_IPV4, "pass_not_ipv4")   /* not Ethernet + IPv4 (ARP, IPv6..) */  \
-    X(MC_MALFORMED, "pass_malformed") /* truncated or inconsistent headers */ \
+    X(MC_MALFORMED, "pass_malformed") /* truncated or inconsistent headers */  \
     X(MC_IP_OPTIONS, "pass_ip_options")                                        \
     X(MC_FRAGMENT, "pass_fragment")                                            \
     X(MC_NOT_UDP, "pass_not_udp")                                              \
-    X(MC_ADDR, "pass_addr")           /* not to an address we serve */         \
-    X(MC_PORT, "pass_port")           /* not to our UDP port */                \
-    X(MC_FRAME, "pass_frame")         /* bad memcached UDP frame header */     \
-    X(MC_CMD, "pass_cmd")             /* not a single-key "get" */             \
-    X(MC_KEY, "pass_key")             /* key too long or invalid bytes */      \
-    X(MC_TOO_BIG, "pass_too_big")     /* reply over the MTU */                 \
-    X(MC_NO_ROOM, "pass_no_room")     /* driver refused tail and head growth */\
-    X(MC_GROW_HEAD, "grow_head")      /* of the hits: grown at the head */
+    X(MC_ADDR, "pass_addr")       /* not to an address we serve */             \
+    X(MC_PORT, "pass_port")       /* not to our UDP port */                    \
+    X(MC_FRAME, "pass_frame")     /* bad memcached UDP frame header */         \
+    X(MC_CMD, "pass_cmd")         /* not a single-key "get" */                 \
+    X(MC_KEY, "pass_key")         /* key too long or invalid bytes */          \
+    X(MC_TOO_BIG, "pass_too_big") /* reply over the MTU */                     \
+    X(MC_NO_ROOM, "pass_no_room") /* driver refused tail and head growth */    \
+    X(MC_GROW_HEAD, "grow_head")  /* of the hits: grown at the head */
 
 enum mirror_counter {
 #define MIRROR_X_ENUM(e, s) e,

@@ -45,9 +45,9 @@ enum mirror_mode {
 #define MIRROR_F_HEAD_ONLY 1u /* grow replies at the head only (tests) */
 
 struct mirror_config {
-    const char *ifname;       /* interface; unused with MIRROR_MODE_NONE */
+    const char *ifname; /* interface; unused with MIRROR_MODE_NONE */
     enum mirror_mode mode;
-    uint16_t port;            /* UDP port served, host order */
+    uint16_t port;               /* UDP port served, host order */
     const struct in_addr *addrs; /* destinations answered, 1..8; the
                                     addresses the UDP socket is bound to (for
                                     INADDR_ANY: the interface's addresses) */
@@ -55,7 +55,7 @@ struct mirror_config {
     uint32_t slots[MIRROR_NTIERS]; /* per tier (128 / 512 / 1536-byte slots),
                                       rounded up to a power of two; 0 =
                                       default 32768 / 8192 / 2048 */
-    uint32_t mtu;             /* 0: the interface's MTU (1500 without one) */
+    uint32_t mtu; /* 0: the interface's MTU (1500 without one) */
     unsigned flags;
 };
 
@@ -64,15 +64,15 @@ struct mirror_config {
  * dropping privileges; the mirror stays writable afterwards (it is mmap'ed).
  * Returns 0 or a negative errno, with a one-line reason in err.
  */
-int mirror_open(const struct mirror_config *cfg, struct mirror **out,
-                char *err, size_t errlen);
+int mirror_open(const struct mirror_config *cfg, struct mirror **out, char *err,
+                size_t errlen);
 /* Detach (closing the link) and unmap.  Process exit does the same. */
 void mirror_close(struct mirror *m);
 
 /* mirror_fill() results besides 0 (all are a harmless "not mirrored"). */
-#define MIRROR_EBUSY (-16)    /* -EBUSY: another writer owns the slot */
-#define MIRROR_EINVAL (-22)   /* -EINVAL: key the program never answers */
-#define MIRROR_E2BIG (-7)     /* -E2BIG: reply would exceed a frame */
+#define MIRROR_EBUSY (-16)  /* -EBUSY: another writer owns the slot */
+#define MIRROR_EINVAL (-22) /* -EINVAL: key the program never answers */
+#define MIRROR_E2BIG (-7)   /* -E2BIG: reply would exceed a frame */
 
 /*
  * Copy a record into the mirror.  deadline_ns: CLOCK_MONOTONIC nanoseconds
@@ -98,12 +98,12 @@ int mirror_fits(const struct mirror *m, uint32_t klen, uint32_t vlen,
 /* Counters: the program's per-CPU counters summed, plus the writer's. */
 #define MIRROR_NCOUNTERS 17
 struct mirror_stats {
-    uint64_t xdp[MIRROR_NCOUNTERS];   /* indexed as mirror_counter_name() */
-    uint64_t fills;          /* entries written */
-    uint64_t fill_busy;      /* fills skipped: slot owned by another writer */
-    uint64_t fill_rejected;  /* fills refused: key or size */
-    uint64_t invalidations;  /* entries actually removed */
-    uint64_t mem_bytes;      /* the mirror's fixed memory (all slots) */
+    uint64_t xdp[MIRROR_NCOUNTERS]; /* indexed as mirror_counter_name() */
+    uint64_t fills;                 /* entries written */
+    uint64_t fill_busy;     /* fills skipped: slot owned by another writer */
+    uint64_t fill_rejected; /* fills refused: key or size */
+    uint64_t invalidations; /* entries actually removed */
+    uint64_t mem_bytes;     /* the mirror's fixed memory (all slots) */
     uint32_t slots[MIRROR_NTIERS];
     uint32_t slot_size[MIRROR_NTIERS];
     uint32_t verified_insns; /* the verifier's processed-instruction count */

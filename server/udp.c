@@ -325,8 +325,11 @@ static void udp_commands(struct udp_worker *u, struct worker *w, size_t slot,
         } else if (req.cmd == MCT_GET || req.cmd == MCT_GETS) {
             udp_get(u, w, &req);
         } else {
+            /* Not run; with noreply not answered either (memcached sends
+             * nothing to noreply), so udp_refused is the trace it leaves. */
             STAT_INC(&w->stats, udp_refused);
-            udp_str(u, UDP_E_REFUSED);
+            if (!req.noreply)
+                udp_str(u, UDP_E_REFUSED);
         }
         if (udp_reply_end(u, st))
             answered = true;

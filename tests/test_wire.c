@@ -273,7 +273,7 @@ static void test_example_matches_doc(void **state)
     char line[256];
     while (fgets(line, sizeof(line), f) != NULL) {
         unsigned addr;
-        int pos;
+        int pos = 0; /* %n is not reached when the ':' does not match */
         if (sscanf(line, " %8x:%n", &addr, &pos) != 1 || pos < 12)
             continue;
         /* xxd layout: 8 groups of 4 hex digits, then the ASCII column. */

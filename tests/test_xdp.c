@@ -30,8 +30,8 @@
 #include "mirror_layout.h"
 #include "xdp_pkt.h"
 
-static struct mirror *M;      /* tiers of 16 slots: collisions are easy */
-static struct mirror *MHEAD;  /* the same program growing at the head */
+static struct mirror *M;     /* tiers of 16 slots: collisions are easy */
+static struct mirror *MHEAD; /* the same program growing at the head */
 static uint8_t pkt[PKT_MAX], out[4096];
 
 static void open_mirror(struct mirror **m, unsigned flags)
@@ -69,9 +69,8 @@ static uint64_t counter(struct mirror *m, int c)
 static int run_on(struct mirror *m, const uint8_t *in, size_t len,
                   size_t *outlen)
 {
-    LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = in,
-                .data_size_in = (__u32)len, .data_out = out,
-                .data_size_out = sizeof(out), .repeat = 1);
+    LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = in, .data_size_in = (__u32)len,
+                .data_out = out, .data_size_out = sizeof(out), .repeat = 1);
     int rc = bpf_prog_test_run_opts(mirror_prog_fd(m), &o);
 
     assert_int_equal(rc, 0);
@@ -161,8 +160,7 @@ static void test_reply_builder(void **state)
 
     assert_int_equal(n, sizeof(want) - 1);
     assert_memory_equal(b, want, n);
-    assert_int_equal(mirror_reply_build(b, n - 1, 1, "foo", 3, 5, "bar", 3),
-                     0);
+    assert_int_equal(mirror_reply_build(b, n - 1, 1, "foo", 3, 5, "bar", 3), 0);
     n = mirror_reply_build(b, sizeof(b), 7, "k", 1, 4294967295u, "", 0);
     assert_memory_equal(b + 8, "VALUE k 4294967295 0\r\n\r\nEND\r\n", n - 8);
 }
@@ -228,8 +226,8 @@ static void test_hit_tiers(void **state)
     for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
         n = sizes[i];
         snprintf(key, sizeof(key), "tier-key-%u", n);
-        assert_int_equal(mirror_fill(M, key, (uint32_t)strlen(key), v, n,
-                                     fl, 0), 0);
+        assert_int_equal(
+            mirror_fill(M, key, (uint32_t)strlen(key), v, n, fl, 0), 0);
         expect_hit(key, fl, v, n);
         fl = fl * 10 + 7;
     }
@@ -388,8 +386,8 @@ static void test_truncated(void **state)
         assert_memory_equal(out, full, l);
         assert_int_equal(counter(M, MC_HIT), hits);
     }
-    expect_pass_on(M, full, 14 + 19, MC_MALFORMED);      /* IP header */
-    expect_pass_on(M, full, 14 + 20 + 7, MC_MALFORMED);  /* UDP header */
+    expect_pass_on(M, full, 14 + 19, MC_MALFORMED);         /* IP header */
+    expect_pass_on(M, full, 14 + 20 + 7, MC_MALFORMED);     /* UDP header */
     expect_pass_on(M, full, 14 + 20 + 8 + 3, MC_MALFORMED); /* datagram */
     expect_pass_on(M, full, len - 1, MC_MALFORMED);
     /* (BPF_PROG_TEST_RUN itself refuses frames under 14 bytes) */
@@ -461,9 +459,12 @@ static void test_commands(void **state)
 {
     struct req r = {0};
     static const char *const cmds[] = {
-        "gets foo\r\n", "GET foo\r\n", "get foo\n", "get foo\r",
-        "get foo bar\r\n", "get foo \r\n", "get  foo\r\n", "get \r\n",
-        "get\r\n", "set foo 0 0 3\r\nbar\r\n", "gat 0 foo\r\n", "get",
+        "gets foo\r\n",    "GET foo\r\n",
+        "get foo\n",       "get foo\r",
+        "get foo bar\r\n", "get foo \r\n",
+        "get  foo\r\n",    "get \r\n",
+        "get\r\n",         "set foo 0 0 3\r\nbar\r\n",
+        "gat 0 foo\r\n",   "get",
         "delete foo\r\n",
     };
     size_t i;

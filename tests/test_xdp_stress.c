@@ -43,8 +43,8 @@ struct rec {
     int present;           /* under lock */
 };
 static struct rec A, B;
-static uint64_t acked;     /* last acknowledged version of A (atomic) */
-static int stop;           /* atomic */
+static uint64_t acked; /* last acknowledged version of A (atomic) */
+static int stop;       /* atomic */
 static uint64_t n_hits, n_pass, n_hits_b, n_writes, n_fills; /* atomic */
 static const char *failure; /* first failure (atomic pointer) */
 static char failure_buf[256];
@@ -124,8 +124,8 @@ static void *filler(void *arg)
 }
 
 /* Check one reply for 'key'; returns the version it carries. */
-static uint64_t check_value(const uint8_t *req, const uint8_t *rep,
-                            size_t rlen, const char *key, char tag)
+static uint64_t check_value(const uint8_t *req, const uint8_t *rep, size_t rlen,
+                            const char *key, char tag)
 {
     char head[64], want[1400];
     const uint8_t *pl, *data;
@@ -197,7 +197,8 @@ static void *reader(void *arg)
             v = check_value(req_a, out, o.data_size_out, key_a, 'A');
             if (v && v < a)
                 fail("STALE read: version %" PRIu64 " after %" PRIu64
-                     " was acknowledged", v, a);
+                     " was acknowledged",
+                     v, a);
             __atomic_fetch_add(&n_hits, 1, __ATOMIC_RELAXED);
         } else if (o.retval == XDP_PASS) {
             if (memcmp(out, req_a, la) != 0)
@@ -271,8 +272,7 @@ int main(void)
     pthread_create(&f[NFILL], NULL, filler, &B);
     for (i = 0; i < NREAD; i++)
         pthread_create(&r[i], NULL, reader, NULL);
-    for (i = 0; i < secs * 10 && !__atomic_load_n(&stop, __ATOMIC_ACQUIRE);
-         i++)
+    for (i = 0; i < secs * 10 && !__atomic_load_n(&stop, __ATOMIC_ACQUIRE); i++)
         usleep(100000);
     __atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
     pthread_join(w, NULL);

@@ -22,20 +22,20 @@ static const uint8_t cli_mac[6] = {0x02, 0, 0, 0, 0, 0x02};
 
 /* What to put in a request; zero-initialised fields take the defaults. */
 struct req {
-    const char *payload;    /* after the frame header; default "get foo\r\n" */
-    size_t plen;            /* 0: strlen(payload) */
+    const char *payload; /* after the frame header; default "get foo\r\n" */
+    size_t plen;         /* 0: strlen(payload) */
     uint16_t reqid;
-    uint16_t ethertype;     /* default 0x0800 */
-    uint8_t proto;          /* default 17 */
-    uint8_t ihl;            /* default 5 (extra words are NOP options) */
-    uint16_t frag_off;      /* host order */
-    const char *daddr;      /* default SRV_ADDR */
-    uint16_t dport;         /* default SRV_PORT */
-    uint8_t frame[8];       /* frame header bytes 2..7 if set_frame */
+    uint16_t ethertype; /* default 0x0800 */
+    uint8_t proto;      /* default 17 */
+    uint8_t ihl;        /* default 5 (extra words are NOP options) */
+    uint16_t frag_off;  /* host order */
+    const char *daddr;  /* default SRV_ADDR */
+    uint16_t dport;     /* default SRV_PORT */
+    uint8_t frame[8];   /* frame header bytes 2..7 if set_frame */
     int set_frame;
     int bad_ip_csum;
     int udp_len_delta;
-    size_t pad_to;          /* Ethernet padding up to this length */
+    size_t pad_to; /* Ethernet padding up to this length */
 };
 
 static inline uint32_t sum_be(const uint8_t *p, size_t n, uint32_t sum)

@@ -44,11 +44,11 @@ int main(int argc, char **argv)
     if (inet_pton(AF_INET, argv[optind], &sa.sin_addr) != 1)
         goto usage;
     if (cmd)
-        rlen = (size_t)snprintf((char *)req + 8, sizeof(req) - 8, "%s\r\n",
-                                cmd);
+        rlen =
+            (size_t)snprintf((char *)req + 8, sizeof(req) - 8, "%s\r\n", cmd);
     else
-        rlen = (size_t)snprintf((char *)req + 8, sizeof(req) - 8,
-                                "get %s\r\n", argv[optind + 2]);
+        rlen = (size_t)snprintf((char *)req + 8, sizeof(req) - 8, "get %s\r\n",
+                                argv[optind + 2]);
     if (rlen >= sizeof(req) - 8)
         goto usage;
     rlen += 8;
@@ -85,8 +85,7 @@ int main(int argc, char **argv)
             flen = (size_t)n;
             memcpy(first, rep, flen);
         } else if ((size_t)n != flen || memcmp(first + 2, rep + 2, flen - 2)) {
-            fprintf(stderr, "xdp_udpget: reply %d differs from the first\n",
-                    i);
+            fprintf(stderr, "xdp_udpget: reply %d differs from the first\n", i);
             return 1;
         }
     }
