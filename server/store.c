@@ -742,6 +742,26 @@ struct record *store_get(struct store *st, const void *key, uint32_t klen)
     return r;
 }
 
+int store_visit(struct store *st, const void *key, uint32_t klen,
+                store_visit_fn fn, void *ctx)
+{
+    if (klen > STORE_MAX_KEY)
+        return 0;
+    uint64_t h = store_hash(key, klen);
+    uint32_t b = bucket_idx(st, h);
+    mdc_rwlock_t *l = lock_of(st, b);
+    int ran = 0;
+
+    mdc_rdlock(l);
+    struct record *r = do_find(st, b, (uint32_t)(h >> 32), key, klen);
+    if (r != NULL && !rec_expired(r, now_s(st))) {
+        fn(ctx, st, r);
+        ran = 1;
+    }
+    mdc_unlock(l);
+    return ran;
+}
+
 struct record *store_gat(struct store *st, const void *key, uint32_t klen,
                          int64_t exptime)
 {

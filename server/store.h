@@ -169,6 +169,17 @@ int store_put(struct store *st, enum store_mode mode,
 
 /* Look a key up; NULL when absent or expired.  Returns a reference. */
 struct record *store_get(struct store *st, const void *key, uint32_t klen);
+/*
+ * Run fn on the live record under key while its bucket's read lock is held
+ * (no reference taken; fn must not call into the store).  This is how the
+ * XDP mirror is filled: a fill is thereby serialized with the invalidation
+ * that every mutation announces under the write lock (XDP.md, rule 2).
+ * Returns 1 if fn ran, 0 if the key is absent or expired.
+ */
+typedef void (*store_visit_fn)(void *ctx, struct store *st,
+                               const struct record *r);
+int store_visit(struct store *st, const void *key, uint32_t klen,
+                store_visit_fn fn, void *ctx);
 /* Get and touch (memcached gat). */
 struct record *store_gat(struct store *st, const void *key, uint32_t klen,
                          int64_t exptime);

@@ -595,6 +595,31 @@ static void test_record_size(void **state)
     store_destroy(st);
 }
 
+static void visit_fn(void *ctx, struct store *st, const struct record *r)
+{
+    (void)st;
+    int *n = ctx;
+    assert_int_equal(record_vlen(r), 3);
+    assert_memory_equal(record_value(r), "abc", 3);
+    (*n)++;
+}
+
+static void test_visit(void **state)
+{
+    (void)state;
+    struct testclock tc;
+    struct store *st = mk(0, false, &tc);
+    int n = 0;
+    assert_int_equal(store_visit(st, "v", 1, visit_fn, &n), 0);
+    assert_int_equal(put(st, STORE_SET, "v", "abc", NULL, 0, 2), ST_OK);
+    assert_int_equal(store_visit(st, "v", 1, visit_fn, &n), 1);
+    assert_int_equal(n, 1);
+    testclock_advance(&tc, 3);
+    assert_int_equal(store_visit(st, "v", 1, visit_fn, &n), 0); /* expired */
+    assert_int_equal(n, 1);
+    store_destroy(st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -612,6 +637,7 @@ int main(void)
         cmocka_unit_test(test_eviction),
         cmocka_unit_test(test_no_evict),
         cmocka_unit_test(test_record_size),
+        cmocka_unit_test(test_visit),
     };
     return cmocka_run_group_tests_name("store", tests, NULL, NULL);
 }

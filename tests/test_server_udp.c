@@ -1,0 +1,911 @@
+/*
+ * test_server_udp.c - memcached's UDP protocol (-U) against a real daemon:
+ * get/gets hits and misses byte for byte, multi-key gets, values cut over
+ * many datagrams and put back together, the reply limit, request ids
+ * echoed, malformed and foreign datagrams (no crash, no reply where
+ * memcached gives none), several commands in one datagram, two client
+ * threads at once, the thread models, IPv6, SIGTERM.  Then, in-process
+ * (SPED, the calling thread is the worker): the mirror hook (called once per
+ * untagged hit, after the reply left) and, with jemalloc, that a batch of
+ * UDP GET hits allocates nothing.
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "alloc.h"
+#include "daemon.h"
+#include "options.h"
+#include "server_client.h"
+#include "store.h"
+#include "udp.h"
+#include "wire.h"
+
+#define BIG_LEN 65536        /* 48 datagrams */
+#define REPLY_LIMIT "160k"   /* two BIG_LEN values fit, three do not */
+
+static struct tsrv g_srv;
+static int g_uport;          /* the shared daemon's UDP port */
+static unsigned g_uniq;
+
+static char *ukey(char *buf, size_t len, const char *what)
+{
+    snprintf(buf, len, "%s-%u-%ld", what, ++g_uniq, (long)getpid());
+    return buf;
+}
+
+/* ---- a small memcached UDP client -------------------------------------- */
+
+static int free_udp_port(void)
+{
+    struct sockaddr_in sa;
+    socklen_t len = sizeof(sa);
+    int fd = socket(AF_INET, SOCK_DGRAM, 0), port = -1;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+        getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
+        port = ntohs(sa.sin_port);
+    if (fd >= 0)
+        close(fd);
+    return port;
+}
+
+/* Start a daemon with -U on a free port (retrying if it was taken). */
+static int start_udp(struct tsrv *s, int *uport, const char *const *extra)
+{
+    const char *args[32];
+    char port[16];
+    int attempt, i, n;
+
+    for (attempt = 0; attempt < 5; attempt++) {
+        *uport = free_udp_port();
+        snprintf(port, sizeof(port), "%d", *uport);
+        n = 0;
+        args[n++] = "-U";
+        args[n++] = port;
+        for (i = 0; extra != NULL && extra[i] != NULL && n < 30; i++)
+            args[n++] = extra[i];
+        args[n] = NULL;
+        if (tsrv_start(s, args) == 0)
+            return 0;
+    }
+    return -1;
+}
+
+/* A UDP socket connected to host:port, 2 s receive timeout, big buffer. */
+static int uc_open(const char *host, int port)
+{
+    struct sockaddr_storage ss;
+    socklen_t len;
+    int fd, buf = 4 << 20;
+    struct timeval tv = {2, 0};
+
+    memset(&ss, 0, sizeof(ss));
+    if (strchr(host, ':') != NULL) {
+        struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+        s6->sin6_family = AF_INET6;
+        s6->sin6_port = htons((uint16_t)port);
+        if (inet_pton(AF_INET6, host, &s6->sin6_addr) != 1)
+            return -1;
+        len = sizeof(*s6);
+    } else {
+        struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+        s4->sin_family = AF_INET;
+        s4->sin_port = htons((uint16_t)port);
+        if (inet_pton(AF_INET, host, &s4->sin_addr) != 1)
+            return -1;
+        len = sizeof(*s4);
+    }
+    fd = socket(ss.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    /* FORCE works as root and goes past rmem_max; else the plain one. */
+    if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &buf, sizeof(buf)) < 0)
+        (void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    if (connect(fd, (struct sockaddr *)&ss, len) < 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static void put16(uint8_t *p, unsigned v)
+{
+    p[0] = (uint8_t)(v >> 8);
+    p[1] = (uint8_t)v;
+}
+
+static unsigned get16(const uint8_t *p) { return (unsigned)p[0] << 8 | p[1]; }
+
+/* Send a frame header (id, seq, total, reserved) and then body. */
+static void uc_send_raw(int fd, unsigned rid, unsigned seq, unsigned total,
+                        unsigned reserved, const void *body, size_t blen)
+{
+    uint8_t *b = malloc(UDP_FRAME_HDR + blen + 1);
+
+    assert_non_null(b);
+    put16(b, rid);
+    put16(b + 2, seq);
+    put16(b + 4, total);
+    put16(b + 6, reserved);
+    if (blen > 0)
+        memcpy(b + UDP_FRAME_HDR, body, blen);
+    assert_int_equal(send(fd, b, UDP_FRAME_HDR + blen, 0),
+                     (ssize_t)(UDP_FRAME_HDR + blen));
+    free(b);
+}
+
+static void uc_send(int fd, unsigned rid, const char *cmd)
+{
+    uc_send_raw(fd, rid, 0, 1, 0, cmd, strlen(cmd));
+}
+
+/*
+ * Receive one whole reply to rid and put it together: every datagram must
+ * carry rid, the same total, reserved 0 and at most 1400 bytes, and every
+ * one but the last exactly 1400.  Returns the payload (malloc'd, NUL-
+ * terminated); *ndg gets the datagram count.
+ */
+static char *uc_reply(int fd, unsigned rid, size_t *len, unsigned *ndg)
+{
+    uint8_t d[2048];
+    uint8_t **parts = NULL;
+    size_t *plen = NULL, total = 0, off = 0;
+    unsigned n = 0, got = 0, i;
+    char *out;
+
+    for (;;) {
+        ssize_t k = recv(fd, d, sizeof(d), 0);
+        unsigned seq;
+
+        if (k < 0)
+            fail_msg("no reply to request %u (%u of %u datagrams): %s", rid,
+                     got, n, strerror(errno));
+        assert_true(k > UDP_FRAME_HDR);
+        assert_true(k <= UDP_DGRAM_MAX);
+        assert_int_equal(get16(d), rid);
+        assert_int_equal(get16(d + 6), 0);
+        if (n == 0) {
+            n = get16(d + 4);
+            assert_true(n >= 1);
+            parts = calloc(n, sizeof(*parts));
+            plen = calloc(n, sizeof(*plen));
+        }
+        assert_int_equal(get16(d + 4), n);
+        seq = get16(d + 2);
+        assert_true(seq < n);
+        assert_null(parts[seq]);
+        if (seq + 1 < n)
+            assert_int_equal(k, UDP_DGRAM_MAX);
+        plen[seq] = (size_t)k - UDP_FRAME_HDR;
+        parts[seq] = malloc(plen[seq]);
+        memcpy(parts[seq], d + UDP_FRAME_HDR, plen[seq]);
+        total += plen[seq];
+        if (++got == n)
+            break;
+    }
+    out = malloc(total + 1);
+    for (i = 0; i < n; i++) {
+        memcpy(out + off, parts[i], plen[i]);
+        off += plen[i];
+        free(parts[i]);
+    }
+    out[total] = '\0';
+    free(parts);
+    free(plen);
+    *len = total;
+    if (ndg != NULL)
+        *ndg = n;
+    return out;
+}
+
+/* Send cmd, expect exactly the reply text want in one datagram. */
+static void uc_expect(int fd, unsigned rid, const char *cmd, const char *want)
+{
+    size_t len;
+    unsigned n;
+    char *r;
+
+    uc_send(fd, rid, cmd);
+    r = uc_reply(fd, rid, &len, &n);
+    assert_int_equal(n, 1);
+    assert_int_equal(len, strlen(want));
+    assert_memory_equal(r, want, len);
+    free(r);
+}
+
+/* Nothing more arrives within ms. */
+static void uc_expect_silence(int fd, int ms)
+{
+    struct pollfd p = {fd, POLLIN, 0};
+
+    assert_int_equal(poll(&p, 1, ms), 0);
+}
+
+/* Native SET with flags; returns the new CAS. */
+static uint64_t nset(const char *key, const void *val, size_t vlen,
+                     uint32_t flags, const struct wire_tag *tags, size_t ntags)
+{
+    int fd = tc_connect(&g_srv);
+    struct treq r = {.op = WIRE_OP_SET, .key = key, .klen = strlen(key),
+                     .val = val, .vlen = vlen, .iflags = flags, .tags = tags,
+                     .ntags = ntags};
+    struct tresp p;
+    uint64_t cas;
+
+    assert_true(fd >= 0);
+    assert_int_equal(tc_call(fd, &r, &p), WIRE_S_OK);
+    cas = p.h.cas;
+    tc_resp_free(&p);
+    close(fd);
+    return cas;
+}
+
+static long long stat_of(const char *name)
+{
+    int fd = tc_connect(&g_srv);
+    long long v;
+
+    assert_true(fd >= 0);
+    v = tc_stat(fd, name);
+    close(fd);
+    return v;
+}
+
+/* ---- group: one daemon, two network threads ---------------------------- */
+
+static int group_setup(void **state)
+{
+    static const char *const args[] = {"-n", "2", "-I", "256k",
+                                       "--udp-reply-limit", REPLY_LIMIT, NULL};
+
+    (void)state;
+    g_uniq = (unsigned)time(NULL) % 100000u * 1000u;
+    return start_udp(&g_srv, &g_uport, args);
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    return tsrv_stop(&g_srv) == 0 ? 0 : -1;
+}
+
+static void test_get_hit_miss(void **state)
+{
+    char k[64], want[256];
+    int fd = uc_open("127.0.0.1", g_uport);
+    uint8_t d[256];
+
+    (void)state;
+    assert_true(fd >= 0);
+    ukey(k, sizeof(k), "hit");
+    nset(k, "hello", 5, 42, NULL, 0);
+    snprintf(want, sizeof(want), "VALUE %s 42 5\r\nhello\r\nEND\r\n", k);
+    uc_expect(fd, 1, "get missing-key\r\n", "END\r\n");
+    {
+        /* The exact datagram the XDP program builds (mirror_reply_build):
+         * id, sequence 0, 1 datagram, reserved 0, then the text. */
+        char cmd[128];
+        ssize_t n;
+
+        snprintf(cmd, sizeof(cmd), "get %s\r\n", k);
+        uc_send(fd, 0xA1B2, cmd);
+        n = recv(fd, d, sizeof(d), 0);
+        assert_int_equal(n, UDP_FRAME_HDR + strlen(want));
+        assert_memory_equal(d, "\xA1\xB2\0\0\0\x01\0\0", UDP_FRAME_HDR);
+        assert_memory_equal(d + UDP_FRAME_HDR, want, strlen(want));
+    }
+    /* memcached's accepted variants: bare LF, extra spaces */
+    {
+        char cmd[128];
+        snprintf(cmd, sizeof(cmd), "get  %s \n", k);
+        uc_expect(fd, 2, cmd, want);
+    }
+    /* a flags value up to 2^32-1 and an empty value */
+    ukey(k, sizeof(k), "empty");
+    nset(k, "", 0, 4294967295u, NULL, 0);
+    {
+        char cmd[128];
+        snprintf(cmd, sizeof(cmd), "get %s\r\n", k);
+        snprintf(want, sizeof(want), "VALUE %s 4294967295 0\r\n\r\nEND\r\n",
+                 k);
+        uc_expect(fd, 3, cmd, want);
+    }
+    close(fd);
+}
+
+static void test_multi_get_and_gets(void **state)
+{
+    char a[64], b[64], c[64], cmd[512], want[1024];
+    struct wire_tag t = {5, 6};
+    uint64_t ca, cb;
+    int fd = uc_open("127.0.0.1", g_uport);
+
+    (void)state;
+    assert_true(fd >= 0);
+    ukey(a, sizeof(a), "ma");
+    ukey(b, sizeof(b), "mb");
+    ukey(c, sizeof(c), "mc");
+    ca = nset(a, "AAA", 3, 1, NULL, 0);
+    cb = nset(b, "bb", 2, 2, &t, 1); /* tagged records are served too */
+    snprintf(cmd, sizeof(cmd), "get %s %s nope-%s %s %s\r\n", a, b, c, a, c);
+    snprintf(want, sizeof(want),
+             "VALUE %s 1 3\r\nAAA\r\nVALUE %s 2 2\r\nbb\r\n"
+             "VALUE %s 1 3\r\nAAA\r\nEND\r\n",
+             a, b, a);
+    uc_expect(fd, 10, cmd, want);
+    snprintf(cmd, sizeof(cmd), "gets %s %s\r\n", a, b);
+    snprintf(want, sizeof(want),
+             "VALUE %s 1 3 %llu\r\nAAA\r\nVALUE %s 2 2 %llu\r\nbb\r\nEND\r\n",
+             a, (unsigned long long)ca, b, (unsigned long long)cb);
+    uc_expect(fd, 11, cmd, want);
+    /* Two commands in one datagram: two replies, same id, in order. */
+    {
+        size_t len;
+        unsigned n;
+        char *r;
+
+        snprintf(cmd, sizeof(cmd), "get %s\r\nget nope-%s\r\n", a, c);
+        uc_send(fd, 12, cmd);
+        r = uc_reply(fd, 12, &len, &n);
+        snprintf(want, sizeof(want), "VALUE %s 1 3\r\nAAA\r\nEND\r\n", a);
+        assert_string_equal(r, want);
+        free(r);
+        r = uc_reply(fd, 12, &len, &n);
+        assert_string_equal(r, "END\r\n");
+        free(r);
+    }
+    close(fd);
+}
+
+/* A value over many datagrams, and replies right at datagram boundaries. */
+static void test_multi_datagram(void **state)
+{
+    char k[64], cmd[256], line[128];
+    char *val = malloc(BIG_LEN), *r;
+    size_t len, ll, sizes[3], i;
+    unsigned n;
+    int fd = uc_open("127.0.0.1", g_uport);
+
+    (void)state;
+    assert_true(fd >= 0);
+    for (i = 0; i < BIG_LEN; i++)
+        val[i] = (char)('A' + (i * 7 + i / 1000) % 61);
+    ukey(k, sizeof(k), "big");
+    nset(k, val, BIG_LEN, 9, NULL, 0);
+    snprintf(cmd, sizeof(cmd), "get %s\r\n", k);
+    uc_send(fd, 0xFFFF, cmd);
+    r = uc_reply(fd, 0xFFFF, &len, &n);
+    ll = (size_t)snprintf(line, sizeof(line), "VALUE %s 9 %d\r\n", k, BIG_LEN);
+    assert_int_equal(len, ll + BIG_LEN + 7);
+    assert_int_equal(n, (len + UDP_CHUNK - 1) / UDP_CHUNK);
+    assert_memory_equal(r, line, ll);
+    assert_memory_equal(r + ll, val, BIG_LEN);
+    assert_memory_equal(r + ll + BIG_LEN, "\r\nEND\r\n", 7);
+    free(r);
+
+    /* Replies of exactly 1392 and 2 * 1392 bytes, and one byte more. */
+    sizes[0] = UDP_CHUNK;
+    sizes[1] = 2 * UDP_CHUNK;
+    sizes[2] = 2 * UDP_CHUNK + 1;
+    for (i = 0; i < 3; i++) {
+        size_t vlen;
+
+        ukey(k, sizeof(k), "edge");
+        ll = (size_t)snprintf(line, sizeof(line), "VALUE %s 0 %zu\r\n", k,
+                              (size_t)9999);
+        vlen = sizes[i] - ll - 7; /* the line keeps 4 digits */
+        nset(k, val, vlen, 0, NULL, 0);
+        snprintf(cmd, sizeof(cmd), "get %s\r\n", k);
+        uc_send(fd, 100 + (unsigned)i, cmd);
+        r = uc_reply(fd, 100 + (unsigned)i, &len, &n);
+        assert_int_equal(len, sizes[i]);
+        assert_int_equal(n, i == 0 ? 1 : i == 1 ? 2 : 3);
+        assert_memory_equal(r + ll, val, vlen);
+        free(r);
+    }
+
+    /* The reply limit: two big values fit, the third ends the reply. */
+    ukey(k, sizeof(k), "big2");
+    nset(k, val, BIG_LEN, 0, NULL, 0);
+    snprintf(cmd, sizeof(cmd), "get %s %s %s\r\n", k, k, k);
+    uc_send(fd, 7, cmd);
+    r = uc_reply(fd, 7, &len, &n);
+    ll = (size_t)snprintf(line, sizeof(line), "VALUE %s 0 %d\r\n", k, BIG_LEN);
+    assert_int_equal(len, 2 * (ll + BIG_LEN + 2) + strlen(UDP_E_TOO_LARGE));
+    assert_memory_equal(r + 2 * (ll + BIG_LEN + 2), UDP_E_TOO_LARGE,
+                        strlen(UDP_E_TOO_LARGE));
+    free(r);
+    assert_true(stat_of("udp_reply_too_large") >= 1);
+    free(val);
+    close(fd);
+}
+
+/* Request ids are echoed whatever they are; seq and reserved are not
+ * checked (memcached does not) and come back as 0. */
+static void test_request_id_echo(void **state)
+{
+    static const unsigned ids[] = {0, 1, 0x00FF, 0x0100, 0x7FFF, 0x8000,
+                                   0xFFFE, 0xFFFF};
+    size_t i;
+    char *r;
+    size_t len;
+    int fd = uc_open("127.0.0.1", g_uport);
+
+    (void)state;
+    assert_true(fd >= 0);
+    for (i = 0; i < sizeof(ids) / sizeof(ids[0]); i++)
+        uc_expect(fd, ids[i], "get no-such-key\r\n", "END\r\n");
+    uc_send_raw(fd, 0x4242, 3, 1, 0x5555, "get x\r\n", 7);
+    r = uc_reply(fd, 0x4242, &len, NULL); /* asserts seq 0, reserved 0 */
+    assert_string_equal(r, "END\r\n");
+    free(r);
+    close(fd);
+}
+
+/*
+ * Garbage: every datagram memcached leaves unanswered is sent first, then
+ * one valid get; the only reply must be the get's (one client's datagrams
+ * reach one server thread, in order).  Then what memcached does answer.
+ */
+static void test_malformed(void **state)
+{
+    static const uint8_t hdr[8] = {0x12, 0x34, 0, 0, 0, 1, 0, 0};
+    char *big = malloc(UDP_RX_MAX + 100);
+    long long ign0 = stat_of("udp_ignored");
+    int fd = uc_open("127.0.0.1", g_uport);
+    size_t i;
+
+    (void)state;
+    assert_true(fd >= 0);
+    /* 0..8 bytes: header-only or shorter */
+    for (i = 0; i <= UDP_FRAME_HDR; i++)
+        assert_int_equal(send(fd, hdr, i, 0), (ssize_t)i);
+    /* total datagrams 0 and 2: multi-datagram requests are not supported */
+    uc_send_raw(fd, 1, 0, 0, 0, "get a\r\n", 7);
+    uc_send_raw(fd, 2, 0, 2, 0, "get a\r\n", 7);
+    uc_send_raw(fd, 3, 1, 2, 0, "get a\r\n", 7);
+    /* no newline; a lone CR; long lines without one */
+    uc_send(fd, 4, "get a");
+    uc_send(fd, 5, "get a\r");
+    memset(big, 'x', UDP_RX_MAX + 100);
+    uc_send_raw(fd, 6, 0, 1, 0, big, 3000);
+    memcpy(big, "get ", 4);
+    uc_send_raw(fd, 7, 0, 1, 0, big, 5000);
+    /* a storage command without its data; noreply commands */
+    uc_send(fd, 8, "set k 0 0 5\r\nab");
+    uc_send(fd, 9, "set k 0 0 1 noreply\r\nx\r\n");
+    uc_send(fd, 10, "delete k noreply\r\n");
+    /* over UDP_RX_MAX: truncated, ignored */
+    memcpy(big, "get ", 4);
+    big[UDP_RX_MAX + 50] = '\n';
+    uc_send_raw(fd, 11, 0, 1, 0, big, UDP_RX_MAX + 60);
+    uc_expect(fd, 0x77, "get sentinel-key\r\n", "END\r\n");
+    uc_expect_silence(fd, 100);
+    assert_true(stat_of("udp_ignored") - ign0 >= 17);
+
+    /* Answered, as memcached answers them (or refused: not get/gets). */
+    uc_expect(fd, 20, "bogus\r\n", "ERROR\r\n");
+    uc_expect(fd, 21, "\r\n", "ERROR\r\n");
+    uc_expect(fd, 22, "get\r\n", "ERROR\r\n");
+    uc_expect(fd, 23, "GET a\r\n", "ERROR\r\n");
+    uc_expect(fd, 24, "\x01\x02\xff\xfe\n", "ERROR\r\n");
+    memset(big, 'k', 251);
+    memcpy(big + 251, "\r\n", 3);
+    {
+        char cmd[300];
+        snprintf(cmd, sizeof(cmd), "get %s", big);
+        uc_expect(fd, 25, cmd, "CLIENT_ERROR bad command line format\r\n");
+    }
+    uc_expect(fd, 26, "set k 0 0 1\r\nxyz\r\n",
+              "CLIENT_ERROR bad data chunk\r\n");
+    {
+        /* the block is 1 byte: "yz\r\n" minus the 2 skipped is a line */
+        size_t len;
+        char *r = uc_reply(fd, 26, &len, NULL);
+        assert_string_equal(r, "ERROR\r\n");
+        free(r);
+    }
+    uc_expect(fd, 27, "set k 0 0 1\r\nx\r\n", UDP_E_REFUSED);
+    uc_expect(fd, 28, "gat 0 k\r\n", UDP_E_REFUSED);
+    uc_expect(fd, 29, "mg k v\r\n", UDP_E_REFUSED);
+    uc_expect(fd, 30, "stats\r\n", UDP_E_REFUSED);
+    uc_expect(fd, 31, "version\r\n", UDP_E_REFUSED);
+    uc_expect_silence(fd, 50);
+    assert_true(stat_of("udp_refused") >= 7);
+    /* the refused set stored nothing */
+    {
+        int tfd = tc_connect(&g_srv);
+        assert_true(tfd >= 0);
+        assert_int_equal(tc_get(tfd, "k", NULL, NULL), WIRE_S_NOT_FOUND);
+        close(tfd);
+    }
+    free(big);
+    close(fd);
+}
+
+/* Two client threads, many pipelined requests each, against two network
+ * threads (each client's port hashes to one of the SO_REUSEPORT sockets). */
+#define CONC_KEYS 64
+#define CONC_REQS 3000
+#define CONC_WINDOW 16
+
+struct conc_arg {
+    int id;
+    int errors;
+};
+
+static void *conc_client(void *p)
+{
+    struct conc_arg *a = p;
+    int fd = uc_open("127.0.0.1", g_uport);
+    unsigned sent = 0, rcvd = 0;
+    uint8_t d[2048];
+
+    if (fd < 0) {
+        a->errors++;
+        return NULL;
+    }
+    while (rcvd < CONC_REQS) {
+        while (sent < CONC_REQS && sent - rcvd < CONC_WINDOW) {
+            uint8_t b[128];
+            int n = snprintf((char *)b + UDP_FRAME_HDR, 100,
+                             "get conc-%d\r\n", (int)(sent % CONC_KEYS));
+            put16(b, (sent & 0xFFFF));
+            put16(b + 2, 0);
+            put16(b + 4, 1);
+            put16(b + 6, 0);
+            if (send(fd, b, UDP_FRAME_HDR + (size_t)n, 0) < 0)
+                a->errors++;
+            sent++;
+        }
+        {
+            ssize_t k = recv(fd, d, sizeof(d) - 1, 0);
+            char want[64];
+            unsigned rid;
+
+            if (k < 0) { /* lost: should not happen on loopback */
+                a->errors++;
+                break;
+            }
+            d[k] = '\0';
+            rid = get16(d);
+            snprintf(want, sizeof(want), "VALUE conc-%u 0 8\r\nv%02u-",
+                     rid % CONC_KEYS, rid % CONC_KEYS);
+            if (rid != rcvd || get16(d + 4) != 1 ||
+                strncmp((char *)d + UDP_FRAME_HDR, want, strlen(want)) != 0)
+                a->errors++;
+            rcvd++;
+        }
+    }
+    close(fd);
+    return NULL;
+}
+
+static void test_concurrent(void **state)
+{
+    pthread_t t[2];
+    struct conc_arg a[2];
+    long long in0 = stat_of("udp_datagrams_in");
+    long long out0 = stat_of("udp_datagrams_out");
+    int i;
+
+    (void)state;
+    for (i = 0; i < CONC_KEYS; i++) {
+        char k[32], v[16];
+        snprintf(k, sizeof(k), "conc-%d", i);
+        snprintf(v, sizeof(v), "v%02d-%04d", i, i);
+        nset(k, v, 8, 0, NULL, 0);
+    }
+    for (i = 0; i < 2; i++) {
+        a[i].id = i;
+        a[i].errors = 0;
+        assert_int_equal(pthread_create(&t[i], NULL, conc_client, &a[i]), 0);
+    }
+    for (i = 0; i < 2; i++) {
+        pthread_join(t[i], NULL);
+        assert_int_equal(a[i].errors, 0);
+    }
+    assert_true(stat_of("udp_datagrams_in") - in0 >= 2 * CONC_REQS);
+    assert_true(stat_of("udp_datagrams_out") - out0 >= 2 * CONC_REQS);
+    assert_true(stat_of("udp_requests") >= 2 * CONC_REQS);
+}
+
+static void test_stats_settings(void **state)
+{
+    int fd = tc_connect(&g_srv);
+    struct treq r = {.op = WIRE_OP_STATS, .key = "settings", .klen = 8};
+    struct tresp p;
+    char want[64];
+
+    (void)state;
+    assert_true(fd >= 0);
+    assert_int_equal(tc_call(fd, &r, &p), 0);
+    snprintf(want, sizeof(want), "udp-port %d\n", g_uport);
+    assert_non_null(strstr((const char *)p.val, want));
+    assert_non_null(strstr((const char *)p.val, "udp-reply-limit 163840\n"));
+    assert_non_null(strstr((const char *)p.val, "udp_sockets 2\n"));
+    tc_resp_free(&p);
+    assert_true(tc_stat(fd, "udp_datagrams_in") > 0);
+    assert_true(tc_stat(fd, "bytes_written") > 0);
+    assert_int_equal(tc_stat(fd, "get_expired"), 0);
+    close(fd);
+}
+
+static const struct CMUnitTest functional_tests[] = {
+    cmocka_unit_test(test_get_hit_miss),
+    cmocka_unit_test(test_multi_get_and_gets),
+    cmocka_unit_test(test_multi_datagram),
+    cmocka_unit_test(test_request_id_echo),
+    cmocka_unit_test(test_malformed),
+    cmocka_unit_test(test_concurrent),
+    cmocka_unit_test(test_stats_settings),
+};
+
+/* ---- own daemons -------------------------------------------------------- */
+
+/* UDP in the main thread (-n 0) with and without payload threads, with
+ * SIGTERM; UDP only (-p 0) is accepted as something to listen on. */
+static void test_models_and_stop(void **state)
+{
+    static const char *const models[][5] = {
+        {"-n", "0", "-t", "0", NULL},
+        {"-n", "0", "-t", "2", NULL},
+        {"-n", "1", "-t", "2", NULL},
+        {"-n", "3", "-t", "3", NULL},
+    };
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof(models) / sizeof(models[0]); i++) {
+        struct tsrv s;
+        int port, fd;
+        char *r;
+        size_t len;
+
+        assert_int_equal(start_udp(&s, &port, models[i]), 0);
+        fd = uc_open("127.0.0.1", port);
+        assert_true(fd >= 0);
+        uc_send(fd, 9, "get a b c\r\n");
+        r = uc_reply(fd, 9, &len, NULL);
+        assert_string_equal(r, "END\r\n");
+        free(r);
+        close(fd);
+        assert_int_equal(tsrv_stop(&s), 0);
+    }
+}
+
+static void test_ipv6(void **state)
+{
+    static const char *const args[] = {"-l", "127.0.0.1", "-l", "[::1]",
+                                       NULL};
+    struct tsrv s;
+    int port, fd;
+    char *r;
+    size_t len;
+
+    (void)state;
+    fd = socket(AF_INET6, SOCK_DGRAM, 0);
+    if (fd < 0) {
+        skip();
+    }
+    {
+        struct sockaddr_in6 sa;
+        memset(&sa, 0, sizeof(sa));
+        sa.sin6_family = AF_INET6;
+        sa.sin6_addr = in6addr_loopback;
+        if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+            close(fd);
+            skip(); /* no ::1 here */
+        }
+        close(fd);
+    }
+    assert_int_equal(start_udp(&s, &port, args), 0);
+    fd = uc_open("::1", port);
+    assert_true(fd >= 0);
+    uc_send(fd, 0x6666, "get six\r\n");
+    r = uc_reply(fd, 0x6666, &len, NULL);
+    assert_string_equal(r, "END\r\n");
+    free(r);
+    close(fd);
+    assert_int_equal(tsrv_stop(&s), 0);
+}
+
+static const struct CMUnitTest own_daemon_tests[] = {
+    cmocka_unit_test(test_models_and_stop),
+    cmocka_unit_test(test_ipv6),
+};
+
+/* ---- in-process: the mirror hook and allocations ------------------------ */
+
+#define IP_KEYS 32
+#define IP_VLEN 600
+
+struct ipfx {
+    struct server *srv;
+    int cli;                /* client socket, connected to the server's */
+    unsigned hook_calls;
+    unsigned hook_tagged;   /* calls for tagged records: must stay 0 */
+    unsigned hook_early;    /* calls before the reply was readable */
+    uint8_t batch[IP_KEYS][64];
+    size_t blen[IP_KEYS];
+};
+
+static struct ipfx ip;
+
+static void hit_hook(void *ctx, struct store *st, const struct record *r)
+{
+    struct ipfx *f = ctx;
+    struct pollfd p = {f->cli, POLLIN, 0};
+
+    (void)st;
+    f->hook_calls++;
+    if (record_ntags(r) != 0)
+        f->hook_tagged++;
+    if (poll(&p, 1, 0) != 1)
+        f->hook_early++; /* the reply is handed to the kernel first */
+}
+
+static int ip_setup(void **state)
+{
+    struct options o;
+    struct sockaddr_in sa;
+    socklen_t sl = sizeof(sa);
+    int sfd, i;
+
+    (void)state;
+    options_defaults(&o);
+    o.net_threads = 0; /* SPED: this thread is the worker */
+    o.payload_threads = 0;
+    o.memory_mb = 64;
+    ip.srv = server_create(&o);
+    if (ip.srv == NULL)
+        return -1;
+    ip.srv->udp_hit_hook = hit_hook;
+    ip.srv->udp_hit_ctx = &ip;
+    sfd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (bind(sfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+        getsockname(sfd, (struct sockaddr *)&sa, &sl) < 0)
+        return -1;
+    if (udp_sock_add(&ip.srv->workers[0], sfd, "test") < 0)
+        return -1;
+    ip.cli = socket(AF_INET, SOCK_DGRAM, 0);
+    if (connect(ip.cli, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+        return -1;
+    for (i = 0; i < IP_KEYS; i++) {
+        char k[32], v[IP_VLEN];
+        struct mdc_tag t = {7, i};
+        struct store_item it = {0};
+        int n;
+
+        snprintf(k, sizeof(k), "ip-key-%02d", i);
+        memset(v, 'a' + i % 26, sizeof(v));
+        it.key = k;
+        it.klen = (uint32_t)strlen(k);
+        it.value = v;
+        it.vlen = IP_VLEN;
+        it.flags = (uint32_t)i;
+        it.tags = &t;
+        it.ntags = i % 2; /* odd keys tagged */
+        if (store_put(ip.srv->store, STORE_SET, &it, NULL) != ST_OK)
+            return -1;
+        ip.batch[i][0] = 0;
+        ip.batch[i][1] = (uint8_t)i;
+        memcpy(ip.batch[i] + 2, "\0\0\0\x01\0\0", 6);
+        /* even: get, odd: gets; every fourth asks for a miss too */
+        n = snprintf((char *)ip.batch[i] + 8, 56, "%s %s%s\r\n",
+                     i % 2 ? "gets" : "get", k, i % 4 == 0 ? " nope" : "");
+        ip.blen[i] = 8 + (size_t)n;
+    }
+    return 0;
+}
+
+static int ip_teardown(void **state)
+{
+    (void)state;
+    close(ip.cli);
+    options_free(&ip.srv->opt);
+    server_destroy(ip.srv);
+    return 0;
+}
+
+/* Send the batch, serve it in this thread, read and check the replies. */
+static uint64_t ip_round(void)
+{
+    uint8_t d[2048];
+    uint64_t a0, a1;
+    int i;
+
+    for (i = 0; i < IP_KEYS; i++)
+        assert_int_equal(send(ip.cli, ip.batch[i], ip.blen[i], 0),
+                         (ssize_t)ip.blen[i]);
+    a0 = mdc_thread_allocated();
+    udp_serve(&ip.srv->workers[0]);
+    a1 = mdc_thread_allocated();
+    for (i = 0; i < IP_KEYS; i++) {
+        ssize_t n = recv(ip.cli, d, sizeof(d), MSG_DONTWAIT);
+        char want[64];
+        int l;
+
+        assert_true(n > 0);
+        assert_int_equal(get16(d), (unsigned)i);
+        l = snprintf(want, sizeof(want), "VALUE ip-key-%02d %d %d", i, i,
+                     IP_VLEN);
+        assert_memory_equal(d + 8, want, (size_t)l);
+        assert_memory_equal((char *)d + n - 5, "END\r\n", 5);
+    }
+    assert_true(recv(ip.cli, d, sizeof(d), MSG_DONTWAIT) < 0);
+    return a1 - a0;
+}
+
+static void test_hit_hook(void **state)
+{
+    (void)state;
+    ip.hook_calls = ip.hook_tagged = ip.hook_early = 0;
+    (void)ip_round();
+    assert_int_equal(ip.hook_calls, IP_KEYS / 2); /* the untagged half */
+    assert_int_equal(ip.hook_tagged, 0);
+    assert_int_equal(ip.hook_early, 0);
+}
+
+static void test_udp_hits_allocate_nothing(void **state)
+{
+    uint64_t bytes;
+    int round;
+
+    (void)state;
+    if (!mdc_alloc_counts_threads())
+        skip(); /* sanitizer builds: libc malloc has no per-thread counter */
+    (void)ip_round(); /* may size the buffers */
+    for (round = 0; round < 20; round++) {
+        bytes = ip_round();
+        if (bytes != 0)
+            fail_msg("round %d: %llu bytes allocated by %d UDP GET hits",
+                     round, (unsigned long long)bytes, IP_KEYS);
+    }
+}
+
+static const struct CMUnitTest inprocess_tests[] = {
+    cmocka_unit_test(test_hit_hook),
+    cmocka_unit_test(test_udp_hits_allocate_nothing),
+};
+
+int main(void)
+{
+    int fails = 0;
+
+    signal(SIGPIPE, SIG_IGN);
+    if (getenv("MDC_TEST_FILTER") != NULL)
+        cmocka_set_test_filter(getenv("MDC_TEST_FILTER"));
+    fails += cmocka_run_group_tests_name("udp", functional_tests, group_setup,
+                                         group_teardown);
+    fails += cmocka_run_group_tests_name("udp own daemon", own_daemon_tests,
+                                         NULL, NULL);
+    fails += cmocka_run_group_tests_name("udp in-process", inprocess_tests,
+                                         ip_setup, ip_teardown);
+    return fails != 0;
+}
