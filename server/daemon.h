@@ -34,15 +34,16 @@ struct udp_worker;
  * The XDP mirror's way in (XDP.md: "a record enters the mirror when the
  * userspace UDP path serves a GET hit for it and it is untagged").  When
  * set, the network thread that answered a UDP get/gets calls it once for
- * every hit whose record carries no tag, right after the reply datagrams
- * went to the kernel (sendmmsg) and before its own reference is released:
- * r is readable, but may already have been replaced, deleted or expired in
- * the store.  The hook therefore decides admission itself and copies r into
- * the mirror only under the key's bucket lock after checking that r is still
- * the live record (mirror.h's consistency contract).  It runs on any network
- * thread (or the main thread with -n 0), concurrently with itself; it must
+ * every hit whose record carries no tag, after sendmmsg() has returned for
+ * the reply and before the thread's own reference is released: r is
+ * readable, but may already have been replaced, deleted or expired in the
+ * store.  So the hook decides admission (mirror_fits(), a threshold) from r,
+ * and fills the mirror from the *live* record under the bucket read lock:
+ * store_visit(st, record_key(r), record_klen(r), fill, m) - never from r
+ * itself (mirror.h's consistency contract).  It runs on every network
+ * thread (the main thread with -n 0), concurrently with itself, and must
  * not block.  Set it before server_run() starts the threads; NULL (the
- * default) turns it off.  Called from udp.c, udp_release() only.
+ * default) turns it off.  Called from one place: udp.c, udp_release().
  */
 typedef void (*udp_hit_hook_fn)(void *ctx, struct store *st,
                                 const struct record *r);

@@ -551,6 +551,23 @@ fail:
     return NULL;
 }
 
+/* Post-order walk through child links only (depth <= 2 log2 n). */
+static void free_tree(struct store *st, struct record *r)
+{
+    while (r != NULL) {
+        free_tree(st, RB_LEFT(r, rb));
+        struct record *right = RB_RIGHT(r, rb);
+        rec_clear_rflag(r, R_LINKED);
+        if (rec_rflags(r) & R_TAGGED) {
+            struct tag_area *ta = rec_tags(r);
+            for (uint32_t i = 0; i < ta->ntags; i++)
+                ta->e[i].tv = NULL;
+        }
+        store_release(st, r);
+        r = right;
+    }
+}
+
 void store_destroy(struct store *st)
 {
     if (st == NULL)
@@ -563,10 +580,12 @@ void store_destroy(struct store *st)
         pthread_join(st->sweeper, NULL);
     }
     st->hook = NULL;
+    /* no other thread may use the store now: drop every record without
+     * rebalancing trees or unlinking tags one by one (tags_destroy frees
+     * the whole tag index) */
     for (uint32_t b = 0; b <= st->bmask; b++) {
-        struct record *r;
-        while ((r = RB_ROOT(&st->buckets[b])) != NULL)
-            do_unlink(st, b, r);
+        free_tree(st, RB_ROOT(&st->buckets[b]));
+        RB_INIT(&st->buckets[b]);
     }
     tags_destroy(st->tags);
     for (uint32_t i = 0; i <= st->lmask; i++)

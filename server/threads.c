@@ -320,6 +320,7 @@ void threads_teardown(struct server *srv)
             next = c->link.next;
             conn_destroy(c);
         }
+        udp_worker_free(w); /* its events first, then the base */
         if (w->base != NULL) {
             struct mq_node *n = mq_take_all(&w->inbox);
             while (n != NULL) {
@@ -336,7 +337,6 @@ void threads_teardown(struct server *srv)
             event_base_free(w->base);
             mq_deinit(&w->inbox);
         }
-        udp_worker_free(w);
         mdc_free(w->tagbuf);
     }
     for (i = 0; i < srv->npqs; i++)

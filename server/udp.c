@@ -36,9 +36,9 @@
 #include "mctext.h"
 #include "store.h"
 
-#define UDP_ROUNDS 8          /* recvmmsg() calls per readiness event */
-#define UDP_TX_MSGS 64        /* datagrams per sendmmsg() */
-#define UDP_TX_IOVS 1024      /* iovecs of one sendmmsg() batch */
+#define UDP_ROUNDS 8     /* recvmmsg() calls per readiness event */
+#define UDP_TX_MSGS 64   /* datagrams per sendmmsg() */
+#define UDP_TX_IOVS 1024 /* iovecs of one sendmmsg() batch */
 /*
  * Iovecs one datagram may take: its header, then alternating text and value
  * segments.  A value segment is never empty and the text between two values
@@ -46,8 +46,10 @@
  * UDP_CHUNK of 1392 bytes spans at most 2 * 1392 / 16 + 2 segments: 176.
  */
 #define UDP_DGRAM_IOVS 256
-#define UDP_COMPOSE_MAX 65536 /* composed text that triggers a send mid-batch */
-#define UDP_SEND_TRIES 10     /* socket buffer full: waits of 10 ms, then drop */
+/* Composed text that triggers a send in the middle of a batch. */
+#define UDP_COMPOSE_MAX 65536
+/* Socket buffer full: up to this many waits of 10 ms, then drop. */
+#define UDP_SEND_TRIES 10
 #define UDP_TEXT_INIT 16384u
 #define UDP_SEGS_INIT 256u
 #define UDP_SHRINK_AT (4 * UDP_TEXT_INIT)
@@ -92,11 +94,11 @@ struct udp_worker {
     size_t segcap, nseg;
     struct udp_reply *reps;
     size_t repcap, nrep;
-    struct record **recs;     /* references held until the replies are out */
+    struct record **recs; /* references held until the replies are out */
     size_t reccap, nrec;
-    struct udp_reply cur;     /* the reply being composed */
+    struct udp_reply cur; /* the reply being composed */
     size_t cur_rec0, cur_text0;
-    bool cur_failed;          /* out of memory: drop this reply */
+    bool cur_failed; /* out of memory: drop this reply */
 
     /* send */
     struct mmsghdr tx[UDP_TX_MSGS];
@@ -159,9 +161,8 @@ static void udp_seg_push(struct udp_worker *u, const uint8_t *ptr, size_t off,
 /* Room for n bytes of text; NULL (and the reply dropped) without memory. */
 static char *udp_text_reserve(struct udp_worker *u, size_t n)
 {
-    if (u->cur_failed ||
-        udp_grow((void **)&u->text, &u->textcap, u->textlen + n, 1,
-                 UDP_TEXT_INIT) < 0) {
+    if (u->cur_failed || udp_grow((void **)&u->text, &u->textcap,
+                                  u->textlen + n, 1, UDP_TEXT_INIT) < 0) {
         u->cur_failed = true;
         return NULL;
     }
@@ -203,9 +204,8 @@ static void udp_str(struct udp_worker *u, const char *s)
 /* Hold r until the replies are sent; on failure r is released at once. */
 static bool udp_hold(struct udp_worker *u, struct store *st, struct record *r)
 {
-    if (u->cur_failed ||
-        udp_grow((void **)&u->recs, &u->reccap, u->nrec + 1, sizeof(r),
-                 UDP_SEGS_INIT) < 0) {
+    if (u->cur_failed || udp_grow((void **)&u->recs, &u->reccap, u->nrec + 1,
+                                  sizeof(r), UDP_SEGS_INIT) < 0) {
         u->cur_failed = true;
         store_release(st, r);
         return false;
@@ -277,8 +277,7 @@ static void udp_get(struct udp_worker *u, struct worker *w,
             n = 2;
         }
         n += mctext_value_line(p + n, record_key(r), record_klen(r),
-                               record_flags(r), vlen, with_cas,
-                               record_cas(r));
+                               record_flags(r), vlen, with_cas, record_cas(r));
         /* this value, its "\r\n" and a final "END\r\n" must fit */
         if (u->cur.bytes + n + (size_t)vlen + 2 + 5 > limit) {
             store_release(st, r);
@@ -359,11 +358,12 @@ static void udp_datagram(struct udp_worker *u, struct worker *w, size_t slot)
     }
     /* The sequence number and reserved field of a request are not checked
      * (memcached does not); the reply carries 0 in both. */
-    udp_commands(u, w, slot, (uint16_t)(p[0] << 8 | p[1]),
-                 p + UDP_FRAME_HDR, len - UDP_FRAME_HDR);
+    udp_commands(u, w, slot, (uint16_t)(p[0] << 8 | p[1]), p + UDP_FRAME_HDR,
+                 len - UDP_FRAME_HDR);
 }
 
-/* ---- sending -------------------------------------------------------------- */
+/* ---- sending --------------------------------------------------------------
+ */
 
 /* sendmmsg() the datagrams built so far. */
 static void udp_flush(struct udp_worker *u, struct udp_sock *us)
@@ -388,15 +388,16 @@ static void udp_flush(struct udp_worker *u, struct udp_sock *us)
         }
         if (n < 0 && errno == EINTR)
             continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK ||
-                      errno == ENOBUFS) && tries++ < UDP_SEND_TRIES) {
+        if (n < 0 &&
+            (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS) &&
+            tries++ < UDP_SEND_TRIES) {
             /* A burst of large replies filled the socket buffer. */
             struct pollfd pfd = {us->fd, POLLOUT, 0};
             (void)poll(&pfd, 1, 10);
             continue;
         }
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK ||
-                      errno == ENOBUFS)) {
+        if (n < 0 &&
+            (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS)) {
             STAT_ADD(&w->stats, udp_send_drops, u->ntx - i);
             log_debug("udp %s: send buffer full, %zu datagrams dropped",
                       us->name, u->ntx - i);
@@ -676,23 +677,22 @@ static int udp_listen_addr(struct server *srv, const char *spec)
         goto out;
     }
     for (ai = res; ai != NULL; ai = ai->ai_next) {
-        if (getnameinfo(ai->ai_addr, ai->ai_addrlen, nhost, sizeof(nhost),
-                        NULL, 0, NI_NUMERICHOST) != 0)
+        if (getnameinfo(ai->ai_addr, ai->ai_addrlen, nhost, sizeof(nhost), NULL,
+                        0, NI_NUMERICHOST) != 0)
             snprintf(nhost, sizeof(nhost), "%.90s", host);
         snprintf(name, sizeof(name),
                  ai->ai_family == AF_INET6 ? "[%s]:%s" : "%s:%s", nhost, port);
         for (i = first; i <= last; i++) {
             int one = 1;
-            int fd = socket(ai->ai_family,
-                            SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
-                            ai->ai_protocol);
+            int fd =
+                socket(ai->ai_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+                       ai->ai_protocol);
 
             if (fd < 0) {
                 log_error("UDP socket for %s: %s", name, strerror(errno));
                 goto out;
             }
-            if (setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one,
-                           sizeof(one)) < 0)
+            if (setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) < 0)
                 log_warn("SO_REUSEPORT on %s: %s", name, strerror(errno));
             if (ai->ai_family == AF_INET6)
                 (void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one,

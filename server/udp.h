@@ -19,11 +19,12 @@
 
 struct worker;
 
-#define UDP_FRAME_HDR 8      /* request id, sequence, total, reserved */
-#define UDP_DGRAM_MAX 1400   /* a reply datagram's payload, header included */
-#define UDP_CHUNK (UDP_DGRAM_MAX - UDP_FRAME_HDR) /* reply bytes per datagram */
-#define UDP_BATCH 32         /* datagrams per recvmmsg() */
-#define UDP_RX_MAX 8192      /* largest request datagram; longer: ignored */
+#define UDP_FRAME_HDR 8    /* request id, sequence, total, reserved */
+#define UDP_DGRAM_MAX 1400 /* a reply datagram's payload, header included */
+/* Reply bytes per datagram, after the header. */
+#define UDP_CHUNK (UDP_DGRAM_MAX - UDP_FRAME_HDR)
+#define UDP_BATCH 32    /* datagrams per recvmmsg() */
+#define UDP_RX_MAX 8192 /* largest request datagram; longer: ignored */
 
 /* Reply to a command other than get/gets (well-formed or not, it is not
  * run): UDP serves retrieval only (DESIGN.md §4). */

@@ -38,11 +38,11 @@
 #include "udp.h"
 #include "wire.h"
 
-#define BIG_LEN 65536        /* 48 datagrams */
-#define REPLY_LIMIT "160k"   /* two BIG_LEN values fit, three do not */
+#define BIG_LEN 65536      /* 48 datagrams */
+#define REPLY_LIMIT "160k" /* two BIG_LEN values fit, three do not */
 
 static struct tsrv g_srv;
-static int g_uport;          /* the shared daemon's UDP port */
+static int g_uport; /* the shared daemon's UDP port */
 static unsigned g_uniq;
 
 static char *ukey(char *buf, size_t len, const char *what)
@@ -136,7 +136,10 @@ static void put16(uint8_t *p, unsigned v)
     p[1] = (uint8_t)v;
 }
 
-static unsigned get16(const uint8_t *p) { return (unsigned)p[0] << 8 | p[1]; }
+static unsigned get16(const uint8_t *p)
+{
+    return (unsigned)p[0] << 8 | p[1];
+}
 
 /* Send a frame header (id, seq, total, reserved) and then body. */
 static void uc_send_raw(int fd, unsigned rid, unsigned seq, unsigned total,
@@ -248,8 +251,13 @@ static uint64_t nset(const char *key, const void *val, size_t vlen,
                      uint32_t flags, const struct wire_tag *tags, size_t ntags)
 {
     int fd = tc_connect(&g_srv);
-    struct treq r = {.op = WIRE_OP_SET, .key = key, .klen = strlen(key),
-                     .val = val, .vlen = vlen, .iflags = flags, .tags = tags,
+    struct treq r = {.op = WIRE_OP_SET,
+                     .key = key,
+                     .klen = strlen(key),
+                     .val = val,
+                     .vlen = vlen,
+                     .iflags = flags,
+                     .tags = tags,
                      .ntags = ntags};
     struct tresp p;
     uint64_t cas;
@@ -277,8 +285,8 @@ static long long stat_of(const char *name)
 
 static int group_setup(void **state)
 {
-    static const char *const args[] = {"-n", "2", "-I", "256k",
-                                       "--udp-reply-limit", REPLY_LIMIT, NULL};
+    static const char *const args[] = {
+        "-n", "2", "-I", "256k", "--udp-reply-limit", REPLY_LIMIT, NULL};
 
     (void)state;
     g_uniq = (unsigned)time(NULL) % 100000u * 1000u;
@@ -328,8 +336,7 @@ static void test_get_hit_miss(void **state)
     {
         char cmd[128];
         snprintf(cmd, sizeof(cmd), "get %s\r\n", k);
-        snprintf(want, sizeof(want), "VALUE %s 4294967295 0\r\n\r\nEND\r\n",
-                 k);
+        snprintf(want, sizeof(want), "VALUE %s 4294967295 0\r\n\r\nEND\r\n", k);
         uc_expect(fd, 3, cmd, want);
     }
     close(fd);
@@ -446,8 +453,8 @@ static void test_multi_datagram(void **state)
  * checked (memcached does not) and come back as 0. */
 static void test_request_id_echo(void **state)
 {
-    static const unsigned ids[] = {0, 1, 0x00FF, 0x0100, 0x7FFF, 0x8000,
-                                   0xFFFE, 0xFFFF};
+    static const unsigned ids[] = {0,      1,      0x00FF, 0x0100,
+                                   0x7FFF, 0x8000, 0xFFFE, 0xFFFF};
     size_t i;
     char *r;
     size_t len;
@@ -570,8 +577,8 @@ static void *conc_client(void *p)
     while (rcvd < CONC_REQS) {
         while (sent < CONC_REQS && sent - rcvd < CONC_WINDOW) {
             uint8_t b[128];
-            int n = snprintf((char *)b + UDP_FRAME_HDR, 100,
-                             "get conc-%d\r\n", (int)(sent % CONC_KEYS));
+            int n = snprintf((char *)b + UDP_FRAME_HDR, 100, "get conc-%d\r\n",
+                             (int)(sent % CONC_KEYS));
             put16(b, (sent & 0xFFFF));
             put16(b + 2, 0);
             put16(b + 4, 1);
@@ -698,8 +705,7 @@ static void test_models_and_stop(void **state)
 
 static void test_ipv6(void **state)
 {
-    static const char *const args[] = {"-l", "127.0.0.1", "-l", "[::1]",
-                                       NULL};
+    static const char *const args[] = {"-l", "127.0.0.1", "-l", "[::1]", NULL};
     struct tsrv s;
     int port, fd;
     char *r;
@@ -744,10 +750,10 @@ static const struct CMUnitTest own_daemon_tests[] = {
 
 struct ipfx {
     struct server *srv;
-    int cli;                /* client socket, connected to the server's */
+    int cli; /* client socket, connected to the server's */
     unsigned hook_calls;
-    unsigned hook_tagged;   /* calls for tagged records: must stay 0 */
-    unsigned hook_early;    /* calls before the reply was readable */
+    unsigned hook_tagged; /* calls for tagged records: must stay 0 */
+    unsigned hook_early;  /* calls before the reply was readable */
     uint8_t batch[IP_KEYS][64];
     size_t blen[IP_KEYS];
 };
@@ -884,8 +890,8 @@ static void test_udp_hits_allocate_nothing(void **state)
     for (round = 0; round < 20; round++) {
         bytes = ip_round();
         if (bytes != 0)
-            fail_msg("round %d: %llu bytes allocated by %d UDP GET hits",
-                     round, (unsigned long long)bytes, IP_KEYS);
+            fail_msg("round %d: %llu bytes allocated by %d UDP GET hits", round,
+                     (unsigned long long)bytes, IP_KEYS);
     }
 }
 

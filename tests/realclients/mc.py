@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""Small helpers for the real-clients tests (memcached text protocol).
+
+  mc.py freeport                    print a free loopback TCP port
+  mc.py wait HOST PORT SECS [PID]   wait until HOST:PORT accepts (PID alive)
+  mc.py locate KEYFILE PORT...      for each key of KEYFILE (one a line) ask
+                                    every backend directly with "get"; print
+                                    "KEY VALUE PORT" per hit
+  mc.py send PORT SECS              send stdin raw, print the reply bytes
+                                    (repr) until the peer closes or SECS pass
+"""
+import os
+import socket
+import sys
+import time
+
+
+def freeport():
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    print(port)
+
+
+def wait(host, port, secs, pid=None):
+    end = time.monotonic() + float(secs)
+    while time.monotonic() < end:
+        if pid is not None:
+            # the daemon is the shell's child: once dead it is a zombie
+            try:
+                with open("/proc/%d/stat" % int(pid)) as f:
+                    if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                        return 1
+            except OSError:
+                return 1
+        try:
+            socket.create_connection((host, int(port)), timeout=1).close()
+            return 0
+        except OSError:
+            time.sleep(0.05)
+    return 1
+
+
+class Conn:
+    def __init__(self, port):
+        self.s = socket.create_connection(("127.0.0.1", int(port)), timeout=5)
+        self.buf = b""
+
+    def line(self):
+        while b"\r\n" not in self.buf:
+            d = self.s.recv(65536)
+            if not d:
+                raise EOFError("connection closed")
+            self.buf += d
+        l, self.buf = self.buf.split(b"\r\n", 1)
+        return l
+
+    def exact(self, n):
+        while len(self.buf) < n:
+            d = self.s.recv(65536)
+            if not d:
+                raise EOFError("connection closed")
+            self.buf += d
+        b, self.buf = self.buf[:n], self.buf[n:]
+        return b
+
+    def get(self, key):
+        self.s.sendall(b"get " + key + b"\r\n")
+        val = None
+        while True:
+            l = self.line()
+            if l == b"END":
+                return val
+            f = l.split()
+            if f[0] != b"VALUE" or f[1] != key:
+                raise ValueError("unexpected reply %r" % l)
+            val = self.exact(int(f[3]) + 2)[:-2]
+
+
+def locate(keyfile, ports):
+    conns = [(p, Conn(p)) for p in ports]
+    with open(keyfile, "rb") as f:
+        keys = [k.strip() for k in f if k.strip()]
+    out = sys.stdout.buffer
+    for k in keys:
+        for p, c in conns:
+            v = c.get(k)
+            if v is not None:
+                out.write(k + b" " + v + b" " + p.encode() + b"\n")
+    return 0
+
+
+def send(port, secs):
+    s = socket.create_connection(("127.0.0.1", int(port)), timeout=float(secs))
+    s.sendall(sys.stdin.buffer.read())
+    got = b""
+    try:
+        while True:
+            d = s.recv(65536)
+            if not d:
+                break
+            got += d
+    except socket.timeout:
+        pass
+    print(repr(got))
+    return 0
+
+
+def main(a):
+    if a[0] == "freeport":
+        return freeport()
+    if a[0] == "wait":
+        return wait(*a[1:])
+    if a[0] == "locate":
+        return locate(a[1], a[2:])
+    if a[0] == "send":
+        return send(a[1], a[2])
+    print(__doc__, file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]) or 0)
