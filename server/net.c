@@ -258,13 +258,15 @@ int net_listen_all(struct server *srv)
     size_t i;
     int rc = -1;
 
+    /* UDP first: once a stream listener exists, connects succeed (the
+     * backlog), and whoever waits for that must find UDP bound too. */
+    if (udp_listen_all(srv) < 0)
+        goto out;
     if (srv->opt.unix_socket != NULL && net_listen_unix(srv, srv->opt.unix_socket) < 0)
         goto out;
     for (i = 0; i < srv->opt.listen.n; i++)
         if (net_listen_tcp(srv, srv->opt.listen.v[i]) < 0)
             goto out;
-    if (udp_listen_all(srv) < 0)
-        goto out;
     if (srv->nlisteners == 0 && srv->nudp == 0) {
         log_error("no listener: give -p PORT, -s PATH or -U PORT");
         goto out;

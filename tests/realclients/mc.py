@@ -65,17 +65,38 @@ class Conn:
         b, self.buf = self.buf[:n], self.buf[n:]
         return b
 
-    def get(self, key):
-        self.s.sendall(b"get " + key + b"\r\n")
-        val = None
+    def cmd(self, req, multi=False):
+        """send REQ; the reply line, or with MULTI the lines up to END"""
+        self.s.sendall(req)
+        if not multi:
+            return self.line()
+        out = []
+        while True:
+            l = self.line()
+            out.append(l)
+            if l in (b"END", b"ERROR") or l.startswith(b"CLIENT_ERROR") or \
+                    l.startswith(b"SERVER_ERROR"):
+                return out
+            if l.startswith(b"VALUE "):
+                out.append(self.exact(int(l.split()[3]) + 2)[:-2])
+
+    def get_multi(self, keys):
+        """get KEYS...: {key: (flags, value)}"""
+        self.s.sendall(b"get " + b" ".join(keys) + b"\r\n")
+        got = {}
         while True:
             l = self.line()
             if l == b"END":
-                return val
+                return got
             f = l.split()
-            if f[0] != b"VALUE" or f[1] != key:
+            if f[0] != b"VALUE" or f[1] not in keys or f[1] in got:
                 raise ValueError("unexpected reply %r" % l)
-            val = self.exact(int(f[3]) + 2)[:-2]
+            got[f[1]] = (int(f[2]), self.exact(int(f[3]) + 2)[:-2])
+
+    def get(self, key):
+        """the value of KEY, or None"""
+        v = self.get_multi([key]).get(key)
+        return v[1] if v else None
 
 
 def locate(keyfile, ports):

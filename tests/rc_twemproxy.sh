@@ -1,0 +1,60 @@
+#!/bin/sh
+# rc_twemproxy.sh - twemproxy (Debian's nutcracker) in front of three
+# mdcached instances: ketama distribution, memcached protocol,
+# auto_eject_hosts false (tests/realclients/nutcracker.yml.in).  300 keys
+# set through the proxy and read back through it, multi-gets across the
+# backends, gets/cas, incr/decr, delete; each key found on exactly one
+# backend by asking the backends directly, all three holding some
+# (tests/realclients/proxy_check.py).  Exit 0 pass, 1 fail, 77 skip.
+set -u
+. "$(dirname "$0")/realclients/common.sh"
+need nutcracker
+
+start_mdc B1
+start_mdc B2
+start_mdc B3
+echo "mdcached backends on ports $B1_PORT $B2_PORT $B3_PORT"
+
+NC_LOG="$RC_TMP/nutcracker.log"
+try=0
+while :; do
+    try=$((try + 1))
+    PROXY_PORT=$(rc_py freeport)
+    STATS_PORT=$(rc_py freeport)
+    sed -e "s/@PROXY_PORT@/$PROXY_PORT/" -e "s/@B1_PORT@/$B1_PORT/" \
+        -e "s/@B2_PORT@/$B2_PORT/" -e "s/@B3_PORT@/$B3_PORT/" \
+        "$RC_DIR/nutcracker.yml.in" >"$RC_TMP/nutcracker.yml"
+    if [ $try -eq 1 ]; then
+        nutcracker -t -c "$RC_TMP/nutcracker.yml" >"$RC_TMP/conftest" 2>&1
+        r=$?
+        check "nutcracker -t accepts the configuration" 0 $r
+        [ $r -eq 0 ] || { cat "$RC_TMP/conftest"; rc_finish; }
+    fi
+    nutcracker -c "$RC_TMP/nutcracker.yml" -s "$STATS_PORT" -a 127.0.0.1 \
+        -p "$RC_TMP/nutcracker.pid" -o "$NC_LOG" -v 4 &
+    NC_PID=$!
+    RC_PIDS="$RC_PIDS $NC_PID"
+    rc_py wait 127.0.0.1 "$PROXY_PORT" 10 "$NC_PID" && break
+    kill "$NC_PID" 2>/dev/null
+    if [ $try -ge 5 ]; then
+        fail "nutcracker did not start; its log:"
+        cat "$NC_LOG"
+        rc_finish
+    fi
+done
+echo "nutcracker pid $NC_PID on 127.0.0.1:$PROXY_PORT"
+
+if command -v timeout >/dev/null 2>&1; then T="timeout 45"; else T=; fi
+$T python3 "$RC_DIR/proxy_check.py" "$PROXY_PORT" "$B1_PORT" "$B2_PORT" "$B3_PORT"
+r=$?
+check "proxy_check.py" 0 $r
+[ $r -eq 0 ] || { echo "---- nutcracker log"; tail -30 "$NC_LOG"; }
+
+for n in B1 B2 B3; do
+    eval "pid=\$${n}_PID"
+    kill -0 "$pid" 2>/dev/null
+    check "backend $n still running" 0 $?
+done
+kill -0 "$NC_PID" 2>/dev/null
+check "nutcracker still running" 0 $?
+rc_finish
