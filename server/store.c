@@ -628,6 +628,7 @@ void store_get_stats(struct store *st, struct store_stats *o)
     o->expired = LD(expired);
     o->expired_unfetched = LD(expired_unfetched);
     o->evicted_unfetched = LD(evicted_unfetched);
+    o->get_expired = LD(get_expired);
     o->tagged_items = LD(tagged_items);
     o->tag_links = LD(tag_links);
 #undef LD
@@ -753,6 +754,7 @@ struct record *store_get(struct store *st, const void *key, uint32_t klen)
     }
     mdc_unlock(l);
     if (expired) {
+        atomic_fetch_add_explicit(&st->get_expired, 1, memory_order_relaxed);
         /* lazy reclaim */
         mdc_wrlock(l);
         (void)do_find_live(st, b, h, key, klen);

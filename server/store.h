@@ -109,6 +109,7 @@ struct store_stats {
     uint64_t expired;         /* records reclaimed because expired */
     uint64_t expired_unfetched;
     uint64_t evicted_unfetched;
+    uint64_t get_expired;     /* reads that found an expired record */
     uint64_t tagged_items;    /* live records with at least one tag */
     uint64_t tag_links;       /* (record, tag) links in the tag index */
     uint64_t tag_values;      /* distinct (tkey, tval) in the index */

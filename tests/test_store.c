@@ -373,6 +373,7 @@ static void test_expiry(void **state)
     assert_null(val(st, "rel", b, sizeof b)); /* lazily reclaimed */
     struct store_stats s;
     store_get_stats(st, &s);
+    assert_int_equal(s.get_expired, 4); /* past, neg, d30p, rel */
     assert_int_equal(s.tag_links, 0);
     assert_true(s.expired >= 1);
     testclock_advance(&tc, 100);
