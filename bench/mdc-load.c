@@ -538,6 +538,42 @@ static bool proc_cpu(long pid, uint64_t *utime, uint64_t *stime)
     return true;
 }
 
+/* Per-CPU time from /proc/stat in clock ticks, to tell how busy the machine
+ * was with other work during the window (the server and generator are
+ * pinned, so CPU busy time minus theirs is a neighbour's). */
+#define MAX_CPUS 64
+struct cpu_times {
+    int n;
+    uint64_t user[MAX_CPUS], sys[MAX_CPUS], idle[MAX_CPUS],
+        softirq[MAX_CPUS], steal[MAX_CPUS];
+};
+
+static bool read_cpu_times(struct cpu_times *ct)
+{
+    FILE *f = fopen("/proc/stat", "r");
+    char line[512];
+
+    if (f == NULL)
+        return false;
+    ct->n = 0;
+    while (fgets(line, sizeof(line), f) != NULL && ct->n < MAX_CPUS) {
+        unsigned long long u, ni, sy, id, io, irq, sirq, st;
+        int cpu;
+        if (sscanf(line, "cpu%d %llu %llu %llu %llu %llu %llu %llu %llu", &cpu,
+                   &u, &ni, &sy, &id, &io, &irq, &sirq, &st) != 9 ||
+            cpu != ct->n)
+            continue;
+        ct->user[cpu] = u + ni;
+        ct->sys[cpu] = sy + irq;
+        ct->idle[cpu] = id + io;
+        ct->softirq[cpu] = sirq;
+        ct->steal[cpu] = st;
+        ct->n++;
+    }
+    fclose(f);
+    return ct->n > 0;
+}
+
 /* ---- main ------------------------------------------------------------- */
 
 static void usage(FILE *f)
@@ -711,6 +747,9 @@ int main(int argc, char **argv)
     uint64_t u0 = 0, s0 = 0, u1 = 0, s1 = 0;
     bool have_cpu = false;
     struct rusage ru0, ru1;
+    struct cpu_times ct0, ct1;
+    bool have_ct = false;
+    double loadavg[3] = {0, 0, 0};
     char date[64];
     time_t wall = time(NULL);
 
@@ -787,6 +826,7 @@ int main(int argc, char **argv)
                EINTR)
             ;
         getrusage(RUSAGE_SELF, &ru0);
+        have_ct = read_cpu_times(&ct0);
         if (opt.server_pid)
             have_cpu = proc_cpu(opt.server_pid, &u0, &s0);
         ts = (struct timespec){.tv_sec = (time_t)(te / 1000000000ull),
@@ -797,6 +837,10 @@ int main(int argc, char **argv)
         if (have_cpu)
             have_cpu = proc_cpu(opt.server_pid, &u1, &s1);
         getrusage(RUSAGE_SELF, &ru1);
+        if (have_ct)
+            have_ct = read_cpu_times(&ct1) && ct1.n == ct0.n;
+        if (getloadavg(loadavg, 3) < 0)
+            loadavg[0] = loadavg[1] = loadavg[2] = -1;
     }
     for (int t = 0; t < opt.threads; t++)
         pthread_join(ths[t].tid, NULL);
@@ -886,8 +930,21 @@ int main(int argc, char **argv)
             fprintf(f, " \"server_cpu\": null,\n");
         fprintf(f,
                 " \"client_cpu\": {\"user_s\": %.3f, \"sys_s\": %.3f, "
-                "\"us_per_req\": %.4f}}\n",
+                "\"us_per_req\": %.4f},\n",
                 cu, cs, (cu + cs) * per);
+        /* the machine over the window: per-CPU seconds, load average */
+        fprintf(f, " \"loadavg\": [%.2f, %.2f, %.2f], \"cpus\": [", loadavg[0],
+                loadavg[1], loadavg[2]);
+        for (int i = 0; have_ct && i < ct1.n; i++)
+            fprintf(f,
+                    "%s{\"user_s\": %.2f, \"sys_s\": %.2f, \"softirq_s\": "
+                    "%.2f, \"steal_s\": %.2f, \"idle_s\": %.2f}",
+                    i ? ", " : "", (double)(ct1.user[i] - ct0.user[i]) / tick,
+                    (double)(ct1.sys[i] - ct0.sys[i]) / tick,
+                    (double)(ct1.softirq[i] - ct0.softirq[i]) / tick,
+                    (double)(ct1.steal[i] - ct0.steal[i]) / tick,
+                    (double)(ct1.idle[i] - ct0.idle[i]) / tick);
+        fprintf(f, "]}\n");
         if (f != stdout)
             fclose(f);
     }

@@ -137,6 +137,7 @@ struct server {
     struct event *ev_sig[5];
     bool pidfile_written;
 
+    struct mirror *mirror;    /* -x: the XDP mirror (mirror.h), or NULL */
     unsigned nudp;            /* UDP sockets, over all network threads */
     udp_hit_hook_fn udp_hit_hook; /* see its typedef; NULL = off */
     void *udp_hit_ctx;
@@ -148,6 +149,16 @@ struct server *server_create(const struct options *opt);
 void server_destroy(struct server *srv);
 /* Bind every listener (-l/-p, -s); 0 ok, -1 logged. */
 int server_listen(struct server *srv);
+/*
+ * -x IFACE: load the XDP program, attach it to IFACE through a bpf_link and
+ * wire the mirror into the store (invalidation hook) and the UDP path (fill
+ * on hits).  Call after server_listen() and before server_run() - it needs
+ * root, which server_run() drops.  Returns 0 (also without -x) or a
+ * sysexits.h status with the reason logged: EX_UNAVAILABLE without root,
+ * without the interface or without XDP support, EX_OSERR when the kernel
+ * refuses the program or the attachment.
+ */
+int server_xdp_open(struct server *srv);
 /* Signals, privilege drop, pid file, threads; runs until stopped.  Returns 0
  * after a graceful stop. */
 int server_run(struct server *srv);

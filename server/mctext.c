@@ -303,7 +303,7 @@ static uint32_t count_tvals(const char *p, const char *end)
 void mctext_iter_init(struct mctext_iter *it, const struct mctext_req *req)
 {
     it->p = req->list;
-    it->end = req->list + req->listlen;
+    it->end = req->list != NULL ? req->list + req->listlen : NULL;
 }
 
 bool mctext_next_key(struct mctext_iter *it, const char **key, uint32_t *klen)
@@ -470,8 +470,10 @@ static ssize_t parse_retrieval(struct mctext_req *req, const char *p,
         return fail(req, MCTEXT_R_ERROR, req->linelen);
     if (fixed == 2 && !tok_i64(&t[1], &req->exptime))
         return fail(req, MCTEXT_E_EXPTIME, req->linelen);
-    if (more == NULL) /* gat without keys: END, as memcached */
+    if (more == NULL) { /* gat without keys: END, as memcached */
+        req->list = end;
         return (ssize_t)req->linelen;
+    }
     req->list = more;
     req->listlen = (size_t)(end - more);
     req->nlist = count_keys(more, end);

@@ -406,25 +406,37 @@ void mirror_clear(struct mirror *m)
     }
 }
 
-void mirror_usage(struct mirror *m, uint64_t *entries, uint64_t *bytes)
+void mirror_usage_tiers(struct mirror *m, uint64_t entries[MIRROR_NTIERS],
+                        uint64_t *bytes)
 {
     struct mirror_entry *e;
-    uint64_t n = 0, b = 0;
+    uint64_t b = 0;
     uint32_t i;
     unsigned t;
 
-    for (t = 0; m && t < MIRROR_TIERS; t++) {
-        for (i = 0; m->tier[t].base && i <= m->tier[t].mask; i++) {
+    for (t = 0; t < MIRROR_TIERS; t++) {
+        entries[t] = 0;
+        for (i = 0; m && m->tier[t].base && i <= m->tier[t].mask; i++) {
             e = (void *)(m->tier[t].base + (size_t)i * m->tier[t].size);
             if (__atomic_load_n(&e->blob_len, __ATOMIC_RELAXED) == 0)
                 continue;
-            n++;
+            entries[t]++;
             b += __atomic_load_n(&e->klen, __ATOMIC_RELAXED) +
                  (uint64_t)__atomic_load_n(&e->vlen, __ATOMIC_RELAXED);
         }
     }
-    *entries = n;
     *bytes = b;
+}
+
+void mirror_usage(struct mirror *m, uint64_t *entries, uint64_t *bytes)
+{
+    uint64_t n[MIRROR_TIERS];
+    unsigned t;
+
+    mirror_usage_tiers(m, n, bytes);
+    *entries = 0;
+    for (t = 0; t < MIRROR_TIERS; t++)
+        *entries += n[t];
 }
 
 /* ---- load, attach, counters ------------------------------------------------

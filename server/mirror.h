@@ -114,6 +114,9 @@ const char *mirror_counter_name(unsigned i);
 /* Walk every slot: entries in use and the bytes their records hold
  * (key + value), for a "memory per cached byte" figure.  O(slots). */
 void mirror_usage(struct mirror *m, uint64_t *entries, uint64_t *bytes);
+/* The same with the entries counted per tier (slot size: mirror_stats()). */
+void mirror_usage_tiers(struct mirror *m, uint64_t entries[MIRROR_NTIERS],
+                        uint64_t *bytes);
 
 /*
  * The UDP payload of a GET hit, byte for byte what the XDP program sends and

@@ -509,6 +509,18 @@ int options_parse(struct options *o, int argc, char **argv, FILE *err)
                 argv0, o->user);
         goto usage;
     }
+    if (o->xdp != NULL && o->udp_port == 0) {
+        fprintf(err, "%s: -x %s needs -U PORT: XDP answers memcached UDP "
+                "GETs only\n", argv0, o->xdp);
+        goto usage;
+    }
+    if (strcmp(o->xdp_mode, "auto") != 0 &&
+        strcmp(o->xdp_mode, "native") != 0 &&
+        strcmp(o->xdp_mode, "generic") != 0) {
+        fprintf(err, "%s: invalid value '%s' for --xdp-mode: want native, "
+                "generic or auto\n", argv0, o->xdp_mode);
+        goto usage;
+    }
     if (o->debug && o->verbose < 3)
         o->verbose = 3;
     if (o->port == 0 && o->unix_socket == NULL && o->udp_port == 0) {

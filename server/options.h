@@ -53,6 +53,20 @@ struct opt_list {
       "UDP port for memcached get/gets on every -l address; 0 = off")          \
     X(udp_reply_limit, 0, "udp-reply-limit", OT_SIZE, "2m", 2048, 67108864,    \
       "SIZE", "largest UDP reply; a longer one ends with SERVER_ERROR")        \
+    X(xdp, 'x', "xdp", OT_STR, "", 0, 0, "IFACE",                              \
+      "answer hot untagged UDP GETs (-U) in XDP on this interface; "          \
+      "needs root")                                                            \
+    X(xdp_mode, 0, "xdp-mode", OT_STR, "auto", 0, 0, "MODE",                   \
+      "XDP attach mode: native, generic, or auto (native, else generic)")      \
+    X(xdp_admit, 0, "xdp-admit", OT_UINT, "1", 1, 255, "N",                    \
+      "mirror a record on its Nth UDP GET hit served in userspace; 1 = "      \
+      "every hit")                                                             \
+    X(xdp_slots_small, 0, "xdp-slots-128", OT_POW2, "32768", 1, 16777216,     \
+      "N", "XDP mirror slots of 128 bytes (key + value up to ~75 bytes)")     \
+    X(xdp_slots_medium, 0, "xdp-slots-512", OT_POW2, "8192", 1, 16777216,     \
+      "N", "XDP mirror slots of 512 bytes (key + value up to ~460 bytes)")    \
+    X(xdp_slots_large, 0, "xdp-slots-1536", OT_POW2, "2048", 1, 16777216,     \
+      "N", "XDP mirror slots of 1536 bytes (replies up to one datagram)")     \
     X(unix_socket, 's', "unix-socket", OT_STR, "", 0, 0, "PATH",               \
       "also listen on this Unix socket")                                       \
     X(unix_mode, 'a', "unix-mode", OT_MODE, "0700", 0, 0777, "MODE",           \

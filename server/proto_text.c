@@ -713,7 +713,11 @@ static void txt_exec(struct conn *c, struct worker *w,
     case MCT_TOUCH: txt_touch(c, w, req); break;
     case MCT_FLUSH_ALL: txt_flush(c, w, req); break;
     case MCT_STATS: txt_stats(c, w, req); break;
-    case MCT_VERSION: txt_str(c, "VERSION " PACKAGE_VERSION "\r\n"); break;
+    /* clients parse "major.minor.micro" and reject major 0 (libmemcached):
+     * announce the memcached protocol level we speak, then our own version */
+    case MCT_VERSION:
+        txt_str(c, "VERSION 1.6.0 mdcached-" PACKAGE_VERSION "\r\n");
+        break;
     case MCT_VERBOSITY:
         /* Accepted for compatibility; the log level is -v's. */
         txt_reply(c, req, MCTEXT_R_OK);

@@ -107,6 +107,6 @@ else
     echo "note: $LMC not built (no libmemcached-dev): C API checks skipped"
 fi
 
-kill -0 "$D_PID" 2>/dev/null
+alive "$D_PID"
 check "daemon still running" 0 $?
 rc_finish

@@ -20,6 +20,6 @@ if command -v timeout >/dev/null 2>&1; then T="timeout 45"; else T=; fi
 $T php -d display_errors=stderr "$RC_DIR/php_memcached.php" "$D_PORT"
 r=$?
 check "php_memcached.php" 0 $r
-kill -0 "$D_PID" 2>/dev/null
+alive "$D_PID"
 check "daemon still running" 0 $?
 rc_finish

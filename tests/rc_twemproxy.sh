@@ -8,6 +8,7 @@
 # (tests/realclients/proxy_check.py).  Exit 0 pass, 1 fail, 77 skip.
 set -u
 . "$(dirname "$0")/realclients/common.sh"
+PATH=$PATH:/usr/sbin:/sbin  # nutcracker is in /usr/sbin
 need nutcracker
 
 start_mdc B1
@@ -52,9 +53,9 @@ check "proxy_check.py" 0 $r
 
 for n in B1 B2 B3; do
     eval "pid=\$${n}_PID"
-    kill -0 "$pid" 2>/dev/null
+    alive "$pid"
     check "backend $n still running" 0 $?
 done
-kill -0 "$NC_PID" 2>/dev/null
+alive "$NC_PID"
 check "nutcracker still running" 0 $?
 rc_finish
