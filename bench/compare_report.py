@@ -91,6 +91,13 @@ def fmt(x, spec):
     return "—" if x is None else format(x, spec)
 
 
+def pow10(n):
+    s = str(n)
+    if s[0] == "1" and set(s[1:]) <= {"0"}:
+        return "10^%d" % (len(s) - 1)
+    return format(n, ",")
+
+
 def ratio(a, b):
     return a / b if a is not None and b else None
 
@@ -100,7 +107,8 @@ def cmd_report(argv):
     opts = dict(zip(argv[1::2], argv[2::2]))
     rows = [json.loads(l) for l in open(path) if l.strip()]
     meta = next((r for r in rows if r.get("kind") == "meta"), {})
-    runs = [r for r in rows if r.get("kind") == "run" and not r.get("discarded")]
+    runs = [r for r in rows if r.get("kind") == "run" and
+            not r.get("discarded") and r.get("requests")]
     w6 = [r for r in rows if r.get("kind") == "w6"]
     cells = {}
     for r in runs:
@@ -234,7 +242,7 @@ def cmd_report(argv):
     if "mdcached" in w7med and len(w7med["mdcached"]) >= 2:
         ns = sorted(w7med["mdcached"])
         target("W7 throughput, mdcached %s ÷ %s records" % (
-            "10^%d" % len(str(ns[-1])[1:]), "10^%d" % len(str(ns[0])[1:])),
+            pow10(ns[-1]), pow10(ns[0])),
             ratio(w7med["mdcached"][ns[-1]], w7med["mdcached"][ns[0]]),
             0.7, ">=")
     if R:
@@ -374,8 +382,8 @@ def plots(meds, w6, w7med, w7cpu, png_dir, when, rel_base):
             ax.set_title("%s: throughput" % w, fontsize=9)
             ax.set_ylabel("thousand requests / s")
             ax.tick_params(axis="x", labelrotation=45, labelsize=8)
-        fig.suptitle("mdcached vs memcached, Redis and the floor — %s "
-                     "(median of rounds, bars: min–max)" % when, fontsize=10)
+        fig.suptitle("%s — median of rounds, bars min–max" % when,
+                     fontsize=10)
         fig.tight_layout()
         f = os.path.join(png_dir, "compare-w1-w4.png")
         fig.savefig(f, dpi=90)

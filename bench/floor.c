@@ -23,7 +23,12 @@
  *
  * Pinning is the caller's job (taskset), as for the other servers.
  *
- * usage: floor [-s PATH] [-p PORT] [-l ADDR] [-K KEYLEN] [-v VALUELEN]
+ * Two switches price what real servers do beyond that, side by side:
+ * -E reads until EAGAIN (the usual "drain the socket" loop: one more, failed
+ * read per event) and -M replies with sendmsg(2) from a three-piece iovec,
+ * the shape of a zero-copy reply, instead of write(2).
+ *
+ * usage: floor [-s PATH] [-p PORT] [-l ADDR] [-K KEYLEN] [-v VALUELEN] [-E] [-M]
  */
 #include "config.h"
 
@@ -40,6 +45,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -60,6 +66,8 @@ struct conn {
 };
 
 static volatile sig_atomic_t stop;
+static bool opt_drain;   /* -E: read again until EAGAIN, as many servers do */
+static bool opt_sendmsg; /* -M: reply with sendmsg from an iovec */
 static int epfd;
 static char *get_reply;
 static size_t get_reply_len;
@@ -179,7 +187,21 @@ static ssize_t parse(struct conn *c)
 static bool flush(struct conn *c)
 {
     while (c->ooff < c->olen) {
-        ssize_t n = write(c->fd, c->obuf + c->ooff, c->olen - c->ooff);
+        ssize_t n;
+        if (opt_sendmsg) {
+            /* the shape of a zero-copy reply: one iovec per reply piece,
+             * here the whole buffer split in up to three */
+            size_t left = c->olen - c->ooff, a = left / 3, b = left / 3;
+            struct iovec iov[3] = {
+                {c->obuf + c->ooff, a},
+                {c->obuf + c->ooff + a, b},
+                {c->obuf + c->ooff + a + b, left - a - b},
+            };
+            struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 3};
+            n = sendmsg(c->fd, &mh, MSG_NOSIGNAL);
+        } else {
+            n = write(c->fd, c->obuf + c->ooff, c->olen - c->ooff);
+        }
         if (n > 0) {
             c->ooff += (size_t)n;
         } else if (n < 0 && errno == EINTR) {
@@ -236,7 +258,7 @@ static void on_readable(struct conn *c)
             conn_close(c);
             return;
         }
-        if ((size_t)n < room || c->writing)
+        if (((size_t)n < room && !opt_drain) || c->writing)
             return; /* drained (or the client is not reading): to epoll */
     }
 }
@@ -335,18 +357,24 @@ int main(int argc, char **argv)
     long klen = 16, vlen = 32;
     int c;
 
-    while ((c = getopt(argc, argv, "s:p:l:K:v:h")) != -1) {
+    while ((c = getopt(argc, argv, "s:p:l:K:v:EMh")) != -1) {
         switch (c) {
         case 's': path = optarg; break;
         case 'p': port = optarg; break;
         case 'l': addr = optarg; break;
         case 'K': klen = num(optarg, 1, 250, "key length"); break;
         case 'v': vlen = num(optarg, 0, 1 << 20, "value length"); break;
+        case 'E': opt_drain = true; break;
+        case 'M': opt_sendmsg = true; break;
         default:
             fputs("usage: floor [-s PATH] [-p PORT] [-l ADDR] [-K KEYLEN] "
-                  "[-v VALUELEN]\n"
+                  "[-v VALUELEN] [-E] [-M]\n"
                   "  a bare epoll server answering memcached text get/set "
-                  "with fixed replies\n",
+                  "with fixed replies\n"
+                  "  -E  read until EAGAIN (one failed read per event, to "
+                  "price it)\n"
+                  "  -M  reply with sendmsg and a 3-piece iovec instead of "
+                  "write\n",
                   c == 'h' ? stdout : stderr);
             return c == 'h' ? 0 : 64;
         }

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """w5_summary.py - turn a bench/w5.sh result file (JSON lines) into the
-Markdown tables of docs/performance-w5.md: medians per target over the
+Markdown tables of docs/performance.md (section W5): medians per target over the
 rounds, ratios of medians, round trips, invalidation latency, leftovers."""
 import json
 import statistics

@@ -74,9 +74,15 @@ int conn_adopt(struct conn *c)
     struct worker *w = c->owner;
     int rc = -1;
 
-    c->ev = event_new(w->base, c->fd, EV_READ | EV_WRITE | EV_ET | EV_PERSIST,
+    /* Read readiness stays registered for the connection's life; write
+     * readiness is registered only while a write would block (conn_flush),
+     * so the socket's EPOLLOUT edges (one each time the peer reads a reply)
+     * neither wake the loop nor cost a callback. */
+    c->ev = event_new(w->base, c->fd, EV_READ | EV_CLOSED | EV_ET | EV_PERSIST,
                       conn_ev_cb, c);
-    if (c->ev == NULL || event_add(c->ev, NULL) < 0)
+    c->ev_wr = event_new(w->base, c->fd, EV_WRITE | EV_ET | EV_PERSIST,
+                         conn_ev_cb, c);
+    if (c->ev == NULL || c->ev_wr == NULL || event_add(c->ev, NULL) < 0)
         goto out;
     c->adopted = true;
     c->link.prev = NULL;
@@ -86,8 +92,9 @@ int conn_adopt(struct conn *c)
     w->conns = c;
     w->nconns++;
     c->last_active = w->now;
-    /* Data may already wait: try at once rather than wait for an edge. */
-    c->rd_ready = true;
+    /* No read yet: EPOLL_CTL_ADD polls the socket and queues an event if
+     * data already waits, so a read now could only return EAGAIN. */
+    c->rd_ready = false;
     c->wr_ready = true;
     rc = 0;
 out:
@@ -99,6 +106,8 @@ void conn_destroy(struct conn *c)
     struct worker *w = c->owner;
     size_t i;
 
+    if (c->ev_wr != NULL)
+        event_free(c->ev_wr);
     if (c->adopted) {
         event_free(c->ev);
         if (c->link.prev != NULL)
@@ -190,7 +199,28 @@ static size_t conn_in_room(struct conn *c)
     return c->icap - c->ilen;
 }
 
-/* 1: got bytes, 0: nothing more for now (EAGAIN or EOF), -1: error. */
+/* The input is known drained: wait for the next edge. */
+static void conn_rd_drained(struct conn *c)
+{
+    c->rd_ready = false;
+    c->rd_short = false;
+    if (c->rd_drain)
+        c->rd_shut = true; /* stopping: all that had arrived is read */
+}
+
+/*
+ * 1: got bytes, 0: nothing more for now (EAGAIN or EOF), -1: error.
+ *
+ * A read that returns less than the room offered emptied the socket's
+ * receive queue, so another read now could only return EAGAIN; bytes that
+ * arrive later raise a new edge.  What a short read cannot tell is whether
+ * the peer also closed within the edge we were handed (its data and its
+ * hang-up both in before we looked): rd_short records the short read, and
+ * the input counts as drained once a send to the peer has succeeded after
+ * it (a closed peer makes the send fail) or a later read says EAGAIN.  A
+ * half-close (FIN, shutdown(SHUT_WR)) comes as EV_CLOSED: then we read to
+ * EOF.  docs/threads-models.md, "I/O path and system calls".
+ */
 static int conn_read(struct conn *c)
 {
     size_t room = conn_in_room(c);
@@ -198,13 +228,16 @@ static int conn_read(struct conn *c)
 
     if (room == 0)
         return -1;
-    n = read(c->fd, c->ibuf + c->ilen, room);
+    /* recv(), not read(): same result on a socket, without the VFS layer. */
+    n = recv(c->fd, c->ibuf + c->ilen, room, 0);
     if (n > 0) {
         c->ilen += (size_t)n;
         c->last_active = c->owner->now;
         STAT_ADD(&c->owner->stats, bytes_read, n);
         if (c->skip > 0)
             conn_apply_skip(c);
+        if ((size_t)n < room && !c->rd_hup)
+            c->rd_short = true;
         return 1;
     }
     if (n == 0) {
@@ -215,9 +248,7 @@ static int conn_read(struct conn *c)
     if (errno == EINTR)
         return 1;
     if (errno == EAGAIN || errno == EWOULDBLOCK) {
-        c->rd_ready = false;
-        if (c->rd_drain)
-            c->rd_shut = true; /* stopping: all that had arrived is read */
+        conn_rd_drained(c);
         return 0;
     }
     log_debug("conn %llu read: %s", (unsigned long long)c->id,
@@ -331,23 +362,66 @@ static void conn_out_reset(struct conn *c)
     }
 }
 
-/* Write until done or EAGAIN; 0 ok, -1 the connection is broken. */
+/* Retire n sent bytes from the head of the output queue. */
+static void conn_out_advance(struct conn *c, size_t n)
+{
+    while (n > 0) {
+        struct oseg *s = &c->segs[c->seghead];
+        size_t left = s->len - c->headsent;
+
+        if (n < left) {
+            c->headsent += n;
+            break;
+        }
+        n -= left;
+        if (s->rec != NULL)
+            store_release(c->srv->store, s->rec);
+        c->seghead++;
+        c->headsent = 0;
+    }
+}
+
+/* A write would block: note it and register for the EPOLLOUT edge. */
+static int conn_wr_blocked(struct conn *c)
+{
+    c->wr_ready = false;
+    if (c->blocked_since == 0)
+        c->blocked_since = c->owner->now;
+    if (!c->wr_armed) {
+        /* EPOLL_CTL_MOD polls the socket: room freed since the failed
+         * write is reported at once, so no edge is lost in between. */
+        if (event_add(c->ev_wr, NULL) < 0)
+            return -1;
+        c->wr_armed = true;
+    }
+    return 0;
+}
+
+/*
+ * Write until done or the socket is full; 0 ok, -1 the connection is
+ * broken.  Everything pending goes in one sendmsg() (up to CONN_IOV_MAX
+ * segments), so a pipelined batch is answered with one system call.  A
+ * send that takes less than offered means the send buffer is full: we stop
+ * there instead of asking again only to get EAGAIN (the kernel has marked
+ * the socket out of space and raises EPOLLOUT once there is room).
+ */
 static int conn_flush(struct conn *c)
 {
     struct iovec iov[CONN_IOV_MAX];
     struct msghdr mh;
     ssize_t n;
-    size_t i, k;
+    size_t i, k, want;
 
     while (c->seghead < c->nseg) {
-        for (i = c->seghead, k = 0; i < c->nseg && k < CONN_IOV_MAX;
-             i++, k++) {
+        for (i = c->seghead, k = 0, want = 0;
+             i < c->nseg && k < CONN_IOV_MAX; i++, k++) {
             const struct oseg *s = &c->segs[i];
             const uint8_t *p = s->ptr != NULL ? s->ptr : c->obuf + s->off;
             size_t skip = i == c->seghead ? c->headsent : 0;
 
             iov[k].iov_base = (void *)(p + skip);
             iov[k].iov_len = s->len - skip;
+            want += s->len - skip;
         }
         memset(&mh, 0, sizeof(mh));
         mh.msg_iov = iov;
@@ -356,33 +430,22 @@ static int conn_flush(struct conn *c)
         if (n < 0) {
             if (errno == EINTR)
                 continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK) {
-                c->wr_ready = false;
-                if (c->blocked_since == 0)
-                    c->blocked_since = c->owner->now;
-                return 0;
-            }
+            if (errno == EAGAIN || errno == EWOULDBLOCK)
+                return conn_wr_blocked(c);
             log_debug("conn %llu write: %s", (unsigned long long)c->id,
                       strerror(errno));
             return -1;
         }
+        /* The peer took bytes, so it had not closed when the last short
+         * read emptied the socket: that read drained the input. */
+        if (c->rd_short)
+            conn_rd_drained(c);
         STAT_ADD(&c->owner->stats, bytes_written, n);
         c->opending -= (size_t)n;
         c->blocked_since = 0;
-        while (n > 0) {
-            struct oseg *s = &c->segs[c->seghead];
-            size_t left = s->len - c->headsent;
-
-            if ((size_t)n < left) {
-                c->headsent += (size_t)n;
-                break;
-            }
-            n -= (ssize_t)left;
-            if (s->rec != NULL)
-                store_release(c->srv->store, s->rec);
-            c->seghead++;
-            c->headsent = 0;
-        }
+        conn_out_advance(c, (size_t)n);
+        if ((size_t)n < want)
+            return conn_wr_blocked(c);
     }
     conn_out_reset(c);
     return 0;
@@ -458,10 +521,22 @@ kill:
 
 void conn_on_io(struct conn *c, short what)
 {
-    if (what & EV_READ)
-        c->rd_ready = true;
-    if (what & EV_WRITE)
+    if (what & (EV_READ | EV_CLOSED)) {
+        c->rd_ready = true; /* a new edge: read at least once more */
+        c->rd_short = false;
+    }
+    if (what & EV_CLOSED)
+        c->rd_hup = true; /* the peer half-closed: read up to EOF */
+    if (what & EV_WRITE) {
         c->wr_ready = true;
+        /* Room again and nothing left to send: stop listening for
+         * EPOLLOUT until a write blocks again (an epoll_ctl per blocked
+         * episode, none per request). */
+        if (c->wr_armed && !c->inflight && c->opending == 0) {
+            event_del(c->ev_wr);
+            c->wr_armed = false;
+        }
+    }
     if (!c->inflight)
         conn_drive(c);
 }

@@ -35,7 +35,9 @@ struct conn {
     struct conn_link link; /* in owner's connection list */
     struct worker *owner;  /* network worker */
     struct server *srv;
-    struct event *ev;      /* EV_READ|EV_WRITE|EV_ET|EV_PERSIST */
+    struct event *ev;      /* EV_READ|EV_CLOSED|EV_ET|EV_PERSIST, always on */
+    struct event *ev_wr;   /* EV_WRITE|EV_ET|EV_PERSIST, armed only once a
+                              write would block (see wr_armed) */
     int fd;
     int family;
     uint64_t id;
@@ -60,8 +62,11 @@ struct conn {
     bool closing;          /* stop processing, close once output is out */
     bool inflight;         /* a payload thread owns the buffers */
     bool adopted;          /* registered with owner's event loop */
-    bool rd_ready;         /* edge seen, not yet read to EAGAIN */
-    bool wr_ready;
+    bool rd_ready;         /* edge seen, input not yet known drained */
+    bool rd_short;         /* a read since the last edge came back short */
+    bool rd_hup;           /* peer half-closed (EV_CLOSED): read to EOF */
+    bool wr_ready;         /* a write is worth trying (not known to block) */
+    bool wr_armed;         /* ev_wr is registered with the loop */
     bool rd_shut;          /* no more reading: EOF or shutdown */
     bool rd_drain;         /* shutdown: read until EAGAIN, then rd_shut */
     bool dead;             /* close as soon as the network thread can */

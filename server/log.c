@@ -30,7 +30,7 @@ int log_setup(const char *path, int level)
 {
     int fd;
 
-    log_level_cur = level;
+    __atomic_store_n(&log_level_cur, level, __ATOMIC_RELAXED);
     if (path == NULL || path[0] == '\0')
         return 0;
     if (strlen(path) >= sizeof(log_path)) {
@@ -72,8 +72,14 @@ int log_reopen(void)
     return 0;
 }
 
-void log_set_level(int level) { log_level_cur = level; }
-int log_get_level(void) { return log_level_cur; }
+void log_set_level(int level)
+{
+    __atomic_store_n(&log_level_cur, level, __ATOMIC_RELAXED);
+}
+int log_get_level(void)
+{
+    return __atomic_load_n(&log_level_cur, __ATOMIC_RELAXED);
+}
 
 void log_vwrite(int level, const char *fmt, va_list ap)
 {
@@ -83,7 +89,7 @@ void log_vwrite(int level, const char *fmt, va_list ap)
     size_t n;
     int k;
 
-    if (level > log_level_cur)
+    if (level > log_get_level())
         return;
     if (level < 0)
         level = 0;

@@ -31,7 +31,8 @@ void log_vwrite(int level, const char *fmt, va_list ap);
 
 extern int log_level_cur;
 
-#define log_enabled(lvl) ((lvl) <= log_level_cur)
+/* read without a lock from every thread; set by -v and text 'verbosity' */
+#define log_enabled(lvl) ((lvl) <= __atomic_load_n(&log_level_cur, __ATOMIC_RELAXED))
 #define log_error(...) log_write(LOG_LVL_ERROR, __VA_ARGS__)
 #define log_warn(...)                                                          \
     do {                                                                       \

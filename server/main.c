@@ -1,6 +1,7 @@
 /*
  * main.c - mdcached's entry point: parse the options (exit 64 on bad
- * usage), set up logging, bind, run until SIGTERM/SIGINT, exit 0.
+ * usage), set up logging, bind, attach XDP (-x), run until SIGTERM/SIGINT,
+ * exit 0.
  * mdcached stays in the foreground (systemd's Type=simple); see
  * docs/options.md.
  */
@@ -46,6 +47,9 @@ int main(int argc, char **argv)
         rc = EX_UNAVAILABLE;
         goto out;
     }
+    /* as root, before server_run() drops privileges */
+    if ((rc = server_xdp_open(srv)) != 0)
+        goto out;
     rc = server_run(srv) == 0 ? 0 : EX_SOFTWARE;
 out:
     if (srv != NULL) {

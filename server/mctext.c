@@ -23,21 +23,36 @@ static const struct {
     const char *name;
     enum mctext_cmd cmd;
 } mct_cmds[] = {
-    {"get", MCT_GET},         {"gets", MCT_GETS},
-    {"set", MCT_SET},         {"mg", MCT_MG},
-    {"ms", MCT_MS},           {"delete", MCT_DELETE},
-    {"incr", MCT_INCR},       {"decr", MCT_DECR},
-    {"gat", MCT_GAT},         {"gats", MCT_GATS},
-    {"add", MCT_ADD},         {"replace", MCT_REPLACE},
-    {"append", MCT_APPEND},   {"prepend", MCT_PREPEND},
-    {"cas", MCT_CAS},         {"touch", MCT_TOUCH},
-    {"md", MCT_MD},           {"ma", MCT_MA},
-    {"mn", MCT_MN},           {"me", MCT_ME},
-    {"flush_all", MCT_FLUSH_ALL}, {"stats", MCT_STATS},
-    {"version", MCT_VERSION}, {"verbosity", MCT_VERBOSITY},
-    {"quit", MCT_QUIT},       {"tset", MCT_TSET},
-    {"tget", MCT_TGET},       {"tgets", MCT_TGETS},
-    {"tdel", MCT_TDEL},       {"tpush", MCT_TPUSH},
+    {"get", MCT_GET},
+    {"gets", MCT_GETS},
+    {"set", MCT_SET},
+    {"mg", MCT_MG},
+    {"ms", MCT_MS},
+    {"delete", MCT_DELETE},
+    {"incr", MCT_INCR},
+    {"decr", MCT_DECR},
+    {"gat", MCT_GAT},
+    {"gats", MCT_GATS},
+    {"add", MCT_ADD},
+    {"replace", MCT_REPLACE},
+    {"append", MCT_APPEND},
+    {"prepend", MCT_PREPEND},
+    {"cas", MCT_CAS},
+    {"touch", MCT_TOUCH},
+    {"md", MCT_MD},
+    {"ma", MCT_MA},
+    {"mn", MCT_MN},
+    {"me", MCT_ME},
+    {"flush_all", MCT_FLUSH_ALL},
+    {"stats", MCT_STATS},
+    {"version", MCT_VERSION},
+    {"verbosity", MCT_VERBOSITY},
+    {"quit", MCT_QUIT},
+    {"tset", MCT_TSET},
+    {"tget", MCT_TGET},
+    {"tgets", MCT_TGETS},
+    {"tdel", MCT_TDEL},
+    {"tpush", MCT_TPUSH},
     {"tpop", MCT_TPOP},
 };
 
@@ -366,7 +381,7 @@ static ssize_t fail(struct mctext_req *req, const char *err, uint64_t skip)
  * tag lists, memcached's 2048 bytes otherwise. */
 static size_t line_limit(const char *b, size_t len)
 {
-    static const char *const longs[] = {"get ",  "gets ",  "gat ", "gats ",
+    static const char *const longs[] = {"get ",  "gets ",  "gat ",  "gats ",
                                         "tget ", "tgets ", "tdel ", "tset "};
     size_t i;
 
@@ -501,8 +516,7 @@ static ssize_t parse_tag_list(struct mctext_req *req, const char *p,
 
         while (q > more && q[-1] == ' ')
             q--;
-        if (q - more >= 8 && memcmp(q - 7, "noreply", 7) == 0 &&
-            q[-8] == ' ') {
+        if (q - more >= 8 && memcmp(q - 7, "noreply", 7) == 0 && q[-8] == ' ') {
             req->noreply = true;
             end = q - 7;
         }
@@ -519,31 +533,35 @@ static ssize_t parse_tag_list(struct mctext_req *req, const char *p,
 
 /* Which meta flags a command takes, and the wording of its errors. */
 struct meta_rules {
-    const char *valid;      /* accepted flag characters */
-    const char *ret;        /* of which those answered with a token */
-    const char *e_invalid;  /* unknown flag */
-    const char *e_dup;      /* repeated flag */
-    const char *e_token;    /* bad numeric token (T, C) */
-    const char *e_mode;     /* bad M mode */
+    const char *valid;     /* accepted flag characters */
+    const char *ret;       /* of which those answered with a token */
+    const char *e_invalid; /* unknown flag */
+    const char *e_dup;     /* repeated flag */
+    const char *e_token;   /* bad numeric token (T, C) */
+    const char *e_mode;    /* bad M mode */
 };
 
 static const struct meta_rules *meta_rules_of(enum mctext_cmd cmd)
 {
     static const struct meta_rules mg = {
-        "bcfkOqstuvTPL", "cfkOst", MCTEXT_E_INVALID_FLAG, MCTEXT_E_DUP_FLAG,
-        MCTEXT_E_BAD_TOKEN, NULL};
+        "bcfkOqstuvTPL",   "cfkOst",           MCTEXT_E_INVALID_FLAG,
+        MCTEXT_E_DUP_FLAG, MCTEXT_E_BAD_TOKEN, NULL};
     static const struct meta_rules ms = {
-        "bcCFkOqTMPL", "ckO", MCTEXT_E_INVALID_FLAG, MCTEXT_E_DUP_FLAG,
-        MCTEXT_E_BAD_TOKEN, MCTEXT_E_MS_MODE};
-    static const struct meta_rules md = {
-        "bCkOqPL", "kO", MCTEXT_E_INVALID_DUP, MCTEXT_E_INVALID_DUP,
-        MCTEXT_E_INVALID_DUP, NULL};
-    static const struct meta_rules ma = {
-        "bNJDTMqtcvkOPL", "ctkO", MCTEXT_E_INVALID_DUP, MCTEXT_E_INVALID_DUP,
-        MCTEXT_E_INVALID_DUP, MCTEXT_E_MA_MODE};
-    static const struct meta_rules me = {"b", "", MCTEXT_E_FORMAT,
-                                         MCTEXT_E_FORMAT, MCTEXT_E_FORMAT,
+        "bcCFkOqTMPL",         "ckO",
+        MCTEXT_E_INVALID_FLAG, MCTEXT_E_DUP_FLAG,
+        MCTEXT_E_BAD_TOKEN,    MCTEXT_E_MS_MODE};
+    static const struct meta_rules md = {"bCkOqPL",
+                                         "kO",
+                                         MCTEXT_E_INVALID_DUP,
+                                         MCTEXT_E_INVALID_DUP,
+                                         MCTEXT_E_INVALID_DUP,
                                          NULL};
+    static const struct meta_rules ma = {
+        "bNJDTMqtcvkOPL",     "ctkO",
+        MCTEXT_E_INVALID_DUP, MCTEXT_E_INVALID_DUP,
+        MCTEXT_E_INVALID_DUP, MCTEXT_E_MA_MODE};
+    static const struct meta_rules me = {
+        "b", "", MCTEXT_E_FORMAT, MCTEXT_E_FORMAT, MCTEXT_E_FORMAT, NULL};
 
     switch (cmd) {
     case MCT_MG: return &mg;
@@ -625,8 +643,7 @@ static const char *meta_flags(struct mctext_req *req, const struct tok *t,
                     return r->e_mode;
             }
             break;
-        default:
-            break;
+        default: break;
         }
     }
     return NULL;
@@ -751,8 +768,7 @@ static ssize_t parse_simple(struct mctext_req *req, const struct tok *t,
         if (!tok_i32(&t[1], &req->tkey) || !tok_i32(&t[2], &req->tval))
             return fail(req, MCTEXT_E_FORMAT, req->linelen);
         break;
-    default: /* version, quit, mn: arguments ignored, as memcached */
-        break;
+    default: /* version, quit, mn: arguments ignored, as memcached */ break;
     }
     (void)rest;
     return (ssize_t)req->linelen;
@@ -791,19 +807,15 @@ ssize_t mctext_parse(const void *buf, size_t len,
         return fail(req, MCTEXT_R_ERROR, req->linelen);
     req->cmd = cmd_lookup(&t[0]);
     switch (req->cmd) {
-    case MCT_NONE:
-        return fail(req, MCTEXT_R_ERROR, req->linelen);
+    case MCT_NONE: return fail(req, MCTEXT_R_ERROR, req->linelen);
     case MCT_GET:
     case MCT_GETS:
     case MCT_GAT:
-    case MCT_GATS:
-        return parse_retrieval(req, b, end);
+    case MCT_GATS: return parse_retrieval(req, b, end);
     case MCT_TGET:
     case MCT_TGETS:
-    case MCT_TDEL:
-        return parse_tag_list(req, b, end);
-    default:
-        break;
+    case MCT_TDEL: return parse_tag_list(req, b, end);
+    default: break;
     }
     n = tokenize(b, end, t, MCTEXT_TOKENS_MAX, &more);
     switch (req->cmd) {
@@ -825,18 +837,17 @@ ssize_t mctext_parse(const void *buf, size_t len,
     case MCT_MS:
     case MCT_MD:
     case MCT_MA:
-    case MCT_ME:
-        return parse_meta(b, len, lim, req, t, n, more != NULL);
+    case MCT_ME: return parse_meta(b, len, lim, req, t, n, more != NULL);
     default:
-        if (more != NULL && req->cmd != MCT_STATS &&
-            req->cmd != MCT_VERSION && req->cmd != MCT_QUIT &&
-            req->cmd != MCT_MN)
+        if (more != NULL && req->cmd != MCT_STATS && req->cmd != MCT_VERSION &&
+            req->cmd != MCT_QUIT && req->cmd != MCT_MN)
             return fail(req, MCTEXT_R_ERROR, req->linelen);
         return parse_simple(req, t, n, more, end);
     }
 }
 
-/* ---- composing ------------------------------------------------------------ */
+/* ---- composing ------------------------------------------------------------
+ */
 
 size_t mctext_u64(char *out, uint64_t v)
 {

@@ -25,12 +25,12 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define MCTEXT_KEY_MAX 250              /* bytes of a key, as memcached */
-#define MCTEXT_LINE_MAX 2048            /* a command line with its \r\n */
+#define MCTEXT_KEY_MAX 250                 /* bytes of a key, as memcached */
+#define MCTEXT_LINE_MAX 2048               /* a command line with its \r\n */
 #define MCTEXT_LONG_LINE_MAX (256u * 1024) /* key and tag lists (get, tget) */
-#define MCTEXT_OPAQUE_MAX 32            /* meta O(opaque) token */
-#define MCTEXT_TOKENS_MAX 24            /* tokens of a line without a list */
-#define MCTEXT_BYTES_MAX 2147483647u    /* <bytes> beyond: bad format */
+#define MCTEXT_OPAQUE_MAX 32               /* meta O(opaque) token */
+#define MCTEXT_TOKENS_MAX 24               /* tokens of a line without a list */
+#define MCTEXT_BYTES_MAX 2147483647u       /* <bytes> beyond: bad format */
 
 /* Room for a VALUE line of a key of klen bytes, and for a meta reply line. */
 #define MCTEXT_VALUE_LINE_LEN(klen) ((size_t)(klen) + 64)
@@ -42,15 +42,40 @@
 enum mctext_cmd {
     MCT_NONE = 0,
     /* retrieval */
-    MCT_GET, MCT_GETS, MCT_GAT, MCT_GATS,
+    MCT_GET,
+    MCT_GETS,
+    MCT_GAT,
+    MCT_GATS,
     /* storage: key flags exptime bytes [cas] */
-    MCT_SET, MCT_ADD, MCT_REPLACE, MCT_APPEND, MCT_PREPEND, MCT_CAS,
-    MCT_DELETE, MCT_INCR, MCT_DECR, MCT_TOUCH,
-    MCT_FLUSH_ALL, MCT_STATS, MCT_VERSION, MCT_VERBOSITY, MCT_QUIT,
+    MCT_SET,
+    MCT_ADD,
+    MCT_REPLACE,
+    MCT_APPEND,
+    MCT_PREPEND,
+    MCT_CAS,
+    MCT_DELETE,
+    MCT_INCR,
+    MCT_DECR,
+    MCT_TOUCH,
+    MCT_FLUSH_ALL,
+    MCT_STATS,
+    MCT_VERSION,
+    MCT_VERBOSITY,
+    MCT_QUIT,
     /* meta */
-    MCT_MG, MCT_MS, MCT_MD, MCT_MA, MCT_MN, MCT_ME,
+    MCT_MG,
+    MCT_MS,
+    MCT_MD,
+    MCT_MA,
+    MCT_MN,
+    MCT_ME,
     /* tag extensions */
-    MCT_TSET, MCT_TGET, MCT_TGETS, MCT_TDEL, MCT_TPUSH, MCT_TPOP,
+    MCT_TSET,
+    MCT_TGET,
+    MCT_TGETS,
+    MCT_TDEL,
+    MCT_TPUSH,
+    MCT_TPOP,
 };
 
 /* Bit of meta flag character c ('a'-'z', 'A'-'Z') in mctext_meta.flags. */
@@ -58,51 +83,51 @@ enum mctext_cmd {
     ((c) >= 'a' ? 1ull << ((c) - 'a') : 1ull << ((c) - 'A' + 26))
 
 struct mctext_meta {
-    uint64_t flags;          /* MCTEXT_MF() of every flag given */
+    uint64_t flags;              /* MCTEXT_MF() of every flag given */
     char ret[MCTEXT_TOKENS_MAX]; /* flags answered, in request order */
     uint8_t nret;
     uint8_t olen;
-    char mode;               /* M: ms 'S','E','A','P','R'; ma 'I','D' */
-    const char *opaque;      /* O token */
-    const char *rawkey;      /* the key as sent (base64 text with b) */
+    char mode;          /* M: ms 'S','E','A','P','R'; ma 'I','D' */
+    const char *opaque; /* O token */
+    const char *rawkey; /* the key as sent (base64 text with b) */
     uint32_t rawklen;
-    uint32_t cflags;         /* F */
-    int64_t ttl;             /* T */
-    int64_t vivify;          /* N: TTL of an auto-created item */
-    uint64_t cas;            /* C */
-    uint64_t initial;        /* J */
-    uint64_t delta;          /* D, default 1 */
+    uint32_t cflags;  /* F */
+    int64_t ttl;      /* T */
+    int64_t vivify;   /* N: TTL of an auto-created item */
+    uint64_t cas;     /* C */
+    uint64_t initial; /* J */
+    uint64_t delta;   /* D, default 1 */
 };
 
 struct mctext_req {
     enum mctext_cmd cmd;
-    bool noreply;            /* classic "noreply" (meta uses flag q) */
-    bool close;              /* MCTEXT_ERROR: the stream cannot go on */
-    const char *key;         /* the (first) key */
+    bool noreply;    /* classic "noreply" (meta uses flag q) */
+    bool close;      /* MCTEXT_ERROR: the stream cannot go on */
+    const char *key; /* the (first) key */
     uint32_t klen;
-    uint32_t nlist;          /* keys of get/gat, tags of tset, tvals */
-    const char *list;        /* that list as text, for mctext_iter */
+    uint32_t nlist;   /* keys of get/gat, tags of tset, tvals */
+    const char *list; /* that list as text, for mctext_iter */
     size_t listlen;
-    uint32_t flags;          /* client flags */
-    uint32_t vlen;           /* bytes of the data block */
-    const uint8_t *value;    /* the data block */
-    int64_t exptime;         /* also flush_all's delay */
-    uint64_t cas;            /* cas unique */
-    uint64_t delta;          /* incr/decr */
-    uint32_t level;          /* verbosity */
-    int32_t tkey, tval;      /* tget/tdel tkey; tpush/tpop tag */
-    const char *arg;         /* stats group, or NULL */
+    uint32_t flags;       /* client flags */
+    uint32_t vlen;        /* bytes of the data block */
+    const uint8_t *value; /* the data block */
+    int64_t exptime;      /* also flush_all's delay */
+    uint64_t cas;         /* cas unique */
+    uint64_t delta;       /* incr/decr */
+    uint32_t level;       /* verbosity */
+    int32_t tkey, tval;   /* tget/tdel tkey; tpush/tpop tag */
+    const char *arg;      /* stats group, or NULL */
     uint32_t arglen;
-    size_t linelen;          /* the command line with its newline */
-    size_t need;             /* MCTEXT_AGAIN: bytes needed in all */
-    uint64_t skip;           /* MCTEXT_ERROR: bytes to discard */
-    const char *err;         /* MCTEXT_ERROR: reply line with \r\n */
+    size_t linelen;  /* the command line with its newline */
+    size_t need;     /* MCTEXT_AGAIN: bytes needed in all */
+    uint64_t skip;   /* MCTEXT_ERROR: bytes to discard */
+    const char *err; /* MCTEXT_ERROR: reply line with \r\n */
     struct mctext_meta meta;
     char keybuf[MCTEXT_KEY_MAX]; /* a base64-decoded meta key */
 };
 
 struct mctext_limits {
-    uint32_t max_value;      /* largest data block: -I, max item size */
+    uint32_t max_value; /* largest data block: -I, max item size */
 };
 
 ssize_t mctext_parse(const void *buf, size_t len,
@@ -117,8 +142,7 @@ struct mctext_iter {
     const char *p, *end;
 };
 void mctext_iter_init(struct mctext_iter *it, const struct mctext_req *req);
-bool mctext_next_key(struct mctext_iter *it, const char **key,
-                     uint32_t *klen);
+bool mctext_next_key(struct mctext_iter *it, const char **key, uint32_t *klen);
 bool mctext_next_tag(struct mctext_iter *it, int32_t *tkey, int32_t *tval);
 bool mctext_next_tval(struct mctext_iter *it, int32_t *tval);
 
@@ -137,7 +161,7 @@ size_t mctext_value_line(char *out, const void *key, uint32_t klen,
 /* Item facts a meta reply may carry. */
 struct mctext_meta_vals {
     uint64_t cas;
-    int64_t ttl;             /* -1: never expires */
+    int64_t ttl; /* -1: never expires */
     uint32_t flags;
     uint32_t size;
 };

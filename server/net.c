@@ -26,8 +26,6 @@
 #include "daemon.h"
 #include "log.h"
 
-#define ACCEPT_BATCH 64
-
 static const char net_busy_msg[] = "SERVER_ERROR too many open connections\r\n";
 
 static void net_set_nodelay(int fd)
@@ -35,6 +33,33 @@ static void net_set_nodelay(int fd)
     int one = 1;
 
     (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+/*
+ * TCP_NODELAY is set on each TCP listener; Linux copies it to every
+ * accepted socket, which saves a setsockopt() per connection.  The first
+ * accepted TCP connection checks that the kernel really does (one
+ * getsockopt() per process); if not, every connection gets its own.
+ * 0 unknown, 1 inherited, -1 set per connection.
+ */
+static atomic_int net_nodelay_inherited;
+
+static void net_accepted_nodelay(int fd)
+{
+    int st = atomic_load_explicit(&net_nodelay_inherited, memory_order_relaxed);
+
+    if (st == 0) {
+        int v = 0;
+        socklen_t len = sizeof(v);
+
+        st = getsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &v, &len) == 0 && v != 0
+                 ? 1
+                 : -1;
+        atomic_store_explicit(&net_nodelay_inherited, st,
+                              memory_order_relaxed);
+    }
+    if (st < 0)
+        net_set_nodelay(fd);
 }
 
 static void net_accept_resume_cb(evutil_socket_t fd, short what, void *arg)
@@ -77,7 +102,7 @@ static void net_accept_one(struct server *srv, struct listener *l, int fd)
         return;
     }
     if (l->family != AF_UNIX)
-        net_set_nodelay(fd);
+        net_accepted_nodelay(fd);
     if (srv->nnet == 0)
         w = main_w;
     else
@@ -102,29 +127,35 @@ static void net_accept_one(struct server *srv, struct listener *l, int fd)
     }
 }
 
+/*
+ * One accept4() per readiness report.  The listener's event is
+ * level-triggered, so while connections wait in the backlog the next
+ * epoll_wait() reports it again (without sleeping); looping here until
+ * EAGAIN would cost one failing accept4() for every connection that
+ * arrives alone, which is the common case with persistent clients.
+ * A burst costs an epoll_wait() turn per connection instead, and lets
+ * established connections of the same loop (-n 0) interleave.
+ */
 static void net_accept_cb(evutil_socket_t lfd, short what, void *arg)
 {
     struct listener *l = arg;
     struct server *srv = l->srv;
-    int i;
+    int fd;
 
     (void)what;
-    for (i = 0; i < ACCEPT_BATCH && srv->accepting; i++) {
-        int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-
-        if (fd < 0) {
-            if (errno == EINTR || errno == ECONNABORTED)
-                continue;
-            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
-                errno == ENOMEM) {
-                log_warn("accept on %s: %s; pausing 1 s", l->name,
-                         strerror(errno));
-                net_accept_backoff(srv);
-            }
-            break;
+    if (!srv->accepting)
+        return;
+    fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+            errno == ENOMEM) {
+            log_warn("accept on %s: %s; pausing 1 s", l->name,
+                     strerror(errno));
+            net_accept_backoff(srv);
         }
-        net_accept_one(srv, l, fd);
+        return; /* EAGAIN, EINTR, ECONNABORTED: the loop reports again */
     }
+    net_accept_one(srv, l, fd);
 }
 
 static struct listener *net_add(struct server *srv, int fd, int family,
@@ -181,6 +212,7 @@ static int net_listen_tcp(struct server *srv, const char *spec)
         (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
         if (ai->ai_family == AF_INET6)
             (void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+        net_set_nodelay(fd); /* inherited by accepted sockets */
         if (getnameinfo(ai->ai_addr, ai->ai_addrlen, nhost, sizeof(nhost),
                         NULL, 0, NI_NUMERICHOST) != 0)
             snprintf(nhost, sizeof(nhost), "%.90s", host);

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "conn.h"
+#include "log.h"
 #include "mctext.h"
 #include "store.h"
 #include "wire.h"
@@ -466,8 +467,8 @@ static void txt_ma(struct conn *c, struct worker *w,
         if (rc == ST_OK)
             val = m->initial;
         else if (rc == ST_EXISTS)
-            rc = store_incr(st, req->key, req->klen, m->delta, decr, &val,
-                            &cas);
+            rc =
+                store_incr(st, req->key, req->klen, m->delta, decr, &val, &cas);
         else
             rc = ST_NOT_STORED;
     }
@@ -693,23 +694,17 @@ static void txt_exec(struct conn *c, struct worker *w,
     case MCT_GET:
     case MCT_GETS:
     case MCT_GAT:
-    case MCT_GATS:
-        txt_get(c, w, req);
-        break;
+    case MCT_GATS: txt_get(c, w, req); break;
     case MCT_SET:
     case MCT_ADD:
     case MCT_REPLACE:
     case MCT_APPEND:
     case MCT_PREPEND:
     case MCT_CAS:
-    case MCT_TSET:
-        txt_store(c, w, req);
-        break;
+    case MCT_TSET: txt_store(c, w, req); break;
     case MCT_DELETE: txt_delete(c, w, req); break;
     case MCT_INCR:
-    case MCT_DECR:
-        txt_counter(c, w, req);
-        break;
+    case MCT_DECR: txt_counter(c, w, req); break;
     case MCT_TOUCH: txt_touch(c, w, req); break;
     case MCT_FLUSH_ALL: txt_flush(c, w, req); break;
     case MCT_STATS: txt_stats(c, w, req); break;
@@ -719,7 +714,10 @@ static void txt_exec(struct conn *c, struct worker *w,
         txt_str(c, "VERSION 1.6.0 mdcached-" PACKAGE_VERSION "\r\n");
         break;
     case MCT_VERBOSITY:
-        /* Accepted for compatibility; the log level is -v's. */
+        /* memcached's levels 0..3 on top of our default (info): 0 info,
+         * 1 debug, 2 and more trace */
+        log_set_level(req->level >= 2 ? LOG_LVL_TRACE
+                                      : LOG_LVL_INFO + (int)req->level);
         txt_reply(c, req, MCTEXT_R_OK);
         break;
     case MCT_QUIT: conn_close_after_flush(c); break;
@@ -730,9 +728,7 @@ static void txt_exec(struct conn *c, struct worker *w,
     case MCT_MN: txt_str(c, MCTEXT_R_MN); break;
     case MCT_ME: txt_me(c, req); break;
     case MCT_TGET:
-    case MCT_TGETS:
-        txt_tget(c, w, req);
-        break;
+    case MCT_TGETS: txt_tget(c, w, req); break;
     case MCT_TDEL: txt_tdel(c, w, req); break;
     case MCT_TPUSH: txt_tpush(c, w, req); break;
     case MCT_TPOP: txt_tpop(c, w, req); break;
@@ -786,7 +782,8 @@ const struct proto *proto_detect(uint8_t b)
 {
     if (b == 0x80)
         return &proto_mcbin_reject;
-    if (b >= 0x20 && b < 0x7f)
+    /* printable ASCII, and an empty line (memcached answers it ERROR) */
+    if ((b >= 0x20 && b < 0x7f) || b == '\r' || b == '\n')
         return &proto_text;
     /* 0xB7, and any other byte: the native parser answers bad magic. */
     return &proto_native;

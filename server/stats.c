@@ -17,6 +17,7 @@
 
 #include "alloc.h"
 #include "daemon.h"
+#include "mirror.h"
 #include "store.h"
 
 void stats_sum(struct server *srv, struct thread_stats *out)
@@ -39,6 +40,49 @@ static void emit_u64(stats_visit_fn fn, void *ctx, const char *name,
 
     snprintf(buf, sizeof(buf), "%" PRIu64, v);
     fn(ctx, name, buf);
+}
+
+/*
+ * -x: the XDP program's per-CPU counters summed (hits, misses, expired,
+ * conflicts, passes by reason), the mirror writer's, and its memory: the
+ * fixed mapping, the records it holds, and bytes per cached byte of key and
+ * value - of the whole mapping and of the occupied slots alone.
+ */
+static void stats_xdp(struct server *srv, stats_visit_fn fn, void *ctx)
+{
+    struct mirror_stats ms;
+    uint64_t tier[MIRROR_NTIERS], items = 0, bytes = 0, used = 0;
+    char name[64], buf[32];
+    unsigned i;
+
+    if (srv->mirror == NULL)
+        return;
+    mirror_stats(srv->mirror, &ms);
+    mirror_usage_tiers(srv->mirror, tier, &bytes);
+    fn(ctx, "xdp_mode", ms.mode);
+    emit_u64(fn, ctx, "xdp_verified_insns", ms.verified_insns);
+    for (i = 0; i < MIRROR_NCOUNTERS; i++) {
+        snprintf(name, sizeof(name), "xdp_%s", mirror_counter_name(i));
+        emit_u64(fn, ctx, name, ms.xdp[i]);
+    }
+    emit_u64(fn, ctx, "xdp_fills", ms.fills);
+    emit_u64(fn, ctx, "xdp_fill_busy", ms.fill_busy);
+    emit_u64(fn, ctx, "xdp_fill_rejected", ms.fill_rejected);
+    emit_u64(fn, ctx, "xdp_invalidations", ms.invalidations);
+    for (i = 0; i < MIRROR_NTIERS; i++) {
+        items += tier[i];
+        used += tier[i] * ms.slot_size[i];
+    }
+    emit_u64(fn, ctx, "xdp_items", items);
+    emit_u64(fn, ctx, "xdp_item_bytes", bytes); /* keys + values */
+    emit_u64(fn, ctx, "xdp_slot_bytes", used);  /* slots they occupy */
+    emit_u64(fn, ctx, "xdp_mem_bytes", ms.mem_bytes);
+    snprintf(buf, sizeof(buf), "%.2f",
+             bytes ? (double)used / (double)bytes : 0.0);
+    fn(ctx, "xdp_slot_bytes_per_cached_byte", buf);
+    snprintf(buf, sizeof(buf), "%.2f",
+             bytes ? (double)ms.mem_bytes / (double)bytes : 0.0);
+    fn(ctx, "xdp_mem_per_cached_byte", buf);
 }
 
 void stats_collect(struct server *srv, stats_visit_fn fn, void *ctx)
@@ -84,6 +128,7 @@ void stats_collect(struct server *srv, stats_visit_fn fn, void *ctx)
     emit_u64(fn, ctx, "network_threads", srv->nnet);
     emit_u64(fn, ctx, "payload_threads", srv->npay);
     fn(ctx, "thread_model", thread_model_name(srv->model));
+    stats_xdp(srv, fn, ctx);
 }
 
 void stats_collect_settings(struct server *srv, stats_visit_fn fn, void *ctx)

@@ -55,8 +55,10 @@ static void test_storage(void **state)
     static const struct {
         const char *name;
         enum mctext_cmd cmd;
-    } cmds[] = {{"set", MCT_SET},         {"add", MCT_ADD},
-                {"replace", MCT_REPLACE}, {"append", MCT_APPEND},
+    } cmds[] = {{"set", MCT_SET},
+                {"add", MCT_ADD},
+                {"replace", MCT_REPLACE},
+                {"append", MCT_APPEND},
                 {"prepend", MCT_PREPEND}};
     struct mctext_req req;
     char buf[128];
@@ -64,8 +66,7 @@ static void test_storage(void **state)
     (void)state;
 
     for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
-        snprintf(buf, sizeof(buf), "%s foo 42 3600 3\r\nbar\r\n",
-                 cmds[i].name);
+        snprintf(buf, sizeof(buf), "%s foo 42 3600 3\r\nbar\r\n", cmds[i].name);
         parse_all(buf, &req);
         assert_int_equal(req.cmd, cmds[i].cmd);
         assert_true(key_is(&req, "foo"));
@@ -120,8 +121,7 @@ static void test_storage_errors(void **state)
     parse_err("set a -1 0 1\r\nx\r\n", MCTEXT_E_FORMAT, &req);
     parse_err("set a 4294967296 0 1\r\nx\r\n", MCTEXT_E_FORMAT, &req);
     parse_err("set a 0 x 1\r\nx\r\n", MCTEXT_E_FORMAT, &req);
-    parse_err("set a 0 99999999999999999999 1\r\nx\r\n", MCTEXT_E_FORMAT,
-              &req);
+    parse_err("set a 0 99999999999999999999 1\r\nx\r\n", MCTEXT_E_FORMAT, &req);
     parse_err("set a 0 +1 1\r\nx\r\n", MCTEXT_E_FORMAT, &req);
     parse_err("cas a 0 0 1 x\r\nx\r\n", MCTEXT_E_FORMAT, &req);
     parse_err("cas a 0 0 1 -1\r\nx\r\n", MCTEXT_E_FORMAT, &req);
@@ -444,8 +444,7 @@ static void test_line_limits(void **state)
     memset(buf, 'x', 2100);
     memcpy(buf, "set ", 4);
     memcpy(buf + 2100, " 0 0 1\r\nx\r\n", 12);
-    assert_int_equal(mctext_parse(buf, strlen(buf), &lim, &req),
-                     MCTEXT_ERROR);
+    assert_int_equal(mctext_parse(buf, strlen(buf), &lim, &req), MCTEXT_ERROR);
     assert_true(req.close);
     /* Exactly 2048 bytes with the newline: fine (an unknown command). */
     memset(buf, 'x', MCTEXT_LINE_MAX);
@@ -477,7 +476,8 @@ static void test_line_limits(void **state)
     assert_string_equal(req.err, MCTEXT_E_LINE);
 }
 
-/* ---- meta commands ---------------------------------------------------------- */
+/* ---- meta commands ----------------------------------------------------------
+ */
 
 static void test_meta_get(void **state)
 {
@@ -508,8 +508,8 @@ static void test_meta_get(void **state)
     parse_err("mg foo 1\r\n", MCTEXT_E_INVALID_FLAG, &req);
     parse_err("mg foo T\r\n", MCTEXT_E_BAD_TOKEN, &req);
     parse_err("mg foo Tx\r\n", MCTEXT_E_BAD_TOKEN, &req);
-    parse_err("mg foo Oxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\r\n",
-              MCTEXT_E_OPAQUE, &req);
+    parse_err("mg foo Oxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\r\n", MCTEXT_E_OPAQUE,
+              &req);
     /* Unsupported flags (no store support): invalid, never ignored. */
     parse_err("mg foo N30\r\n", MCTEXT_E_INVALID_FLAG, &req);
     parse_err("mg foo R30\r\n", MCTEXT_E_INVALID_FLAG, &req);
@@ -568,8 +568,7 @@ static void test_meta_set(void **state)
     parse_err("ms foo x\r\n", MCTEXT_E_FORMAT, &req);
     assert_int_equal(parse_err("ms foo -1\r\n", MCTEXT_E_FORMAT, &req), 11);
     /* Flag errors discard the data block, as memcached. */
-    assert_int_equal(parse_err("ms foo 2 MX\r\nhi\r\n", MCTEXT_E_MS_MODE,
-                               &req),
+    assert_int_equal(parse_err("ms foo 2 MX\r\nhi\r\n", MCTEXT_E_MS_MODE, &req),
                      17);
     parse_err("ms foo 2 Ms\r\nhi\r\n", MCTEXT_E_MS_MODE, &req);
     parse_err("ms foo 2 M\r\nhi\r\n", MCTEXT_E_M_LEN, &req);
@@ -722,7 +721,8 @@ static void test_tags(void **state)
     parse_err("tpop 5 y\r\n", MCTEXT_E_FORMAT, &req);
 }
 
-/* ---- composing ------------------------------------------------------------ */
+/* ---- composing ------------------------------------------------------------
+ */
 
 static void test_compose(void **state)
 {
@@ -743,8 +743,7 @@ static void test_compose(void **state)
     n = mctext_value_line(out, "foo", 3, 42, 3, false, 0);
     assert_int_equal(n, strlen("VALUE foo 42 3\r\n"));
     assert_memory_equal(out, "VALUE foo 42 3\r\n", n);
-    n = mctext_value_line(out, "foo", 3, 4294967295u, 0, true,
-                          UINT64_MAX);
+    n = mctext_value_line(out, "foo", 3, 4294967295u, 0, true, UINT64_MAX);
     assert_memory_equal(out, "VALUE foo 4294967295 0 18446744073709551615\r\n",
                         n);
 
@@ -768,8 +767,7 @@ static void test_compose_bounds(void **state)
     char line[1024], out[MCTEXT_META_LINE_MAX + 1];
     char key[400];
     struct mctext_req req;
-    struct mctext_meta_vals v = {UINT64_MAX, INT64_MIN, UINT32_MAX,
-                                 UINT32_MAX};
+    struct mctext_meta_vals v = {UINT64_MAX, INT64_MIN, UINT32_MAX, UINT32_MAX};
     size_t n;
     (void)state;
 
@@ -778,8 +776,7 @@ static void test_compose_bounds(void **state)
     key[335] = '=';
     key[336] = '\0';
     snprintf(line, sizeof(line),
-             "mg %s b s v f t c k O12345678901234567890123456789012\r\n",
-             key);
+             "mg %s b s v f t c k O12345678901234567890123456789012\r\n", key);
     parse_all(line, &req);
     assert_int_equal(req.klen, 250);
     out[MCTEXT_META_LINE_MAX] = 'Z';

@@ -44,6 +44,7 @@
 #endif
 
 #define IO_TIMEOUT_MS 5000
+#define DAEMON_LOG "test_text_server-daemon.log"
 #define TAG_REPLY_LIMIT 4096 /* --tag-reply-limit of the spawned daemon */
 
 struct daemon {
@@ -124,14 +125,14 @@ static int daemon_start(const char *nnet, const char *npay)
             return -1;
         if (D.pid == 0) {
             int null = open("/dev/null", O_WRONLY);
+            int log = open(DAEMON_LOG, O_WRONLY | O_CREAT | O_APPEND, 0644);
 
-            /* Never hold the test's output pipes; the log goes to stderr
-             * only with MDC_TEST_VERBOSE. */
-            if (null >= 0) {
+            /* Never hold the test's output pipes: the daemon's log (and
+             * any sanitizer report) goes to a file. */
+            if (null >= 0)
                 dup2(null, STDOUT_FILENO);
-                if (getenv("MDC_TEST_VERBOSE") == NULL)
-                    dup2(null, STDERR_FILENO);
-            }
+            if (log >= 0)
+                dup2(log, STDERR_FILENO);
 #ifdef __linux__
             prctl(PR_SET_PDEATHSIG, SIGKILL); /* cleared if it drops root */
 #endif
@@ -176,8 +177,12 @@ static int daemon_stop(void)
     if (waitpid(D.pid, &st, 0) != D.pid)
         return -1;
     D.pid = 0;
-    /* A graceful stop exits 0. */
-    return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+    /* A graceful stop exits 0 (and a sanitizer build finds no leak). */
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+        return 0;
+    fprintf(stderr, "mdcached did not stop cleanly (status 0x%x); see %s\n", st,
+            DAEMON_LOG);
+    return -1;
 }
 
 static int setup_symped(void **state)
@@ -190,13 +195,20 @@ static int setup_amped(void **state)
     (void)state;
     return daemon_start("1", "2");
 }
+/* cmocka does not count a failed group teardown: main() does. */
+static int teardown_failures;
+
 static int teardown(void **state)
 {
     (void)state;
-    return daemon_stop();
+    if (daemon_stop() == 0)
+        return 0;
+    teardown_failures++;
+    return -1;
 }
 
-/* ---- I/O helpers ---------------------------------------------------------- */
+/* ---- I/O helpers ----------------------------------------------------------
+ */
 
 static int conn_open(void)
 {
@@ -335,16 +347,16 @@ static uint64_t gets_cas(int fd, const char *key)
     snprintf(cmd, sizeof(cmd), "gets %s\r\n", key);
     send_str(fd, cmd);
     recv_line(fd, line, sizeof(line));
-    assert_int_equal(sscanf(line, "VALUE %299s %u %u %llu", k, &flags, &bytes,
-                            &cas),
-                     4);
+    assert_int_equal(
+        sscanf(line, "VALUE %299s %u %u %llu", k, &flags, &bytes, &cas), 4);
     recv_n(fd, line, bytes + 2);
     recv_line(fd, line, sizeof(line));
     assert_string_equal(line, "END\r\n");
     return cas;
 }
 
-/* ---- tests ---------------------------------------------------------------- */
+/* ---- tests ----------------------------------------------------------------
+ */
 
 static void test_storage_commands(void **state)
 {
@@ -416,8 +428,9 @@ static void test_counters_touch_delete(void **state)
     xchg(fd, b, "5\r\n"); /* wraps at 2^64 */
     snprintf(b, sizeof(b), "decr %s 100\r\n", k);
     xchg(fd, b, "0\r\n"); /* stops at 0 */
-    snprintf(b, sizeof(b), "incr %s 10 noreply\r\ndecr %s 3 noreply\r\n"
-                           "incr %s 0\r\n",
+    snprintf(b, sizeof(b),
+             "incr %s 10 noreply\r\ndecr %s 3 noreply\r\n"
+             "incr %s 0\r\n",
              k, k, k);
     xchg(fd, b, "7\r\n");
     snprintf(b, sizeof(b), "incr %s x\r\n", k);
@@ -425,8 +438,9 @@ static void test_counters_touch_delete(void **state)
     snprintf(b, sizeof(b), "incr nosuch_%s 1\r\n", k);
     xchg(fd, b, "NOT_FOUND\r\n");
     snprintf(b, sizeof(b), "set %s 0 0 1\r\nx\r\nincr %s 1\r\n", k, k);
-    xchg(fd, b, "STORED\r\nCLIENT_ERROR cannot increment or decrement "
-                "non-numeric value\r\n");
+    xchg(fd, b,
+         "STORED\r\nCLIENT_ERROR cannot increment or decrement "
+         "non-numeric value\r\n");
 
     snprintf(b, sizeof(b), "touch %s 100\r\n", k);
     xchg(fd, b, "TOUCHED\r\n");
@@ -445,8 +459,8 @@ static void test_counters_touch_delete(void **state)
     snprintf(b, sizeof(b), "touch %s -1\r\nget %s\r\n", k, k);
     xchg(fd, b, "TOUCHED\r\nEND\r\n");
 
-    snprintf(b, sizeof(b), "set %s 0 0 1\r\nx\r\ndelete %s\r\ndelete %s\r\n",
-             k, k, k);
+    snprintf(b, sizeof(b), "set %s 0 0 1\r\nx\r\ndelete %s\r\ndelete %s\r\n", k,
+             k, k);
     xchg(fd, b, "STORED\r\nDELETED\r\nNOT_FOUND\r\n");
     snprintf(b, sizeof(b),
              "set %s 0 0 1 noreply\r\nx\r\ndelete %s noreply\r\n"
@@ -454,8 +468,9 @@ static void test_counters_touch_delete(void **state)
              k, k, k);
     xchg(fd, b, "NOT_FOUND\r\n");
     snprintf(b, sizeof(b), "delete %s 5\r\n", k);
-    xchg(fd, b, "CLIENT_ERROR bad command line format.  Usage: delete "
-                "<key> [noreply]\r\n");
+    xchg(fd, b,
+         "CLIENT_ERROR bad command line format.  Usage: delete "
+         "<key> [noreply]\r\n");
     close(fd);
 }
 
@@ -468,6 +483,14 @@ static void test_admin_commands(void **state)
 
     xchg(fd, "version\r\n", "VERSION 1.6.0 mdcached-" PACKAGE_VERSION "\r\n");
     xchg(fd, "verbosity 1\r\n", "OK\r\n");
+    xchg(fd, "verbosity 0\r\n", "OK\r\n");
+    {
+        /* an empty first line selects the text protocol, as in memcached */
+        int e = conn_open();
+        xchg(e, "\r\nversion\r\n",
+             "ERROR\r\nVERSION 1.6.0 mdcached-" PACKAGE_VERSION "\r\n");
+        close(e);
+    }
     xchg(fd, "verbosity 1 noreply\r\nmn\r\n", "MN\r\n");
     xchg(fd, "verbosity\r\n", "ERROR\r\n");
     xchg(fd, "bogus\r\n", "ERROR\r\n");
@@ -528,7 +551,7 @@ static void test_flush_all(void **state)
 static void test_multiget_zero_copy(void **state)
 {
     enum { NKEYS = 100, BIG = 600 * 1024 };
-    char (*keys)[64] = calloc(NKEYS, 64);
+    char(*keys)[64] = calloc(NKEYS, 64);
     char *big = malloc(BIG), *b = malloc(NKEYS * 64 + 64);
     char line[512];
     int fd = conn_open(), i, n;
@@ -564,9 +587,8 @@ static void test_multiget_zero_copy(void **state)
         if (i % 3 == 2)
             continue;
         recv_line(fd, line, sizeof(line));
-        assert_int_equal(sscanf(line, "VALUE %63s %u %u %llu", k, &flags,
-                                &bytes, &cas),
-                         4);
+        assert_int_equal(
+            sscanf(line, "VALUE %63s %u %u %llu", k, &flags, &bytes, &cas), 4);
         assert_string_equal(k, keys[i]);
         assert_int_equal(flags, i);
         assert_int_equal(bytes, i == 50 ? BIG : i);
@@ -694,10 +716,12 @@ static void test_meta_commands(void **state)
     snprintf(w, sizeof(w), "NF k%s\r\n", k);
     xchg(fd, b, w);
     /* ma with auto-create, delta, mode and value. */
-    snprintf(b, sizeof(b), "ma %s N0 J10 v\r\nma %s v D5\r\nma %s MD v\r\n"
-                           "ma %s q\r\nma %s\r\nmg %s v\r\n",
+    snprintf(b, sizeof(b),
+             "ma %s N0 J10 v\r\nma %s v D5\r\nma %s MD v\r\n"
+             "ma %s q\r\nma %s\r\nmg %s v\r\n",
              k, k, k, k, k, k);
-    xchg(fd, b, "VA 2\r\n10\r\nVA 2\r\n15\r\nVA 2\r\n14\r\nHD\r\nVA 2\r\n16\r\n");
+    xchg(fd, b,
+         "VA 2\r\n10\r\nVA 2\r\n15\r\nVA 2\r\n14\r\nHD\r\nVA 2\r\n16\r\n");
     snprintf(b, sizeof(b), "ma nosuch_%s\r\n", k);
     xchg(fd, b, "NF\r\n");
     snprintf(b, sizeof(b), "me %s\r\n", k);
@@ -742,8 +766,7 @@ static void test_tag_commands(void **state)
         unsigned flags, bytes;
 
         recv_line(fd, line, sizeof(line));
-        assert_int_equal(sscanf(line, "VALUE %63s %u %u", key, &flags,
-                                &bytes),
+        assert_int_equal(sscanf(line, "VALUE %63s %u %u", key, &flags, &bytes),
                          3);
         assert_int_equal(bytes, 2);
         recv_n(fd, v, 4);
@@ -766,14 +789,16 @@ static void test_tag_commands(void **state)
     /* tdel, then nothing carrying those tags is left. */
     snprintf(b, sizeof(b), "tdel %d 2 3\r\ntget %d 1 2 3\r\n", tk, tk);
     xchg(fd, b, "DELETED 3\r\nEND\r\n");
-    snprintf(b, sizeof(b), "get %s %s %s\r\ntdel %d 1 noreply\r\n"
-                           "tdel %d 1\r\n",
+    snprintf(b, sizeof(b),
+             "get %s %s %s\r\ntdel %d 1 noreply\r\n"
+             "tdel %d 1\r\n",
              k[0], k[1], k[2], tk, tk);
     xchg(fd, b, "END\r\nDELETED 0\r\n");
 
     /* A plain set leaves an untagged record. */
-    snprintf(b, sizeof(b), "tset %s 0 0 1 %d:7\r\nx\r\nset %s 0 0 1\r\ny\r\n"
-                           "tget %d 7\r\n",
+    snprintf(b, sizeof(b),
+             "tset %s 0 0 1 %d:7\r\nx\r\nset %s 0 0 1\r\ny\r\n"
+             "tget %d 7\r\n",
              k[0], tk, k[0], tk);
     xchg(fd, b, "STORED\r\nSTORED\r\nEND\r\n");
 
@@ -872,8 +897,7 @@ static void test_pipelined_burst(void **state)
     expect_str(fd, "STORED\r\n");
     for (i = 0; i < N; i++) {
         if (i % 2) {
-            snprintf(line, sizeof(line), "VALUE %s 0 5\r\nhello\r\nEND\r\n",
-                     k);
+            snprintf(line, sizeof(line), "VALUE %s 0 5\r\nhello\r\nEND\r\n", k);
             expect_str(fd, line);
         } else {
             expect_str(fd, "VA 5\r\nhello\r\n");
@@ -912,5 +936,5 @@ int main(void)
     if (getenv("MDC_TEST_TEXT_SERVER") == NULL)
         rc |= cmocka_run_group_tests_name("text, AMPED (-n 1 -t 2)", tests,
                                           setup_amped, teardown);
-    return rc;
+    return rc != 0 || teardown_failures != 0;
 }

@@ -42,8 +42,8 @@ static void check_key(const char *k, uint32_t n)
 static void check_request(const uint8_t *buf, size_t len, size_t n,
                           const struct mctext_req *req)
 {
-    static char out[MCTEXT_VALUE_LINE_LEN(MCTEXT_KEY_MAX) +
-                    MCTEXT_META_LINE_MAX + 16];
+    static char
+        out[MCTEXT_VALUE_LINE_LEN(MCTEXT_KEY_MAX) + MCTEXT_META_LINE_MAX + 16];
     struct mctext_iter it;
     struct mctext_req again;
     const char *k;
@@ -95,8 +95,8 @@ static void check_request(const uint8_t *buf, size_t len, size_t n,
     case MCT_TOUCH:
         CHECK(inside(req->key, req->klen, buf, req->linelen));
         check_key(req->key, req->klen);
-        CHECK(req->value != NULL || (req->cmd >= MCT_DELETE &&
-                                     req->cmd <= MCT_TOUCH));
+        CHECK(req->value != NULL ||
+              (req->cmd >= MCT_DELETE && req->cmd <= MCT_TOUCH));
         break;
     case MCT_TGET:
     case MCT_TGETS:
@@ -129,8 +129,7 @@ static void check_request(const uint8_t *buf, size_t len, size_t n,
         CHECK(m <= MCTEXT_META_LINE_MAX);
         break;
     }
-    default:
-        break;
+    default: break;
     }
     if (req->klen > 0 && req->klen <= MCTEXT_KEY_MAX) {
         size_t m = mctext_value_line(out, req->key, req->klen, UINT32_MAX,

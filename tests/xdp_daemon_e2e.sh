@@ -1,0 +1,201 @@
+#!/bin/sh
+# xdp_daemon_e2e.sh - mdcached's XDP fast path end to end: the daemon with
+# -U and -x in one network namespace, clients in another, joined by a veth
+# pair; generic and native mode.
+#
+#  - refusals: -x without root (69), without -U (64), without the
+#    interface (69);
+#  - tests/xdp_daemon_check check: hits answered by XDP (xdp_hits moves,
+#    udp_requests does not), misses by userspace, the same bytes; after
+#    set, append, prepend, incr, delete, expiry, touch, flush and a set that
+#    adds a tag - each acknowledged over TCP - the next GET sees the new
+#    state; other destinations and commands pass;
+#  - tests/xdp_daemon_check race: an acknowledged writer against UDP
+#    readers through XDP, fills and invalidations racing; fails on any
+#    stale or torn read (MDC_XDP_RACE_SECONDS, default 8);
+#  - the daemon runs as nobody after attaching; SIGKILL leaves no XDP
+#    program on the interface.
+#
+# Needs root; elsewhere prints SKIP and exits 77.
+set -u
+
+skip() { echo "SKIP: $*"; exit 77; }
+[ "$(id -u)" -eq 0 ] || skip "needs root (network namespaces, XDP)"
+command -v ip >/dev/null 2>&1 || skip "ip (iproute2) not installed"
+command -v ethtool >/dev/null 2>&1 || skip "ethtool not installed"
+
+B=${MDC_BUILDDIR:-.}
+MDC=$B/server/mdcached
+CHECK=$B/tests/xdp_daemon_check
+TOOL=$B/bpf/mdc-xdp-tool
+for f in "$MDC" "$CHECK" "$TOOL"; do
+    [ -x "$f" ] || { echo "FAIL: $f not built"; exit 1; }
+done
+RACE_S=${MDC_XDP_RACE_SECONDS:-8}
+
+id=$$
+S=mdcdS$id
+C=mdcdC$id
+VS=vds$id
+VC=vdc$id
+SRV=10.78.0.1
+OTHER=10.78.0.3
+TPORT=11311
+UPORT=11211
+W=$(mktemp -d)
+chmod 755 "$W"
+DPID=
+PPID_=
+failed=0
+mode=setup
+
+cleanup() {
+    [ -n "$DPID" ] && kill -9 "$DPID" 2>/dev/null
+    [ -n "$PPID_" ] && kill "$PPID_" 2>/dev/null
+    ip netns del "$S" 2>/dev/null
+    ip netns del "$C" 2>/dev/null
+    rm -rf "$W"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+fail() { echo "FAIL [$mode]: $*"; failed=$((failed + 1)); }
+ok() { echo "ok [$mode]: $*"; }
+
+ip netns add "$S" || skip "cannot create network namespaces"
+ip netns add "$C"
+ip link add "$VS" type veth peer name "$VC" || skip "no veth support"
+ip link set "$VS" netns "$S"
+ip link set "$VC" netns "$C"
+ip -n "$S" addr add $SRV/24 dev "$VS"
+ip -n "$S" addr add $OTHER/24 dev "$VS"
+ip -n "$C" addr add 10.78.0.2/24 dev "$VC"
+for n in "$S:$VS" "$C:$VC"; do
+    ns=${n%%:*}
+    dev=${n#*:}
+    ip -n "$ns" link set lo up
+    ip -n "$ns" link set "$dev" up
+    # requests must carry full checksums (XDP.md: veth facts)
+    ip netns exec "$ns" ethtool -K "$dev" tx off >/dev/null 2>&1
+done
+
+# ---- refusals ---------------------------------------------------------------
+# expect_exit STATUS PATTERN CMD...: CMD exits STATUS saying PATTERN
+expect_exit() {
+    st=$1
+    pat=$2
+    shift 2
+    "$@" >"$W/refuse.out" 2>&1 &
+    rp=$!
+    i=0
+    while kill -0 $rp 2>/dev/null && [ $i -lt 50 ]; do
+        sleep 0.1
+        i=$((i + 1))
+    done
+    if kill -0 $rp 2>/dev/null; then
+        kill -9 $rp
+        wait $rp 2>/dev/null
+        fail "'$*' did not refuse to start"
+        return
+    fi
+    wait $rp
+    rc=$?
+    if [ $rc -ne "$st" ] || ! grep -q "$pat" "$W/refuse.out"; then
+        fail "'$*': exit $rc, want $st and '$pat': $(cat "$W/refuse.out")"
+    else
+        ok "refused with $st: $(grep "$pat" "$W/refuse.out" | head -1 | sed 's/.*\(error\|mdcached\): //')"
+    fi
+}
+mode=refusals
+if command -v setpriv >/dev/null 2>&1; then
+    expect_exit 69 "needs root" ip netns exec "$S" setpriv --reuid=nobody \
+        --regid=nogroup --clear-groups "$MDC" -l $SRV -p $TPORT -U $UPORT \
+        -x "$VS"
+fi
+expect_exit 64 "needs -U" ip netns exec "$S" "$MDC" -l $SRV -p $TPORT \
+    -x "$VS"
+expect_exit 69 "no such network interface" ip netns exec "$S" "$MDC" \
+    -l $SRV -p $TPORT -U $UPORT -x nosuch0
+if ip -n "$S" link show "$VS" | grep -q xdp; then
+    fail "a refused start left XDP on $VS"
+fi
+
+# ---- one mode ---------------------------------------------------------------
+run_mode() {
+    mode=$1
+    if [ "$mode" = native ]; then
+        # XDP_TX frames reach a veth peer only if it runs XDP too
+        ip netns exec "$C" "$TOOL" pass -i "$VC" -m native >"$W/pass.out" 2>&1 &
+        PPID_=$!
+    fi
+    : >"$W/d-$mode.log" # before the background job's own redirection
+    ip netns exec "$S" "$MDC" -l $SRV -p $TPORT -U $UPORT -x "$VS" \
+        --xdp-mode "$mode" --sweep-interval 0 -n 2 -m 64 >"$W/d-$mode.log" 2>&1 &
+    DPID=$!
+    i=0
+    while ! grep -q " ready" "$W/d-$mode.log" && kill -0 $DPID 2>/dev/null &&
+        [ $i -lt 100 ]; do
+        sleep 0.1
+        i=$((i + 1))
+    done
+    if ! grep -q " ready" "$W/d-$mode.log"; then
+        kill -0 $DPID 2>/dev/null && kill -9 $DPID
+        wait $DPID
+        fail "daemon did not start (exit $?): $(cat "$W/d-$mode.log")"
+        DPID=
+        return
+    fi
+    if ! grep -q "XDP on $VS ($mode mode)" "$W/d-$mode.log"; then
+        fail "not attached in $mode mode: $(grep XDP "$W/d-$mode.log")"
+    else
+        ok "$(grep -o 'XDP on.*' "$W/d-$mode.log")"
+    fi
+    grep -q "running as user nobody" "$W/d-$mode.log" || fail "privileges not dropped"
+    want=xdpgeneric
+    [ "$mode" = native ] && want="xdp "
+    ip -n "$S" link show "$VS" | grep -q "$want" ||
+        fail "no $want program on $VS: $(ip -n "$S" link show "$VS")"
+
+    if ip netns exec "$C" "$CHECK" check $SRV $TPORT $UPORT $OTHER \
+        >"$W/check.out" 2>&1; then
+        ok "check: $(grep -c '^ok' "$W/check.out") checks passed"
+    else
+        fail "check: $(grep -v '^ok' "$W/check.out")"
+    fi
+    sed "s/^/    /" "$W/check.out" | grep -v '^    ok'
+    if ip netns exec "$C" "$CHECK" race $SRV $TPORT $UPORT "$RACE_S" \
+        >"$W/race.out" 2>&1; then
+        ok "$(tail -1 "$W/race.out")"
+    else
+        fail "race: $(cat "$W/race.out")"
+    fi
+
+    # SIGKILL: the link goes with the process
+    kill -9 "$DPID"
+    wait "$DPID" 2>/dev/null
+    DPID=
+    sleep 0.3
+    if ip -n "$S" link show "$VS" | grep -q xdp ||
+        { command -v bpftool >/dev/null 2>&1 &&
+            ip netns exec "$S" bpftool net show dev "$VS" 2>/dev/null |
+            grep -q mdc_xdp; }; then
+        fail "an XDP program outlived the daemon killed with SIGKILL"
+    else
+        ok "SIGKILL left no XDP program on $VS"
+    fi
+    if [ -n "$PPID_" ]; then
+        kill "$PPID_"
+        wait "$PPID_" 2>/dev/null
+        PPID_=
+    fi
+}
+
+for m in ${MDC_XDP_MODES:-generic native}; do
+    run_mode $m
+done
+if [ $failed -ne 0 ]; then
+    echo "FAIL: $failed checks"
+    exit 1
+fi
+echo "PASS"
+exit 0
