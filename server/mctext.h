@@ -200,7 +200,6 @@ size_t mctext_meta_line(char *out, const char *code, int64_t vlen,
 #define MCTEXT_E_NO_MEMORY "SERVER_ERROR out of memory storing object\r\n"
 #define MCTEXT_E_TOO_MANY_TAGS "CLIENT_ERROR too many tags\r\n"
 #define MCTEXT_E_TRUNCATED "SERVER_ERROR reply truncated\r\n"
-#define MCTEXT_E_FLUSH_DELAY "SERVER_ERROR flush_all delay not supported\r\n"
 #define MCTEXT_E_INVALID_FLAG "CLIENT_ERROR invalid flag\r\n"
 #define MCTEXT_E_DUP_FLAG "CLIENT_ERROR duplicate flag\r\n"
 #define MCTEXT_E_INVALID_DUP "CLIENT_ERROR invalid or duplicate flag\r\n"

@@ -282,13 +282,9 @@ static void txt_touch(struct conn *c, struct worker *w,
 static void txt_flush(struct conn *c, struct worker *w,
                       const struct mctext_req *req)
 {
-    if (req->exptime > 0) {
-        STAT_INC(&w->stats, protocol_errors);
-        txt_reply(c, req, MCTEXT_E_FLUSH_DELAY);
-        return;
-    }
     STAT_INC(&w->stats, cmd_flush);
-    store_flush(c->srv->store);
+    /* a delay is memcached's expiry: relative up to 30 days, else absolute */
+    store_flush_at(c->srv->store, req->exptime);
     txt_reply(c, req, MCTEXT_R_OK);
 }
 

@@ -209,6 +209,18 @@ static inline void announce(struct store *st, enum store_event ev,
         st->hook(st->hook_ctx, ev, rec_key(r), r->klen, h);
 }
 
+void store_flush(struct store *st);
+
+/* Run a pending delayed flush once its moment has come (one relaxed load
+ * on the common path). */
+static inline void check_flush(struct store *st, uint32_t now)
+{
+    uint32_t at = atomic_load_explicit(&st->flush_at, memory_order_relaxed);
+    if (__builtin_expect(at != 0, 0) && at <= now &&
+        atomic_compare_exchange_strong(&st->flush_at, &at, 0))
+        store_flush(st);
+}
+
 /* ---- records -------------------------------------------------------------- */
 const void *record_key(const struct record *r) { return r->data; }
 uint32_t record_klen(const struct record *r) { return r->klen; }
@@ -737,6 +749,7 @@ struct record *store_get(struct store *st, const void *key, uint32_t klen)
     int expired = 0;
 
     uint64_t ns = now_ns(st);
+    check_flush(st, secs_of(st, ns));
     mdc_rdlock(l);
     struct record *r = do_find(st, b, (uint32_t)(h >> 32), key, klen);
     if (r != NULL) {
@@ -985,6 +998,7 @@ static int put_common(struct store *st, enum store_mode mode,
     if (rc != 0)
         goto out;
 
+    check_flush(st, now_s(st));
     struct record *r;
     rc = rec_alloc(st, it->key, it->klen, it->vlen, nt, &r);
     if (rc != 0)
@@ -1218,10 +1232,22 @@ void store_flush(struct store *st)
     }
 }
 
+void store_flush_at(struct store *st, int64_t exptime)
+{
+    if (exptime <= 0) {
+        atomic_store(&st->flush_at, 0);
+        store_flush(st);
+        return;
+    }
+    atomic_store(&st->flush_at, deadline_of(st, exptime));
+    check_flush(st, now_s(st)); /* an absolute time already past */
+}
+
 size_t store_sweep(struct store *st, size_t max_buckets)
 {
     size_t n = 0;
     uint32_t now = now_s(st);
+    check_flush(st, now);
     if (max_buckets > (size_t)st->bmask + 1)
         max_buckets = (size_t)st->bmask + 1;
     uint64_t start = atomic_fetch_add_explicit(&st->sweep_cursor, max_buckets,

@@ -207,6 +207,11 @@ int store_atomic(struct store *st, enum store_atomic_op op, const void *key,
 
 /* Remove every record (announced per record). */
 void store_flush(struct store *st);
+/* memcached's "flush_all <delay>": flush everything when the protocol
+ * expiry (relative or absolute, as for records) comes; a later call
+ * replaces the pending one, exptime <= 0 flushes now.  The flush runs from
+ * the first store call after the moment (or the sweeper's tick). */
+void store_flush_at(struct store *st, int64_t exptime);
 
 /* Reclaim expired records in up to 'max_buckets' buckets; returns count. */
 size_t store_sweep(struct store *st, size_t max_buckets);

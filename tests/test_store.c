@@ -596,6 +596,35 @@ static void test_record_size(void **state)
     store_destroy(st);
 }
 
+static void test_flush_at(void **state)
+{
+    (void)state;
+    struct testclock tc;
+    struct store *st = mk(0, false, &tc);
+    char b[8];
+    assert_int_equal(put(st, STORE_SET, "a", "1", NULL, 0, 0), ST_OK);
+    store_flush_at(st, 10);
+    assert_non_null(val(st, "a", b, sizeof b));
+    testclock_advance(&tc, 5);
+    assert_int_equal(put(st, STORE_SET, "b", "2", NULL, 0, 0), ST_OK);
+    assert_non_null(val(st, "a", b, sizeof b));
+    testclock_advance(&tc, 5);
+    /* the moment came: everything stored before it is gone */
+    assert_null(val(st, "a", b, sizeof b));
+    assert_null(val(st, "b", b, sizeof b));
+    assert_int_equal(put(st, STORE_SET, "c", "3", NULL, 0, 0), ST_OK);
+    testclock_advance(&tc, 100);
+    assert_non_null(val(st, "c", b, sizeof b)); /* fired once only */
+    /* an absolute time already past flushes at once */
+    store_flush_at(st, 1000000000);
+    assert_null(val(st, "c", b, sizeof b));
+    /* 0 flushes now */
+    assert_int_equal(put(st, STORE_SET, "d", "4", NULL, 0, 0), ST_OK);
+    store_flush_at(st, 0);
+    assert_null(val(st, "d", b, sizeof b));
+    store_destroy(st);
+}
+
 static void visit_fn(void *ctx, struct store *st, const struct record *r)
 {
     (void)st;
@@ -639,6 +668,7 @@ int main(void)
         cmocka_unit_test(test_no_evict),
         cmocka_unit_test(test_record_size),
         cmocka_unit_test(test_visit),
+        cmocka_unit_test(test_flush_at),
     };
     return cmocka_run_group_tests_name("store", tests, NULL, NULL);
 }
