@@ -103,7 +103,7 @@ mkdir -p "$RESULTS"
 RUNS=$RESULTS/compare-${DATE//:/}.jsonl
 : > "$RUNS"
 
-declare -A SPID SADDR SPROTO SFLAGS
+declare -A SPID SADDR SFLAGS SARGS SPRE
 SERVERS=()
 cleanup() {
     for s in "${SERVERS[@]}"; do kill "${SPID[$s]}" 2>/dev/null || true; done
@@ -127,6 +127,7 @@ NEXTPORT=24100
 # floor; TRANSPORT unix|tcp.  Sets SPID, SADDR (mdc-load -s) and SFLAGS.
 start() {
     local name=$1 kind=$2 tr=$3 mem=$4 addr listen
+    SARGS[$name]="$*"
     shift 4
     if [ "$tr" = unix ]; then
         addr=$TMP/$name.sock
@@ -179,7 +180,25 @@ stop_all() {
 }
 # prefill NAME PROTO KEYS VALUE_SIZE
 prefill() {
+    SPRE[$1]="$*"
     taskset -c 1 "$LOAD" -P "$2" -s "${SADDR[$1]}" -k "$3" -K 16 -v "$4" -c 8 -f -D 0 -w 0 -q
+}
+# A server gone (on a shared machine someone's cleanup may kill it, or it
+# crashed): keep its log, start it again the same way and prefill it again.
+ensure_alive() {
+    local s=$1
+    if kill -0 "${SPID[$s]}" 2>/dev/null && { [[ ${SADDR[$s]} != /* ]] || [ -S "${SADDR[$s]}" ]; }; then
+        return 0
+    fi
+    wait "${SPID[$s]}" 2>/dev/null && rc=0 || rc=$?
+    log "  server $s (pid ${SPID[$s]}) is gone (exit status $rc); log kept in ${RUNS%.jsonl}-$s.log; restarting"
+    cp "$TMP/$s.log" "${RUNS%.jsonl}-$s.log" 2>/dev/null || true
+    echo "{\"kind\": \"restart\", \"server\": \"$s\", \"status\": $rc, \"date\": \"$(date -u +%Y-%m-%dT%H:%M:%SZ)\"}" >> "$RUNS"
+    # shellcheck disable=SC2086
+    start ${SARGS[$s]}
+    # shellcheck disable=SC2086
+    [ -n "${SPRE[$s]:-}" ] && prefill ${SPRE[$s]}
+    return 0
 }
 rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
 
@@ -218,9 +237,15 @@ run_one() {
     shift 6
     for try in $(seq "$TRIES"); do
         wait_quiet
-        taskset -c 1 "$LOAD" -P "$proto" -s "${SADDR[$s]}" "$@" -D "$DUR" -w "$WARM" \
-            -p "${SPID[$s]}" -q -L "$w $t round $r" -j "$TMP/one.json" ||
-            { echo "compare.sh: $w $t failed" >&2; cat "$TMP/$s.log" >&2; exit 1; }
+        ensure_alive "$s"
+        if ! taskset -c 1 "$LOAD" -P "$proto" -s "${SADDR[$s]}" "$@" -D "$DUR" -w "$WARM" \
+            -p "${SPID[$s]}" -q -L "$w $t round $r" -j "$TMP/one.json"; then
+            # the server vanished under the run: once more on a fresh one
+            ensure_alive "$s"
+            taskset -c 1 "$LOAD" -P "$proto" -s "${SADDR[$s]}" "$@" -D "$DUR" -w "$WARM" \
+                -p "${SPID[$s]}" -q -L "$w $t round $r" -j "$TMP/one.json" ||
+                { echo "compare.sh: $w $t failed" >&2; cat "$TMP/$s.log" >&2; exit 1; }
+        fi
         line=$($PY "$REPORT" line "$TMP/one.json" kind=run workload="$w" target="$t" \
             server="$s" round="$r" records="$n" try="$try" flags="\"${SFLAGS[$s]}\"" \
             args="\"$*\"")
@@ -229,7 +254,7 @@ run_one() {
         if [ "$f" -lt "$bestf" ]; then bestf=$f; best=$((try - 1)); fi
         [[ $line == *'"noisy": true'* ]] || break
         [ "$WAITED" -ge "$WAIT_BUDGET" ] && break # out of patience: keep the best
-        log "  $w $t round $r: noisy (neighbours $(printf '%d.%02d' $((f / 100)) $((f % 100))) CPU), once more"
+        [ "$try" -lt "$TRIES" ] && log "  $w $t round $r: noisy (neighbours $(printf '%d.%02d' $((f / 100)) $((f % 100))) CPU), once more"
     done
     for i in "${!lines[@]}"; do
         if [ "$i" = "$best" ]; then echo "${lines[$i]}" >> "$RUNS"

@@ -11,8 +11,10 @@
 # runs an XDP_PASS program in every case (native XDP_TX needs it, and the
 # client side must be the same for all).  For each: requests/s, latency, and
 # CPU-seconds per million requests over all CPUs from /proc/stat (softirq
-# included - the XDP program runs there); the marginal costs (a-d), (b-d),
-# (c-d); the programs' own run_time_ns/run_cnt for a and d with
+# included - the XDP program runs there) and, as a figure that other
+# sessions' processes on a shared machine do not inflate, the CPU of this
+# run's own threads (generator, server, ksoftirqd: the softirq work runs in
+# their context); the marginal costs (a-d), (b-d), (c-d); the programs' own run_time_ns/run_cnt for a and d with
 # kernel.bpf_stats_enabled=1 (separate rounds: the stats cost time); the
 # mirror's memory per cached byte.
 #
@@ -116,6 +118,14 @@ proc_cpu() {
     [ -n "$1" ] && [ -r /proc/$1/stat ] || { echo 0; return; }
     sed 's/.*) //' /proc/"$1"/stat | awk '{ print $12 + $13 }'
 }
+# utime+stime of the softirq threads, in clock ticks
+ksoftirqd_cpu() {
+    t=0
+    for p in $(ps -eo pid=,comm= | awk '$2 ~ /^ksoftirqd\// { print $1 }'); do
+        t=$((t + $(proc_cpu "$p")))
+    done
+    echo $t
+}
 stats() { inc "$LOAD" stats -a $SRV -P $TPORT >"$1" 2>/dev/null; }
 sget() { awk -v k="$1" '$1 == k { print $2 }' "$2"; }
 xdp_prog_id() {
@@ -146,7 +156,8 @@ start_server() { # scenario
         mode=native
         [ "$1" = ag ] && mode=generic
         ip netns exec "$S" taskset -c 0 "$MDC" -l $SRV -p $TPORT -U $UPORT \
-            -n 1 -t 0 -m 256 -x "$VS" --xdp-mode $mode >"$W/srv.log" 2>&1 &
+            -n 1 -t 0 -m 256 -x "$VS" --xdp-mode $mode ${W8_XDP_OPTS:-} \
+            >"$W/srv.log" 2>&1 &
         SPID=$! ;;
     b)
         ip netns exec "$S" taskset -c 0 "$MDC" -l $SRV -p $TPORT -U $UPORT \
@@ -201,18 +212,20 @@ measure() {
     rt0="0 0"
     [ "$prog" != 0 ] && rt0=$(prog_rt "$prog")
     p0=$(proc_cpu "$pid")
+    k0=$(ksoftirqd_cpu)
     inc "$LOAD" get -a $SRV -p $UPORT -k "$KEYS" -w "$WINDOW" -d "$4" -W 0 \
         >"$W/load.json" || die "udpload failed in $scen"
     p1=$(proc_cpu "$pid")
+    k1=$(ksoftirqd_cpu)
     rt1="0 0"
     [ "$prog" != 0 ] && rt1=$(prog_rt "$prog")
     [ "$bpfst" = 1 ] && sysctl -qw kernel.bpf_stats_enabled=0
     : >"$W/s1.txt"
     [ "$scen" != d ] && stats "$W/s1.txt"
     python3 - "$scen" "$round" "$bpfst" "$p0" "$p1" "$rt0" "$rt1" \
-        "$W/load.json" "$W/s0.txt" "$W/s1.txt" >>"$ROWS" <<'EOF'
+        "$W/load.json" "$W/s0.txt" "$W/s1.txt" "$k0" "$k1" >>"$ROWS" <<'EOF'
 import json, os, sys
-scen, rnd, bpfst, p0, p1, rt0, rt1, load, s0f, s1f = sys.argv[1:]
+scen, rnd, bpfst, p0, p1, rt0, rt1, load, s0f, s1f, k0, k1 = sys.argv[1:]
 def st(f):
     d = {}
     if os.path.exists(f):
@@ -230,6 +243,7 @@ r0, r1 = [int(x) for x in rt0.split()], [int(x) for x in rt1.split()]
 row = {"scenario": scen, "round": int(rnd), "bpf_stats": bpfst == "1",
        "load": json.load(open(load)),
        "server_cpu_s": (int(p1) - int(p0)) / os.sysconf("SC_CLK_TCK"),
+       "ksoftirqd_cpu_s": (int(k1) - int(k0)) / os.sysconf("SC_CLK_TCK"),
        "prog_run_ns": r1[0] - r0[0], "prog_run_cnt": r1[1] - r0[1]}
 for k in ("udp_requests", "get_hits", "xdp_hits", "xdp_misses",
           "xdp_conflicts", "xdp_pass_no_room", "xdp_fills"):

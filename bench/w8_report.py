@@ -40,6 +40,18 @@ def summarise(doc):
             "p50_us": med(lambda r: r["load"]["p50_us"]),
             "p99_us": med(lambda r: r["load"]["p99_us"]),
             "lost": sum(r["load"]["lost"] for r in rs),
+            # this run's own threads: generator + server + ksoftirqd (with
+            # tick accounting the softirq work done in their context is in
+            # their time); other sessions' processes are left out
+            "own_cpu_s_per_mreq": med(
+                lambda r: (r["load"]["self_cpu_s"] + r["server_cpu_s"]
+                           + r.get("ksoftirqd_cpu_s", 0))
+                / max(r["load"]["replies"] / 1e6, 1e-9)),
+            "split": {k: med(
+                lambda r: (r["load"]["cpu_s"][k] + (
+                    r["load"]["cpu_s"]["nice"] if k == "user" else 0))
+                / max(r["load"]["replies"] / 1e6, 1e-9))
+                for k in ("user", "system", "softirq")},
             "softirq_share": med(
                 lambda r: r["load"]["cpu_s"]["softirq"]
                 / max(r["load"]["cpu_busy_s"], 1e-9)),
@@ -65,9 +77,16 @@ def summarise(doc):
     m = {}
     if "d" in out:
         floor = out["d"]["cpu_s_per_mreq"]
+        ofloor = out["d"]["own_cpu_s_per_mreq"]
         for s in ("a", "ag", "b", "c"):
             if s in out:
                 m[s] = out[s]["cpu_s_per_mreq"] - floor
+                m["own_" + s] = out[s]["own_cpu_s_per_mreq"] - ofloor
+        if m.get("own_a", 0) > 0:
+            for s in ("b", "c"):
+                if "own_" + s in m:
+                    m["own_%s_over_a" % s] = m["own_" + s] / m["own_a"]
+
         if "a" in m and m["a"] > 0:
             if "b" in m:
                 m["b_over_a"] = m["b"] / m["a"]
@@ -93,20 +112,27 @@ def markdown(doc, out, m):
                 doc["machine"]["kernel"], doc["machine"]["cpu"],
                 doc["machine"]["cpus"]))
     L.append("")
-    L.append("| scenario | req/s (median) | CPU-s per M req (all CPUs) "
-             "| marginal over (d) | p50 / p99 µs | softirq share | "
-             "served by XDP |")
-    L.append("|---|---:|---:|---:|---:|---:|---:|")
+    L.append("| scenario | req/s (median) | CPU-s per M req, all CPUs "
+             "| − (d) | own threads | − (d) | all CPUs: user / system / "
+             "softirq | server process µs/req | p50 / p99 µs | served by XDP |")
+    L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for s in ORDER:
         if s not in out:
             continue
         o = out[s]
-        mg = m.get(s)
-        L.append("| %s | %s | %.3f | %s | %.0f / %.0f | %.0f %% | %s |" % (
-            NAMES[s], format(round(o["rps"]), ","), o["cpu_s_per_mreq"],
-            "%.3f" % mg if mg is not None else "—", o["p50_us"], o["p99_us"],
-            100 * o["softirq_share"],
-            "%.1f %%" % (100 * o["xdp_share"]) if "xdp_share" in o else "—"))
+        mg, og = m.get(s), m.get("own_" + s)
+        L.append("| %s | %s | %.2f | %s | %.2f | %s | %.2f / %.2f / %.2f "
+                 "| %.2f | %.0f / %.0f | %s |" % (
+                     NAMES[s], format(round(o["rps"]), ","),
+                     o["cpu_s_per_mreq"],
+                     "%.2f" % mg if mg is not None else "—",
+                     o["own_cpu_s_per_mreq"],
+                     "%.2f" % og if og is not None else "—",
+                     o["split"]["user"], o["split"]["system"],
+                     o["split"]["softirq"], o["server_cpu_us_per_req"],
+                     o["p50_us"], o["p99_us"],
+                     "%.1f %%" % (100 * o["xdp_share"])
+                     if "xdp_share" in o else "—"))
     L.append("")
     if "b_over_a" in m:
         L.append("- Marginal CPU per request: (b−d)/(a−d) = **%.1f×** "
@@ -117,6 +143,13 @@ def markdown(doc, out, m):
     elif "a" in m:
         L.append("- Marginal CPU per request of (a) is %.3f CPU-s per M "
                  "(not above the floor's noise)." % m["a"])
+    if "own_b_over_a" in m:
+        L.append("- The same from the run's own threads (generator, server, "
+                 "ksoftirqd; other sessions' processes left out): "
+                 "(b−d)/(a−d) = **%.1f×**%s." % (
+                     m["own_b_over_a"],
+                     ", (c−d)/(a−d) = **%.1f×**" % m["own_c_over_a"]
+                     if "own_c_over_a" in m else ""))
     if "prog_a_over_d" in m:
         L.append("- The programs' own cost (`run_time_ns / run_cnt`, "
                  "`kernel.bpf_stats_enabled=1`, separate rounds): mdc_xdp "
@@ -151,8 +184,14 @@ def plot(out, m, path):
     ax[0].bar(labels, [out[s]["rps"] / 1e3 for s in ss], color="#4c72b0")
     ax[0].set_ylabel("thousand GETs / s (median)")
     ax[0].set_title("throughput")
-    ax[1].bar(labels, [out[s]["cpu_s_per_mreq"] for s in ss], color="#dd8452",
-              label="total (all CPUs)")
+    bottom = [0.0] * len(ss)
+    for k, col in (("user", "#4c72b0"), ("system", "#dd8452"),
+                   ("softirq", "#55a868")):
+        v = [out[s]["split"][k] for s in ss]
+        ax[1].bar(labels, v, bottom=bottom, color=col, label=k)
+        bottom = [a + b for a, b in zip(bottom, v)]
+    ax[1].plot(labels, [out[s]["own_cpu_s_per_mreq"] for s in ss], "kD",
+               label="own threads only")
     if "d" in out:
         ax[1].axhline(out["d"]["cpu_s_per_mreq"], color="k", lw=1, ls="--",
                       label="bounce-back floor (d)")

@@ -469,21 +469,23 @@ int mdc_xdp(struct xdp_md *ctx)
     __builtin_memcpy(&s->pkt[14], &rip, sizeof(rip));
     __builtin_memcpy(&s->pkt[34], &rudp, sizeof(rudp));
 
-    /* make room: tail first; else at the head (drivers that refuse tail
-     * growth, native veth); else both, the head by HEAD_PART.  The packet
-     * is left as it came (a head move undone) if nothing fits. */
+    /* make room: at the head first - the whole frame is rewritten anyway,
+     * every XDP driver leaves 256 bytes of headroom, and native veth often
+     * refuses tail growth, so one helper call does it; else at the tail;
+     * else both, the head by HEAD_PART.  The packet is left as it came (a
+     * head move undone) if nothing fits. */
     cur = (__u32)(data_end - data);
     delta = (int)rlen - (int)cur;
+    if (delta > 0 && bpf_xdp_adjust_head(ctx, -delta) == 0) {
+        cnt->c[MC_GROW_HEAD]++;
+        goto write;
+    }
     if (delta != 0) {
         if (delta < 0 || !(mdc_cfg.flags & MIRROR_CFG_HEAD_ONLY)) {
             if (bpf_xdp_adjust_tail(ctx, delta) == 0)
                 goto write;
             if (delta < 0)
                 return count(cnt, MC_NO_ROOM);
-        }
-        if (bpf_xdp_adjust_head(ctx, -delta) == 0) {
-            cnt->c[MC_GROW_HEAD]++;
-            goto write;
         }
         if (delta <= HEAD_PART || (mdc_cfg.flags & MIRROR_CFG_HEAD_ONLY) ||
             bpf_xdp_adjust_head(ctx, -HEAD_PART))

@@ -87,10 +87,12 @@ struct mirror_cfg {
 
 /*
  * Per-CPU counters, one table for the program, the library and the docs.
- * Everything but MC_HIT and MC_GROW_HEAD is a reason for XDP_PASS.
+ * Everything but MC_HIT and MC_GROW_HEAD is a reason for XDP_PASS; those two
+ * share the first cache line, which is all a hit touches.
  */
 #define MIRROR_COUNTERS(X)                                                     \
     X(MC_HIT, "hits")                 /* answered with XDP_TX */               \
+    X(MC_GROW_HEAD, "grow_head")      /* of the hits: grown at the head */     \
     X(MC_MISS, "misses")              /* well-formed GET, key not mirrored */  \
     X(MC_EXPIRED, "expired")          /* mirrored but past its deadline */     \
     X(MC_CONFLICT, "conflicts")       /* entry being written under us */       \
@@ -105,8 +107,7 @@ struct mirror_cfg {
     X(MC_CMD, "pass_cmd")         /* not a single-key "get" */                 \
     X(MC_KEY, "pass_key")         /* key too long or invalid bytes */          \
     X(MC_TOO_BIG, "pass_too_big") /* reply over the MTU */                     \
-    X(MC_NO_ROOM, "pass_no_room") /* driver refused tail and head growth */    \
-    X(MC_GROW_HEAD, "grow_head")  /* of the hits: grown at the head */
+    X(MC_NO_ROOM, "pass_no_room") /* driver refused tail and head growth */
 
 enum mirror_counter {
 #define MIRROR_X_ENUM(e, s) e,

@@ -379,6 +379,10 @@ void mirror_store_hook(void *m, enum store_event ev, const void *key,
 {
     (void)ev;
     (void)hash; /* the store's hash; the mirror indexes by its own */
+    if (key == NULL || klen == 0) {
+        mirror_clear(m); /* an announcement about every key */
+        return;
+    }
     mirror_invalidate(m, key, klen);
 }
 

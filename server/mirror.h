@@ -87,7 +87,8 @@ int mirror_fill(struct mirror *m, const void *key, uint32_t klen,
 void mirror_invalidate(struct mirror *m, const void *key, uint32_t klen);
 /* Empty every slot (each claimed and released in turn). */
 void mirror_clear(struct mirror *m);
-/* A store_hook_fn: store_set_hook(st, mirror_store_hook, m). */
+/* A store_hook_fn: store_set_hook(st, mirror_store_hook, m).  An event
+ * without a key (key NULL or klen 0) empties the whole mirror. */
 void mirror_store_hook(void *m, enum store_event ev, const void *key,
                        uint32_t klen, uint64_t hash);
 
