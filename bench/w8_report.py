@@ -23,6 +23,14 @@ NAMES = {
 ORDER = ["a", "ag", "b", "c", "d"]
 
 
+def split_of(r):
+    mreq = max(r["load"]["replies"] / 1e6, 1e-9)
+    c = r["load"]["cpu_s"]
+    return {"user": (c["user"] + c["nice"]) / mreq,
+            "system": c["system"] / mreq,
+            "softirq": (c["softirq"] + c["irq"] + c["steal"]) / mreq}
+
+
 def summarise(doc):
     rows = doc["rows"]
     out = {}
@@ -47,11 +55,10 @@ def summarise(doc):
                 lambda r: (r["load"]["self_cpu_s"] + r["server_cpu_s"]
                            + r.get("ksoftirqd_cpu_s", 0))
                 / max(r["load"]["replies"] / 1e6, 1e-9)),
-            "split": {k: med(
-                lambda r: (r["load"]["cpu_s"][k] + (
-                    r["load"]["cpu_s"]["nice"] if k == "user" else 0))
-                / max(r["load"]["replies"] / 1e6, 1e-9))
-                for k in ("user", "system", "softirq")},
+            # user / system / softirq of the round whose total is the
+            # median, so the parts add up to the figure beside them
+            "split": split_of(sorted(
+                rs, key=lambda r: r["load"]["cpu_s_per_mreq"])[len(rs) // 2]),
             "softirq_share": med(
                 lambda r: r["load"]["cpu_s"]["softirq"]
                 / max(r["load"]["cpu_busy_s"], 1e-9)),

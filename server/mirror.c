@@ -379,7 +379,7 @@ void mirror_store_hook(void *m, enum store_event ev, const void *key,
 {
     (void)ev;
     (void)hash; /* the store's hash; the mirror indexes by its own */
-    if (key == NULL || klen == 0) {
+    if (key == NULL) {
         mirror_clear(m); /* an announcement about every key */
         return;
     }

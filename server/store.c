@@ -148,6 +148,11 @@ int64_t record_ttl(struct store *st, const struct record *r)
 uint64_t record_deadline_ns(const struct store *st, const struct record *r)
 {
     uint32_t d = __atomic_load_n(&r->deadline, __ATOMIC_RELAXED);
+    /* a pending delayed flush ends every record's life at its moment */
+    uint32_t f = atomic_load_explicit(&((struct store *)st)->flush_at,
+                                      memory_order_relaxed);
+    if (f != 0 && (d == 0 || f < d))
+        d = f;
     if (d == 0)
         return 0;
     return st->epoch_ns + (uint64_t)(d - 1) * 1000000000u;
@@ -786,6 +791,8 @@ int store_visit(struct store *st, const void *key, uint32_t klen,
     mdc_rwlock_t *l = lock_of(st, b);
     int ran = 0;
 
+    check_flush(st, now_s(st));
+
     mdc_rdlock(l);
     struct record *r = do_find(st, b, (uint32_t)(h >> 32), key, klen);
     if (r != NULL && !rec_expired(r, now_s(st))) {
@@ -1240,6 +1247,12 @@ void store_flush_at(struct store *st, int64_t exptime)
         return;
     }
     atomic_store(&st->flush_at, deadline_of(st, exptime));
+    /* copies of records made outside the store (the XDP mirror) must not
+     * outlive the moment: announce "everything" (no key) so they are
+     * dropped; later copies take the moment as their deadline
+     * (record_deadline_ns) */
+    if (st->hook != NULL)
+        st->hook(st->hook_ctx, EV_FLUSH, NULL, 0, 0);
     check_flush(st, now_s(st)); /* an absolute time already past */
 }
 

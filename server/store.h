@@ -88,6 +88,9 @@ const char *store_event_name(enum store_event ev);
  * The mutation hook.  Called with the key's bucket lock held exclusively,
  * before the change becomes visible to any reader, once per affected key.
  * 'hash' is the key's 64-bit hash.  Must not call back into the store.
+ * One exception: scheduling a delayed flush (store_flush_at) is announced
+ * once as EV_FLUSH with key NULL, klen 0, hash 0 and no lock held, meaning
+ * "every record may change": drop all copies.
  */
 typedef void (*store_hook_fn)(void *ctx, enum store_event ev, const void *key,
                               uint32_t klen, uint64_t hash);

@@ -27,6 +27,15 @@ static void hook(void *ctx, enum store_event ev, const void *key,
 {
     struct listener *l = ctx;
     assert_true(ev < EV__COUNT);
+    if (key == NULL) { /* "every record": only a scheduled delayed flush */
+        assert_int_equal(ev, EV_FLUSH);
+        assert_int_equal(klen, 0);
+        assert_int_equal(hash, 0);
+        l->count[ev]++;
+        l->total++;
+        strcpy(l->last_key, "*");
+        return;
+    }
     assert_int_equal(hash, store_hash(key, klen));
     l->count[ev]++;
     l->total++;
@@ -142,6 +151,7 @@ OP(evict)
     }
 }
 OP(flush) { store_flush(st); }
+OP(flush_delayed) { store_flush_at(st, 100); }
 OP(del_by_tag)
 {
     int32_t tv = 1;
@@ -224,6 +234,7 @@ static const struct row rows[] = {
     {"expiry by sweep", op_expire_sweep, EV_EXPIRE, "e", -1},
     {"eviction", op_evict, EV_EVICT, NULL, 99},
     {"flush", op_flush, EV_FLUSH, NULL, 99},
+    {"flush_all with a delay", op_flush_delayed, EV_FLUSH, "*", 0},
     {"del_by_tag", op_del_by_tag, EV_DEL_BY_TAG, "k", -1},
     {"get", op_get, -1, NULL, 0},
     {"get miss", op_get_miss, -1, NULL, 0},

@@ -603,7 +603,14 @@ static void test_flush_at(void **state)
     struct store *st = mk(0, false, &tc);
     char b[8];
     assert_int_equal(put(st, STORE_SET, "a", "1", NULL, 0, 0), ST_OK);
+    struct record *r = store_get(st, "a", 1);
+    assert_int_equal(record_deadline_ns(st, r), 0); /* never expires */
     store_flush_at(st, 10);
+    /* copies made now (the XDP mirror) must die at the flush moment */
+    uint64_t dl = record_deadline_ns(st, r);
+    assert_int_not_equal(dl, 0);
+    assert_true(dl <= tc.mono_ns + 10ull * 1000000000u);
+    store_release(st, r);
     assert_non_null(val(st, "a", b, sizeof b));
     testclock_advance(&tc, 5);
     assert_int_equal(put(st, STORE_SET, "b", "2", NULL, 0, 0), ST_OK);

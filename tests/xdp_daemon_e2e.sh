@@ -14,7 +14,7 @@
 #    readers through XDP, fills and invalidations racing; fails on any
 #    stale or torn read (MDC_XDP_RACE_SECONDS, default 8);
 #  - the daemon runs as nobody after attaching; SIGKILL leaves no XDP
-#    program on the interface.
+#    program on the interface, nor does a graceful stop (SIGTERM, exit 0).
 #
 # Needs root; elsewhere prints SKIP and exits 77.
 set -u
@@ -193,6 +193,30 @@ run_mode() {
 for m in ${MDC_XDP_MODES:-generic native}; do
     run_mode $m
 done
+# a graceful stop (SIGTERM) detaches too, and exits 0
+mode=sigterm
+: >"$W/d-$mode.log"
+ip netns exec "$S" "$MDC" -l $SRV -p $TPORT -U $UPORT -x "$VS" \
+    --xdp-mode generic -n 1 -m 64 >"$W/d-$mode.log" 2>&1 &
+DPID=$!
+i=0
+while ! grep -q " ready" "$W/d-$mode.log" && [ $i -lt 100 ]; do
+    sleep 0.1
+    i=$((i + 1))
+done
+ip -n "$S" link show "$VS" | grep -q xdpgeneric || fail "not attached"
+kill -TERM "$DPID"
+wait "$DPID"
+rc=$?
+DPID=
+if [ $rc -ne 0 ]; then
+    fail "exit $rc after SIGTERM: $(tail -5 "$W/d-$mode.log")"
+elif ip -n "$S" link show "$VS" | grep -q xdp; then
+    fail "XDP program left after a graceful stop"
+else
+    ok "SIGTERM: exit 0, no XDP program left"
+fi
+
 if [ $failed -ne 0 ]; then
     echo "FAIL: $failed checks"
     exit 1
