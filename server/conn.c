@@ -32,7 +32,7 @@
 #define CONN_SEGS_INIT 256u
 #define CONN_SHRINK_AT (4 * CONN_IBUF_INIT) /* shrink idle buffers above */
 #define CONN_READ_BUDGET 16                  /* reads per turn, for fairness */
-#define CONN_IOV_MAX 64
+#define CONN_IOV_MAX 256 /* segments per sendmsg(); 4 KiB of stack */
 
 static void conn_ev_cb(evutil_socket_t fd, short what, void *arg);
 

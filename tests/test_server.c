@@ -1010,6 +1010,77 @@ static void test_client_vanishes(void **state)
     close(fd);
 }
 
+/*
+ * The end of the stream is seen however it arrives.  The server stops
+ * reading after a short read once a reply has gone out (docs/threads-
+ * models.md, "I/O path and system calls"), so these send the last request
+ * and the close together, over TCP and the Unix socket: a half-close after
+ * a request with a reply (the reply, then EOF); quiet requests, whose
+ * batch sends nothing, followed by a half-close or a full close.
+ */
+static void test_eof_with_last_request(void **state)
+{
+    char k[64];
+    long long before;
+    int ctl, t, i;
+
+    (void)state;
+    ctl = tc_connect(&g_srv);
+    assert_true(ctl >= 0);
+    before = tc_stat(ctl, "curr_connections");
+    ukey(k, sizeof(k), "eof");
+    for (t = 0; t < 2; t++) {
+        if (t == 1 && g_srv.external)
+            break;
+        for (i = 0; i < 20; i++) {
+            struct treq get = {.op = WIRE_OP_GET, .key = k, .klen = strlen(k),
+                               .opaque = 7};
+            struct treq qset = {.op = WIRE_OP_SET, .flags = WIRE_F_QUIET,
+                                .key = k, .klen = strlen(k), .val = "q",
+                                .vlen = 1};
+            int fd = t == 0 ? tc_connect(&g_srv) : tc_connect_unix(&g_srv);
+            uint8_t *m1, *m2, *buf;
+            size_t n1, n2;
+            struct tresp p;
+
+            assert_true(fd >= 0);
+            m1 = tc_compose(&qset, &n1);
+            m2 = tc_compose(&get, &n2);
+            buf = malloc(n1 + n2);
+            assert_non_null(buf);
+            memcpy(buf, m1, n1);
+            memcpy(buf + n1, m2, n2);
+            switch (i % 3) {
+            case 0: /* quiet set + get, half-close: one reply, then EOF */
+                assert_int_equal(tc_send_all(fd, buf, n1 + n2), 0);
+                shutdown(fd, SHUT_WR);
+                assert_int_equal(tc_recv(fd, &p), 0);
+                assert_int_equal(p.h.opaque, 7);
+                tc_resp_free(&p);
+                assert_true(tc_wait_eof(fd, 3000));
+                break;
+            case 1: /* quiet set alone, half-close: no reply, EOF */
+                assert_int_equal(tc_send_all(fd, m1, n1), 0);
+                shutdown(fd, SHUT_WR);
+                assert_true(tc_wait_eof(fd, 3000));
+                break;
+            default: /* quiet set alone, then gone */
+                assert_int_equal(tc_send_all(fd, m1, n1), 0);
+                break;
+            }
+            free(m1);
+            free(m2);
+            free(buf);
+            close(fd);
+        }
+    }
+    /* every one of them is closed on the server side too */
+    for (i = 0; i < 300 && tc_stat(ctl, "curr_connections") > before; i++)
+        sleep_ms(10);
+    assert_true(tc_stat(ctl, "curr_connections") <= before);
+    close(ctl);
+}
+
 static const struct CMUnitTest functional_tests[] = {
     cmocka_unit_test(test_get_set_family),
     cmocka_unit_test(test_expiry_touch_gat),
@@ -1028,6 +1099,7 @@ static const struct CMUnitTest functional_tests[] = {
     cmocka_unit_test(test_truncated_and_short),
     cmocka_unit_test(test_oversize),
     cmocka_unit_test(test_client_vanishes),
+    cmocka_unit_test(test_eof_with_last_request),
 };
 
 /* ---- tests with their own daemon ------------------------------------ */
