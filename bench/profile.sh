@@ -69,17 +69,17 @@ start_server() { # NAME -> SPID, SOCK, PROTO
     SOCK=$TMP/$1.sock
     case $1 in
     mdcached-text | mdcached-native)
-        taskset -c 0 "$DAEMON" -n 1 -t 0 -m 1024 -p 0 -s "$SOCK" -v 1 &
+        taskset -c 0 "$DAEMON" -n 1 -t 0 -m 1024 -p 0 -s "$SOCK" -v 1 > "$TMP/$1.log" 2>&1 &
         PROTO=${1#mdcached-} ;;
     memcached)
-        taskset -c 0 memcached -u nobody -t 1 -m 1024 -c 1024 -U 0 -s "$SOCK" &
+        taskset -c 0 memcached -u nobody -t 1 -m 1024 -c 1024 -U 0 -s "$SOCK" > "$TMP/$1.log" 2>&1 &
         PROTO=text ;;
     redis)
         taskset -c 0 redis-server --save '' --appendonly no --maxmemory 1024mb \
-            --port 0 --unixsocket "$SOCK" --unixsocketperm 700 --loglevel warning &
+            --port 0 --unixsocket "$SOCK" --unixsocketperm 700 --loglevel warning > "$TMP/$1.log" 2>&1 &
         PROTO=resp ;;
     floor)
-        taskset -c 0 "$FLOOR" -s "$SOCK" -K 16 -v 32 &
+        taskset -c 0 "$FLOOR" -s "$SOCK" -K 16 -v 32 > "$TMP/$1.log" 2>&1 &
         PROTO=text ;;
     esac
     SPID=$!
@@ -130,8 +130,10 @@ for t in $TARGETS; do
         grep -v '^#' | grep -v '^$' > "$DIR/$t-dso.txt"
     perf report -i "$TMP/perf.data" --no-children --stdio -g none --sort sym 2>/dev/null |
         grep -v '^#' | grep -v '^$' | head -60 > "$DIR/$t-symbols.txt"
-    perf report -i "$TMP/perf.data" --no-children --stdio -G --sort sym --percent-limit 5 2>/dev/null |
-        grep -v '^#' | grep -v '^$' | head -150 > "$DIR/$t-callers.txt"
+    perf report -i "$TMP/perf.data" --no-children --stdio -G --sort sym --percent-limit 2 2>/dev/null |
+        grep -v '^#' | grep -v '^$' | head -400 > "$DIR/$t-callers.txt"
+    perf report -i "$TMP/perf.data" --no-children --stdio -g none --sort sym --dso "$(basename "$(readlink -f "/proc/$SPID/exe")")" 2>/dev/null |
+        grep -v '^#' | grep -v '^$' | head -30 > "$DIR/$t-own-symbols.txt"
     kill "$SPID"; wait "$SPID" 2>/dev/null || true
     SPID=
     python3 - "$t" "$N" "$DIR/$t-syscalls.csv" "$NS" "$DIR/$t-strace.txt" \
