@@ -30,6 +30,9 @@
 #define DEFAULT_TAG_REPLY ((size_t)16 << 20)
 #define DEFAULT_NLOCKS 1024u
 #define MIN_BUCKETS 1024u
+#define INITIAL_BUCKETS 65536u
+#define GROW_LOAD 1 /* records per bucket that trigger a split */
+#define GROW_STEPS 8 /* buckets split per trigger */
 #define MAX_BUCKETS (1u << 30)
 #define EVICT_SAMPLES 5
 #define EVICT_PROBE 64
@@ -198,9 +201,32 @@ uint64_t store_hash(const void *key, uint32_t klen)
     return XXH3_64bits(key, klen);
 }
 
+/*
+ * The table grows by linear hashing: 'n' buckets plus 'split' of the next
+ * doubling.  Bucket b (< split) has been split into b and b + n.  Since
+ * n >= nlocks, b and b + n share a lock stripe (index & lmask), which is
+ * also (hash & lmask): a key's stripe never changes, and a bucket is only
+ * split under its stripe's write lock, so bucket_idx() is exact for any
+ * caller holding the key's stripe (read or write).
+ */
 static inline uint32_t bucket_idx(struct store *st, uint64_t h)
 {
-    return (uint32_t)h & st->bmask;
+    uint64_t s = atomic_load_explicit(&st->hstate, memory_order_relaxed);
+    uint32_t n = (uint32_t)(s >> 32), split = (uint32_t)s;
+    uint32_t b = (uint32_t)h & (n - 1);
+    if (b < split)
+        b = (uint32_t)h & (2 * n - 1);
+    return b;
+}
+/* buckets in use now (grows; never above cfg.nbuckets) */
+static inline uint32_t nbuckets_now(struct store *st)
+{
+    uint64_t s = atomic_load_explicit(&st->hstate, memory_order_relaxed);
+    return (uint32_t)(s >> 32) + (uint32_t)s;
+}
+static inline mdc_rwlock_t *stripe_of(struct store *st, uint64_t h)
+{
+    return &st->locks[(uint32_t)h & st->lmask];
 }
 static inline mdc_rwlock_t *lock_of(struct store *st, uint32_t b)
 {
@@ -365,10 +391,11 @@ static void rec_copy_tags(struct record *r, struct record *src)
 }
 
 /* ---- lookup and (un)linking; caller holds the bucket lock ----------------- */
-static struct record *do_find(struct store *st, uint32_t b, uint32_t h32,
-                              const void *key, uint32_t klen)
+static struct record *do_find(struct store *st, uint64_t h, const void *key,
+                              uint32_t klen)
 {
-    struct record *n = RB_ROOT(&st->buckets[b]);
+    uint32_t h32 = (uint32_t)(h >> 32);
+    struct record *n = RB_ROOT(&st->buckets[bucket_idx(st, h)]);
     while (n != NULL) {
         int c;
         if (h32 != n->hash32)
@@ -387,13 +414,12 @@ static struct record *do_find(struct store *st, uint32_t b, uint32_t h32,
 struct record *store_lookup_locked(struct store *st, const void *key,
                                    uint32_t klen, uint64_t hash)
 {
-    return do_find(st, bucket_idx(st, hash), (uint32_t)(hash >> 32), key,
-                   klen);
+    return do_find(st, hash, key, klen);
 }
 
 /* Unlink 'r' from the forest and the tag index, dropping the index's
  * reference.  The caller announced the change. */
-static void do_unlink(struct store *st, uint32_t b, struct record *r)
+static void do_unlink_b(struct store *st, uint32_t b, struct record *r)
 {
     RB_REMOVE(rtree, &st->buckets[b], r);
     if (rec_rflags(r) & R_TAGGED) {
@@ -409,15 +435,21 @@ static void do_unlink(struct store *st, uint32_t b, struct record *r)
     store_release(st, r);
 }
 
+static void do_unlink(struct store *st, uint64_t h, struct record *r)
+{
+    do_unlink_b(st, bucket_idx(st, h), r);
+}
+
 /*
  * Link new record 'r' (its creator's reference becomes the index's),
  * replacing 'old' if not NULL.  keep_pos: r's tags are old's tags, put each
  * entry where old's is so tstack order survives append/incr.
  * Returns 0 or ST_NO_MEMORY (tag node allocation failed; nothing changed).
  */
-static int do_link(struct store *st, uint32_t b, struct record *r,
+static int do_link(struct store *st, uint64_t h, struct record *r,
                    struct record *old, int keep_pos)
 {
+    uint32_t b = bucket_idx(st, h);
     uint32_t nt = (rec_rflags(r) & R_TAGGED) ? rec_tags(r)->ntags : 0;
     struct tag_area *ta = nt ? rec_tags(r) : NULL;
 
@@ -465,24 +497,23 @@ static int do_link(struct store *st, uint32_t b, struct record *r,
 }
 
 /* Remove an expired record found under the write lock. */
-static void do_expire(struct store *st, uint32_t b, struct record *r,
-                      uint64_t h)
+static void do_expire(struct store *st, struct record *r, uint64_t h)
 {
     announce(st, EV_EXPIRE, r, h);
     atomic_fetch_add_explicit(&st->expired, 1, memory_order_relaxed);
     if (!(rec_rflags(r) & R_FETCHED))
         atomic_fetch_add_explicit(&st->expired_unfetched, 1,
                                   memory_order_relaxed);
-    do_unlink(st, b, r);
+    do_unlink(st, h, r);
 }
 
 /* Find a live record under the write lock, reclaiming it if expired. */
-static struct record *do_find_live(struct store *st, uint32_t b, uint64_t h,
+static struct record *do_find_live(struct store *st, uint64_t h,
                                    const void *key, uint32_t klen)
 {
-    struct record *r = do_find(st, b, (uint32_t)(h >> 32), key, klen);
+    struct record *r = do_find(st, h, key, klen);
     if (r != NULL && rec_expired(r, now_s(st))) {
-        do_expire(st, b, r, h);
+        do_expire(st, r, h);
         r = NULL;
     }
     return r;
@@ -520,6 +551,7 @@ struct store *store_create(const struct store_config *cfg)
     c->tag_buckets = pow2_at_least(c->tag_buckets);
     if (c->tag_reply_limit == 0)
         c->tag_reply_limit = DEFAULT_TAG_REPLY;
+    int explicit_buckets = c->nbuckets != 0;
     if (c->nbuckets == 0) {
         /* about eight smallest records per bucket when memory is full: a few
          * levels of tree, and under 8 bytes of bucket array per record */
@@ -534,6 +566,19 @@ struct store *store_create(const struct store_config *cfg)
     c->nlocks = pow2_at_least(c->nlocks);
     if (c->nlocks > c->nbuckets)
         c->nlocks = c->nbuckets;
+    /* the table starts small and grows by linear hashing up to nbuckets
+     * (reserved, but its pages are only touched as buckets come into use);
+     * an explicit bucket count (-b) is used as it is */
+    uint32_t init = c->initial_buckets;
+    if (init == 0)
+        init = explicit_buckets ? c->nbuckets : INITIAL_BUCKETS;
+    init = pow2_at_least(init);
+    if (init < c->nlocks)
+        init = c->nlocks;
+    if (init > c->nbuckets)
+        init = c->nbuckets;
+    c->initial_buckets = init;
+    atomic_store(&st->hstate, (uint64_t)init << 32);
 
     st->bmask = c->nbuckets - 1;
     st->lmask = c->nlocks - 1;
@@ -547,11 +592,11 @@ struct store *store_create(const struct store_config *cfg)
         goto fail;
     for (uint32_t i = 0; i < c->nlocks; i++)
         mdc_rwlock_init(&st->locks[i]);
-    st->fixed_bytes = sizeof(*st) + (uint64_t)c->nbuckets * sizeof(*st->buckets) +
-                      (uint64_t)c->nlocks * sizeof(*st->locks) +
-                      tags_fixed_bytes(st->tags);
+    st->fixed_bytes = sizeof(*st) + (uint64_t)c->nlocks * sizeof(*st->locks) +
+                      tags_fixed_bytes(st->tags); /* + buckets in use */
     atomic_store(&st->evict_seed, 0x9E3779B97F4A7C15ull);
     pthread_mutex_init(&st->sweep_mu, NULL);
+    pthread_mutex_init(&st->grow_mu, NULL);
     pthread_cond_init(&st->sweep_cv, NULL);
     if (c->sweep_interval_ms != 0) {
         if (pthread_create(&st->sweeper, NULL, sweeper_main, st) != 0)
@@ -600,7 +645,7 @@ void store_destroy(struct store *st)
     /* no other thread may use the store now: drop every record without
      * rebalancing trees or unlinking tags one by one (tags_destroy frees
      * the whole tag index) */
-    for (uint32_t b = 0; b <= st->bmask; b++) {
+    for (uint32_t b = 0; b < nbuckets_now(st); b++) {
         free_tree(st, RB_ROOT(&st->buckets[b]));
         RB_INIT(&st->buckets[b]);
     }
@@ -608,6 +653,7 @@ void store_destroy(struct store *st)
     for (uint32_t i = 0; i <= st->lmask; i++)
         mdc_rwlock_destroy(&st->locks[i]);
     pthread_mutex_destroy(&st->sweep_mu);
+    pthread_mutex_destroy(&st->grow_mu);
     pthread_cond_destroy(&st->sweep_cv);
     mdc_free(st->locks);
     mdc_huge_free(st->buckets, (size_t)st->cfg.nbuckets * sizeof(*st->buckets));
@@ -653,8 +699,8 @@ void store_get_stats(struct store *st, struct store_stats *o)
     tags_counts(st->tags, &nk, &nv, &nl);
     o->tag_keys = nk;
     o->tag_values = nv;
-    o->nbuckets = st->cfg.nbuckets;
-    o->fixed_bytes = st->fixed_bytes;
+    o->nbuckets = nbuckets_now(st);
+    o->fixed_bytes = st->fixed_bytes + o->nbuckets * sizeof(*st->buckets);
 }
 
 /* ---- eviction ---------------------------------------------------------------- */
@@ -679,14 +725,15 @@ static uint64_t rnd(struct store *st)
 static int evict_one(struct store *st)
 {
     struct record *best = NULL;
-    uint32_t best_age = 0, best_b = 0;
+    uint32_t best_age = 0;
     uint32_t now = now_s(st), tick = now_tick(st);
     int found_any = 0;
 
     for (int s = 0; s < EVICT_SAMPLES; s++) {
-        uint32_t start = (uint32_t)rnd(st) & st->bmask;
+        uint32_t nb = nbuckets_now(st);
+        uint32_t start = (uint32_t)(rnd(st) % nb);
         for (int p = 0; p < EVICT_PROBE; p++) {
-            uint32_t b = (start + (uint32_t)p) & st->bmask;
+            uint32_t b = (start + (uint32_t)p) % nb;
             mdc_rwlock_t *l = lock_of(st, b);
             mdc_rdlock(l);
             struct record *r;
@@ -704,7 +751,6 @@ static int evict_one(struct store *st)
                     rec_incref(r);
                     best = r;
                     best_age = age;
-                    best_b = b;
                 }
             }
             mdc_unlock(l);
@@ -718,18 +764,18 @@ static int evict_one(struct store *st)
         return found_any ? 0 : -1;
 
     uint64_t h = store_hash(rec_key(best), best->klen);
-    mdc_rwlock_t *l = lock_of(st, best_b);
+    mdc_rwlock_t *l = stripe_of(st, h); /* best may have moved bucket */
     mdc_wrlock(l);
     if (rec_rflags(best) & R_LINKED) {
         if (rec_expired(best, now)) {
-            do_expire(st, best_b, best, h);
+            do_expire(st, best, h);
         } else {
             announce(st, EV_EVICT, best, h);
             atomic_fetch_add_explicit(&st->evictions, 1, memory_order_relaxed);
             if (!(rec_rflags(best) & R_FETCHED))
                 atomic_fetch_add_explicit(&st->evicted_unfetched, 1,
                                           memory_order_relaxed);
-            do_unlink(st, best_b, best);
+            do_unlink(st, h, best);
         }
     }
     mdc_unlock(l);
@@ -749,14 +795,13 @@ struct record *store_get(struct store *st, const void *key, uint32_t klen)
     if (klen > STORE_MAX_KEY)
         return NULL;
     uint64_t h = store_hash(key, klen);
-    uint32_t b = bucket_idx(st, h);
-    mdc_rwlock_t *l = lock_of(st, b);
+    mdc_rwlock_t *l = stripe_of(st, h);
     int expired = 0;
 
     uint64_t ns = now_ns(st);
     check_flush(st, secs_of(st, ns));
     mdc_rdlock(l);
-    struct record *r = do_find(st, b, (uint32_t)(h >> 32), key, klen);
+    struct record *r = do_find(st, h, key, klen);
     if (r != NULL) {
         if (rec_expired(r, secs_of(st, ns))) {
             r = NULL;
@@ -775,10 +820,58 @@ struct record *store_get(struct store *st, const void *key, uint32_t klen)
         atomic_fetch_add_explicit(&st->get_expired, 1, memory_order_relaxed);
         /* lazy reclaim */
         mdc_wrlock(l);
-        (void)do_find_live(st, b, h, key, klen);
+        (void)do_find_live(st, h, key, klen);
         mdc_unlock(l);
     }
     return r;
+}
+
+/*
+ * Split one bucket (the next of linear hashing) under its stripe's write
+ * lock: records whose hash has bit n set move to bucket b + n.  Only the
+ * holder of grow_mu splits.
+ */
+static void grow_step(struct store *st)
+{
+    uint64_t s = atomic_load_explicit(&st->hstate, memory_order_relaxed);
+    uint32_t n = (uint32_t)(s >> 32), split = (uint32_t)s;
+    if ((uint64_t)n + split >= st->cfg.nbuckets)
+        return;
+    uint32_t b = split;
+    mdc_rwlock_t *l = lock_of(st, b);
+    mdc_wrlock(l);
+    struct record *r, *nx;
+    RB_FOREACH_SAFE(r, rtree, &st->buckets[b], nx)
+    {
+        uint64_t h = store_hash(rec_key(r), r->klen);
+        if ((uint32_t)h & n) {
+            RB_REMOVE(rtree, &st->buckets[b], r);
+            RB_INSERT(rtree, &st->buckets[b + n], r);
+        }
+    }
+    if (++split == n) {
+        n *= 2;
+        split = 0;
+    }
+    atomic_store_explicit(&st->hstate, (uint64_t)n << 32 | split,
+                          memory_order_relaxed);
+    mdc_unlock(l);
+}
+
+/* After an insert: grow while records outnumber GROW_LOAD per bucket.
+ * Called with no lock held; one thread grows at a time, others go on. */
+static void maybe_grow(struct store *st)
+{
+    uint64_t items = atomic_load_explicit(&st->curr_items,
+                                          memory_order_relaxed);
+    if (items <= (uint64_t)GROW_LOAD * nbuckets_now(st) ||
+        nbuckets_now(st) >= st->cfg.nbuckets)
+        return;
+    if (pthread_mutex_trylock(&st->grow_mu) != 0)
+        return;
+    for (int i = 0; i < GROW_STEPS; i++)
+        grow_step(st);
+    pthread_mutex_unlock(&st->grow_mu);
 }
 
 int store_visit(struct store *st, const void *key, uint32_t klen,
@@ -787,14 +880,13 @@ int store_visit(struct store *st, const void *key, uint32_t klen,
     if (klen > STORE_MAX_KEY)
         return 0;
     uint64_t h = store_hash(key, klen);
-    uint32_t b = bucket_idx(st, h);
-    mdc_rwlock_t *l = lock_of(st, b);
+    mdc_rwlock_t *l = stripe_of(st, h);
     int ran = 0;
 
     check_flush(st, now_s(st));
 
     mdc_rdlock(l);
-    struct record *r = do_find(st, b, (uint32_t)(h >> 32), key, klen);
+    struct record *r = do_find(st, h, key, klen);
     if (r != NULL && !rec_expired(r, now_s(st))) {
         fn(ctx, st, r);
         ran = 1;
@@ -809,12 +901,11 @@ struct record *store_gat(struct store *st, const void *key, uint32_t klen,
     if (klen > STORE_MAX_KEY)
         return NULL;
     uint64_t h = store_hash(key, klen);
-    uint32_t b = bucket_idx(st, h);
-    mdc_rwlock_t *l = lock_of(st, b);
+    mdc_rwlock_t *l = stripe_of(st, h);
     uint32_t d = deadline_of(st, exptime);
 
     mdc_wrlock(l);
-    struct record *r = do_find_live(st, b, h, key, klen);
+    struct record *r = do_find_live(st, h, key, klen);
     if (r != NULL) {
         announce(st, EV_TOUCH, r, h);
         __atomic_store_n(&r->deadline, d, __ATOMIC_RELAXED);
@@ -832,13 +923,12 @@ int store_touch(struct store *st, const void *key, uint32_t klen,
     if (klen > STORE_MAX_KEY)
         return ST_KEY_INVALID;
     uint64_t h = store_hash(key, klen);
-    uint32_t b = bucket_idx(st, h);
-    mdc_rwlock_t *l = lock_of(st, b);
+    mdc_rwlock_t *l = stripe_of(st, h);
     uint32_t d = deadline_of(st, exptime);
     int rc = ST_NOT_FOUND;
 
     mdc_wrlock(l);
-    struct record *r = do_find_live(st, b, h, key, klen);
+    struct record *r = do_find_live(st, h, key, klen);
     if (r != NULL) {
         announce(st, EV_TOUCH, r, h);
         __atomic_store_n(&r->deadline, d, __ATOMIC_RELAXED);
@@ -854,18 +944,17 @@ int store_delete(struct store *st, const void *key, uint32_t klen,
     if (klen > STORE_MAX_KEY)
         return ST_KEY_INVALID;
     uint64_t h = store_hash(key, klen);
-    uint32_t b = bucket_idx(st, h);
-    mdc_rwlock_t *l = lock_of(st, b);
+    mdc_rwlock_t *l = stripe_of(st, h);
     int rc = ST_NOT_FOUND;
 
     mdc_wrlock(l);
-    struct record *r = do_find_live(st, b, h, key, klen);
+    struct record *r = do_find_live(st, h, key, klen);
     if (r != NULL) {
         if (cas != 0 && r->cas != cas) {
             rc = ST_EXISTS;
         } else {
             announce(st, EV_DELETE, r, h);
-            do_unlink(st, b, r);
+            do_unlink(st, h, r);
             rc = ST_OK;
         }
     }
@@ -906,8 +995,7 @@ static int put_concat(struct store *st, enum store_mode mode,
                       const struct store_item *it, uint64_t *cas_out)
 {
     uint64_t h = store_hash(it->key, it->klen);
-    uint32_t b = bucket_idx(st, h);
-    mdc_rwlock_t *l = lock_of(st, b);
+    mdc_rwlock_t *l = stripe_of(st, h);
 
     for (int attempt = 0; attempt < RETRY_LIMIT; attempt++) {
         struct record *old = store_get(st, it->key, it->klen);
@@ -944,11 +1032,11 @@ static int put_concat(struct store *st, enum store_mode mode,
         r->cas = next_cas();
 
         mdc_wrlock(l);
-        struct record *cur = do_find_live(st, b, h, it->key, it->klen);
+        struct record *cur = do_find_live(st, h, it->key, it->klen);
         if (cur == old) {
             uint64_t ncas = r->cas; /* r may be replaced once unlocked */
             announce(st, mode_event[mode], old, h);
-            do_link(st, b, r, old, nt != 0);
+            do_link(st, h, r, old, nt != 0);
             mdc_unlock(l);
             if (cas_out)
                 *cas_out = ncas;
@@ -1019,11 +1107,10 @@ static int put_common(struct store *st, enum store_mode mode,
     r->cas = next_cas();
 
     uint64_t h = store_hash(it->key, it->klen);
-    uint32_t b = bucket_idx(st, h);
-    mdc_rwlock_t *l = lock_of(st, b);
+    mdc_rwlock_t *l = stripe_of(st, h);
     uint64_t ncas = r->cas; /* r may be replaced once unlocked */
     mdc_wrlock(l);
-    struct record *old = do_find_live(st, b, h, it->key, it->klen);
+    struct record *old = do_find_live(st, h, it->key, it->klen);
     switch (mode) {
     case STORE_ADD:
         if (old != NULL)
@@ -1044,13 +1131,16 @@ static int put_common(struct store *st, enum store_mode mode,
     }
     if (rc == 0) {
         announce(st, ev, r, h);
-        rc = do_link(st, b, r, old, 0);
+        rc = do_link(st, h, r, old, 0);
     }
     mdc_unlock(l);
     if (rc != 0) {
         store_release(st, r);
-    } else if (cas_out != NULL) {
-        *cas_out = ncas;
+    } else {
+        if (cas_out != NULL)
+            *cas_out = ncas;
+        if (old == NULL)
+            maybe_grow(st);
     }
 out:
     if (tb != stackbuf)
@@ -1093,8 +1183,7 @@ static int counter_rmw(struct store *st, enum store_event ev, const void *key,
     if (rc != 0)
         return rc;
     uint64_t h = store_hash(key, klen);
-    uint32_t b = bucket_idx(st, h);
-    mdc_rwlock_t *l = lock_of(st, b);
+    mdc_rwlock_t *l = stripe_of(st, h);
 
     for (int attempt = 0; attempt < RETRY_LIMIT; attempt++) {
         struct record *old = store_get(st, key, klen);
@@ -1131,11 +1220,11 @@ static int counter_rmw(struct store *st, enum store_event ev, const void *key,
         r->cas = next_cas();
 
         mdc_wrlock(l);
-        struct record *cur_r = do_find_live(st, b, h, key, klen);
+        struct record *cur_r = do_find_live(st, h, key, klen);
         if (cur_r == old) {
             uint64_t ncas = r->cas; /* r may be replaced once unlocked */
             announce(st, ev, old, h);
-            do_link(st, b, r, old, nt != 0);
+            do_link(st, h, r, old, nt != 0);
             mdc_unlock(l);
             *result = res;
             if (cas_out)
@@ -1227,13 +1316,15 @@ int store_atomic(struct store *st, enum store_atomic_op op, const void *key,
 /* ---- flush and sweep ------------------------------------------------------------ */
 void store_flush(struct store *st)
 {
-    for (uint32_t b = 0; b <= st->bmask; b++) {
+    /* re-read the size each step: a bucket split behind the cursor moves
+     * records ahead of it, never behind */
+    for (uint32_t b = 0; b < nbuckets_now(st); b++) {
         mdc_rwlock_t *l = lock_of(st, b);
         mdc_wrlock(l);
         struct record *r;
         while ((r = RB_ROOT(&st->buckets[b])) != NULL) {
             announce(st, EV_FLUSH, r, store_hash(rec_key(r), r->klen));
-            do_unlink(st, b, r);
+            do_unlink_b(st, b, r);
         }
         mdc_unlock(l);
     }
@@ -1261,19 +1352,20 @@ size_t store_sweep(struct store *st, size_t max_buckets)
     size_t n = 0;
     uint32_t now = now_s(st);
     check_flush(st, now);
-    if (max_buckets > (size_t)st->bmask + 1)
-        max_buckets = (size_t)st->bmask + 1;
+    uint32_t nb = nbuckets_now(st);
+    if (max_buckets > nb)
+        max_buckets = nb;
     uint64_t start = atomic_fetch_add_explicit(&st->sweep_cursor, max_buckets,
                                                memory_order_relaxed);
     for (size_t i = 0; i < max_buckets; i++) {
-        uint32_t b = (uint32_t)(start + i) & st->bmask;
+        uint32_t b = (uint32_t)((start + i) % nb);
         mdc_rwlock_t *l = lock_of(st, b);
         mdc_wrlock(l);
         struct record *r, *nx;
         RB_FOREACH_SAFE(r, rtree, &st->buckets[b], nx)
         {
             if (rec_expired(r, now)) {
-                do_expire(st, b, r, store_hash(rec_key(r), r->klen));
+                do_expire(st, r, store_hash(rec_key(r), r->klen));
                 n++;
             }
         }
@@ -1285,10 +1377,10 @@ size_t store_sweep(struct store *st, size_t max_buckets)
 static void *sweeper_main(void *arg)
 {
     struct store *st = arg;
-    /* visit every bucket about once every 10 intervals */
-    size_t per = ((size_t)st->bmask + 1) / 10 + 1;
     pthread_mutex_lock(&st->sweep_mu);
     while (!st->sweep_stop) {
+        /* visit every bucket about once every 10 intervals */
+        size_t per = (size_t)nbuckets_now(st) / 10 + 1;
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         uint64_t ns = (uint64_t)ts.tv_nsec +
@@ -1355,8 +1447,7 @@ int store_get_by_tag(struct store *st, int32_t tkey, const int32_t *tvals,
     for (size_t i = 0; i < cand.n; i++) {
         struct record *r = cand.recs[i];
         uint64_t h = store_hash(rec_key(r), r->klen);
-        uint32_t b = bucket_idx(st, h);
-        mdc_rwlock_t *l = lock_of(st, b);
+        mdc_rwlock_t *l = stripe_of(st, h);
         mdc_rdlock(l);
         int live = (rec_rflags(r) & R_LINKED) && !rec_expired(r, now);
         mdc_unlock(l);
@@ -1412,14 +1503,12 @@ int store_del_by_tag(struct store *st, int32_t tkey, const int32_t *tvals,
     for (size_t i = 0; i < cand.n; i++) {
         struct record *c = cand.recs[i];
         uint64_t h = store_hash(rec_key(c), c->klen);
-        uint32_t b = bucket_idx(st, h);
-        mdc_rwlock_t *l = lock_of(st, b);
+        mdc_rwlock_t *l = stripe_of(st, h);
         mdc_wrlock(l);
-        struct record *r = do_find(st, b, (uint32_t)(h >> 32), rec_key(c),
-                                   c->klen);
+        struct record *r = do_find(st, h, rec_key(c), c->klen);
         if (r != NULL && carries(r, tkey, tvals, ntvals)) {
             announce(st, EV_DEL_BY_TAG, r, h);
-            do_unlink(st, b, r);
+            do_unlink(st, h, r);
             n++;
         }
         mdc_unlock(l);
@@ -1456,18 +1545,17 @@ int store_tstack_pop(struct store *st, struct mdc_tag tag, struct record **out)
         if (c == NULL)
             return ST_NOT_FOUND;
         uint64_t h = store_hash(rec_key(c), c->klen);
-        uint32_t b = bucket_idx(st, h);
-        mdc_rwlock_t *l = lock_of(st, b);
+        mdc_rwlock_t *l = stripe_of(st, h);
         mdc_wrlock(l);
         if (rec_rflags(c) & R_LINKED) {
             if (rec_expired(c, now_s(st))) {
-                do_expire(st, b, c, h);
+                do_expire(st, c, h);
                 mdc_unlock(l);
                 store_release(st, c);
                 continue;
             }
             announce(st, EV_TSTACK_POP, c, h);
-            do_unlink(st, b, c);
+            do_unlink(st, h, c);
             mdc_unlock(l);
             *out = c; /* the caller gets our reference */
             return ST_OK;
@@ -1483,6 +1571,10 @@ int store_check(struct store *st, char *buf, size_t len)
 {
     uint64_t items = 0, tagged = 0, links = 0;
     for (uint32_t b = 0; b <= st->bmask; b++) {
+        if (b >= nbuckets_now(st) && !RB_EMPTY(&st->buckets[b])) {
+            snprintf(buf, len, "records in bucket %u beyond the table", b);
+            return -1;
+        }
         struct record *r;
         RB_FOREACH(r, rtree, &st->buckets[b])
         {

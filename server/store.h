@@ -48,7 +48,10 @@ const char *store_strstatus(int status);
 struct store_config {
     size_t mem_limit;       /* bytes of records + tag index; 0 = 1024 MiB */
     bool no_evict;          /* -M: refuse stores instead of evicting */
-    uint32_t nbuckets;      /* power of two; 0 = derived from mem_limit */
+    uint32_t nbuckets;      /* power of two; 0 = derived from mem_limit.
+                             * The most buckets; the table starts with
+                             * initial_buckets and grows as records come */
+    uint32_t initial_buckets; /* 0 = 65536, or nbuckets if that was set */
     uint32_t nlocks;        /* lock stripes, power of two; 0 = default */
     uint32_t tag_buckets;   /* power of two; 0 = 64 */
     uint32_t max_tags;      /* per record; 0 = 64 */

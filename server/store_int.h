@@ -81,8 +81,10 @@ RB_HEAD(rtree, record);
 
 struct store {
     struct store_config cfg;
-    uint32_t bmask;
+    uint32_t bmask; /* of the reserved array (cfg.nbuckets, the maximum) */
     uint32_t lmask;
+    _Atomic uint64_t hstate; /* linear hashing: n << 32 | split */
+    pthread_mutex_t grow_mu;
     struct rtree *buckets;
     mdc_rwlock_t *locks;
     struct tags *tags;

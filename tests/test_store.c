@@ -632,6 +632,42 @@ static void test_flush_at(void **state)
     store_destroy(st);
 }
 
+static void test_growth(void **state)
+{
+    (void)state;
+    struct store_config c = {.nbuckets = 1 << 16, .initial_buckets = 16,
+                             .nlocks = 16};
+    struct store *st = store_create(&c);
+    struct store_stats s;
+    store_get_stats(st, &s);
+    assert_int_equal(s.nbuckets, 16);
+    char k[32], b[32];
+    struct mdc_tag t = T(1, 1);
+    for (int i = 0; i < 20000; i++) {
+        snprintf(k, sizeof k, "g%d", i);
+        assert_int_equal(put(st, STORE_SET, k, k, (i % 3) ? NULL : &t,
+                             (i % 3) ? 0 : 1, 0), ST_OK);
+    }
+    store_get_stats(st, &s);
+    assert_true(s.nbuckets >= 20000 / 2);
+    assert_true(s.nbuckets <= 1 << 16);
+    check(st); /* every record in the bucket its hash names */
+    for (int i = 0; i < 20000; i++) {
+        snprintf(k, sizeof k, "g%d", i);
+        assert_string_equal(val(st, k, b, sizeof b), k);
+    }
+    int32_t tv = 1;
+    struct store_recset set;
+    assert_int_equal(store_get_by_tag(st, 1, &tv, 1, &set), ST_OK);
+    assert_int_equal(set.n, 6667);
+    store_recset_release(st, &set);
+    store_flush(st);
+    store_get_stats(st, &s);
+    assert_int_equal(s.curr_items, 0);
+    assert_int_equal(s.bytes, 0);
+    store_destroy(st);
+}
+
 static void visit_fn(void *ctx, struct store *st, const struct record *r)
 {
     (void)st;
@@ -676,6 +712,7 @@ int main(void)
         cmocka_unit_test(test_record_size),
         cmocka_unit_test(test_visit),
         cmocka_unit_test(test_flush_at),
+        cmocka_unit_test(test_growth),
     };
     return cmocka_run_group_tests_name("store", tests, NULL, NULL);
 }
