@@ -78,7 +78,7 @@ struct opt_list {
     X(max_item_size, 'I', "max-item-size", OT_SIZE, "1m", 1024, 1073741824,    \
       "SIZE", "largest value accepted (k/m suffix)")                           \
     X(buckets, 'b', "buckets", OT_POW2, "0", 0, 1073741824, "N",               \
-      "record buckets, a power of two; 0 = derived from -m")                   \
+      "record buckets (fixed), a power of two; 0 = grow as needed")           \
     X(tag_buckets, 0, "tag-buckets", OT_POW2, "64", 1, 1048576, "N",           \
       "tag index buckets, a power of two")                                     \
     X(max_tags, 0, "max-tags", OT_UINT, "64", 1, 65535, "N",                   \
