@@ -44,6 +44,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -712,8 +713,31 @@ static void worker(struct target *t, double secs, unsigned seed)
     }
 }
 
+/* CPU time of the waited-for load processes (user + system), seconds. */
+static double children_cpu_s(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_CHILDREN, &ru) != 0)
+        return 0;
+    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+           (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+/* The machine's 1-minute load average (other work sharing the CPUs). */
+static double loadavg1(void)
+{
+    double l = 0;
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f != NULL) {
+        if (fscanf(f, "%lf", &l) != 1)
+            l = 0;
+        fclose(f);
+    }
+    return l;
+}
+
 static void print_stats(const char *target, const struct stats *s, double secs,
-                        int conns, double cpu)
+                        int conns, double cpu, double ccpu)
 {
     uint64_t total = 0;
     for (int i = 0; i < OP__N; i++)
@@ -721,11 +745,13 @@ static void print_stats(const char *target, const struct stats *s, double secs,
     printf("{\"mode\":\"run\",\"target\":\"%s\",\"conns\":%d,\"secs\":%.2f,"
            "\"records\":%" PRIu32 ",\"ops\":%" PRIu64 ",\"ops_per_s\":%.0f,"
            "\"p50_us\":%.0f,\"p99_us\":%.0f,\"server_cpu_us_per_op\":%.2f,"
+           "\"client_cpu_us_per_op\":%.2f,\"loadavg1\":%.2f,"
            "\"misses\":%" PRIu64 ",\"stale\":%" PRIu64 ",\"errors\":%" PRIu64,
            target, conns, secs, nrec, total, (double)total / secs,
            hist_pct(s->hist, 50), hist_pct(s->hist, 99),
-           total ? cpu * 1e6 / (double)total : 0.0, s->misses, s->stale,
-           s->errors);
+           total ? cpu * 1e6 / (double)total : 0.0,
+           total ? ccpu * 1e6 / (double)total : 0.0, loadavg1(), s->misses,
+           s->stale, s->errors);
     for (int i = 0; i < OP__N; i++)
         printf(",\"%s_ops\":%" PRIu64 ",\"%s_rt_per_op\":%.2f", op_names[i],
                s->ops[i], op_names[i],
@@ -743,6 +769,7 @@ static int do_run(struct target *proto, const char *host, int port, double secs,
         return -1;
     memset(sh, 0, sizeof(struct stats) * (size_t)conns);
     double cpu0 = proc_cpu_s(pid);
+    double ccpu0 = children_cpu_s();
     uint64_t t0 = now_us();
     for (int i = 0; i < conns; i++) {
         pid_t c = fork();
@@ -762,6 +789,7 @@ static int do_run(struct target *proto, const char *host, int port, double secs,
         bad |= !WIFEXITED(status) || WEXITSTATUS(status) != 0;
     double elapsed = (double)(now_us() - t0) / 1e6;
     double cpu = proc_cpu_s(pid) - cpu0;
+    double ccpu = children_cpu_s() - ccpu0; /* the load processes' own */
     struct stats *sum = calloc(1, sizeof(*sum));
     for (int i = 0; i < conns; i++) {
         for (int k = 0; k < OP__N; k++)
@@ -774,7 +802,7 @@ static int do_run(struct target *proto, const char *host, int port, double secs,
         for (int b = 0; b < HBUCKETS; b++)
             sum->hist[b] += sh[i].hist[b];
     }
-    print_stats(proto->name, sum, elapsed, conns, cpu);
+    print_stats(proto->name, sum, elapsed, conns, cpu, ccpu);
     free(sum);
     munmap(sh, sizeof(struct stats) * (size_t)conns);
     return bad ? -1 : 0;

@@ -20,23 +20,32 @@ def main(path):
             for t in targets}
     med = {}
     print("| target | ops/s (median) | p50 us | p99 us | server CPU us/op "
-          "| RT/get | RT/set | RT/get_by_tag | RT/del_by_tag | errors |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "| load CPU us/op | RT/get | RT/set | RT/get_by_tag | RT/del_by_tag "
+          "| errors |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for t in targets:
         rs = runs[t]
         if not rs:
             continue
         m = {k: statistics.median(r[k] for r in rs) for k in
              ["ops_per_s", "p50_us", "p99_us", "server_cpu_us_per_op",
-              "get_rt_per_op", "set_rt_per_op", "get_by_tag_rt_per_op",
-              "del_by_tag_rt_per_op"]}
+              "client_cpu_us_per_op", "get_rt_per_op", "set_rt_per_op",
+              "get_by_tag_rt_per_op", "del_by_tag_rt_per_op"]
+             if all(k in r for r in rs)}
         med[t] = m
         errs = sum(r["errors"] for r in rs)
         print(f"| {t} | {m['ops_per_s']:.0f} | {m['p50_us']:.0f} | "
               f"{m['p99_us']:.0f} | {m['server_cpu_us_per_op']:.1f} | "
+              f"{m.get('client_cpu_us_per_op', float('nan')):.1f} | "
               f"{m['get_rt_per_op']:.2f} | {m['set_rt_per_op']:.2f} | "
               f"{m['get_by_tag_rt_per_op']:.2f} | "
               f"{m['del_by_tag_rt_per_op']:.2f} | {errs} |")
+    print("\nPer round (ops/s, server | load CPU us/op, 1-min load average):")
+    for t in targets:
+        print(f"- {t}: " + "; ".join(
+            f"{r['ops_per_s']:.0f} ({r['server_cpu_us_per_op']:.1f} | "
+            f"{r.get('client_cpu_us_per_op', float('nan')):.1f}, "
+            f"load {r.get('loadavg1', float('nan')):.2f})" for r in runs[t]))
     if "mdcached" in med:
         for t in ["memcached", "redis"]:
             if t in med:

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -366,6 +367,22 @@ static int fail(struct mdc *m, int rc)
 }
 
 /*
+ * The connection is up.  The socket becomes blocking so that a lone
+ * exchange waits for its reply in recv() itself (read_blocking()), one
+ * system call per reply instead of poll() then recv(); the poll loop passes
+ * MSG_DONTWAIT and never blocks.  If the flag cannot be changed the socket
+ * stays non-blocking and every exchange uses the poll loop.
+ */
+static void conn_ready(struct mdc *m)
+{
+    int fl = fcntl(m->fd, F_GETFL);
+    m->blocking = fl >= 0 && fcntl(m->fd, F_SETFL, fl & ~O_NONBLOCK) == 0;
+    m->rcvtimeo_ms = 0;
+    m->state = MDCI_READY;
+    m->deadline = mdci_now_ms() + m->io_ms;
+}
+
+/*
  * Start a non-blocking connect to address m->addr_cur onwards.  Returns
  * MDC_OK with state READY or CONNECTING, or an error when no address could
  * even be tried (message set).
@@ -387,8 +404,7 @@ static int connect_start(struct mdc *m)
         }
         if (connect(fd, sa, m->addrlens[m->addr_cur]) == 0) {
             m->fd = fd;
-            m->state = MDCI_READY;
-            m->deadline = mdci_now_ms() + m->io_ms;
+            conn_ready(m);
             return MDC_OK;
         }
         if (errno == EINPROGRESS || errno == EAGAIN) {
@@ -416,8 +432,7 @@ static int connect_finish(struct mdc *m, bool timed_out)
         soerr = errno;
     }
     if (soerr == 0) {
-        m->state = MDCI_READY;
-        m->deadline = mdci_now_ms() + m->io_ms;
+        conn_ready(m);
         return MDC_OK;
     }
     close(m->fd);
@@ -558,7 +573,7 @@ static void do_write(struct mdc *m)
 {
     while (m->out.off < m->out.len) {
         ssize_t n = send(m->fd, m->out.p + m->out.off, m->out.len - m->out.off,
-                         MSG_NOSIGNAL);
+                         MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n > 0) {
             m->out.off += (size_t)n;
             m->deadline = mdci_now_ms() + m->io_ms;
@@ -629,7 +644,8 @@ static void do_read(struct mdc *m)
             fail(m, MDC_ERR_NOMEM);
             return;
         }
-        ssize_t n = recv(m->fd, m->in.p + m->in.len, m->in.cap - m->in.len, 0);
+        ssize_t n = recv(m->fd, m->in.p + m->in.len, m->in.cap - m->in.len,
+                         MSG_DONTWAIT);
         if (n > 0) {
             m->in.len += (size_t)n;
             m->deadline = mdci_now_ms() + m->io_ms;
@@ -655,7 +671,9 @@ static void do_read(struct mdc *m)
     }
 }
 
-void mdci_run(struct mdc **hs, size_t n)
+/* The poll loop; fresh: ready connections start their I/O deadline now
+ * (else each keeps the one it has, from its last progress). */
+static void run(struct mdc **hs, size_t n, bool fresh)
 {
     struct pollfd stackfds[16];
     struct pollfd *fds = stackfds;
@@ -676,11 +694,11 @@ void mdci_run(struct mdc **hs, size_t n)
         idx = stackidx;
     }
 
-    /* Ready connections start with their I/O deadline now. */
     int64_t now = mdci_now_ms();
-    for (size_t i = 0; i < n; i++)
-        if (hs[i]->busy && hs[i]->state == MDCI_READY)
-            hs[i]->deadline = now + hs[i]->io_ms;
+    if (fresh)
+        for (size_t i = 0; i < n; i++)
+            if (hs[i]->busy && hs[i]->state == MDCI_READY)
+                hs[i]->deadline = now + hs[i]->io_ms;
 
     for (;;) {
         size_t nfds = 0;
@@ -765,18 +783,85 @@ out:
         free(idx);
 }
 
+void mdci_run(struct mdc **hs, size_t n)
+{
+    run(hs, n, true);
+}
+
 void mdci_exchange_write(struct mdc *m)
 {
     if (m->busy && m->state == MDCI_READY)
         do_write(m);
 }
 
+/*
+ * One handle whose requests are all sent: wait for the replies in recv()
+ * itself, the socket blocking with SO_RCVTIMEO set to the I/O timeout (the
+ * same rule as the poll loop's: no progress for io_ms is a timeout).
+ * Returns with the exchange complete or failed, or still busy when the
+ * poll loop has to take over (a signal interrupted the wait, or the
+ * timeout could not be set).
+ */
+static void read_blocking(struct mdc *m)
+{
+    if (m->rcvtimeo_ms != m->io_ms) {
+        struct timeval tv = {.tv_sec = m->io_ms / 1000,
+                             .tv_usec = (m->io_ms % 1000) * 1000};
+        if (setsockopt(m->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0)
+            return;
+        m->rcvtimeo_ms = m->io_ms;
+    }
+    while (m->busy) {
+        if (buf_reserve(&m->in, IN_CHUNK) < 0) {
+            mdci_seterr(m, MDC_ERR_NOMEM, "%s: out of memory reading",
+                        m->label);
+            fail(m, MDC_ERR_NOMEM);
+            return;
+        }
+        ssize_t n = recv(m->fd, m->in.p + m->in.len, m->in.cap - m->in.len, 0);
+        if (n > 0) {
+            m->in.len += (size_t)n;
+            /* progress: the deadline the poll loop would keep after EINTR */
+            m->deadline = mdci_now_ms() + m->io_ms;
+            dispatch(m);
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            return; /* the poll loop goes on to the same deadline */
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            mdci_seterr(m, MDC_ERR_TIMEOUT, "%s: no reply within %d ms",
+                        m->label, m->io_ms);
+            fail(m, MDC_ERR_TIMEOUT);
+            return;
+        }
+        if (n == 0)
+            mdci_seterr(m, MDC_ERR_IO,
+                        "%s: connection closed by the server "
+                        "before the reply was complete",
+                        m->label);
+        else
+            mdci_seterr(m, MDC_ERR_IO, "%s: recv: %s", m->label,
+                        strerror(errno));
+        fail(m, MDC_ERR_IO);
+        return;
+    }
+}
+
 int mdci_exchange(struct mdc *m)
 {
-    /* Write what can go at once before the first poll. */
+    /* Write what can go at once; if everything went, wait for the reply in
+     * recv(), else (a connect pending, a batch larger than the socket
+     * buffer) the poll loop writes and reads together. */
     mdci_exchange_write(m);
-    if (m->busy)
-        mdci_run(&m, 1);
+    if (m->busy && m->state == MDCI_READY && m->blocking && m->out.len > 0 &&
+        m->out.off == m->out.len) {
+        /* do_write() set the deadline when the last byte went */
+        read_blocking(m);
+        if (m->busy)
+            run(&m, 1, false);
+    } else if (m->busy) {
+        run(&m, 1, true);
+    }
     return m->xrc;
 }
 

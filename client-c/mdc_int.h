@@ -62,6 +62,10 @@ struct mdc {
     int connect_ms, io_ms, retry_ms;
     int64_t down_until; /* monotonic ms; 0 = up */
     int64_t deadline;   /* monotonic ms of the running exchange step */
+    bool blocking;      /* the connected socket blocks (mdci_exchange()
+                           waits in recv(); the poll loop uses
+                           MSG_DONTWAIT) */
+    int rcvtimeo_ms;    /* SO_RCVTIMEO set on fd; 0 = none yet */
     uint32_t next_opaque;
     struct mdci_buf out;
     struct mdci_buf in;

@@ -306,12 +306,74 @@ static void nat_get_by_tag(struct conn *c, struct worker *w,
         tvals[i] = t[i].tval;
     st = store_get_by_tag(store, tkey, tvals, h->ntags, &set);
     if (st == ST_OK || st == ST_TRUNCATED) {
+        /*
+         * Records with small values (the common tagged record) are written
+         * whole into the output buffer under one reservation - the bytes
+         * nat_record() sends, the value copied - and their references
+         * dropped at once: the reply is one contiguous segment, one iovec
+         * for sendmsg(), instead of a header segment and a value reference
+         * per record (which also cut a large reply into several sendmsg()
+         * calls of CONN_IOV_MAX segments).  Large values, and whatever
+         * passes the copy budget, still go by reference, after them (the
+         * order of a tag's records is not promised).
+         */
+        enum { GBT_COPY_VLEN = 1024, GBT_COPY_BUDGET = 1 << 20 };
+        size_t ncopy = 0, bytes = 0;
+        uint8_t *p = NULL;
+
         STAT_ADD(&w->stats, get_by_tag_records, set.n);
         if (st == ST_TRUNCATED)
             STAT_INC(&w->stats, get_by_tag_truncated);
-        for (i = 0; i < set.n; i++)
+        for (i = 0; i < set.n; i++) {
+            struct record *r = set.recs[i];
+            uint32_t vlen = record_vlen(r);
+            size_t n = WIRE_HDR_LEN + (size_t)record_ntags(r) * WIRE_TAG_LEN +
+                       record_klen(r) + vlen;
+
+            if (vlen > GBT_COPY_VLEN || bytes + n > GBT_COPY_BUDGET)
+                continue;
+            set.recs[i] = set.recs[ncopy];
+            set.recs[ncopy++] = r;
+            bytes += n;
+        }
+        if (ncopy > 0)
+            p = conn_out_reserve(c, bytes);
+        if (p == NULL)
+            ncopy = 0; /* nat_record() below fails and releases alike */
+        if (ncopy > 0) {
+            struct wire_hdr rh;
+
+            wire_hdr_response(&rh, h, WIRE_S_OK);
+            rh.flags |= WIRE_F_MORE;
+            for (i = 0; i < ncopy; i++) {
+                struct record *r = set.recs[i];
+                uint32_t ntags = record_ntags(r), klen = record_klen(r);
+                uint32_t vlen = record_vlen(r), j;
+
+                rh.klen = (uint16_t)klen;
+                rh.ntags = (uint16_t)ntags;
+                rh.vlen = vlen;
+                rh.iflags = record_flags(r);
+                rh.cas = record_cas(r);
+                rh.expiry = record_ttl(store, r);
+                wire_encode_header(p, &rh);
+                p += WIRE_HDR_LEN;
+                for (j = 0; j < ntags; j++, p += WIRE_TAG_LEN) {
+                    struct mdc_tag tg = record_tag(r, j);
+                    wire_encode_tag(p, tg.tkey, tg.tval);
+                }
+                memcpy(p, record_key(r), klen);
+                p += klen;
+                if (vlen > 0)
+                    memcpy(p, record_value(r), vlen);
+                p += vlen;
+                store_release(store, r);
+            }
+            conn_out_commit(c, bytes);
+        }
+        for (i = ncopy; i < set.n; i++)
             nat_record(c, h, set.recs[i], true, true);
-        set.n = 0; /* the references now belong to the output queue */
+        set.n = 0; /* the references are dropped or queued with the output */
     }
     store_recset_release(store, &set);
     /* Terminator: OK, TRUNCATED, or the error alone. */

@@ -1439,18 +1439,18 @@ int store_get_by_tag(struct store *st, int32_t tkey, const int32_t *tvals,
         }
         cand.n = k;
     }
-    /* each record is read atomically: keep it if, under its bucket lock, it
-     * is still the live record for its key */
+    /* keep a record if it is still the live record for its key: it was in
+     * the tag index when collected and we hold a reference (it cannot be
+     * freed), R_LINKED is only ever cleared, and flags and deadline are
+     * atomics, so one atomic look decides as a look under the stripe lock
+     * did (a record unlinked or expiring meanwhile goes either way, as it
+     * could under the lock), without hashing the key and taking the lock */
     uint32_t now = now_s(st);
     size_t k = 0;
     out->bytes = 0;
     for (size_t i = 0; i < cand.n; i++) {
         struct record *r = cand.recs[i];
-        uint64_t h = store_hash(rec_key(r), r->klen);
-        mdc_rwlock_t *l = stripe_of(st, h);
-        mdc_rdlock(l);
         int live = (rec_rflags(r) & R_LINKED) && !rec_expired(r, now);
-        mdc_unlock(l);
         if (live) {
             cand.recs[k++] = r;
             out->bytes += (size_t)r->klen + r->vlen;
