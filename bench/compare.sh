@@ -37,9 +37,11 @@
 #   -u, --doc FILE         replace the "compare" section of FILE (the table
 #                          and plots; plots go to the results directory)
 #   -q, --quiet-wait S     longest wait for an idle machine before a run (10)
-#   -b, --wait-budget S    total seconds of such waiting allowed (600)
+#   -b, --wait-budget S    total seconds of such waiting allowed (300)
 #   -t, --tries N          attempts per run while neighbours spoil it (3)
 #   -N, --big N            records for W6 and W7's largest size (10^7)
+#   -a, --append FILE      add to an earlier run's JSON lines: the report
+#                          takes each workload from the latest run that has it
 #       --quick            3 rounds of 2 s, 10^6 records: checks the script
 # Results: RESULTS/compare-DATE.jsonl (one JSON object per line: a "meta"
 # line, one line per run, W6 lines) and compare-DATE-summary.json.
@@ -54,10 +56,11 @@ WORKLOADS="W1 W2 W3 W4 W6 W7"
 RESULTS=$HERE/results
 DOC=
 QWAIT=10
-WAIT_BUDGET=600
+WAIT_BUDGET=300
 TRIES=3
 BIG=10000000
 QUICK=0
+APPEND=
 CMDLINE="bench/compare.sh $*"
 while [ $# -gt 0 ]; do
     case $1 in
@@ -72,6 +75,7 @@ while [ $# -gt 0 ]; do
     -b | --wait-budget) WAIT_BUDGET=$2; shift ;;
     -t | --tries) TRIES=$2; shift ;;
     -N | --big) BIG=$2; shift ;;
+    -a | --append) APPEND=$2; shift ;;
     --quick) QUICK=1; DUR=2; WARM=0.5; BIG=1000000; QWAIT=0; TRIES=1 ;;
     -h | --help) sed -n '2,45p' "$0"; exit 0 ;;
     *) echo "compare.sh: unknown option $1" >&2; sed -n '30,45p' "$0" >&2; exit 64 ;;
@@ -100,12 +104,17 @@ DATE=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 TMP=$(mktemp -d /tmp/mdc-compare.XXXXXX)
 chmod 1777 "$TMP" # memcached drops to nobody before creating its socket
 mkdir -p "$RESULTS"
-RUNS=$RESULTS/compare-${DATE//:/}.jsonl
-: > "$RUNS"
+if [ -n "$APPEND" ]; then
+    RUNS=$APPEND
+else
+    RUNS=$RESULTS/compare-${DATE//:/}.jsonl
+    : > "$RUNS"
+fi
 
 declare -A SPID SADDR SFLAGS SARGS SPRE
 SERVERS=()
 cleanup() {
+    for s in "${SERVERS[@]}"; do kill -CONT "${SPID[$s]}" 2>/dev/null || true; done
     for s in "${SERVERS[@]}"; do kill "${SPID[$s]}" 2>/dev/null || true; done
     wait 2>/dev/null || true
     rm -rf "$TMP"
@@ -174,6 +183,7 @@ start() {
 }
 stop_all() {
     local s
+    for s in "${SERVERS[@]}"; do kill -CONT "${SPID[$s]}" 2>/dev/null || true; done
     for s in "${SERVERS[@]}"; do kill "${SPID[$s]}" 2>/dev/null || true; done
     for s in "${SERVERS[@]}"; do wait "${SPID[$s]}" 2>/dev/null || true; done
     SERVERS=()
@@ -227,6 +237,21 @@ wait_quiet() {
     return 0
 }
 
+# Only the measured server may run: the others are stopped (SIGSTOP) during
+# its window, so their housekeeping threads (mdcached's expiry sweep,
+# memcached's LRU maintainer, Redis's cron) do not take CPU 0 from it.
+# freeze_others SERVER / thaw_all
+freeze_others() {
+    local x
+    for x in "${SERVERS[@]}"; do
+        [ "$x" = "$1" ] || kill -STOP "${SPID[$x]}" 2>/dev/null || true
+    done
+}
+thaw_all() {
+    local x
+    for x in "${SERVERS[@]}"; do kill -CONT "${SPID[$x]}" 2>/dev/null || true; done
+}
+
 # run_one WORKLOAD TARGET SERVER PROTO ROUND RECORDS MDC_LOAD_ARGS...
 # Up to TRIES attempts while a neighbour's work spoils them (more than 0.25
 # CPU besides ours during the window); the first clean one counts, else the
@@ -236,8 +261,9 @@ run_one() {
     local w=$1 t=$2 s=$3 proto=$4 r=$5 n=$6 try line best= bestf=999 f lines=()
     shift 6
     for try in $(seq "$TRIES"); do
-        wait_quiet
         ensure_alive "$s"
+        freeze_others "$s"
+        wait_quiet
         if ! taskset -c 1 "$LOAD" -P "$proto" -s "${SADDR[$s]}" "$@" -D "$DUR" -w "$WARM" \
             -p "${SPID[$s]}" -q -L "$w $t round $r" -j "$TMP/one.json"; then
             # the server vanished under the run: once more on a fresh one
@@ -246,6 +272,7 @@ run_one() {
                 -p "${SPID[$s]}" -q -L "$w $t round $r" -j "$TMP/one.json" ||
                 { echo "compare.sh: $w $t failed" >&2; cat "$TMP/$s.log" >&2; exit 1; }
         fi
+        thaw_all
         line=$($PY "$REPORT" line "$TMP/one.json" kind=run workload="$w" target="$t" \
             server="$s" round="$r" records="$n" try="$try" flags="\"${SFLAGS[$s]}\"" \
             args="\"$*\"")
@@ -297,6 +324,7 @@ phase() {
 # W6: load BIG records into a fresh server and take its RSS.
 w6_load() {
     local name=$1 kind=$2 proto=$3 before after t0 t1 says
+    freeze_others "$name"
     sleep 0.5
     before=$(rss_kib "${SPID[$name]}")
     t0=$(date +%s.%N)
@@ -305,11 +333,12 @@ w6_load() {
     sleep 1
     after=$(rss_kib "${SPID[$name]}")
     says=$($PY "$REPORT" stats "$proto" "${SADDR[$name]}" 2>/dev/null || echo "?")
+    thaw_all
     echo "{\"kind\": \"w6\", \"workload\": \"W6\", \"server\": \"$kind\", \"flags\": \"${SFLAGS[$name]}\", \"records\": $BIG, \"rss_before_kib\": $before, \"rss_after_kib\": $after, \"rss_per_record\": $(echo "scale=2; $after * 1024 / $BIG" | bc), \"rss_delta_per_record\": $(echo "scale=2; ($after - $before) * 1024 / $BIG" | bc), \"load_s\": $(echo "$t1 - $t0" | bc), \"server_says\": \"$says\", \"date\": \"$(date -u +%Y-%m-%dT%H:%M:%SZ)\"}" >> "$RUNS"
     log "W6 $kind: $(echo "scale=1; $after * 1024 / $BIG" | bc) bytes/record (RSS $((after / 1024)) MiB; $says)"
 }
 
-echo "{\"kind\": \"meta\", \"bench\": \"compare\", \"date\": \"$DATE\", \"host\": \"$(uname -n)\", \"kernel\": \"$(uname -sr)\", \"cpus\": $(nproc), \"command\": \"$CMDLINE\", \"rounds\": $ROUNDS, \"duration\": $DUR, \"warmup\": $WARM, \"quick\": $([ $QUICK = 1 ] && echo true || echo false), \"big\": $BIG, \"loadavg_start\": \"$(cut -d' ' -f1-3 /proc/loadavg)\", \"memcached\": \"$(memcached -V)\", \"redis\": \"$(redis-server --version | cut -d' ' -f3)\", \"mdcached\": \"$("$DAEMON" -V 2>&1 | head -1)\", \"source\": \"$(git -C "$HERE" describe --always --dirty 2>/dev/null || echo unknown)\", \"daemon_md5\": \"$(md5sum < "$DAEMON" | cut -c1-12)\"}" >> "$RUNS"
+echo "{\"kind\": \"meta\", \"bench\": \"compare\", \"date\": \"$DATE\", \"host\": \"$(uname -n)\", \"kernel\": \"$(uname -sr)\", \"cpus\": $(nproc), \"command\": \"$CMDLINE\", \"rounds\": $ROUNDS, \"duration\": $DUR, \"warmup\": $WARM, \"quick\": $([ $QUICK = 1 ] && echo true || echo false), \"workloads\": \"$WORKLOADS\", \"big\": $BIG, \"loadavg_start\": \"$(cut -d' ' -f1-3 /proc/loadavg)\", \"memcached\": \"$(memcached -V)\", \"redis\": \"$(redis-server --version | cut -d' ' -f3)\", \"mdcached\": \"$("$DAEMON" -V 2>&1 | head -1)\", \"source\": \"$(git -C "$HERE" describe --always --dirty 2>/dev/null || echo unknown)\", \"daemon_md5\": \"$(md5sum < "$DAEMON" | cut -c1-12)\"}" >> "$RUNS"
 log "compare $DATE on $(uname -n), load $(cut -d' ' -f1-3 /proc/loadavg): $WORKLOADS; $ROUNDS rounds x $DUR s (+$WARM s); results $RUNS"
 
 W1ARGS="-r 90:10"

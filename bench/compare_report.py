@@ -106,7 +106,24 @@ def cmd_report(argv):
     path = argv[0]
     opts = dict(zip(argv[1::2], argv[2::2]))
     rows = [json.loads(l) for l in open(path) if l.strip()]
-    meta = next((r for r in rows if r.get("kind") == "meta"), {})
+    # A file may hold several runs of the script (compare.sh --append): each
+    # workload is taken from the latest run that measured it.
+    metas, ends, seg = [], {}, -1
+    for r in rows:
+        if r.get("kind") == "meta":
+            seg += 1
+            metas.append(r)
+        elif r.get("kind") == "end":
+            ends[seg] = r
+        r["_seg"] = seg
+    latest = {}
+    for r in rows:
+        if r.get("kind") in ("run", "w6"):
+            latest[r["workload"]] = r["_seg"]
+    rows = [r for r in rows if r.get("kind") not in ("run", "w6") or
+            r["_seg"] == latest[r["workload"]]]
+    used = sorted(set(latest.values()))
+    meta = metas[used[-1]] if used else (metas[-1] if metas else {})
     runs = [r for r in rows if r.get("kind") == "run" and
             not r.get("discarded") and r.get("requests")]
     w6 = [r for r in rows if r.get("kind") == "w6"]
@@ -152,22 +169,31 @@ def cmd_report(argv):
     out = []
     P = out.append
     when = meta.get("date", "?")
-    P("Run of %s on %s (%s), `%s`; %s rounds × %s s (+%s s warmup) per cell, "
-      "targets alternating within each round. Load average %s at the start, "
-      "%s at the end; median neighbour CPU during the measured windows "
-      "%s CPUs (runs above %.2f discarded and repeated: %d). Results: "
-      "`bench/results/%s`." % (
-          when, meta.get("host", "?"), meta.get("kernel", "?"),
-          meta.get("command", "bench/compare.sh"), meta.get("rounds"),
-          meta.get("duration"), meta.get("warmup"),
-          meta.get("loadavg_start", "?"),
-          (rows[-1].get("loadavg_end") if rows and rows[-1].get("kind") == "end"
-           else "?"),
-          fmt(med(r.get("foreign_cpu0", 0) + r.get("foreign_cpu1", 0)
-                  for r in runs), ".2f"),
-          NOISY_CPUS,
-          sum(1 for r in rows if r.get("discarded")),
-          os.path.basename(path)))
+    for sg in used:
+        m = metas[sg]
+        rr = [r for r in runs if r["_seg"] == sg]
+        wl = sorted({r["workload"] for r in rows
+                     if r["_seg"] == sg and r.get("kind") in ("run", "w6")})
+        P("%s: run of %s on %s (%s), mdcached from source %s (binary md5 %s), "
+          "`%s`; %s rounds × %s s (+%s s warmup) per cell, targets "
+          "alternating within each round. Load average %s at the start, %s "
+          "at the end; median neighbour CPU during the measured windows %s "
+          "CPUs (attempts above %.2f repeated, up to 3: %d set aside)." % (
+              ", ".join(wl), m.get("date", "?"), m.get("host", "?"),
+              m.get("kernel", "?"), m.get("source", "?"),
+              m.get("daemon_md5", "?"), m.get("command", "bench/compare.sh"),
+              m.get("rounds"), m.get("duration"), m.get("warmup"),
+              m.get("loadavg_start", "?"),
+              ends.get(sg, {}).get("loadavg_end", "?"),
+              fmt(med(r.get("foreign_cpu0", 0) + r.get("foreign_cpu1", 0)
+                      for r in rr), ".2f"),
+              NOISY_CPUS,
+              sum(1 for r in rows if r.get("discarded") and r["_seg"] == sg)))
+        P("")
+    P("Results: `bench/results/%s` (JSON lines; medians and ratios in "
+      "`%s`)." % (os.path.basename(path),
+                  os.path.basename(path[:-6] if path.endswith(".jsonl")
+                                   else path) + "-summary.json"))
     if meta.get("quick"):
         P("")
         P("**Quick run** (`--quick`): short windows and 10⁶ instead of 10⁷ "
@@ -319,7 +345,10 @@ def cmd_report(argv):
         P("")
     md = "\n".join(out)
     print(md)
-    summ = dict(bench="compare", meta=meta, medians=meds, targets=R, w6=w6,
+    for r in rows:
+        r.pop("_seg", None)
+    summ = dict(bench="compare", meta=meta, runs_of_script=[metas[i] for i in used],
+                medians=meds, targets=R, w6=w6,
                 w7=w7med, w7_server_us=w7cpu)
     base = path[:-6] if path.endswith(".jsonl") else path
     json.dump(summ, open(base + "-summary.json", "w"), indent=1,

@@ -669,13 +669,19 @@ static int do_load(struct target *t, int ttl)
     return 0;
 }
 
+/* Operations per connection, 0 = until the time is up (-n: a fixed op
+ * sequence, for instruction counts under callgrind). */
+static uint64_t max_ops;
+
 static void worker(struct target *t, double secs, unsigned seed)
 {
     rng_state ^= (uint64_t)seed * 0x9E3779B97F4A7C15ull;
     uint64_t end = now_us() + (uint64_t)(secs * 1e6);
     char key[32];
-    while (now_us() < end) {
-        for (int burst = 0; burst < 64; burst++) {
+    uint64_t done = 0;
+    while (now_us() < end && (max_ops == 0 || done < max_ops)) {
+        for (int burst = 0; burst < 64 && (max_ops == 0 || done < max_ops);
+             burst++, done++) {
             unsigned p = (unsigned)(rnd() % 100);
             uint64_t t0 = now_us();
             int rc = 0;
@@ -723,6 +729,28 @@ static double children_cpu_s(void)
            (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
+/* CPU seconds the whole machine spent busy (user, system, irq, softirq,
+ * steal; niced work such as a background fuzzer left out), from
+ * /proc/stat: less the server's and the load's own, it tells how much
+ * other work shared the two CPUs during a round. */
+static double machine_busy_s(void)
+{
+    unsigned long long us = 0, ni = 0, sy = 0, id = 0, io = 0, irq = 0,
+                       sirq = 0, stl = 0;
+    FILE *f = fopen("/proc/stat", "r");
+    if (f == NULL)
+        return 0;
+    if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &us, &ni,
+               &sy, &id, &io, &irq, &sirq, &stl) != 8)
+        us = sy = irq = sirq = stl = 0;
+    fclose(f);
+    (void)ni;
+    (void)id;
+    (void)io;
+    return (double)(us + sy + irq + sirq + stl) /
+           (double)sysconf(_SC_CLK_TCK);
+}
+
 /* The machine's 1-minute load average (other work sharing the CPUs). */
 static double loadavg1(void)
 {
@@ -737,7 +765,7 @@ static double loadavg1(void)
 }
 
 static void print_stats(const char *target, const struct stats *s, double secs,
-                        int conns, double cpu, double ccpu)
+                        int conns, double cpu, double ccpu, double other)
 {
     uint64_t total = 0;
     for (int i = 0; i < OP__N; i++)
@@ -745,12 +773,14 @@ static void print_stats(const char *target, const struct stats *s, double secs,
     printf("{\"mode\":\"run\",\"target\":\"%s\",\"conns\":%d,\"secs\":%.2f,"
            "\"records\":%" PRIu32 ",\"ops\":%" PRIu64 ",\"ops_per_s\":%.0f,"
            "\"p50_us\":%.0f,\"p99_us\":%.0f,\"server_cpu_us_per_op\":%.2f,"
-           "\"client_cpu_us_per_op\":%.2f,\"loadavg1\":%.2f,"
+           "\"client_cpu_us_per_op\":%.2f,\"other_cpus\":%.2f,"
+           "\"loadavg1\":%.2f,"
            "\"misses\":%" PRIu64 ",\"stale\":%" PRIu64 ",\"errors\":%" PRIu64,
            target, conns, secs, nrec, total, (double)total / secs,
            hist_pct(s->hist, 50), hist_pct(s->hist, 99),
            total ? cpu * 1e6 / (double)total : 0.0,
-           total ? ccpu * 1e6 / (double)total : 0.0, loadavg1(), s->misses,
+           total ? ccpu * 1e6 / (double)total : 0.0, other / secs, loadavg1(),
+           s->misses,
            s->stale, s->errors);
     for (int i = 0; i < OP__N; i++)
         printf(",\"%s_ops\":%" PRIu64 ",\"%s_rt_per_op\":%.2f", op_names[i],
@@ -770,6 +800,7 @@ static int do_run(struct target *proto, const char *host, int port, double secs,
     memset(sh, 0, sizeof(struct stats) * (size_t)conns);
     double cpu0 = proc_cpu_s(pid);
     double ccpu0 = children_cpu_s();
+    double busy0 = machine_busy_s();
     uint64_t t0 = now_us();
     for (int i = 0; i < conns; i++) {
         pid_t c = fork();
@@ -790,6 +821,9 @@ static int do_run(struct target *proto, const char *host, int port, double secs,
     double elapsed = (double)(now_us() - t0) / 1e6;
     double cpu = proc_cpu_s(pid) - cpu0;
     double ccpu = children_cpu_s() - ccpu0; /* the load processes' own */
+    double other = machine_busy_s() - busy0 - cpu - ccpu;
+    if (other < 0 || pid <= 0)
+        other = 0;
     struct stats *sum = calloc(1, sizeof(*sum));
     for (int i = 0; i < conns; i++) {
         for (int k = 0; k < OP__N; k++)
@@ -802,7 +836,7 @@ static int do_run(struct target *proto, const char *host, int port, double secs,
         for (int b = 0; b < HBUCKETS; b++)
             sum->hist[b] += sh[i].hist[b];
     }
-    print_stats(proto->name, sum, elapsed, conns, cpu, ccpu);
+    print_stats(proto->name, sum, elapsed, conns, cpu, ccpu, other);
     free(sum);
     munmap(sh, sizeof(struct stats) * (size_t)conns);
     return bad ? -1 : 0;
@@ -945,7 +979,7 @@ static void usage(void)
     fprintf(stderr,
             "usage: w5 -T mdcached|memcached|redis [-h host] [-p port] "
             "[-r records] [-d secs] [-c conns] [-P server_pid] [-e ttl] "
-            "[-w settle_secs] "
+            "[-w settle_secs] [-n ops_per_conn] "
             "load|run|inval|leak\n");
     exit(2);
 }
@@ -957,7 +991,7 @@ int main(int argc, char **argv)
     double secs = 5;
     struct stats st;
 
-    while ((opt = getopt(argc, argv, "T:h:p:r:d:c:P:e:w:")) != -1) {
+    while ((opt = getopt(argc, argv, "T:h:p:r:d:c:P:e:w:n:")) != -1) {
         switch (opt) {
         case 'T': tname = optarg; break;
         case 'h': host = optarg; break;
@@ -968,6 +1002,7 @@ int main(int argc, char **argv)
         case 'P': pid = atoi(optarg); break;
         case 'e': ttl = atoi(optarg); break;
         case 'w': settle = atoi(optarg); break;
+        case 'n': max_ops = strtoull(optarg, NULL, 10); break;
         default: usage();
         }
     }

@@ -40,12 +40,14 @@ def main(path):
               f"{m['get_rt_per_op']:.2f} | {m['set_rt_per_op']:.2f} | "
               f"{m['get_by_tag_rt_per_op']:.2f} | "
               f"{m['del_by_tag_rt_per_op']:.2f} | {errs} |")
-    print("\nPer round (ops/s, server | load CPU us/op, 1-min load average):")
+    print("\nPer round: ops/s (server | load CPU us/op; CPUs used by other "
+          "work during the round):")
     for t in targets:
         print(f"- {t}: " + "; ".join(
             f"{r['ops_per_s']:.0f} ({r['server_cpu_us_per_op']:.1f} | "
-            f"{r.get('client_cpu_us_per_op', float('nan')):.1f}, "
-            f"load {r.get('loadavg1', float('nan')):.2f})" for r in runs[t]))
+            f"{r.get('client_cpu_us_per_op', float('nan')):.1f}; "
+            f"other {r.get('other_cpus', float('nan')):.2f})"
+            for r in runs[t]))
     if "mdcached" in med:
         for t in ["memcached", "redis"]:
             if t in med:
