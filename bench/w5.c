@@ -29,7 +29,8 @@
  *
  * Modes (one JSON line each on stdout):
  *   w5 -T target -h host -p port load            prefill
- *   w5 ... run -d SEC -c CONNS [-P serverpid]    mixed workload
+ *   w5 ... run -d SEC -c CONNS [-P serverpid] [-n OPS]  mixed workload
+ *                                      (-n: at most OPS per connection)
  *   w5 ... inval                                 invalidation latency by size
  *   w5 ... leak -e TTL -w SETTLE                 memory left after expiry
  */
