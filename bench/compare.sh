@@ -330,11 +330,20 @@ w6_load() {
     t0=$(date +%s.%N)
     prefill "$name" "$proto" "$BIG" 32
     t1=$(date +%s.%N)
-    sleep 1
-    after=$(rss_kib "${SPID[$name]}")
-    says=$($PY "$REPORT" stats "$proto" "${SADDR[$name]}" 2>/dev/null || echo "?")
+    # settled: RSS steady (within 0.2 %) for a second and no hash table
+    # growing (memcached resizes its hash in a background thread, keeping
+    # the old table until the move ends); at most 60 s
+    local prev=0 i
+    for i in $(seq 60); do
+        sleep 1
+        after=$(rss_kib "${SPID[$name]}")
+        says=$($PY "$REPORT" stats "$proto" "${SADDR[$name]}" 2>/dev/null || echo "?")
+        [[ $says == *hash_is_expanding=1* ]] && { prev=$after; continue; }
+        [ $(( (after - prev) * 500 )) -le "$after" ] && [ $(( (prev - after) * 500 )) -le "$after" ] && break
+        prev=$after
+    done
     thaw_all
-    echo "{\"kind\": \"w6\", \"workload\": \"W6\", \"server\": \"$kind\", \"flags\": \"${SFLAGS[$name]}\", \"records\": $BIG, \"rss_before_kib\": $before, \"rss_after_kib\": $after, \"rss_per_record\": $(echo "scale=2; $after * 1024 / $BIG" | bc), \"rss_delta_per_record\": $(echo "scale=2; ($after - $before) * 1024 / $BIG" | bc), \"load_s\": $(echo "$t1 - $t0" | bc), \"server_says\": \"$says\", \"date\": \"$(date -u +%Y-%m-%dT%H:%M:%SZ)\"}" >> "$RUNS"
+    echo "{\"kind\": \"w6\", \"workload\": \"W6\", \"server\": \"$kind\", \"flags\": \"${SFLAGS[$name]}\", \"records\": $BIG, \"rss_before_kib\": $before, \"rss_after_kib\": $after, \"rss_per_record\": $(echo "scale=2; $after * 1024 / $BIG" | bc), \"rss_delta_per_record\": $(echo "scale=2; ($after - $before) * 1024 / $BIG" | bc), \"load_s\": $(echo "$t1 - $t0" | bc), \"settle_s\": $i, \"server_says\": \"$says\", \"date\": \"$(date -u +%Y-%m-%dT%H:%M:%SZ)\"}" >> "$RUNS"
     log "W6 $kind: $(echo "scale=1; $after * 1024 / $BIG" | bc) bytes/record (RSS $((after / 1024)) MiB; $says)"
 }
 

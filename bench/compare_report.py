@@ -76,7 +76,8 @@ def cmd_stats(argv):
         if len(p) >= 3 and p[0] == "STAT":
             st[p[1]] = p[2]
     print(" ".join("%s=%s" % (k, st[k]) for k in
-                   ("curr_items", "bytes", "evictions", "hash_bytes")
+                   ("curr_items", "bytes", "evictions", "hash_bytes",
+                    "hash_power_level", "hash_is_expanding")
                    if k in st))
 
 
@@ -169,6 +170,8 @@ def cmd_report(argv):
     out = []
     P = out.append
     when = meta.get("date", "?")
+    if len(used) > 1:
+        when = "%s to %s" % (metas[used[0]].get("date", "?"), when)
     for sg in used:
         m = metas[sg]
         rr = [r for r in runs if r["_seg"] == sg]
@@ -306,18 +309,21 @@ def cmd_report(argv):
     if w6:
         P("W6, memory (%s records of 16-byte keys and 32-byte values, "
           "loaded over the Unix socket by `mdc-load -c 8` with 64 pipelined "
-          "sets per connection; RSS from `/proc/PID/status` one second after "
-          "the load; each server `-m 4096` or `--maxmemory 4096mb`):" %
+          "sets per connection; RSS from `/proc/PID/status` once it has "
+          "settled after the load (steady for a second, no hash table "
+          "resize under way: \"settle s\"); each server `-m 4096` or "
+          "`--maxmemory 4096mb`):" %
           format(w6[0]["records"], ","))
         P("")
         P("| server | RSS before | RSS after | bytes/record (RSS) | "
-          "bytes/record (delta) | load s | server's own count |")
-        P("|---|---:|---:|---:|---:|---:|---|")
+          "bytes/record (delta) | load s | settle s | server's own count |")
+        P("|---|---:|---:|---:|---:|---:|---:|---|")
         for r in w6:
-            P("| %s | %.1f MiB | %.1f MiB | %.1f | %.1f | %.1f | %s |" % (
+            P("| %s | %.1f MiB | %.1f MiB | %.1f | %.1f | %.1f | %s | %s |" % (
                 r["server"], r["rss_before_kib"] / 1024,
                 r["rss_after_kib"] / 1024, r["rss_per_record"],
-                r["rss_delta_per_record"], r["load_s"], r["server_says"]))
+                r["rss_delta_per_record"], r["load_s"],
+                r.get("settle_s", "—"), r["server_says"]))
         P("")
     if w7med:
         ns = sorted({n for d in w7med.values() for n in d})
