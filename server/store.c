@@ -288,6 +288,18 @@ void store_release(struct store *st, struct record *r)
 
 static int evict_one(struct store *st);
 
+/* Change a linked record's deadline in place (touch/gat), under the write
+ * lock, keeping the count of records the sweep must look at. */
+static void set_deadline(struct store *st, struct record *r, uint32_t d)
+{
+    uint32_t o = __atomic_load_n(&r->deadline, __ATOMIC_RELAXED);
+    if (o == 0 && d != 0)
+        atomic_fetch_add_explicit(&st->expiring, 1, memory_order_relaxed);
+    else if (o != 0 && d == 0)
+        atomic_fetch_sub_explicit(&st->expiring, 1, memory_order_relaxed);
+    __atomic_store_n(&r->deadline, d, __ATOMIC_RELAXED);
+}
+
 /*
  * Reserve 'size' bytes under the limit, evicting if allowed.  Called with
  * no lock held.  Returns 0 or ST_NO_MEMORY (nothing reserved then).
@@ -432,6 +444,8 @@ static void do_unlink_b(struct store *st, uint32_t b, struct record *r)
     }
     rec_clear_rflag(r, R_LINKED);
     atomic_fetch_sub_explicit(&st->curr_items, 1, memory_order_relaxed);
+    if (__atomic_load_n(&r->deadline, __ATOMIC_RELAXED) != 0)
+        atomic_fetch_sub_explicit(&st->expiring, 1, memory_order_relaxed);
     store_release(st, r);
 }
 
@@ -481,8 +495,12 @@ static int do_link(struct store *st, uint64_t h, struct record *r,
         }
         rec_clear_rflag(old, R_LINKED);
         atomic_fetch_sub_explicit(&st->curr_items, 1, memory_order_relaxed);
+        if (__atomic_load_n(&old->deadline, __ATOMIC_RELAXED) != 0)
+            atomic_fetch_sub_explicit(&st->expiring, 1, memory_order_relaxed);
     }
     RB_INSERT(rtree, &st->buckets[b], r);
+    if (r->deadline != 0)
+        atomic_fetch_add_explicit(&st->expiring, 1, memory_order_relaxed);
     rec_set_rflag(r, R_LINKED);
     __atomic_store_n(&r->atime, 0, __ATOMIC_RELAXED);
     if (nt) {
@@ -908,7 +926,7 @@ struct record *store_gat(struct store *st, const void *key, uint32_t klen,
     struct record *r = do_find_live(st, h, key, klen);
     if (r != NULL) {
         announce(st, EV_TOUCH, r, h);
-        __atomic_store_n(&r->deadline, d, __ATOMIC_RELAXED);
+        set_deadline(st, r, d);
         __atomic_store_n(&r->atime, now_tick(st), __ATOMIC_RELAXED);
         rec_set_rflag(r, R_FETCHED);
         rec_incref(r);
@@ -931,7 +949,7 @@ int store_touch(struct store *st, const void *key, uint32_t klen,
     struct record *r = do_find_live(st, h, key, klen);
     if (r != NULL) {
         announce(st, EV_TOUCH, r, h);
-        __atomic_store_n(&r->deadline, d, __ATOMIC_RELAXED);
+        set_deadline(st, r, d);
         rc = ST_OK;
     }
     mdc_unlock(l);
@@ -1391,7 +1409,12 @@ static void *sweeper_main(void *arg)
         if (st->sweep_stop)
             break;
         pthread_mutex_unlock(&st->sweep_mu);
-        store_sweep(st, per);
+        /* nothing can expire: skip the walk (a pending delayed flush is
+         * still checked) */
+        if (atomic_load_explicit(&st->expiring, memory_order_relaxed) > 0)
+            store_sweep(st, per);
+        else
+            check_flush(st, now_s(st));
         pthread_mutex_lock(&st->sweep_mu);
     }
     pthread_mutex_unlock(&st->sweep_mu);
@@ -1570,6 +1593,7 @@ int store_tstack_pop(struct store *st, struct mdc_tag tag, struct record **out)
 int store_check(struct store *st, char *buf, size_t len)
 {
     uint64_t items = 0, tagged = 0, links = 0;
+    int64_t expiring = 0;
     for (uint32_t b = 0; b <= st->bmask; b++) {
         if (b >= nbuckets_now(st) && !RB_EMPTY(&st->buckets[b])) {
             snprintf(buf, len, "records in bucket %u beyond the table", b);
@@ -1579,6 +1603,8 @@ int store_check(struct store *st, char *buf, size_t len)
         RB_FOREACH(r, rtree, &st->buckets[b])
         {
             items++;
+            if (__atomic_load_n(&r->deadline, __ATOMIC_RELAXED) != 0)
+                expiring++;
             uint64_t h = store_hash(rec_key(r), r->klen);
             if (bucket_idx(st, h) != b || r->hash32 != (uint32_t)(h >> 32)) {
                 snprintf(buf, len, "record in wrong bucket");
@@ -1601,6 +1627,11 @@ int store_check(struct store *st, char *buf, size_t len)
                 }
             }
         }
+    }
+    if (expiring != atomic_load(&st->expiring)) {
+        snprintf(buf, len, "expiring count %" PRId64 ", records %" PRId64,
+                 (int64_t)atomic_load(&st->expiring), expiring);
+        return -1;
     }
     if (items != atomic_load(&st->curr_items) ||
         tagged != atomic_load(&st->tagged_items) ||

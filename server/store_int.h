@@ -103,6 +103,7 @@ struct store {
     _Atomic uint64_t expired_unfetched;
     _Atomic uint64_t evicted_unfetched;
     _Atomic uint64_t get_expired;
+    _Atomic int64_t expiring; /* linked records with a deadline */
     _Atomic uint32_t flush_at; /* store second of a pending flush; 0 none */
     _Atomic uint64_t tagged_items;
     _Atomic uint64_t tag_links;
