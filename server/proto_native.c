@@ -223,16 +223,7 @@ static void nat_store(struct conn *c, struct worker *w,
         break;
     }
     st = store_put(c->srv->store, mode, &it, &cas);
-    if (mode == STORE_CAS) {
-        if (st == ST_OK)
-            STAT_INC(&w->stats, cas_hits);
-        else if (st == ST_EXISTS)
-            STAT_INC(&w->stats, cas_badval);
-        else if (st == ST_NOT_FOUND)
-            STAT_INC(&w->stats, cas_misses);
-    }
-    if (st == ST_NO_MEMORY || st == ST_TOO_LARGE)
-        STAT_INC(&w->stats, store_refused);
+    stats_count_put(&w->stats, mode == STORE_CAS, st);
     nat_status(c, h, wire_status_from_store(st), st == ST_OK ? cas : 0);
 }
 

@@ -129,16 +129,7 @@ static const char *txt_put_status(int st, enum store_mode mode)
 static void txt_put_stats(struct worker *w, enum store_mode mode, int st)
 {
     STAT_INC(&w->stats, cmd_set);
-    if (mode == STORE_CAS) {
-        if (st == ST_OK)
-            STAT_INC(&w->stats, cas_hits);
-        else if (st == ST_EXISTS)
-            STAT_INC(&w->stats, cas_badval);
-        else if (st == ST_NOT_FOUND)
-            STAT_INC(&w->stats, cas_misses);
-    }
-    if (st == ST_NO_MEMORY || st == ST_TOO_LARGE)
-        STAT_INC(&w->stats, store_refused);
+    stats_count_put(&w->stats, mode == STORE_CAS, st);
 }
 
 static void txt_get(struct conn *c, struct worker *w,

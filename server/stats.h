@@ -10,6 +10,8 @@
 
 #include <stdint.h>
 
+#include "store.h"
+
 struct server;
 
 /* X(name): memcached's names where memcached has the counter. */
@@ -72,6 +74,23 @@ struct thread_stats {
                          (uint64_t)(v),                                        \
                      __ATOMIC_RELAXED)
 #define STAT_INC(ts, field) STAT_ADD(ts, field, 1)
+
+/* Count the outcome of a store_put() the same way for every protocol:
+ * cas hits/misses/bad values, and stores refused for size or memory. */
+static inline void stats_count_put(struct thread_stats *ts, int is_cas,
+                                   int status)
+{
+    if (is_cas) {
+        if (status == ST_OK)
+            STAT_INC(ts, cas_hits);
+        else if (status == ST_EXISTS)
+            STAT_INC(ts, cas_badval);
+        else if (status == ST_NOT_FOUND)
+            STAT_INC(ts, cas_misses);
+    }
+    if (status == ST_NO_MEMORY || status == ST_TOO_LARGE)
+        STAT_INC(ts, store_refused);
+}
 
 /* Sum every thread's counters into out. */
 void stats_sum(struct server *srv, struct thread_stats *out);
