@@ -1009,63 +1009,80 @@ static int norm_tags(struct store *st, const struct mdc_tag *in, uint32_t n,
 
 /* append/prepend: build a new record from the current one, keep its tags,
  * commit only if the current one is still the same (optimistic retry). */
+/*
+ * The commit step shared by append/prepend and the counter operations:
+ * build a replacement for 'old' whose value is a || b, keeping old's flags,
+ * deadline and tags (in their stack positions), and link it if 'old' is
+ * still the live record for its key.  Returns ST_OK, REPLACE_RETRY when
+ * someone else changed the key first, REPLACE_GONE when the key went away,
+ * or the allocation's status.  The caller keeps its reference on 'old'.
+ */
+#define REPLACE_RETRY (-1)
+#define REPLACE_GONE (-2)
+static int replace_derived(struct store *st, uint64_t h, struct record *old,
+                           const void *a, uint32_t alen, const void *b,
+                           uint32_t blen, enum store_event ev,
+                           uint64_t *cas_out)
+{
+    uint32_t nt = record_ntags(old);
+    struct record *r;
+    int rc = rec_alloc(st, rec_key(old), old->klen, alen + blen, nt, &r);
+    if (rc != 0)
+        return rc;
+    if (alen)
+        memcpy(rec_val(r), a, alen);
+    if (blen)
+        memcpy(rec_val(r) + alen, b, blen);
+    r->flags = old->flags;
+    r->deadline = __atomic_load_n(&old->deadline, __ATOMIC_RELAXED);
+    if (nt)
+        rec_copy_tags(r, old);
+    r->cas = next_cas();
+
+    mdc_rwlock_t *l = stripe_of(st, h);
+    mdc_wrlock(l);
+    struct record *cur = do_find_live(st, h, rec_key(old), old->klen);
+    if (cur != old) {
+        mdc_unlock(l);
+        store_release(st, r);
+        return cur == NULL ? REPLACE_GONE : REPLACE_RETRY;
+    }
+    uint64_t ncas = r->cas; /* r may be replaced once unlocked */
+    announce(st, ev, old, h);
+    do_link(st, h, r, old, nt != 0);
+    mdc_unlock(l);
+    if (cas_out)
+        *cas_out = ncas;
+    return ST_OK;
+}
+
 static int put_concat(struct store *st, enum store_mode mode,
                       const struct store_item *it, uint64_t *cas_out)
 {
     uint64_t h = store_hash(it->key, it->klen);
-    mdc_rwlock_t *l = stripe_of(st, h);
 
     for (int attempt = 0; attempt < RETRY_LIMIT; attempt++) {
         struct record *old = store_get(st, it->key, it->klen);
         if (old == NULL)
             return ST_NOT_STORED;
-        if (it->cas != 0 && old->cas != it->cas) {
-            store_release(st, old);
-            return ST_EXISTS;
-        }
-        uint64_t nv = (uint64_t)old->vlen + it->vlen;
-        if (nv > st->cfg.max_item_size) {
-            store_release(st, old);
-            return ST_TOO_LARGE;
-        }
-        uint32_t nt = record_ntags(old);
-        struct record *r;
-        int rc = rec_alloc(st, it->key, it->klen, (uint32_t)nv, nt, &r);
-        if (rc != 0) {
-            store_release(st, old);
-            return rc;
-        }
-        unsigned char *v = rec_val(r);
-        if (mode == STORE_APPEND) {
-            memcpy(v, rec_val(old), old->vlen);
-            memcpy(v + old->vlen, it->value, it->vlen);
-        } else {
-            memcpy(v, it->value, it->vlen);
-            memcpy(v + it->vlen, rec_val(old), old->vlen);
-        }
-        r->flags = old->flags;
-        r->deadline = __atomic_load_n(&old->deadline, __ATOMIC_RELAXED);
-        if (nt)
-            rec_copy_tags(r, old);
-        r->cas = next_cas();
-
-        mdc_wrlock(l);
-        struct record *cur = do_find_live(st, h, it->key, it->klen);
-        if (cur == old) {
-            uint64_t ncas = r->cas; /* r may be replaced once unlocked */
-            announce(st, mode_event[mode], old, h);
-            do_link(st, h, r, old, nt != 0);
-            mdc_unlock(l);
-            if (cas_out)
-                *cas_out = ncas;
-            store_release(st, old);
-            return ST_OK;
-        }
-        mdc_unlock(l);
+        int rc;
+        if (it->cas != 0 && old->cas != it->cas)
+            rc = ST_EXISTS;
+        else if ((uint64_t)old->vlen + it->vlen > st->cfg.max_item_size)
+            rc = ST_TOO_LARGE;
+        else if (mode == STORE_APPEND)
+            rc = replace_derived(st, h, old, rec_val(old), old->vlen,
+                                 it->value, it->vlen, mode_event[mode],
+                                 cas_out);
+        else
+            rc = replace_derived(st, h, old, it->value, it->vlen,
+                                 rec_val(old), old->vlen, mode_event[mode],
+                                 cas_out);
         store_release(st, old);
-        store_release(st, r);
-        if (cur == NULL)
+        if (rc == REPLACE_GONE)
             return ST_NOT_STORED;
+        if (rc != REPLACE_RETRY)
+            return rc;
     }
     return ST_NO_MEMORY;
 }
@@ -1201,7 +1218,6 @@ static int counter_rmw(struct store *st, enum store_event ev, const void *key,
     if (rc != 0)
         return rc;
     uint64_t h = store_hash(key, klen);
-    mdc_rwlock_t *l = stripe_of(st, h);
 
     for (int attempt = 0; attempt < RETRY_LIMIT; attempt++) {
         struct record *old = store_get(st, key, klen);
@@ -1209,52 +1225,23 @@ static int counter_rmw(struct store *st, enum store_event ev, const void *key,
             return ST_NOT_FOUND;
         uint64_t cur, nv = 0, res = 0;
         if (parse_u64(rec_val(old), old->vlen, &cur) != 0) {
-            store_release(st, old);
-            return ST_NOT_NUMBER;
-        }
-        rc = fn(cur, a, b_, &nv, &res);
-        if (rc != 0) {
-            store_release(st, old);
-            if (rc == 1) {
+            rc = ST_NOT_NUMBER;
+        } else if ((rc = fn(cur, a, b_, &nv, &res)) == 1) {
+            *result = res; /* compare-and-set mismatch: no change */
+            rc = ST_EXISTS;
+        } else if (rc == 0) {
+            char digits[24];
+            int dn = snprintf(digits, sizeof(digits), "%" PRIu64, nv);
+            rc = replace_derived(st, h, old, digits, (uint32_t)dn, NULL, 0, ev,
+                                 cas_out);
+            if (rc == ST_OK)
                 *result = res;
-                return ST_EXISTS;
-            }
-            return rc;
         }
-        char digits[24];
-        int dn = snprintf(digits, sizeof(digits), "%" PRIu64, nv);
-        uint32_t nt = record_ntags(old);
-        struct record *r;
-        rc = rec_alloc(st, key, klen, (uint32_t)dn, nt, &r);
-        if (rc != 0) {
-            store_release(st, old);
-            return rc;
-        }
-        memcpy(rec_val(r), digits, (size_t)dn);
-        r->flags = old->flags;
-        r->deadline = __atomic_load_n(&old->deadline, __ATOMIC_RELAXED);
-        if (nt)
-            rec_copy_tags(r, old);
-        r->cas = next_cas();
-
-        mdc_wrlock(l);
-        struct record *cur_r = do_find_live(st, h, key, klen);
-        if (cur_r == old) {
-            uint64_t ncas = r->cas; /* r may be replaced once unlocked */
-            announce(st, ev, old, h);
-            do_link(st, h, r, old, nt != 0);
-            mdc_unlock(l);
-            *result = res;
-            if (cas_out)
-                *cas_out = ncas;
-            store_release(st, old);
-            return ST_OK;
-        }
-        mdc_unlock(l);
         store_release(st, old);
-        store_release(st, r);
-        if (cur_r == NULL)
+        if (rc == REPLACE_GONE)
             return ST_NOT_FOUND;
+        if (rc != REPLACE_RETRY)
+            return rc;
     }
     return ST_NO_MEMORY;
 }
