@@ -1,7 +1,7 @@
 /*
  * load_native.c - mdc-load's module for mdcached's native binary protocol.
  *
- * Requests are composed and replies parsed with the shared server/wire.h
+ * Requests are composed and replies parsed with the shared protocol/wire.h
  * functions, so the generator never holds a second copy of the format.
  */
 #include "config.h"
@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "load_proto.h"
-#include "wire.h"
+#include "protocol/wire.h"
 
 static size_t native_req_size(enum load_op op, size_t klen, size_t vlen)
 {

@@ -3,7 +3,7 @@
  *
  * An epoll loop per thread (one thread by default) drives many non-blocking
  * connections, each keeping up to --depth requests in flight.  The wire
- * format is a module (load_proto.h): native (server/wire.h), memcached text
+ * format is a module (load_proto.h): native (protocol/wire.h), memcached text
  * or RESP.  Reports throughput, latency percentiles from a log-linear
  * histogram, and the server's CPU time per request read from /proc/PID/stat
  * over the measured window (BENCHMARKING.md).  Issue 3 item 10.

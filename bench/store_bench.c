@@ -1,7 +1,7 @@
 /*
  * store_bench.c - operations per second and bytes per record of the store.
  *
- * Drives server/store.h directly (no network): get, put, put with 3 tags,
+ * Drives server/core/store.h directly (no network): get, put, put with 3 tags,
  * get_by_tag and del_by_tag (tags carried by 100 records each), with 1 and
  * 2 threads, at several record counts (16-byte keys, 32-byte values, random
  * keys generated up front and accessed in a random order).  Each record count
@@ -25,7 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "store.h"
+#include "server/core/store.h"
 
 #define KEY_LEN 16
 #define VAL_LEN 32

@@ -40,7 +40,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "mdc_bounce.skel.h"
+#include "bpf/mdc_bounce.skel.h"
 #include "mirror.h"
 #include "xdp_pkt.h"
 

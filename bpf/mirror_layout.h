@@ -1,7 +1,7 @@
 /*
  * mirror_layout.h - the XDP mirror's layout: the one definition shared by the
  * XDP program (bpf/mdc_xdp.bpf.c, compiled for the BPF target) and the server
- * side that writes it (server/mirror.c).  docs/xdp.md explains the design.
+ * side that writes it (bpf/mirror.c).  docs/xdp.md explains the design.
  *
  * The mirror is MIRROR_TIERS BPF_F_MMAPABLE array maps of fixed-size slots.
  * Tier t has 2^k slots of mirror_slot_size[t] bytes; a record lives in the

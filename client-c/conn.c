@@ -4,7 +4,7 @@
  * the handle's output buffer and a callback that consumes the replies; one
  * poll loop (mdci_run) drives any number of handles at once, which is how
  * both a single request and a pool's fan-out are carried.  All framing goes
- * through server/wire.h.
+ * through protocol/wire.h.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"

@@ -14,7 +14,7 @@
 #include <sys/socket.h>
 
 #include "mdcached.h"
-#include "wire.h"
+#include "protocol/wire.h"
 
 #define MDCI_ERRLEN 256
 #define MDCI_DEFAULT_CONNECT_MS 1000

@@ -1,162 +1,25 @@
 /*
- * daemon.h - the server as a whole: its settings, store, listeners and
- * threads (workers), and their lifecycle (setup, run, graceful stop).
- *
- * Every thread of the server is a struct worker.  Worker 0 is the main
- * thread: it runs the listeners and signals, and with -n 0 also all network
- * I/O.  Workers 1..N are network threads (one event_base each); after them
- * come the M payload threads, which block on a struct mq.  The thread models
- * of DESIGN.md §5 are only different wirings of these workers (threads.c,
- * docs/threads-models.md).
+ * daemon.h - the server's lifecycle: create it from parsed options, bind,
+ * attach XDP, run the thread model until a graceful stop, destroy.  Only
+ * main.c and the tests that run a server in-process include it.
  */
 #ifndef MDC_DAEMON_H
 #define MDC_DAEMON_H
 
-#include <pthread.h>
-#include <stdatomic.h>
-#include <stdbool.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <sys/types.h>
-
-#include "options.h"
-#include "queue.h"
-#include "stats.h"
-#include "store.h"
-
-struct event_base;
-struct event;
-struct conn;
-struct record;
-struct udp_worker;
-
-/*
- * The XDP mirror's way in (XDP.md: "a record enters the mirror when the
- * userspace UDP path serves a GET hit for it and it is untagged").  When
- * set, the network thread that answered a UDP get/gets calls it once for
- * every hit whose record carries no tag, after sendmmsg() has returned for
- * the reply and before the thread's own reference is released: r is
- * readable, but may already have been replaced, deleted or expired in the
- * store.  So the hook decides admission (mirror_fits(), a threshold) from r,
- * and fills the mirror from the *live* record under the bucket read lock:
- * store_visit(st, record_key(r), record_klen(r), fill, m) - never from r
- * itself (mirror.h's consistency contract).  It runs on every network
- * thread (the main thread with -n 0), concurrently with itself, and must
- * not block.  Set it before server_run() starts the threads; NULL (the
- * default) turns it off.  Called from one place: udp.c, udp_release().
- */
-typedef void (*udp_hit_hook_fn)(void *ctx, struct store *st,
-                                const struct record *r);
-
-enum thread_model {
-    TM_SPED,     /* -n 0 -t 0: one thread does everything */
-    TM_AMPED_1,  /* -n 0 -t M: accept + I/O in one thread, M payload */
-    TM_SYMPED,   /* -n N -t 0: accept thread, N network threads */
-    TM_AMPED,    /* -n 1 -t M: accept, one network thread, M payload */
-    TM_SEDA,     /* -n N -t M, N >= 2, M >= 1, N != M: shared payload queue */
-    TM_SEDA_S,   /* -n N -t N, N >= 2: network i feeds only payload i */
-};
-enum thread_model thread_model_of(unsigned nnet, unsigned npay);
-const char *thread_model_name(enum thread_model tm);
-
-enum worker_role {
-    ROLE_MAIN,    /* listeners, signals; with -n 0 also network I/O */
-    ROLE_NET,     /* event loop of connections */
-    ROLE_PAYLOAD, /* runs requests handed over by network threads */
-};
-
-/* Doubly linked list of a network worker's connections. */
-struct conn_link {
-    struct conn *prev, *next;
-};
-
-struct worker {
-    struct thread_stats stats; /* written only by this thread */
-    struct server *srv;
-    unsigned id;
-    enum worker_role role;
-    pthread_t tid;
-    bool started;
-
-    /* network role (and main) */
-    struct event_base *base;
-    struct event *ev_inbox;   /* activated when inbox goes non-empty */
-    struct event *ev_tick;    /* 1 s: idle and slow-reader checks */
-    struct event *ev_stop;    /* activated by the main thread on shutdown */
-    struct mq inbox;          /* conns: new ones and ones back from payload */
-    struct conn *conns;       /* list head (struct conn_link in conn) */
-    size_t nconns;
-    struct mq *payload_q;     /* NULL: run requests in this thread */
-    bool stopping;
-    uint64_t stop_at;         /* coarse seconds when stopping began */
-    uint64_t now;             /* coarse monotonic seconds, set by ev_tick */
-
-    /* payload role */
-    struct mq *pq;            /* queue this payload thread consumes */
-
-    /* request scratch (tags of one request), grown on demand */
-    struct mdc_tag *tagbuf;
-    size_t tagcap;
-
-    /* UDP (-U): this thread's sockets and batch buffers, or NULL */
-    struct udp_worker *udp;
-};
-
-struct listener {
-    struct server *srv;
-    int fd;
-    int family;               /* AF_INET, AF_INET6, AF_UNIX */
-    struct event *ev;
-    char name[128];
-};
-
-struct server {
-    struct options opt;
-    struct store *store;
-    enum thread_model model;
-    unsigned nnet;            /* network threads (-n) */
-    unsigned npay;            /* payload threads (-t) */
-    size_t max_body;          /* bound on a request body, before allocation */
-    time_t started_wall;
-    uint64_t started_mono;
-
-    struct worker *workers;   /* [0] main, [1..nnet] net, then payload */
-    unsigned nworkers;
-    struct mq *pqs;           /* payload queues */
-    unsigned npqs;
-    unsigned next_net;        /* round-robin for new connections */
-
-    struct listener *listeners;
-    size_t nlisteners;
-    bool accepting;
-    struct event *ev_accept_resume;
-
-    atomic_uint nconns;       /* open connections, for -c */
-    atomic_bool stop;
-
-    struct event *ev_sig[5];
-    bool pidfile_written;
-
-    struct mirror *mirror;    /* -x: the XDP mirror (mirror.h), or NULL */
-    unsigned nudp;            /* UDP sockets, over all network threads */
-    udp_hit_hook_fn udp_hit_hook; /* see its typedef; NULL = off */
-    void *udp_hit_ctx;
-};
+#include "server.h"
 
 /* Create the server from parsed options: store, workers, event bases.  No
  * socket is bound and no thread started.  Returns NULL with a message logged. */
-struct server *server_create(const struct options *opt);
-void server_destroy(struct server *srv);
-/* Bind every listener (-l/-p, -s); 0 ok, -1 logged. */
+struct server *server_setup(const struct options *opt);
+void server_teardown(struct server *srv);
+/* Bind every listener (-l/-p, -s, -U); 0 ok, -1 logged. */
 int server_listen(struct server *srv);
 /*
  * -x IFACE: load the XDP program, attach it to IFACE through a bpf_link and
  * wire the mirror into the store (invalidation hook) and the UDP path (fill
- * on hits).  Call after server_listen() and before server_run() - it needs
- * root, which server_run() drops.  Returns 0 (also without -x) or a
- * sysexits.h status with the reason logged: EX_UNAVAILABLE without root,
- * without the interface or without XDP support, EX_OSERR when the kernel
- * refuses the program or the attachment.
+ * on hits); bpf/xdp_glue.c does the work.  Call after server_listen() and
+ * before server_run() - it needs root, which server_run() drops.  Returns 0
+ * (also without -x) or a sysexits.h status with the reason logged.
  */
 int server_xdp_open(struct server *srv);
 /* Signals, privilege drop, pid file, threads; runs until stopped.  Returns 0
@@ -164,39 +27,5 @@ int server_xdp_open(struct server *srv);
 int server_run(struct server *srv);
 /* Ask a running server to stop (any thread, signal-safe enough for tests). */
 void server_stop(struct server *srv);
-
-/* Seconds since the server started (monotonic). */
-uint64_t server_uptime(const struct server *srv);
-uint64_t server_mono_s(void);
-
-/* threads.c */
-int threads_setup(struct server *srv);
-int threads_start(struct server *srv);
-void threads_stop_and_join(struct server *srv);
-void threads_teardown(struct server *srv);
-/* Set up a network loop on w: inbox, tick and stop events. */
-int worker_net_init(struct worker *w);
-/* Begin a graceful stop of w's connections (w's own thread). */
-void worker_begin_stop(struct worker *w);
-/* Hand a new connection to a network worker (from the main thread). */
-void worker_give_conn(struct worker *w, struct conn *c);
-/* Return a processed connection to its network worker (payload thread). */
-void worker_return_conn(struct worker *w, struct conn *c);
-/* Grow w's tag scratch to n entries; NULL on allocation failure. */
-struct mdc_tag *worker_tags(struct worker *w, size_t n);
-
-/* udp.c (udp.h has the rest) */
-/* Bind -U on every -l address, one SO_REUSEPORT socket per network thread. */
-int udp_listen_all(struct server *srv);
-/* Close w's UDP sockets (w's own thread, or before the threads start). */
-void udp_worker_close(struct worker *w);
-/* ... and free its buffers too. */
-void udp_worker_free(struct worker *w);
-
-/* net.c */
-int net_listen_all(struct server *srv);
-void net_close_all(struct server *srv);
-int net_enable_accept(struct server *srv);
-void net_disable_accept(struct server *srv);
 
 #endif

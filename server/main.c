@@ -37,7 +37,7 @@ int main(int argc, char **argv)
         options_free(&opt);
         return EX_CANTCREAT;
     }
-    srv = server_create(&opt); /* takes over opt */
+    srv = server_setup(&opt); /* takes over opt */
     if (srv == NULL) {
         options_free(&opt);
         rc = EX_SOFTWARE;
@@ -54,7 +54,7 @@ int main(int argc, char **argv)
 out:
     if (srv != NULL) {
         options_free(&srv->opt);
-        server_destroy(srv);
+        server_teardown(srv);
     }
     log_teardown();
     return rc;

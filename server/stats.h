@@ -10,9 +10,7 @@
 
 #include <stdint.h>
 
-#include "store.h"
-
-struct server;
+#include "server/core/store.h"
 
 /* X(name): memcached's names where memcached has the counter. */
 #define STATS_THREAD_FIELDS(X)                                                 \
@@ -91,14 +89,5 @@ static inline void stats_count_put(struct thread_stats *ts, int is_cas,
     if (status == ST_NO_MEMORY || status == ST_TOO_LARGE)
         STAT_INC(ts, store_refused);
 }
-
-/* Sum every thread's counters into out. */
-void stats_sum(struct server *srv, struct thread_stats *out);
-
-/* Visit every stat as (name, value text) in memcached's order. */
-typedef void (*stats_visit_fn)(void *ctx, const char *name, const char *value);
-void stats_collect(struct server *srv, stats_visit_fn fn, void *ctx);
-/* The "settings" group: every option with its value. */
-void stats_collect_settings(struct server *srv, stats_visit_fn fn, void *ctx);
 
 #endif

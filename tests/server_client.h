@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "wire.h"
+#include "protocol/wire.h"
 
 struct tsrv {
     pid_t pid;          /* 0 when external */

@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "store.h"
+#include "server/core/store.h"
 #include "testclock.h"
 
 struct listener {

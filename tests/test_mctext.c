@@ -1,6 +1,6 @@
 /*
  * test_mctext.c - unit tests of the memcached text protocol parser and
- * composer (server/mctext.c): every command with and without noreply,
+ * composer (protocol/mctext.c): every command with and without noreply,
  * errors worded as memcached words them, partial input at every split
  * point (need more), oversize lines, bad data chunks, keys too long or
  * with control characters, negative and huge numbers, meta flags, the tag
@@ -18,7 +18,7 @@
 
 #include <cmocka.h>
 
-#include "mctext.h"
+#include "protocol/mctext.h"
 
 static const struct mctext_limits lim = {1024 * 1024};
 

@@ -27,7 +27,7 @@
 #include <cmocka.h>
 
 #include "server_client.h"
-#include "wire.h"
+#include "protocol/wire.h"
 
 static struct tsrv g_srv; /* the shared daemon of the functional group */
 static unsigned g_uniq;   /* makes keys unique across tests and runs */

@@ -22,13 +22,13 @@
 #include <cmocka.h>
 #include <event2/event.h>
 
-#include "alloc.h"
-#include "conn.h"
-#include "daemon.h"
-#include "options.h"
-#include "proto.h"
-#include "store.h"
-#include "wire.h"
+#include "server/core/alloc.h"
+#include "server/net/conn.h"
+#include "server/daemon.h"
+#include "server/options.h"
+#include "server/proto/proto.h"
+#include "server/core/store.h"
+#include "protocol/wire.h"
 
 #define NKEYS 64
 #define VLEN 1000
@@ -61,7 +61,7 @@ static int setup(void **state)
     o.net_threads = 0; /* SPED: the calling thread is the worker */
     o.payload_threads = 0;
     o.memory_mb = 64;
-    fx.srv = server_create(&o);
+    fx.srv = server_setup(&o);
     if (fx.srv == NULL)
         return -1;
     if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0)
@@ -108,7 +108,7 @@ static int teardown(void **state)
     conn_destroy(fx.c);
     close(fx.peer);
     options_free(&fx.srv->opt);
-    server_destroy(fx.srv);
+    server_teardown(fx.srv);
     free(fx.batch);
     free(fx.rbuf);
     return 0;

@@ -28,7 +28,7 @@
 
 #include <cmocka.h>
 
-#include "options.h"
+#include "server/options.h"
 #include "server_client.h"
 
 static void sleep_ms(int ms)

@@ -30,13 +30,13 @@
 
 #include <cmocka.h>
 
-#include "alloc.h"
-#include "daemon.h"
-#include "options.h"
+#include "server/core/alloc.h"
+#include "server/daemon.h"
+#include "server/options.h"
 #include "server_client.h"
-#include "store.h"
-#include "udp.h"
-#include "wire.h"
+#include "server/core/store.h"
+#include "server/net/udp.h"
+#include "protocol/wire.h"
 
 #define BIG_LEN 65536      /* 48 datagrams */
 #define REPLY_LIMIT "160k" /* two BIG_LEN values fit, three do not */
@@ -785,7 +785,7 @@ static int ip_setup(void **state)
     o.net_threads = 0; /* SPED: this thread is the worker */
     o.payload_threads = 0;
     o.memory_mb = 64;
-    ip.srv = server_create(&o);
+    ip.srv = server_setup(&o);
     if (ip.srv == NULL)
         return -1;
     ip.srv->udp_hit_hook = hit_hook;
@@ -835,7 +835,7 @@ static int ip_teardown(void **state)
     (void)state;
     close(ip.cli);
     options_free(&ip.srv->opt);
-    server_destroy(ip.srv);
+    server_teardown(ip.srv);
     return 0;
 }
 

@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "store.h"
+#include "server/core/store.h"
 #include "testclock.h"
 
 #define T(k, v) ((struct mdc_tag){(k), (v)})

@@ -20,7 +20,7 @@
 
 #include <cmocka.h>
 
-#include "store.h"
+#include "server/core/store.h"
 
 #define NTHREADS 6
 #define NKEYS 4000

@@ -1,6 +1,6 @@
 /*
  * test_wire.c - unit tests of the native protocol parser and composer
- * (server/wire.c): round trips of every opcode, partial input at every split
+ * (protocol/wire.c): round trips of every opcode, partial input at every split
  * point, every malformed-header case, and the byte-exact worked example of
  * docs/protocol.md.
  */
@@ -16,8 +16,8 @@
 
 #include <cmocka.h>
 
-#include "store.h"
-#include "wire.h"
+#include "server/core/store.h"
+#include "protocol/wire.h"
 
 #define NO_LIMIT SIZE_MAX
 

@@ -1,6 +1,6 @@
 /*
  * test_xdp.c - the XDP program on crafted packets (BPF_PROG_TEST_RUN) with
- * the mirror written through server/mirror.c: hits compared byte for byte
+ * the mirror written through bpf/mirror.c: hits compared byte for byte
  * with mirror_reply_build() (what the userspace UDP path sends), and every
  * way a packet must pass untouched, each with the counter it moves.
  *
@@ -26,9 +26,9 @@
 #include <bpf/bpf.h>
 #include <linux/bpf.h>
 
-#include "mirror.h"
-#include "mirror_layout.h"
-#include "xdp_pkt.h"
+#include "bpf/mirror.h"
+#include "bpf/mirror_layout.h"
+#include "bpf/xdp_pkt.h"
 
 static struct mirror *M;     /* tiers of 16 slots: collisions are easy */
 static struct mirror *MHEAD; /* the same program growing at the head */

@@ -27,9 +27,9 @@
 #include <bpf/bpf.h>
 #include <linux/bpf.h>
 
-#include "mirror.h"
-#include "mirror_layout.h"
-#include "xdp_pkt.h"
+#include "bpf/mirror.h"
+#include "bpf/mirror_layout.h"
+#include "bpf/xdp_pkt.h"
 
 #define NFILL 2
 #define NREAD 2

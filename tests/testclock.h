@@ -5,7 +5,7 @@
 #define MDC_TESTCLOCK_H
 
 #include <stdint.h>
-#include "store.h"
+#include "server/core/store.h"
 
 struct testclock {
     uint64_t mono_ns;

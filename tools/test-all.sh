@@ -77,6 +77,7 @@ build_and_check() {
     fi
 }
 
+step layers sh tools/check-layers.sh
 build_and_check normal CFLAGS="-O2 -g"
 if [ "${SKIP_SANITIZERS:-0}" != 1 ]; then
     build_and_check asan --enable-asan CFLAGS="-O1 -g"

@@ -1,6 +1,6 @@
 /*
  * fuzz_native.c - libFuzzer target for the native protocol parser
- * (server/wire.c).  Consumes messages from the input the way the server does
+ * (protocol/wire.c).  Consumes messages from the input the way the server does
  * (until "need more" or an out-of-sync error), checks each one against the
  * request rules, and asserts that composing what was parsed gives back the
  * same bytes and parses to the same header.
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "wire.h"
+#include "protocol/wire.h"
 
 #define FUZZ_MAX_BODY (1u << 20)
 

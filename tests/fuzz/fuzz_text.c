@@ -1,6 +1,6 @@
 /*
  * fuzz_text.c - libFuzzer target for the memcached text protocol parser
- * and composer (server/mctext.c), meta and tag commands included.
+ * and composer (protocol/mctext.c), meta and tag commands included.
  * Consumes requests from the input the way the server does (until "need
  * more" or a closing error) and checks each result: a whole request does
  * not depend on the bytes after it and one byte less is "need more"; keys,
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mctext.h"
+#include "protocol/mctext.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

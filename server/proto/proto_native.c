@@ -12,11 +12,13 @@
 #include <string.h>
 #include <time.h>
 
-#include "conn.h"
-#include "log.h"
+#include "server/net/conn.h"
+#include "server/net/threads.h"
+#include "server/log.h"
+#include "server/report.h"
 #include "proto.h"
-#include "store.h"
-#include "wire.h"
+#include "server/core/store.h"
+#include "protocol/wire.h"
 
 /* Header plus an optional small body copied into the output buffer. */
 static void nat_reply(struct conn *c, const struct wire_hdr *req,

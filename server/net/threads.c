@@ -15,11 +15,12 @@
 
 #include <event2/event.h>
 
-#include "alloc.h"
+#include "server/core/alloc.h"
 #include "conn.h"
-#include "daemon.h"
-#include "log.h"
-#include "proto.h"
+#include "threads.h"
+#include "udp.h"
+#include "server/server.h"
+#include "server/log.h"
 
 #define STOP_GRACE_S 5 /* in-flight work gets this long after SIGTERM */
 
@@ -150,7 +151,7 @@ static void worker_stop_cb(evutil_socket_t fd, short what, void *arg)
     worker_begin_stop(arg);
 }
 
-int worker_net_init(struct worker *w)
+int worker_net_setup(struct worker *w)
 {
     struct timeval one = {1, 0};
     int rc = -1;
@@ -242,7 +243,7 @@ int threads_setup(struct server *srv)
             w->pq = &srv->pqs[srv->model == TM_SEDA_S ? k : 0];
             continue;
         }
-        if (worker_net_init(w) < 0)
+        if (worker_net_setup(w) < 0)
             goto out;
         if (srv->npay > 0 && (w->role == ROLE_NET || srv->nnet == 0))
             w->payload_q = &srv->pqs[srv->model == TM_SEDA_S ? i - 1 : 0];

@@ -35,7 +35,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "mdc_xdp.skel.h"
+#include "bpf/mdc_xdp.skel.h"
 #endif
 
 _Static_assert(MIRROR_NCOUNTERS == MC__COUNT, "counter tables disagree");

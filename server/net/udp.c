@@ -30,11 +30,11 @@
 
 #include <event2/event.h>
 
-#include "alloc.h"
-#include "daemon.h"
-#include "log.h"
-#include "mctext.h"
-#include "store.h"
+#include "server/core/alloc.h"
+#include "server/server.h"
+#include "server/log.h"
+#include "protocol/mctext.h"
+#include "server/core/store.h"
 
 #define UDP_ROUNDS 8     /* recvmmsg() calls per readiness event */
 #define UDP_TX_MSGS 64   /* datagrams per sendmmsg() */

@@ -1,11 +1,7 @@
 /*
- * proto_text.c - protocol selection by first byte, the refusal of
- * memcached's binary protocol (0x80, deprecated upstream: a clear error
- * line, then close), and the memcached text protocol handler
- * (docs/protocol-text.md): requests parsed by mctext.c, run against the
- * store, answered in request order.  Any first byte that is neither 0x80
- * nor printable ASCII goes to the native handler, which answers a wrong
- * magic with status "bad magic" in a native frame.
+ * proto_text.c - the memcached text protocol handler
+ * (docs/protocol-text.md): requests parsed by protocol/mctext.c, run
+ * against the store, answered in request order.
  *
  * Values go out as the native GET path sends them: the VALUE/VA line is
  * composed into the connection's output buffer, the value is queued as a
@@ -18,28 +14,13 @@
 
 #include <string.h>
 
-#include "conn.h"
-#include "log.h"
-#include "mctext.h"
-#include "store.h"
-#include "wire.h"
-
-static void proto_refuse(struct conn *c, struct worker *w, const char *line)
-{
-    size_t len;
-
-    (void)conn_in_data(c, &len);
-    conn_in_consume(c, len);
-    STAT_INC(&w->stats, protocol_errors);
-    (void)conn_out_bytes(c, line, strlen(line));
-    conn_close_after_flush(c);
-}
-
-static void proto_mcbin_process(struct conn *c, struct worker *w)
-{
-    proto_refuse(c, w,
-                 "SERVER_ERROR memcached binary protocol is not supported\r\n");
-}
+#include "server/net/conn.h"
+#include "server/net/threads.h"
+#include "server/log.h"
+#include "server/report.h"
+#include "protocol/mctext.h"
+#include "server/core/store.h"
+#include "protocol/wire.h"
 
 /* ---- memcached text protocol ------------------------------------------ */
 
@@ -761,17 +742,4 @@ static void proto_text_process(struct conn *c, struct worker *w)
         conn_in_need(c, 1);
 }
 
-const struct proto proto_mcbin_reject = {"memcached-binary",
-                                         proto_mcbin_process};
 const struct proto proto_text = {"text", proto_text_process};
-
-const struct proto *proto_detect(uint8_t b)
-{
-    if (b == 0x80)
-        return &proto_mcbin_reject;
-    /* printable ASCII, and an empty line (memcached answers it ERROR) */
-    if ((b >= 0x20 && b < 0x7f) || b == '\r' || b == '\n')
-        return &proto_text;
-    /* 0xB7, and any other byte: the native parser answers bad magic. */
-    return &proto_native;
-}

@@ -27,7 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "store.h"
+#include "server/core/store.h"
 
 struct mirror;
 

@@ -22,10 +22,10 @@
 
 #include <event2/event.h>
 
-#include "alloc.h"
-#include "log.h"
-#include "proto.h"
-#include "store.h"
+#include "server/core/alloc.h"
+#include "threads.h"
+#include "server/log.h"
+#include "server/core/store.h"
 
 #define CONN_IBUF_INIT 16384u
 #define CONN_OBUF_INIT 16384u
@@ -473,7 +473,7 @@ void conn_drive(struct conn *c)
         if (c->opending > 0 && c->wr_ready && conn_flush(c) < 0)
             goto kill;
         if (c->proto == NULL && c->ilen > c->ioff)
-            c->proto = proto_detect(c->ibuf[c->ioff]);
+            c->proto = c->srv->proto_detect(c->ibuf[c->ioff]);
         if (conn_has_work(c)) {
             if (w->payload_q != NULL) {
                 c->inflight = true;

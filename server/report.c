@@ -5,7 +5,7 @@
  */
 #include "config.h"
 
-#include "stats.h"
+#include "report.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -15,10 +15,10 @@
 
 #include <event2/event.h>
 
-#include "alloc.h"
-#include "daemon.h"
-#include "mirror.h"
-#include "store.h"
+#include "server/core/alloc.h"
+#include "server.h"
+#include "bpf/mirror.h"
+#include "server/core/store.h"
 
 void stats_sum(struct server *srv, struct thread_stats *out)
 {

@@ -16,11 +16,23 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "daemon.h"
-#include "queue.h"
+#include "server/server.h"
+#include "server/queue.h"
 
 struct record;
-struct proto;
+
+/*
+ * A protocol handler (server/proto/ implements it; the network layer only
+ * calls it).  process() runs requests from c's input until the input holds
+ * no whole request, the output is over its bound (conn_out_full) or the
+ * connection is closing.  Before returning it sets conn_in_need() to the
+ * bytes it needs to make progress.  w is the thread running it (stats,
+ * scratch).
+ */
+struct proto {
+    const char *name;
+    void (*process)(struct conn *c, struct worker *w);
+};
 
 /* One piece of pending output. */
 struct oseg {

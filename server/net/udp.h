@@ -17,12 +17,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "protocol/mctext.h" /* the frame: UDP_FRAME_HDR, UDP_DGRAM_MAX */
+
+struct server;
 struct worker;
 
-#define UDP_FRAME_HDR 8    /* request id, sequence, total, reserved */
-#define UDP_DGRAM_MAX 1400 /* a reply datagram's payload, header included */
-/* Reply bytes per datagram, after the header. */
-#define UDP_CHUNK (UDP_DGRAM_MAX - UDP_FRAME_HDR)
 #define UDP_BATCH 32    /* datagrams per recvmmsg() */
 #define UDP_RX_MAX 8192 /* largest request datagram; longer: ignored */
 
@@ -38,5 +37,12 @@ int udp_sock_add(struct worker *w, int fd, const char *name);
 /* Read and answer whatever is queued on w's sockets now (what the event
  * callback does), for tests that drive a worker without its loop. */
 void udp_serve(struct worker *w);
+
+/* Bind -U on every -l address, one SO_REUSEPORT socket per network thread. */
+int udp_listen_all(struct server *srv);
+/* Close w's UDP sockets (w's own thread, or before the threads start). */
+void udp_worker_close(struct worker *w);
+/* ... and free its buffers too. */
+void udp_worker_free(struct worker *w);
 
 #endif

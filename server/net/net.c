@@ -21,10 +21,13 @@
 
 #include <event2/event.h>
 
-#include "alloc.h"
+#include "server/core/alloc.h"
 #include "conn.h"
-#include "daemon.h"
-#include "log.h"
+#include "net.h"
+#include "threads.h"
+#include "udp.h"
+#include "server/server.h"
+#include "server/log.h"
 
 static const char net_busy_msg[] = "SERVER_ERROR too many open connections\r\n";
 

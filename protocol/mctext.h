@@ -210,4 +210,12 @@ size_t mctext_meta_line(char *out, const char *code, int64_t vlen,
 #define MCTEXT_E_MA_MODE "CLIENT_ERROR invalid mode for ma M token\r\n"
 #define MCTEXT_E_M_LEN "CLIENT_ERROR incorrect length for M token\r\n"
 
+/* memcached's UDP frame (docs/protocol.md, "UDP"): every datagram starts
+ * with an 8-byte header (request id, sequence, total, reserved); a reply
+ * datagram carries at most UDP_DGRAM_MAX bytes, header included. */
+#define UDP_FRAME_HDR 8    /* request id, sequence, total, reserved */
+#define UDP_DGRAM_MAX 1400 /* a reply datagram's payload, header included */
+/* Reply bytes per datagram, after the header. */
+#define UDP_CHUNK (UDP_DGRAM_MAX - UDP_FRAME_HDR)
+
 #endif

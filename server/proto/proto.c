@@ -1,0 +1,46 @@
+/*
+ * proto.c - protocol selection by the first byte of a connection, and the
+ * refusal of memcached's binary protocol (0x80, deprecated upstream: a
+ * clear error line, then close).  Any first byte that is neither 0x80 nor
+ * printable ASCII goes to the native handler, which answers a wrong magic
+ * with status "bad magic" in a native frame.  daemon.c injects
+ * proto_detect() into the network layer (struct server's proto_detect).
+ */
+#include "config.h"
+
+#include "proto.h"
+
+#include <string.h>
+
+#include "server/stats.h"
+
+static void proto_refuse(struct conn *c, struct worker *w, const char *line)
+{
+    size_t len;
+
+    (void)conn_in_data(c, &len);
+    conn_in_consume(c, len);
+    STAT_INC(&w->stats, protocol_errors);
+    (void)conn_out_bytes(c, line, strlen(line));
+    conn_close_after_flush(c);
+}
+
+static void proto_mcbin_process(struct conn *c, struct worker *w)
+{
+    proto_refuse(c, w,
+                 "SERVER_ERROR memcached binary protocol is not supported\r\n");
+}
+
+const struct proto proto_mcbin_reject = {"memcached-binary",
+                                         proto_mcbin_process};
+
+const struct proto *proto_detect(uint8_t b)
+{
+    if (b == 0x80)
+        return &proto_mcbin_reject;
+    /* printable ASCII, and an empty line (memcached answers it ERROR) */
+    if ((b >= 0x20 && b < 0x7f) || b == '\r' || b == '\n')
+        return &proto_text;
+    /* 0xB7, and any other byte: the native parser answers bad magic. */
+    return &proto_native;
+}

@@ -1,0 +1,131 @@
+#!/bin/sh
+# tools/check-layers.sh - the layer check (docs/architecture.md, "Layers").
+#
+# Reads every #include "..." of the project's C sources and fails, naming
+# the file and line, when an include goes against the direction of the
+# layers or crosses into a folder its module may not use, or when includes
+# form a loop.  Run by the README's test command; run it by hand with
+#     sh tools/check-layers.sh [SRCDIR]
+#
+# A quoted include is resolved as the compiler does here: a name with a
+# slash is a path from the top of the tree (-I$(top_srcdir), or a generated
+# header under -I$(top_builddir)); a bare name is first the including
+# file's own folder, then client-c/ (the tests' -I for mdcached.h).
+set -u
+top=${1:-$(cd "$(dirname "$0")/.." && pwd)}
+cd "$top" || exit 2
+
+# Every C source and header of the project, bench and tests included.
+files=$(find protocol server bpf client-c client-php tests bench \
+    -type f \( -name '*.c' -o -name '*.h' \) 2>/dev/null | sort)
+
+# One line per include: FILE LINE TARGET
+for f in $files; do
+    awk -v f="$f" '
+        /^[ \t]*#[ \t]*include[ \t]*"/ {
+            s = $0; sub(/^[^"]*"/, "", s); sub(/".*$/, "", s)
+            print f, NR, s
+        }' "$f"
+done | awk -v top="$top" '
+# module(path): the layer a file belongs to
+function module(p,   b) {
+    if (p ~ /^protocol\//) return "protocol"
+    if (p ~ /^server\/core\//) return "core"
+    if (p ~ /^server\/proto\//) return "proto"
+    if (p ~ /^server\/net\//) return "net"
+    if (p ~ /^server\//) {
+        b = p; sub(/^server\//, "", b)
+        if (b ~ /^(server|stats|log|options|queue)\.[ch]$/) return "base"
+        if (b ~ /^report\.[ch]$/) return "report"
+        if (b ~ /^daemon\.[ch]$/) return "daemon"
+        if (b == "main.c") return "main"
+        return "server-other"
+    }
+    if (p ~ /^bpf\/.*\.bpf\.c$/) return "bpfprog"
+    if (p == "bpf/mirror_layout.h") return "layout"
+    if (p ~ /^bpf\//) return "xdp"
+    if (p ~ /^client-c\//) return "client"
+    if (p ~ /^client-php\//) return "php"
+    if (p ~ /^bench\//) return "bench"
+    if (p ~ /^tests\//) return "tests"
+    return "unknown"
+}
+function exists(p,   cmd, r) {
+    if (p in seen_exist) return seen_exist[p]
+    cmd = "test -f \"" top "/" p "\""
+    r = (system(cmd) == 0)
+    seen_exist[p] = r
+    return r
+}
+BEGIN {
+    # allowed[from, to]: the layers, top to bottom (docs/architecture.md)
+    n = split("protocol:protocol " \
+              "core:core " \
+              "base:base base:core base:protocol " \
+              "net:net net:base net:core net:protocol " \
+              "report:report report:base report:core report:protocol report:xdp " \
+              "proto:proto proto:net proto:report proto:base proto:core proto:protocol " \
+              "xdp:xdp xdp:base xdp:core xdp:protocol " \
+              "bpfprog:bpfprog bpfprog:layout xdp:layout layout:layout " \
+              "daemon:daemon daemon:base daemon:core daemon:protocol daemon:net " \
+              "daemon:proto daemon:report daemon:xdp " \
+              "main:main main:daemon main:base " \
+              "client:client client:protocol " \
+              "php:php php:client " \
+              "bench:bench bench:protocol bench:core bench:client", a, " ")
+    for (i = 1; i <= n; i++) { split(a[i], e, ":"); allowed[e[1], e[2]] = 1 }
+    bad = 0
+}
+{
+    f = $1; line = $2; inc = $3
+    if (inc == "config.h") next
+    dir = f; sub(/\/[^\/]*$/, "", dir)
+    if (inc ~ /\//) {
+        t = inc
+        if (t !~ /\.skel\.h$/ && !exists(t)) {
+            printf "%s:%s: include \"%s\" names no file of the tree\n", f, line, inc
+            bad++; next
+        }
+    } else if (exists(dir "/" inc)) {
+        t = dir "/" inc
+    } else if (exists("client-c/" inc) && (f ~ /^(tests|bench|client-php)\//)) {
+        t = "client-c/" inc
+    } else {
+        printf "%s:%s: include \"%s\" is not in %s/; name it by its path from the top\n", f, line, inc, dir
+        bad++; next
+    }
+    fm = module(f); tm = module(t)
+    if (fm != "tests" && !((fm, tm) in allowed)) {
+        printf "%s:%s: include \"%s\" goes from layer %s to layer %s, which %s may not use\n", \
+            f, line, inc, fm, tm, fm
+        bad++
+    }
+    edges[f] = edges[f] " " t
+    nodes[f] = 1; nodes[t] = 1
+}
+# a loop of includes among files: depth-first search for a back edge
+function visit(v,   k, m, i, w) {
+    state[v] = 1; path[++depth] = v
+    m = split(edges[v], nb, " ")
+    for (i = 1; i <= m; i++) {
+        w = nb[i]
+        if (w == "") continue
+        if (state[w] == 1) {
+            printf "include loop:"
+            for (k = 1; k <= depth; k++) if (path[k] == w) break
+            for (; k <= depth; k++) printf " %s ->", path[k]
+            printf " %s\n", w
+            bad++
+        } else if (state[w] == 0) {
+            visit(w)
+            m = split(edges[v], nb, " ") # nb is global: re-split after the call
+        }
+    }
+    state[v] = 2; depth--
+}
+END {
+    depth = 0
+    for (v in nodes) if (state[v] == 0) visit(v)
+    if (bad) { printf "check-layers: %d violation(s)\n", bad; exit 1 }
+    print "check-layers: every include follows the layers, no loops"
+}'
