@@ -460,9 +460,9 @@ static void run_count(uint64_t n, uint32_t nbuckets, int fd)
     cfg.nbuckets = nbuckets;
 
     rss0 = rss_bytes();
-    st = store_create(&cfg);
+    st = store_setup(&cfg);
     if (st == NULL) {
-        fprintf(stderr, "store_bench: store_create failed\n");
+        fprintf(stderr, "store_bench: store_setup failed\n");
         _exit(1);
     }
     t0 = now_s();
@@ -514,7 +514,7 @@ static void run_count(uint64_t n, uint32_t nbuckets, int fd)
             emit(fd, &r);
         }
     }
-    store_destroy(st);
+    store_teardown(st);
 }
 
 /* ---- output ------------------------------------------------------------- */

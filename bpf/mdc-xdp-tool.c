@@ -286,7 +286,7 @@ static int run_mirror(const char *ifname, enum mirror_mode mode, uint16_t port,
     cfg.port = port;
     cfg.addrs = addrs;
     cfg.naddrs = naddrs;
-    if (mirror_open(&cfg, &M, err, sizeof(err))) {
+    if (mirror_setup(&cfg, &M, err, sizeof(err))) {
         fprintf(stderr, "mdc-xdp-tool: %s\n", err);
         return 1;
     }
@@ -320,7 +320,7 @@ static int run_mirror(const char *ifname, enum mirror_mode mode, uint16_t port,
         }
     }
     close(fd);
-    mirror_close(M);
+    mirror_teardown(M);
     return 0;
 }
 
@@ -384,7 +384,7 @@ static int run_progbench(int repeat, unsigned vlen)
         cfg.naddrs = 1;
         cfg.mtu = 1500;
         cfg.flags = i ? MIRROR_F_HEAD_ONLY : 0;
-        if (mirror_open(&cfg, &m[i], err, sizeof(err))) {
+        if (mirror_setup(&cfg, &m[i], err, sizeof(err))) {
             fprintf(stderr, "mdc-xdp-tool: %s\n", err);
             return 1;
         }
@@ -436,8 +436,8 @@ static int run_progbench(int repeat, unsigned vlen)
                best[i]);
     printf("}\n");
     mdc_bounce__destroy(bsk);
-    mirror_close(m[0]);
-    mirror_close(m[1]);
+    mirror_teardown(m[0]);
+    mirror_teardown(m[1]);
     return 0;
 }
 

@@ -9,7 +9,7 @@
  * Fills and invalidations of one key are serialized by the caller's bucket
  * lock (mirror.h); that is what makes the invalidation below sufficient.
  *
- * Without --enable-xdp only the pure parts are built: mirror_open() fails.
+ * Without --enable-xdp only the pure parts are built: mirror_setup() fails.
  */
 #include "config.h"
 
@@ -512,7 +512,7 @@ fail:
     return fd;
 }
 
-int mirror_open(const struct mirror_config *cfg, struct mirror **out, char *err,
+int mirror_setup(const struct mirror_config *cfg, struct mirror **out, char *err,
                 size_t errlen)
 {
     struct mirror *m;
@@ -616,11 +616,11 @@ int mirror_open(const struct mirror_config *cfg, struct mirror **out, char *err,
     *out = m;
     return 0;
 fail:
-    mirror_close(m);
+    mirror_teardown(m);
     return rc;
 }
 
-void mirror_close(struct mirror *m)
+void mirror_teardown(struct mirror *m)
 {
     unsigned t;
 
@@ -681,7 +681,7 @@ int mirror_stats(struct mirror *m, struct mirror_stats *out)
 
 #else /* !MDC_XDP */
 
-int mirror_open(const struct mirror_config *cfg, struct mirror **out, char *err,
+int mirror_setup(const struct mirror_config *cfg, struct mirror **out, char *err,
                 size_t errlen)
 {
     (void)cfg;
@@ -690,7 +690,7 @@ int mirror_open(const struct mirror_config *cfg, struct mirror **out, char *err,
     return -ENOTSUP;
 }
 
-void mirror_close(struct mirror *m)
+void mirror_teardown(struct mirror *m)
 {
     (void)m;
 }

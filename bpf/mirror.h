@@ -17,7 +17,7 @@
  * slot's sequence counter is claimed with a compare-and-swap).
  *
  * Every function accepts a NULL mirror and does nothing, so a daemon without
- * -x calls them unconditionally.  Built without --enable-xdp, mirror_open()
+ * -x calls them unconditionally.  Built without --enable-xdp, mirror_setup()
  * fails with -ENOTSUP and a message; mirror_reply_build() always works.
  */
 #ifndef MDC_MIRROR_H
@@ -64,10 +64,10 @@ struct mirror_config {
  * dropping privileges; the mirror stays writable afterwards (it is mmap'ed).
  * Returns 0 or a negative errno, with a one-line reason in err.
  */
-int mirror_open(const struct mirror_config *cfg, struct mirror **out, char *err,
+int mirror_setup(const struct mirror_config *cfg, struct mirror **out, char *err,
                 size_t errlen);
 /* Detach (closing the link) and unmap.  Process exit does the same. */
-void mirror_close(struct mirror *m);
+void mirror_teardown(struct mirror *m);
 
 /* mirror_fill() results besides 0 (all are a harmless "not mirrored"). */
 #define MIRROR_EBUSY (-16)  /* -EBUSY: another writer owns the slot */

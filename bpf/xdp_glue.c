@@ -223,7 +223,7 @@ int xdp_glue_setup(struct server *srv)
     if (mtu <= 0 || mtu > UDP_DGRAM_MAX + 28)
         mtu = UDP_DGRAM_MAX + 28;
     cfg.mtu = (uint32_t)mtu;
-    rc = mirror_open(&cfg, &srv->mirror, err, sizeof(err));
+    rc = mirror_setup(&cfg, &srv->mirror, err, sizeof(err));
     if (rc < 0) {
         log_error("-x %s: %s", o->xdp, err);
         return rc == -ENOTSUP || rc == -ENODEV || rc == -EPERM

@@ -105,7 +105,7 @@ struct server *server_setup(const struct options *opt)
     cfg.max_item_size = (uint32_t)opt->max_item_size;
     cfg.tag_reply_limit = (size_t)opt->tag_reply_limit;
     cfg.sweep_interval_ms = (uint32_t)opt->sweep_interval;
-    srv->store = store_create(&cfg);
+    srv->store = store_setup(&cfg);
     if (srv->store == NULL) {
         log_error("cannot create the store (-m %llu MiB)",
                   (unsigned long long)opt->memory_mb);
@@ -133,8 +133,8 @@ void server_teardown(struct server *srv)
             event_free(srv->ev_sig[i]);
     threads_teardown(srv);
     if (srv->store != NULL)
-        store_destroy(srv->store); /* may still announce into the mirror */
-    mirror_close(srv->mirror);     /* detaches the program */
+        store_teardown(srv->store); /* may still announce into the mirror */
+    mirror_teardown(srv->mirror);     /* detaches the program */
     mdc_free(srv);
 }
 

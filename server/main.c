@@ -24,22 +24,22 @@ int main(int argc, char **argv)
 
     rc = options_parse(&opt, argc, argv, stderr);
     if (rc == OPTIONS_EXIT) {
-        options_free(&opt);
+        options_teardown(&opt);
         return 0;
     }
     if (rc != OPTIONS_RUN) {
-        options_free(&opt);
+        options_teardown(&opt);
         return EX_USAGE;
     }
     if (log_setup(opt.log_file, (int)opt.verbose) < 0) {
         fprintf(stderr, "mdcached: cannot open log file %s: %s\n",
                 opt.log_file, strerror(errno));
-        options_free(&opt);
+        options_teardown(&opt);
         return EX_CANTCREAT;
     }
     srv = server_setup(&opt); /* takes over opt */
     if (srv == NULL) {
-        options_free(&opt);
+        options_teardown(&opt);
         rc = EX_SOFTWARE;
         goto out;
     }
@@ -53,7 +53,7 @@ int main(int argc, char **argv)
     rc = server_run(srv) == 0 ? 0 : EX_SOFTWARE;
 out:
     if (srv != NULL) {
-        options_free(&srv->opt);
+        options_teardown(&srv->opt);
         server_teardown(srv);
     }
     log_teardown();

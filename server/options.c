@@ -264,7 +264,7 @@ void options_defaults(struct options *o)
     }
 }
 
-void options_free(struct options *o)
+void options_teardown(struct options *o)
 {
 #define X(field, sh, lo, kind, def, mn, mx, meta, help)                        \
     if (kind == OT_LIST) {                                                     \

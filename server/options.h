@@ -126,7 +126,7 @@ void options_defaults(struct options *o);
 /* Parse argv; messages go to err.  See enum options_rc. */
 int options_parse(struct options *o, int argc, char **argv, FILE *err);
 void options_usage(FILE *f, const char *argv0);
-void options_free(struct options *o);
+void options_teardown(struct options *o);
 
 /* Visit every setting as (long name, value as text), in table order. */
 typedef void (*options_visit_fn)(void *ctx, const char *name,

@@ -27,7 +27,7 @@ struct mq {
     bool closed;
 };
 
-static inline void mq_init(struct mq *q)
+static inline void mq_setup(struct mq *q)
 {
     pthread_mutex_init(&q->mu, NULL);
     pthread_cond_init(&q->cv, NULL);
@@ -37,7 +37,7 @@ static inline void mq_init(struct mq *q)
     q->closed = false;
 }
 
-static inline void mq_deinit(struct mq *q)
+static inline void mq_teardown(struct mq *q)
 {
     pthread_cond_destroy(&q->cv);
     pthread_mutex_destroy(&q->mu);

@@ -258,7 +258,7 @@ static void test_rows(void **state)
         struct store_config c = {.nbuckets = 1024};
         if (r->op == op_evict)
             c.mem_limit = 4096;
-        struct store *st = store_create(&c);
+        struct store *st = store_setup(&c);
         tc.mono_ns = 1000000000ull * 50;
         tc.wall_s = 1700000000;
         testclock_install(st, &tc);
@@ -294,7 +294,7 @@ static void test_rows(void **state)
         char msg[200];
         if (store_check(st, msg, sizeof msg) != 0)
             fail_msg("%s: %s", r->name, msg);
-        store_destroy(st);
+        store_teardown(st);
     }
 }
 

@@ -69,7 +69,7 @@ static int setup(void **state)
     fcntl(sv[0], F_SETFL, O_NONBLOCK);
     fx.peer = sv[1];
     atomic_fetch_add(&fx.srv->nconns, 1);
-    fx.c = conn_create(fx.srv, &fx.srv->workers[0], sv[0], AF_UNIX);
+    fx.c = conn_setup(fx.srv, &fx.srv->workers[0], sv[0], AF_UNIX);
     if (fx.c == NULL || conn_adopt(fx.c) < 0)
         return -1;
 
@@ -105,9 +105,9 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    conn_destroy(fx.c);
+    conn_teardown(fx.c);
     close(fx.peer);
-    options_free(&fx.srv->opt);
+    options_teardown(&fx.srv->opt);
     server_teardown(fx.srv);
     free(fx.batch);
     free(fx.rbuf);

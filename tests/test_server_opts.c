@@ -148,14 +148,14 @@ static void test_parse_forms(void **state)
     assert_int_equal(o.max_output, 2 * 1024 * 1024);
     assert_int_equal(o.payload_threads, 0);
     assert_true(o.net_threads >= 1);
-    options_free(&o);
+    options_teardown(&o);
     {
         char b0[] = "mdcached", b1[] = "-v", b2[] = "4", b3[] = "-d";
         char *bv[] = {b0, b1, b2, b3, NULL};
         assert_int_equal(options_parse(&o, 4, bv, devnull), OPTIONS_RUN);
         assert_int_equal(o.verbose, 4);
         assert_true(o.debug);
-        options_free(&o);
+        options_teardown(&o);
     }
     {
         char b0[] = "mdcached", b1[] = "-d";
@@ -164,7 +164,7 @@ static void test_parse_forms(void **state)
         assert_int_equal(o.verbose, 3); /* -d: debug log */
         assert_int_equal(o.listen.n, 1);
         assert_string_equal(o.listen.v[0], "127.0.0.1");
-        options_free(&o);
+        options_teardown(&o);
     }
     fclose(devnull);
 }

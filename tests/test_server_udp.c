@@ -834,7 +834,7 @@ static int ip_teardown(void **state)
 {
     (void)state;
     close(ip.cli);
-    options_free(&ip.srv->opt);
+    options_teardown(&ip.srv->opt);
     server_teardown(ip.srv);
     return 0;
 }

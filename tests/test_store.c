@@ -22,7 +22,7 @@ static struct store *mk(size_t mem, bool no_evict, struct testclock *tc)
     c.mem_limit = mem;
     c.no_evict = no_evict;
     c.nbuckets = 1024;
-    struct store *st = store_create(&c);
+    struct store *st = store_setup(&c);
     assert_non_null(st);
     if (tc != NULL) {
         tc->mono_ns = 1000000000ull * 1000;
@@ -92,7 +92,7 @@ static void test_set_get_delete(void **state)
     store_get_stats(st, &s);
     assert_int_equal(s.curr_items, 1);
     check(st);
-    store_destroy(st);
+    store_teardown(st);
 }
 
 static void test_keys_binary_and_limits(void **state)
@@ -152,7 +152,7 @@ static void test_keys_binary_and_limits(void **state)
     store_release(st, r);
     free(v);
     check(st);
-    store_destroy(st);
+    store_teardown(st);
 }
 
 static void test_cas(void **state)
@@ -174,7 +174,7 @@ static void test_cas(void **state)
     assert_int_equal(store_put(st, STORE_CAS, &it, NULL), ST_NOT_FOUND);
     assert_int_equal(store_delete(st, "c", 1, c1), ST_EXISTS);
     assert_int_equal(store_delete(st, "c", 1, c2), ST_OK);
-    store_destroy(st);
+    store_teardown(st);
 }
 
 static void test_append_prepend_keep_tags(void **state)
@@ -213,14 +213,14 @@ static void test_append_prepend_keep_tags(void **state)
     assert_int_equal(s.tag_values, 0);
     assert_int_equal(s.tag_bytes, 0);
     check(st);
-    store_destroy(st);
+    store_teardown(st);
 }
 
 static void test_tags_limits(void **state)
 {
     (void)state;
     struct store_config c = {.max_tags = 8, .nbuckets = 1024};
-    struct store *st = store_create(&c);
+    struct store *st = store_setup(&c);
     struct mdc_tag tg[9];
     for (int i = 0; i < 9; i++)
         tg[i] = T(100, i);
@@ -250,7 +250,7 @@ static void test_tags_limits(void **state)
     assert_int_equal(set.n, 1);
     store_recset_release(st, &set);
     check(st);
-    store_destroy(st);
+    store_teardown(st);
 }
 
 static int has_key(struct store_recset *s, const char *k)
@@ -313,14 +313,14 @@ static void test_get_del_by_tag(void **state)
     assert_int_equal(store_del_by_tag(st, 42, &none, 1, &n), ST_OK);
     assert_int_equal(n, 0);
     check(st);
-    store_destroy(st);
+    store_teardown(st);
 }
 
 static void test_get_by_tag_limit(void **state)
 {
     (void)state;
     struct store_config c = {.tag_reply_limit = 1000, .nbuckets = 1024};
-    struct store *st = store_create(&c);
+    struct store *st = store_setup(&c);
     char k[16], v[100];
     memset(v, 'v', sizeof v - 1);
     v[sizeof v - 1] = 0;
@@ -335,7 +335,7 @@ static void test_get_by_tag_limit(void **state)
     assert_true(set.n > 0 && set.n < 20);
     assert_true(set.bytes <= 1000);
     store_recset_release(st, &set);
-    store_destroy(st);
+    store_teardown(st);
 }
 
 static void test_expiry(void **state)
@@ -393,7 +393,7 @@ static void test_expiry(void **state)
     testclock_advance(&tc, 2);
     assert_null(val(st, "d30", b, sizeof b));
     check(st);
-    store_destroy(st);
+    store_teardown(st);
 }
 
 static void test_counters(void **state)
@@ -453,7 +453,7 @@ static void test_counters(void **state)
     assert_int_equal(store_atomic(st, ATOMIC_ADD, "zz", 2, 1, 0, &v, NULL),
                      ST_NOT_FOUND);
     check(st);
-    store_destroy(st);
+    store_teardown(st);
 }
 
 static void test_tstack(void **state)
@@ -491,7 +491,7 @@ static void test_tstack(void **state)
     assert_int_equal(store_tstack_pop(st, t, &r), ST_NOT_FOUND);
     assert_null(r);
     check(st);
-    store_destroy(st);
+    store_teardown(st);
 }
 
 static void test_reader_keeps_value(void **state)
@@ -509,7 +509,7 @@ static void test_reader_keeps_value(void **state)
     store_release(st, r);
     store_get_stats(st, &s);
     assert_int_equal(s.bytes, 0);
-    store_destroy(st);
+    store_teardown(st);
 }
 
 static void test_eviction(void **state)
@@ -549,7 +549,7 @@ static void test_eviction(void **state)
     assert_int_equal(s.bytes, 0);
     assert_int_equal(s.tag_links, 0);
     check(st);
-    store_destroy(st);
+    store_teardown(st);
 }
 
 static void test_no_evict(void **state)
@@ -580,7 +580,7 @@ static void test_no_evict(void **state)
     char b[256];
     assert_non_null(val(st, "key-0", b, sizeof b));
     check(st);
-    store_destroy(st);
+    store_teardown(st);
 }
 
 static void test_record_size(void **state)
@@ -593,7 +593,7 @@ static void test_record_size(void **state)
     struct store_stats s;
     store_get_stats(st, &s);
     assert_true(s.bytes <= 112);
-    store_destroy(st);
+    store_teardown(st);
 }
 
 static void test_flush_at(void **state)
@@ -629,7 +629,7 @@ static void test_flush_at(void **state)
     assert_int_equal(put(st, STORE_SET, "d", "4", NULL, 0, 0), ST_OK);
     store_flush_at(st, 0);
     assert_null(val(st, "d", b, sizeof b));
-    store_destroy(st);
+    store_teardown(st);
 }
 
 static void test_growth(void **state)
@@ -637,7 +637,7 @@ static void test_growth(void **state)
     (void)state;
     struct store_config c = {.nbuckets = 1 << 16, .initial_buckets = 16,
                              .nlocks = 16};
-    struct store *st = store_create(&c);
+    struct store *st = store_setup(&c);
     struct store_stats s;
     store_get_stats(st, &s);
     assert_int_equal(s.nbuckets, 16);
@@ -665,7 +665,7 @@ static void test_growth(void **state)
     store_get_stats(st, &s);
     assert_int_equal(s.curr_items, 0);
     assert_int_equal(s.bytes, 0);
-    store_destroy(st);
+    store_teardown(st);
 }
 
 static void visit_fn(void *ctx, struct store *st, const struct record *r)
@@ -690,7 +690,7 @@ static void test_visit(void **state)
     testclock_advance(&tc, 3);
     assert_int_equal(store_visit(st, "v", 1, visit_fn, &n), 0); /* expired */
     assert_int_equal(n, 1);
-    store_destroy(st);
+    store_teardown(st);
 }
 
 int main(void)

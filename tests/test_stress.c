@@ -198,7 +198,7 @@ static void test_mixed(void **state)
                                .nlocks = 64, .tag_buckets = 8,
                                .sweep_interval_ms = 5};
     struct ctx c = {0};
-    c.st = store_create(&cfg);
+    c.st = store_setup(&cfg);
     assert_non_null(c.st);
     c.deadline = now() + seconds();
     pthread_t th[NTHREADS];
@@ -229,7 +229,7 @@ static void test_mixed(void **state)
     assert_int_equal(s.bytes, 0);
     if (store_check(c.st, msg, sizeof msg) != 0)
         fail_msg("after flush: %s", msg);
-    store_destroy(c.st);
+    store_teardown(c.st);
 }
 
 /* ---- del_by_tag against a concurrent tagged writer ------------------------ */
@@ -268,7 +268,7 @@ static void test_del_by_tag_race(void **state)
     (void)state;
     struct store_config cfg = {.nbuckets = 1024};
     struct race r = {0};
-    r.st = store_create(&cfg);
+    r.st = store_setup(&cfg);
     pthread_t w;
     pthread_create(&w, NULL, race_writer, &r);
     double end = now() + seconds() / 2;
@@ -302,7 +302,7 @@ static void test_del_by_tag_race(void **state)
     char msg[256];
     if (store_check(r.st, msg, sizeof msg) != 0)
         fail_msg("indexes disagree: %s", msg);
-    store_destroy(r.st);
+    store_teardown(r.st);
 }
 
 int main(void)

@@ -51,7 +51,7 @@ static void open_mirror(struct mirror **m, unsigned flags)
     cfg.slots[0] = cfg.slots[1] = cfg.slots[2] = 16;
     cfg.mtu = 1500;
     cfg.flags = flags;
-    rc = mirror_open(&cfg, m, err, sizeof(err));
+    rc = mirror_setup(&cfg, m, err, sizeof(err));
     if (rc) {
         printf("%s: %s\n", rc == -EPERM ? "SKIP" : "FAIL", err);
         exit(rc == -EPERM ? 77 : 1);
@@ -667,7 +667,7 @@ int main(void)
     open_mirror(&M, 0);
     open_mirror(&MHEAD, MIRROR_F_HEAD_ONLY);
     rc = cmocka_run_group_tests(tests, NULL, NULL);
-    mirror_close(MHEAD);
-    mirror_close(M);
+    mirror_teardown(MHEAD);
+    mirror_teardown(M);
     return rc;
 }

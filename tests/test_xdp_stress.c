@@ -244,7 +244,7 @@ int main(void)
     cfg.naddrs = 1;
     cfg.slots[0] = cfg.slots[1] = cfg.slots[2] = 4;
     cfg.mtu = 1500;
-    rc = mirror_open(&cfg, &M, err, sizeof(err));
+    rc = mirror_setup(&cfg, &M, err, sizeof(err));
     if (rc) {
         printf("%s: %s\n", rc == -EPERM ? "SKIP" : "FAIL", err);
         return rc == -EPERM ? 77 : 1;
@@ -290,7 +290,7 @@ int main(void)
     printf("# program: hits %" PRIu64 ", misses %" PRIu64 ", conflicts %" PRIu64
            "\n",
            st.xdp[MC_HIT], st.xdp[MC_MISS], st.xdp[MC_CONFLICT]);
-    mirror_close(M);
+    mirror_teardown(M);
     if (failure) {
         printf("FAIL: %s\n", failure);
         return 1;

@@ -548,7 +548,7 @@ static uint32_t pow2_at_least(uint64_t v)
 
 static void *sweeper_main(void *arg);
 
-struct store *store_create(const struct store_config *cfg)
+struct store *store_setup(const struct store_config *cfg)
 {
     struct store *st = mdc_calloc(1, sizeof(*st));
     if (st == NULL)
@@ -605,7 +605,7 @@ struct store *store_create(const struct store_config *cfg)
     st->epoch_ns = sys_mono_ns(NULL);
     st->buckets = mdc_huge_calloc((size_t)c->nbuckets * sizeof(*st->buckets));
     st->locks = mdc_calloc(c->nlocks, sizeof(*st->locks));
-    st->tags = tags_create(st, c->tag_buckets);
+    st->tags = tags_setup(st, c->tag_buckets);
     if (st->buckets == NULL || st->locks == NULL || st->tags == NULL)
         goto fail;
     for (uint32_t i = 0; i < c->nlocks; i++)
@@ -626,7 +626,7 @@ fail:
     if (st->locks)
         mdc_free(st->locks);
     mdc_huge_free(st->buckets, (size_t)c->nbuckets * sizeof(*st->buckets));
-    tags_destroy(st->tags);
+    tags_teardown(st->tags);
     mdc_free(st);
     return NULL;
 }
@@ -648,7 +648,7 @@ static void free_tree(struct store *st, struct record *r)
     }
 }
 
-void store_destroy(struct store *st)
+void store_teardown(struct store *st)
 {
     if (st == NULL)
         return;
@@ -661,13 +661,13 @@ void store_destroy(struct store *st)
     }
     st->hook = NULL;
     /* no other thread may use the store now: drop every record without
-     * rebalancing trees or unlinking tags one by one (tags_destroy frees
+     * rebalancing trees or unlinking tags one by one (tags_teardown frees
      * the whole tag index) */
     for (uint32_t b = 0; b < nbuckets_now(st); b++) {
         free_tree(st, RB_ROOT(&st->buckets[b]));
         RB_INIT(&st->buckets[b]);
     }
-    tags_destroy(st->tags);
+    tags_teardown(st->tags);
     for (uint32_t i = 0; i <= st->lmask; i++)
         mdc_rwlock_destroy(&st->locks[i]);
     pthread_mutex_destroy(&st->sweep_mu);

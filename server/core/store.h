@@ -124,8 +124,8 @@ struct store_stats {
     uint64_t fixed_bytes;     /* bucket arrays and locks */
 };
 
-struct store *store_create(const struct store_config *cfg);
-void store_destroy(struct store *st);
+struct store *store_setup(const struct store_config *cfg);
+void store_teardown(struct store *st);
 void store_set_hook(struct store *st, store_hook_fn fn, void *ctx);
 void store_set_clock(struct store *st, const struct store_clock *clk);
 void store_get_stats(struct store *st, struct store_stats *out);

@@ -154,8 +154,8 @@ static inline void rec_incref(struct record *r)
 
 /* ---- tag forest (tags.c) ---------------------------------------------- */
 struct tags;
-struct tags *tags_create(struct store *st, uint32_t nbuckets);
-void tags_destroy(struct tags *t);
+struct tags *tags_setup(struct store *st, uint32_t nbuckets);
+void tags_teardown(struct tags *t);
 size_t tags_fixed_bytes(const struct tags *t);
 /* Link one entry at the head of its tag's list (newest first). */
 int tags_link(struct tags *t, struct tag_entry *e);

@@ -59,7 +59,7 @@ static inline struct tag_bucket *bucket_of(struct tags *t, int32_t tkey)
     return &t->b[(h >> 16 ^ h) & t->mask];
 }
 
-struct tags *tags_create(struct store *st, uint32_t nbuckets)
+struct tags *tags_setup(struct store *st, uint32_t nbuckets)
 {
     struct tags *t = mdc_calloc(1, sizeof(*t));
     if (t == NULL)
@@ -78,7 +78,7 @@ struct tags *tags_create(struct store *st, uint32_t nbuckets)
     return t;
 }
 
-void tags_destroy(struct tags *t)
+void tags_teardown(struct tags *t)
 {
     if (t == NULL)
         return;

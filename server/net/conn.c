@@ -36,7 +36,7 @@
 
 static void conn_ev_cb(evutil_socket_t fd, short what, void *arg);
 
-struct conn *conn_create(struct server *srv, struct worker *w, int fd,
+struct conn *conn_setup(struct server *srv, struct worker *w, int fd,
                          int family)
 {
     static atomic_uint_fast64_t next_id = 1;
@@ -101,7 +101,7 @@ out:
     return rc;
 }
 
-void conn_destroy(struct conn *c)
+void conn_teardown(struct conn *c)
 {
     struct worker *w = c->owner;
     size_t i;
@@ -516,7 +516,7 @@ void conn_drive(struct conn *c)
     }
     return;
 kill:
-    conn_destroy(c);
+    conn_teardown(c);
 }
 
 void conn_on_io(struct conn *c, short what)
@@ -585,13 +585,13 @@ void conn_tick(struct conn *c, uint64_t now)
         log_info("conn %llu dropped: %zu bytes unread for %llu s",
                  (unsigned long long)c->id, c->opending,
                  (unsigned long long)(now - c->blocked_since));
-        conn_destroy(c);
+        conn_teardown(c);
         return;
     }
     if (o->idle_timeout > 0 && c->opending == 0 &&
         now - c->last_active >= o->idle_timeout) {
         STAT_INC(&w->stats, idle_kicks);
         log_debug("conn %llu idle, closed", (unsigned long long)c->id);
-        conn_destroy(c);
+        conn_teardown(c);
     }
 }

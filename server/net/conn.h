@@ -88,12 +88,12 @@ struct conn {
 };
 
 /* Allocate a connection for fd, to be run by network worker w. */
-struct conn *conn_create(struct server *srv, struct worker *w, int fd,
+struct conn *conn_setup(struct server *srv, struct worker *w, int fd,
                          int family);
 /* Register with the owner's event loop and start serving (owner thread). */
 int conn_adopt(struct conn *c);
 /* Close the socket and free everything, releasing held records. */
-void conn_destroy(struct conn *c);
+void conn_teardown(struct conn *c);
 /* Event callback body, also called directly by tests (owner thread). */
 void conn_on_io(struct conn *c, short what);
 /* Run the state machine: write, process, read until nothing moves. */

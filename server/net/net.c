@@ -111,7 +111,7 @@ static void net_accept_one(struct server *srv, struct listener *l, int fd)
     else
         w = &srv->workers[1 + srv->next_net++ % srv->nnet];
     atomic_fetch_add(&srv->nconns, 1);
-    c = conn_create(srv, w, fd, l->family);
+    c = conn_setup(srv, w, fd, l->family);
     if (c == NULL) {
         log_warn("out of memory for a new connection");
         atomic_fetch_sub(&srv->nconns, 1);
@@ -122,7 +122,7 @@ static void net_accept_one(struct server *srv, struct listener *l, int fd)
     log_debug("conn %llu accepted on %s", (unsigned long long)c->id, l->name);
     if (w == main_w) {
         if (conn_adopt(c) < 0)
-            conn_destroy(c);
+            conn_teardown(c);
         else
             conn_drive(c);
     } else {

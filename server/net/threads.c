@@ -91,7 +91,7 @@ static void worker_inbox_cb(evutil_socket_t fd, short what, void *arg)
         if (c->adopted) {
             conn_returned(c);
         } else if (w->stopping || conn_adopt(c) < 0) {
-            conn_destroy(c);
+            conn_teardown(c);
         } else {
             conn_drive(c);
         }
@@ -121,7 +121,7 @@ static void worker_tick_cb(evutil_socket_t fd, short what, void *arg)
             if (c->inflight)
                 c->dead = true; /* closed when its payload thread is done */
             else
-                conn_destroy(c);
+                conn_teardown(c);
         }
     }
     worker_check_done(w);
@@ -156,7 +156,7 @@ int worker_net_setup(struct worker *w)
     struct timeval one = {1, 0};
     int rc = -1;
 
-    mq_init(&w->inbox);
+    mq_setup(&w->inbox);
     w->now = server_mono_s();
     w->base = event_base_new();
     if (w->base == NULL)
@@ -225,7 +225,7 @@ int threads_setup(struct server *srv)
         if (srv->pqs == NULL)
             goto out;
         for (i = 0; i < srv->npqs; i++)
-            mq_init(&srv->pqs[i]);
+            mq_setup(&srv->pqs[i]);
     }
     for (i = 0; i < srv->nworkers; i++) {
         struct worker *w = &srv->workers[i];
@@ -319,14 +319,14 @@ void threads_teardown(struct server *srv)
 
         for (c = w->conns; c != NULL; c = next) {
             next = c->link.next;
-            conn_destroy(c);
+            conn_teardown(c);
         }
-        udp_worker_free(w); /* its events first, then the base */
+        udp_worker_teardown(w); /* its events first, then the base */
         if (w->base != NULL) {
             struct mq_node *n = mq_take_all(&w->inbox);
             while (n != NULL) {
                 struct mq_node *nx = n->next;
-                conn_destroy(conn_of_node(n));
+                conn_teardown(conn_of_node(n));
                 n = nx;
             }
             if (w->ev_inbox)
@@ -336,12 +336,12 @@ void threads_teardown(struct server *srv)
             if (w->ev_stop)
                 event_free(w->ev_stop);
             event_base_free(w->base);
-            mq_deinit(&w->inbox);
+            mq_teardown(&w->inbox);
         }
         mdc_free(w->tagbuf);
     }
     for (i = 0; i < srv->npqs; i++)
-        mq_deinit(&srv->pqs[i]);
+        mq_teardown(&srv->pqs[i]);
     mdc_free(srv->pqs);
     mdc_free(srv->workers);
     srv->workers = NULL;

@@ -569,7 +569,7 @@ void udp_serve(struct worker *w)
 
 /* ---- sockets ------------------------------------------------------------ */
 
-static struct udp_worker *udp_worker_create(void)
+static struct udp_worker *udp_worker_setup(void)
 {
     struct udp_worker *u = mdc_calloc(1, sizeof(*u));
     size_t i;
@@ -595,7 +595,7 @@ int udp_sock_add(struct worker *w, int fd, const char *name)
 {
     struct udp_sock *us = NULL;
 
-    if (w->udp == NULL && (w->udp = udp_worker_create()) == NULL)
+    if (w->udp == NULL && (w->udp = udp_worker_setup()) == NULL)
         goto fail;
     us = mdc_calloc(1, sizeof(*us));
     if (us == NULL)
@@ -635,7 +635,7 @@ void udp_worker_close(struct worker *w)
     w->udp->socks = NULL;
 }
 
-void udp_worker_free(struct worker *w)
+void udp_worker_teardown(struct worker *w)
 {
     struct udp_worker *u = w->udp;
 

@@ -43,6 +43,6 @@ int udp_listen_all(struct server *srv);
 /* Close w's UDP sockets (w's own thread, or before the threads start). */
 void udp_worker_close(struct worker *w);
 /* ... and free its buffers too. */
-void udp_worker_free(struct worker *w);
+void udp_worker_teardown(struct worker *w);
 
 #endif
