@@ -941,3 +941,15 @@ size_t mctext_meta_line(char *out, const char *code, int64_t vlen,
     *p++ = '\n';
     return (size_t)(p - out);
 }
+
+void mctext_udp_frame(uint8_t *h, uint16_t request_id, uint16_t seq,
+                      uint16_t total)
+{
+    h[0] = (uint8_t)(request_id >> 8);
+    h[1] = (uint8_t)request_id;
+    h[2] = (uint8_t)(seq >> 8);
+    h[3] = (uint8_t)seq;
+    h[4] = (uint8_t)(total >> 8);
+    h[5] = (uint8_t)total;
+    h[6] = h[7] = 0;
+}
