@@ -1,5 +1,5 @@
 #!/bin/bash
-# compare.sh - BENCHMARKING.md end to end: mdcached against memcached and
+# compare.sh - docs/benchmarking.md end to end: mdcached against memcached and
 # Redis (Debian's) and the floor (bench/floor), W1 W2 W3 W4 W6 W7.
 #
 # Every server runs pinned to CPU 0 (taskset -c 0), the generator

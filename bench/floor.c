@@ -1,7 +1,7 @@
 /*
  * floor.c - the floor: a bare epoll server that does nothing but read
  * requests and write fixed replies, the lower bound of server CPU per
- * request for the network benchmarks (BENCHMARKING.md, issue 4's targets).
+ * request for the network benchmarks (docs/benchmarking.md, issue 4's targets).
  *
  * It speaks just enough of memcached's text protocol for mdc-load: a line
  * starting "get " or "gets " is answered with a fixed

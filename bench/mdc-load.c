@@ -6,7 +6,7 @@
  * format is a module (load_proto.h): native (protocol/wire.h), memcached text
  * or RESP.  Reports throughput, latency percentiles from a log-linear
  * histogram, and the server's CPU time per request read from /proc/PID/stat
- * over the measured window (BENCHMARKING.md).  Issue 3 item 10.
+ * over the measured window (docs/benchmarking.md).  Issue 3 item 10.
  */
 #include "config.h"
 

@@ -1,5 +1,5 @@
 #!/bin/bash
-# mem_compare.sh - W6 of BENCHMARKING.md: resident memory per record of
+# mem_compare.sh - W6 of docs/benchmarking.md: resident memory per record of
 # memcached and Redis holding N records of 16-byte keys and 32-byte values,
 # loaded over loopback by bench/mdc-load (memcached text protocol, RESP),
 # and of mdcached when MDCACHED points at a daemon that serves the native

@@ -1,6 +1,6 @@
 #!/bin/bash
-# run_models.sh - W1 and W3 of BENCHMARKING.md over the native protocol for
-# every thread model of DESIGN.md §5.
+# run_models.sh - W1 and W3 of docs/benchmarking.md over the native protocol
+# for every thread model of docs/threads-models.md.
 #
 # One daemon per model is started at once (server pinned to CPU 0, Unix
 # socket, no TCP) and prefilled with the key space; then ROUNDS rounds run
@@ -41,7 +41,7 @@ for f in "$LOAD" "$DAEMON"; do
     [ -x "$f" ] || { echo "run_models: $f not built (use -B BUILD_DIR)" >&2; exit 1; }
 done
 
-# Workloads: name and mdc-load arguments (W1: BENCHMARKING.md; W3: W1 with
+# Workloads: name and mdc-load arguments (W1: docs/benchmarking.md; W3: W1 with
 # 16 requests written per batch on each connection).
 KEYS=100000
 COMMON="-r 90:10 -k $KEYS -K 16 -v 32 -c 50"

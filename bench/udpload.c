@@ -1,6 +1,6 @@
 /*
- * udpload - memcached UDP GET load generator for W8 (BENCHMARKING.md,
- * XDP.md): many GETs in flight over a few sockets, sent with sendmmsg() and
+ * udpload - memcached UDP GET load generator for W8 (docs/benchmarking.md,
+ * docs/xdp.md): many GETs in flight over a few sockets, sent with sendmmsg() and
  * collected with recvmmsg(), one thread.
  *
  *   udpload get -a ADDR -p PORT [-k KEYS] [-d SECONDS] [-W WARMUP]

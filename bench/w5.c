@@ -1,5 +1,5 @@
 /*
- * w5.c - W5, the tag benchmark (BENCHMARKING.md): the same application
+ * w5.c - W5, the tag benchmark (docs/benchmarking.md): the same application
  * behaviour - records with three tags, reads, tagged writes, "all records of
  * a tag" reads and tag invalidations - done three ways:
  *

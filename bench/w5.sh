@@ -1,5 +1,5 @@
 #!/bin/bash
-# bench/w5.sh - W5, the tag benchmark (BENCHMARKING.md), and libmdcached's
+# bench/w5.sh - W5, the tag benchmark (docs/benchmarking.md), and libmdcached's
 # own figures.  Starts mdcached, memcached and redis-server on loopback with
 # equal settings (one worker thread, 1024 MiB, pinned to CPU 0; the load on
 # CPU 1), prefills each, runs the mixed workload A B C A B C A B C, then

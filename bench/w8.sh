@@ -1,5 +1,5 @@
 #!/bin/sh
-# bench/w8.sh - W8 (BENCHMARKING.md, XDP.md): UDP GETs of hot keys, in one
+# bench/w8.sh - W8 (docs/benchmarking.md, docs/xdp.md): UDP GETs of hot keys, in one
 # run, side by side, rounds alternating:
 #   a  mdcached -U -x (native XDP): hits answered by the XDP program
 #   b  the same daemon without -x: mdcached's userspace UDP path

@@ -2,7 +2,7 @@
  * mdc-xdp-tool - XDP helpers for measurement and tests (not installed).
  *
  *   mdc-xdp-tool bounce -i IF -p PORT [-m MODE]
- *       attach the bare bounce-back program (BENCHMARKING.md W8 (d))
+ *       attach the bare bounce-back program (docs/benchmarking.md, W8 (d))
  *   mdc-xdp-tool pass -i IF [-m MODE]
  *       attach an XDP_PASS program (the client end of a native veth pair)
  *   mdc-xdp-tool mirror -i IF -p PORT -a ADDR [-a ADDR..] [-m MODE]

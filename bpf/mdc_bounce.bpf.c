@@ -1,7 +1,7 @@
 /*
  * mdc_bounce.bpf.c - two trivial XDP programs for measurement and tests.
  *
- * mdc_bounce: the floor no XDP cache can beat (BENCHMARKING.md W8 (d)).
+ * mdc_bounce: the floor no XDP cache can beat (docs/benchmarking.md, W8 (d)).
  * Every IPv4 UDP datagram to the configured port goes straight back to its
  * sender with MACs, addresses and ports swapped and nothing else touched:
  * both checksums stay valid, because a ones'-complement sum does not depend

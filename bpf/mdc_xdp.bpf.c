@@ -10,7 +10,7 @@
  * expired.  The reply replaces the request in place: MACs, addresses and
  * ports swapped, lengths and both checksums computed, the same request id.
  *
- * Reading an entry (the consistency contract of XDP.md):
+ * Reading an entry (docs/xdp.md, "The consistency contract"):
  *   seq1 = entry.seq; check hash; odd -> conflict; read the header fields;
  *   copy the blob into per-CPU scratch; seq2 = entry.seq; seq2 != seq1 ->
  *   conflict; then compare the full key in the copy and check the deadline.

@@ -1,5 +1,5 @@
 /*
- * mirror.h - the server side of the XDP fast path (XDP.md, docs/xdp.md):
+ * mirror.h - the server side of the XDP fast path (docs/xdp.md):
  * loads bpf/mdc_xdp.bpf.c, attaches it to an interface through a bpf_link
  * owned by this process, and writes the mirror - copies of hot, untagged,
  * small records that the program answers memcached UDP GETs from.
@@ -8,7 +8,8 @@
  *  - mirror_invalidate() for every mutation of a key, before the mutation
  *    becomes visible, holding the key's bucket lock exclusively: the store's
  *    mutation hook does exactly that (mirror_store_hook() plugs into
- *    store_set_hook() directly).
+ *    store_set_hook() directly).  The one keyless announcement - a delayed
+ *    flush being scheduled, made with no lock held - empties the mirror.
  *  - mirror_fill() only while holding that same bucket lock at least shared,
  *    copying the record's current value - so a fill never races with an
  *    invalidation of the same key and never resurrects an old value.

@@ -533,7 +533,10 @@ int mdc_get_by_tag(mdc_t *m, int32_t tkey, const int32_t *tvals, size_t ntvals,
 
 /**
  * Delete every record carrying (tkey, tvals[i]) for any i, atomically with
- * respect to concurrent writers (DESIGN.md §3).
+ * respect to concurrent writers: once it returns, no record that carried one
+ * of the tags when the call began can be read again, and a store racing
+ * with it is either deleted or left whole with its tags indexed
+ * (docs/threads.md, "del_by_tag's race rule").
  * @param m handle
  * @param tkey the tag key
  * @param tvals tag values (at least one)

@@ -1,5 +1,6 @@
 /*
- * queue.h - the one queue wrapper used between threads (DESIGN.md §5):
+ * queue.h - the one queue wrapper used between threads
+ * (docs/threads-models.md, "Queues"):
  * an intrusive FIFO guarded by a pthread mutex, with a condition variable
  * for consumers that block (payload threads).  Network threads do not block
  * on it: the producer learns from mq_push() that the queue was empty and

@@ -1,5 +1,5 @@
 /*
- * stats.c - summing the per-thread counters on demand and listing them
+ * report.c - summing the per-thread counters on demand and listing them
  * with the store's figures under memcached's names (plus tag, connection
  * and thread-model fields).
  */

@@ -9,8 +9,8 @@
  * thread: it runs the listeners and signals, and with -n 0 also all network
  * I/O.  Workers 1..N are network threads (one event_base each); after them
  * come the M payload threads, which block on a struct mq.  The thread models
- * of DESIGN.md §5 are only different wirings of these workers (threads.c,
- * docs/threads-models.md).
+ * (SPED, AMPED, SYMPED, SEDA, SEDA-S) are only different wirings of these
+ * workers (threads.c, docs/threads-models.md).
  */
 #ifndef MDC_SERVER_H
 #define MDC_SERVER_H
@@ -35,8 +35,8 @@ struct udp_worker;
 struct proto;
 
 /*
- * The XDP mirror's way in (XDP.md: "a record enters the mirror when the
- * userspace UDP path serves a GET hit for it and it is untagged").  When
+ * The XDP mirror's way in (docs/xdp.md: a record enters the mirror only
+ * after the userspace UDP path has served a GET hit for it, untagged).  When
  * set, the network thread that answered a UDP get/gets calls it once for
  * every hit whose record carries no tag, after sendmmsg() has returned for
  * the reply and before the thread's own reference is released: r is

@@ -1297,7 +1297,8 @@ static void test_sigterm_finishes_inflight(void **state)
     tsrv_stop(&s);
 }
 
-/* Every row of DESIGN.md §5's table: name, ops, pipelining, concurrency. */
+/* Every row of docs/threads-models.md's table of thread models: name, ops,
+ * pipelining, concurrency. */
 static void test_thread_models(void **state)
 {
     static const struct {

@@ -1,5 +1,6 @@
 /*
- * test_server_alloc.c - proves the GET fast path (DESIGN.md §5): a batch
+ * test_server_alloc.c - proves the GET fast path (docs/threads-models.md,
+ * "The GET fast path"): a batch
  * of GET hits, parsed, answered and written through a real connection on a
  * socketpair, allocates nothing (jemalloc's thread.allocated does not move)
  * and copies no value (every value goes out as a segment pointing into its

@@ -7,7 +7,7 @@
  * key, and reader threads run the XDP program on GET packets
  * (BPF_PROG_TEST_RUN).  Fails on any reply that is torn, malformed, for the
  * wrong key, or older than the last version acknowledged before the GET was
- * sent (XDP.md's rule).  Runs MDC_XDP_STRESS_SECONDS (default 3) seconds.
+ * sent (docs/xdp.md, "The consistency contract", rule 5).  Runs MDC_XDP_STRESS_SECONDS (default 3) seconds.
  *
  * Needs root: otherwise prints "SKIP: ..." and exits 77.
  */

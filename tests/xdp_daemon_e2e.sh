@@ -75,7 +75,7 @@ for n in "$S:$VS" "$C:$VC"; do
     dev=${n#*:}
     ip -n "$ns" link set lo up
     ip -n "$ns" link set "$dev" up
-    # requests must carry full checksums (XDP.md: veth facts)
+    # requests must carry full checksums (docs/xdp.md, "veth")
     ip netns exec "$ns" ethtool -K "$dev" tx off >/dev/null 2>&1
 done
 

@@ -2,8 +2,8 @@
  * lock.h - the one lock wrapper.  Reader-writer locks are pthreads in every
  * build: they sleep instead of spinning (4 network threads may share 2
  * cores) and ThreadSanitizer understands them without suppressions.  The
- * record forest stripes its locks (DESIGN.md §3), so their 56-byte size is
- * paid per stripe, not per bucket.
+ * record forest stripes its locks (docs/threads.md, "The locks"), so their
+ * 56-byte size is paid per stripe, not per bucket.
  */
 #ifndef MDC_LOCK_H
 #define MDC_LOCK_H

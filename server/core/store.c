@@ -1007,8 +1007,6 @@ static int norm_tags(struct store *st, const struct mdc_tag *in, uint32_t n,
     return 0;
 }
 
-/* append/prepend: build a new record from the current one, keep its tags,
- * commit only if the current one is still the same (optimistic retry). */
 /*
  * The commit step shared by append/prepend and the counter operations:
  * build a replacement for 'old' whose value is a || b, keeping old's flags,
@@ -1056,6 +1054,9 @@ static int replace_derived(struct store *st, uint64_t h, struct record *old,
     return ST_OK;
 }
 
+/* append/prepend: read the current record, check its CAS and the new size,
+ * then commit the concatenation through replace_derived() (tags kept), and
+ * start again if another writer changed the key first (optimistic retry). */
 static int put_concat(struct store *st, enum store_mode mode,
                       const struct store_item *it, uint64_t *cas_out)
 {

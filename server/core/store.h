@@ -1,5 +1,6 @@
 /*
- * store.h - the record forest and tag forest (DESIGN.md §3).
+ * store.h - the record forest and tag forest: the store's API
+ * (docs/architecture.md, "The store").
  *
  * Records live in H buckets chosen by a 64-bit xxHash of the key; each bucket
  * is a red-black tree.  Buckets are guarded by striped reader-writer locks
@@ -180,7 +181,8 @@ struct record *store_get(struct store *st, const void *key, uint32_t klen);
  * Run fn on the live record under key while its bucket's read lock is held
  * (no reference taken; fn must not call into the store).  This is how the
  * XDP mirror is filled: a fill is thereby serialized with the invalidation
- * that every mutation announces under the write lock (XDP.md, rule 2).
+ * that every mutation announces under the write lock (docs/xdp.md, "The
+ * consistency contract", rule 2).
  * Returns 1 if fn ran, 0 if the key is absent or expired.
  */
 typedef void (*store_visit_fn)(void *ctx, struct store *st,

@@ -51,7 +51,7 @@ struct record {
     uint64_t cas;
     uint32_t vlen;
     uint32_t flags;    /* client flags */
-    uint32_t deadline; /* store seconds (see store_now_s); 0 = never */
+    uint32_t deadline; /* store seconds (now_s() in store.c); 0 = never */
     uint32_t refcnt;   /* atomic */
     uint32_t atime;    /* atomic relaxed; ~1 ms ticks, wraps */
     uint16_t klen;

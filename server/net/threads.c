@@ -1,5 +1,6 @@
 /*
- * threads.c - the thread models of DESIGN.md §5 as wirings of workers:
+ * threads.c - the thread models (SPED, AMPED, SYMPED, SEDA, SEDA-S; the
+ * table is in docs/threads-models.md) as wirings of workers:
  * which thread accepts, which threads run event loops, and whether requests
  * run in the network thread or go through a payload queue.  Also the
  * network loop's housekeeping (inbox, 1 s tick, graceful stop) and the

@@ -2,7 +2,7 @@
  * udp.h - memcached's UDP protocol (-U PORT; docs/protocol.md, "UDP"): the
  * 8-byte frame header, get/gets answered from the store, replies split over
  * datagrams of at most 1400 bytes.  This is the path the XDP program
- * accelerates (XDP.md), so a single-key hit must leave byte for byte as
+ * accelerates (docs/xdp.md), so a single-key hit must leave byte for byte as
  * mirror_reply_build() composes it.
  *
  * Each network thread (the main thread with -n 0) owns one SO_REUSEPORT
@@ -26,7 +26,7 @@ struct worker;
 #define UDP_RX_MAX 8192 /* largest request datagram; longer: ignored */
 
 /* Reply to a command other than get/gets (well-formed or not, it is not
- * run): UDP serves retrieval only (DESIGN.md §4). */
+ * run): UDP serves retrieval only (docs/protocol.md, "UDP"). */
 #define UDP_E_REFUSED "SERVER_ERROR UDP serves get and gets only\r\n"
 /* A get whose reply would exceed --udp-reply-limit ends with this. */
 #define UDP_E_TOO_LARGE "SERVER_ERROR reply too large for UDP\r\n"
