@@ -175,25 +175,11 @@ static uint64_t next_cas(void)
 }
 
 /* ---- accounting ---------------------------------------------------------- */
-void store_account(struct store *st, int64_t delta, int tag_index)
+static void store_account(struct store *st, int64_t delta, int tag_index)
 {
     atomic_fetch_add_explicit(&st->mem, delta, memory_order_relaxed);
     if (tag_index)
         atomic_fetch_add_explicit(&st->tag_mem, delta, memory_order_relaxed);
-}
-
-int recset_push(struct store_recset *s, struct record *r)
-{
-    if (s->n == s->cap) {
-        size_t nc = s->cap ? s->cap * 2 : 16;
-        struct record **nr = mdc_realloc(s->recs, nc * sizeof(*nr));
-        if (nr == NULL)
-            return -1;
-        s->recs = nr;
-        s->cap = nc;
-    }
-    s->recs[s->n++] = r;
-    return 0;
 }
 
 uint64_t store_hash(const void *key, uint32_t klen)
@@ -423,12 +409,6 @@ static struct record *do_find(struct store *st, uint64_t h, const void *key,
     return NULL;
 }
 
-struct record *store_lookup_locked(struct store *st, const void *key,
-                                   uint32_t klen, uint64_t hash)
-{
-    return do_find(st, hash, key, klen);
-}
-
 /* Unlink 'r' from the forest and the tag index, dropping the index's
  * reference.  The caller announced the change. */
 static void do_unlink_b(struct store *st, uint32_t b, struct record *r)
@@ -436,8 +416,10 @@ static void do_unlink_b(struct store *st, uint32_t b, struct record *r)
     RB_REMOVE(rtree, &st->buckets[b], r);
     if (rec_rflags(r) & R_TAGGED) {
         struct tag_area *ta = rec_tags(r);
+        int64_t tmem = 0;
         for (uint32_t i = 0; i < ta->ntags; i++)
-            tags_unlink(st->tags, &ta->e[i]);
+            tags_unlink(st->tags, &ta->e[i], &tmem);
+        store_account(st, tmem, 1);
         atomic_fetch_sub_explicit(&st->tagged_items, 1, memory_order_relaxed);
         atomic_fetch_sub_explicit(&st->tag_links, ta->ntags,
                                   memory_order_relaxed);
@@ -466,12 +448,14 @@ static int do_link(struct store *st, uint64_t h, struct record *r,
     uint32_t b = bucket_idx(st, h);
     uint32_t nt = (rec_rflags(r) & R_TAGGED) ? rec_tags(r)->ntags : 0;
     struct tag_area *ta = nt ? rec_tags(r) : NULL;
+    int64_t tmem = 0;
 
     if (!keep_pos) {
         for (uint32_t i = 0; i < nt; i++) {
-            if (tags_link(st->tags, &ta->e[i]) != 0) {
+            if (tags_link(st->tags, &ta->e[i], &tmem) != 0) {
                 while (i-- > 0)
-                    tags_unlink(st->tags, &ta->e[i]);
+                    tags_unlink(st->tags, &ta->e[i], &tmem);
+                store_account(st, tmem, 1);
                 return ST_NO_MEMORY;
             }
         }
@@ -485,7 +469,7 @@ static int do_link(struct store *st, uint64_t h, struct record *r,
         } else if (rec_rflags(old) & R_TAGGED) {
             struct tag_area *oa = rec_tags(old);
             for (uint32_t i = 0; i < oa->ntags; i++)
-                tags_unlink(st->tags, &oa->e[i]);
+                tags_unlink(st->tags, &oa->e[i], &tmem);
         }
         if (rec_rflags(old) & R_TAGGED) {
             atomic_fetch_sub_explicit(&st->tagged_items, 1,
@@ -498,6 +482,8 @@ static int do_link(struct store *st, uint64_t h, struct record *r,
         if (__atomic_load_n(&old->deadline, __ATOMIC_RELAXED) != 0)
             atomic_fetch_sub_explicit(&st->expiring, 1, memory_order_relaxed);
     }
+    if (tmem != 0)
+        store_account(st, tmem, 1);
     RB_INSERT(rtree, &st->buckets[b], r);
     if (r->deadline != 0)
         atomic_fetch_add_explicit(&st->expiring, 1, memory_order_relaxed);
@@ -605,7 +591,7 @@ struct store *store_setup(const struct store_config *cfg)
     st->epoch_ns = sys_mono_ns(NULL);
     st->buckets = mdc_huge_calloc((size_t)c->nbuckets * sizeof(*st->buckets));
     st->locks = mdc_calloc(c->nlocks, sizeof(*st->locks));
-    st->tags = tags_setup(st, c->tag_buckets);
+    st->tags = tags_setup(c->tag_buckets);
     if (st->buckets == NULL || st->locks == NULL || st->tags == NULL)
         goto fail;
     for (uint32_t i = 0; i < c->nlocks; i++)
@@ -626,7 +612,10 @@ fail:
     if (st->locks)
         mdc_free(st->locks);
     mdc_huge_free(st->buckets, (size_t)c->nbuckets * sizeof(*st->buckets));
-    tags_teardown(st->tags);
+    if (st->tags != NULL) {
+        int64_t tmem = 0;
+        tags_teardown(st->tags, &tmem);
+    }
     mdc_free(st);
     return NULL;
 }
@@ -667,7 +656,9 @@ void store_teardown(struct store *st)
         free_tree(st, RB_ROOT(&st->buckets[b]));
         RB_INIT(&st->buckets[b]);
     }
-    tags_teardown(st->tags);
+    int64_t tmem = 0;
+    tags_teardown(st->tags, &tmem);
+    store_account(st, tmem, 1);
     for (uint32_t i = 0; i <= st->lmask; i++)
         mdc_rwlock_destroy(&st->locks[i]);
     pthread_mutex_destroy(&st->sweep_mu);
@@ -1578,6 +1569,38 @@ int store_tstack_pop(struct store *st, struct mdc_tag tag, struct record **out)
 }
 
 /* ---- consistency check ------------------------------------------------------------- */
+struct xcheck {
+    struct store *st;
+    char *buf;
+    size_t len;
+};
+
+/* One tag entry against the record forest: it must belong to a linked
+ * record that is the one found under its key, and carry the entry. */
+static int xcheck_entry(void *ctx, const struct tag_entry *e)
+{
+    struct xcheck *x = ctx;
+    struct record *r = e->rec;
+    if (!(rec_rflags(r) & R_LINKED)) {
+        snprintf(x->buf, x->len, "tag (%d,%d) links an unlinked record",
+                 e->tkey, e->tval);
+        return -1;
+    }
+    uint64_t h = store_hash(rec_key(r), r->klen);
+    if (do_find(x->st, h, rec_key(r), r->klen) != r) {
+        snprintf(x->buf, x->len, "tag (%d,%d) links a record not in the "
+                 "forest", e->tkey, e->tval);
+        return -1;
+    }
+    struct tag_area *ta = (rec_rflags(r) & R_TAGGED) ? rec_tags(r) : NULL;
+    if (ta == NULL || e < &ta->e[0] || e >= &ta->e[ta->ntags]) {
+        snprintf(x->buf, x->len, "tag (%d,%d) links a record that does not "
+                 "carry it", e->tkey, e->tval);
+        return -1;
+    }
+    return 0;
+}
+
 int store_check(struct store *st, char *buf, size_t len)
 {
     uint64_t items = 0, tagged = 0, links = 0;
@@ -1640,5 +1663,8 @@ int store_check(struct store *st, char *buf, size_t len)
                  nl, links);
         return -1;
     }
-    return tags_check(st->tags, st, buf, len);
+    if (tags_check(st->tags, buf, len) != 0)
+        return -1;
+    struct xcheck x = {st, buf, len};
+    return tags_foreach(st->tags, xcheck_entry, &x);
 }
