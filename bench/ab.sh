@@ -30,6 +30,7 @@ LOAD=$BUILD/bench/mdc-load
 W=${W:-W1}
 V=${V:-32}
 TMP=$(mktemp -d)
+chmod 1777 "$TMP" # servers that drop to nobody create their socket here
 declare -a NAMES PIDS ADDRS
 cleanup() {
     for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null; done
