@@ -91,6 +91,8 @@ struct worker {
     struct conn *conns;       /* list head (struct conn_link in conn) */
     size_t nconns;
     struct mq *payload_q;     /* NULL: run requests in this thread */
+    bool yield_turns;         /* more network threads than CPUs: give the
+                                 CPU away after each loop turn (threads.c) */
     bool stopping;
     uint64_t stop_at;         /* coarse seconds when stopping began */
     uint64_t now;             /* coarse monotonic seconds, set by ev_tick */

@@ -51,6 +51,7 @@
     X(slow_reader_drops)                                                       \
     X(idle_kicks)                                                              \
     X(payload_handoffs)                                                        \
+    X(loop_yields)                                                             \
     X(udp_datagrams_in)                                                        \
     X(udp_datagrams_out)                                                       \
     X(udp_requests)                                                            \
