@@ -521,6 +521,24 @@ int options_parse(struct options *o, int argc, char **argv, FILE *err)
                 "generic or auto\n", argv0, o->xdp_mode);
         goto usage;
     }
+    if (strcmp(o->dump_load, "repair") != 0 &&
+        strcmp(o->dump_load, "strict") != 0 &&
+        strcmp(o->dump_load, "ignore") != 0) {
+        fprintf(err, "%s: invalid value '%s' for --dump-load: want repair, "
+                "strict or ignore\n", argv0, o->dump_load);
+        goto usage;
+    }
+    if (o->dump_on_exit && o->no_dump_on_exit) {
+        fprintf(err, "%s: --dump-on-exit and --no-dump-on-exit conflict\n",
+                argv0);
+        goto usage;
+    }
+    if ((o->dump_interval != 0 || o->dump_on_exit) && o->dump_file == NULL) {
+        fprintf(err, "%s: -i and --dump-on-exit need -f PATH\n", argv0);
+        goto usage;
+    }
+    if (o->dump_file != NULL && !o->no_dump_on_exit)
+        o->dump_on_exit = true;
     if (o->debug && o->verbose < 3)
         o->verbose = 3;
     if (o->port == 0 && o->unix_socket == NULL && o->udp_port == 0) {
