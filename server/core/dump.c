@@ -466,8 +466,10 @@ struct dl {
     dump_report_fn rep;
     void *ctx;
     struct dump_info *info;
+    struct dump_info *out; /* insert counts (info may be a scratch copy) */
     int pass;             /* 0 verify only, 1 histogram, 2 insert */
-    unsigned cutoff;      /* pass 2: load idle bins <= cutoff */
+    unsigned lo, hi;      /* pass 2: load idle bins in [lo, hi] */
+    unsigned cut;         /* bins above it are not loaded at all */
     uint64_t hist[NBINS]; /* pass 1: bytes per idle bin */
     struct deferred *def;
     size_t ndef, capdef;
@@ -520,9 +522,11 @@ static void note_tstack(struct dl *l, const struct drec *d)
 
 static void insert(struct dl *l, const struct drec *d)
 {
-    struct dump_info *info = l->info;
-    if (idle_bin(d->idle) > l->cutoff) {
-        info->over_limit++;
+    struct dump_info *info = l->out;
+    unsigned bin = idle_bin(d->idle);
+    if (bin < l->lo || bin > l->hi) {
+        if (bin > l->cut && l->lo == l->hi)
+            info->over_limit++; /* counted in the last scan only */
         return;
     }
     struct mdc_tag tb[64], *tags = tb;
@@ -720,7 +724,10 @@ int dump_load_buf(struct store *st, const uint8_t *buf, size_t len,
     l->st = st;
     l->mode = mode;
     l->info = info;
-    l->cutoff = NBINS;
+    l->out = info;
+    l->lo = 0;
+    l->hi = NBINS;
+    l->cut = NBINS; /* no bin is above: nothing counted as over */
     l->ctx = ctx;
     l->rep = rep;
     struct dump_info scratch;
@@ -759,10 +766,21 @@ int dump_load_buf(struct store *st, const uint8_t *buf, size_t len,
             if (cum > avail)
                 break;
         }
-        l->cutoff = c; /* this bin partly, until the limit */
+        /* the bins that fit, then bin c until the limit */
+        l->cut = c;
+        if (c > 0) {
+            l->pass = 2;
+            l->hi = c - 1;
+            scan(l, buf, len);
+            l->rep = NULL;
+            l->info = &scratch;
+            memset(&scratch, 0, sizeof(scratch));
+        }
+        l->lo = l->hi = c;
     }
     l->pass = 2;
     scan(l, buf, len);
+    l->info = info;
     /* rebuild the tag lists' order: link the oldest first */
     if (l->ndef > 1)
         qsort(l->def, l->ndef, sizeof(*l->def), def_cmp);
