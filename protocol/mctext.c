@@ -54,6 +54,7 @@ static const struct {
     {"tdel", MCT_TDEL},
     {"tpush", MCT_TPUSH},
     {"tpop", MCT_TPOP},
+    {"dump", MCT_DUMP},
 };
 
 const char *mctext_cmd_name(enum mctext_cmd cmd)
@@ -748,6 +749,10 @@ static ssize_t parse_simple(struct mctext_req *req, const struct tok *t,
         req->noreply = last_noreply;
         if (n - req->noreply >= 2 && !tok_i64(&t[1], &req->exptime))
             return fail(req, MCTEXT_E_EXPTIME, req->linelen);
+        break;
+    case MCT_DUMP:
+        if (n != 1)
+            return fail(req, MCTEXT_R_ERROR, req->linelen);
         break;
     case MCT_VERBOSITY:
         if (n != 2 && n != 3)

@@ -76,6 +76,8 @@ enum mctext_cmd {
     MCT_TDEL,
     MCT_TPUSH,
     MCT_TPOP,
+    /* admin */
+    MCT_DUMP,             /* "dump": write -f now, answer when on disk */
 };
 
 /* Bit of meta flag character c ('a'-'z', 'A'-'Z') in mctext_meta.flags. */

@@ -486,6 +486,24 @@ static int opt_validate(struct options *o, FILE *err, const char *argv0)
                 "generic or auto\n", argv0, o->xdp_mode);
         return -1;
     }
+    if (strcmp(o->dump_load, "repair") != 0 &&
+        strcmp(o->dump_load, "strict") != 0 &&
+        strcmp(o->dump_load, "ignore") != 0) {
+        fprintf(err, "%s: invalid value '%s' for --dump-load: want repair, "
+                "strict or ignore\n", argv0, o->dump_load);
+        return -1;
+    }
+    if (o->dump_on_exit && o->no_dump_on_exit) {
+        fprintf(err, "%s: --dump-on-exit and --no-dump-on-exit conflict\n",
+                argv0);
+        return -1;
+    }
+    if ((o->dump_interval != 0 || o->dump_on_exit) && o->dump_file == NULL) {
+        fprintf(err, "%s: -i and --dump-on-exit need -f PATH\n", argv0);
+        return -1;
+    }
+    if (o->dump_file != NULL && !o->no_dump_on_exit)
+        o->dump_on_exit = true;
     if (o->debug && o->verbose < 3)
         o->verbose = 3;
     if (o->port == 0 && o->unix_socket == NULL && o->udp_port == 0) {

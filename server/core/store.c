@@ -358,7 +358,7 @@ static int rec_alloc(struct store *st, const void *key, uint32_t klen,
         r->rflags = R_TAGGED;
         struct tag_area *ta = rec_tags(r);
         ta->ntags = ntags;
-        ta->pad = 0;
+        ta->lseq = 0;
     }
     *out = r;
     return 0;
@@ -450,6 +450,11 @@ static int do_link(struct store *st, uint64_t h, struct record *r,
     struct tag_area *ta = nt ? rec_tags(r) : NULL;
     int64_t tmem = 0;
 
+    if (!keep_pos && nt)
+        ta->lseq = atomic_fetch_add_explicit(&st->link_seq, 1,
+                                             memory_order_relaxed);
+    else if (nt && old != NULL)
+        ta->lseq = rec_tags(old)->lseq;
     if (!keep_pos) {
         for (uint32_t i = 0; i < nt; i++) {
             if (tags_link(st->tags, &ta->e[i], &tmem) != 0) {
@@ -1667,4 +1672,196 @@ int store_check(struct store *st, char *buf, size_t len)
         return -1;
     struct xcheck x = {st, buf, len};
     return tags_foreach(st->tags, xcheck_entry, &x);
+}
+
+/* ---- dumps and restore (dump.c) ------------------------------------------------ */
+/*
+ * Hash classes for a walk: the table's size when it begins, M (a power of
+ * two).  Every record of class L (hash & (M - 1) == L) lives in a bucket b
+ * with b & (K - 1) == L & (K - 1), K = min(M, table size now), whatever the
+ * table grew to meanwhile; all those buckets share L's stripe (M and K are
+ * multiples of the stripe count), and buckets split only under it.  So the
+ * stripe's read lock freezes the class, and each record has one class.
+ */
+uint32_t store_walk_classes(struct store *st)
+{
+    uint64_t s = atomic_load_explicit(&st->hstate, memory_order_relaxed);
+    uint32_t n = (uint32_t)(s >> 32), split = (uint32_t)s;
+    return split ? 2 * n : n;
+}
+
+size_t store_walk_class(struct store *st, uint32_t nclasses, uint32_t cls,
+                        store_walk_fn fn, void *ctx)
+{
+    size_t visited = 0;
+    mdc_rwlock_t *l = lock_of(st, cls);
+    uint64_t ns = now_ns(st);
+    check_flush(st, secs_of(st, ns));
+    uint32_t now = secs_of(st, ns);
+    mdc_rdlock(l);
+    uint64_t s = atomic_load_explicit(&st->hstate, memory_order_relaxed);
+    uint32_t n = (uint32_t)(s >> 32);
+    uint32_t nb = nbuckets_now(st);
+    uint32_t k = nclasses < n ? nclasses : n;
+    for (uint32_t b = cls & (k - 1); b < nb; b += k) {
+        struct record *r;
+        RB_FOREACH(r, rtree, &st->buckets[b])
+        {
+            if (rec_expired(r, now))
+                continue;
+            if (k != nclasses &&
+                ((uint32_t)store_hash(rec_key(r), r->klen) &
+                 (nclasses - 1)) != cls)
+                continue;
+            fn(ctx, st, r);
+            visited++;
+        }
+    }
+    mdc_unlock(l);
+    return visited;
+}
+
+int64_t record_expiry_wall(struct store *st, const struct record *r)
+{
+    uint32_t d = __atomic_load_n(&r->deadline, __ATOMIC_RELAXED);
+    uint32_t f = atomic_load_explicit(&st->flush_at, memory_order_relaxed);
+    if (f != 0 && (d == 0 || f < d))
+        d = f;
+    if (d == 0)
+        return 0;
+    uint32_t now = now_s(st);
+    int64_t wall = st->clk.wall_s(st->clk.ctx);
+    return wall + (d > now ? (int64_t)(d - now) : 1);
+}
+
+uint32_t record_idle_ticks(struct store *st, const struct record *r)
+{
+    uint32_t a = __atomic_load_n(&r->atime, __ATOMIC_RELAXED);
+    if (a == 0)
+        return UINT32_MAX;
+    uint32_t idle = now_tick(st) - a;
+    return idle == UINT32_MAX ? UINT32_MAX - 1 : idle;
+}
+
+uint32_t record_link_age(struct store *st, const struct record *r)
+{
+    if (!(rec_rflags(r) & R_TAGGED))
+        return 0;
+    return atomic_load_explicit(&st->link_seq, memory_order_relaxed) -
+           rec_tags((struct record *)r)->lseq;
+}
+
+size_t record_mem(const struct record *r)
+{
+    return mdc_usable_size((void *)r);
+}
+
+void store_note_tstack_seq(struct store *st, uint64_t seq)
+{
+    uint64_t cur = atomic_load(&st->tstack_seq);
+    while (cur < seq && !atomic_compare_exchange_weak(&st->tstack_seq, &cur,
+                                                      seq))
+        ;
+}
+
+int store_restore(struct store *st, const struct store_restore *it,
+                  struct record **tagged)
+{
+    *tagged = NULL;
+    if (it->klen > STORE_MAX_KEY)
+        return ST_KEY_INVALID;
+    if (it->vlen > st->cfg.max_item_size)
+        return ST_TOO_LARGE;
+    if (it->ntags > st->cfg.max_tags)
+        return ST_TOO_MANY_TAGS;
+    if ((it->ntags > 0 && it->tags == NULL) || it->cas == 0)
+        return ST_INVALID;
+    /* tags as a dump writes them: sorted and distinct */
+    for (uint32_t i = 1; i < it->ntags; i++)
+        if (tag_cmp(&it->tags[i - 1], &it->tags[i]) >= 0)
+            return ST_INVALID;
+    uint32_t now = now_s(st);
+    uint32_t d = 0;
+    if (it->expiry_wall != 0) {
+        int64_t rel = it->expiry_wall - st->clk.wall_s(st->clk.ctx);
+        if (rel <= 0)
+            return ST_NOT_FOUND;
+        d = rel > (int64_t)UINT32_MAX - now ? UINT32_MAX : now + (uint32_t)rel;
+    }
+    size_t size = sizeof(struct record) + it->klen + it->vlen;
+    if (it->ntags > 0)
+        size = rec_tag_offset(it->klen, it->vlen) + sizeof(struct tag_area) +
+               (size_t)it->ntags * sizeof(struct tag_entry);
+    if (atomic_load_explicit(&st->mem, memory_order_relaxed) +
+            (int64_t)mdc_good_size(size) > (int64_t)st->cfg.mem_limit)
+        return ST_NO_MEMORY;
+    uint64_t h = store_hash(it->key, it->klen);
+    mdc_rwlock_t *l = stripe_of(st, h);
+    mdc_rdlock(l);
+    int present = do_find(st, h, it->key, it->klen) != NULL;
+    mdc_unlock(l);
+    if (present)
+        return ST_EXISTS;
+    struct record *r;
+    int rc = rec_alloc(st, it->key, it->klen, it->vlen, it->ntags, &r);
+    if (rc != 0)
+        return rc;
+    if (it->vlen)
+        memcpy(rec_val(r), it->value, it->vlen);
+    r->flags = it->flags;
+    r->deadline = d;
+    r->cas = it->cas;
+    if (it->ntags)
+        rec_set_tags(r, it->tags, it->ntags);
+    /* versions handed out later are above this one */
+    uint64_t g = atomic_load(&cas_global);
+    while (g <= it->cas &&
+           !atomic_compare_exchange_weak(&cas_global, &g, it->cas + 1))
+        ;
+    mdc_wrlock(l);
+    if (do_find(st, h, it->key, it->klen) != NULL) {
+        mdc_unlock(l);
+        store_release(st, r);
+        return ST_EXISTS;
+    }
+    /* keep_pos without an old record: into the forest, tags not linked */
+    do_link(st, h, r, NULL, 1);
+    if (it->idle_ticks != UINT32_MAX)
+        __atomic_store_n(&r->atime, now_tick(st) - it->idle_ticks,
+                         __ATOMIC_RELAXED);
+    if (it->ntags) {
+        rec_incref(r);
+        *tagged = r;
+    }
+    mdc_unlock(l);
+    maybe_grow(st);
+    return ST_OK;
+}
+
+int store_restore_tags(struct store *st, struct record *r)
+{
+    uint64_t h = store_hash(rec_key(r), r->klen);
+    mdc_rwlock_t *l = stripe_of(st, h);
+    int64_t tmem = 0;
+    int rc = ST_OK;
+    mdc_wrlock(l);
+    if ((rec_rflags(r) & R_LINKED) && (rec_rflags(r) & R_TAGGED)) {
+        struct tag_area *ta = rec_tags(r);
+        ta->lseq = atomic_fetch_add_explicit(&st->link_seq, 1,
+                                             memory_order_relaxed);
+        for (uint32_t i = 0; i < ta->ntags; i++) {
+            if (tags_link(st->tags, &ta->e[i], &tmem) != 0) {
+                store_account(st, tmem, 1);
+                tmem = 0;
+                do_unlink(st, h, r); /* unlinks the linked ones */
+                rc = ST_NO_MEMORY;
+                break;
+            }
+        }
+        if (tmem != 0)
+            store_account(st, tmem, 1);
+    }
+    mdc_unlock(l);
+    store_release(st, r);
+    return rc;
 }

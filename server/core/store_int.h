@@ -64,7 +64,9 @@ _Static_assert(sizeof(struct record) == 64, "record header must stay 64 bytes");
 
 struct tag_area {
     uint32_t ntags;
-    uint32_t pad;
+    uint32_t lseq; /* store's link_seq when first linked (kept by append/
+                    * incr, which keep the tag positions): the order of
+                    * the tag lists, for dumps (dump.c) */
     struct tag_entry e[];
 };
 
@@ -99,6 +101,7 @@ struct store {
     _Atomic uint64_t tagged_items;
     _Atomic uint64_t tag_links;
     _Atomic uint64_t tstack_seq;
+    _Atomic uint32_t link_seq; /* tag_area.lseq source; wraps */
     _Atomic uint64_t sweep_cursor;
     _Atomic uint64_t evict_seed;
     uint64_t fixed_bytes;

@@ -544,6 +544,21 @@ static void nat_exec(struct conn *c, struct worker *w, const struct wire_msg *m)
     case WIRE_OP_NOOP:
         nat_reply(c, h, WIRE_S_OK, 0, NULL, 0, NULL, 0);
         break;
+    case WIRE_OP_DUMP: {
+        /* answers once the dump file is safe on disk (this thread waits) */
+        char msg[256];
+        if (c->srv->dump_request == NULL) {
+            snprintf(msg, sizeof(msg), "no dump file (-f)");
+            nat_reply(c, h, WIRE_S_NOT_SUPPORTED, 0, NULL, 0, msg,
+                      (uint32_t)strlen(msg));
+        } else if (c->srv->dump_request(c->srv, true, msg, sizeof(msg)) < 0) {
+            nat_reply(c, h, WIRE_S_INTERNAL, 0, NULL, 0, msg,
+                      (uint32_t)strlen(msg));
+        } else {
+            nat_status(c, h, WIRE_S_OK, 0);
+        }
+        break;
+    }
     case WIRE_OP_QUIT:
         nat_status(c, h, WIRE_S_OK, 0);
         conn_close_after_flush(c);

@@ -230,6 +230,23 @@ static void txt_touch(struct conn *c, struct worker *w,
         txt_reply(c, req, MCTEXT_R_NOT_FOUND);
 }
 
+/* dump: answers once the -f file is safe on disk (this thread waits). */
+static void txt_dump(struct conn *c)
+{
+    char msg[256], line[300];
+
+    if (c->srv->dump_request == NULL) {
+        txt_str(c, "SERVER_ERROR no dump file (-f)\r\n");
+        return;
+    }
+    if (c->srv->dump_request(c->srv, true, msg, sizeof(msg)) < 0) {
+        snprintf(line, sizeof(line), "SERVER_ERROR dump failed: %s\r\n", msg);
+        txt_str(c, line);
+        return;
+    }
+    txt_str(c, MCTEXT_R_OK);
+}
+
 /* flush_all: at once.  A delay would need a timer the store lacks; it is
  * refused rather than run early (docs/protocol-text.md). */
 static void txt_flush(struct conn *c, struct worker *w,
@@ -655,6 +672,7 @@ static void txt_exec(struct conn *c, struct worker *w,
         txt_reply(c, req, MCTEXT_R_OK);
         break;
     case MCT_QUIT: conn_close_after_flush(c); break;
+    case MCT_DUMP: txt_dump(c); break;
     case MCT_MG: txt_mg(c, w, req); break;
     case MCT_MS: txt_ms(c, w, req); break;
     case MCT_MD: txt_md(c, w, req); break;
