@@ -1641,3 +1641,8 @@ int store_check(struct store *st, char *buf, size_t len)
     }
     return tags_check(st->tags, st, buf, len);
 }
+
+size_t store_top_tags(struct store *st, struct store_tag_count *out, size_t n)
+{
+    return tags_top(st->tags, out, n);
+}

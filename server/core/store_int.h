@@ -174,6 +174,8 @@ struct record *tags_newest(struct tags *t, struct mdc_tag tag);
 void tags_counts(struct tags *t, uint64_t *nkeys, uint64_t *nvals,
                  uint64_t *nlinks);
 int tags_check(struct tags *t, struct store *st, char *buf, size_t len);
+/* store_top_tags() */
+size_t tags_top(struct tags *t, struct store_tag_count *out, size_t n);
 
 /* store.c services for tags.c */
 void store_account(struct store *st, int64_t delta, int tag_index);
