@@ -223,6 +223,8 @@ static bool mdcx_expected(int rc)
 /* Record a result; with OPT_EXCEPTIONS a failure throws.  Returns rc. */
 static int mdcx_result(mdcx_obj *o, int rc, const char *fmt, ...)
 {
+    if (rc == MDC_MSG_TOO_LARGE) /* over the server's message bound */
+        rc = MDC_TOO_LARGE;
     o->rc = rc;
     if (rc == MDC_OK) {
         strcpy(o->msg, "SUCCESS");
@@ -317,7 +319,19 @@ static mdc_t *mdcx_pick(mdcx_obj *o, const mdcx_key *k)
     return h;
 }
 
-/* ---- tags ------------------------------------------------------------------ */
+/* ZPP for union parameters taken as zvals: a TypeError otherwise */
+static bool mdcx_arg_types(uint32_t num, zval *z, uint32_t mask,
+                           const char *types)
+{
+    if (z == NULL || (mask & (1u << Z_TYPE_P(z))))
+        return true;
+    zend_argument_type_error(num, "must be of type %s, %s given", types,
+                             zend_zval_type_name(z));
+    return false;
+}
+#define TY(t) (1u << (t))
+
+/* ---- tags ---------------------------------------------------------------- */
 
 static int32_t mdcx_string_tval(const char *s, size_t len)
 {
@@ -602,13 +616,17 @@ static int mdcx_decode(mdcx_obj *o, const char *p, size_t len, uint32_t flags,
         plain = zend_string_alloc(olen, 0);
         if (flags & VF_ZSTD) {
             size_t r = ZSTD_decompress(ZSTR_VAL(plain), olen, p + 4, len - 4);
-            if (ZSTD_isError(r) || r != olen)
+            if (ZSTD_isError(r) || r != olen ||
+                ZSTD_findFrameCompressedSize(p + 4, len - 4) != len - 4)
                 goto bad;
         } else {
             uLongf dl = (uLongf)olen;
-            if (uncompress((Bytef *)ZSTR_VAL(plain), &dl,
-                           (const Bytef *)p + 4, (uLong)(len - 4)) != Z_OK ||
-                dl != olen)
+            uLong sl = (uLong)(len - 4);
+            /* the whole stream must be consumed: trailing bytes are a
+             * corrupted record, not data to ignore */
+            if (uncompress2((Bytef *)ZSTR_VAL(plain), &dl,
+                            (const Bytef *)p + 4, &sl) != Z_OK ||
+                dl != olen || sl != (uLong)(len - 4))
                 goto bad;
         }
         ZSTR_VAL(plain)[olen] = '\0';
@@ -634,6 +652,8 @@ static int mdcx_decode(mdcx_obj *o, const char *p, size_t len, uint32_t flags,
             buf[--len] = '\0';
         if (is_numeric_string(buf, len, &l, NULL, 0) != IS_LONG) {
             /* a counter past ZEND_LONG_MAX comes back as a float */
+            if (strspn(buf, "0123456789") != len)
+                goto bad;
             ZVAL_DOUBLE(rv, zend_strtod(buf, NULL));
             break;
         }
@@ -660,8 +680,11 @@ static int mdcx_decode(mdcx_obj *o, const char *p, size_t len, uint32_t flags,
         php_unserialize_data_t vh;
         bool ok;
         PHP_VAR_UNSERIALIZE_INIT(vh);
-        ok = php_var_unserialize(rv, &s, s + len, &vh);
+        ok = php_var_unserialize(rv, &s, (const unsigned char *)p + len,
+                                 &vh);
         PHP_VAR_UNSERIALIZE_DESTROY(vh);
+        if (ok && s != (const unsigned char *)p + len) /* trailing bytes */
+            ok = false;
         if (!ok) {
             zval_ptr_dtor(rv);
             ZVAL_UNDEF(rv);
@@ -1376,6 +1399,8 @@ PHP_METHOD(Mdcached_Client, cas)
         Z_PARAM_LONG(ttl)
         Z_PARAM_ARRAY_HT(tags)
     ZEND_PARSE_PARAMETERS_END();
+    if (!mdcx_arg_types(1, token, TY(IS_LONG) | TY(IS_STRING), "string|int"))
+        RETURN_THROWS();
     MDCX_THIS();
     uint64_t cas;
     if (Z_TYPE_P(token) == IS_LONG) {
@@ -1782,6 +1807,11 @@ PHP_METHOD(Mdcached_Client, getByTag)
         Z_PARAM_OPTIONAL
         Z_PARAM_ZVAL_OR_NULL(tvals)
     ZEND_PARSE_PARAMETERS_END();
+    if (!mdcx_arg_types(1, tag, TY(IS_LONG) | TY(IS_STRING) | TY(IS_ARRAY),
+                        "array|string|int") ||
+        !mdcx_arg_types(2, tvals, TY(IS_LONG) | TY(IS_ARRAY) | TY(IS_NULL),
+                        "array|int|null"))
+        RETURN_THROWS();
     MDCX_THIS();
     mdcx_tags t;
     int32_t tkey;
@@ -1831,6 +1861,11 @@ PHP_METHOD(Mdcached_Client, deleteByTag)
         Z_PARAM_OPTIONAL
         Z_PARAM_ZVAL_OR_NULL(tvals)
     ZEND_PARSE_PARAMETERS_END();
+    if (!mdcx_arg_types(1, tag, TY(IS_LONG) | TY(IS_STRING) | TY(IS_ARRAY),
+                        "array|string|int") ||
+        !mdcx_arg_types(2, tvals, TY(IS_LONG) | TY(IS_ARRAY) | TY(IS_NULL),
+                        "array|int|null"))
+        RETURN_THROWS();
     MDCX_THIS();
     mdcx_tags t;
     int32_t tkey;
@@ -1904,6 +1939,10 @@ PHP_METHOD(Mdcached_Client, tagPush)
         Z_PARAM_LONG(ttl)
         Z_PARAM_ZVAL_OR_NULL(tval)
     ZEND_PARSE_PARAMETERS_END();
+    if (!mdcx_arg_types(1, tag, TY(IS_LONG) | TY(IS_STRING), "string|int") ||
+        !mdcx_arg_types(ZEND_NUM_ARGS() > 2 ? 4 : 2, tval,
+                        TY(IS_LONG) | TY(IS_NULL), "?int"))
+        RETURN_THROWS();
     MDCX_THIS();
     struct mdc_tag tg;
     if (mdcx_stack_tag(o, tag, tval, &tg) != 0)
@@ -1939,6 +1978,10 @@ PHP_METHOD(Mdcached_Client, tagPop)
         Z_PARAM_OPTIONAL
         Z_PARAM_ZVAL_OR_NULL(tval)
     ZEND_PARSE_PARAMETERS_END();
+    if (!mdcx_arg_types(1, tag, TY(IS_LONG) | TY(IS_STRING), "string|int") ||
+        !mdcx_arg_types(ZEND_NUM_ARGS() > 2 ? 4 : 2, tval,
+                        TY(IS_LONG) | TY(IS_NULL), "?int"))
+        RETURN_THROWS();
     MDCX_THIS();
     struct mdc_tag tg;
     if (mdcx_stack_tag(o, tag, tval, &tg) != 0)
