@@ -791,9 +791,10 @@ PHP_METHOD(Mdcached_Client, __construct)
             mdcx_conn_check(o->c);
         } else if (le == NULL) {
             o->c = mdcx_conn_new(true);
-            if (o->c)
-                zend_register_persistent_resource_ex(hkey, o->c,
-                                                     le_mdcx_pconn);
+            if (o->c) /* copies the key into a persistent string */
+                zend_register_persistent_resource(ZSTR_VAL(hkey),
+                                                  ZSTR_LEN(hkey), o->c,
+                                                  le_mdcx_pconn);
         } else {
             /* the same id used twice in one request: a plain connection */
             o->c = mdcx_conn_new(false);
@@ -894,6 +895,8 @@ PHP_METHOD(Mdcached_Client, addServers)
     RETURN_TRUE;
 }
 
+static void mdcx_server_entry(mdcx_conn *c, size_t i, zval *s);
+
 PHP_METHOD(Mdcached_Client, getServerList)
 {
     ZEND_PARSE_PARAMETERS_NONE();
@@ -901,25 +904,53 @@ PHP_METHOD(Mdcached_Client, getServerList)
     array_init(return_value);
     for (size_t i = 0; i < o->c->nspecs; i++) {
         zval s;
-        const char *spec = o->c->specs[i];
-        const char *colon = strrchr(spec, ':');
-        array_init(&s);
-        if (spec[0] == '/' || strncmp(spec, "unix:", 5) == 0 || !colon) {
-            add_assoc_string(&s, "host", spec);
-            add_assoc_long(&s, "port", 0);
-        } else {
-            const char *h = spec;
-            size_t hl = colon - spec;
-            if (h[0] == '[' && hl >= 2) {
-                h++;
-                hl -= 2;
-            }
-            add_assoc_stringl(&s, "host", h, hl);
-            add_assoc_long(&s, "port", atol(colon + 1));
-        }
-        add_assoc_long(&s, "weight", o->c->weights[i]);
+        mdcx_server_entry(o->c, i, &s);
         add_next_index_zval(return_value, &s);
     }
+}
+
+static void mdcx_server_entry(mdcx_conn *c, size_t i, zval *s)
+{
+    const char *spec = c->specs[i];
+    const char *colon = strrchr(spec, ':');
+    array_init(s);
+    if (spec[0] == '/' || strncmp(spec, "unix:", 5) == 0 || !colon) {
+        add_assoc_string(s, "host", spec);
+        add_assoc_long(s, "port", 0);
+    } else {
+        const char *h = spec;
+        size_t hl = colon - spec;
+        if (h[0] == '[' && hl >= 2) {
+            h++;
+            hl -= 2;
+        }
+        add_assoc_stringl(s, "host", h, hl);
+        add_assoc_long(s, "port", atol(colon + 1));
+    }
+    add_assoc_long(s, "weight", c->weights[i]);
+}
+
+PHP_METHOD(Mdcached_Client, getServerByKey)
+{
+    zend_string *key;
+    ZEND_PARSE_PARAMETERS_START(1, 1)
+        Z_PARAM_STR(key)
+    ZEND_PARSE_PARAMETERS_END();
+    MDCX_THIS();
+    mdcx_key k;
+    if (mdcx_key_make(o, ZSTR_VAL(key), ZSTR_LEN(key), &k) != 0) {
+        mdcx_bad_key(o, ZSTR_LEN(key));
+        RETURN_FALSE;
+    }
+    int idx = mdc_pool_index(o->c->pool, k.p, k.len);
+    mdcx_key_free(&k);
+    if (idx < 0 || (size_t)idx >= o->c->nspecs) {
+        mdcx_result(o, MDC_ERR_NO_SERVERS, "no servers: call addServer() "
+                                           "first");
+        RETURN_FALSE;
+    }
+    mdcx_server_entry(o->c, (size_t)idx, return_value);
+    mdcx_result(o, MDC_OK, NULL);
 }
 
 PHP_METHOD(Mdcached_Client, resetServerList)

@@ -20,6 +20,8 @@ namespace Mdcached {
 
         public function getServerList(): array {}
 
+        public function getServerByKey(string $key): array|false {}
+
         public function resetServerList(): bool {}
 
         public function isPersistent(): bool {}

@@ -1,5 +1,5 @@
 /* This is a generated file, edit the .stub.php file instead.
- * Stub hash: d09567eafedb71a919aaebb1327bed180462d681 */
+ * Stub hash: 64f2b2ae8eab8e0f923c8ed874b47fdd937343df */
 
 ZEND_BEGIN_ARG_INFO_EX(arginfo_class_Mdcached_Client___construct, 0, 0, 0)
 	ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(0, persistentId, IS_STRING, 1, "null")
@@ -16,6 +16,10 @@ ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_class_Mdcached_Client_addServers
 ZEND_END_ARG_INFO()
 
 ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_class_Mdcached_Client_getServerList, 0, 0, IS_ARRAY, 0)
+ZEND_END_ARG_INFO()
+
+ZEND_BEGIN_ARG_WITH_RETURN_TYPE_MASK_EX(arginfo_class_Mdcached_Client_getServerByKey, 0, 1, MAY_BE_ARRAY|MAY_BE_FALSE)
+	ZEND_ARG_TYPE_INFO(0, key, IS_STRING, 0)
 ZEND_END_ARG_INFO()
 
 ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_class_Mdcached_Client_resetServerList, 0, 0, _IS_BOOL, 0)
@@ -170,6 +174,7 @@ ZEND_METHOD(Mdcached_Client, __construct);
 ZEND_METHOD(Mdcached_Client, addServer);
 ZEND_METHOD(Mdcached_Client, addServers);
 ZEND_METHOD(Mdcached_Client, getServerList);
+ZEND_METHOD(Mdcached_Client, getServerByKey);
 ZEND_METHOD(Mdcached_Client, resetServerList);
 ZEND_METHOD(Mdcached_Client, isPersistent);
 ZEND_METHOD(Mdcached_Client, isPristine);
@@ -212,6 +217,7 @@ static const zend_function_entry class_Mdcached_Client_methods[] = {
 	ZEND_ME(Mdcached_Client, addServer, arginfo_class_Mdcached_Client_addServer, ZEND_ACC_PUBLIC)
 	ZEND_ME(Mdcached_Client, addServers, arginfo_class_Mdcached_Client_addServers, ZEND_ACC_PUBLIC)
 	ZEND_ME(Mdcached_Client, getServerList, arginfo_class_Mdcached_Client_getServerList, ZEND_ACC_PUBLIC)
+	ZEND_ME(Mdcached_Client, getServerByKey, arginfo_class_Mdcached_Client_getServerByKey, ZEND_ACC_PUBLIC)
 	ZEND_ME(Mdcached_Client, resetServerList, arginfo_class_Mdcached_Client_resetServerList, ZEND_ACC_PUBLIC)
 	ZEND_ME(Mdcached_Client, isPersistent, arginfo_class_Mdcached_Client_isPersistent, ZEND_ACC_PUBLIC)
 	ZEND_ME(Mdcached_Client, isPristine, arginfo_class_Mdcached_Client_isPristine, ZEND_ACC_PUBLIC)

@@ -63,12 +63,14 @@ export TEST_PHP_EXECUTABLE TEST_PHP_CGI_EXECUTABLE
 # tests to the scratch directory (the source tree may be read-only)
 mkdir "$tmp/t"
 cp "$here"/*.phpt "$here"/*.inc "$tmp/t/"
-# the serializer extensions, when installed, are loaded for the tests
-ini="-d extension=$so"
-for e in igbinary msgpack; do
+# the serializer extensions and php-memcached (placement is compared
+# with it) are loaded for the tests, in dependency order
+ini=""
+for e in igbinary msgpack memcached; do
     f=$(php-config --extension-dir)/$e.so
-    [ -f "$f" ] && ini="-d extension=$f $ini"
+    [ -f "$f" ] && ini="$ini -d extension=$f"
 done
+ini="$ini -d extension=$so"
 MDC_TEST_INI=$ini
 export MDC_TEST_INI
 if ldd "$so" | grep -q libasan; then
