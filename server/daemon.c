@@ -287,19 +287,25 @@ static int server_signals(struct server *srv)
 static int server_write_pidfile(struct server *srv)
 {
     const char *path = srv->opt.pid_file;
-    char buf[32];
-    int fd, n, rc = -1;
+    char buf[32], tmp[4096];
+    int fd = -1, n, rc = -1;
 
     if (path == NULL)
         return 0;
-    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    /* written beside it and renamed, so a reader never sees it empty */
+    if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp)) {
+        log_error("pid file path too long: %s", path);
+        return -1;
+    }
+    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) {
-        log_error("cannot write pid file %s: %s", path, strerror(errno));
+        log_error("cannot write pid file %s: %s", tmp, strerror(errno));
         goto out;
     }
     n = snprintf(buf, sizeof(buf), "%ld\n", (long)getpid());
-    if (write(fd, buf, (size_t)n) != n) {
+    if (write(fd, buf, (size_t)n) != n || rename(tmp, path) < 0) {
         log_error("cannot write pid file %s: %s", path, strerror(errno));
+        (void)unlink(tmp);
         goto out;
     }
     srv->pidfile_written = true;
