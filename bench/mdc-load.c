@@ -845,7 +845,9 @@ int main(int argc, char **argv)
     }
 
     ths = calloc((size_t)opt.threads, sizeof(*ths));
-    struct conn *conns = calloc((size_t)opt.conns, sizeof(*conns));
+    /* kept reachable from a static until exit (the process ends with them) */
+    static struct conn *conns;
+    conns = calloc((size_t)opt.conns, sizeof(*conns));
     if (ths == NULL || conns == NULL)
         die("out of memory");
     pthread_barrier_init(&run.ready, NULL, (unsigned)opt.threads + 1);
