@@ -42,6 +42,12 @@
 #   -N, --big N            records for W6 and W7's largest size (10^7)
 #   -a, --append FILE      add to an earlier run's JSON lines: the report
 #                          takes each workload from the latest run that has it
+#   -A, --against BIN      a second mdcached binary (e.g. a build of an
+#                          earlier commit), run as target mdcached-base
+#                          (-n 1 -t 0) beside mdcached in the W1-W4 rounds:
+#                          before/after figures of a change, side by side
+#   -T, --targets LIST     only these W1-W4 targets, e.g.
+#                          "mdcached mdcached-base memcached" (default all)
 #       --quick            3 rounds of 2 s, 10^6 records: checks the script
 # Results: RESULTS/compare-DATE.jsonl (one JSON object per line: a "meta"
 # line, one line per run, W6 lines) and compare-DATE-summary.json.
@@ -61,6 +67,8 @@ TRIES=3
 BIG=10000000
 QUICK=0
 APPEND=
+AGAINST=
+ONLY=
 CMDLINE="bench/compare.sh $*"
 while [ $# -gt 0 ]; do
     case $1 in
@@ -76,9 +84,11 @@ while [ $# -gt 0 ]; do
     -t | --tries) TRIES=$2; shift ;;
     -N | --big) BIG=$2; shift ;;
     -a | --append) APPEND=$2; shift ;;
+    -A | --against) AGAINST=$2; shift ;;
+    -T | --targets) ONLY=$2; shift ;;
     --quick) QUICK=1; DUR=2; WARM=0.5; BIG=1000000; QWAIT=0; TRIES=1 ;;
-    -h | --help) sed -n '2,45p' "$0"; exit 0 ;;
-    *) echo "compare.sh: unknown option $1" >&2; sed -n '30,45p' "$0" >&2; exit 64 ;;
+    -h | --help) sed -n '2,52p' "$0"; exit 0 ;;
+    *) echo "compare.sh: unknown option $1" >&2; sed -n '30,52p' "$0" >&2; exit 64 ;;
     esac
     shift
 done
@@ -86,7 +96,7 @@ done
 LOAD=${MDC_LOAD:-$BUILD/bench/mdc-load}
 DAEMON=${MDCACHED:-$BUILD/server/mdcached}
 FLOOR=${MDC_FLOOR:-$BUILD/bench/floor}
-for f in "$LOAD" "$DAEMON" "$FLOOR"; do
+for f in "$LOAD" "$DAEMON" "$FLOOR" ${AGAINST:+"$AGAINST"}; do
     [ -x "$f" ] || { echo "compare.sh: $f not built (make; or -B BUILD_DIR)" >&2; exit 1; }
 done
 for c in memcached redis-server taskset; do
@@ -158,10 +168,12 @@ start() {
         taskset -c 0 redis-server --save '' --appendonly no --maxmemory "${mem}mb" \
             --daemonize no --loglevel warning "${listen[@]}" "$@" > "$TMP/$name.log" 2>&1 &
         ;;
-    mdcached)
+    mdcached | mdcached-base)
+        local bin=$DAEMON
+        [ "$kind" = mdcached-base ] && bin=$AGAINST
         if [ "$tr" = unix ]; then listen=(-p 0 -s "$addr"); else listen=(-p "${addr##*:}" -l 127.0.0.1); fi
-        SFLAGS[$name]="mdcached $* -m $mem"
-        taskset -c 0 "$DAEMON" "$@" -m "$mem" "${listen[@]}" -v 1 > "$TMP/$name.log" 2>&1 &
+        SFLAGS[$name]="$kind $* -m $mem"
+        taskset -c 0 "$bin" "$@" -m "$mem" "${listen[@]}" -v 1 > "$TMP/$name.log" 2>&1 &
         ;;
     floor)
         if [ "$tr" = unix ]; then listen=(-s "$addr"); else listen=(-p "${addr##*:}"); fi
@@ -316,8 +328,21 @@ phase() {
     prefill redis resp "$keys" "$vs"
     prefill mdc1 text "$keys" "$vs"
     prefill mdc4 text "$keys" "$vs"
-    rounds "$w" "$keys" "memcached:mc:text mdcached:mdc1:text redis:redis:resp floor:floor:text mdcached-native:mdc1:native mdcached-ref:mdc4:text" \
-        -K 16 -v "$vs" -k "$keys" -c 50 "$@"
+    local all="memcached:mc:text mdcached:mdc1:text redis:redis:resp floor:floor:text mdcached-native:mdc1:native mdcached-ref:mdc4:text"
+    if [ -n "$AGAINST" ]; then
+        start mdcb mdcached-base "$tr" 1024 -n 1 -t 0
+        prefill mdcb text "$keys" "$vs"
+        all="memcached:mc:text mdcached:mdc1:text mdcached-base:mdcb:text redis:redis:resp floor:floor:text mdcached-native:mdc1:native mdcached-ref:mdc4:text"
+    fi
+    if [ -n "$ONLY" ]; then
+        local keep="" tsp t
+        for tsp in $all; do
+            t=${tsp%%:*}
+            case " $ONLY " in *" $t "*) keep="$keep $tsp" ;; esac
+        done
+        all=$keep
+    fi
+    rounds "$w" "$keys" "$all" -K 16 -v "$vs" -k "$keys" -c 50 "$@"
     stop_all
 }
 

@@ -156,11 +156,12 @@ def cmd_report(argv):
                         for r in rs),
             loadavg=med(r["loadavg"][0] for r in rs if r.get("loadavg")))
 
-    order = ["memcached", "mdcached", "redis", "floor", "mdcached-native",
-             "mdcached-ref"]
+    order = ["memcached", "mdcached", "mdcached-base", "redis", "floor",
+             "mdcached-native", "mdcached-ref"]
     labels = {
         "memcached": "memcached 1.6 `-t 1` (text)",
         "mdcached": "**mdcached `-n 1 -t 0` (text)**",
+        "mdcached-base": "mdcached `-n 1 -t 0` (text), the --against build",
         "redis": "Redis 7.0 (RESP)",
         "floor": "floor (text)",
         "mdcached-native": "mdcached `-n 1 -t 0` (native), beside",
@@ -389,8 +390,8 @@ def plots(meds, w6, w7med, w7cpu, png_dir, when, rel_base):
     colors = {"memcached": "#4c72b0", "mdcached": "#dd8452",
               "redis": "#c44e52", "floor": "#8c8c8c",
               "mdcached-native": "#f2b880", "mdcached-ref": "#a66a2e"}
-    order = ["memcached", "mdcached", "redis", "floor", "mdcached-native",
-             "mdcached-ref"]
+    order = ["memcached", "mdcached", "mdcached-base", "redis", "floor",
+             "mdcached-native", "mdcached-ref"]
     wls = [w for w in ("W1", "W2", "W3", "W4")
            if any(c["workload"] == w for c in meds)]
     if wls:

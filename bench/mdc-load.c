@@ -4,7 +4,12 @@
  * An epoll loop per thread (one thread by default) drives many non-blocking
  * connections, each keeping up to --depth requests in flight.  The wire
  * format is a module (load_proto.h): native (protocol/wire.h), memcached text
- * or RESP.  Reports throughput, latency percentiles from a log-linear
+ * or RESP.  With --rate the load is an open loop instead: requests leave on
+ * a fixed schedule (RATE per second in all, evenly spaced, round-robin over
+ * the connections, pipelined behind any still unanswered), and a request's
+ * latency runs from the moment the schedule meant to send it, so a server
+ * that falls behind is charged for the queue it builds (no coordinated
+ * omission).  Reports throughput, latency percentiles from a log-linear
  * histogram, and the server's CPU time per request read from /proc/PID/stat
  * over the measured window (docs/benchmarking.md).  Issue 3 item 10.
  */
@@ -60,6 +65,7 @@ static struct {
     uint64_t seed;
     bool quiet;
     bool eager; /* refill each reply at once instead of per whole batch */
+    double rate; /* open loop: requests per second in all; 0 = closed loop */
 } opt = {
     .conns = 50,
     .depth = 1,
@@ -202,7 +208,7 @@ struct conn {
     uint8_t *wbuf;
     size_t wlen, woff, wcap;
     bool want_out;
-    struct inflight *q; /* ring of in-flight requests */
+    struct inflight *q; /* ring of in-flight requests (grows, open loop) */
     uint32_t qhead, qn, qcap;
     uint32_t next_opaque;
     uint64_t pre_next, pre_end; /* prefill: key range still to send */
@@ -216,6 +222,11 @@ struct thread {
     int nconns;
     uint64_t rng;
     bool prefilling, measuring;
+    /* open loop: the schedule */
+    uint64_t next_send;  /* ns, when the next request is due */
+    double interval;     /* ns between this thread's requests */
+    double sched_frac;   /* fractional ns carried between steps */
+    int rr;              /* next connection to send on */
     /* counters for the measured window */
     uint64_t gets, sets, hits, misses, errors;
     struct hist lat;
@@ -334,6 +345,17 @@ static void conn_compose(struct conn *c, enum load_op op, uint64_t key,
         if (c->wbuf == NULL)
             die("out of memory");
     }
+    if (c->qn == c->qcap) { /* open loop: more in flight than ever before */
+        struct inflight *nq = malloc(2 * c->qcap * sizeof(*nq));
+        if (nq == NULL)
+            die("out of memory");
+        for (uint32_t i = 0; i < c->qn; i++)
+            nq[i] = c->q[(c->qhead + i) % c->qcap];
+        free(c->q);
+        c->q = nq;
+        c->qhead = 0;
+        c->qcap *= 2;
+    }
     key_of(key, kbuf);
     c->wlen += p->compose(c->wbuf + c->wlen, op, kbuf, opt.key_size, value_buf,
                           opt.value_size, c->next_opaque);
@@ -356,6 +378,8 @@ static void conn_refill(struct conn *c, uint64_t t)
     }
     if (t >= atomic_load_explicit(&run.t_end, memory_order_relaxed))
         return;
+    if (opt.rate > 0)
+        return; /* open loop: the schedule sends (open_send) */
     if (!opt.eager && c->qn > 0)
         return; /* batch mode: the next batch goes when this one is answered */
     while (c->qn < (uint32_t)opt.depth) {
@@ -440,17 +464,58 @@ static void conn_read(struct conn *c)
     }
 }
 
+/*
+ * Open loop: send every request whose moment has come, each stamped with
+ * that moment (not the time it actually leaves), round-robin over the
+ * connections.  Returns the ns until the next one is due.
+ */
+static uint64_t open_send(struct thread *th, uint64_t t)
+{
+    uint64_t te = atomic_load_explicit(&run.t_end, memory_order_relaxed);
+
+    while (th->next_send <= t && th->next_send < te) {
+        struct conn *c = &th->conns[th->rr];
+        bool get =
+            (double)(rng_next(&th->rng) >> 11) * 0x1.0p-53 < opt.get_frac;
+        double step = th->interval + th->sched_frac;
+
+        th->rr = (th->rr + 1) % th->nconns;
+        conn_compose(c, get ? LOP_GET : LOP_SET, pick_key(&th->rng),
+                     th->next_send);
+        conn_flush(c);
+        th->next_send += (uint64_t)step;
+        th->sched_frac = step - (double)(uint64_t)step;
+    }
+    return th->next_send > t ? th->next_send - t : 0;
+}
+
 /* Run the loop until every connection is idle (prefill) or t_end passes. */
 static void thread_loop(struct thread *th)
 {
     struct epoll_event evs[64];
+    bool open = opt.rate > 0 && !th->prefilling;
 
+    if (open) {
+        th->interval = 1e9 * opt.threads / opt.rate;
+        /* threads start staggered within one interval */
+        th->next_send = now_ns() + (uint64_t)(th->interval * th->id /
+                                              opt.threads);
+    }
     for (int i = 0; i < th->nconns; i++) {
         conn_refill(&th->conns[i], now_ns());
         conn_flush(&th->conns[i]);
     }
     for (;;) {
-        int n = epoll_wait(th->epfd, evs, 64, 50);
+        int n;
+        if (open) {
+            uint64_t wait = open_send(th, now_ns());
+            struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)wait};
+            if (wait > 50000000ull)
+                ts.tv_nsec = 50000000;
+            n = epoll_pwait2(th->epfd, evs, 64, &ts, NULL);
+        } else {
+            n = epoll_wait(th->epfd, evs, 64, 50);
+        }
         if (n < 0 && errno != EINTR)
             die("epoll_wait: %s", strerror(errno));
         for (int i = 0; i < n; i++) {
@@ -592,6 +657,8 @@ static void usage(FILE *f)
         "                        answered (default 1)\n"
         "  -e, --eager           keep depth requests in flight, refilling as\n"
         "                        each reply arrives, instead of whole batches\n"
+        "  -R, --rate N          open loop: N requests/s in all on a fixed\n"
+        "                        schedule, latency from each one's due time\n"
         "  -T, --threads N       generator threads, each with its own epoll "
         "(1)\n"
         "  -r, --ratio G:S       get:set mix (default 90:10)\n"
@@ -656,6 +723,7 @@ static void parse_args(int argc, char **argv)
         {"zipf-check", no_argument, NULL, 'Z'},
         {"quiet", no_argument, NULL, 'q'},
         {"eager", no_argument, NULL, 'e'},
+        {"rate", required_argument, NULL, 'R'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -663,7 +731,7 @@ static void parse_args(int argc, char **argv)
     int c;
 
     opt.proto = &load_proto_native;
-    while ((c = getopt_long(argc, argv, "s:P:c:d:eT:r:k:K:v:z:fD:w:p:j:L:qh",
+    while ((c = getopt_long(argc, argv, "s:P:c:d:eR:T:r:k:K:v:z:fD:w:p:j:L:qh",
                             lo, NULL)) != -1) {
         switch (c) {
         case 's': opt.server = optarg; break;
@@ -711,6 +779,7 @@ static void parse_args(int argc, char **argv)
         case 'Z': zcheck = true; break;
         case 'q': opt.quiet = true; break;
         case 'e': opt.eager = true; break;
+        case 'R': opt.rate = num_arg(optarg, 1, 1e9, "rate"); break;
         case 'h': usage(stdout); exit(0);
         default: usage(stderr); exit(64);
         }
@@ -879,6 +948,9 @@ int main(int argc, char **argv)
                opt.proto->name, opt.server, opt.conns, opt.depth, opt.threads,
                100 * opt.get_frac, 100 * (1 - opt.get_frac), opt.keys,
                opt.zipf > 0 ? "zipf" : "uniform", opt.value_size);
+        if (opt.rate > 0)
+            printf("  offered     %12.0f req/s  (open loop, fixed schedule)\n",
+                   opt.rate);
         printf("  throughput  %12.0f req/s  (%" PRIu64
                " in %.1f s; gets %" PRIu64 " hit %" PRIu64 " miss %" PRIu64
                ", sets %" PRIu64 ", errors %" PRIu64 ")\n",
@@ -901,7 +973,8 @@ int main(int argc, char **argv)
             f,
             "{\"tool\": \"mdc-load\", \"date\": \"%s\", \"label\": \"%s\", "
             "\"proto\": \"%s\", \"server\": \"%s\", \"conns\": %d, "
-            "\"depth\": %d, \"eager\": %s, \"threads\": %d, \"get_fraction\": "
+            "\"depth\": %d, \"eager\": %s, \"rate\": %.0f, \"threads\": %d, "
+            "\"get_fraction\": "
             "%.4f, "
             "\"keys\": %" PRIu64 ", \"key_size\": %zu, \"value_size\": %zu, "
             "\"distribution\": \"%s\", \"zipf\": %.3f, \"prefill\": %s, "
@@ -913,8 +986,8 @@ int main(int argc, char **argv)
             " \"latency_us\": {\"p50\": %.2f, \"p99\": %.2f, \"p999\": %.2f, "
             "\"mean\": %.2f, \"max\": %.2f},\n",
             date, opt.label ? opt.label : "", opt.proto->name, opt.server,
-            opt.conns, opt.depth, opt.eager ? "true" : "false", opt.threads,
-            opt.get_frac, opt.keys, opt.key_size, opt.value_size,
+            opt.conns, opt.depth, opt.eager ? "true" : "false", opt.rate,
+            opt.threads, opt.get_frac, opt.keys, opt.key_size, opt.value_size,
             opt.zipf > 0 ? "zipf" : "uniform", opt.zipf,
             opt.prefill ? "true" : "false", opt.warmup, opt.duration, reqs,
             gets, hits, misses, sets, errors, tput, p50, p99, p999, mean,

@@ -350,6 +350,21 @@ static uint32_t test_run(int fd, const uint8_t *in, size_t len, int repeat,
  * single runs as the kernel times them (one clock read pair per run
  * included, as in run_time_ns).
  */
+/* The kernel's own statistics of a program (kernel.bpf_stats_enabled=1;
+ * test runs count too): run time and run count so far. */
+static void prog_stats(int fd, uint64_t *ns, uint64_t *cnt)
+{
+    struct bpf_prog_info info;
+    uint32_t len = sizeof(info);
+
+    memset(&info, 0, sizeof(info));
+    *ns = *cnt = 0;
+    if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0) {
+        *ns = info.run_time_ns;
+        *cnt = info.run_cnt;
+    }
+}
+
 static int cmp_u32(const void *a, const void *b)
 {
     uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
@@ -368,6 +383,9 @@ static int run_progbench(int repeat, unsigned vlen)
     struct req r;
     char err[256], val[1500];
     uint32_t best[4];
+    uint64_t ns0, c0, ns1, c1;
+    double stat[4];
+    struct mirror_stats ms;
     const char *key = "key:00000001";
     int i, k, fd, v, want[4] = {XDP_TX, XDP_TX, XDP_PASS, XDP_TX};
     size_t len, mlen;
@@ -415,6 +433,7 @@ static int run_progbench(int repeat, unsigned vlen)
             return 1;
         fd = i == 3 ? bpf_program__fd(bsk->progs.mdc_bounce)
                     : mirror_prog_fd(m[i == 1]);
+        prog_stats(fd, &ns0, &c0);
         for (k = 0; k < repeat; k++) {
             t[k] = test_run(fd, i == 2 ? pmiss : pkt, i == 2 ? mlen : len, 1,
                             &v);
@@ -423,17 +442,25 @@ static int run_progbench(int repeat, unsigned vlen)
                 return 1;
             }
         }
+        prog_stats(fd, &ns1, &c1);
+        stat[i] = c1 > c0 ? (double)(ns1 - ns0) / (double)(c1 - c0) : 0;
         qsort(t, (size_t)repeat, sizeof(*t), cmp_u32);
         best[i] = t[repeat / 2];
         free(t);
     }
-    printf("{\"value_bytes\": %u, \"repeat\": %d", vlen, repeat);
-    for (i = 0; i < 4; i++)
-        printf(", \"%s_ns\": %u",
-               i == 0 ? "hit_tail" : i == 1 ? "hit_head"
-                                    : i == 2 ? "miss"
-                                             : "bounce",
-               best[i]);
+    if (mirror_stats(m[0], &ms) != 0)
+        ms.verified_insns = 0;
+    printf("{\"value_bytes\": %u, \"repeat\": %d, \"verified_insns\": %u",
+           vlen, repeat, ms.verified_insns);
+    for (i = 0; i < 4; i++) {
+        const char *n = i == 0   ? "hit_tail"
+                        : i == 1 ? "hit_head"
+                        : i == 2 ? "miss"
+                                 : "bounce";
+        printf(", \"%s_ns\": %u", n, best[i]);
+        /* mean over the runs, 0 unless kernel.bpf_stats_enabled=1 */
+        printf(", \"%s_stats_ns\": %.1f", n, stat[i]);
+    }
     printf("}\n");
     mdc_bounce__destroy(bsk);
     mirror_teardown(m[0]);

@@ -258,108 +258,148 @@ static __always_inline __u32 ip_csum20(const void *ip)
     return (~csum_fold(sum16(ip, 10))) & 0xffff;
 }
 
-SEC("xdp")
-int mdc_xdp(struct xdp_md *ctx)
-{
-    void *data = (void *)(long)ctx->data;
-    void *data_end = (void *)(long)ctx->data_end;
-    struct mirror_counters *cnt;
-    struct mirror_scratch *s;
-    struct ethhdr *eth = data;
+/*
+ * The steps of one request, in the manner of xdp-tools' parsing helpers:
+ * each is a small always-inline function that returns GO to carry on, or
+ * the counter (MC_*) that says why the packet is passed.
+ *
+ *   parse          Ethernet, IPv4, UDP, memcached frame, "get <key>\r\n";
+ *                  the key goes to scratch
+ *   match          validate and hash the key, read the mirror under its
+ *                  seqlock, compare the full key, check the deadline
+ *   build_headers  the reply's Ethernet, IPv4 and UDP headers in scratch
+ *   resize         grow or shrink the frame to the reply's length
+ *   write_reply    copy scratch over the frame
+ *
+ * The request's bytes stay untouched until resize: every earlier step only
+ * reads the packet.
+ */
+#define GO (-1)
+
+/* What parse found (the packet pointers are used within parse only). */
+struct req {
+    struct ethhdr *eth;
     struct iphdr *ip;
     struct udphdr *udp;
-    __u8 *frame, *cmd;
-    __u32 zero = 0, tot, plen, klen, i, rc, naddr, rlen, cur;
-    struct scan_ctx sc;
-    struct cmp_ctx cc;
-    struct found f = {};
-    struct iphdr rip;
-    struct udphdr rudp;
-    __u64 sum;
-    int found_addr = 0, delta;
+    __u8 *frame;
+    __u32 plen;   /* UDP payload bytes */
+    __u32 klen;   /* key bytes */
+    __u32 nwords; /* key words of 8 bytes */
+    __be32 saddr, daddr; /* the request's */
+    __be16 sport, dport;
+};
 
-    cnt = bpf_map_lookup_elem(&mirror_counters, &zero);
-    s = scratch();
-    if (!cnt || !s)
-        return XDP_PASS;
+/* ---- parse -------------------------------------------------------------- */
+static __always_inline int parse_ipv4(void *data, void *data_end,
+                                      struct req *q)
+{
+    struct ethhdr *eth = data;
+    struct iphdr *ip;
+    __u32 i, naddr;
+    int found_addr = 0;
 
-    /* Ethernet / IPv4 */
     if ((void *)(eth + 1) > data_end)
-        return count(cnt, MC_MALFORMED);
+        return MC_MALFORMED;
     if (eth->h_proto != bpf_htons(ETH_P_IP))
-        return count(cnt, MC_NOT_IPV4);
+        return MC_NOT_IPV4;
     ip = (void *)(eth + 1);
     if ((void *)(ip + 1) > data_end)
-        return count(cnt, MC_MALFORMED);
+        return MC_MALFORMED;
     if (ip->version != 4 || ip->ihl < 5)
-        return count(cnt, MC_MALFORMED);
+        return MC_MALFORMED;
     if (ip->ihl != 5)
-        return count(cnt, MC_IP_OPTIONS);
+        return MC_IP_OPTIONS;
     if (ip->frag_off & bpf_htons(0x3fff)) /* MF or an offset */
-        return count(cnt, MC_FRAGMENT);
+        return MC_FRAGMENT;
     if (ip->protocol != IPPROTO_UDP)
-        return count(cnt, MC_NOT_UDP);
+        return MC_NOT_UDP;
     naddr = mdc_cfg.naddrs;
 #pragma unroll
     for (i = 0; i < MIRROR_MAX_ADDRS; i++)
         if (i < naddr && ip->daddr == mdc_cfg.addrs[i])
             found_addr = 1;
     if (!found_addr)
-        return count(cnt, MC_ADDR);
+        return MC_ADDR;
+    q->eth = eth;
+    q->ip = ip;
+    return GO;
+}
 
-    /* UDP */
-    udp = (void *)(ip + 1);
+static __always_inline int parse_udp(void *data_end, struct req *q)
+{
+    struct iphdr *ip = q->ip;
+    struct udphdr *udp = (void *)(ip + 1);
+    __u32 tot;
+
     if ((void *)(udp + 1) > data_end)
-        return count(cnt, MC_MALFORMED);
+        return MC_MALFORMED;
     if (udp->dest != mdc_cfg.port)
-        return count(cnt, MC_PORT);
+        return MC_PORT;
     tot = bpf_ntohs(ip->tot_len);
     if (tot < sizeof(*ip) + sizeof(*udp) || (void *)ip + tot > data_end ||
         bpf_ntohs(udp->len) != tot - sizeof(*ip))
-        return count(cnt, MC_MALFORMED);
+        return MC_MALFORMED;
     if (ip_csum20(ip) != 0)
-        return count(cnt, MC_MALFORMED);
+        return MC_MALFORMED;
+    q->udp = udp;
+    q->plen = tot - sizeof(*ip) - sizeof(*udp);
+    return GO;
+}
 
-    /* memcached UDP frame header: id, sequence 0, 1 datagram, reserved 0 */
-    plen = tot - sizeof(*ip) - sizeof(*udp);
-    frame = (void *)(udp + 1);
+/* The memcached UDP frame header (id, sequence 0, 1 datagram, reserved 0)
+ * and "get ": the key's length. */
+static __always_inline int parse_frame(void *data_end, struct req *q)
+{
+    __u8 *frame = (void *)(q->udp + 1), *cmd;
+    __u32 plen = q->plen, klen;
+
     if (plen < MIRROR_FRAME_HDR ||
         (void *)(frame + MIRROR_FRAME_HDR) > data_end)
-        return count(cnt, MC_FRAME);
+        return MC_FRAME;
     if (frame[2] | frame[3] | frame[4] | (frame[5] ^ 1) | frame[6] | frame[7])
-        return count(cnt, MC_FRAME);
-
-    /* "get " <key> "\r\n" */
+        return MC_FRAME;
     cmd = frame + MIRROR_FRAME_HDR;
     if (plen < MIRROR_FRAME_HDR + 4 + 1 + 2 || (void *)(cmd + 4) > data_end)
-        return count(cnt, MC_CMD);
+        return MC_CMD;
     if (cmd[0] != 'g' || cmd[1] != 'e' || cmd[2] != 't' || cmd[3] != ' ')
-        return count(cnt, MC_CMD);
+        return MC_CMD;
     klen = plen - MIRROR_FRAME_HDR - 4 - 2;
     if (klen > MIRROR_KEY_MAX)
-        return count(cnt, MC_KEY);
+        return MC_KEY;
     barrier_var(klen); /* clang must not recompute it from plen */
-    sc.nwords = (klen + 7) / 8;
-    if (sc.nwords <= INLINE_WORDS) {
+    q->frame = frame;
+    q->klen = klen;
+    q->nwords = (klen + 7) / 8;
+    return GO;
+}
+
+/* The key, word-aligned, into scratch, and its "\r\n" checked. */
+static __always_inline int parse_key(struct xdp_md *ctx, void *data_end,
+                                     struct req *q, struct mirror_scratch *s)
+{
+    __u8 *cmd = q->frame + MIRROR_FRAME_HDR;
+    __u32 klen = q->klen, i;
+
+    if (q->nwords <= INLINE_WORDS) {
         /* short key: read straight from the packet.  The datagram's last
          * 8 bytes hold "\r\n" and the key's last 1..6 bytes. */
-        __u8 *tail = (__u8 *)cmd + klen - 2;
+        __u8 *tail = cmd + klen - 2;
         __u64 wend, w;
 
         if ((void *)(tail + 8) > data_end)
-            return count(cnt, MC_MALFORMED);
+            return MC_MALFORMED;
         wend = *(__u64 *)tail;
         if ((wend >> 48) != ('\r' | '\n' << 8))
-            return count(cnt, MC_CMD);
+            return MC_CMD;
         for (i = 0; i < INLINE_WORDS; i++) {
             __u32 r = klen - i * 8; /* key bytes from word i on */
-            __u8 *p = (__u8 *)cmd + 4 + i * 8;
+            __u8 *p = cmd + 4 + i * 8;
 
-            if (i >= sc.nwords)
+            if (i >= q->nwords)
                 break;
             if (r >= 6) {
                 if ((void *)(p + 8) > data_end)
-                    return count(cnt, MC_MALFORMED);
+                    return MC_MALFORMED;
                 w = *(__u64 *)p;
             } else {
                 w = wend >> (8 * (6 - r));
@@ -368,28 +408,55 @@ int mdc_xdp(struct xdp_md *ctx)
         }
     } else {
         /* the key and its "\r\n" into word-aligned scratch */
-        if (bpf_xdp_load_bytes(ctx, MIRROR_REPLY_HDRS + 4, s->key, klen + 2))
-            return count(cnt, MC_MALFORMED);
-        {
-            __u8 *k = (__u8 *)s->key;
-            if (k[klen & 0xff] != '\r' || k[(klen + 1) & 0x1ff] != '\n')
-                return count(cnt, MC_CMD);
-        }
-    }
+        __u8 *k = (__u8 *)s->key;
 
-    /* Reply headers go to scratch now: the request's bytes stay untouched
-     * until the answer is certain. */
-    __builtin_memcpy(&s->pkt[0], eth->h_source, ETH_ALEN);
-    __builtin_memcpy(&s->pkt[6], eth->h_dest, ETH_ALEN);
-    rip.saddr = ip->daddr;
-    rip.daddr = ip->saddr;
-    rudp.source = udp->dest;
-    rudp.dest = udp->source;
-    __builtin_memcpy(&s->pkt[42], frame, 2); /* request id */
+        if (bpf_xdp_load_bytes(ctx, MIRROR_REPLY_HDRS + 4, s->key, klen + 2))
+            return MC_MALFORMED;
+        if (k[klen & 0xff] != '\r' || k[(klen + 1) & 0x1ff] != '\n')
+            return MC_CMD;
+    }
+    return GO;
+}
+
+static __always_inline int parse(struct xdp_md *ctx, struct mirror_scratch *s,
+                                 struct req *q)
+{
+    void *data = (void *)(long)ctx->data;
+    void *data_end = (void *)(long)ctx->data_end;
+    int c;
+
+    if ((c = parse_ipv4(data, data_end, q)) != GO)
+        return c;
+    if ((c = parse_udp(data_end, q)) != GO)
+        return c;
+    if ((c = parse_frame(data_end, q)) != GO)
+        return c;
+    if ((c = parse_key(ctx, data_end, q, s)) != GO)
+        return c;
+    /* what the reply takes from the request: MACs and the request id go to
+     * scratch now (the blob lands after them), addresses and ports to q */
+    __builtin_memcpy(&s->pkt[0], q->eth->h_source, ETH_ALEN);
+    __builtin_memcpy(&s->pkt[6], q->eth->h_dest, ETH_ALEN);
+    __builtin_memcpy(&s->pkt[42], q->frame, 2); /* request id */
+    q->saddr = q->ip->saddr;
+    q->daddr = q->ip->daddr;
+    q->sport = q->udp->source;
+    q->dport = q->udp->dest;
+    return GO;
+}
+
+/* ---- match -------------------------------------------------------------- */
+static __always_inline int match(struct mirror_scratch *s, const struct req *q,
+                                 struct found *f)
+{
+    struct scan_ctx sc;
+    struct cmp_ctx cc;
+    __u32 i, rc;
 
     /* validate and hash the key */
-    sc.lastmask = mirror_word_mask(klen - (sc.nwords - 1) * 8);
-    sc.hash = mirror_hash_init(mdc_cfg.seed, klen);
+    sc.nwords = q->nwords;
+    sc.lastmask = mirror_word_mask(q->klen - (sc.nwords - 1) * 8);
+    sc.hash = mirror_hash_init(mdc_cfg.seed, q->klen);
     sc.bad = 0;
     if (sc.nwords <= INLINE_WORDS) {
         for (i = 0; i < INLINE_WORDS; i++)
@@ -399,22 +466,22 @@ int mdc_xdp(struct xdp_md *ctx)
         bpf_loop(sc.nwords, scan_word, &sc, 0);
     }
     if (sc.bad)
-        return count(cnt, sc.bad == 2 ? MC_CMD : MC_KEY);
+        return sc.bad == 2 ? MC_CMD : MC_KEY;
     sc.hash = mirror_hash_final(sc.hash);
 
     /* look the key up: it lives in at most one tier */
-    rc = tier_read(&mirror_t0, MIRROR_SLOT0, mdc_cfg.mask[0], sc.hash, klen, s,
-                   &f);
+    rc = tier_read(&mirror_t0, MIRROR_SLOT0, mdc_cfg.mask[0], sc.hash, q->klen,
+                   s, f);
     if (rc == R_MISS)
-        rc = tier_read(&mirror_t1, MIRROR_SLOT1, mdc_cfg.mask[1], sc.hash, klen,
-                       s, &f);
+        rc = tier_read(&mirror_t1, MIRROR_SLOT1, mdc_cfg.mask[1], sc.hash,
+                       q->klen, s, f);
     if (rc == R_MISS)
-        rc = tier_read(&mirror_t2, MIRROR_SLOT2, mdc_cfg.mask[2], sc.hash, klen,
-                       s, &f);
+        rc = tier_read(&mirror_t2, MIRROR_SLOT2, mdc_cfg.mask[2], sc.hash,
+                       q->klen, s, f);
     if (rc == R_MISS)
-        return count(cnt, MC_MISS);
+        return MC_MISS;
     if (rc == R_CONFLICT)
-        return count(cnt, MC_CONFLICT);
+        return MC_CONFLICT;
 
     /* the copy is consistent: now the full key, then the deadline */
     cc.nwords = sc.nwords;
@@ -428,19 +495,36 @@ int mdc_xdp(struct xdp_md *ctx)
         bpf_loop(cc.nwords, cmp_word, &cc, 0);
     }
     if (cc.differ)
-        return count(cnt, MC_MISS);
-    if (f.deadline && bpf_ktime_get_ns() >= f.deadline)
-        return count(cnt, MC_EXPIRED);
+        return MC_MISS;
+    if (f->deadline && bpf_ktime_get_ns() >= f->deadline)
+        return MC_EXPIRED;
+    return GO;
+}
 
-    rlen = MIRROR_REPLY_HDRS + f.blob_len;
-    if (rlen > mdc_cfg.max_pkt || rlen > MIRROR_PKT_MAX)
-        return count(cnt, MC_TOO_BIG);
+/* ---- build headers ------------------------------------------------------ */
+/* IPv4, UDP and the frame header of the reply into scratch (parse put the
+ * MACs and request id there), in front of the blob that match copied;
+ * *rlen = the reply's length. */
+static __always_inline int build_headers(struct mirror_scratch *s,
+                                         const struct req *q,
+                                         const struct found *f, __u32 *rlen)
+{
+    struct iphdr rip;
+    struct udphdr rudp;
+    __u32 len;
+    __u64 sum;
+
+    len = MIRROR_REPLY_HDRS + f->blob_len;
+    if (len > mdc_cfg.max_pkt || len > MIRROR_PKT_MAX)
+        return MC_TOO_BIG;
 
     /* IPv4 header */
+    rip.saddr = q->daddr;
+    rip.daddr = q->saddr;
     rip.version = 4;
     rip.ihl = 5;
     rip.tos = 0;
-    rip.tot_len = bpf_htons(rlen - MIRROR_L2_HDRS);
+    rip.tot_len = bpf_htons(len - MIRROR_L2_HDRS);
     rip.id = 0;
     rip.frag_off = bpf_htons(0x4000); /* DF */
     rip.ttl = 64;
@@ -449,7 +533,9 @@ int mdc_xdp(struct xdp_md *ctx)
     rip.check = ip_csum20(&rip);
 
     /* UDP header; checksum = pseudo header + UDP header + frame + blob sum */
-    rudp.len = bpf_htons(rlen - MIRROR_L2_HDRS - sizeof(rip));
+    rudp.source = q->dport;
+    rudp.dest = q->sport;
+    rudp.len = bpf_htons(len - MIRROR_L2_HDRS - sizeof(rip));
     rudp.check = 0;
     sum = sum16(&rip.saddr, 4) + bpf_htons(IPPROTO_UDP) + rudp.len;
     sum += sum16(&rudp, 4);
@@ -460,7 +546,7 @@ int mdc_xdp(struct xdp_md *ctx)
     s->pkt[48] = 0;
     s->pkt[49] = 0;
     sum += sum16(&s->pkt[42], 4);
-    sum += f.csum;
+    sum += f->csum;
     rudp.check = ~csum_fold(sum) & 0xffff;
     if (rudp.check == 0)
         rudp.check = 0xffff;
@@ -468,43 +554,61 @@ int mdc_xdp(struct xdp_md *ctx)
     s->pkt[13] = ETH_P_IP & 0xff;
     __builtin_memcpy(&s->pkt[14], &rip, sizeof(rip));
     __builtin_memcpy(&s->pkt[34], &rudp, sizeof(rudp));
+    *rlen = len;
+    return GO;
+}
 
-    /* make room: at the head first - the whole frame is rewritten anyway,
-     * every XDP driver leaves 256 bytes of headroom, and native veth often
-     * refuses tail growth, so one helper call does it; else at the tail;
-     * else both, the head by HEAD_PART.  The packet is left as it came (a
-     * head move undone) if nothing fits. */
-    cur = (__u32)(data_end - data);
-    delta = (int)rlen - (int)cur;
+/* ---- resize ------------------------------------------------------------- */
+/* Make room: at the head first - the whole frame is rewritten anyway, every
+ * XDP driver leaves 256 bytes of headroom, and native veth often refuses
+ * tail growth, so one helper call does it; else at the tail; else both, the
+ * head by HEAD_PART.  The packet is left as it came (a head move undone) if
+ * nothing fits. */
+static __always_inline int resize(struct xdp_md *ctx, __u32 rlen,
+                                  struct mirror_counters *cnt)
+{
+    void *data = (void *)(long)ctx->data;
+    void *data_end = (void *)(long)ctx->data_end;
+    __u32 cur = (__u32)(data_end - data);
+    int delta = (int)rlen - (int)cur;
+
     if (delta > 0 && bpf_xdp_adjust_head(ctx, -delta) == 0) {
         cnt->c[MC_GROW_HEAD]++;
-        goto write;
+        return GO;
     }
-    if (delta != 0) {
-        if (delta < 0 || !(mdc_cfg.flags & MIRROR_CFG_HEAD_ONLY)) {
-            if (bpf_xdp_adjust_tail(ctx, delta) == 0)
-                goto write;
-            if (delta < 0)
-                return count(cnt, MC_NO_ROOM);
-        }
-        if (delta <= HEAD_PART || (mdc_cfg.flags & MIRROR_CFG_HEAD_ONLY) ||
-            bpf_xdp_adjust_head(ctx, -HEAD_PART))
-            return count(cnt, MC_NO_ROOM);
-        if (bpf_xdp_adjust_tail(ctx, delta - HEAD_PART)) {
-            bpf_xdp_adjust_head(ctx, HEAD_PART); /* as it came */
-            return count(cnt, MC_NO_ROOM);
-        }
-        cnt->c[MC_GROW_HEAD]++;
+    if (delta == 0)
+        return GO;
+    if (delta < 0 || !(mdc_cfg.flags & MIRROR_CFG_HEAD_ONLY)) {
+        if (bpf_xdp_adjust_tail(ctx, delta) == 0)
+            return GO;
+        if (delta < 0)
+            return MC_NO_ROOM;
     }
-write:
+    if (delta <= HEAD_PART || (mdc_cfg.flags & MIRROR_CFG_HEAD_ONLY) ||
+        bpf_xdp_adjust_head(ctx, -HEAD_PART))
+        return MC_NO_ROOM;
+    if (bpf_xdp_adjust_tail(ctx, delta - HEAD_PART)) {
+        bpf_xdp_adjust_head(ctx, HEAD_PART); /* as it came */
+        return MC_NO_ROOM;
+    }
+    cnt->c[MC_GROW_HEAD]++;
+    return GO;
+}
+
+/* ---- write -------------------------------------------------------------- */
+static __always_inline int write_reply(struct xdp_md *ctx,
+                                       struct mirror_scratch *s, __u32 rlen)
+{
+    __u32 i;
+
     if (rlen < MIRROR_REPLY_HDRS || rlen > MIRROR_PKT_MAX)
         return XDP_ABORTED;
     if (rlen <= SMALL_REPLY) {
         /* a small reply is written with plain stores: no helper call */
+        void *data = (void *)(long)ctx->data;
         __u8 *p, *pend = (void *)(long)ctx->data_end;
         __u32 words = rlen / 8, off;
 
-        data = (void *)(long)ctx->data;
         for (i = 0; i < SMALL_REPLY / 8; i++) {
             p = (__u8 *)data + i * 8;
             if (i >= words || (void *)(p + 8) > (void *)pend)
@@ -524,6 +628,33 @@ write:
     } else if (bpf_xdp_store_bytes(ctx, 0, s->pkt, rlen)) {
         return XDP_ABORTED; /* cannot happen: the frame is rlen long */
     }
-    cnt->c[MC_HIT]++;
     return XDP_TX;
+}
+
+SEC("xdp")
+int mdc_xdp(struct xdp_md *ctx)
+{
+    struct mirror_counters *cnt;
+    struct mirror_scratch *s;
+    struct found f = {};
+    struct req q;
+    __u32 zero = 0, rlen;
+    int c, verdict;
+
+    cnt = bpf_map_lookup_elem(&mirror_counters, &zero);
+    s = scratch();
+    if (!cnt || !s)
+        return XDP_PASS;
+    if ((c = parse(ctx, s, &q)) != GO)
+        return count(cnt, c);
+    if ((c = match(s, &q, &f)) != GO)
+        return count(cnt, c);
+    if ((c = build_headers(s, &q, &f, &rlen)) != GO)
+        return count(cnt, c);
+    if ((c = resize(ctx, rlen, cnt)) != GO)
+        return count(cnt, c);
+    verdict = write_reply(ctx, s, rlen);
+    if (verdict == XDP_TX)
+        cnt->c[MC_HIT]++;
+    return verdict;
 }

@@ -19,18 +19,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <net/if.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include "mirror.h"
 #include "mirror_layout.h"
+#include "protocol/mctext.h"
 
 #ifdef MDC_XDP
 #include <fcntl.h>
 #include <linux/if_link.h>
-#include <net/if.h>
-#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/random.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -82,39 +84,6 @@ static void stat_add(uint64_t *c)
 /* ---- the reply, shared with the userspace UDP path ------------------------
  */
 
-static size_t put_u32(char *p, uint32_t v)
-{
-    char tmp[10];
-    size_t n = 0, i;
-
-    do {
-        tmp[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    for (i = 0; i < n; i++)
-        p[i] = tmp[n - 1 - i];
-    return n;
-}
-
-/* "VALUE <key> <flags> <bytes>\r\n" into p (room: 30 + klen). */
-static size_t blob_head(char *p, const void *key, uint32_t klen, uint32_t flags,
-                        uint32_t vlen)
-{
-    size_t n = 0;
-
-    memcpy(p, "VALUE ", 6);
-    n = 6;
-    memcpy(p + n, key, klen);
-    n += klen;
-    p[n++] = ' ';
-    n += put_u32(p + n, flags);
-    p[n++] = ' ';
-    n += put_u32(p + n, vlen);
-    p[n++] = '\r';
-    p[n++] = '\n';
-    return n;
-}
-
 #define BLOB_TAIL "\r\nEND\r\n"
 #define BLOB_TAIL_LEN 7
 
@@ -122,21 +91,17 @@ size_t mirror_reply_build(void *buf, size_t cap, uint16_t request_id,
                           const void *key, uint32_t klen, uint32_t flags,
                           const void *value, uint32_t vlen)
 {
-    char head[32 + MIRROR_KEY_MAX];
+    char head[MCTEXT_VALUE_LINE_LEN(MIRROR_KEY_MAX)];
     uint8_t *p = buf;
     size_t hl, total;
 
     if (klen > MIRROR_KEY_MAX)
         return 0;
-    hl = blob_head(head, key, klen, flags, vlen);
+    hl = mctext_value_line(head, key, klen, flags, vlen, false, 0);
     total = MIRROR_FRAME_HDR + hl + (size_t)vlen + BLOB_TAIL_LEN;
     if (total > cap)
         return 0;
-    p[0] = (uint8_t)(request_id >> 8);
-    p[1] = (uint8_t)request_id;
-    p[2] = p[3] = 0;    /* sequence number */
-    p[4] = 0, p[5] = 1; /* datagrams in this reply */
-    p[6] = p[7] = 0;    /* reserved */
+    mctext_udp_frame(p, request_id, 0, 1); /* one datagram */
     memcpy(p + 8, head, hl);
     memcpy(p + 8 + hl, value, vlen);
     memcpy(p + 8 + hl + vlen, BLOB_TAIL, BLOB_TAIL_LEN);
@@ -344,7 +309,8 @@ int mirror_fill(struct mirror *m, const void *key, uint32_t klen,
         stat_add(&m->fill_busy);
         return MIRROR_EBUSY;
     }
-    hl = (uint32_t)blob_head((char *)e->blob, key, klen, flags, vlen);
+    hl = (uint32_t)mctext_value_line((char *)e->blob, key, klen, flags, vlen,
+                                     false, 0);
     memcpy(e->blob + hl, value, vlen);
     memcpy(e->blob + hl + vlen, BLOB_TAIL, BLOB_TAIL_LEN);
     __atomic_store_n(&e->klen, (uint8_t)klen, __ATOMIC_RELAXED);
@@ -446,21 +412,8 @@ void mirror_usage(struct mirror *m, uint64_t *entries, uint64_t *bytes)
 /* ---- load, attach, counters ------------------------------------------------
  */
 
-#ifdef MDC_XDP
-
-static const uint32_t tier_size[MIRROR_TIERS] = {MIRROR_SLOT0, MIRROR_SLOT1,
-                                                 MIRROR_SLOT2};
-static const uint32_t tier_default[MIRROR_TIERS] = {32768, 8192, 2048};
-
-static uint32_t pow2_at_least(uint32_t v)
-{
-    uint32_t p = 1;
-    while (p < v && p < (1u << 24))
-        p <<= 1;
-    return p;
-}
-
-static int if_mtu(const char *ifname)
+/* The one place the interface MTU is read (the glue caps replies by it). */
+int mirror_if_mtu(const char *ifname)
 {
     struct ifreq ifr;
     int fd, mtu = -1;
@@ -474,6 +427,20 @@ static int if_mtu(const char *ifname)
         mtu = ifr.ifr_mtu;
     close(fd);
     return mtu;
+}
+
+#ifdef MDC_XDP
+
+static const uint32_t tier_size[MIRROR_TIERS] = {MIRROR_SLOT0, MIRROR_SLOT1,
+                                                 MIRROR_SLOT2};
+static const uint32_t tier_default[MIRROR_TIERS] = {32768, 8192, 2048};
+
+static uint32_t pow2_at_least(uint32_t v)
+{
+    uint32_t p = 1;
+    while (p < v && p < (1u << 24))
+        p <<= 1;
+    return p;
 }
 
 static int attach(struct mirror *m, int ifindex, enum mirror_mode mode,
@@ -548,7 +515,7 @@ int mirror_setup(const struct mirror_config *cfg, struct mirror **out, char *err
         m->seed = 0x6d6463616368656dULL;
     mtu = cfg->mtu ? (int)cfg->mtu
                    : (cfg->ifname && cfg->mode != MIRROR_MODE_NONE
-                          ? if_mtu(cfg->ifname)
+                          ? mirror_if_mtu(cfg->ifname)
                           : 1500);
     if (mtu < 576)
         mtu = 1500;

@@ -131,6 +131,9 @@ size_t mirror_reply_build(void *buf, size_t cap, uint16_t request_id,
                           const void *key, uint32_t klen, uint32_t flags,
                           const void *value, uint32_t vlen);
 
+/* The MTU of interface ifname, or -1. */
+int mirror_if_mtu(const char *ifname);
+
 /* ---- for tests and tools ---------------------------------------------- */
 int mirror_prog_fd(const struct mirror *m);
 /* The slot a key maps to in a tier (whatever it holds now). */

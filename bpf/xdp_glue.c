@@ -27,6 +27,7 @@
 #include "mirror.h"
 #include "protocol/mctext.h"
 #include "server/core/store.h"
+#include "server/addr.h"
 #include "server/log.h"
 #include "server/server.h"
 
@@ -106,17 +107,13 @@ static int xdp_addrs(struct server *srv, struct in_addr *v, size_t *n,
         freeifaddrs(ifs);
     }
     for (i = 0; i < srv->opt.listen.n; i++) {
-        struct addrinfo hints, *res = NULL, *ai;
-        char host[256], port[16];
+        struct addrinfo *res = NULL, *ai;
+        char port[16];
 
-        if (options_split_listen(srv->opt.listen.v[i], srv->opt.port, host,
-                                 sizeof(host), port, sizeof(port)) < 0)
-            continue;
-        memset(&hints, 0, sizeof(hints));
-        hints.ai_family = AF_INET; /* IPv6 requests pass to userspace */
-        hints.ai_socktype = SOCK_DGRAM;
-        hints.ai_flags = AI_PASSIVE;
-        if (getaddrinfo(host, NULL, &hints, &res) != 0)
+        /* IPv4 only: IPv6 requests pass to userspace */
+        if (addr_resolve_listen(srv->opt.listen.v[i], srv->opt.port, NULL,
+                                AF_INET, SOCK_DGRAM, "-x listen address", port,
+                                sizeof(port), &res) < 0)
             continue;
         for (ai = res; ai != NULL; ai = ai->ai_next) {
             struct in_addr a =
@@ -144,22 +141,6 @@ full:
             if (v[i].s_addr == ifa_v[j].s_addr)
                 *on_if = true;
     return 0;
-}
-
-static int xdp_if_mtu(const char *ifname)
-{
-    struct ifreq ifr;
-    int fd, mtu = -1;
-
-    fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return -1;
-    memset(&ifr, 0, sizeof(ifr));
-    snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", ifname);
-    if (ioctl(fd, SIOCGIFMTU, &ifr) == 0)
-        mtu = ifr.ifr_mtu;
-    close(fd);
-    return mtu;
 }
 
 int xdp_glue_setup(struct server *srv)
@@ -219,7 +200,7 @@ int xdp_glue_setup(struct server *srv)
     cfg.slots[2] = (uint32_t)o->xdp_slots_large;
     /* The userspace path sends a reply over UDP_DGRAM_MAX bytes as several
      * datagrams; the program answers only what fits in one, the same bytes. */
-    mtu = xdp_if_mtu(o->xdp);
+    mtu = mirror_if_mtu(o->xdp);
     if (mtu <= 0 || mtu > UDP_DGRAM_MAX + 28)
         mtu = UDP_DGRAM_MAX + 28;
     cfg.mtu = (uint32_t)mtu;

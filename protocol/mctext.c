@@ -54,6 +54,7 @@ static const struct {
     {"tdel", MCT_TDEL},
     {"tpush", MCT_TPUSH},
     {"tpop", MCT_TPOP},
+    {"dump", MCT_DUMP},
 };
 
 const char *mctext_cmd_name(enum mctext_cmd cmd)
@@ -749,6 +750,10 @@ static ssize_t parse_simple(struct mctext_req *req, const struct tok *t,
         if (n - req->noreply >= 2 && !tok_i64(&t[1], &req->exptime))
             return fail(req, MCTEXT_E_EXPTIME, req->linelen);
         break;
+    case MCT_DUMP:
+        if (n != 1)
+            return fail(req, MCTEXT_R_ERROR, req->linelen);
+        break;
     case MCT_VERBOSITY:
         if (n != 2 && n != 3)
             return fail(req, MCTEXT_R_ERROR, req->linelen);
@@ -940,4 +945,16 @@ size_t mctext_meta_line(char *out, const char *code, int64_t vlen,
     *p++ = '\r';
     *p++ = '\n';
     return (size_t)(p - out);
+}
+
+void mctext_udp_frame(uint8_t *h, uint16_t request_id, uint16_t seq,
+                      uint16_t total)
+{
+    h[0] = (uint8_t)(request_id >> 8);
+    h[1] = (uint8_t)request_id;
+    h[2] = (uint8_t)(seq >> 8);
+    h[3] = (uint8_t)seq;
+    h[4] = (uint8_t)(total >> 8);
+    h[5] = (uint8_t)total;
+    h[6] = h[7] = 0;
 }

@@ -76,6 +76,8 @@ enum mctext_cmd {
     MCT_TDEL,
     MCT_TPUSH,
     MCT_TPOP,
+    /* admin */
+    MCT_DUMP,             /* "dump": write -f now, answer when on disk */
 };
 
 /* Bit of meta flag character c ('a'-'z', 'A'-'Z') in mctext_meta.flags. */
@@ -217,5 +219,10 @@ size_t mctext_meta_line(char *out, const char *code, int64_t vlen,
 #define UDP_DGRAM_MAX 1400 /* a reply datagram's payload, header included */
 /* Reply bytes per datagram, after the header. */
 #define UDP_CHUNK (UDP_DGRAM_MAX - UDP_FRAME_HDR)
+
+/* The frame header of reply datagram seq of total, into h[UDP_FRAME_HDR]:
+ * request id, sequence, total, reserved 0, each 16-bit big-endian. */
+void mctext_udp_frame(uint8_t *h, uint16_t request_id, uint16_t seq,
+                      uint16_t total);
 
 #endif

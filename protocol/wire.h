@@ -76,7 +76,8 @@
     X(FLUSH, 0x40, "flush")                                                    \
     X(STATS, 0x41, "stats")                                                    \
     X(VERSION, 0x42, "version")                                                \
-    X(QUIT, 0x43, "quit")
+    X(QUIT, 0x43, "quit")                                                      \
+    X(DUMP, 0x44, "dump")
 
 enum wire_opcode {
 #define X(n, v, s) WIRE_OP_##n = v,

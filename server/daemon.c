@@ -3,7 +3,8 @@
  * the options, bind, drop privileges, write the pid file, run the thread
  * model, and stop gracefully on SIGTERM/SIGINT (stop accepting, finish the
  * requests already received, flush, exit 0).  SIGHUP reopens the log file;
- * SIGUSR1 is reserved for dumps.  With -x, the XDP mirror (mirror.h) is
+ * SIGUSR1 asks for a dump (-f; dumper.c), as does a graceful stop
+ * (--dump-on-exit).  With -x, the XDP mirror (mirror.h) is
  * attached here too, before privileges are dropped.
  */
 #include "config.h"
@@ -34,6 +35,7 @@
 #include <sysexits.h>
 
 #include "server/core/alloc.h"
+#include "dumper.h"
 #include "server/net/conn.h"
 #include "server/net/net.h"
 #include "server/net/threads.h"
@@ -128,6 +130,7 @@ void server_teardown(struct server *srv)
     size_t i;
 
     net_close_all(srv);
+    dumper_teardown(srv);
     for (i = 0; i < sizeof(srv->ev_sig) / sizeof(srv->ev_sig[0]); i++)
         if (srv->ev_sig[i] != NULL)
             event_free(srv->ev_sig[i]);
@@ -136,6 +139,11 @@ void server_teardown(struct server *srv)
         store_teardown(srv->store); /* may still announce into the mirror */
     mirror_teardown(srv->mirror);     /* detaches the program */
     mdc_free(srv);
+}
+
+int server_load(struct server *srv)
+{
+    return dumper_load(srv);
 }
 
 int server_listen(struct server *srv)
@@ -184,7 +192,12 @@ static void server_signal_cb(evutil_socket_t sig, short what, void *arg)
             log_info("log file reopened");
         break;
     case SIGUSR1:
-        log_warn("SIGUSR1: dumps not implemented yet");
+        if (srv->dump_request == NULL)
+            log_warn("SIGUSR1: no dump file (-f)");
+        else {
+            log_info("SIGUSR1: dump requested");
+            (void)srv->dump_request(srv, false, NULL, 0);
+        }
         break;
     default:
         break;
@@ -296,6 +309,10 @@ int server_run(struct server *srv)
         goto out;
     if (server_drop_privileges(srv) < 0)
         goto out;
+    if (dumper_setup(srv) < 0) {
+        log_error("cannot start the dump thread");
+        goto out;
+    }
     if (threads_start(srv) < 0)
         goto stop;
     if (net_enable_accept(srv) < 0) {
@@ -312,6 +329,13 @@ int server_run(struct server *srv)
 stop:
     net_close_all(srv);
     threads_stop_and_join(srv);
+    if (srv->dump_request != NULL && srv->opt.dump_on_exit) {
+        char msg[256];
+        if (srv->dump_request(srv, true, msg, sizeof(msg)) < 0) {
+            log_error("dump at exit failed: %s", msg);
+            rc = -1;
+        }
+    }
     log_info("stopped");
 out:
     if (srv->pidfile_written && unlink(srv->opt.pid_file) < 0)

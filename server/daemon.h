@@ -12,6 +12,9 @@
  * socket is bound and no thread started.  Returns NULL with a message logged. */
 struct server *server_setup(const struct options *opt);
 void server_teardown(struct server *srv);
+/* Load the dump file (-f, --dump-load) into the store, before listening.
+ * 0, or a sysexits.h status (EX_DATAERR: strict found damage), logged. */
+int server_load(struct server *srv);
 /* Bind every listener (-l/-p, -s, -U); 0 ok, -1 logged. */
 int server_listen(struct server *srv);
 /*

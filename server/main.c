@@ -43,6 +43,8 @@ int main(int argc, char **argv)
         rc = EX_SOFTWARE;
         goto out;
     }
+    if ((rc = server_load(srv)) != 0)
+        goto out;
     if (server_listen(srv) < 0) {
         rc = EX_UNAVAILABLE;
         goto out;

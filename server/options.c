@@ -392,19 +392,13 @@ static int opt_level(struct options *o, const struct opt_desc *d, int argc,
     return opt_set(o, d, arg, why);
 }
 
-int options_parse(struct options *o, int argc, char **argv, FILE *err)
+/* getopt_long()'s tables from the option table: long options, and the
+ * short-option string (':' first, so a missing value is reported as ':'). */
+static void opt_getopt_tables(struct option *lopts, char *shorts)
 {
-    struct option lopts[OPT_ID__COUNT + 1];
-    char shorts[3 * OPT_ID__COUNT + 2];
-    bool list_seen[OPT_ID__COUNT];
-    const char *argv0 = argc > 0 ? argv[0] : "mdcached";
     size_t i, ns = 0;
-    int rc = OPTIONS_USAGE;
-    int c;
 
-    options_defaults(o);
-    memset(list_seen, 0, sizeof(list_seen));
-    shorts[ns++] = ':'; /* report a missing argument as ':' */
+    shorts[ns++] = ':';
     for (i = 0; i < OPT_ID__COUNT; i++) {
         const struct opt_desc *d = &opt_table[i];
         int has = (d->kind == OT_FLAG || d->kind == OT_ACTION) ? no_argument
@@ -427,11 +421,114 @@ int options_parse(struct options *o, int argc, char **argv, FILE *err)
     }
     memset(&lopts[OPT_ID__COUNT], 0, sizeof(lopts[0]));
     shorts[ns] = '\0';
+}
 
+/* The table entry of getopt_long()'s return value c, or NULL. */
+static const struct opt_desc *opt_of(int c)
+{
+    size_t i;
+
+    if (c >= OPT_LONG_BASE) {
+        i = (size_t)(c - OPT_LONG_BASE);
+    } else {
+        for (i = 0; i < OPT_ID__COUNT; i++)
+            if (opt_table[i].sh == c)
+                break;
+    }
+    return i < OPT_ID__COUNT ? &opt_table[i] : NULL;
+}
+
+static void opt_report_invalid(FILE *err, const char *argv0,
+                               const struct opt_desc *d, const char *val,
+                               const char *why)
+{
+    if (d->kind == OT_SIZE || d->kind == OT_UINT || d->kind == OT_POW2 ||
+        d->kind == OT_NCPU || d->kind == OT_LEVEL)
+        fprintf(err,
+                "%s: invalid value '%s' for --%s: %s "
+                "(allowed %" PRIu64 "..%" PRIu64 ")\n",
+                argv0, val ? val : "", d->lname, why, d->min, d->max);
+    else
+        fprintf(err, "%s: invalid value '%s' for --%s: %s\n", argv0,
+                val ? val : "", d->lname, why);
+}
+
+/* The checks that concern several options, after all are read: 0, or -1
+ * with the reason written to err. */
+static int opt_validate(struct options *o, FILE *err, const char *argv0)
+{
+    size_t i;
+
+    for (i = 0; i < o->listen.n; i++) {
+        char host[256], port[16];
+        if (options_split_listen(o->listen.v[i], o->port, host, sizeof(host),
+                                 port, sizeof(port)) < 0) {
+            fprintf(err, "%s: invalid value '%s' for --listen: want ADDR, "
+                    "ADDR:PORT, [V6ADDR] or [V6ADDR]:PORT\n", argv0,
+                    o->listen.v[i]);
+            return -1;
+        }
+    }
+    if (o->user != NULL && getpwnam(o->user) == NULL) {
+        fprintf(err, "%s: invalid value '%s' for --user: no such user\n",
+                argv0, o->user);
+        return -1;
+    }
+    if (o->xdp != NULL && o->udp_port == 0) {
+        fprintf(err, "%s: -x %s needs -U PORT: XDP answers memcached UDP "
+                "GETs only\n", argv0, o->xdp);
+        return -1;
+    }
+    if (strcmp(o->xdp_mode, "auto") != 0 &&
+        strcmp(o->xdp_mode, "native") != 0 &&
+        strcmp(o->xdp_mode, "generic") != 0) {
+        fprintf(err, "%s: invalid value '%s' for --xdp-mode: want native, "
+                "generic or auto\n", argv0, o->xdp_mode);
+        return -1;
+    }
+    if (strcmp(o->dump_load, "repair") != 0 &&
+        strcmp(o->dump_load, "strict") != 0 &&
+        strcmp(o->dump_load, "ignore") != 0) {
+        fprintf(err, "%s: invalid value '%s' for --dump-load: want repair, "
+                "strict or ignore\n", argv0, o->dump_load);
+        return -1;
+    }
+    if (o->dump_on_exit && o->no_dump_on_exit) {
+        fprintf(err, "%s: --dump-on-exit and --no-dump-on-exit conflict\n",
+                argv0);
+        return -1;
+    }
+    if ((o->dump_interval != 0 || o->dump_on_exit) && o->dump_file == NULL) {
+        fprintf(err, "%s: -i and --dump-on-exit need -f PATH\n", argv0);
+        return -1;
+    }
+    if (o->dump_file != NULL && !o->no_dump_on_exit)
+        o->dump_on_exit = true;
+    if (o->debug && o->verbose < 3)
+        o->verbose = 3;
+    if (o->port == 0 && o->unix_socket == NULL && o->udp_port == 0) {
+        fprintf(err, "%s: nothing to listen on: -p 0 needs -s PATH or -U "
+                "PORT\n", argv0);
+        return -1;
+    }
+    return 0;
+}
+
+/* The command line, option by option; 0, or -1 with the reason on err. */
+static int opt_read_args(struct options *o, int argc, char **argv, FILE *err,
+                         const char *argv0)
+{
+    struct option lopts[OPT_ID__COUNT + 1];
+    char shorts[3 * OPT_ID__COUNT + 2];
+    bool list_seen[OPT_ID__COUNT];
+    int c;
+
+    memset(list_seen, 0, sizeof(list_seen));
+    opt_getopt_tables(lopts, shorts);
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, shorts, lopts, NULL)) != -1) {
-        const struct opt_desc *d = NULL;
+        const struct opt_desc *d;
         const char *why = NULL;
         int r;
 
@@ -443,96 +540,52 @@ int options_parse(struct options *o, int argc, char **argv, FILE *err)
             else
                 fprintf(err, "%s: %s option '%s'\n", argv0,
                         c == ':' ? "missing value for" : "unknown", bad);
-            goto usage;
+            return -1;
         }
-        if (c >= OPT_LONG_BASE) {
-            i = (size_t)(c - OPT_LONG_BASE);
-        } else {
-            for (i = 0; i < OPT_ID__COUNT; i++)
-                if (opt_table[i].sh == c)
-                    break;
-        }
-        if (i >= OPT_ID__COUNT)
-            goto usage;
-        d = &opt_table[i];
-        if (d->kind == OT_LIST && !list_seen[i]) {
+        d = opt_of(c);
+        if (d == NULL)
+            return -1;
+        if (d->kind == OT_LIST && !list_seen[d - opt_table]) {
             /* The first occurrence replaces the default. */
             struct opt_list *l = (struct opt_list *)((char *)o + d->off);
             l->n = 0;
-            list_seen[i] = true;
+            list_seen[d - opt_table] = true;
         }
         if (d->kind == OT_LEVEL)
             r = opt_level(o, d, argc, argv, &why);
         else
             r = opt_set(o, d, optarg, &why);
         if (r < 0) {
-            if (d->kind == OT_SIZE || d->kind == OT_UINT ||
-                d->kind == OT_POW2 || d->kind == OT_NCPU ||
-                d->kind == OT_LEVEL)
-                fprintf(err,
-                        "%s: invalid value '%s' for --%s: %s "
-                        "(allowed %" PRIu64 "..%" PRIu64 ")\n",
-                        argv0, optarg ? optarg : "", d->lname, why, d->min,
-                        d->max);
-            else
-                fprintf(err, "%s: invalid value '%s' for --%s: %s\n", argv0,
-                        optarg ? optarg : "", d->lname, why);
-            goto usage;
+            opt_report_invalid(err, argv0, d, optarg, why);
+            return -1;
         }
     }
     if (optind < argc) {
         fprintf(err, "%s: unexpected argument '%s'\n", argv0, argv[optind]);
-        goto usage;
+        return -1;
     }
+    return 0;
+}
+
+int options_parse(struct options *o, int argc, char **argv, FILE *err)
+{
+    const char *argv0 = argc > 0 ? argv[0] : "mdcached";
+
+    options_defaults(o);
+    if (opt_read_args(o, argc, argv, err, argv0) < 0)
+        goto usage;
     if (o->help) {
         options_usage(stdout, argv0);
-        rc = OPTIONS_EXIT;
-        goto out;
+        return OPTIONS_EXIT;
     }
     if (o->version) {
         printf("mdcached %s\n", PACKAGE_VERSION);
-        rc = OPTIONS_EXIT;
-        goto out;
+        return OPTIONS_EXIT;
     }
-    for (i = 0; i < o->listen.n; i++) {
-        char host[256], port[16];
-        if (options_split_listen(o->listen.v[i], o->port, host, sizeof(host),
-                                 port, sizeof(port)) < 0) {
-            fprintf(err, "%s: invalid value '%s' for --listen: want ADDR, "
-                    "ADDR:PORT, [V6ADDR] or [V6ADDR]:PORT\n", argv0,
-                    o->listen.v[i]);
-            goto usage;
-        }
-    }
-    if (o->user != NULL && getpwnam(o->user) == NULL) {
-        fprintf(err, "%s: invalid value '%s' for --user: no such user\n",
-                argv0, o->user);
+    if (opt_validate(o, err, argv0) < 0)
         goto usage;
-    }
-    if (o->xdp != NULL && o->udp_port == 0) {
-        fprintf(err, "%s: -x %s needs -U PORT: XDP answers memcached UDP "
-                "GETs only\n", argv0, o->xdp);
-        goto usage;
-    }
-    if (strcmp(o->xdp_mode, "auto") != 0 &&
-        strcmp(o->xdp_mode, "native") != 0 &&
-        strcmp(o->xdp_mode, "generic") != 0) {
-        fprintf(err, "%s: invalid value '%s' for --xdp-mode: want native, "
-                "generic or auto\n", argv0, o->xdp_mode);
-        goto usage;
-    }
-    if (o->debug && o->verbose < 3)
-        o->verbose = 3;
-    if (o->port == 0 && o->unix_socket == NULL && o->udp_port == 0) {
-        fprintf(err, "%s: nothing to listen on: -p 0 needs -s PATH or -U "
-                "PORT\n", argv0);
-        goto usage;
-    }
-    rc = OPTIONS_RUN;
-    goto out;
+    return OPTIONS_RUN;
 usage:
     fprintf(err, "Try '%s -h' for the list of options.\n", argv0);
-    rc = OPTIONS_USAGE;
-out:
-    return rc;
+    return OPTIONS_USAGE;
 }

@@ -94,6 +94,18 @@ struct opt_list {
       "close connections idle this long; 0 = never")                           \
     X(sweep_interval, 0, "sweep-interval", OT_UINT, "1000", 0, 3600000, "MS",  \
       "background expiry sweep period in milliseconds; 0 = off")               \
+    X(dump_file, 'f', "dump-file", OT_STR, "", 0, 0, "PATH",                   \
+      "dump file: loaded at start, written on SIGUSR1, -i, exit and the "     \
+      "dump command (docs/dump.md)")                                           \
+    X(dump_interval, 'i', "dump-interval", OT_UINT, "0", 0, 31536000, "SEC",   \
+      "with -f, dump every SEC seconds; 0 = off")                             \
+    X(dump_on_exit, 0, "dump-on-exit", OT_FLAG, "off", 0, 1, NULL,             \
+      "dump at a graceful stop (the default with -f)")                        \
+    X(no_dump_on_exit, 0, "no-dump-on-exit", OT_FLAG, "off", 0, 1, NULL,       \
+      "do not dump at a graceful stop")                                        \
+    X(dump_load, 0, "dump-load", OT_STR, "repair", 0, 0, "MODE",               \
+      "loading -f at start: repair (keep the blocks that verify), strict "    \
+      "(exit 65 on damage) or ignore (start empty)")                          \
     X(debug, 'd', "debug", OT_FLAG, "off", 0, 1, NULL,                         \
       "stay in the foreground with the debug log level")                       \
     X(verbose, 'v', "verbose", OT_LEVEL, "2", 0, 4, "LEVEL",                   \

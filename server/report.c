@@ -123,6 +123,16 @@ void stats_collect(struct server *srv, stats_visit_fn fn, void *ctx)
     emit_u64(fn, ctx, "tag_bytes", s.tag_bytes);
     emit_u64(fn, ctx, "hash_buckets", s.nbuckets);
     emit_u64(fn, ctx, "fixed_bytes", s.fixed_bytes);
+    emit_u64(fn, ctx, "dumps", atomic_load(&srv->dumps));
+    emit_u64(fn, ctx, "dump_failures", atomic_load(&srv->dump_failures));
+    emit_u64(fn, ctx, "dump_in_progress", atomic_load(&srv->dump_running));
+    emit_u64(fn, ctx, "dump_last_records",
+             atomic_load(&srv->dump_last_records));
+    emit_u64(fn, ctx, "dump_last_bytes", atomic_load(&srv->dump_last_bytes));
+    emit_u64(fn, ctx, "dump_last_ms", atomic_load(&srv->dump_last_ms));
+    emit_u64(fn, ctx, "dump_last_time", atomic_load(&srv->dump_last_time));
+    emit_u64(fn, ctx, "load_records", srv->load_records);
+    emit_u64(fn, ctx, "load_ms", srv->load_ms);
     fn(ctx, "allocator", mdc_allocator_name());
     emit_u64(fn, ctx, "threads", threads);
     emit_u64(fn, ctx, "network_threads", srv->nnet);

@@ -33,6 +33,7 @@ struct conn;
 struct record;
 struct udp_worker;
 struct proto;
+struct dumper;
 
 /*
  * The XDP mirror's way in (docs/xdp.md: a record enters the mirror only
@@ -91,6 +92,8 @@ struct worker {
     struct conn *conns;       /* list head (struct conn_link in conn) */
     size_t nconns;
     struct mq *payload_q;     /* NULL: run requests in this thread */
+    bool yield_turns;         /* more network threads than CPUs: give the
+                                 CPU away after each loop turn (threads.c) */
     bool stopping;
     uint64_t stop_at;         /* coarse seconds when stopping began */
     uint64_t now;             /* coarse monotonic seconds, set by ev_tick */
@@ -145,6 +148,22 @@ struct server {
      * interface); daemon.c sets it to proto_detect() (proto/proto.h), so
      * the network layer never includes a protocol handler. */
     const struct proto *(*proto_detect)(uint8_t first);
+
+    /* -f: dumps (server/dumper.c).  dump_request() asks for a dump and,
+     * with wait, returns once it is safe on disk (a dump already running
+     * counts): 0, or -1 with the reason in msg.  NULL without -f. */
+    struct dumper *dumper;
+    int (*dump_request)(struct server *srv, bool wait, char *msg,
+                        size_t len);
+    _Atomic uint64_t dumps;           /* dumps written */
+    _Atomic uint64_t dump_failures;   /* dumps that failed (logged) */
+    _Atomic uint64_t dump_last_records;
+    _Atomic uint64_t dump_last_bytes;
+    _Atomic uint64_t dump_last_ms;    /* how long the last dump took */
+    _Atomic uint64_t dump_last_time;  /* Unix time it ended */
+    _Atomic bool dump_running;
+    uint64_t load_records;            /* loaded at start */
+    uint64_t load_ms;
 
     struct mirror *mirror;    /* -x: the XDP mirror (bpf/mirror.h), or NULL */
     unsigned nudp;            /* UDP sockets, over all network threads */

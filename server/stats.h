@@ -51,6 +51,7 @@
     X(slow_reader_drops)                                                       \
     X(idle_kicks)                                                              \
     X(payload_handoffs)                                                        \
+    X(loop_yields)                                                             \
     X(udp_datagrams_in)                                                        \
     X(udp_datagrams_out)                                                       \
     X(udp_requests)                                                            \
@@ -72,6 +73,49 @@ struct thread_stats {
                          (uint64_t)(v),                                        \
                      __ATOMIC_RELAXED)
 #define STAT_INC(ts, field) STAT_ADD(ts, field, 1)
+
+/* Count one retrieval (get, gets, gat, gats, mg; native GET/GAT; UDP get)
+ * the same way for every protocol: cmd_get and a hit or a miss, and for a
+ * get-and-touch cmd_touch and a touch hit or miss too. */
+static inline void stats_count_get(struct thread_stats *ts, int touch, int hit)
+{
+    STAT_INC(ts, cmd_get);
+    if (hit)
+        STAT_INC(ts, get_hits);
+    else
+        STAT_INC(ts, get_misses);
+    if (touch) {
+        STAT_INC(ts, cmd_touch);
+        if (hit)
+            STAT_INC(ts, touch_hits);
+        else
+            STAT_INC(ts, touch_misses);
+    }
+}
+
+/* Count a touch from its store status: cmd_touch, touch hits/misses. */
+static inline void stats_count_touch(struct thread_stats *ts, int status)
+{
+    STAT_INC(ts, cmd_touch);
+    if (status == ST_OK)
+        STAT_INC(ts, touch_hits);
+    else if (status == ST_NOT_FOUND)
+        STAT_INC(ts, touch_misses);
+}
+
+/* Count an incr or decr from its store status (hits, misses). */
+static inline void stats_count_incr(struct thread_stats *ts, int decr,
+                                    int status)
+{
+    if (decr && status == ST_OK)
+        STAT_INC(ts, decr_hits);
+    else if (decr && status == ST_NOT_FOUND)
+        STAT_INC(ts, decr_misses);
+    else if (status == ST_OK)
+        STAT_INC(ts, incr_hits);
+    else if (status == ST_NOT_FOUND)
+        STAT_INC(ts, incr_misses);
+}
 
 /* Count the outcome of a store_put() the same way for every protocol:
  * cas hits/misses/bad values, and stores refused for size or memory. */

@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -1337,6 +1338,46 @@ static void test_thread_models(void **state)
     }
 }
 
+/* More network threads than CPUs (the daemon confined to one CPU): each
+ * loop yields the CPU after every turn (loop_yields counts it); with no
+ * more threads than CPUs the loops run undisturbed. */
+static void test_oversubscribed_loops_yield(void **state)
+{
+    cpu_set_t old, one;
+    int pass, cpu = 0;
+
+    (void)state;
+    if (tsrv_external())
+        skip();
+    assert_int_equal(sched_getaffinity(0, sizeof(old), &old), 0);
+    while (!CPU_ISSET(cpu, &old))
+        cpu++;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    for (pass = 0; pass < 2; pass++) {
+        const char *args[] = {"-n", pass == 0 ? "3" : "1", "-t", "0", NULL};
+        struct tsrv s;
+        long long y;
+        int fd, rc;
+
+        /* the daemon inherits the affinity of the process starting it */
+        assert_int_equal(sched_setaffinity(0, sizeof(one), &one), 0);
+        rc = tsrv_start(&s, args);
+        assert_int_equal(sched_setaffinity(0, sizeof(old), &old), 0);
+        assert_int_equal(rc, 0);
+        run_concurrent(&s);
+        fd = tc_connect(&s);
+        assert_true(fd >= 0);
+        y = tc_stat(fd, "loop_yields");
+        if (pass == 0)
+            assert_true(y > 0);
+        else
+            assert_int_equal(y, 0);
+        close(fd);
+        assert_int_equal(tsrv_stop(&s), 0);
+    }
+}
+
 static const struct CMUnitTest own_daemon_tests[] = {
     cmocka_unit_test(test_flush),
     cmocka_unit_test(test_max_connections),
@@ -1344,6 +1385,7 @@ static const struct CMUnitTest own_daemon_tests[] = {
     cmocka_unit_test(test_idle_timeout),
     cmocka_unit_test(test_sigterm_finishes_inflight),
     cmocka_unit_test(test_thread_models),
+    cmocka_unit_test(test_oversubscribed_loops_yield),
 };
 
 int main(void)

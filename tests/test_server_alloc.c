@@ -32,7 +32,9 @@
 #include "protocol/wire.h"
 
 #define NKEYS 64
-#define VLEN 1000
+#define VLEN (CONN_COPY_MAX + 500) /* sent by reference */
+#define NSMALL 16
+#define SVLEN 32             /* copied */
 
 struct fixture {
     struct server *srv;
@@ -98,6 +100,19 @@ static int setup(void **state)
                                     &h, NULL, k, NULL);
     }
     fx.batchlen = off;
+    for (i = 0; i < NSMALL; i++) {
+        char k[32], v[SVLEN];
+        struct store_item it = {0};
+
+        snprintf(k, sizeof(k), "small-%02d", i);
+        memset(v, 'A' + i, sizeof(v));
+        it.key = k;
+        it.klen = (uint32_t)strlen(k);
+        it.value = v;
+        it.vlen = SVLEN;
+        if (store_put(fx.srv->store, STORE_SET, &it, NULL) != ST_OK)
+            return -1;
+    }
     fx.rcap = NKEYS * (WIRE_HDR_LEN + 64 + VLEN);
     fx.rbuf = malloc(fx.rcap);
     return 0;
@@ -225,11 +240,63 @@ static void test_values_not_copied(void **state)
     check_replies();
 }
 
+/* Small values (text get): copied, so the whole reply to a pipelined batch
+ * is one piece of obuf holding no record reference, allocating nothing. */
+static void test_small_values_one_piece(void **state)
+{
+    struct conn *c = fx.c;
+    char req[NSMALL * 24], want[NSMALL * 64], got[NSMALL * 64];
+    size_t rl = 0, wl = 0, gl = 0, i;
+    int round;
+
+    (void)state;
+    for (i = 0; i < NSMALL; i++) {
+        char v[SVLEN + 1];
+
+        memset(v, (int)('A' + i), SVLEN);
+        v[SVLEN] = 0;
+        rl += (size_t)snprintf(req + rl, sizeof(req) - rl,
+                               "get small-%02zu\r\n", i);
+        wl += (size_t)snprintf(want + wl, sizeof(want) - wl,
+                               "VALUE small-%02zu 0 %d\r\n%s\r\nEND\r\n", i,
+                               SVLEN, v);
+    }
+    for (round = 0; round < 3; round++) {
+        uint64_t a0, a1;
+        size_t avail;
+
+        memcpy(c->ibuf, req, rl);
+        c->ioff = 0;
+        c->ilen = rl;
+        c->proto = &proto_text;
+        a0 = mdc_thread_allocated();
+        c->proto->process(c, c->owner);
+        a1 = mdc_thread_allocated();
+        assert_int_equal(a1 - a0, 0);
+        (void)conn_in_data(c, &avail);
+        assert_int_equal(avail, 0);
+        assert_int_equal(c->nseg - c->seghead, 1);
+        assert_null(c->segs[c->seghead].ptr);
+        assert_null(c->segs[c->seghead].rec);
+        assert_int_equal(c->opending, wl);
+        conn_on_io(c, EV_WRITE);
+        assert_int_equal(c->opending, 0);
+        for (gl = 0; gl < wl;) {
+            ssize_t n = read(fx.peer, got + gl, sizeof(got) - gl);
+            assert_true(n > 0);
+            gl += (size_t)n;
+        }
+        assert_int_equal(gl, wl);
+        assert_memory_equal(got, want, wl);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_get_hits_allocate_nothing),
         cmocka_unit_test(test_values_not_copied),
+        cmocka_unit_test(test_small_values_one_piece),
     };
 
     if (!mdc_alloc_counts_threads()) {

@@ -35,9 +35,10 @@ function module(p,   b) {
     if (p ~ /^server\/net\//) return "net"
     if (p ~ /^server\//) {
         b = p; sub(/^server\//, "", b)
-        if (b ~ /^(server|stats|log|options|queue)\.[ch]$/) return "base"
+        if (b ~ /^(server|stats|log|options|queue|addr)\.[ch]$/) return "base"
         if (b ~ /^report\.[ch]$/) return "report"
-        if (b ~ /^daemon\.[ch]$/) return "daemon"
+        # dumper: the dump thread and loading at start, part of the lifecycle
+        if (b ~ /^(daemon|dumper)\.[ch]$/) return "daemon"
         if (b == "main.c") return "main"
         return "server-other"
     }

@@ -175,25 +175,11 @@ static uint64_t next_cas(void)
 }
 
 /* ---- accounting ---------------------------------------------------------- */
-void store_account(struct store *st, int64_t delta, int tag_index)
+static void store_account(struct store *st, int64_t delta, int tag_index)
 {
     atomic_fetch_add_explicit(&st->mem, delta, memory_order_relaxed);
     if (tag_index)
         atomic_fetch_add_explicit(&st->tag_mem, delta, memory_order_relaxed);
-}
-
-int recset_push(struct store_recset *s, struct record *r)
-{
-    if (s->n == s->cap) {
-        size_t nc = s->cap ? s->cap * 2 : 16;
-        struct record **nr = mdc_realloc(s->recs, nc * sizeof(*nr));
-        if (nr == NULL)
-            return -1;
-        s->recs = nr;
-        s->cap = nc;
-    }
-    s->recs[s->n++] = r;
-    return 0;
 }
 
 uint64_t store_hash(const void *key, uint32_t klen)
@@ -372,7 +358,7 @@ static int rec_alloc(struct store *st, const void *key, uint32_t klen,
         r->rflags = R_TAGGED;
         struct tag_area *ta = rec_tags(r);
         ta->ntags = ntags;
-        ta->pad = 0;
+        ta->lseq = 0;
     }
     *out = r;
     return 0;
@@ -423,12 +409,6 @@ static struct record *do_find(struct store *st, uint64_t h, const void *key,
     return NULL;
 }
 
-struct record *store_lookup_locked(struct store *st, const void *key,
-                                   uint32_t klen, uint64_t hash)
-{
-    return do_find(st, hash, key, klen);
-}
-
 /* Unlink 'r' from the forest and the tag index, dropping the index's
  * reference.  The caller announced the change. */
 static void do_unlink_b(struct store *st, uint32_t b, struct record *r)
@@ -436,8 +416,10 @@ static void do_unlink_b(struct store *st, uint32_t b, struct record *r)
     RB_REMOVE(rtree, &st->buckets[b], r);
     if (rec_rflags(r) & R_TAGGED) {
         struct tag_area *ta = rec_tags(r);
+        int64_t tmem = 0;
         for (uint32_t i = 0; i < ta->ntags; i++)
-            tags_unlink(st->tags, &ta->e[i]);
+            tags_unlink(st->tags, &ta->e[i], &tmem);
+        store_account(st, tmem, 1);
         atomic_fetch_sub_explicit(&st->tagged_items, 1, memory_order_relaxed);
         atomic_fetch_sub_explicit(&st->tag_links, ta->ntags,
                                   memory_order_relaxed);
@@ -466,12 +448,19 @@ static int do_link(struct store *st, uint64_t h, struct record *r,
     uint32_t b = bucket_idx(st, h);
     uint32_t nt = (rec_rflags(r) & R_TAGGED) ? rec_tags(r)->ntags : 0;
     struct tag_area *ta = nt ? rec_tags(r) : NULL;
+    int64_t tmem = 0;
 
+    if (!keep_pos && nt)
+        ta->lseq = atomic_fetch_add_explicit(&st->link_seq, 1,
+                                             memory_order_relaxed);
+    else if (nt && old != NULL)
+        ta->lseq = rec_tags(old)->lseq;
     if (!keep_pos) {
         for (uint32_t i = 0; i < nt; i++) {
-            if (tags_link(st->tags, &ta->e[i]) != 0) {
+            if (tags_link(st->tags, &ta->e[i], &tmem) != 0) {
                 while (i-- > 0)
-                    tags_unlink(st->tags, &ta->e[i]);
+                    tags_unlink(st->tags, &ta->e[i], &tmem);
+                store_account(st, tmem, 1);
                 return ST_NO_MEMORY;
             }
         }
@@ -485,7 +474,7 @@ static int do_link(struct store *st, uint64_t h, struct record *r,
         } else if (rec_rflags(old) & R_TAGGED) {
             struct tag_area *oa = rec_tags(old);
             for (uint32_t i = 0; i < oa->ntags; i++)
-                tags_unlink(st->tags, &oa->e[i]);
+                tags_unlink(st->tags, &oa->e[i], &tmem);
         }
         if (rec_rflags(old) & R_TAGGED) {
             atomic_fetch_sub_explicit(&st->tagged_items, 1,
@@ -498,6 +487,8 @@ static int do_link(struct store *st, uint64_t h, struct record *r,
         if (__atomic_load_n(&old->deadline, __ATOMIC_RELAXED) != 0)
             atomic_fetch_sub_explicit(&st->expiring, 1, memory_order_relaxed);
     }
+    if (tmem != 0)
+        store_account(st, tmem, 1);
     RB_INSERT(rtree, &st->buckets[b], r);
     if (r->deadline != 0)
         atomic_fetch_add_explicit(&st->expiring, 1, memory_order_relaxed);
@@ -605,7 +596,7 @@ struct store *store_setup(const struct store_config *cfg)
     st->epoch_ns = sys_mono_ns(NULL);
     st->buckets = mdc_huge_calloc((size_t)c->nbuckets * sizeof(*st->buckets));
     st->locks = mdc_calloc(c->nlocks, sizeof(*st->locks));
-    st->tags = tags_setup(st, c->tag_buckets);
+    st->tags = tags_setup(c->tag_buckets);
     if (st->buckets == NULL || st->locks == NULL || st->tags == NULL)
         goto fail;
     for (uint32_t i = 0; i < c->nlocks; i++)
@@ -626,7 +617,10 @@ fail:
     if (st->locks)
         mdc_free(st->locks);
     mdc_huge_free(st->buckets, (size_t)c->nbuckets * sizeof(*st->buckets));
-    tags_teardown(st->tags);
+    if (st->tags != NULL) {
+        int64_t tmem = 0;
+        tags_teardown(st->tags, &tmem);
+    }
     mdc_free(st);
     return NULL;
 }
@@ -667,7 +661,9 @@ void store_teardown(struct store *st)
         free_tree(st, RB_ROOT(&st->buckets[b]));
         RB_INIT(&st->buckets[b]);
     }
-    tags_teardown(st->tags);
+    int64_t tmem = 0;
+    tags_teardown(st->tags, &tmem);
+    store_account(st, tmem, 1);
     for (uint32_t i = 0; i <= st->lmask; i++)
         mdc_rwlock_destroy(&st->locks[i]);
     pthread_mutex_destroy(&st->sweep_mu);
@@ -1578,6 +1574,38 @@ int store_tstack_pop(struct store *st, struct mdc_tag tag, struct record **out)
 }
 
 /* ---- consistency check ------------------------------------------------------------- */
+struct xcheck {
+    struct store *st;
+    char *buf;
+    size_t len;
+};
+
+/* One tag entry against the record forest: it must belong to a linked
+ * record that is the one found under its key, and carry the entry. */
+static int xcheck_entry(void *ctx, const struct tag_entry *e)
+{
+    struct xcheck *x = ctx;
+    struct record *r = e->rec;
+    if (!(rec_rflags(r) & R_LINKED)) {
+        snprintf(x->buf, x->len, "tag (%d,%d) links an unlinked record",
+                 e->tkey, e->tval);
+        return -1;
+    }
+    uint64_t h = store_hash(rec_key(r), r->klen);
+    if (do_find(x->st, h, rec_key(r), r->klen) != r) {
+        snprintf(x->buf, x->len, "tag (%d,%d) links a record not in the "
+                 "forest", e->tkey, e->tval);
+        return -1;
+    }
+    struct tag_area *ta = (rec_rflags(r) & R_TAGGED) ? rec_tags(r) : NULL;
+    if (ta == NULL || e < &ta->e[0] || e >= &ta->e[ta->ntags]) {
+        snprintf(x->buf, x->len, "tag (%d,%d) links a record that does not "
+                 "carry it", e->tkey, e->tval);
+        return -1;
+    }
+    return 0;
+}
+
 int store_check(struct store *st, char *buf, size_t len)
 {
     uint64_t items = 0, tagged = 0, links = 0;
@@ -1640,5 +1668,200 @@ int store_check(struct store *st, char *buf, size_t len)
                  nl, links);
         return -1;
     }
-    return tags_check(st->tags, st, buf, len);
+    if (tags_check(st->tags, buf, len) != 0)
+        return -1;
+    struct xcheck x = {st, buf, len};
+    return tags_foreach(st->tags, xcheck_entry, &x);
+}
+
+/* ---- dumps and restore (dump.c) ------------------------------------------------ */
+/*
+ * Hash classes for a walk: the table's size when it begins, M (a power of
+ * two).  Every record of class L (hash & (M - 1) == L) lives in a bucket b
+ * with b & (K - 1) == L & (K - 1), K = min(M, table size now), whatever the
+ * table grew to meanwhile; all those buckets share L's stripe (M and K are
+ * multiples of the stripe count), and buckets split only under it.  So the
+ * stripe's read lock freezes the class, and each record has one class.
+ */
+uint32_t store_walk_classes(struct store *st)
+{
+    uint64_t s = atomic_load_explicit(&st->hstate, memory_order_relaxed);
+    uint32_t n = (uint32_t)(s >> 32), split = (uint32_t)s;
+    return split ? 2 * n : n;
+}
+
+size_t store_walk_class(struct store *st, uint32_t nclasses, uint32_t cls,
+                        store_walk_fn fn, void *ctx)
+{
+    size_t visited = 0;
+    mdc_rwlock_t *l = lock_of(st, cls);
+    uint64_t ns = now_ns(st);
+    check_flush(st, secs_of(st, ns));
+    uint32_t now = secs_of(st, ns);
+    mdc_rdlock(l);
+    uint64_t s = atomic_load_explicit(&st->hstate, memory_order_relaxed);
+    uint32_t n = (uint32_t)(s >> 32);
+    uint32_t nb = nbuckets_now(st);
+    uint32_t k = nclasses < n ? nclasses : n;
+    for (uint32_t b = cls & (k - 1); b < nb; b += k) {
+        struct record *r;
+        RB_FOREACH(r, rtree, &st->buckets[b])
+        {
+            if (rec_expired(r, now))
+                continue;
+            if (k != nclasses &&
+                ((uint32_t)store_hash(rec_key(r), r->klen) &
+                 (nclasses - 1)) != cls)
+                continue;
+            fn(ctx, st, r);
+            visited++;
+        }
+    }
+    mdc_unlock(l);
+    return visited;
+}
+
+int64_t record_expiry_wall(struct store *st, const struct record *r)
+{
+    uint32_t d = __atomic_load_n(&r->deadline, __ATOMIC_RELAXED);
+    uint32_t f = atomic_load_explicit(&st->flush_at, memory_order_relaxed);
+    if (f != 0 && (d == 0 || f < d))
+        d = f;
+    if (d == 0)
+        return 0;
+    uint32_t now = now_s(st);
+    int64_t wall = st->clk.wall_s(st->clk.ctx);
+    return wall + (d > now ? (int64_t)(d - now) : 1);
+}
+
+uint32_t record_idle_ticks(struct store *st, const struct record *r)
+{
+    uint32_t a = __atomic_load_n(&r->atime, __ATOMIC_RELAXED);
+    if (a == 0)
+        return UINT32_MAX;
+    uint32_t idle = now_tick(st) - a;
+    return idle == UINT32_MAX ? UINT32_MAX - 1 : idle;
+}
+
+uint32_t record_link_age(struct store *st, const struct record *r)
+{
+    if (!(rec_rflags(r) & R_TAGGED))
+        return 0;
+    return atomic_load_explicit(&st->link_seq, memory_order_relaxed) -
+           rec_tags((struct record *)r)->lseq;
+}
+
+size_t record_mem(const struct record *r)
+{
+    return mdc_usable_size((void *)r);
+}
+
+void store_note_tstack_seq(struct store *st, uint64_t seq)
+{
+    uint64_t cur = atomic_load(&st->tstack_seq);
+    while (cur < seq && !atomic_compare_exchange_weak(&st->tstack_seq, &cur,
+                                                      seq))
+        ;
+}
+
+int store_restore(struct store *st, const struct store_restore *it,
+                  struct record **tagged)
+{
+    *tagged = NULL;
+    if (it->klen > STORE_MAX_KEY)
+        return ST_KEY_INVALID;
+    if (it->vlen > st->cfg.max_item_size)
+        return ST_TOO_LARGE;
+    if (it->ntags > st->cfg.max_tags)
+        return ST_TOO_MANY_TAGS;
+    if ((it->ntags > 0 && it->tags == NULL) || it->cas == 0)
+        return ST_INVALID;
+    /* tags as a dump writes them: sorted and distinct */
+    for (uint32_t i = 1; i < it->ntags; i++)
+        if (tag_cmp(&it->tags[i - 1], &it->tags[i]) >= 0)
+            return ST_INVALID;
+    uint32_t now = now_s(st);
+    uint32_t d = 0;
+    if (it->expiry_wall != 0) {
+        int64_t rel = it->expiry_wall - st->clk.wall_s(st->clk.ctx);
+        if (rel <= 0)
+            return ST_NOT_FOUND;
+        d = rel > (int64_t)UINT32_MAX - now ? UINT32_MAX : now + (uint32_t)rel;
+    }
+    size_t size = sizeof(struct record) + it->klen + it->vlen;
+    if (it->ntags > 0)
+        size = rec_tag_offset(it->klen, it->vlen) + sizeof(struct tag_area) +
+               (size_t)it->ntags * sizeof(struct tag_entry);
+    if (atomic_load_explicit(&st->mem, memory_order_relaxed) +
+            (int64_t)mdc_good_size(size) > (int64_t)st->cfg.mem_limit)
+        return ST_NO_MEMORY;
+    uint64_t h = store_hash(it->key, it->klen);
+    mdc_rwlock_t *l = stripe_of(st, h);
+    mdc_rdlock(l);
+    int present = do_find(st, h, it->key, it->klen) != NULL;
+    mdc_unlock(l);
+    if (present)
+        return ST_EXISTS;
+    struct record *r;
+    int rc = rec_alloc(st, it->key, it->klen, it->vlen, it->ntags, &r);
+    if (rc != 0)
+        return rc;
+    if (it->vlen)
+        memcpy(rec_val(r), it->value, it->vlen);
+    r->flags = it->flags;
+    r->deadline = d;
+    r->cas = it->cas;
+    if (it->ntags)
+        rec_set_tags(r, it->tags, it->ntags);
+    /* versions handed out later are above this one */
+    uint64_t g = atomic_load(&cas_global);
+    while (g <= it->cas &&
+           !atomic_compare_exchange_weak(&cas_global, &g, it->cas + 1))
+        ;
+    mdc_wrlock(l);
+    if (do_find(st, h, it->key, it->klen) != NULL) {
+        mdc_unlock(l);
+        store_release(st, r);
+        return ST_EXISTS;
+    }
+    /* keep_pos without an old record: into the forest, tags not linked */
+    do_link(st, h, r, NULL, 1);
+    if (it->idle_ticks != UINT32_MAX)
+        __atomic_store_n(&r->atime, now_tick(st) - it->idle_ticks,
+                         __ATOMIC_RELAXED);
+    if (it->ntags) {
+        rec_incref(r);
+        *tagged = r;
+    }
+    mdc_unlock(l);
+    maybe_grow(st);
+    return ST_OK;
+}
+
+int store_restore_tags(struct store *st, struct record *r)
+{
+    uint64_t h = store_hash(rec_key(r), r->klen);
+    mdc_rwlock_t *l = stripe_of(st, h);
+    int64_t tmem = 0;
+    int rc = ST_OK;
+    mdc_wrlock(l);
+    if ((rec_rflags(r) & R_LINKED) && (rec_rflags(r) & R_TAGGED)) {
+        struct tag_area *ta = rec_tags(r);
+        ta->lseq = atomic_fetch_add_explicit(&st->link_seq, 1,
+                                             memory_order_relaxed);
+        for (uint32_t i = 0; i < ta->ntags; i++) {
+            if (tags_link(st->tags, &ta->e[i], &tmem) != 0) {
+                store_account(st, tmem, 1);
+                tmem = 0;
+                do_unlink(st, h, r); /* unlinks the linked ones */
+                rc = ST_NO_MEMORY;
+                break;
+            }
+        }
+        if (tmem != 0)
+            store_account(st, tmem, 1);
+    }
+    mdc_unlock(l);
+    store_release(st, r);
+    return rc;
 }

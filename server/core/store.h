@@ -249,6 +249,65 @@ int store_tstack_push(struct store *st, struct mdc_tag tag, const void *value,
 int store_tstack_pop(struct store *st, struct mdc_tag tag,
                      struct record **out);
 
+/* ---- dumps and restore (dump.c; docs/dump.md) -------------------------- */
+/*
+ * A walk over every live record, split into hash classes: the records whose
+ * key hash is cls modulo nclasses.  store_walk_classes() gives nclasses
+ * (the table's size when the walk begins); store_walk_class() runs fn on
+ * each live record of one class while that class's stripe read lock is
+ * held - one bucket's worth of records at a time, each record visited once
+ * over the whole walk even while the table grows.  fn must not call into
+ * the store.  Returns the records visited.
+ */
+typedef void (*store_walk_fn)(void *ctx, struct store *st,
+                              const struct record *r);
+uint32_t store_walk_classes(struct store *st);
+size_t store_walk_class(struct store *st, uint32_t nclasses, uint32_t cls,
+                        store_walk_fn fn, void *ctx);
+/* Expiry as absolute Unix time (0 = never), a pending delayed flush
+ * included; at least now + 1 for a live record. */
+int64_t record_expiry_wall(struct store *st, const struct record *r);
+/* Recency: ticks of 2^20 ns since the record was last read, or
+ * UINT32_MAX if it was not read since it was stored. */
+uint32_t record_idle_ticks(struct store *st, const struct record *r);
+/* Tagged records: tag links made since this one was linked (its place in
+ * its tags' lists, newest first); 0 untagged. */
+uint32_t record_link_age(struct store *st, const struct record *r);
+/* Accounted bytes of one record. */
+size_t record_mem(const struct record *r);
+
+/* One record to put back as it was dumped. */
+struct store_restore {
+    const void *key;
+    uint32_t klen;
+    const void *value;
+    uint32_t vlen;
+    uint32_t flags;
+    uint64_t cas;
+    int64_t expiry_wall;   /* Unix time, 0 = never */
+    uint32_t idle_ticks;   /* as record_idle_ticks() */
+    const struct mdc_tag *tags;
+    uint32_t ntags;
+};
+/*
+ * Insert a record with its own CAS, expiry and recency, never evicting:
+ * ST_NO_MEMORY once it would pass the memory limit, ST_NOT_FOUND if its
+ * expiry has passed, ST_EXISTS if the key is present, ST_KEY_INVALID,
+ * ST_TOO_LARGE, ST_TOO_MANY_TAGS or ST_INVALID for a record this store
+ * would not hold.  Later CAS versions are above every restored one.  A
+ * tagged record is linked into the record forest only: *tagged gets a
+ * reference, and store_restore_tags() must be called on it (oldest link
+ * first, to rebuild the lists' order) before the store is used.
+ * For a store no other thread uses yet (loading at start).
+ */
+int store_restore(struct store *st, const struct store_restore *it,
+                  struct record **tagged);
+/* Link a restored record's tags (newest in its lists) and release it;
+ * ST_NO_MEMORY removes the record. */
+int store_restore_tags(struct store *st, struct record *r);
+/* tstack keys generated later use sequence numbers above seq. */
+void store_note_tstack_seq(struct store *st, uint64_t seq);
+
 /* ---- checks for tests ------------------------------------------------- */
 /* Walk both indexes and verify they agree exactly; returns 0 if consistent,
  * otherwise -1 with a message in buf.  Must run with the store quiescent. */

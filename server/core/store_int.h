@@ -21,6 +21,7 @@
 
 #include "lock.h"
 #include "store.h"
+#include "tags.h"
 
 #ifndef __unused
 #define __unused __attribute__((unused))
@@ -61,19 +62,11 @@ struct record {
 };
 _Static_assert(sizeof(struct record) == 64, "record header must stay 64 bytes");
 
-struct tval_node;
-
-struct tag_entry {
-    int32_t tkey;
-    int32_t tval;
-    LIST_ENTRY(tag_entry) le; /* in the tag value's list, newest first */
-    struct tval_node *tv;     /* NULL while not linked */
-    struct record *rec;       /* back link */
-};
-
 struct tag_area {
     uint32_t ntags;
-    uint32_t pad;
+    uint32_t lseq; /* store's link_seq when first linked (kept by append/
+                    * incr, which keep the tag positions): the order of
+                    * the tag lists, for dumps (dump.c) */
     struct tag_entry e[];
 };
 
@@ -108,6 +101,7 @@ struct store {
     _Atomic uint64_t tagged_items;
     _Atomic uint64_t tag_links;
     _Atomic uint64_t tstack_seq;
+    _Atomic uint32_t link_seq; /* tag_area.lseq source; wraps */
     _Atomic uint64_t sweep_cursor;
     _Atomic uint64_t evict_seed;
     uint64_t fixed_bytes;
@@ -151,34 +145,5 @@ static inline void rec_incref(struct record *r)
 {
     __atomic_fetch_add(&r->refcnt, 1, __ATOMIC_RELAXED);
 }
-
-/* ---- tag forest (tags.c) ---------------------------------------------- */
-struct tags;
-struct tags *tags_setup(struct store *st, uint32_t nbuckets);
-void tags_teardown(struct tags *t);
-size_t tags_fixed_bytes(const struct tags *t);
-/* Link one entry at the head of its tag's list (newest first). */
-int tags_link(struct tags *t, struct tag_entry *e);
-/* Put 'ne' where 'old' is in its list and unlink 'old' (keeps stack order). */
-void tags_relink(struct tags *t, struct tag_entry *old, struct tag_entry *ne);
-void tags_unlink(struct tags *t, struct tag_entry *e);
-
-/* Collect referenced records linked under (tkey, tv) for each tv.  Stops
- * adding once 'byte_limit' (sum of key+value lengths) would be passed and
- * returns ST_TRUNCATED then; 0 = no limit. */
-int tags_collect(struct tags *t, int32_t tkey, const int32_t *tvals,
-                 size_t n, struct store_recset *out, size_t byte_limit);
-/* Referenced newest record of one tag, or NULL. */
-struct record *tags_newest(struct tags *t, struct mdc_tag tag);
-/* Counters and consistency walk (quiescent store only). */
-void tags_counts(struct tags *t, uint64_t *nkeys, uint64_t *nvals,
-                 uint64_t *nlinks);
-int tags_check(struct tags *t, struct store *st, char *buf, size_t len);
-
-/* store.c services for tags.c */
-void store_account(struct store *st, int64_t delta, int tag_index);
-int recset_push(struct store_recset *s, struct record *r);
-struct record *store_lookup_locked(struct store *st, const void *key,
-                                   uint32_t klen, uint64_t hash);
 
 #endif

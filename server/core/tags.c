@@ -1,9 +1,6 @@
 /*
- * tags.c - the tag forest: (tkey, tval) -> records carrying that tag.
- *
- * Lock rule (docs/threads.md): a tag bucket lock is always the innermost
- * lock.  Code here never takes a record-bucket lock and never holds two tag
- * bucket locks at once; callers may hold one record-bucket lock.
+ * tags.c - the tag forest: (tkey, tval) -> records carrying that tag
+ * (the interface and its lock rule: tags.h).
  */
 #include "config.h"
 
@@ -12,6 +9,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "store_int.h"
 #include "tags.h"
 
 struct tval_node {
@@ -37,7 +35,6 @@ struct tag_bucket {
 };
 
 struct tags {
-    struct store *st;
     uint32_t mask;
     struct tag_bucket *b;
 };
@@ -59,12 +56,11 @@ static inline struct tag_bucket *bucket_of(struct tags *t, int32_t tkey)
     return &t->b[(h >> 16 ^ h) & t->mask];
 }
 
-struct tags *tags_setup(struct store *st, uint32_t nbuckets)
+struct tags *tags_setup(uint32_t nbuckets)
 {
     struct tags *t = mdc_calloc(1, sizeof(*t));
     if (t == NULL)
         return NULL;
-    t->st = st;
     t->mask = nbuckets - 1;
     t->b = mdc_calloc(nbuckets, sizeof(*t->b));
     if (t->b == NULL) {
@@ -78,7 +74,7 @@ struct tags *tags_setup(struct store *st, uint32_t nbuckets)
     return t;
 }
 
-void tags_teardown(struct tags *t)
+void tags_teardown(struct tags *t, int64_t *mem)
 {
     if (t == NULL)
         return;
@@ -90,11 +86,11 @@ void tags_teardown(struct tags *t)
             RB_FOREACH_SAFE(v, tvtree, &k->vals, vn)
             {
                 RB_REMOVE(tvtree, &k->vals, v);
-                store_account(t->st, -(int64_t)mdc_usable_size(v), 1);
+                *mem -= (int64_t)mdc_usable_size(v);
                 mdc_free(v);
             }
             RB_REMOVE(tktree, &t->b[i].keys, k);
-            store_account(t->st, -(int64_t)mdc_usable_size(k), 1);
+            *mem -= (int64_t)mdc_usable_size(k);
             mdc_free(k);
         }
         mdc_rwlock_destroy(&t->b[i].lock);
@@ -121,7 +117,7 @@ static struct tval_node *find_tv(struct tag_bucket *b, int32_t tkey,
     return RB_FIND(tvtree, &k->vals, &vq);
 }
 
-int tags_link(struct tags *t, struct tag_entry *e)
+int tags_link(struct tags *t, struct tag_entry *e, int64_t *mem)
 {
     struct tag_bucket *b = bucket_of(t, e->tkey);
     int rc = 0;
@@ -139,13 +135,13 @@ int tags_link(struct tags *t, struct tag_entry *e)
             k->tkey = e->tkey;
             RB_INIT(&k->vals);
             RB_INSERT(tktree, &b->keys, k);
-            store_account(t->st, (int64_t)mdc_usable_size(k), 1);
+            *mem += (int64_t)mdc_usable_size(k);
         }
         v = mdc_malloc(sizeof(*v));
         if (v == NULL) {
             if (RB_EMPTY(&k->vals)) {
                 RB_REMOVE(tktree, &b->keys, k);
-                store_account(t->st, -(int64_t)mdc_usable_size(k), 1);
+                *mem -= (int64_t)mdc_usable_size(k);
                 mdc_free(k);
             }
             rc = -1;
@@ -155,7 +151,7 @@ int tags_link(struct tags *t, struct tag_entry *e)
         v->count = 0;
         LIST_INIT(&v->list);
         RB_INSERT(tvtree, &k->vals, v);
-        store_account(t->st, (int64_t)mdc_usable_size(v), 1);
+        *mem += (int64_t)mdc_usable_size(v);
     }
     LIST_INSERT_HEAD(&v->list, e, le);
     e->tv = v;
@@ -176,7 +172,7 @@ void tags_relink(struct tags *t, struct tag_entry *old, struct tag_entry *ne)
     mdc_unlock(&b->lock);
 }
 
-void tags_unlink(struct tags *t, struct tag_entry *e)
+void tags_unlink(struct tags *t, struct tag_entry *e, int64_t *mem)
 {
     struct tag_bucket *b = bucket_of(t, e->tkey);
     mdc_wrlock(&b->lock);
@@ -189,16 +185,31 @@ void tags_unlink(struct tags *t, struct tag_entry *e)
         struct tkey_node kq = {.tkey = e->tkey};
         struct tkey_node *k = RB_FIND(tktree, &b->keys, &kq);
         RB_REMOVE(tvtree, &k->vals, v);
-        store_account(t->st, -(int64_t)mdc_usable_size(v), 1);
+        *mem -= (int64_t)mdc_usable_size(v);
         mdc_free(v);
         if (RB_EMPTY(&k->vals)) {
             RB_REMOVE(tktree, &b->keys, k);
-            store_account(t->st, -(int64_t)mdc_usable_size(k), 1);
+            *mem -= (int64_t)mdc_usable_size(k);
             mdc_free(k);
         }
     }
 out:
     mdc_unlock(&b->lock);
+}
+
+/* tags_collect's only growth step */
+static int recset_push(struct store_recset *s, struct record *r)
+{
+    if (s->n == s->cap) {
+        size_t nc = s->cap ? s->cap * 2 : 16;
+        struct record **nr = mdc_realloc(s->recs, nc * sizeof(*nr));
+        if (nr == NULL)
+            return -1;
+        s->recs = nr;
+        s->cap = nc;
+    }
+    s->recs[s->n++] = r;
+    return 0;
 }
 
 int tags_collect(struct tags *t, int32_t tkey, const int32_t *tvals,
@@ -273,10 +284,10 @@ void tags_counts(struct tags *t, uint64_t *nkeys, uint64_t *nvals,
     *nlinks = nl;
 }
 
-/* Every entry in every list must belong to a linked record that is found
- * under its key, carry the list's (tkey, tval), and lists must hold exactly
+/* The forest alone: every tkey in its bucket, no empty node left behind,
+ * every entry in the list of its own (tkey, tval), lists holding exactly
  * 'count' entries. */
-int tags_check(struct tags *t, struct store *st, char *buf, size_t len)
+int tags_check(struct tags *t, char *buf, size_t len)
 {
     for (uint32_t i = 0; i <= t->mask; i++) {
         struct tag_bucket *b = &t->b[i];
@@ -299,22 +310,10 @@ int tags_check(struct tags *t, struct store *st, char *buf, size_t len)
                 LIST_FOREACH(e, &v->list, le)
                 {
                     c++;
-                    struct record *r = e->rec;
                     if (e->tkey != k->tkey || e->tval != v->tval ||
                         e->tv != v) {
                         snprintf(buf, len, "entry (%d,%d) in list (%d,%d)",
                                  e->tkey, e->tval, k->tkey, v->tval);
-                        return -1;
-                    }
-                    if (!(rec_rflags(r) & R_LINKED)) {
-                        snprintf(buf, len, "tag (%d,%d) links an unlinked "
-                                 "record", k->tkey, v->tval);
-                        return -1;
-                    }
-                    uint64_t h = store_hash(rec_key(r), r->klen);
-                    if (store_lookup_locked(st, rec_key(r), r->klen, h) != r) {
-                        snprintf(buf, len, "tag (%d,%d) links a record not "
-                                 "in the forest", k->tkey, v->tval);
                         return -1;
                     }
                 }
@@ -322,6 +321,28 @@ int tags_check(struct tags *t, struct store *st, char *buf, size_t len)
                     snprintf(buf, len, "tag (%d,%d) count %u, list %u",
                              k->tkey, v->tval, v->count, c);
                     return -1;
+                }
+            }
+        }
+    }
+    return 0;
+}
+
+int tags_foreach(struct tags *t, tags_visit_fn fn, void *ctx)
+{
+    for (uint32_t i = 0; i <= t->mask; i++) {
+        struct tkey_node *k;
+        RB_FOREACH(k, tktree, &t->b[i].keys)
+        {
+            struct tval_node *v;
+            RB_FOREACH(v, tvtree, &k->vals)
+            {
+                struct tag_entry *e;
+                LIST_FOREACH(e, &v->list, le)
+                {
+                    int rc = fn(ctx, e);
+                    if (rc != 0)
+                        return rc;
                 }
             }
         }

@@ -327,6 +327,13 @@ int conn_out_ref(struct conn *c, const void *p, size_t len,
 {
     struct oseg s = {p, rec, 0, (uint32_t)len};
 
+    if (len <= CONN_COPY_MAX && len > 0 && len <= c->ocap - c->olen) {
+        int rc = conn_out_bytes(c, p, len);
+
+        if (rec != NULL)
+            store_release(c->srv->store, rec);
+        return rc;
+    }
     if (len == 0) {
         if (rec != NULL)
             store_release(c->srv->store, rec);
@@ -413,6 +420,16 @@ static int conn_flush(struct conn *c)
     size_t i, k, want;
 
     while (c->seghead < c->nseg) {
+        if (c->nseg - c->seghead == 1) {
+            /* One piece: send() costs less than sendmsg() with one iovec
+             * (no msghdr/iovec import). */
+            const struct oseg *s = &c->segs[c->seghead];
+            const uint8_t *p = s->ptr != NULL ? s->ptr : c->obuf + s->off;
+
+            want = s->len - c->headsent;
+            n = send(c->fd, p + c->headsent, want, MSG_NOSIGNAL);
+            goto sent;
+        }
         for (i = c->seghead, k = 0, want = 0;
              i < c->nseg && k < CONN_IOV_MAX; i++, k++) {
             const struct oseg *s = &c->segs[i];
@@ -427,6 +444,7 @@ static int conn_flush(struct conn *c)
         mh.msg_iov = iov;
         mh.msg_iovlen = k;
         n = sendmsg(c->fd, &mh, MSG_NOSIGNAL);
+    sent:
         if (n < 0) {
             if (errno == EINTR)
                 continue;

@@ -130,7 +130,16 @@ uint8_t *conn_out_reserve(struct conn *c, size_t n);
 /* Commit n bytes written into the last reservation. */
 void conn_out_commit(struct conn *c, size_t n);
 int conn_out_bytes(struct conn *c, const void *p, size_t n);
-/* Queue len bytes at p to be sent in place; rec (may be NULL) is released
+/* Values up to this size are copied into obuf instead of being queued as a
+ * reference (conn_out_ref), so a small reply is one piece that goes out
+ * with one send(); larger ones stay zero-copy (sendmsg() from the record),
+ * and so does a value that would make obuf grow.  The figure is measured:
+ * docs/performance.md, "One-piece replies". */
+#ifndef CONN_COPY_MAX
+#define CONN_COPY_MAX 1024u
+#endif
+/* Queue len bytes at p to be sent in place (copied instead when len is at
+ * most CONN_COPY_MAX and obuf has the room); rec (may be NULL) is released
  * once they are sent, or at once on failure (-1; the connection is then
  * marked to close). */
 int conn_out_ref(struct conn *c, const void *p, size_t len,

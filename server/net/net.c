@@ -27,6 +27,7 @@
 #include "threads.h"
 #include "udp.h"
 #include "server/server.h"
+#include "server/addr.h"
 #include "server/log.h"
 
 static const char net_busy_msg[] = "SERVER_ERROR too many open connections\r\n";
@@ -182,26 +183,15 @@ static struct listener *net_add(struct server *srv, int fd, int family,
 
 static int net_listen_tcp(struct server *srv, const char *spec)
 {
-    struct addrinfo hints, *res = NULL, *ai;
-    char host[256], port[16], name[128], nhost[96];
-    int rc = -1, e, n = 0;
+    struct addrinfo *res = NULL, *ai;
+    char port[16], name[128];
+    int rc = -1, n = 0;
 
-    if (options_split_listen(spec, srv->opt.port, host, sizeof(host), port,
-                             sizeof(port)) < 0) {
-        log_error("bad listen address '%s'", spec);
+    if (addr_resolve_listen(spec, srv->opt.port, NULL, AF_UNSPEC, SOCK_STREAM,
+                            "listen address", port, sizeof(port), &res) < 0)
         goto out;
-    }
     if (strcmp(port, "0") == 0) {
         rc = 0; /* -p 0 and no explicit port: no TCP on this address */
-        goto out;
-    }
-    memset(&hints, 0, sizeof(hints));
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-    e = getaddrinfo(host, port, &hints, &res);
-    if (e != 0) {
-        log_error("listen address '%s': %s", spec, gai_strerror(e));
         goto out;
     }
     for (ai = res; ai != NULL; ai = ai->ai_next) {
@@ -216,11 +206,7 @@ static int net_listen_tcp(struct server *srv, const char *spec)
         if (ai->ai_family == AF_INET6)
             (void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
         net_set_nodelay(fd); /* inherited by accepted sockets */
-        if (getnameinfo(ai->ai_addr, ai->ai_addrlen, nhost, sizeof(nhost),
-                        NULL, 0, NI_NUMERICHOST) != 0)
-            snprintf(nhost, sizeof(nhost), "%.90s", host);
-        snprintf(name, sizeof(name),
-                 ai->ai_family == AF_INET6 ? "[%s]:%s" : "%s:%s", nhost, port);
+        addr_name(ai, port, name, sizeof(name));
         if (bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 ||
             listen(fd, (int)srv->opt.backlog) < 0) {
             log_error("cannot listen on %s: %s", name, strerror(errno));

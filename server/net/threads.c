@@ -9,10 +9,12 @@
 #include "config.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <stddef.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <event2/event.h>
 
@@ -185,12 +187,48 @@ void worker_return_conn(struct worker *w, struct conn *c)
     worker_give_conn(w, c);
 }
 
+/* CPUs this process may run on (its affinity mask). */
+static unsigned threads_cpus(void)
+{
+    cpu_set_t set;
+    long n;
+
+    if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
+        return (unsigned)CPU_COUNT(&set);
+    n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (unsigned)n : 1;
+}
+
+/*
+ * One loop turn at a time, yielding the CPU after each when there are more
+ * network threads than CPUs.  Busy loops on a shared CPU are otherwise cut
+ * by the scheduler's time slices (milliseconds), and a request waits for
+ * its thread's next slice: that was the 8 ms W1 p99 of -n 4 -t 0 on two
+ * CPUs.  Yielding after each turn (one epoll_wait and the callbacks of what
+ * it returned) makes the loops take turns per batch of ready connections
+ * instead (docs/threads-models.md, "More network threads than CPUs").
+ */
+static void worker_net_run(struct worker *w)
+{
+    if (!w->yield_turns) {
+        event_base_dispatch(w->base);
+        return;
+    }
+    for (;;) {
+        if (event_base_loop(w->base, EVLOOP_ONCE) != 0 ||
+            event_base_got_exit(w->base) || event_base_got_break(w->base))
+            break;
+        STAT_INC(&w->stats, loop_yields);
+        sched_yield();
+    }
+}
+
 static void *worker_net_main(void *arg)
 {
     struct worker *w = arg;
 
     log_debug("network thread %u running", w->id);
-    event_base_dispatch(w->base);
+    worker_net_run(w);
     log_debug("network thread %u done", w->id);
     return NULL;
 }
@@ -213,7 +251,7 @@ static void *worker_payload_main(void *arg)
 
 int threads_setup(struct server *srv)
 {
-    unsigned i;
+    unsigned i, ncpu = threads_cpus();
     int rc = -1;
 
     srv->nworkers = 1 + srv->nnet + srv->npay;
@@ -246,9 +284,13 @@ int threads_setup(struct server *srv)
         }
         if (worker_net_setup(w) < 0)
             goto out;
+        w->yield_turns = w->role == ROLE_NET && srv->nnet > ncpu;
         if (srv->npay > 0 && (w->role == ROLE_NET || srv->nnet == 0))
             w->payload_q = &srv->pqs[srv->model == TM_SEDA_S ? i - 1 : 0];
     }
+    if (srv->nnet > ncpu)
+        log_info("%u network threads on %u CPUs: loops yield after each turn",
+                 srv->nnet, ncpu);
     rc = 0;
 out:
     return rc;

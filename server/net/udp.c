@@ -32,6 +32,7 @@
 
 #include "server/core/alloc.h"
 #include "server/server.h"
+#include "server/addr.h"
 #include "server/log.h"
 #include "protocol/mctext.h"
 #include "server/core/store.h"
@@ -259,13 +260,10 @@ static void udp_get(struct udp_worker *u, struct worker *w,
         size_t n = 0;
         char *p;
 
-        STAT_INC(&w->stats, cmd_get);
         r = store_get(st, key, klen);
-        if (r == NULL) {
-            STAT_INC(&w->stats, get_misses);
+        stats_count_get(&w->stats, 0, r != NULL);
+        if (r == NULL)
             continue;
-        }
-        STAT_INC(&w->stats, get_hits);
         vlen = record_vlen(r);
         p = udp_text_reserve(u, 2 + MCTEXT_VALUE_LINE_LEN(record_klen(r)));
         if (p == NULL) {
@@ -433,13 +431,7 @@ static void udp_emit(struct udp_worker *u, struct udp_sock *us,
         if (u->ntx == UDP_TX_MSGS || UDP_TX_IOVS - u->niov < UDP_DGRAM_IOVS)
             udp_flush(u, us);
         h = u->txhdr[u->ntx];
-        h[0] = (uint8_t)(rp->rid >> 8);
-        h[1] = (uint8_t)rp->rid;
-        h[2] = (uint8_t)(d >> 8);
-        h[3] = (uint8_t)d;
-        h[4] = (uint8_t)(ndg >> 8);
-        h[5] = (uint8_t)ndg;
-        h[6] = h[7] = 0;
+        mctext_udp_frame(h, rp->rid, (uint16_t)d, (uint16_t)ndg);
         iov = &u->txiov[u->niov];
         iov[k].iov_base = h;
         iov[k++].iov_len = UDP_FRAME_HDR;
@@ -656,32 +648,18 @@ void udp_worker_teardown(struct worker *w)
 /* -U on one -l address: a socket per network thread, all SO_REUSEPORT. */
 static int udp_listen_addr(struct server *srv, const char *spec)
 {
-    struct addrinfo hints, *res = NULL, *ai;
-    char host[256], tport[16], port[16], name[128], nhost[96];
+    struct addrinfo *res = NULL, *ai;
+    char uport[16], port[16], name[128];
     unsigned first = srv->nnet == 0 ? 0 : 1, last = srv->nnet, i;
-    int rc = -1, e;
+    int rc = -1;
 
-    if (options_split_listen(spec, srv->opt.port, host, sizeof(host), tport,
-                             sizeof(tport)) < 0) {
-        log_error("bad listen address '%s'", spec);
+    snprintf(uport, sizeof(uport), "%llu",
+             (unsigned long long)srv->opt.udp_port);
+    if (addr_resolve_listen(spec, srv->opt.port, uport, AF_UNSPEC, SOCK_DGRAM,
+                            "UDP address", port, sizeof(port), &res) < 0)
         goto out;
-    }
-    snprintf(port, sizeof(port), "%llu", (unsigned long long)srv->opt.udp_port);
-    memset(&hints, 0, sizeof(hints));
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_DGRAM;
-    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-    e = getaddrinfo(host, port, &hints, &res);
-    if (e != 0) {
-        log_error("UDP address '%s': %s", spec, gai_strerror(e));
-        goto out;
-    }
     for (ai = res; ai != NULL; ai = ai->ai_next) {
-        if (getnameinfo(ai->ai_addr, ai->ai_addrlen, nhost, sizeof(nhost), NULL,
-                        0, NI_NUMERICHOST) != 0)
-            snprintf(nhost, sizeof(nhost), "%.90s", host);
-        snprintf(name, sizeof(name),
-                 ai->ai_family == AF_INET6 ? "[%s]:%s" : "%s:%s", nhost, port);
+        addr_name(ai, port, name, sizeof(name));
         for (i = first; i <= last; i++) {
             int one = 1;
             int fd =

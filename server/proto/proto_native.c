@@ -74,20 +74,25 @@ static void nat_u64_reply(struct conn *c, const struct wire_hdr *req,
     nat_reply(c, req, status, cas, NULL, 0, b, sizeof(b));
 }
 
-/*
- * A record reply: header, the record's tags and (optionally) key copied
- * into obuf, the value queued in place.  Takes over the reference r.
- */
-static void nat_record(struct conn *c, const struct wire_hdr *req,
-                       struct record *r, bool with_key, bool more)
+/* Bytes of a record reply before its value: header, tags, key. */
+static size_t nat_record_head_len(const struct record *r, bool with_key)
 {
-    struct store *st = c->srv->store;
+    return WIRE_HDR_LEN + (size_t)record_ntags(r) * WIRE_TAG_LEN +
+           (with_key ? record_klen(r) : 0);
+}
+
+/*
+ * The one encoder of a record reply's head (every record a GET, GETK or
+ * GET_BY_TAG answers): the header, the record's tags and (optionally) its
+ * key, into p[nat_record_head_len()].  The value follows it on the wire.
+ */
+static void nat_record_head(uint8_t *p, const struct wire_hdr *req,
+                            struct store *st, const struct record *r,
+                            bool with_key, bool more)
+{
     uint32_t ntags = record_ntags(r);
     uint32_t klen = with_key ? record_klen(r) : 0;
-    uint32_t vlen = record_vlen(r);
-    size_t n = WIRE_HDR_LEN + (size_t)ntags * WIRE_TAG_LEN + klen;
     struct wire_hdr h;
-    uint8_t *p;
     uint32_t i;
 
     wire_hdr_response(&h, req, WIRE_S_OK);
@@ -95,24 +100,38 @@ static void nat_record(struct conn *c, const struct wire_hdr *req,
         h.flags |= WIRE_F_MORE;
     h.klen = (uint16_t)klen;
     h.ntags = (uint16_t)ntags;
-    h.vlen = vlen;
+    h.vlen = record_vlen(r);
     h.iflags = record_flags(r);
     h.cas = record_cas(r);
     h.expiry = record_ttl(st, r);
-    p = conn_out_reserve(c, n);
+    wire_encode_header(p, &h);
+    p += WIRE_HDR_LEN;
+    for (i = 0; i < ntags; i++, p += WIRE_TAG_LEN) {
+        struct mdc_tag t = record_tag(r, i);
+        wire_encode_tag(p, t.tkey, t.tval);
+    }
+    if (klen > 0)
+        memcpy(p, record_key(r), klen);
+}
+
+/*
+ * A record reply: its head copied into obuf, the value queued in place.
+ * Takes over the reference r.
+ */
+static void nat_record(struct conn *c, const struct wire_hdr *req,
+                       struct record *r, bool with_key, bool more)
+{
+    struct store *st = c->srv->store;
+    size_t n = nat_record_head_len(r, with_key);
+    uint8_t *p = conn_out_reserve(c, n);
+
     if (p == NULL) {
         store_release(st, r);
         return;
     }
-    wire_encode_header(p, &h);
-    for (i = 0; i < ntags; i++) {
-        struct mdc_tag t = record_tag(r, i);
-        wire_encode_tag(p + WIRE_HDR_LEN + i * WIRE_TAG_LEN, t.tkey, t.tval);
-    }
-    if (klen > 0)
-        memcpy(p + WIRE_HDR_LEN + ntags * WIRE_TAG_LEN, record_key(r), klen);
+    nat_record_head(p, req, st, r, with_key, more);
     conn_out_commit(c, n);
-    conn_out_ref(c, record_value(r), vlen, r);
+    conn_out_ref(c, record_value(r), record_vlen(r), r);
 }
 
 /* Decode the request's tags into the worker's scratch. */
@@ -157,23 +176,15 @@ static void nat_get(struct conn *c, struct worker *w, const struct wire_msg *m)
     bool with_key = h->opcode == WIRE_OP_GETK || h->opcode == WIRE_OP_GATK;
     struct record *r;
 
-    STAT_INC(&w->stats, cmd_get);
-    if (gat) {
-        STAT_INC(&w->stats, cmd_touch);
+    if (gat)
         r = store_gat(c->srv->store, m->key, h->klen, h->expiry);
-    } else {
+    else
         r = store_get(c->srv->store, m->key, h->klen);
-    }
+    stats_count_get(&w->stats, gat, r != NULL);
     if (r != NULL) {
-        STAT_INC(&w->stats, get_hits);
-        if (gat)
-            STAT_INC(&w->stats, touch_hits);
         nat_record(c, h, r, with_key, false);
         return;
     }
-    STAT_INC(&w->stats, get_misses);
-    if (gat)
-        STAT_INC(&w->stats, touch_misses);
     if (!(h->flags & WIRE_F_QUIET))
         nat_reply(c, h, WIRE_S_NOT_FOUND, 0, NULL, 0, NULL, 0);
 }
@@ -246,14 +257,7 @@ static void nat_counter(struct conn *c, struct worker *w,
     case WIRE_OP_DECR: {
         bool decr = h->opcode == WIRE_OP_DECR;
         st = store_incr(store, m->key, h->klen, a, decr, &res, &cas);
-        if (decr && st == ST_OK)
-            STAT_INC(&w->stats, decr_hits);
-        else if (decr && st == ST_NOT_FOUND)
-            STAT_INC(&w->stats, decr_misses);
-        else if (st == ST_OK)
-            STAT_INC(&w->stats, incr_hits);
-        else if (st == ST_NOT_FOUND)
-            STAT_INC(&w->stats, incr_misses);
+        stats_count_incr(&w->stats, decr, st);
         break;
     }
     default: {
@@ -320,8 +324,7 @@ static void nat_get_by_tag(struct conn *c, struct worker *w,
         for (i = 0; i < set.n; i++) {
             struct record *r = set.recs[i];
             uint32_t vlen = record_vlen(r);
-            size_t n = WIRE_HDR_LEN + (size_t)record_ntags(r) * WIRE_TAG_LEN +
-                       record_klen(r) + vlen;
+            size_t n = nat_record_head_len(r, true) + vlen;
 
             if (vlen > GBT_COPY_VLEN || bytes + n > GBT_COPY_BUDGET)
                 continue;
@@ -334,29 +337,12 @@ static void nat_get_by_tag(struct conn *c, struct worker *w,
         if (p == NULL)
             ncopy = 0; /* nat_record() below fails and releases alike */
         if (ncopy > 0) {
-            struct wire_hdr rh;
-
-            wire_hdr_response(&rh, h, WIRE_S_OK);
-            rh.flags |= WIRE_F_MORE;
             for (i = 0; i < ncopy; i++) {
                 struct record *r = set.recs[i];
-                uint32_t ntags = record_ntags(r), klen = record_klen(r);
-                uint32_t vlen = record_vlen(r), j;
+                uint32_t vlen = record_vlen(r);
 
-                rh.klen = (uint16_t)klen;
-                rh.ntags = (uint16_t)ntags;
-                rh.vlen = vlen;
-                rh.iflags = record_flags(r);
-                rh.cas = record_cas(r);
-                rh.expiry = record_ttl(store, r);
-                wire_encode_header(p, &rh);
-                p += WIRE_HDR_LEN;
-                for (j = 0; j < ntags; j++, p += WIRE_TAG_LEN) {
-                    struct mdc_tag tg = record_tag(r, j);
-                    wire_encode_tag(p, tg.tkey, tg.tval);
-                }
-                memcpy(p, record_key(r), klen);
-                p += klen;
+                nat_record_head(p, h, store, r, true, true);
+                p += nat_record_head_len(r, true);
                 if (vlen > 0)
                     memcpy(p, record_value(r), vlen);
                 p += vlen;
@@ -504,11 +490,7 @@ static void nat_exec(struct conn *c, struct worker *w, const struct wire_msg *m)
         break;
     case WIRE_OP_TOUCH: {
         int st = store_touch(c->srv->store, m->key, h->klen, h->expiry);
-        STAT_INC(&w->stats, cmd_touch);
-        if (st == ST_OK)
-            STAT_INC(&w->stats, touch_hits);
-        else if (st == ST_NOT_FOUND)
-            STAT_INC(&w->stats, touch_misses);
+        stats_count_touch(&w->stats, st);
         nat_status(c, h, wire_status_from_store(st), 0);
         break;
     }
@@ -562,6 +544,21 @@ static void nat_exec(struct conn *c, struct worker *w, const struct wire_msg *m)
     case WIRE_OP_NOOP:
         nat_reply(c, h, WIRE_S_OK, 0, NULL, 0, NULL, 0);
         break;
+    case WIRE_OP_DUMP: {
+        /* answers once the dump file is safe on disk (this thread waits) */
+        char msg[256];
+        if (c->srv->dump_request == NULL) {
+            snprintf(msg, sizeof(msg), "no dump file (-f)");
+            nat_reply(c, h, WIRE_S_NOT_SUPPORTED, 0, NULL, 0, msg,
+                      (uint32_t)strlen(msg));
+        } else if (c->srv->dump_request(c->srv, true, msg, sizeof(msg)) < 0) {
+            nat_reply(c, h, WIRE_S_INTERNAL, 0, NULL, 0, msg,
+                      (uint32_t)strlen(msg));
+        } else {
+            nat_status(c, h, WIRE_S_OK, 0);
+        }
+        break;
+    }
     case WIRE_OP_QUIT:
         nat_status(c, h, WIRE_S_OK, 0);
         conn_close_after_flush(c);

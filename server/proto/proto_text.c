@@ -127,22 +127,13 @@ static void txt_get(struct conn *c, struct worker *w,
     while (mctext_next_key(&it, &key, &klen)) {
         struct record *r;
 
-        STAT_INC(&w->stats, cmd_get);
-        if (gat) {
-            STAT_INC(&w->stats, cmd_touch);
-            r = store_gat(st, key, klen, req->exptime);
-        } else {
-            r = store_get(st, key, klen);
-        }
-        if (r == NULL) {
-            STAT_INC(&w->stats, get_misses);
-            if (gat)
-                STAT_INC(&w->stats, touch_misses);
-            continue;
-        }
-        STAT_INC(&w->stats, get_hits);
         if (gat)
-            STAT_INC(&w->stats, touch_hits);
+            r = store_gat(st, key, klen, req->exptime);
+        else
+            r = store_get(st, key, klen);
+        stats_count_get(&w->stats, gat, r != NULL);
+        if (r == NULL)
+            continue;
         txt_value(c, r, with_cas);
     }
     txt_str(c, MCTEXT_R_END);
@@ -200,14 +191,7 @@ static void txt_counter(struct conn *c, struct worker *w,
     int st = store_incr(c->srv->store, req->key, req->klen, req->delta, decr,
                         &v, NULL);
 
-    if (decr && st == ST_OK)
-        STAT_INC(&w->stats, decr_hits);
-    else if (decr && st == ST_NOT_FOUND)
-        STAT_INC(&w->stats, decr_misses);
-    else if (st == ST_OK)
-        STAT_INC(&w->stats, incr_hits);
-    else if (st == ST_NOT_FOUND)
-        STAT_INC(&w->stats, incr_misses);
+    stats_count_incr(&w->stats, decr, st);
     switch (st) {
     case ST_OK:
         if (!req->noreply)
@@ -239,14 +223,28 @@ static void txt_touch(struct conn *c, struct worker *w,
 {
     int st = store_touch(c->srv->store, req->key, req->klen, req->exptime);
 
-    STAT_INC(&w->stats, cmd_touch);
-    if (st == ST_OK) {
-        STAT_INC(&w->stats, touch_hits);
+    stats_count_touch(&w->stats, st);
+    if (st == ST_OK)
         txt_reply(c, req, MCTEXT_R_TOUCHED);
-    } else {
-        STAT_INC(&w->stats, touch_misses);
+    else
         txt_reply(c, req, MCTEXT_R_NOT_FOUND);
+}
+
+/* dump: answers once the -f file is safe on disk (this thread waits). */
+static void txt_dump(struct conn *c)
+{
+    char msg[256], line[300];
+
+    if (c->srv->dump_request == NULL) {
+        txt_str(c, "SERVER_ERROR no dump file (-f)\r\n");
+        return;
     }
+    if (c->srv->dump_request(c->srv, true, msg, sizeof(msg)) < 0) {
+        snprintf(line, sizeof(line), "SERVER_ERROR dump failed: %s\r\n", msg);
+        txt_str(c, line);
+        return;
+    }
+    txt_str(c, MCTEXT_R_OK);
 }
 
 /* flush_all: at once.  A delay would need a timer the store lacks; it is
@@ -305,24 +303,16 @@ static void txt_mg(struct conn *c, struct worker *w,
     struct record *r;
     bool touch = MF('T') != 0;
 
-    STAT_INC(&w->stats, cmd_get);
-    if (touch) {
-        STAT_INC(&w->stats, cmd_touch);
+    if (touch)
         r = store_gat(st, req->key, req->klen, req->meta.ttl);
-    } else {
+    else
         r = store_get(st, req->key, req->klen);
-    }
+    stats_count_get(&w->stats, touch, r != NULL);
     if (r == NULL) {
-        STAT_INC(&w->stats, get_misses);
-        if (touch)
-            STAT_INC(&w->stats, touch_misses);
         if (!MF('q'))
             txt_meta(c, "EN", -1, req, NULL);
         return;
     }
-    STAT_INC(&w->stats, get_hits);
-    if (touch)
-        STAT_INC(&w->stats, touch_hits);
     txt_vals(st, r, &v);
     if (!MF('v')) {
         txt_meta(c, "HD", -1, req, &v);
@@ -440,14 +430,7 @@ static void txt_ma(struct conn *c, struct worker *w,
         else
             rc = ST_NOT_STORED;
     }
-    if (decr && rc == ST_OK)
-        STAT_INC(&w->stats, decr_hits);
-    else if (decr && rc == ST_NOT_FOUND)
-        STAT_INC(&w->stats, decr_misses);
-    else if (rc == ST_OK)
-        STAT_INC(&w->stats, incr_hits);
-    else if (rc == ST_NOT_FOUND)
-        STAT_INC(&w->stats, incr_misses);
+    stats_count_incr(&w->stats, decr, rc);
     switch (rc) {
     case ST_OK: {
         char digits[24];
@@ -689,6 +672,7 @@ static void txt_exec(struct conn *c, struct worker *w,
         txt_reply(c, req, MCTEXT_R_OK);
         break;
     case MCT_QUIT: conn_close_after_flush(c); break;
+    case MCT_DUMP: txt_dump(c); break;
     case MCT_MG: txt_mg(c, w, req); break;
     case MCT_MS: txt_ms(c, w, req); break;
     case MCT_MD: txt_md(c, w, req); break;

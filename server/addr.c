@@ -1,0 +1,55 @@
+/*
+ * addr.c - -l addresses resolved once, the same way for TCP, UDP and XDP.
+ */
+#include "config.h"
+
+#include "addr.h"
+
+#include <netdb.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "log.h"
+#include "options.h"
+
+int addr_resolve_listen(const char *spec, unsigned long dport, const char *port,
+                        int family, int socktype, const char *what,
+                        char *portbuf, size_t portlen, struct addrinfo **res)
+{
+    struct addrinfo hints;
+    char host[256];
+    int e;
+
+    *res = NULL;
+    if (options_split_listen(spec, dport, host, sizeof(host), portbuf,
+                             portlen) < 0) {
+        log_error("bad %s '%s'", what, spec);
+        return -1;
+    }
+    if (port != NULL)
+        snprintf(portbuf, portlen, "%s", port);
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_family = family;
+    hints.ai_socktype = socktype;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    e = getaddrinfo(host, portbuf, &hints, res);
+    if (e != 0) {
+        log_error("%s '%s': %s", what, spec, gai_strerror(e));
+        *res = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+void addr_name(const struct addrinfo *ai, const char *port, char *out,
+               size_t outlen)
+{
+    char nhost[96];
+
+    if (getnameinfo(ai->ai_addr, ai->ai_addrlen, nhost, sizeof(nhost), NULL,
+                    0, NI_NUMERICHOST) != 0)
+        snprintf(nhost, sizeof(nhost), "?");
+    snprintf(out, outlen, ai->ai_family == AF_INET6 ? "[%s]:%s" : "%s:%s",
+             nhost, port);
+}

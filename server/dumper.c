@@ -1,0 +1,271 @@
+/*
+ * dumper.c - dumps in the running daemon (dumper.h; docs/dump.md).
+ *
+ * One dump thread sleeps on a condition variable.  A request sets
+ * 'pending' unless a dump is already pending or running; either way the
+ * requester's dump is the next one to end (seq_done + 1), and a waiting
+ * requester sleeps until seq_done reaches it.  So two triggers close
+ * together give one dump, and both are told when it ends.
+ */
+#include "config.h"
+
+#include "dumper.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sysexits.h>
+#include <time.h>
+
+#include "log.h"
+#include "server/core/alloc.h"
+#include "server/core/dump.h"
+
+struct dumper {
+    struct server *srv;
+    pthread_t tid;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;      /* to the thread: work or stop */
+    pthread_cond_t done_cv; /* to requesters: seq_done moved */
+    bool pending, running, stop;
+    uint64_t seq_done;      /* dumps ended (ok or failed) */
+    int last_rc;
+    char last_msg[256];
+};
+
+static uint64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void load_report(void *ctx, uint64_t off, const char *what)
+{
+    const char *path = ctx;
+    log_warn("dump %s: damage at offset %" PRIu64 ": %s", path, off, what);
+}
+
+int dumper_load(struct server *srv)
+{
+    const char *path = srv->opt.dump_file;
+    int mode = dump_load_mode_of(srv->opt.dump_load);
+    struct dump_info info;
+    uint64_t t0 = mono_ms();
+    int rc;
+
+    if (path == NULL)
+        return 0;
+    if (mode == DUMP_LOAD_IGNORE) {
+        log_info("dump %s: not loaded (--dump-load=ignore)", path);
+        return 0;
+    }
+    rc = dump_load(srv->store, path, (enum dump_load_mode)mode,
+                   mode == DUMP_LOAD_STRICT ? NULL : load_report,
+                   (void *)path, &info);
+    if (rc == 1) {
+        log_info("dump %s: no such file, starting empty", path);
+        return 0;
+    }
+    if (rc < 0 && info.bad == 0) {
+        log_error("dump %s: %s", path, info.err);
+        return EX_NOINPUT;
+    }
+    if (rc < 0) {
+        log_error("dump %s: damaged at offset %" PRIu64 ": %s "
+                  "(--dump-load=strict: not starting)",
+                  path, info.err_offset, info.err);
+        return EX_DATAERR;
+    }
+    srv->load_records = info.records;
+    srv->load_ms = mono_ms() - t0;
+    if (info.bad > 0) {
+        char dest[4096];
+        snprintf(dest, sizeof(dest), "%s.corrupt-%lld", path,
+                 (long long)time(NULL));
+        if (rename(path, dest) < 0)
+            log_error("dump %s: cannot keep the damaged file as %s: %s",
+                      path, dest, strerror(errno));
+        else
+            log_warn("dump %s: %" PRIu64 " damaged places skipped, %" PRIu64
+                     " intact blocks loaded; the damaged file is kept as %s",
+                     path, info.bad, info.blocks, dest);
+    }
+    if (info.over_limit > 0)
+        log_warn("dump %s: memory limit (-m %" PRIu64 " MiB) reached: %"
+                 PRIu64 " least recently used records not loaded", path,
+                 srv->opt.memory_mb, info.over_limit);
+    if (info.refused > 0)
+        log_warn("dump %s: %" PRIu64 " records refused by the store "
+                 "(duplicate key, or over -I / --max-tags)", path,
+                 info.refused);
+    log_info("dump %s: loaded %" PRIu64 " records in %" PRIu64 " ms (%"
+             PRIu64 " expired skipped)", path, info.records, srv->load_ms,
+             info.expired);
+    return 0;
+}
+
+static void do_dump(struct dumper *d)
+{
+    struct server *srv = d->srv;
+    struct dump_info info;
+    uint64_t t0 = mono_ms();
+    int rc;
+
+    atomic_store(&srv->dump_running, true);
+    rc = dump_write(srv->store, srv->opt.dump_file, &info);
+    atomic_store(&srv->dump_running, false);
+    uint64_t ms = mono_ms() - t0;
+    if (rc == 0) {
+        atomic_fetch_add(&srv->dumps, 1);
+        atomic_store(&srv->dump_last_records, info.records);
+        atomic_store(&srv->dump_last_bytes, info.bytes);
+        atomic_store(&srv->dump_last_ms, ms);
+        atomic_store(&srv->dump_last_time, (uint64_t)time(NULL));
+        log_info("dump %s: %" PRIu64 " records, %" PRIu64 " bytes in %"
+                 PRIu64 " ms", srv->opt.dump_file, info.records, info.bytes,
+                 ms);
+    } else {
+        atomic_fetch_add(&srv->dump_failures, 1);
+        log_error("dump %s failed: %s (the previous dump is kept)",
+                  srv->opt.dump_file, info.err);
+    }
+    pthread_mutex_lock(&d->mu);
+    d->last_rc = rc;
+    snprintf(d->last_msg, sizeof(d->last_msg), "%s",
+             rc == 0 ? "ok" : info.err);
+    pthread_mutex_unlock(&d->mu);
+}
+
+static void *dumper_main(void *arg)
+{
+    struct dumper *d = arg;
+    uint64_t every = d->srv->opt.dump_interval * 1000;
+    uint64_t next = every ? mono_ms() + every : 0;
+
+    pthread_mutex_lock(&d->mu);
+    for (;;) {
+        while (!d->pending && !d->stop) {
+            if (every == 0) {
+                pthread_cond_wait(&d->cv, &d->mu);
+                continue;
+            }
+            uint64_t now = mono_ms();
+            if (now >= next) {
+                d->pending = true;
+                break;
+            }
+            struct timespec ts;
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            uint64_t ns = (uint64_t)ts.tv_nsec + (next - now) * 1000000;
+            ts.tv_sec += (time_t)(ns / 1000000000);
+            ts.tv_nsec = (long)(ns % 1000000000);
+            pthread_cond_timedwait(&d->cv, &d->mu, &ts);
+        }
+        if (d->stop)
+            break;
+        d->pending = false;
+        d->running = true;
+        pthread_mutex_unlock(&d->mu);
+        if (every)
+            next = mono_ms() + every;
+        do_dump(d);
+        pthread_mutex_lock(&d->mu);
+        d->running = false;
+        d->seq_done++;
+        pthread_cond_broadcast(&d->done_cv);
+    }
+    d->running = false;
+    pthread_cond_broadcast(&d->done_cv);
+    pthread_mutex_unlock(&d->mu);
+    return NULL;
+}
+
+int dumper_request(struct server *srv, bool wait, char *msg, size_t len)
+{
+    struct dumper *d = srv->dumper;
+    int rc = 0;
+
+    if (d == NULL) {
+        if (msg != NULL)
+            snprintf(msg, len, "no dump file (-f)");
+        return -1;
+    }
+    pthread_mutex_lock(&d->mu);
+    if (d->stop) {
+        pthread_mutex_unlock(&d->mu);
+        if (msg != NULL)
+            snprintf(msg, len, "stopping");
+        return -1;
+    }
+    /* a running dump is the one this request gets when another is pending
+     * too; otherwise the next one to start */
+    uint64_t target = d->seq_done + 1 + (d->running && d->pending ? 1 : 0);
+    if (!d->running && !d->pending) {
+        d->pending = true;
+        pthread_cond_signal(&d->cv);
+    } else if (d->running) {
+        target = d->seq_done + 1;
+    }
+    if (wait) {
+        while (d->seq_done < target && !(d->stop && !d->running))
+            pthread_cond_wait(&d->done_cv, &d->mu);
+        rc = d->seq_done >= target ? d->last_rc : -1;
+        if (msg != NULL)
+            snprintf(msg, len, "%s",
+                     d->seq_done >= target ? d->last_msg : "stopping");
+    }
+    pthread_mutex_unlock(&d->mu);
+    return rc;
+}
+
+int dumper_setup(struct server *srv)
+{
+    struct dumper *d;
+    pthread_condattr_t ca;
+
+    if (srv->opt.dump_file == NULL)
+        return 0;
+    d = mdc_calloc(1, sizeof(*d));
+    if (d == NULL)
+        return -1;
+    d->srv = srv;
+    pthread_mutex_init(&d->mu, NULL);
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&d->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    pthread_cond_init(&d->done_cv, NULL);
+    if (pthread_create(&d->tid, NULL, dumper_main, d) != 0) {
+        pthread_mutex_destroy(&d->mu);
+        pthread_cond_destroy(&d->cv);
+        pthread_cond_destroy(&d->done_cv);
+        mdc_free(d);
+        return -1;
+    }
+    srv->dumper = d;
+    srv->dump_request = dumper_request;
+    return 0;
+}
+
+void dumper_teardown(struct server *srv)
+{
+    struct dumper *d = srv->dumper;
+
+    if (d == NULL)
+        return;
+    pthread_mutex_lock(&d->mu);
+    d->stop = true;
+    pthread_cond_signal(&d->cv);
+    pthread_mutex_unlock(&d->mu);
+    pthread_join(d->tid, NULL);
+    srv->dumper = NULL;
+    srv->dump_request = NULL;
+    pthread_mutex_destroy(&d->mu);
+    pthread_cond_destroy(&d->cv);
+    pthread_cond_destroy(&d->done_cv);
+    mdc_free(d);
+}
