@@ -264,6 +264,26 @@ void mdc_close(mdc_t *m)
     m->out.off = m->out.len = 0;
 }
 
+int mdc_check(mdc_t *m)
+{
+    struct pollfd pfd;
+
+    if (m == NULL)
+        return MDC_ERR_ARG;
+    if (m->fd < 0 || m->state != MDCI_READY)
+        return MDC_OK;
+    /* an idle connection has nothing to read: readable means the server
+     * closed it (EOF), reset it, or sent bytes out of step */
+    pfd.fd = m->fd;
+    pfd.events = POLLIN;
+    pfd.revents = 0;
+    if (poll(&pfd, 1, 0) == 0 && m->in.len == m->in.off)
+        return MDC_OK;
+    mdc_close(m);
+    return mdci_seterr(m, MDC_ERR_IO, "%s: idle connection closed by the "
+                       "server or out of step; closed", m->label);
+}
+
 void mdc_destroy(mdc_t *m)
 {
     if (m == NULL)

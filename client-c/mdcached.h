@@ -224,6 +224,17 @@ int mdc_connect(mdc_t *m);
 void mdc_close(mdc_t *m);
 
 /**
+ * Check an idle connection without a round trip (e.g. before reusing a
+ * persistent handle): if the socket is readable - the server closed or
+ * reset it, or bytes arrived out of step - close it so that the next
+ * operation reconnects.  A handle that is not connected is left alone.
+ * @param m handle
+ * @return MDC_OK (connected and idle, or not connected), or MDC_ERR_IO
+ *         when the connection was found dead and closed
+ */
+int mdc_check(mdc_t *m);
+
+/**
  * @param m handle
  * @return the code of the handle's last operation (MDC_OK after success)
  */

@@ -2,8 +2,10 @@
  * daemon.c - the server's lifecycle: create the store and the workers from
  * the options, bind, drop privileges, write the pid file, run the thread
  * model, and stop gracefully on SIGTERM/SIGINT (stop accepting, finish the
- * requests already received, flush, exit 0).  SIGHUP reopens the log file;
- * SIGUSR1 asks for a dump (-f; dumper.c), as does a graceful stop
+ * requests already received, flush, exit 0).  SIGHUP reopens the log file
+ * and re-reads the config file (-C): the log level changes live, other
+ * changed settings are logged as ignored until the next start.  SIGUSR1
+ * asks for a dump (-f; dumper.c), as does a graceful stop
  * (--dump-on-exit).  With -x, the XDP mirror (mirror.h) is
  * attached here too, before privileges are dropped.
  */
@@ -157,6 +159,52 @@ int server_xdp_open(struct server *srv)
     return xdp_glue_setup(srv);
 }
 
+/* SIGHUP with -C: apply what can change live, log what cannot. */
+static void server_reload_one(void *ctx, const char *name, const char *value)
+{
+    struct server *srv = ctx;
+
+    if (strcmp(name, "verbose") == 0) {
+        log_set_level(atoi(value));
+        log_info("config reload: verbose = %s applied", value);
+    } else {
+        (void)srv;
+        log_warn("config reload: %s = %s ignored: takes effect at the next "
+                 "start", name, value);
+    }
+}
+
+static void server_reload_config(struct server *srv)
+{
+    struct options next;
+    char *msg = NULL;
+    size_t len = 0;
+    FILE *err;
+    int rc;
+
+    if (srv->opt.config == NULL)
+        return;
+    err = open_memstream(&msg, &len);
+    if (err == NULL) {
+        log_error("config reload: out of memory");
+        return;
+    }
+    rc = options_reparse(&srv->opt, &next, err);
+    fclose(err);
+    if (rc != OPTIONS_RUN) {
+        char *nl = msg != NULL ? strchr(msg, '\n') : NULL;
+        if (nl != NULL)
+            *nl = '\0';
+        log_error("config reload failed, running settings kept: %s",
+                  msg != NULL ? msg : "");
+    } else {
+        log_info("config reload: re-read %s", srv->opt.config);
+        options_diff(&srv->opt, &next, server_reload_one, srv);
+    }
+    free(msg);
+    options_teardown(&next);
+}
+
 /* Runs on the main thread. */
 static void server_begin_stop(struct server *srv)
 {
@@ -190,6 +238,7 @@ static void server_signal_cb(evutil_socket_t sig, short what, void *arg)
             log_error("cannot reopen log file: %s", strerror(errno));
         else
             log_info("log file reopened");
+        server_reload_config(srv);
         break;
     case SIGUSR1:
         if (srv->dump_request == NULL)
@@ -238,19 +287,25 @@ static int server_signals(struct server *srv)
 static int server_write_pidfile(struct server *srv)
 {
     const char *path = srv->opt.pid_file;
-    char buf[32];
-    int fd, n, rc = -1;
+    char buf[32], tmp[4096];
+    int fd = -1, n, rc = -1;
 
     if (path == NULL)
         return 0;
-    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    /* written beside it and renamed, so a reader never sees it empty */
+    if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp)) {
+        log_error("pid file path too long: %s", path);
+        return -1;
+    }
+    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) {
-        log_error("cannot write pid file %s: %s", path, strerror(errno));
+        log_error("cannot write pid file %s: %s", tmp, strerror(errno));
         goto out;
     }
     n = snprintf(buf, sizeof(buf), "%ld\n", (long)getpid());
-    if (write(fd, buf, (size_t)n) != n) {
+    if (write(fd, buf, (size_t)n) != n || rename(tmp, path) < 0) {
         log_error("cannot write pid file %s: %s", path, strerror(errno));
+        (void)unlink(tmp);
         goto out;
     }
     srv->pidfile_written = true;

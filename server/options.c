@@ -275,6 +275,8 @@ void options_teardown(struct options *o)
     }
     MDC_OPTIONS(X)
 #undef X
+    free(o->conf_text);
+    o->conf_text = NULL;
 }
 
 /* Render the current value of option d in o as text. */
@@ -390,6 +392,199 @@ static int opt_level(struct options *o, const struct opt_desc *d, int argc,
         return 0;
     }
     return opt_set(o, d, arg, why);
+}
+
+static const struct opt_desc *opt_by_name(const char *name)
+{
+    size_t i;
+
+    for (i = 0; i < OPT_ID__COUNT; i++)
+        if (strcmp(opt_table[i].lname, name) == 0)
+            return &opt_table[i];
+    return NULL;
+}
+
+static char *opt_trim(char *s)
+{
+    char *e;
+
+    while (*s == ' ' || *s == '\t')
+        s++;
+    e = s + strlen(s);
+    while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'))
+        *--e = '\0';
+    return s;
+}
+
+/* Read the whole of path into a NUL-terminated malloc'd buffer. */
+static char *opt_slurp(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    char *buf = NULL;
+    size_t len = 0, cap = 0, k;
+
+    if (f == NULL)
+        return NULL;
+    for (;;) {
+        if (cap - len < 4096) {
+            char *nb = realloc(buf, cap + 65536);
+            if (nb == NULL) {
+                free(buf);
+                buf = NULL;
+                errno = ENOMEM;
+                goto out;
+            }
+            buf = nb;
+            cap += 65536;
+        }
+        k = fread(buf + len, 1, cap - len - 1, f);
+        len += k;
+        if (k == 0)
+            break;
+        if (len > (1u << 20)) {
+            free(buf);
+            buf = NULL;
+            errno = EFBIG;
+            goto out;
+        }
+    }
+    if (ferror(f)) {
+        free(buf);
+        buf = NULL;
+        errno = EIO;
+        goto out;
+    }
+    buf[len] = '\0';
+out:
+    fclose(f);
+    return buf;
+}
+
+/*
+ * Apply the config file o->config: "long-option = value" lines, '#'
+ * comments, blank lines; a flag may stand alone or take yes/no.  Options
+ * given on the command line (cli_seen) keep their value.  0 ok; -1 with
+ * "file:line: reason" printed.
+ */
+static int opt_load_file(struct options *o, const bool *cli_seen,
+                         const char *argv0, FILE *err)
+{
+    bool file_seen[OPT_ID__COUNT];
+    char *line, *next;
+    unsigned lineno = 0;
+    const char *path = o->config;
+
+    memset(file_seen, 0, sizeof(file_seen));
+    o->conf_text = opt_slurp(path);
+    if (o->conf_text == NULL) {
+        fprintf(err, "%s: cannot read config file %s: %s\n", argv0, path,
+                strerror(errno));
+        return -1;
+    }
+    if (strlen(o->conf_text) == 0)
+        return 0;
+    for (line = o->conf_text; line != NULL; line = next) {
+        const struct opt_desc *d;
+        const char *why = NULL;
+        char *key, *val = NULL, *eq;
+        size_t id;
+
+        lineno++;
+        next = strchr(line, '\n');
+        if (next != NULL)
+            *next++ = '\0';
+        key = opt_trim(line);
+        if (*key == '\0' || *key == '#')
+            continue;
+        eq = strchr(key, '=');
+        if (eq != NULL) {
+            *eq = '\0';
+            val = opt_trim(eq + 1);
+            key = opt_trim(key);
+            if (val[0] == '"' && strlen(val) >= 2 &&
+                val[strlen(val) - 1] == '"') {
+                val[strlen(val) - 1] = '\0';
+                val++;
+            }
+        }
+        d = opt_by_name(key);
+        if (d == NULL) {
+            fprintf(err, "%s: %s:%u: unknown option '%s'\n", argv0, path,
+                    lineno, key);
+            return -1;
+        }
+        if (d->kind == OT_ACTION || strcmp(d->lname, "config") == 0) {
+            fprintf(err, "%s: %s:%u: '%s' is not allowed in a config file\n",
+                    argv0, path, lineno, key);
+            return -1;
+        }
+        id = (size_t)(d - opt_table);
+        if (cli_seen[id])
+            continue; /* the command line wins */
+        if (d->kind == OT_FLAG) {
+            bool on;
+            if (val == NULL || strcmp(val, "yes") == 0 ||
+                strcmp(val, "true") == 0 || strcmp(val, "on") == 0 ||
+                strcmp(val, "1") == 0)
+                on = true;
+            else if (strcmp(val, "no") == 0 || strcmp(val, "false") == 0 ||
+                     strcmp(val, "off") == 0 || strcmp(val, "0") == 0)
+                on = false;
+            else {
+                fprintf(err, "%s: %s:%u: invalid value '%s' for %s: want "
+                        "yes or no\n", argv0, path, lineno, val, key);
+                return -1;
+            }
+            *(bool *)((char *)o + d->off) = on;
+            continue;
+        }
+        if (val == NULL) {
+            fprintf(err, "%s: %s:%u: %s needs a value (%s = %s)\n", argv0,
+                    path, lineno, key, key, d->meta ? d->meta : "VALUE");
+            return -1;
+        }
+        if (d->kind == OT_LIST && !file_seen[id]) {
+            /* the file's first line replaces the default */
+            ((struct opt_list *)((char *)o + d->off))->n = 0;
+        }
+        file_seen[id] = true;
+        if (opt_set(o, d, val, &why) < 0) {
+            if (d->kind == OT_STR || d->kind == OT_LIST || d->kind == OT_MODE)
+                fprintf(err, "%s: %s:%u: invalid value '%s' for %s: %s\n",
+                        argv0, path, lineno, val, key, why);
+            else
+                fprintf(err,
+                        "%s: %s:%u: invalid value '%s' for %s: %s "
+                        "(allowed %" PRIu64 "..%" PRIu64 ")\n",
+                        argv0, path, lineno, val, key, why, d->min, d->max);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int options_reparse(const struct options *cur, struct options *next,
+                    FILE *err)
+{
+    return options_parse(next, cur->argc, cur->argv, err);
+}
+
+void options_diff(const struct options *cur, const struct options *next,
+                  options_visit_fn fn, void *ctx)
+{
+    char a[512], b[512];
+    size_t i;
+
+    for (i = 0; i < OPT_ID__COUNT; i++) {
+        const struct opt_desc *d = &opt_table[i];
+
+        if (d->kind == OT_ACTION)
+            continue;
+        opt_format(cur, d, a, sizeof(a));
+        opt_format(next, d, b, sizeof(b));
+        if (strcmp(a, b) != 0)
+            fn(ctx, d->lname, b);
+    }
 }
 
 /* getopt_long()'s tables from the option table: long options, and the
@@ -516,7 +711,7 @@ static int opt_validate(struct options *o, FILE *err, const char *argv0)
 
 /* The command line, option by option; 0, or -1 with the reason on err. */
 static int opt_read_args(struct options *o, int argc, char **argv, FILE *err,
-                         const char *argv0)
+                         const char *argv0, bool *cli_seen)
 {
     struct option lopts[OPT_ID__COUNT + 1];
     char shorts[3 * OPT_ID__COUNT + 2];
@@ -545,6 +740,7 @@ static int opt_read_args(struct options *o, int argc, char **argv, FILE *err,
         d = opt_of(c);
         if (d == NULL)
             return -1;
+        cli_seen[d - opt_table] = true;
         if (d->kind == OT_LIST && !list_seen[d - opt_table]) {
             /* The first occurrence replaces the default. */
             struct opt_list *l = (struct opt_list *)((char *)o + d->off);
@@ -570,9 +766,13 @@ static int opt_read_args(struct options *o, int argc, char **argv, FILE *err,
 int options_parse(struct options *o, int argc, char **argv, FILE *err)
 {
     const char *argv0 = argc > 0 ? argv[0] : "mdcached";
+    bool cli_seen[OPT_ID__COUNT];
 
     options_defaults(o);
-    if (opt_read_args(o, argc, argv, err, argv0) < 0)
+    o->argc = argc;
+    o->argv = argv;
+    memset(cli_seen, 0, sizeof(cli_seen));
+    if (opt_read_args(o, argc, argv, err, argv0, cli_seen) < 0)
         goto usage;
     if (o->help) {
         options_usage(stdout, argv0);
@@ -582,6 +782,8 @@ int options_parse(struct options *o, int argc, char **argv, FILE *err)
         printf("mdcached %s\n", PACKAGE_VERSION);
         return OPTIONS_EXIT;
     }
+    if (o->config != NULL && opt_load_file(o, cli_seen, argv0, err) < 0)
+        goto usage;
     if (opt_validate(o, err, argv0) < 0)
         goto usage;
     return OPTIONS_RUN;

@@ -116,6 +116,9 @@ struct opt_list {
       "user to run as after binding (as root the default is nobody)")          \
     X(pid_file, 'P', "pid-file", OT_STR, "", 0, 0, "PATH",                     \
       "write the process id to this file")                                     \
+    X(config, 'C', "config", OT_STR, "", 0, 0, "PATH",                         \
+      "read long-option = value lines from this file (mdcached.conf(5)); "    \
+      "the command line overrides it; SIGHUP re-reads it")                    \
     X(version, 'V', "version", OT_ACTION, "", 0, 0, NULL,                      \
       "print the version and exit")                                            \
     X(help, 'h', "help", OT_ACTION, "", 0, 0, NULL,                            \
@@ -125,6 +128,11 @@ struct options {
 #define X(field, sh, lo, kind, def, mn, mx, meta, help) OPT_CTYPE_##kind field;
     MDC_OPTIONS(X)
 #undef X
+    /* not options: the config file's text (the strings read from it point
+     * into it) and the command line, kept for SIGHUP's re-read */
+    char *conf_text;
+    int argc;
+    char **argv;
 };
 
 enum options_rc {
@@ -140,9 +148,20 @@ int options_parse(struct options *o, int argc, char **argv, FILE *err);
 void options_usage(FILE *f, const char *argv0);
 void options_teardown(struct options *o);
 
-/* Visit every setting as (long name, value as text), in table order. */
+/*
+ * SIGHUP: parse the config file (-C) and the saved command line again into
+ * next (errors, naming file and line, go to err; OPTIONS_USAGE).  Then
+ * options_diff() visits each option whose value differs from cur as
+ * (long name, new value).
+ */
+int options_reparse(const struct options *cur, struct options *next,
+                    FILE *err);
 typedef void (*options_visit_fn)(void *ctx, const char *name,
                                  const char *value);
+void options_diff(const struct options *cur, const struct options *next,
+                  options_visit_fn fn, void *ctx);
+
+/* Visit every setting as (long name, value as text), in table order. */
 void options_visit(const struct options *o, options_visit_fn fn, void *ctx);
 
 /* Split a -l value: "addr", "addr:port", "[v6]", "[v6]:port" or a bare v6

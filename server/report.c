@@ -148,3 +148,73 @@ void stats_collect_settings(struct server *srv, stats_visit_fn fn, void *ctx)
     emit_u64(fn, ctx, "max_message_body", srv->max_body);
     emit_u64(fn, ctx, "udp_sockets", srv->nudp);
 }
+
+static const char *stats_role_name(enum worker_role r)
+{
+    switch (r) {
+    case ROLE_MAIN:
+        return "main";
+    case ROLE_NET:
+        return "network";
+    case ROLE_PAYLOAD:
+        return "payload";
+    }
+    return "unknown";
+}
+
+static void stats_collect_threads(struct server *srv, stats_visit_fn fn,
+                                  void *ctx)
+{
+    char name[96];
+    unsigned i;
+
+    for (i = 0; i < srv->nworkers; i++) {
+        const struct worker *w = &srv->workers[i];
+        const struct thread_stats *t = &w->stats;
+
+        snprintf(name, sizeof(name), "%u:role", w->id);
+        fn(ctx, name, stats_role_name(w->role));
+#define X(n)                                                                   \
+        snprintf(name, sizeof(name), "%u:" #n, w->id);                         \
+        emit_u64(fn, ctx, name, __atomic_load_n(&t->n, __ATOMIC_RELAXED));
+        STATS_THREAD_FIELDS(X)
+#undef X
+    }
+}
+
+static void stats_collect_tags(struct server *srv, stats_visit_fn fn,
+                               void *ctx)
+{
+    struct store_tag_count *top;
+    char name[48];
+    size_t n, i;
+
+    top = mdc_calloc(STATS_TOP_TAGS, sizeof(*top));
+    if (top == NULL)
+        return;
+    n = store_top_tags(srv->store, top, STATS_TOP_TAGS);
+    for (i = 0; i < n; i++) {
+        snprintf(name, sizeof(name), "tag:%" PRId32 ":%" PRId32,
+                 top[i].tag.tkey, top[i].tag.tval);
+        emit_u64(fn, ctx, name, top[i].records);
+    }
+    mdc_free(top);
+}
+
+int stats_collect_group(struct server *srv, const char *group, size_t glen,
+                        stats_visit_fn fn, void *ctx)
+{
+#define IS(s) (glen == sizeof(s) - 1 && memcmp(group, s, glen) == 0)
+    if (fn == NULL) /* only asks whether the group exists */
+        return IS("settings") || IS("threads") || IS("tags") ? 0 : -1;
+    if (IS("settings"))
+        stats_collect_settings(srv, fn, ctx);
+    else if (IS("threads"))
+        stats_collect_threads(srv, fn, ctx);
+    else if (IS("tags"))
+        stats_collect_tags(srv, fn, ctx);
+    else
+        return -1;
+    return 0;
+#undef IS
+}

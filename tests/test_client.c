@@ -766,6 +766,49 @@ static void test_daemon_dies(void **state)
     rmdir(d.dir);
 }
 
+/* mdc_check(): an idle live connection stays; one the server closed is
+ * found without a round trip and closed, so the next operation reconnects */
+static void test_check(void **state)
+{
+    (void)state;
+    struct tsrv d;
+    char s[64];
+    struct mdc_item *it = NULL;
+    if (tsrv_external())
+        skip();
+    assert_int_equal(mdc_check(NULL), MDC_ERR_ARG);
+    assert_int_equal(tsrv_start(&d, NULL), 0);
+    dies_pid = d.pid;
+    snprintf(s, sizeof(s), "127.0.0.1:%d", d.port);
+    mdc_t *m = mdc_create(s);
+    assert_int_equal(mdc_check(m), MDC_OK); /* not connected yet */
+    assert_int_equal(mdc_set(m, K("k"), K("v"), 0, 0, NULL, 0), MDC_OK);
+    assert_int_equal(mdc_check(m), MDC_OK);
+    assert_int_equal(mdc_get(m, K("k"), &it), MDC_OK);
+    mdc_item_free(it);
+    it = NULL;
+
+    kill(d.pid, SIGTERM); /* the daemon closes its connections and exits */
+    int status;
+    waitpid(d.pid, &status, 0);
+    d.pid = 0;
+    dies_pid = 0;
+    int rc = MDC_OK;
+    for (int i = 0; i < 100 && rc == MDC_OK; i++) { /* FIN may lag a bit */
+        rc = mdc_check(m);
+        if (rc == MDC_OK)
+            usleep(10000);
+    }
+    assert_int_equal(rc, MDC_ERR_IO);
+    assert_int_equal(mdc_error(m), MDC_ERR_IO);
+    assert_int_equal(mdc_check(m), MDC_OK); /* closed now: nothing to do */
+    /* the next operation reconnects (and finds nobody) */
+    assert_int_equal(mdc_get(m, K("k"), &it), MDC_ERR_CONNECT);
+    mdc_destroy(m);
+    unlink(d.unix_path);
+    rmdir(d.dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -785,6 +828,7 @@ int main(void)
         cmocka_unit_test(test_fake_garbage),
         cmocka_unit_test(test_fake_timeout),
         cmocka_unit_test(test_daemon_dies),
+        cmocka_unit_test(test_check),
     };
     signal(SIGPIPE, SIG_IGN);
     return cmocka_run_group_tests_name("client", tests, group_setup,

@@ -7,7 +7,11 @@ PKGS="build-essential autoconf automake libtool pkg-config
   clang llvm libclang-rt-14-dev
   libmemcached-dev libhiredis-dev memcached redis-server
   libbpf-dev bpftool iproute2 ethtool python3-matplotlib
-  libmemcached-tools php-cli php-memcached nutcracker"
+  libmemcached-tools php-cli php-memcached nutcracker
+  tmux man-db groff-base
+  php-dev php-cgi php-igbinary php-msgpack zlib1g-dev libzstd-dev
+  phpunit php-psr-simple-cache php-psr-cache php-symfony-cache
+  php-illuminate-cache php-redis"
 if [ "$(id -u)" -ne 0 ]; then
     echo "tools/deps.sh: must run as root (apt-get install)" >&2
     exit 1

@@ -1865,3 +1865,8 @@ int store_restore_tags(struct store *st, struct record *r)
     store_release(st, r);
     return rc;
 }
+
+size_t store_top_tags(struct store *st, struct store_tag_count *out, size_t n)
+{
+    return tags_top(st->tags, out, n);
+}

@@ -239,6 +239,16 @@ int store_get_by_tag(struct store *st, int32_t tkey, const int32_t *tvals,
 int store_del_by_tag(struct store *st, int32_t tkey, const int32_t *tvals,
                      size_t ntvals, uint64_t *ndeleted);
 
+/* The n tags carrying the most records, largest first (ties by tkey,
+ * tval); returns how many were written.  Walks the tag index under each
+ * bucket's read lock in turn: a consistent view per bucket, not overall. */
+struct store_tag_count {
+    struct mdc_tag tag;
+    uint64_t records;
+};
+size_t store_top_tags(struct store *st, struct store_tag_count *out,
+                      size_t n);
+
 /* tstack: push stores value under a generated key carrying tag; the key is
  * written to keybuf (at least STORE_TSTACK_KEYMAX bytes). */
 #define STORE_TSTACK_KEYMAX 64

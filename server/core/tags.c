@@ -284,6 +284,52 @@ void tags_counts(struct tags *t, uint64_t *nkeys, uint64_t *nvals,
     *nlinks = nl;
 }
 
+static int tc_before(const struct store_tag_count *a,
+                     const struct store_tag_count *b)
+{
+    if (a->records != b->records)
+        return a->records > b->records;
+    if (a->tag.tkey != b->tag.tkey)
+        return a->tag.tkey < b->tag.tkey;
+    return a->tag.tval < b->tag.tval;
+}
+
+size_t tags_top(struct tags *t, struct store_tag_count *out, size_t n)
+{
+    size_t have = 0;
+
+    if (n == 0)
+        return 0;
+    for (uint32_t i = 0; i <= t->mask; i++) {
+        struct tag_bucket *b = &t->b[i];
+        struct tkey_node *k;
+
+        mdc_rdlock(&b->lock);
+        RB_FOREACH(k, tktree, &b->keys)
+        {
+            struct tval_node *v;
+            RB_FOREACH(v, tvtree, &k->vals)
+            {
+                struct store_tag_count c = {{k->tkey, v->tval}, v->count};
+                size_t j;
+
+                if (c.records == 0 ||
+                    (have == n && !tc_before(&c, &out[n - 1])))
+                    continue;
+                /* insertion into the sorted array (n is small) */
+                j = have < n ? have++ : n - 1;
+                while (j > 0 && tc_before(&c, &out[j - 1])) {
+                    out[j] = out[j - 1];
+                    j--;
+                }
+                out[j] = c;
+            }
+        }
+        mdc_unlock(&b->lock);
+    }
+    return have;
+}
+
 /* The forest alone: every tkey in its bucket, no empty node left behind,
  * every entry in the list of its own (tkey, tval), lists holding exactly
  * 'count' entries. */

@@ -64,6 +64,9 @@ int tags_collect(struct tags *t, int32_t tkey, const int32_t *tvals,
 /* Referenced newest record of one tag, or NULL. */
 struct record *tags_newest(struct tags *t, struct mdc_tag tag);
 
+/* The n largest tags by record count, largest first (store_top_tags()). */
+size_t tags_top(struct tags *t, struct store_tag_count *out, size_t n);
+
 /* Counters, the forest's own consistency and a walk over every linked entry
  * (quiescent forest only: no locks taken by check and foreach).  tags_check
  * checks the forest alone; store_check cross-checks it against the record

@@ -451,24 +451,21 @@ static void nat_stats(struct conn *c, struct worker *w,
     const struct wire_hdr *h = &m->hdr;
     struct wire_hdr rh;
     size_t hoff = c->olen;
-    enum { G_GENERAL, G_SETTINGS } group;
 
     STAT_INC(&w->stats, cmd_stats);
-    if (h->klen == 0)
-        group = G_GENERAL;
-    else if (h->klen == 8 && memcmp(m->key, "settings", 8) == 0)
-        group = G_SETTINGS;
-    else {
+    if (h->klen != 0 && stats_collect_group(c->srv, (const char *)m->key,
+                                            h->klen, NULL, NULL) < 0) {
         nat_reply(c, h, WIRE_S_NOT_FOUND, 0, NULL, 0, NULL, 0);
         return;
     }
     if (conn_out_reserve(c, WIRE_HDR_LEN) == NULL)
         return;
     conn_out_commit(c, WIRE_HDR_LEN);
-    if (group == G_GENERAL)
+    if (h->klen == 0)
         stats_collect(c->srv, nat_stats_line, c);
     else
-        stats_collect_settings(c->srv, nat_stats_line, c);
+        (void)stats_collect_group(c->srv, (const char *)m->key, h->klen,
+                                  nat_stats_line, c);
     if (c->closing)
         return; /* out of memory: the connection goes */
     wire_hdr_response(&rh, h, WIRE_S_OK);

@@ -275,15 +275,17 @@ static void txt_stats_line(void *ctx, const char *name, const char *value)
     conn_out_commit(c, ln + lv + 8);
 }
 
-/* stats, stats settings (the daemon's tables); other groups: ERROR. */
+/* stats, stats settings|threads|tags (report.h); other groups: ERROR. */
 static void txt_stats(struct conn *c, struct worker *w,
                       const struct mctext_req *req)
 {
     STAT_INC(&w->stats, cmd_stats);
     if (req->arg == NULL) {
         stats_collect(c->srv, txt_stats_line, c);
-    } else if (req->arglen == 8 && memcmp(req->arg, "settings", 8) == 0) {
-        stats_collect_settings(c->srv, txt_stats_line, c);
+    } else if (stats_collect_group(c->srv, req->arg, req->arglen, NULL,
+                                   NULL) == 0) {
+        (void)stats_collect_group(c->srv, req->arg, req->arglen,
+                                  txt_stats_line, c);
     } else {
         txt_str(c, MCTEXT_R_ERROR);
         return;

@@ -1,0 +1,111 @@
+--TEST--
+session handler: two concurrent requests on one session (php-cgi), lock released on every exit path, bounded wait
+--FILE--
+<?php
+require __DIR__ . '/mdc_test.inc';
+use Mdcached\Client;
+$tmp = getenv('MDC_TEST_TMP');
+$script = "$tmp/session_req.php";
+file_put_contents($script, <<<'PHP'
+<?php
+$t0 = microtime(true);
+$ok = session_start();
+$waited = microtime(true) - $t0;
+if (!$ok) {
+    echo json_encode(['who' => getenv('WHO'), 'started' => false, 'waited' => $waited]), "\n";
+    return;
+}
+$_SESSION['n'] = ($_SESSION['n'] ?? 0) + 1;
+$_SESSION['who'][] = getenv('WHO');
+usleep((int)getenv('HOLD_MS') * 1000);
+echo json_encode(['who' => getenv('WHO'), 'started' => true, 'waited' => $waited, 'n' => $_SESSION['n']]), "\n";
+if (getenv('MODE') === 'throw') {
+    throw new RuntimeException('request failed');
+}
+if (getenv('MODE') === 'exit') {
+    exit(3);
+}
+if (getenv('MODE') === 'destroy') {
+    session_destroy();
+}
+PHP);
+$addr = getenv('MDC_TEST_HOST') . ':' . getenv('MDC_TEST_PORT');
+$ini = ['session.save_handler' => 'mdcached', 'session.save_path' => $addr,
+        'session.use_strict_mode' => '0', 'session.gc_maxlifetime' => '300',
+        'display_errors' => 'stdout', 'max_execution_time' => '30'];
+$c = mdc_client();
+$c->flush();
+$req = function (string $sid, string $who, int $hold, string $mode = '', array $extra = []) use ($script, $ini) {
+    return mdc_cgi_start($script, $extra + $ini, ['HTTP_COOKIE' => "PHPSESSID=$sid", 'WHO' => $who,
+                                                  'HOLD_MS' => (string)$hold, 'MODE' => $mode]);
+};
+$wait_lock = function (string $sid) use ($c) {
+    for ($i = 0; $i < 400 && $c->get("lock.mdc.sess.$sid") === false; $i++) {
+        usleep(10000);
+    }
+    return $c->get("lock.mdc.sess.$sid") !== false;
+};
+$parse = function (string $out) {
+    foreach (explode("\n", $out) as $l) {
+        if (str_starts_with($l, '{')) {
+            return json_decode($l, true);
+        }
+    }
+    return ['raw' => $out];
+};
+
+// two concurrent requests: B waits for A's lock, then sees A's write
+$ha = $req('sessA1', 'A', 700);
+check($wait_lock('sessA1'), 'A holds the lock');
+$hb = $req('sessA1', 'B', 0);
+$a = $parse(mdc_cgi_wait($ha));
+$b = $parse(mdc_cgi_wait($hb));
+check(($a['n'] ?? 0) === 1 && ($b['n'] ?? 0) === 2, 'serialized: ' . json_encode([$a, $b]));
+check(($b['waited'] ?? 0) > 0.3, 'B waited for the lock');
+$raw = $c->get('mdc.sess.sessA1');
+check(is_string($raw) && str_contains($raw, 'n|i:2;'), "both increments kept: $raw");
+check($c->get('lock.mdc.sess.sessA1') === false, 'lock released');
+
+// control: the same race without locking loses an update
+$ini2 = ['mdcached.sess_locking' => '0'];
+$ha = $req('sessN1', 'A', 700, '', $ini2);
+for ($i = 0; $i < 400 && $c->get('mdc.sess.sessN1') === false && $i < 30; $i++) { usleep(10000); }
+usleep(200000);
+$hb = $req('sessN1', 'B', 0, '', $ini2);
+$a = $parse(mdc_cgi_wait($ha));
+$b = $parse(mdc_cgi_wait($hb));
+check(($b['n'] ?? 0) === 1, 'without locking B does not see A: ' . json_encode([$a, $b]));
+
+// every exit path releases the lock: an uncaught exception, exit()
+foreach (['throw', 'exit'] as $mode) {
+    $h = $req("sessX$mode", 'X', 0, $mode);
+    $out = mdc_cgi_wait($h);
+    check(str_contains($out, '"started":true'), "$mode ran: $out");
+    check($c->get("lock.mdc.sess.sessX$mode") === false, "lock released after $mode");
+    $t = microtime(true);
+    $r = $parse(mdc_cgi($script, $ini, ['HTTP_COOKIE' => "PHPSESSID=sessX$mode", 'WHO' => 'Y', 'HOLD_MS' => '0']));
+    check(($r['waited'] ?? 9) < 0.2 && microtime(true) - $t < 5, "next request not blocked after $mode");
+    check(($r['n'] ?? 0) === ($mode === 'throw' ? 2 : 2), "data written before $mode kept: " . json_encode($r));
+}
+
+// destroy removes the record and the lock
+mdc_cgi_wait($req('sessD1', 'D', 0, 'destroy'));
+check($c->get('mdc.sess.sessD1') === false && $c->get('lock.mdc.sess.sessD1') === false, 'destroy');
+
+// a lock held by someone else: bounded wait, then session_start() fails,
+// and the other holder's lock is left alone
+$c->set('lock.mdc.sess.sessL1', 'other', 60);
+$t = microtime(true);
+$out = mdc_cgi($script, ['mdcached.sess_lock_retries' => '5', 'mdcached.sess_lock_wait_max' => '50'] + $ini,
+               ['HTTP_COOKIE' => 'PHPSESSID=sessL1', 'WHO' => 'L', 'HOLD_MS' => '0']);
+check(str_contains($out, '"started":false') && microtime(true) - $t < 5, "bounded wait: $out");
+check(str_contains($out, 'not acquired'), 'a clear warning');
+check($c->get('lock.mdc.sess.sessL1') === 'other', "other holder's lock kept");
+
+// a bad save_path: a warning, no crash
+$out = mdc_cgi($script, ['session.save_path' => ''] + $ini, ['HTTP_COOKIE' => 'PHPSESSID=sessE1', 'WHO' => 'E', 'HOLD_MS' => '0']);
+check(str_contains($out, '"started":false') && str_contains($out, 'save_path'), "empty save_path: $out");
+echo "done\n";
+?>
+--EXPECT--
+done

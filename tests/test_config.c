@@ -1,0 +1,322 @@
+/*
+ * test_config.c - the config file (-C, mdcached.conf(5)): long-option =
+ * value lines with the option table's names, the command line overriding
+ * the file, an unknown key or a bad value exiting 64 with the file and line
+ * named, and SIGHUP applying the log level live while logging the changed
+ * settings it ignores.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "server/options.h"
+#include "server_client.h"
+
+static char tdir[] = "/tmp/mdc-conf-XXXXXX";
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    chmod(path, 0644); /* the daemon reads it again as nobody */
+}
+
+static bool file_contains(const char *path, const char *needle)
+{
+    static char buf[65536];
+    FILE *f = fopen(path, "r");
+    size_t n;
+
+    if (f == NULL)
+        return false;
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    return strstr(buf, needle) != NULL;
+}
+
+static bool wait_contains(const char *path, const char *needle, int ms)
+{
+    for (int i = 0; i < ms / 10; i++) {
+        if (file_contains(path, needle))
+            return true;
+        sleep_ms(10);
+    }
+    return file_contains(path, needle);
+}
+
+/* Parse argv (NULL-terminated) in-process; messages into err. */
+static int parse(struct options *o, const char *const *args, char *err,
+                 size_t errlen)
+{
+    char *argv[16];
+    int argc = 0, rc;
+    FILE *f = fmemopen(err, errlen, "w");
+
+    assert_non_null(f);
+    argv[argc++] = (char *)"mdcached";
+    while (args[argc - 1] != NULL && argc < 15) {
+        argv[argc] = (char *)args[argc - 1];
+        argc++;
+    }
+    argv[argc] = NULL;
+    memset(err, 0, errlen);
+    rc = options_parse(o, argc, argv, f);
+    fclose(f);
+    return rc;
+}
+
+static void test_file_values_and_override(void **state)
+{
+    char path[128], err[1024];
+    struct options o;
+    const char *a1[] = {"-C", path, NULL};
+    const char *a2[] = {"-C", path, "-m", "64", "--listen", "127.0.0.2", NULL};
+
+    (void)state;
+    snprintf(path, sizeof(path), "%s/ok.conf", tdir);
+    write_file(path, "# comment\n\n"
+                     "memory-limit = 256\n"
+                     "  threads=2  \n"
+                     "listen = 127.0.0.1:7000\n"
+                     "listen = \"[::1]\"\n"
+                     "no-evict\n"
+                     "max-item-size = 2m\n"
+                     "verbose = 1\n");
+    assert_int_equal(parse(&o, a1, err, sizeof(err)), OPTIONS_RUN);
+    assert_int_equal(o.memory_mb, 256);
+    assert_int_equal(o.net_threads, 2);
+    assert_int_equal(o.listen.n, 2);
+    assert_string_equal(o.listen.v[0], "127.0.0.1:7000");
+    assert_string_equal(o.listen.v[1], "[::1]");
+    assert_true(o.no_evict);
+    assert_int_equal(o.max_item_size, 2u << 20);
+    assert_int_equal(o.verbose, 1);
+    assert_int_equal(o.port, 11311); /* not in the file: the default */
+    options_teardown(&o);
+
+    /* the command line wins, also over a repeated option */
+    assert_int_equal(parse(&o, a2, err, sizeof(err)), OPTIONS_RUN);
+    assert_int_equal(o.memory_mb, 64);
+    assert_int_equal(o.listen.n, 1);
+    assert_string_equal(o.listen.v[0], "127.0.0.2");
+    assert_int_equal(o.net_threads, 2);
+    options_teardown(&o);
+
+    /* no-evict = no turns a flag off */
+    write_file(path, "no-evict = no\n");
+    assert_int_equal(parse(&o, a1, err, sizeof(err)), OPTIONS_RUN);
+    assert_false(o.no_evict);
+    options_teardown(&o);
+}
+
+static void test_file_errors_name_line(void **state)
+{
+    static const struct {
+        const char *text, *want;
+    } bad[] = {
+        {"port = 1\nbogus-key = 3\n", ":2: unknown option 'bogus-key'"},
+        {"\n\nmemory-limit = lots\n", ":3: invalid value 'lots' for memory-limit"},
+        {"threads = 9999\n", ":1: invalid value '9999' for threads"},
+        {"buckets = 3\n", ":1: invalid value '3' for buckets: not a power"},
+        {"port\n", ":1: port needs a value"},
+        {"no-evict = maybe\n", ":1: invalid value 'maybe' for no-evict"},
+        {"help\n", ":1: 'help' is not allowed"},
+        {"config = /etc/x\n", ":1: 'config' is not allowed"},
+        {"-p = 5\n", ":1: unknown option '-p'"},
+    };
+    char path[128], err[1024], want[256];
+    struct options o;
+    const char *a[] = {"-C", path, NULL};
+
+    (void)state;
+    snprintf(path, sizeof(path), "%s/bad.conf", tdir);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        write_file(path, bad[i].text);
+        assert_int_equal(parse(&o, a, err, sizeof(err)), OPTIONS_USAGE);
+        snprintf(want, sizeof(want), "%s%s", path, bad[i].want);
+        if (strstr(err, want) == NULL)
+            fail_msg("case %zu: want '%s' in: %s", i, want, err);
+        options_teardown(&o);
+    }
+    /* a missing file */
+    snprintf(path, sizeof(path), "%s/missing.conf", tdir);
+    assert_int_equal(parse(&o, a, err, sizeof(err)), OPTIONS_USAGE);
+    assert_non_null(strstr(err, "cannot read config file"));
+    options_teardown(&o);
+}
+
+/* The real binary: a bad file exits 64 (EX_USAGE) with file and line. */
+static void test_binary_exit_64(void **state)
+{
+    char path[128], out[2048];
+    int pipefd[2], status = 0;
+    ssize_t n;
+    pid_t pid;
+
+    (void)state;
+    snprintf(path, sizeof(path), "%s/bin.conf", tdir);
+    write_file(path, "port = 0\n# two\nmax-conns = 0\n");
+    assert_int_equal(pipe(pipefd), 0);
+    pid = fork();
+    if (pid == 0) {
+        dup2(pipefd[1], 2);
+        dup2(pipefd[1], 1);
+        execl(tsrv_binary(), tsrv_binary(), "-C", path, (char *)NULL);
+        _exit(127);
+    }
+    close(pipefd[1]);
+    n = read(pipefd[0], out, sizeof(out) - 1);
+    out[n > 0 ? n : 0] = '\0';
+    close(pipefd[0]);
+    waitpid(pid, &status, 0);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 64);
+    assert_non_null(strstr(out, "bin.conf:3: invalid value '0' for max-conns"));
+}
+
+/* tsrv_start() passes -v, which would override the file's level: start
+ * the daemon with only -C and the listener (from the file too). */
+static int start_with_conf(struct tsrv *s, const char *conf)
+{
+    struct sockaddr_in sa;
+    socklen_t sl = sizeof(sa);
+    int fd, i;
+
+    memset(s, 0, sizeof(*s));
+    snprintf(s->host, sizeof(s->host), "127.0.0.1");
+    fd = socket(AF_INET, SOCK_STREAM, 0);
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+        getsockname(fd, (struct sockaddr *)&sa, &sl) < 0)
+        return -1;
+    close(fd);
+    s->port = ntohs(sa.sin_port);
+    {
+        FILE *f = fopen(conf, "a");
+        if (f == NULL)
+            return -1;
+        fprintf(f, "port = %d\n", s->port);
+        fclose(f);
+    }
+    s->pid = fork();
+    if (s->pid == 0) {
+        execl(tsrv_binary(), tsrv_binary(), "-C", conf, (char *)NULL);
+        _exit(127);
+    }
+    for (i = 0; i < 500; i++) {
+        fd = tc_connect(s);
+        if (fd >= 0) {
+            close(fd);
+            return 0;
+        }
+        sleep_ms(10);
+    }
+    return -1;
+}
+
+static void test_sighup_reload(void **state)
+{
+    char path[128], logf[128], text[512];
+    struct tsrv s;
+    int fd;
+
+    (void)state;
+    snprintf(path, sizeof(path), "%s/live.conf", tdir);
+    snprintf(logf, sizeof(logf), "%s/live.log", tdir);
+    snprintf(text, sizeof(text), "verbose = 2\nthreads = 1\nlog-file = %s\n"
+             "memory-limit = 64\n", logf);
+    write_file(path, text);
+    assert_int_equal(start_with_conf(&s, path), 0);
+    assert_true(wait_contains(logf, "ready", 3000));
+    assert_true(wait_contains(logf, "64 MiB", 100));
+    /* at level 2 a connection leaves no debug line */
+    fd = tc_connect(&s);
+    assert_true(fd >= 0);
+    close(fd);
+    sleep_ms(100);
+    assert_false(file_contains(logf, "accepted on"));
+
+    /* a bad file is refused and the running settings stay */
+    write_file(path, "verbose = 3\nbogus = 1\n");
+    kill(s.pid, SIGHUP);
+    assert_true(wait_contains(logf, "config reload failed", 3000));
+    assert_true(file_contains(logf, "live.conf:2: unknown option 'bogus'"));
+    fd = tc_connect(&s);
+    assert_true(fd >= 0);
+    close(fd);
+    sleep_ms(100);
+    assert_false(file_contains(logf, "accepted on"));
+
+    /* the level changes live; the memory limit waits for a restart */
+    snprintf(text, sizeof(text), "verbose = 3\nthreads = 1\nlog-file = %s\n"
+             "memory-limit = 128\nport = %d\n", logf, s.port);
+    write_file(path, text);
+    kill(s.pid, SIGHUP);
+    assert_true(wait_contains(logf, "memory-limit = 128 ignored", 3000));
+    assert_true(file_contains(logf, "verbose = 3 applied"));
+    fd = tc_connect(&s);
+    assert_true(fd >= 0);
+    close(fd);
+    assert_true(wait_contains(logf, "accepted on", 3000));
+    assert_int_equal(tsrv_stop(&s), 0);
+    unlink(logf);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    if (mkdtemp(tdir) == NULL)
+        return -1;
+    chmod(tdir, 0777); /* the daemon may run as nobody after binding */
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    char cmd[128];
+
+    (void)state;
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", tdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_file_values_and_override),
+        cmocka_unit_test(test_file_errors_name_line),
+        cmocka_unit_test(test_binary_exit_64),
+        cmocka_unit_test(test_sighup_reload),
+    };
+
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
