@@ -3,8 +3,9 @@
  * "The GET fast path"): a batch
  * of GET hits, parsed, answered and written through a real connection on a
  * socketpair, allocates nothing (jemalloc's thread.allocated does not move)
- * and copies no value (every value goes out as a segment pointing into its
- * record).  Runs in-process, in the thread that does the work.  Without
+ * and copies no value over CONN_COPY_MAX (every such value goes out as a
+ * segment pointing into its record); smaller values are copied into obuf,
+ * so a batch of them leaves as one piece holding no reference.  Runs in-process, in the thread that does the work.  Without
  * jemalloc (sanitizer builds) the counter does not exist: SKIP (exit 77).
  */
 #include "config.h"

@@ -43,7 +43,6 @@ def esc(s):
     return s
 
 def render_comment(c):
-    c = c.replace(" (DESIGN.md §3)", "")
     lines = [re.sub(r"^\s*\* ?", "", l) for l in c.strip("\n").split("\n")]
     text, params, ret = [], [], None
     cur = None

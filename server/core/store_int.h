@@ -1,5 +1,5 @@
 /*
- * store_int.h - internals shared by store.c and tags.c (not for other
+ * store_int.h - internals shared by store.c, tags.c and dump.c (not for other
  * modules: they use store.h).
  *
  * Record layout (one allocation):
