@@ -81,6 +81,10 @@ BEGIN {
     f = $1; line = $2; inc = $3
     if (inc == "config.h") next
     dir = f; sub(/\/[^\/]*$/, "", dir)
+    # the PHP extension quote-includes the headers of PHP (php.h, zend_*.h,
+    # ext/...), found on the include path phpize sets, outside the tree
+    if (f ~ /^client-php\// && !exists(inc) && !exists(dir "/" inc) &&
+        !exists("client-c/" inc)) next
     if (inc ~ /\//) {
         t = inc
         if (t !~ /\.skel\.h$/ && !exists(t)) {
