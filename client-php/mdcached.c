@@ -1299,8 +1299,20 @@ PHP_METHOD(Mdcached_Client, getMulti)
     } ZEND_HASH_FOREACH_END();
     size_t nk = i;
     if (rc == MDC_OK) {
-        rc = mdc_pool_mget(o->c->pool, n, kp, kl, out, NULL);
-        if (rc != MDC_OK && rc != MDC_ERR_PARTIAL) {
+        if (n == 1) {
+            /* one key: a plain GET (no quiet GET + NOOP pair) */
+            mdc_t *h = mdc_pool_pick(o->c->pool, kp[0], kl[0]);
+            rc = mdc_get(h, kp[0], kl[0], &out[0]);
+            if (rc == MDC_NOT_FOUND)
+                rc = MDC_OK;
+            if (rc != MDC_OK)
+                mdcx_result_h(o, h, rc);
+        } else {
+            rc = mdc_pool_mget(o->c->pool, n, kp, kl, out, NULL);
+        }
+        if (n == 1 && rc != MDC_OK) {
+            /* recorded above */
+        } else if (rc != MDC_OK && rc != MDC_ERR_PARTIAL) {
             mdcx_result_pool(o, rc);
         } else {
             int partial = rc;
@@ -1549,7 +1561,9 @@ PHP_METHOD(Mdcached_Client, setMulti)
             if (m == 0)
                 continue;
             mdc_t *h = mdc_pool_server(o->c->pool, s);
-            int r = mdc_mset(h, MDC_SET, m, batch, NULL);
+            /* one record: a plain SET (no quiet SET + NOOP pair) */
+            int r = m == 1 ? mdc_store(h, MDC_SET, &batch[0], NULL)
+                           : mdc_mset(h, MDC_SET, m, batch, NULL);
             if (r != MDC_OK && first == MDC_OK) {
                 first = r;
                 fh = h;
