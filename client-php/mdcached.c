@@ -9,12 +9,12 @@
 #include "config.h"
 #endif
 
-#include "php.h"
-#include "ext/standard/info.h"
-#include "ext/standard/php_var.h"
-#include "ext/spl/spl_exceptions.h"
-#include "zend_exceptions.h"
-#include "zend_smart_str.h"
+#include <php.h>
+#include <ext/standard/info.h>
+#include <ext/standard/php_var.h>
+#include <ext/spl/spl_exceptions.h>
+#include <zend_exceptions.h>
+#include <zend_smart_str.h>
 
 #include <zlib.h>
 #include <zstd.h>
