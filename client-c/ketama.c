@@ -90,7 +90,8 @@ int mdci_ketama_build(struct mdci_continuum *c, const char *const *names,
         }
         free(buf);
     }
-    qsort(pts, n, sizeof(*pts), point_cmp);
+    if (n > 1) /* no servers left: pts is NULL */
+        qsort(pts, n, sizeof(*pts), point_cmp);
     free(c->points);
     c->points = pts;
     c->n = n;

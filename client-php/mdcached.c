@@ -9,12 +9,12 @@
 #include "config.h"
 #endif
 
-#include "php.h"
-#include "ext/standard/info.h"
-#include "ext/standard/php_var.h"
-#include "ext/spl/spl_exceptions.h"
-#include "zend_exceptions.h"
-#include "zend_smart_str.h"
+#include <php.h>
+#include <ext/standard/info.h>
+#include <ext/standard/php_var.h>
+#include <ext/spl/spl_exceptions.h>
+#include <zend_exceptions.h>
+#include <zend_smart_str.h>
 
 #include <zlib.h>
 #include <zstd.h>
@@ -611,7 +611,14 @@ static int mdcx_decode(mdcx_obj *o, const char *p, size_t len, uint32_t flags,
         const unsigned char *u = (const unsigned char *)p;
         size_t olen = (size_t)u[0] | ((size_t)u[1] << 8) |
                       ((size_t)u[2] << 16) | ((size_t)u[3] << 24);
+        /* check the claimed size before allocating it: deflate expands
+         * at most 1032:1, and a zstd frame states its size */
         if (olen > MAX_UNCOMPRESSED)
+            goto bad;
+        if ((flags & VF_ZSTD) &&
+            ZSTD_getFrameContentSize(p + 4, len - 4) != (unsigned long long)olen)
+            goto bad;
+        if (!(flags & VF_ZSTD) && olen > (len - 4) * 1032 + 64)
             goto bad;
         plain = zend_string_alloc(olen, 0);
         if (flags & VF_ZSTD) {
@@ -679,14 +686,16 @@ static int mdcx_decode(mdcx_obj *o, const char *p, size_t len, uint32_t flags,
         const unsigned char *s = (const unsigned char *)p;
         php_unserialize_data_t vh;
         bool ok;
+        ZVAL_NULL(rv);
         PHP_VAR_UNSERIALIZE_INIT(vh);
         ok = php_var_unserialize(rv, &s, (const unsigned char *)p + len,
                                  &vh);
-        PHP_VAR_UNSERIALIZE_DESTROY(vh);
         if (ok && s != (const unsigned char *)p + len) /* trailing bytes */
             ok = false;
-        if (!ok) {
+        if (!ok) /* as PHP's unserialize(): before the var_hash goes */
             zval_ptr_dtor(rv);
+        PHP_VAR_UNSERIALIZE_DESTROY(vh);
+        if (!ok) {
             ZVAL_UNDEF(rv);
             goto bad;
         }
@@ -705,10 +714,24 @@ static int mdcx_decode(mdcx_obj *o, const char *p, size_t len, uint32_t flags,
                                "is not loaded", fn);
         }
         ZVAL_STRINGL(&arg, p, len);
+        /* bad data is reported by the result code, not by the
+         * serializer's own warnings */
+        int er = EG(error_reporting);
+        EG(error_reporting) = 0;
+        ZVAL_UNDEF(rv);
         bool ok = mdcx_call1(fn, &arg, rv);
+        EG(error_reporting) = er;
         zval_ptr_dtor(&arg);
-        if (!ok)
+        /* both return null or false on bad data; this extension stores
+         * only arrays and objects with them (scalars have their own
+         * types), so null or false is bad data */
+        if (ok && (Z_TYPE_P(rv) == IS_NULL || Z_TYPE_P(rv) == IS_FALSE))
+            ok = false;
+        if (!ok) {
+            zval_ptr_dtor(rv);
+            ZVAL_UNDEF(rv);
             goto bad;
+        }
         break;
     }
     default:
@@ -1299,8 +1322,20 @@ PHP_METHOD(Mdcached_Client, getMulti)
     } ZEND_HASH_FOREACH_END();
     size_t nk = i;
     if (rc == MDC_OK) {
-        rc = mdc_pool_mget(o->c->pool, n, kp, kl, out, NULL);
-        if (rc != MDC_OK && rc != MDC_ERR_PARTIAL) {
+        if (n == 1) {
+            /* one key: a plain GET (no quiet GET + NOOP pair) */
+            mdc_t *h = mdc_pool_pick(o->c->pool, kp[0], kl[0]);
+            rc = mdc_get(h, kp[0], kl[0], &out[0]);
+            if (rc == MDC_NOT_FOUND)
+                rc = MDC_OK;
+            if (rc != MDC_OK)
+                mdcx_result_h(o, h, rc);
+        } else {
+            rc = mdc_pool_mget(o->c->pool, n, kp, kl, out, NULL);
+        }
+        if (n == 1 && rc != MDC_OK) {
+            /* recorded above */
+        } else if (rc != MDC_OK && rc != MDC_ERR_PARTIAL) {
             mdcx_result_pool(o, rc);
         } else {
             int partial = rc;
@@ -1549,7 +1584,9 @@ PHP_METHOD(Mdcached_Client, setMulti)
             if (m == 0)
                 continue;
             mdc_t *h = mdc_pool_server(o->c->pool, s);
-            int r = mdc_mset(h, MDC_SET, m, batch, NULL);
+            /* one record: a plain SET (no quiet SET + NOOP pair) */
+            int r = m == 1 ? mdc_store(h, MDC_SET, &batch[0], NULL)
+                           : mdc_mset(h, MDC_SET, m, batch, NULL);
             if (r != MDC_OK && first == MDC_OK) {
                 first = r;
                 fh = h;

@@ -24,8 +24,8 @@
 #include "config.h"
 #endif
 
-#include "php.h"
-#include "ext/session/php_session.h"
+#include <php.h>
+#include <ext/session/php_session.h>
 
 #include <time.h>
 

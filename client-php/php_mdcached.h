@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "php.h"
+#include <php.h>
 #include <mdcached.h>
 
 #define PHP_MDCACHED_VERSION "0.1.0"

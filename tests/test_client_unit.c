@@ -96,6 +96,12 @@ static void test_points(void **state)
 
     struct mdci_continuum empty = {0};
     assert_int_equal(mdci_ketama_find(&empty, 123), 0);
+
+    /* the last server removed (e.g. PHP's resetServerList()): an empty
+     * continuum, without handing qsort() a null array (UBSan build) */
+    assert_int_equal(mdci_ketama_build(&c, names5, NULL, 0), 0);
+    assert_int_equal(c.n, 0);
+    assert_int_equal(mdci_ketama_find(&c, 123), 0);
     mdci_ketama_free(&c);
 }
 

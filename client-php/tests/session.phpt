@@ -8,8 +8,22 @@ $tmp = getenv('MDC_TEST_TMP');
 $script = "$tmp/session_req.php";
 file_put_contents($script, <<<'PHP'
 <?php
+// markers make the interleaving deterministic on a loaded machine:
+// START_FILE is touched before session_start(), READY_FILE after it; with
+// WAIT_FILE the request then waits (at most 10 s) for that file
+if (getenv('START_FILE')) {
+    touch(getenv('START_FILE'));
+}
 $t0 = microtime(true);
 $ok = session_start();
+if ($ok && getenv('READY_FILE')) {
+    touch(getenv('READY_FILE'));
+}
+if ($ok && getenv('WAIT_FILE')) {
+    for ($i = 0; $i < 1000 && !file_exists(getenv('WAIT_FILE')); $i++) {
+        usleep(10000);
+    }
+}
 $waited = microtime(true) - $t0;
 if (!$ok) {
     echo json_encode(['who' => getenv('WHO'), 'started' => false, 'waited' => $waited]), "\n";
@@ -35,9 +49,15 @@ $ini = ['session.save_handler' => 'mdcached', 'session.save_path' => $addr,
         'display_errors' => 'stdout', 'max_execution_time' => '30'];
 $c = mdc_client();
 $c->flush();
-$req = function (string $sid, string $who, int $hold, string $mode = '', array $extra = []) use ($script, $ini) {
-    return mdc_cgi_start($script, $extra + $ini, ['HTTP_COOKIE' => "PHPSESSID=$sid", 'WHO' => $who,
-                                                  'HOLD_MS' => (string)$hold, 'MODE' => $mode]);
+$req = function (string $sid, string $who, int $hold, string $mode = '', array $extra = [], array $env = []) use ($script, $ini) {
+    return mdc_cgi_start($script, $extra + $ini, $env + ['HTTP_COOKIE' => "PHPSESSID=$sid", 'WHO' => $who,
+                                                         'HOLD_MS' => (string)$hold, 'MODE' => $mode]);
+};
+$wait_file = function (string $f) {
+    for ($i = 0; $i < 1000 && !file_exists($f); $i++) {
+        usleep(10000);
+    }
+    return file_exists($f);
 };
 $wait_lock = function (string $sid) use ($c) {
     for ($i = 0; $i < 400 && $c->get("lock.mdc.sess.$sid") === false; $i++) {
@@ -54,10 +74,11 @@ $parse = function (string $out) {
     return ['raw' => $out];
 };
 
-// two concurrent requests: B waits for A's lock, then sees A's write
-$ha = $req('sessA1', 'A', 700);
-check($wait_lock('sessA1'), 'A holds the lock');
-$hb = $req('sessA1', 'B', 0);
+// two concurrent requests: B waits for A's lock, then sees A's write.
+// A holds the session until B has called session_start(), then 400 ms more.
+$ha = $req('sessA1', 'A', 400, '', [], ['READY_FILE' => "$tmp/a1.ready", 'WAIT_FILE' => "$tmp/b1.start"]);
+check($wait_file("$tmp/a1.ready") && $wait_lock('sessA1'), 'A holds the lock');
+$hb = $req('sessA1', 'B', 0, '', [], ['START_FILE' => "$tmp/b1.start"]);
 $a = $parse(mdc_cgi_wait($ha));
 $b = $parse(mdc_cgi_wait($hb));
 check(($a['n'] ?? 0) === 1 && ($b['n'] ?? 0) === 2, 'serialized: ' . json_encode([$a, $b]));
@@ -67,11 +88,11 @@ check(is_string($raw) && str_contains($raw, 'n|i:2;'), "both increments kept: $r
 check($c->get('lock.mdc.sess.sessA1') === false, 'lock released');
 
 // control: the same race without locking loses an update
+// (A writes only after B has read)
 $ini2 = ['mdcached.sess_locking' => '0'];
-$ha = $req('sessN1', 'A', 700, '', $ini2);
-for ($i = 0; $i < 400 && $c->get('mdc.sess.sessN1') === false && $i < 30; $i++) { usleep(10000); }
-usleep(200000);
-$hb = $req('sessN1', 'B', 0, '', $ini2);
+$ha = $req('sessN1', 'A', 0, '', $ini2, ['READY_FILE' => "$tmp/n1.ready", 'WAIT_FILE' => "$tmp/n1b.ready"]);
+check($wait_file("$tmp/n1.ready"), 'A read');
+$hb = $req('sessN1', 'B', 0, '', $ini2, ['READY_FILE' => "$tmp/n1b.ready"]);
 $a = $parse(mdc_cgi_wait($ha));
 $b = $parse(mdc_cgi_wait($hb));
 check(($b['n'] ?? 0) === 1, 'without locking B does not see A: ' . json_encode([$a, $b]));
