@@ -1797,11 +1797,6 @@ int store_restore(struct store *st, const struct store_restore *it,
         return ST_NO_MEMORY;
     uint64_t h = store_hash(it->key, it->klen);
     mdc_rwlock_t *l = stripe_of(st, h);
-    mdc_rdlock(l);
-    int present = do_find(st, h, it->key, it->klen) != NULL;
-    mdc_unlock(l);
-    if (present)
-        return ST_EXISTS;
     struct record *r;
     int rc = rec_alloc(st, it->key, it->klen, it->vlen, it->ntags, &r);
     if (rc != 0)
