@@ -116,6 +116,8 @@ void stats_collect(struct server *srv, stats_visit_fn fn, void *ctx)
     emit_u64(fn, ctx, "expired", s.expired);
     emit_u64(fn, ctx, "expired_unfetched", s.expired_unfetched);
     emit_u64(fn, ctx, "evicted_unfetched", s.evicted_unfetched);
+    /* stores refused although eviction is on: memory held by readers */
+    emit_u64(fn, ctx, "store_no_memory_held", s.nomem_held);
     emit_u64(fn, ctx, "tagged_items", s.tagged_items);
     emit_u64(fn, ctx, "tag_links", s.tag_links);
     emit_u64(fn, ctx, "tag_values", s.tag_values);

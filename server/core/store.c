@@ -36,7 +36,6 @@
 #define MAX_BUCKETS (1u << 30)
 #define EVICT_SAMPLES 5
 #define EVICT_PROBE 64
-#define EVICT_TRIES 64
 #define RETRY_LIMIT 1000000
 
 static int rec_cmp(struct record *a, struct record *b)
@@ -303,6 +302,12 @@ static void set_deadline(struct store *st, struct record *r, uint32_t d)
 /*
  * Reserve 'size' bytes under the limit, evicting if allowed.  Called with
  * no lock held.  Returns 0 or ST_NO_MEMORY (nothing reserved then).
+ *
+ * Without -M it evicts until the reservation fits: a store that fits under
+ * the limit fails only when nothing linked is left to evict, that is when
+ * the memory is held by records that readers still reference (replies
+ * being sent, deleted or replaced records not yet released).  Those
+ * refusals are counted (store_stats.nomem_held).
  */
 static int reserve(struct store *st, size_t size)
 {
@@ -312,8 +317,9 @@ static int reserve(struct store *st, size_t size)
                 (int64_t)size;
     if (m <= lim)
         return 0;
-    if (!st->cfg.no_evict) {
-        for (int i = 0; i < EVICT_TRIES; i++) {
+    if (!st->cfg.no_evict && (int64_t)size <= lim) {
+        /* bounded only against a livelock with concurrent stores */
+        for (int i = 0; i < RETRY_LIMIT; i++) {
             if (atomic_load_explicit(&st->mem, memory_order_relaxed) <= lim)
                 return 0;
             if (evict_one(st) < 0)
@@ -321,6 +327,7 @@ static int reserve(struct store *st, size_t size)
         }
         if (atomic_load_explicit(&st->mem, memory_order_relaxed) <= lim)
             return 0;
+        atomic_fetch_add_explicit(&st->nomem_held, 1, memory_order_relaxed);
     }
     atomic_fetch_sub_explicit(&st->mem, (int64_t)size, memory_order_relaxed);
     return ST_NO_MEMORY;
@@ -710,6 +717,7 @@ void store_get_stats(struct store *st, struct store_stats *o)
     o->expired_unfetched = LD(expired_unfetched);
     o->evicted_unfetched = LD(evicted_unfetched);
     o->get_expired = LD(get_expired);
+    o->nomem_held = LD(nomem_held);
     o->tagged_items = LD(tagged_items);
     o->tag_links = LD(tag_links);
 #undef LD
@@ -734,11 +742,45 @@ static uint64_t rnd(struct store *st)
 }
 
 /*
+ * Pick the record of bucket b with the oldest access stamp (an expired one
+ * wins outright) into *best (referenced).  Returns whether b had records.
+ */
+static int evict_pick(struct store *st, uint32_t b, uint32_t now,
+                      uint32_t tick, struct record **best,
+                      uint32_t *best_age)
+{
+    mdc_rwlock_t *l = lock_of(st, b);
+    struct record *r;
+    int hit = 0;
+
+    mdc_rdlock(l);
+    RB_FOREACH(r, rtree, &st->buckets[b])
+    {
+        hit = 1;
+        uint32_t age =
+            rec_expired(r, now)
+                ? UINT32_MAX
+                : tick - __atomic_load_n(&r->atime, __ATOMIC_RELAXED);
+        if (*best == NULL || age > *best_age) {
+            if (*best != NULL)
+                store_release(st, *best);
+            rec_incref(r);
+            *best = r;
+            *best_age = age;
+        }
+    }
+    mdc_unlock(l);
+    return hit;
+}
+
+/*
  * Evict one record, approximately the least recently used: sample a few
  * non-empty buckets, pick the record with the oldest access stamp (an
  * expired one wins outright), then remove it under its bucket's write lock
- * if it is still there.  Returns 0 if something was removed, -1 if the
- * store looked empty.
+ * if it is still there.  When the samples find only empty buckets (a
+ * sparse table: few large records) every bucket is walked from a random
+ * one until a record turns up.  Returns 0 if something was removed (or a
+ * racing thread removed it first), -1 if no bucket holds a record.
  */
 static int evict_one(struct store *st)
 {
@@ -752,34 +794,21 @@ static int evict_one(struct store *st)
         uint32_t start = (uint32_t)(rnd(st) % nb);
         for (int p = 0; p < EVICT_PROBE; p++) {
             uint32_t b = (start + (uint32_t)p) % nb;
-            mdc_rwlock_t *l = lock_of(st, b);
-            mdc_rdlock(l);
-            struct record *r;
-            int hit = 0;
-            RB_FOREACH(r, rtree, &st->buckets[b])
-            {
-                hit = 1;
-                uint32_t age = rec_expired(r, now)
-                                   ? UINT32_MAX
-                                   : tick - __atomic_load_n(&r->atime,
-                                                            __ATOMIC_RELAXED);
-                if (best == NULL || age > best_age) {
-                    if (best != NULL)
-                        store_release(st, best);
-                    rec_incref(r);
-                    best = r;
-                    best_age = age;
-                }
-            }
-            mdc_unlock(l);
-            if (hit) {
+            if (evict_pick(st, b, now, tick, &best, &best_age)) {
                 found_any = 1;
                 break;
             }
         }
     }
+    if (!found_any) {
+        uint32_t nb = nbuckets_now(st);
+        uint32_t start = (uint32_t)(rnd(st) % nb);
+        for (uint32_t p = 0; p < nb && best == NULL; p++)
+            (void)evict_pick(st, (start + p) % nb, now, tick, &best,
+                             &best_age);
+    }
     if (best == NULL)
-        return found_any ? 0 : -1;
+        return -1;
 
     uint64_t h = store_hash(rec_key(best), best->klen);
     mdc_rwlock_t *l = stripe_of(st, h); /* best may have moved bucket */

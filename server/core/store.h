@@ -116,6 +116,8 @@ struct store_stats {
     uint64_t expired_unfetched;
     uint64_t evicted_unfetched;
     uint64_t get_expired;     /* reads that found an expired record */
+    uint64_t nomem_held;      /* stores refused although eviction is on:
+                               * the memory is held by readers */
     uint64_t tagged_items;    /* live records with at least one tag */
     uint64_t tag_links;       /* (record, tag) links in the tag index */
     uint64_t tag_values;      /* distinct (tkey, tval) in the index */

@@ -110,6 +110,7 @@ struct store {
     _Atomic uint64_t tstack_seq;
     _Atomic uint64_t sweep_cursor;
     _Atomic uint64_t evict_seed;
+    _Atomic uint64_t nomem_held; /* refusals with eviction on (reserve) */
     uint64_t fixed_bytes;
 
     pthread_t sweeper;

@@ -425,8 +425,7 @@ static void nat_tstack(struct conn *c, struct worker *w,
                 nat_reply(c, h, WIRE_S_OK, cas, key, (uint16_t)klen, NULL,
                           0);
         } else {
-            if (st == ST_NO_MEMORY || st == ST_TOO_LARGE)
-                STAT_INC(&w->stats, store_refused);
+            stats_count_put(&w->stats, 0, st);
             nat_status(c, h, wire_status_from_store(st), 0);
         }
         return;
@@ -622,7 +621,7 @@ static void nat_process(struct conn *c, struct worker *w)
         if (rc == WIRE_OK && nat_is_store_op(m.hdr.opcode) &&
             m.hdr.vlen > srv->opt.max_item_size) {
             STAT_INC(&w->stats, cmd_set);
-            STAT_INC(&w->stats, store_refused);
+            stats_count_put(&w->stats, 0, ST_TOO_LARGE);
             nat_status(c, &m.hdr, WIRE_S_TOO_LARGE, 0);
             conn_in_skip(c, total);
             continue;

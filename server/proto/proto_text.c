@@ -618,8 +618,7 @@ static void txt_tpush(struct conn *c, struct worker *w,
     rc = store_tstack_push(c->srv->store, tag, req->value, req->vlen,
                            req->flags, req->exptime, key, &klen, &cas);
     if (rc != ST_OK) {
-        if (rc == ST_NO_MEMORY || rc == ST_TOO_LARGE)
-            STAT_INC(&w->stats, store_refused);
+        stats_count_put(&w->stats, 0, rc);
         txt_reply(c, req, txt_put_status(rc, STORE_SET));
         return;
     }

