@@ -296,6 +296,96 @@ static void test_evict_small_tset(void **state)
     srv_stop(&s);
 }
 
+/* ---- 5: a refused store leaves no stale value ------------------------- */
+
+static void test_refused_store_drops_old(void **state)
+{
+    const char *args[] = {"-I", "1k", "-n", "1", NULL};
+    struct tsrv s;
+    char big[2100];
+    int fd;
+
+    (void)state;
+    memset(big, 'x', sizeof(big));
+    srv_start(&s, args);
+    fd = tx_open(&s);
+    /* classic set over -I */
+    tx_cmd(fd, "set k 0 0 3\r\nMOO", "STORED");
+    assert_int_equal(tx_get_len(fd, "k"), 3);
+    tx_set_fill(fd, "set", "k", 2000, 'x', NULL);
+    tx_expect(fd, "SERVER_ERROR object too large for cache");
+    assert_int_equal(tx_get_len(fd, "k"), -1);
+    /* tset, cas and replace too; add and append leave the record */
+    tx_cmd(fd, "set k 0 0 3\r\nMOO", "STORED");
+    tx_set_fill(fd, "tset", "k", 2000, 'x', "1:1");
+    tx_expect(fd, "SERVER_ERROR object too large for cache");
+    assert_int_equal(tx_get_len(fd, "k"), -1);
+    tx_cmd(fd, "set k 0 0 3\r\nMOO", "STORED");
+    tx_set_fill(fd, "replace", "k", 2000, 'x', NULL);
+    tx_expect(fd, "SERVER_ERROR object too large for cache");
+    assert_int_equal(tx_get_len(fd, "k"), -1);
+    tx_cmd(fd, "set k 0 0 3\r\nMOO", "STORED");
+    tx_set_fill(fd, "add", "k", 2000, 'x', NULL);
+    tx_expect(fd, "SERVER_ERROR object too large for cache");
+    assert_int_equal(tx_get_len(fd, "k"), 3);
+    tx_set_fill(fd, "append", "k", 2000, 'x', NULL);
+    tx_expect(fd, "SERVER_ERROR object too large for cache");
+    assert_int_equal(tx_get_len(fd, "k"), 3);
+    /* append that would grow the value over -I (refused in the store) */
+    tx_set_fill(fd, "append", "k", 1023, 'x', NULL);
+    tx_expect(fd, "SERVER_ERROR object too large for cache");
+    assert_int_equal(tx_get_len(fd, "k"), 3);
+    /* meta set */
+    tx_fmt(fd, "ms k 2000 T0\r\n");
+    tx_send(fd, big, 2000);
+    tx_str(fd, "\r\n");
+    tx_expect(fd, "SERVER_ERROR object too large for cache");
+    assert_int_equal(tx_get_len(fd, "k"), -1);
+    assert_true(tx_stat(fd, NULL, "store_too_large") >= 5);
+    close(fd);
+
+    /* the native protocol */
+    fd = tx_open(&s);
+    assert_int_equal(tc_set(fd, "n", "MOO", 3, NULL, 0), WIRE_S_OK);
+    assert_int_equal(tc_set(fd, "n", big, 2000, NULL, 0), WIRE_S_TOO_LARGE);
+    {
+        char *v = NULL;
+        size_t vl = 0;
+        assert_int_equal(tc_get(fd, "n", &v, &vl), WIRE_S_NOT_FOUND);
+        free(v);
+    }
+    close(fd);
+    srv_stop(&s);
+}
+
+/* Refused for memory (-M): the old record goes too. */
+static void test_refused_nomem_drops_old(void **state)
+{
+    const char *args[] = {"-M", "-m", "1", "-n", "1", NULL};
+    struct tsrv s;
+    char line[256], key[32];
+    int fd, i, refused = 0;
+
+    (void)state;
+    srv_start(&s, args);
+    fd = tx_open(&s);
+    tx_cmd(fd, "set stale 0 0 3\r\nMOO", "STORED");
+    for (i = 0; i < 40 && !refused; i++) {
+        snprintf(key, sizeof(key), "f%d", i);
+        tx_set_fill(fd, "set", key, 60000, 'f', NULL);
+        assert_true(tx_line(fd, line, sizeof(line)));
+        refused = strcmp(line, "SERVER_ERROR out of memory storing object") == 0;
+    }
+    assert_true(refused);
+    assert_int_equal(tx_get_len(fd, "stale"), 3);
+    tx_set_fill(fd, "set", "stale", 500000, 's', NULL);
+    tx_expect(fd, "SERVER_ERROR out of memory storing object");
+    assert_int_equal(tx_get_len(fd, "stale"), -1);
+    assert_true(tx_stat(fd, NULL, "store_no_memory") >= 2);
+    close(fd);
+    srv_stop(&s);
+}
+
 #define T(f) cmocka_unit_test_teardown(f, teardown)
 
 int main(void)
@@ -303,6 +393,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(test_evict_not_refuse),
         T(test_evict_small_tset),
+        T(test_refused_store_drops_old),
+        T(test_refused_nomem_drops_old),
     };
 
     signal(SIGPIPE, SIG_IGN);

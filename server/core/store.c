@@ -1120,12 +1120,25 @@ static int put_common(struct store *st, enum store_mode mode,
                       const struct store_item *it, uint64_t *cas_out,
                       enum store_event ev);
 
+int store_drop_stale(struct store *st, enum store_mode mode, const void *key,
+                     uint32_t klen, uint64_t cas)
+{
+    if (mode != STORE_SET && mode != STORE_REPLACE && mode != STORE_CAS)
+        return 0;
+    if (mode == STORE_CAS && cas == 0)
+        return 0;
+    return store_delete(st, key, klen, mode == STORE_CAS ? cas : 0) == ST_OK;
+}
+
 int store_put(struct store *st, enum store_mode mode,
               const struct store_item *it, uint64_t *cas_out)
 {
     if ((unsigned)mode > STORE_PREPEND)
         return ST_INVALID;
-    return put_common(st, mode, it, cas_out, mode_event[mode]);
+    int rc = put_common(st, mode, it, cas_out, mode_event[mode]);
+    if (rc == ST_TOO_LARGE || rc == ST_NO_MEMORY)
+        (void)store_drop_stale(st, mode, it->key, it->klen, it->cas);
+    return rc;
 }
 
 static int put_common(struct store *st, enum store_mode mode,

@@ -176,6 +176,18 @@ struct store_item {
 int store_put(struct store *st, enum store_mode mode,
               const struct store_item *it, uint64_t *cas_out);
 
+/*
+ * A store in 'mode' was refused for its size or for memory: remove the
+ * record it would have overwritten, so that the client that just failed to
+ * update the key does not go on reading the old value (memcached does this
+ * for set).  Done for set, replace and cas (cas: only the version given);
+ * add, append and prepend leave the record as it is.  store_put() calls it
+ * itself; a protocol that refuses a value before it reaches the store
+ * (over -I) calls it.  Returns 1 when a record was removed.
+ */
+int store_drop_stale(struct store *st, enum store_mode mode, const void *key,
+                     uint32_t klen, uint64_t cas);
+
 /* Look a key up; NULL when absent or expired.  Returns a reference. */
 struct record *store_get(struct store *st, const void *key, uint32_t klen);
 /*

@@ -703,6 +703,44 @@ static void txt_exec(struct conn *c, struct worker *w,
     }
 }
 
+/*
+ * The parser refused a storage command's value as over -I before it
+ * reached the store: count it as a refused store and remove the record it
+ * would have overwritten (store_drop_stale), as store_put() does.
+ */
+static void txt_refused_large(struct conn *c, struct worker *w,
+                              const struct mctext_req *req)
+{
+    enum store_mode mode = STORE_SET;
+    uint64_t cas = 0;
+
+    switch (req->cmd) {
+    case MCT_SET:
+    case MCT_TSET: break;
+    case MCT_REPLACE: mode = STORE_REPLACE; break;
+    case MCT_CAS:
+        mode = STORE_CAS;
+        cas = req->cas;
+        break;
+    case MCT_MS:
+        if (req->meta.mode == 'R')
+            mode = STORE_REPLACE;
+        else if (req->meta.mode != 0 && req->meta.mode != 'S')
+            mode = STORE_ADD; /* E, A, P: nothing overwritten */
+        if (req->meta.flags & MCTEXT_MF('C')) {
+            cas = req->meta.cas;
+            if (mode != STORE_ADD)
+                mode = STORE_CAS;
+        }
+        break;
+    default: return; /* tpush: a new key; others have no value */
+    }
+    STAT_INC(&w->stats, cmd_set);
+    stats_count_put(&w->stats, mode == STORE_CAS, ST_TOO_LARGE);
+    if (req->key != NULL)
+        (void)store_drop_stale(c->srv->store, mode, req->key, req->klen, cas);
+}
+
 static void proto_text_process(struct conn *c, struct worker *w)
 {
     struct mctext_limits lim = {c->srv->opt.max_item_size};
@@ -730,6 +768,8 @@ static void proto_text_process(struct conn *c, struct worker *w)
                 conn_close_after_flush(c);
                 break;
             }
+            if (strcmp(req.err, MCTEXT_E_TOO_LARGE) == 0)
+                txt_refused_large(c, w, &req);
             txt_reply(c, &req, req.err);
             conn_in_skip(c, req.skip);
             continue;
