@@ -379,8 +379,9 @@ static ssize_t fail(struct mctext_req *req, const char *err, uint64_t skip)
 
 /* The longest line the command starting at b may send: long for key and
  * tag lists, memcached's 2048 bytes otherwise. */
-static size_t line_limit(const char *b, size_t len)
+size_t mctext_line_limit(const void *buf, size_t len)
 {
+    const char *b = buf;
     static const char *const longs[] = {"get ",  "gets ",  "gat ",  "gats ",
                                         "tget ", "tgets ", "tdel ", "tset "};
     size_t i;
@@ -786,7 +787,7 @@ ssize_t mctext_parse(const void *buf, size_t len,
     memset(req, 0, offsetof(struct mctext_req, meta));
     nl = memchr(b, '\n', scan);
     if (nl == NULL) {
-        if (len >= line_limit(b, len)) {
+        if (len >= mctext_line_limit(b, len)) {
             req->close = true;
             return fail(req, MCTEXT_E_LINE, len);
         }
@@ -794,7 +795,7 @@ ssize_t mctext_parse(const void *buf, size_t len,
         return MCTEXT_AGAIN;
     }
     req->linelen = (size_t)(nl - b) + 1;
-    if (req->linelen > line_limit(b, len)) {
+    if (req->linelen > mctext_line_limit(b, len)) {
         req->close = true;
         return fail(req, MCTEXT_E_LINE, len);
     }

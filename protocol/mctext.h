@@ -133,6 +133,13 @@ struct mctext_limits {
 ssize_t mctext_parse(const void *buf, size_t len,
                      const struct mctext_limits *lim, struct mctext_req *req);
 
+/* The longest line (with its newline) the request starting at buf may
+ * send: MCTEXT_LONG_LINE_MAX for key and tag lists, else MCTEXT_LINE_MAX.
+ * A caller that scans for the newline itself (resuming where it stopped,
+ * so the work stays linear in the bytes received) calls mctext_parse()
+ * only once the newline is there or len has reached this limit. */
+size_t mctext_line_limit(const void *buf, size_t len);
+
 /* Name of a command as sent on the wire ("get", "mg", "tset"...). */
 const char *mctext_cmd_name(enum mctext_cmd cmd);
 

@@ -133,8 +133,33 @@ void stats_collect(struct server *srv, stats_visit_fn fn, void *ctx)
     stats_xdp(srv, fn, ctx);
 }
 
+/* The settings that memcached 1.6 also reports, under its names, where the
+ * meaning matches (memcached-tool and exporters read these). */
+static void stats_memcached_settings(struct server *srv, stats_visit_fn fn,
+                                     void *ctx)
+{
+    const struct options *o = &srv->opt;
+
+    emit_u64(fn, ctx, "maxbytes", store_config(srv->store)->mem_limit);
+    emit_u64(fn, ctx, "maxconns", o->max_conns);
+    emit_u64(fn, ctx, "tcpport", o->port);
+    emit_u64(fn, ctx, "udpport", o->udp_port);
+    fn(ctx, "inter", o->listen.n > 0 ? o->listen.v[0] : "NULL");
+    emit_u64(fn, ctx, "verbosity", o->verbose);
+    fn(ctx, "evictions", o->no_evict ? "off" : "on");
+    fn(ctx, "domain_socket", o->unix_socket ? o->unix_socket : "NULL");
+    emit_u64(fn, ctx, "num_threads", srv->nnet > 0 ? srv->nnet : 1);
+    emit_u64(fn, ctx, "reqs_per_event", o->reqs_per_event);
+    fn(ctx, "cas_enabled", "yes");
+    emit_u64(fn, ctx, "tcp_backlog", o->backlog);
+    fn(ctx, "binding_protocol", "auto-negotiate");
+    emit_u64(fn, ctx, "item_size_max", o->max_item_size);
+    emit_u64(fn, ctx, "idle_timeout", o->idle_timeout);
+}
+
 void stats_collect_settings(struct server *srv, stats_visit_fn fn, void *ctx)
 {
+    stats_memcached_settings(srv, fn, ctx);
     options_visit(&srv->opt, fn, ctx);
     fn(ctx, "thread_model", thread_model_name(srv->model));
     emit_u64(fn, ctx, "max_message_body", srv->max_body);

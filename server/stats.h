@@ -50,6 +50,7 @@
     X(bytes_read)                                                              \
     X(bytes_written)                                                           \
     X(output_paused)                                                           \
+    X(conn_yields)                                                             \
     X(slow_reader_drops)                                                       \
     X(idle_kicks)                                                              \
     X(payload_handoffs)                                                        \

@@ -386,6 +386,200 @@ static void test_refused_nomem_drops_old(void **state)
     srv_stop(&s);
 }
 
+/* ---- 2: linear line scanning, fair service ---------------------------- */
+
+static double now_s(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* utime + stime of a process, in seconds. */
+static double proc_cpu_s(pid_t pid)
+{
+    char path[64], buf[1024], *p;
+    unsigned long ut = 0, st = 0;
+    FILE *f;
+    size_t n;
+
+    snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
+    f = fopen(path, "r");
+    if (f == NULL)
+        return -1;
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    p = strrchr(buf, ')');
+    if (p == NULL ||
+        sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
+               &ut, &st) != 2)
+        return -1;
+    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* A line without its newline, sent in 1 KiB pieces with a pause now and
+ * then so the server sees it grow: the server's CPU stays small (it was
+ * quadratic: 0.56 s for 250 KiB). */
+static void test_long_line_linear(void **state)
+{
+    const char *args[] = {"-n", "1", NULL};
+    struct tsrv s;
+    static char line[250 * 1024];
+    double cpu0, cpu;
+    size_t off;
+    int fd;
+
+    (void)state;
+    srv_start(&s, args);
+    fd = tx_open(&s);
+    memcpy(line, "get ", 4);
+    for (off = 4; off < sizeof(line); off++)
+        line[off] = off % 200 == 0 ? ' ' : 'a' + (char)(off % 26);
+    cpu0 = proc_cpu_s(s.pid);
+    for (off = 0; off < sizeof(line); off += 1024) {
+        tx_send(fd, line + off, 1024);
+        if (off % (16 * 1024) == 0)
+            usleep(1000);
+    }
+    tx_str(fd, "\r\n");
+    /* every key misses: just END */
+    tx_expect(fd, "END");
+    cpu = proc_cpu_s(s.pid) - cpu0;
+    fprintf(stderr, "250 KiB line in 1 KiB pieces: server CPU %.3f s\n", cpu);
+    assert_true(cpu < 0.1);
+    close(fd);
+    srv_stop(&s);
+}
+
+#define ATTACKERS 32
+#define ATTACK_S 3.0
+
+/* 32 connections sending 1 MiB lines without a newline, reconnecting
+ * whenever the server closes one, for ATTACK_S seconds. */
+static void attack(const struct tsrv *s)
+{
+    static char junk[1 << 20];
+    size_t sent[ATTACKERS];
+    int fd[ATTACKERS], i;
+    double end = now_s() + ATTACK_S;
+
+    memcpy(junk, "get ", 4);
+    memset(junk + 4, 'k', sizeof(junk) - 4);
+    for (i = 0; i < ATTACKERS; i++)
+        fd[i] = -1;
+    while (now_s() < end) {
+        struct pollfd p[ATTACKERS];
+
+        for (i = 0; i < ATTACKERS; i++) {
+            if (fd[i] < 0) {
+                fd[i] = tc_connect(s);
+                sent[i] = 0;
+            }
+            p[i].fd = fd[i];
+            p[i].events = POLLOUT | POLLIN;
+            p[i].revents = 0;
+        }
+        if (poll(p, ATTACKERS, 100) <= 0)
+            continue;
+        for (i = 0; i < ATTACKERS; i++) {
+            char rb[4096];
+            ssize_t k;
+
+            if (fd[i] < 0)
+                continue;
+            if (p[i].revents & (POLLIN | POLLHUP | POLLERR)) {
+                k = recv(fd[i], rb, sizeof(rb), MSG_DONTWAIT);
+                if (k == 0 || (k < 0 && errno != EAGAIN)) {
+                    close(fd[i]);
+                    fd[i] = -1;
+                    continue;
+                }
+            }
+            if (p[i].revents & POLLOUT) {
+                k = send(fd[i], junk + sent[i], sizeof(junk) - sent[i],
+                         MSG_DONTWAIT | MSG_NOSIGNAL);
+                if (k < 0 && errno != EAGAIN) {
+                    close(fd[i]);
+                    fd[i] = -1;
+                } else if (k > 0 && (sent[i] += (size_t)k) == sizeof(junk)) {
+                    sent[i] = 4; /* keep the line going */
+                }
+            }
+        }
+    }
+    for (i = 0; i < ATTACKERS; i++)
+        if (fd[i] >= 0)
+            close(fd[i]);
+}
+
+static void test_fair_beside_long_lines(void **state)
+{
+    const char *args[] = {"-n", "1", NULL};
+    struct tsrv s;
+    double worst = 0, t0, end;
+    long rounds = 0;
+    pid_t child;
+    int fd, st;
+
+    (void)state;
+    srv_start(&s, args);
+    fd = tx_open(&s);
+    tx_cmd(fd, "set honest 0 0 1\r\nx", "STORED");
+    child = fork();
+    assert_true(child >= 0);
+    if (child == 0) {
+        attack(&s);
+        _exit(0);
+    }
+    usleep(200000); /* let the attack build up */
+    end = now_s() + ATTACK_S - 0.4;
+    while ((t0 = now_s()) < end) {
+        double rtt;
+
+        tx_str(fd, "get honest\r\n");
+        tx_expect(fd, "VALUE honest 0 1");
+        tx_expect(fd, "x");
+        tx_expect(fd, "END");
+        rtt = now_s() - t0;
+        if (rtt > worst)
+            worst = rtt;
+        rounds++;
+    }
+    assert_int_equal(waitpid(child, &st, 0), child);
+    fprintf(stderr,
+            "honest client beside %d connections sending 1 MiB lines: "
+            "%ld round trips, worst %.3f s\n",
+            ATTACKERS, rounds, worst);
+    assert_true(worst < 1.0);
+    close(fd);
+    srv_stop(&s);
+}
+
+/* -R: a long pipeline yields after N requests (conn_yields). */
+static void test_reqs_per_event(void **state)
+{
+    const char *args[] = {"-n", "1", "-R", "5", NULL};
+    struct tsrv s;
+    static char batch[200 * 16];
+    size_t n = 0;
+    int fd, i;
+
+    (void)state;
+    srv_start(&s, args);
+    fd = tx_open(&s);
+    for (i = 0; i < 200; i++)
+        n += (size_t)snprintf(batch + n, sizeof(batch) - n, "get y%d\r\n", i);
+    tx_send(fd, batch, n);
+    for (i = 0; i < 200; i++)
+        tx_expect(fd, "END");
+    assert_true(tx_stat(fd, NULL, "conn_yields") >= 200 / 5 - 1);
+    assert_int_equal(tx_stat(fd, "settings", "reqs_per_event"), 5);
+    close(fd);
+    srv_stop(&s);
+}
+
 #define T(f) cmocka_unit_test_teardown(f, teardown)
 
 int main(void)
@@ -395,6 +589,9 @@ int main(void)
         T(test_evict_small_tset),
         T(test_refused_store_drops_old),
         T(test_refused_nomem_drops_old),
+        T(test_long_line_linear),
+        T(test_fair_beside_long_lines),
+        T(test_reqs_per_event),
     };
 
     signal(SIGPIPE, SIG_IGN);

@@ -186,7 +186,10 @@ static size_t conn_in_room(struct conn *c)
         size_t cap = c->icap * 2;
         uint8_t *nb;
 
-        if (cap > want && want > c->icap)
+        /* an exact total (a value's data block) gets just that; "one more
+         * byte" (a line without its newline yet) doubles, so a long line
+         * costs a logarithmic number of reallocations and full reads */
+        if (cap > want && want > c->icap && want > avail + 1)
             cap = want;
         if (cap < want)
             cap = want;
@@ -482,6 +485,18 @@ void conn_drive(struct conn *c)
                 return;
             }
             c->proto->process(c, w);
+            if (c->yielded) {
+                /* -R requests done: send what they produced and give the
+                 * loop to the other connections (memcached's
+                 * reqs_per_event, conn_yields) */
+                c->yielded = false;
+                STAT_INC(&w->stats, conn_yields);
+                if (c->opending > 0 && c->wr_ready && conn_flush(c) < 0)
+                    goto kill;
+                if (!c->closing)
+                    event_active(c->ev, EV_READ, 0);
+                break;
+            }
             continue;
         }
         if (c->closing || c->rd_shut) {
@@ -559,6 +574,19 @@ static void conn_stop_reading(struct conn *c)
 void conn_returned(struct conn *c)
 {
     c->inflight = false;
+    if (c->yielded) {
+        /* the payload thread ran -R requests: requeue behind the others */
+        c->yielded = false;
+        STAT_INC(&c->owner->stats, conn_yields);
+        if (c->opending > 0 && c->wr_ready && conn_flush(c) < 0) {
+            conn_teardown(c);
+            return;
+        }
+        if (!c->closing && !(c->owner->stopping && !c->rd_drain)) {
+            event_active(c->ev, EV_READ, 0);
+            return;
+        }
+    }
     if (c->owner->stopping && !c->rd_drain)
         conn_stop_reading(c);
     conn_drive(c);

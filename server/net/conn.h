@@ -61,6 +61,9 @@ struct conn {
     uint8_t *ibuf;
     size_t icap, ioff, ilen;
     size_t need;           /* bytes the next step needs (>= 1) */
+    size_t iscan;          /* unconsumed bytes a protocol has scanned for
+                              its line end without finding it: the next
+                              scan resumes there (reset on consume) */
     uint64_t skip;         /* input bytes still to discard */
 
     /* output */
@@ -83,6 +86,8 @@ struct conn {
     bool rd_drain;         /* shutdown: read until EAGAIN, then rd_shut */
     bool dead;             /* close as soon as the network thread can */
     bool paused;           /* output over the bound: input not processed */
+    bool yielded;          /* process() stopped after -R requests with more
+                              input waiting: let other connections run */
     uint64_t last_active;  /* coarse seconds of the last input */
     uint64_t blocked_since; /* coarse seconds output stalled; 0 = not */
 };
@@ -114,6 +119,7 @@ static inline const uint8_t *conn_in_data(const struct conn *c, size_t *len)
 static inline void conn_in_consume(struct conn *c, size_t n)
 {
     c->ioff += n;
+    c->iscan = 0;
     if (c->ioff == c->ilen)
         c->ioff = c->ilen = 0;
 }
@@ -135,6 +141,11 @@ int conn_out_bytes(struct conn *c, const void *p, size_t n);
  * marked to close). */
 int conn_out_ref(struct conn *c, const void *p, size_t len,
                  struct record *rec);
+/* process() ran its -R requests (options reqs_per_event) with input left:
+ * it returns, and the network thread serves the others before coming back
+ * (counted as conn_yields). */
+static inline void conn_yield(struct conn *c) { c->yielded = true; }
+
 /* Drop the connection once pending output is flushed. */
 static inline void conn_close_after_flush(struct conn *c) { c->closing = true; }
 

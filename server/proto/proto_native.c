@@ -586,6 +586,7 @@ static void nat_lost_sync(struct conn *c, struct worker *w,
 static void nat_process(struct conn *c, struct worker *w)
 {
     struct server *srv = c->srv;
+    uint64_t budget = srv->opt.reqs_per_event;
 
     conn_in_need(c, 1); /* every "wait for bytes" exit below sets it */
     while (!c->closing && !conn_out_full(c)) {
@@ -597,6 +598,10 @@ static void nat_process(struct conn *c, struct worker *w)
 
         if (avail == 0) {
             conn_in_need(c, WIRE_HDR_LEN);
+            break;
+        }
+        if (budget-- == 0) {
+            conn_yield(c); /* -R requests run: the others' turn */
             break;
         }
         rc = wire_parse_header(buf, avail, &m.hdr, srv->max_body);

@@ -744,16 +744,36 @@ static void txt_refused_large(struct conn *c, struct worker *w,
 static void proto_text_process(struct conn *c, struct worker *w)
 {
     struct mctext_limits lim = {c->srv->opt.max_item_size};
+    uint64_t budget = c->srv->opt.reqs_per_event;
 
     conn_in_need(c, 1); /* every "wait for bytes" exit below sets it */
     while (!c->closing && !conn_out_full(c)) {
         struct mctext_req req;
         size_t avail;
         const uint8_t *buf = conn_in_data(c, &avail);
+        const uint8_t *nl;
         ssize_t n;
 
         if (avail == 0)
             break;
+        if (budget-- == 0) {
+            conn_yield(c);
+            break;
+        }
+        /* Look for the line's end only in bytes not scanned before, so a
+         * long line arriving in pieces costs time linear in its length. */
+        nl = c->iscan < avail
+                 ? memchr(buf + c->iscan, '\n', avail - c->iscan)
+                 : NULL;
+        if (nl == NULL) {
+            c->iscan = avail;
+            if (avail < mctext_line_limit(buf, avail)) {
+                conn_in_need(c, avail + 1);
+                break;
+            }
+        } else {
+            c->iscan = (size_t)(nl - buf); /* no newline before it */
+        }
         n = mctext_parse(buf, avail, &lim, &req);
         if (n == MCTEXT_AGAIN) {
             conn_in_need(c, req.need);
