@@ -266,6 +266,13 @@ static int server_drop_privileges(struct server *srv)
         log_error("unknown user '%s'", user);
         return -1;
     }
+    if (pw->pw_uid == 0) {
+        /* asked for explicitly (-u root): stay root, as memcached does */
+        log_warn("running as root (-u %s): a flaw in the server would give "
+                 "the whole machine away; prefer an unprivileged user",
+                 user);
+        return 0;
+    }
     /* The socket's mode (-a) then speaks of the user we become. */
     if (srv->opt.unix_socket != NULL &&
         chown(srv->opt.unix_socket, pw->pw_uid, pw->pw_gid) < 0)

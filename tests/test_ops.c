@@ -580,6 +580,55 @@ static void test_reqs_per_event(void **state)
     srv_stop(&s);
 }
 
+/* ---- 3: -u root ------------------------------------------------------- */
+
+static bool file_has(const char *path, const char *needle)
+{
+    char buf[8192];
+    size_t n;
+    FILE *f = fopen(path, "r");
+
+    if (f == NULL)
+        return false;
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return strstr(buf, needle) != NULL;
+}
+
+static void test_user_root(void **state)
+{
+    char logf[128], line[256], status[64];
+    const char *args[] = {"-u", "root", "-n", "1", "--log-file", logf, NULL};
+    struct tsrv s;
+    FILE *f;
+    long uid = -1;
+    int fd;
+
+    (void)state;
+    if (geteuid() != 0) {
+        printf("SKIP: -u root needs root\n");
+        return;
+    }
+    snprintf(logf, sizeof(logf), "/tmp/mdc-ops-root-%ld.log", (long)getpid());
+    unlink(logf);
+    srv_start(&s, args);
+    fd = tx_open(&s);
+    tx_cmd(fd, "set r 0 0 1\r\nx", "STORED");
+    snprintf(status, sizeof(status), "/proc/%ld/status", (long)s.pid);
+    f = fopen(status, "r");
+    assert_non_null(f);
+    while (fgets(line, sizeof(line), f) != NULL)
+        if (sscanf(line, "Uid: %ld", &uid) == 1)
+            break;
+    fclose(f);
+    assert_int_equal(uid, 0);
+    close(fd);
+    srv_stop(&s);
+    assert_true(file_has(logf, "running as root"));
+    unlink(logf);
+}
+
 #define T(f) cmocka_unit_test_teardown(f, teardown)
 
 int main(void)
@@ -592,6 +641,7 @@ int main(void)
         T(test_long_line_linear),
         T(test_fair_beside_long_lines),
         T(test_reqs_per_event),
+        T(test_user_root),
     };
 
     signal(SIGPIPE, SIG_IGN);
