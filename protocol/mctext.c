@@ -12,6 +12,7 @@
 #include "mctext.h"
 
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 struct tok {
@@ -268,33 +269,40 @@ static uint32_t count_keys(const char *p, const char *end)
     }
 }
 
-/* Count "tk:tv[,tk:tv...]"; 0 when malformed. */
-static uint32_t count_tags(const char *p, const char *end)
+/* Count "tk:tv[,tk:tv...]"; 0 when malformed, *bad then the element (a
+ * tk:tv between commas) that is wrong. */
+static uint32_t count_tags(const char *p, const char *end, struct tok *bad)
 {
     uint32_t n = 0;
 
     for (;;) {
-        const char *c = memchr(p, ':', (size_t)(end - p));
-        const char *e;
+        const char *e = memchr(p, ',', (size_t)(end - p));
+        const char *c;
         int32_t v;
 
-        if (c == NULL)
-            return 0;
-        e = memchr(c, ',', (size_t)(end - c));
         if (e == NULL)
             e = end;
-        if (!parse_i32(p, (uint32_t)(c - p), &v) ||
+        c = memchr(p, ':', (size_t)(e - p));
+        bad->p = p;
+        bad->n = (uint32_t)(e - p);
+        if (c == NULL || !parse_i32(p, (uint32_t)(c - p), &v) ||
             !parse_i32(c + 1, (uint32_t)(e - c - 1), &v))
             return 0;
         n++;
         if (e == end)
             return n;
         p = e + 1;
+        if (p == end) { /* a trailing comma: an empty element */
+            bad->p = e;
+            bad->n = 1;
+            return 0;
+        }
     }
 }
 
-/* Count space-separated signed 32-bit values; 0 when one is malformed. */
-static uint32_t count_tvals(const char *p, const char *end)
+/* Count space-separated signed 32-bit values; 0 when one is malformed
+ * (*bad is that one). */
+static uint32_t count_tvals(const char *p, const char *end, struct tok *bad)
 {
     uint32_t n = 0;
 
@@ -309,8 +317,11 @@ static uint32_t count_tvals(const char *p, const char *end)
         s = p;
         while (p < end && *p != ' ')
             p++;
-        if (!parse_i32(s, (uint32_t)(p - s), &v))
+        if (!parse_i32(s, (uint32_t)(p - s), &v)) {
+            bad->p = s;
+            bad->n = (uint32_t)(p - s);
             return 0;
+        }
         n++;
     }
 }
@@ -377,6 +388,26 @@ static ssize_t fail(struct mctext_req *req, const char *err, uint64_t skip)
     return MCTEXT_ERROR;
 }
 
+/* A tag command's token its grammar does not allow: an error naming it. */
+static ssize_t fail_tok(struct mctext_req *req, const struct tok *t,
+                        uint64_t skip)
+{
+    char shown[MCTEXT_TOKEN_SHOWN + 4];
+    uint32_t i, n = t->n > MCTEXT_TOKEN_SHOWN ? MCTEXT_TOKEN_SHOWN : t->n;
+
+    for (i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)t->p[i];
+        shown[i] = c < ' ' || c >= 0x7f || c == '\'' ? '?' : (char)c;
+    }
+    if (n < t->n) {
+        memcpy(shown + n, "...", 3);
+        n += 3;
+    }
+    shown[n] = '\0';
+    snprintf(req->errbuf, sizeof(req->errbuf), MCTEXT_E_TOKEN_FMT, shown);
+    return fail(req, req->errbuf, skip);
+}
+
 /* The longest line the command starting at b may send: long for key and
  * tag lists, memcached's 2048 bytes otherwise. */
 size_t mctext_line_limit(const void *buf, size_t len)
@@ -426,28 +457,44 @@ static ssize_t parse_storage(const char *b, size_t len,
                              unsigned n)
 {
     unsigned want = req->cmd == MCT_CAS || req->cmd == MCT_TSET ? 6 : 5;
+    bool tagged = req->cmd == MCT_TSET;
     uint64_t v, swallow;
+    struct tok bad;
 
-    if (n != want && n != want + 1)
+    if (n < want || (n > want + 1 && !tagged))
         return fail(req, MCTEXT_R_ERROR, req->linelen);
-    req->noreply = n == want + 1 && tok_is(&t[want], "noreply");
+    req->noreply = n >= want + 1 && tok_is(&t[want], "noreply");
     if (!tok_u64(&t[4], &v) || v > MCTEXT_BYTES_MAX)
-        return fail(req, MCTEXT_E_FORMAT, req->linelen);
+        return tagged && tok_u64(&t[4], &v) == false
+                   ? fail_tok(req, &t[4], req->linelen)
+                   : fail(req, MCTEXT_E_FORMAT, req->linelen);
     req->vlen = (uint32_t)v;
     swallow = req->linelen + v + 2;
+    /* tset: every token after the tags must be "noreply" (a space inside
+     * the tag list would otherwise drop the tags after it) */
+    if (tagged && n > want && (!req->noreply || n > want + 1))
+        return fail_tok(req, &t[req->noreply ? want + 1 : want], swallow);
     req->key = t[1].p;
     req->klen = t[1].n;
+    if (tagged) {
+        if (!key_ok(t[1].p, t[1].n))
+            return fail_tok(req, &t[1], swallow);
+        if (!tok_u32(&t[2], &req->flags))
+            return fail_tok(req, &t[2], swallow);
+        if (!tok_i64(&t[3], &req->exptime))
+            return fail_tok(req, &t[3], swallow);
+    }
     if (!key_ok(t[1].p, t[1].n) || !tok_u32(&t[2], &req->flags) ||
         !tok_i64(&t[3], &req->exptime))
         return fail(req, MCTEXT_E_FORMAT, swallow);
     if (req->cmd == MCT_CAS && !tok_u64(&t[5], &req->cas))
         return fail(req, MCTEXT_E_FORMAT, swallow);
-    if (req->cmd == MCT_TSET) {
+    if (tagged) {
         req->list = t[5].p;
         req->listlen = t[5].n;
-        req->nlist = count_tags(t[5].p, t[5].p + t[5].n);
+        req->nlist = count_tags(t[5].p, t[5].p + t[5].n, &bad);
         if (req->nlist == 0)
-            return fail(req, MCTEXT_E_FORMAT, swallow);
+            return fail_tok(req, &bad, swallow);
     }
     return data_block(b, len, lim, req);
 }
@@ -460,16 +507,23 @@ static ssize_t parse_tpush(const char *b, size_t len,
 {
     uint64_t v, swallow;
 
-    if (n != 6 && n != 7)
+    if (n < 6)
         return fail(req, MCTEXT_R_ERROR, req->linelen);
-    req->noreply = n == 7 && tok_is(&t[6], "noreply");
+    req->noreply = n >= 7 && tok_is(&t[6], "noreply");
     if (!tok_u64(&t[5], &v) || v > MCTEXT_BYTES_MAX)
-        return fail(req, MCTEXT_E_FORMAT, req->linelen);
+        return fail_tok(req, &t[5], req->linelen);
     req->vlen = (uint32_t)v;
     swallow = req->linelen + v + 2;
-    if (!tok_i32(&t[1], &req->tkey) || !tok_i32(&t[2], &req->tval) ||
-        !tok_u32(&t[3], &req->flags) || !tok_i64(&t[4], &req->exptime))
-        return fail(req, MCTEXT_E_FORMAT, swallow);
+    if (n > 6 && (!req->noreply || n > 7))
+        return fail_tok(req, &t[req->noreply ? 7 : 6], swallow);
+    if (!tok_i32(&t[1], &req->tkey))
+        return fail_tok(req, &t[1], swallow);
+    if (!tok_i32(&t[2], &req->tval))
+        return fail_tok(req, &t[2], swallow);
+    if (!tok_u32(&t[3], &req->flags))
+        return fail_tok(req, &t[3], swallow);
+    if (!tok_i64(&t[4], &req->exptime))
+        return fail_tok(req, &t[4], swallow);
     return data_block(b, len, lim, req);
 }
 
@@ -506,7 +560,7 @@ static ssize_t parse_retrieval(struct mctext_req *req, const char *p,
 static ssize_t parse_tag_list(struct mctext_req *req, const char *p,
                               const char *end)
 {
-    struct tok t[2];
+    struct tok t[2], bad;
     const char *more;
     unsigned n = tokenize(p, end, t, 2, &more);
 
@@ -523,12 +577,14 @@ static ssize_t parse_tag_list(struct mctext_req *req, const char *p,
         }
     }
     if (!tok_i32(&t[1], &req->tkey))
-        return fail(req, MCTEXT_E_FORMAT, req->linelen);
+        return fail_tok(req, &t[1], req->linelen);
     req->list = more;
     req->listlen = (size_t)(end - more);
-    req->nlist = count_tvals(more, end);
+    bad.p = more;
+    bad.n = (uint32_t)(end - more);
+    req->nlist = count_tvals(more, end, &bad);
     if (req->nlist == 0)
-        return fail(req, MCTEXT_E_FORMAT, req->linelen);
+        return fail_tok(req, &bad, req->linelen);
     return (ssize_t)req->linelen;
 }
 
@@ -764,10 +820,14 @@ static ssize_t parse_simple(struct mctext_req *req, const struct tok *t,
         }
         break;
     case MCT_TPOP:
-        if (n != 3)
+        if (n < 3)
             return fail(req, MCTEXT_R_ERROR, req->linelen);
-        if (!tok_i32(&t[1], &req->tkey) || !tok_i32(&t[2], &req->tval))
-            return fail(req, MCTEXT_E_FORMAT, req->linelen);
+        if (n > 3)
+            return fail_tok(req, &t[3], req->linelen);
+        if (!tok_i32(&t[1], &req->tkey))
+            return fail_tok(req, &t[1], req->linelen);
+        if (!tok_i32(&t[2], &req->tval))
+            return fail_tok(req, &t[2], req->linelen);
         break;
     default: /* version, quit, mn: arguments ignored, as memcached */ break;
     }

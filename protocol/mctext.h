@@ -30,7 +30,9 @@
 #define MCTEXT_LONG_LINE_MAX (256u * 1024) /* key and tag lists (get, tget) */
 #define MCTEXT_OPAQUE_MAX 32               /* meta O(opaque) token */
 #define MCTEXT_TOKENS_MAX 24               /* tokens of a line without a list */
-#define MCTEXT_BYTES_MAX 2147483647u       /* <bytes> beyond: bad format */
+#define MCTEXT_BYTES_MAX 2147483646u       /* <bytes> beyond: bad format */
+#define MCTEXT_TOKEN_SHOWN 64              /* bytes of a token an error names */
+#define MCTEXT_ERRBUF (MCTEXT_TOKEN_SHOWN + 48)
 
 /* Room for a VALUE line of a key of klen bytes, and for a meta reply line. */
 #define MCTEXT_VALUE_LINE_LEN(klen) ((size_t)(klen) + 64)
@@ -121,9 +123,11 @@ struct mctext_req {
     size_t linelen;  /* the command line with its newline */
     size_t need;     /* MCTEXT_AGAIN: bytes needed in all */
     uint64_t skip;   /* MCTEXT_ERROR: bytes to discard */
-    const char *err; /* MCTEXT_ERROR: reply line with \r\n */
+    const char *err; /* MCTEXT_ERROR: reply line with \r\n (may point
+                        into errbuf) */
     struct mctext_meta meta;
     char keybuf[MCTEXT_KEY_MAX]; /* a base64-decoded meta key */
+    char errbuf[MCTEXT_ERRBUF];  /* an error line naming a token */
 };
 
 struct mctext_limits {
@@ -206,6 +210,9 @@ size_t mctext_meta_line(char *out, const char *code, int64_t vlen,
 #define MCTEXT_E_TOO_LARGE "SERVER_ERROR object too large for cache\r\n"
 #define MCTEXT_E_NO_MEMORY "SERVER_ERROR out of memory storing object\r\n"
 #define MCTEXT_E_TOO_MANY_TAGS "CLIENT_ERROR too many tags\r\n"
+/* tag commands: a token their grammar does not allow, named (at most
+ * MCTEXT_TOKEN_SHOWN bytes of it, control bytes as '?') */
+#define MCTEXT_E_TOKEN_FMT "CLIENT_ERROR invalid token '%s'\r\n"
 #define MCTEXT_E_TRUNCATED "SERVER_ERROR reply truncated\r\n"
 #define MCTEXT_E_INVALID_FLAG "CLIENT_ERROR invalid flag\r\n"
 #define MCTEXT_E_DUP_FLAG "CLIENT_ERROR duplicate flag\r\n"

@@ -629,6 +629,41 @@ static void test_user_root(void **state)
     unlink(logf);
 }
 
+/* ---- 4: strict tag grammar ------------------------------------------- */
+
+static void test_tag_grammar(void **state)
+{
+    const char *args[] = {"-n", "1", NULL};
+    struct tsrv s;
+    int fd;
+
+    (void)state;
+    srv_start(&s, args);
+    fd = tx_open(&s);
+    /* a space instead of a comma: refused, naming the token; nothing
+     * stored, and the data block does not run as a command */
+    tx_cmd(fd, "tset x 0 0 5 1:10 2:20\r\nhello",
+           "CLIENT_ERROR invalid token '2:20'");
+    assert_int_equal(tx_get_len(fd, "x"), -1);
+    tx_cmd(fd, "tset x 0 0 5 1:10,2:2O\r\nhello",
+           "CLIENT_ERROR invalid token '2:2O'");
+    tx_cmd(fd, "tset x 0 0 5 1:10,2:20 noreply\r\nhello\r\nmn", "MN");
+    tx_cmd(fd, "tget 2 20", "VALUE x 0 5");
+    tx_expect(fd, "hello");
+    tx_expect(fd, "END");
+    tx_cmd(fd, "tget 2 20,21", "CLIENT_ERROR invalid token '20,21'");
+    tx_cmd(fd, "tgets 2 x", "CLIENT_ERROR invalid token 'x'");
+    tx_cmd(fd, "tdel 2 20 norepl", "CLIENT_ERROR invalid token 'norepl'");
+    tx_cmd(fd, "tpush 1 1 0 0 2 2:3\r\nab", "CLIENT_ERROR invalid token '2:3'");
+    tx_cmd(fd, "tpop 1 1 1", "CLIENT_ERROR invalid token '1'");
+    tx_cmd(fd, "tpop 1 1x", "CLIENT_ERROR invalid token '1x'");
+    /* the record is still there: no tag command above did anything */
+    assert_int_equal(tx_get_len(fd, "x"), 5);
+    tx_cmd(fd, "tdel 2 20", "DELETED 1");
+    close(fd);
+    srv_stop(&s);
+}
+
 #define T(f) cmocka_unit_test_teardown(f, teardown)
 
 int main(void)
@@ -642,6 +677,7 @@ int main(void)
         T(test_fair_beside_long_lines),
         T(test_reqs_per_event),
         T(test_user_root),
+        T(test_tag_grammar),
     };
 
     signal(SIGPIPE, SIG_IGN);

@@ -827,7 +827,7 @@ static void test_tag_commands(void **state)
 
     xchg(fd, "tget 1\r\n", "ERROR\r\n");
     xchg(fd, "tset k 0 0 1 1\r\nx\r\nmn\r\n",
-         "CLIENT_ERROR bad command line format\r\nMN\r\n");
+         "CLIENT_ERROR invalid token '1'\r\nMN\r\n");
     close(fd);
 }
 
