@@ -49,6 +49,8 @@ static const struct {
     {"version", MCT_VERSION},
     {"verbosity", MCT_VERBOSITY},
     {"quit", MCT_QUIT},
+    {"cache_memlimit", MCT_CACHE_MEMLIMIT},
+    {"shutdown", MCT_SHUTDOWN},
     {"tset", MCT_TSET},
     {"tget", MCT_TGET},
     {"tgets", MCT_TGETS},
@@ -601,7 +603,7 @@ struct meta_rules {
 static const struct meta_rules *meta_rules_of(enum mctext_cmd cmd)
 {
     static const struct meta_rules mg = {
-        "bcfkOqstuvTPL",   "cfkOst",           MCTEXT_E_INVALID_FLAG,
+        "bcfhklOqstuvTPL", "cfhklOst",         MCTEXT_E_INVALID_FLAG,
         MCTEXT_E_DUP_FLAG, MCTEXT_E_BAD_TOKEN, NULL};
     static const struct meta_rules ms = {
         "bcCFkOqTMPL",         "ckO",
@@ -614,7 +616,7 @@ static const struct meta_rules *meta_rules_of(enum mctext_cmd cmd)
                                          MCTEXT_E_INVALID_DUP,
                                          NULL};
     static const struct meta_rules ma = {
-        "bNJDTMqtcvkOPL",     "ctkO",
+        "bCNJDTMqtcvkOPL",    "ctkO",
         MCTEXT_E_INVALID_DUP, MCTEXT_E_INVALID_DUP,
         MCTEXT_E_INVALID_DUP, MCTEXT_E_MA_MODE};
     static const struct meta_rules me = {
@@ -804,13 +806,30 @@ static ssize_t parse_simple(struct mctext_req *req, const struct tok *t,
             return fail(req, MCTEXT_R_ERROR, req->linelen);
         req->noreply = last_noreply;
         if (n - req->noreply >= 2 && !tok_i64(&t[1], &req->exptime))
-            return fail(req, MCTEXT_E_EXPTIME, req->linelen);
+            return fail(req, MCTEXT_E_FORMAT, req->linelen); /* memcached */
+        break;
+    case MCT_CACHE_MEMLIMIT:
+        if (n != 2 && n != 3)
+            return fail(req, MCTEXT_R_ERROR, req->linelen);
+        req->noreply = n == 3 && last_noreply;
+        if (!tok_u32(&t[1], &req->level) || (n == 3 && !last_noreply))
+            return fail(req, MCTEXT_E_FORMAT, req->linelen);
+        break;
+    case MCT_SHUTDOWN:
+        if (n > 2)
+            return fail(req, MCTEXT_R_ERROR, req->linelen);
+        if (n == 2) {
+            if (!tok_is(&t[1], "graceful"))
+                return fail(req, MCTEXT_E_SHUTDOWN_MODE, req->linelen);
+            req->arg = t[1].p;
+            req->arglen = t[1].n;
+        }
         break;
     case MCT_VERBOSITY:
         if (n != 2 && n != 3)
             return fail(req, MCTEXT_R_ERROR, req->linelen);
         req->noreply = last_noreply;
-        if (!tok_u32(&t[1], &req->level))
+        if (!tok_u32(&t[1], &req->level) || (n == 3 && !last_noreply))
             return fail(req, MCTEXT_E_FORMAT, req->linelen);
         break;
     case MCT_STATS:
@@ -833,6 +852,39 @@ static ssize_t parse_simple(struct mctext_req *req, const struct tok *t,
     }
     (void)rest;
     return (ssize_t)req->linelen;
+}
+
+/*
+ * A line that looks like HTTP: a request line (an upper-case method, or a
+ * last token starting "HTTP/", memcached's own test) or a Host: header.
+ * A browser or a forged request must not drive the cache.
+ */
+static bool looks_http(const char *b, const char *end)
+{
+    static const char *const methods[] = {"GET",     "POST",  "PUT",
+                                          "DELETE",  "HEAD",  "OPTIONS",
+                                          "PATCH",   "TRACE", "CONNECT"};
+    const char *p = b, *s, *q = end;
+    size_t i, n;
+
+    while (p < end && *p == ' ')
+        p++;
+    s = p;
+    while (p < end && *p != ' ')
+        p++;
+    n = (size_t)(p - s);
+    for (i = 0; i < sizeof(methods) / sizeof(methods[0]); i++)
+        if (n == strlen(methods[i]) && memcmp(s, methods[i], n) == 0)
+            return true;
+    if (n == 5 && (s[0] | 0x20) == 'h' && (s[1] | 0x20) == 'o' &&
+        (s[2] | 0x20) == 's' && (s[3] | 0x20) == 't' && s[4] == ':')
+        return true;
+    while (q > b && q[-1] == ' ')
+        q--;
+    s = q;
+    while (s > b && s[-1] != ' ')
+        s--;
+    return q - s >= 5 && memcmp(s, "HTTP/", 5) == 0;
 }
 
 ssize_t mctext_parse(const void *buf, size_t len,
@@ -862,6 +914,10 @@ ssize_t mctext_parse(const void *buf, size_t len,
     end = nl;
     if (end > b && end[-1] == '\r')
         end--;
+    if (looks_http(b, end)) {
+        req->close = true; /* no reply: close at once, as memcached */
+        return fail(req, "", len);
+    }
 
     n = tokenize(b, end, t, 1, &more);
     if (n == 0)
@@ -992,6 +1048,8 @@ size_t mctext_meta_line(char *out, const char *code, int64_t vlen,
             p += m->olen;
             break;
         case 'c': p += mctext_u64(p, v->cas); break;
+        case 'h': *p++ = v->hit_before ? '1' : '0'; break;
+        case 'l': p += mctext_u64(p, v->last); break;
         case 'f': p += mctext_u64(p, v->flags); break;
         case 's': p += mctext_u64(p, v->size); break;
         case 't': p += mctext_i64(p, v->ttl); break;

@@ -10,7 +10,8 @@
  *   > 0           the request is whole; that many bytes belong to it
  *   MCTEXT_AGAIN  the buffer holds only part of it; req->need is the number
  *                 of bytes (from the start of the buffer) the next try needs
- *   MCTEXT_ERROR  req->err is the reply line (memcached's wording), req->skip
+ *   MCTEXT_ERROR  req->err is the reply line (memcached's wording; "" for
+ *                 none: an HTTP-looking line closes silently), req->skip
  *                 the bytes to discard to stay in sync (possibly more than
  *                 the buffer holds yet: the rest of an unwanted data block),
  *                 req->close whether the stream is lost (answer, then close)
@@ -64,6 +65,8 @@ enum mctext_cmd {
     MCT_VERSION,
     MCT_VERBOSITY,
     MCT_QUIT,
+    MCT_CACHE_MEMLIMIT, /* cache_memlimit <MiB> [noreply] */
+    MCT_SHUTDOWN,       /* shutdown [graceful] */
     /* meta */
     MCT_MG,
     MCT_MS,
@@ -116,7 +119,7 @@ struct mctext_req {
     int64_t exptime;      /* also flush_all's delay */
     uint64_t cas;         /* cas unique */
     uint64_t delta;       /* incr/decr */
-    uint32_t level;       /* verbosity */
+    uint32_t level;       /* verbosity; cache_memlimit MiB */
     int32_t tkey, tval;   /* tget/tdel tkey; tpush/tpop tag */
     const char *arg;      /* stats group, or NULL */
     uint32_t arglen;
@@ -175,6 +178,8 @@ struct mctext_meta_vals {
     int64_t ttl; /* -1: never expires */
     uint32_t flags;
     uint32_t size;
+    uint32_t last;   /* l: seconds since last access */
+    bool hit_before; /* h */
 };
 
 /*
@@ -223,6 +228,12 @@ size_t mctext_meta_line(char *out, const char *code, int64_t vlen,
 #define MCTEXT_E_MS_MODE "CLIENT_ERROR invalid mode for ms M token\r\n"
 #define MCTEXT_E_MA_MODE "CLIENT_ERROR invalid mode for ma M token\r\n"
 #define MCTEXT_E_M_LEN "CLIENT_ERROR incorrect length for M token\r\n"
+#define MCTEXT_E_FLUSH_OFF "CLIENT_ERROR flush_all not allowed\r\n"
+#define MCTEXT_E_SHUTDOWN_OFF "ERROR: shutdown not enabled\r\n"
+#define MCTEXT_E_SHUTDOWN_MODE "CLIENT_ERROR invalid shutdown mode\r\n"
+#define MCTEXT_E_MEMLIMIT_SMALL                                                \
+    "MEMLIMIT_TOO_SMALL cannot set maxbytes to less than 8m\r\n"
+#define MCTEXT_E_CONNS "ERROR Too many open connections\r\n"
 
 /* memcached's UDP frame (docs/protocol.md, "UDP"): every datagram starts
  * with an 8-byte header (request id, sequence, total, reserved); a reply

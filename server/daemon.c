@@ -39,6 +39,7 @@
 #include "server/net/threads.h"
 #include "server/proto/proto.h"
 #include "log.h"
+#include "report.h"
 #include "bpf/mirror.h"
 #include "bpf/xdp_glue.h"
 #include "server/net/udp.h"
@@ -92,6 +93,7 @@ struct server *server_setup(const struct options *opt)
     srv->started_mono = server_mono_s();
     atomic_init(&srv->nconns, 0);
     atomic_init(&srv->stop, false);
+    stats_setup(srv);
     if (server_libevent_threads() < 0) {
         log_error("libevent has no pthreads support");
         goto fail;
@@ -135,6 +137,7 @@ void server_teardown(struct server *srv)
     if (srv->store != NULL)
         store_teardown(srv->store); /* may still announce into the mirror */
     mirror_teardown(srv->mirror);     /* detaches the program */
+    stats_teardown(srv);
     mdc_free(srv);
 }
 

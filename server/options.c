@@ -521,6 +521,11 @@ int options_parse(struct options *o, int argc, char **argv, FILE *err)
                 "generic or auto\n", argv0, o->xdp_mode);
         goto usage;
     }
+    if (o->prefix_delimiter != NULL && strlen(o->prefix_delimiter) != 1) {
+        fprintf(err, "%s: invalid value '%s' for --prefix-delimiter: want "
+                "one character\n", argv0, o->prefix_delimiter);
+        goto usage;
+    }
     if (o->debug && o->verbose < 3)
         o->verbose = 3;
     if (o->port == 0 && o->unix_socket == NULL && o->udp_port == 0) {

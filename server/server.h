@@ -89,6 +89,8 @@ struct worker {
     struct event *ev_stop;    /* activated by the main thread on shutdown */
     struct mq inbox;          /* conns: new ones and ones back from payload */
     struct conn *conns;       /* list head (struct conn_link in conn) */
+    pthread_mutex_t conns_mu; /* guards the list for other threads' readers
+                                 (stats conns); the owner writes under it */
     size_t nconns;
     struct mq *payload_q;     /* NULL: run requests in this thread */
     bool stopping;
@@ -145,6 +147,14 @@ struct server {
      * interface); daemon.c sets it to proto_detect() (proto/proto.h), so
      * the network layer never includes a protocol handler. */
     const struct proto *(*proto_detect)(uint8_t first);
+
+    /* stats reset and stats detail (report.c) */
+    pthread_mutex_t stats_mu;         /* guards the three below */
+    struct thread_stats stats_base;   /* counters at the last stats reset */
+    struct store_stats store_base;
+    struct prefix_stats *prefixes;    /* per-prefix counts, or NULL */
+    atomic_bool detail_on;            /* stats detail on (or -D) */
+    char prefix_delim;                /* -D, default ':' */
 
     struct mirror *mirror;    /* -x: the XDP mirror (bpf/mirror.h), or NULL */
     unsigned nudp;            /* UDP sockets, over all network threads */

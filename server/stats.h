@@ -51,6 +51,7 @@
     X(bytes_written)                                                           \
     X(output_paused)                                                           \
     X(conn_yields)                                                             \
+    X(listen_disabled_num)                                                     \
     X(slow_reader_drops)                                                       \
     X(idle_kicks)                                                              \
     X(payload_handoffs)                                                        \

@@ -9,7 +9,10 @@
  */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -664,6 +667,357 @@ static void test_tag_grammar(void **state)
     srv_stop(&s);
 }
 
+/* ---- the operational surface ------------------------------------------ */
+
+/* "stats <group>": every STAT line's text after "STAT " joined by '\n'. */
+static char *tx_stats_text(int fd, const char *group)
+{
+    static char out[65536];
+    char line[1024];
+    size_t n = 0;
+
+    tx_fmt(fd, group ? "stats %s\r\n" : "stats\r\n", group);
+    out[0] = '\0';
+    for (;;) {
+        assert_true(tx_line(fd, line, sizeof(line)));
+        if (strcmp(line, "END") == 0)
+            break;
+        assert_true(strncmp(line, "STAT ", 5) == 0 ||
+                    strncmp(line, "PREFIX ", 7) == 0);
+        n += (size_t)snprintf(out + n, sizeof(out) - n, "%s\n", line);
+        assert_true(n < sizeof(out));
+    }
+    return out;
+}
+
+static void test_stats_groups(void **state)
+{
+    const char *args[] = {"-n", "2", NULL};
+    struct tsrv s;
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof(ss);
+    char want[128], *t;
+    int fd;
+
+    (void)state;
+    srv_start(&s, args);
+    fd = tx_open(&s);
+    /* no items: items and slabs list no class */
+    t = tx_stats_text(fd, "items");
+    assert_string_equal(t, "");
+    assert_non_null(strstr(tx_stats_text(fd, "slabs"), "STAT active_slabs 0"));
+    tx_cmd(fd, "set a:1 0 0 2\r\nhi", "STORED");
+    tx_cmd(fd, "set b 0 0 2\r\nho", "STORED");
+    t = tx_stats_text(fd, "items");
+    assert_non_null(strstr(t, "STAT items:1:number 2\n"));
+    assert_non_null(strstr(t, "STAT items:1:evicted 0\n"));
+    t = tx_stats_text(fd, "slabs");
+    assert_non_null(strstr(t, "STAT 1:used_chunks 2\n"));
+    assert_non_null(strstr(t, "STAT active_slabs 1\n"));
+    assert_non_null(strstr(t, "STAT total_malloced "));
+    assert_string_equal(tx_stats_text(fd, "sizes"),
+                        "STAT sizes_status disabled\n");
+    /* conns: this connection with its address, state and idle time */
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&ss, &sl), 0);
+    snprintf(want, sizeof(want), ":addr tcp:127.0.0.1:%u\n",
+             ntohs(((struct sockaddr_in *)&ss)->sin_port));
+    t = tx_stats_text(fd, "conns");
+    assert_non_null(strstr(t, want));
+    assert_non_null(strstr(t, ":state conn_listening\n"));
+    assert_non_null(strstr(t, ":state conn_parse_cmd\n"));
+    assert_non_null(strstr(t, ":secs_since_last_cmd 0\n"));
+    /* reset zeroes the counters, not the items */
+    assert_int_equal(tx_get_len(fd, "a:1"), 2);
+    assert_int_equal(tx_get_len(fd, "zz"), -1);
+    assert_true(tx_stat(fd, NULL, "cmd_get") >= 2);
+    tx_cmd(fd, "stats reset", "RESET");
+    assert_int_equal(tx_stat(fd, NULL, "cmd_get"), 0);
+    assert_int_equal(tx_stat(fd, NULL, "get_hits"), 0);
+    assert_int_equal(tx_stat(fd, NULL, "total_items"), 0);
+    assert_int_equal(tx_stat(fd, NULL, "curr_items"), 2);
+    assert_int_equal(tx_get_len(fd, "a:1"), 2);
+    assert_int_equal(tx_stat(fd, NULL, "get_hits"), 1);
+    /* detail: per-prefix counts while on */
+    tx_cmd(fd, "stats detail on", "OK");
+    assert_int_equal(tx_get_len(fd, "a:1"), 2);
+    assert_int_equal(tx_get_len(fd, "a:2"), -1);
+    tx_cmd(fd, "set a:3 0 0 1\r\nx", "STORED");
+    tx_cmd(fd, "delete a:3", "DELETED");
+    assert_int_equal(tx_get_len(fd, "nop"), -1); /* no prefix */
+    assert_string_equal(tx_stats_text(fd, "detail dump"),
+                        "PREFIX a get 2 hit 1 set 1 del 1\n");
+    tx_cmd(fd, "stats detail off", "OK");
+    assert_int_equal(tx_get_len(fd, "a:1"), 2);
+    assert_string_equal(tx_stats_text(fd, "detail dump"),
+                        "PREFIX a get 2 hit 1 set 1 del 1\n");
+    tx_cmd(fd, "stats detail x", "CLIENT_ERROR usage: stats detail on|off|dump");
+    tx_cmd(fd, "stats nosuch", "ERROR");
+    close(fd);
+    srv_stop(&s);
+}
+
+/* -D: the prefix delimiter, and detail on from the start. */
+static void test_prefix_delimiter(void **state)
+{
+    const char *args[] = {"-n", "1", "-D", "/", NULL};
+    struct tsrv s;
+    int fd;
+
+    (void)state;
+    srv_start(&s, args);
+    fd = tx_open(&s);
+    tx_cmd(fd, "set u/1 0 0 1\r\nx", "STORED");
+    tx_cmd(fd, "set u:1 0 0 1\r\nx", "STORED");
+    assert_int_equal(tx_get_len(fd, "u/1"), 1);
+    assert_string_equal(tx_stats_text(fd, "detail dump"),
+                        "PREFIX u get 1 hit 1 set 1 del 0\n");
+    assert_non_null(
+        strstr(tx_stats_text(fd, "settings"), "STAT detail_enabled yes\n"));
+    close(fd);
+    srv_stop(&s);
+}
+
+static void test_cache_memlimit(void **state)
+{
+    const char *args[] = {"-n", "1", "-m", "64", NULL};
+    struct tsrv s;
+    int fd;
+
+    (void)state;
+    srv_start(&s, args);
+    fd = tx_open(&s);
+    fill_mixed(fd, "set", (size_t)40 << 20, NULL);
+    assert_true(tx_stat(fd, NULL, "bytes") > (32ll << 20));
+    tx_cmd(fd, "cache_memlimit 16", "OK");
+    assert_true(tx_stat(fd, NULL, "bytes") <= (16ll << 20));
+    assert_int_equal(tx_stat(fd, NULL, "limit_maxbytes"), 16ll << 20);
+    assert_int_equal(tx_stat(fd, "settings", "maxbytes"), 16ll << 20);
+    tx_cmd(fd, "cache_memlimit 4", "MEMLIMIT_TOO_SMALL cannot set maxbytes to less than 8m");
+    tx_cmd(fd, "cache_memlimit x", "CLIENT_ERROR bad command line format");
+    tx_cmd(fd, "cache_memlimit", "ERROR");
+    tx_cmd(fd, "cache_memlimit 128 noreply\r\nmn", "MN");
+    assert_int_equal(tx_stat(fd, NULL, "limit_maxbytes"), 128ll << 20);
+    close(fd);
+    srv_stop(&s);
+}
+
+static void test_shutdown_and_flush_switches(void **state)
+{
+    const char *plain[] = {"-n", "1", NULL};
+    const char *armed[] = {"-n", "1", "-A", "-F", NULL};
+    struct tsrv s;
+    char buf[16];
+    int fd, st, i;
+
+    (void)state;
+    srv_start(&s, plain);
+    fd = tx_open(&s);
+    tx_cmd(fd, "shutdown", "ERROR: shutdown not enabled");
+    tx_cmd(fd, "shutdown graceful", "ERROR: shutdown not enabled");
+    tx_cmd(fd, "flush_all", "OK");
+    assert_non_null(
+        strstr(tx_stats_text(fd, "settings"), "STAT flush_enabled yes\n"));
+    close(fd);
+    srv_stop(&s);
+
+    srv_start(&s, armed);
+    fd = tx_open(&s);
+    tx_cmd(fd, "flush_all", "CLIENT_ERROR flush_all not allowed");
+    tx_cmd(fd, "flush_all 10", "CLIENT_ERROR flush_all not allowed");
+    assert_non_null(
+        strstr(tx_stats_text(fd, "settings"), "STAT flush_enabled no\n"));
+    tx_cmd(fd, "shutdown now", "CLIENT_ERROR invalid shutdown mode");
+    tx_str(fd, "shutdown graceful\r\n");
+    assert_true(tc_wait_eof(fd, IO_MS));
+    close(fd);
+    /* the daemon stops by itself, cleanly */
+    for (i = 0; i < 500 && waitpid(s.pid, &st, WNOHANG) != s.pid; i++)
+        usleep(10000);
+    assert_true(i < 500);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    cur_on = false;
+    (void)buf;
+    rmdir(s.dir);
+}
+
+static void test_bad_numbers_and_fields(void **state)
+{
+    const char *args[] = {"-n", "1", "-c", "50", NULL};
+    struct tsrv s;
+    char line[256], ver[128], *t;
+    int fd;
+
+    (void)state;
+    srv_start(&s, args);
+    fd = tx_open(&s);
+    tx_cmd(fd, "verbosity x", "CLIENT_ERROR bad command line format");
+    tx_cmd(fd, "verbosity 1 2", "CLIENT_ERROR bad command line format");
+    tx_cmd(fd, "flush_all soon", "CLIENT_ERROR bad command line format");
+    tx_cmd(fd, "set k 0 0 2147483647", "CLIENT_ERROR bad command line format");
+    tx_cmd(fd, "set k 0 0 -1", "CLIENT_ERROR bad command line format");
+    tx_cmd(fd, "incr k x", "CLIENT_ERROR invalid numeric delta argument");
+    tx_cmd(fd, "touch k x", "CLIENT_ERROR invalid exptime argument");
+    tx_cmd(fd, "verbosity 1", "OK");
+    /* memcached 1.6's general fields */
+    t = tx_stats_text(fd, NULL);
+    {
+        static const char *const names[] = {
+            "get_flushed", "accepting_conns", "store_too_large",
+            "store_no_memory", "reclaimed", "listen_disabled_num",
+            "conn_yields", "rusage_user", "rusage_system", "cmd_flush",
+            "curr_connections", "total_connections", "evictions",
+            "limit_maxbytes", "threads", "max_connections"};
+        size_t i;
+
+        for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+            char w[64];
+            snprintf(w, sizeof(w), "STAT %s ", names[i]);
+            if (strstr(t, w) == NULL)
+                fail_msg("stats lacks %s", names[i]);
+        }
+    }
+    assert_non_null(strstr(t, "STAT accepting_conns 1\n"));
+    /* the version stat is what "version" says */
+    tx_str(fd, "version\r\n");
+    assert_true(tx_line(fd, line, sizeof(line)));
+    assert_true(strncmp(line, "VERSION ", 8) == 0);
+    snprintf(ver, sizeof(ver), "STAT version %s\n", line + 8);
+    assert_non_null(strstr(tx_stats_text(fd, NULL), ver));
+    /* settings under memcached's names */
+    t = tx_stats_text(fd, "settings");
+    assert_non_null(strstr(t, "STAT maxconns 50\n"));
+    assert_non_null(strstr(t, "STAT item_size_max 1048576\n"));
+    assert_non_null(strstr(t, "STAT tcp_backlog 1024\n"));
+    assert_non_null(strstr(t, "STAT cas_enabled yes\n"));
+    assert_non_null(strstr(t, "STAT maxbytes 1073741824\n"));
+    assert_non_null(strstr(t, "STAT evictions on\n"));
+    assert_non_null(strstr(t, "STAT reqs_per_event 20\n"));
+    close(fd);
+    srv_stop(&s);
+}
+
+static void test_http_closes(void **state)
+{
+    const char *args[] = {"-n", "1", NULL};
+    static const char *const reqs[] = {
+        "GET / HTTP/1.0\r\n\r\n", "POST /set HTTP/1.1\r\nHost: x\r\n",
+        "PUT /k HTTP/1.1\r\n",       "DELETE /k HTTP/1.1\r\n",
+        "HEAD / HTTP/1.0\r\n",       "Host: cache.local\r\n",
+        "get k HTTP/1.1\r\n"};
+    struct tsrv s;
+    size_t i;
+    int fd;
+
+    (void)state;
+    srv_start(&s, args);
+    for (i = 0; i < sizeof(reqs) / sizeof(reqs[0]); i++) {
+        char c;
+
+        fd = tx_open(&s);
+        /* a whole forged request: nothing of it may run */
+        tx_str(fd, reqs[i]);
+        tx_str(fd, "set pwned 0 0 1\r\nx\r\n");
+        assert_true(tc_wait_eof(fd, IO_MS));
+        assert_int_equal(recv(fd, &c, 1, MSG_DONTWAIT), 0);
+        close(fd);
+    }
+    fd = tx_open(&s);
+    assert_int_equal(tx_get_len(fd, "pwned"), -1);
+    close(fd);
+    srv_stop(&s);
+}
+
+static void test_meta_flags(void **state)
+{
+    const char *args[] = {"-n", "1", NULL};
+    struct tsrv s;
+    char line[256];
+    unsigned long long cas = 0;
+    int fd;
+
+    (void)state;
+    srv_start(&s, args);
+    fd = tx_open(&s);
+    tx_cmd(fd, "set k 0 0 2\r\nhi", "STORED");
+    /* h: hit before (0 first), l: seconds since last access */
+    tx_cmd(fd, "mg k h", "HD h0");
+    tx_cmd(fd, "mg k h l t v", "VA 2 h1 l0 t-1");
+    tx_expect(fd, "hi");
+    tx_cmd(fd, "mg nope h l", "EN");
+    /* ma C: compare-and-swap */
+    tx_cmd(fd, "set n 0 0 1\r\n5", "STORED");
+    tx_str(fd, "mg n c\r\n");
+    assert_true(tx_line(fd, line, sizeof(line)));
+    assert_int_equal(sscanf(line, "HD c%llu", &cas), 1);
+    tx_fmt(fd, "ma n C%llu v\r\n", cas + 1);
+    tx_expect(fd, "EX");
+    tx_fmt(fd, "ma n C%llu v\r\n", cas);
+    tx_expect(fd, "VA 1");
+    tx_expect(fd, "6");
+    tx_fmt(fd, "ma n C%llu\r\n", cas); /* the old CAS no longer matches */
+    tx_expect(fd, "EX");
+    tx_cmd(fd, "get n", "VALUE n 0 1");
+    tx_expect(fd, "6");
+    tx_expect(fd, "END");
+    /* flags memcached acts on that mdcached does not: an explicit error */
+    tx_cmd(fd, "mg k R30", "CLIENT_ERROR invalid flag");
+    tx_cmd(fd, "md k x", "CLIENT_ERROR invalid or duplicate flag");
+    tx_cmd(fd, "ms k 2 I\r\nhi", "CLIENT_ERROR invalid flag");
+    tx_cmd(fd, "ma n E5", "CLIENT_ERROR invalid or duplicate flag");
+    close(fd);
+    srv_stop(&s);
+}
+
+/* Exit status of the daemon run with args (it must not start). */
+static int run_status(const char *const *args)
+{
+    const char *argv[16];
+    int n = 0, st, i;
+    pid_t pid;
+
+    argv[n++] = tsrv_binary();
+    for (i = 0; args[i] != NULL && n < 15; i++)
+        argv[n++] = args[i];
+    argv[n] = NULL;
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        dup2(null, 1);
+        dup2(null, 2);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    for (i = 0; i < 500 && waitpid(pid, &st, WNOHANG) != pid; i++)
+        usleep(10000);
+    if (i == 500) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &st, 0);
+        return -1;
+    }
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void test_option_edges(void **state)
+{
+    static const char *const small_i[] = {"-p", "0", "-I", "512", NULL};
+    static const char *const big_i[] = {"-p", "0", "-I", "2g", NULL};
+    static const char *const zero_m[] = {"-p", "0", "-m", "0", NULL};
+    static const char *const nothing[] = {"-p", "0", NULL};
+    static const char *const bad_l[] = {"-l", "127.0.0.1:99999", NULL};
+    static const char *const bad_d[] = {"-D", "ab", NULL};
+    static const char *const bad_r[] = {"-R", "0", NULL};
+
+    (void)state;
+    assert_int_equal(run_status(small_i), 64);
+    assert_int_equal(run_status(big_i), 64);
+    assert_int_equal(run_status(zero_m), 64);
+    assert_int_equal(run_status(nothing), 64);
+    assert_int_equal(run_status(bad_l), 64);
+    assert_int_equal(run_status(bad_d), 64);
+    assert_int_equal(run_status(bad_r), 64);
+}
+
 #define T(f) cmocka_unit_test_teardown(f, teardown)
 
 int main(void)
@@ -678,6 +1032,14 @@ int main(void)
         T(test_reqs_per_event),
         T(test_user_root),
         T(test_tag_grammar),
+        T(test_stats_groups),
+        T(test_prefix_delimiter),
+        T(test_cache_memlimit),
+        T(test_shutdown_and_flush_switches),
+        T(test_bad_numbers_and_fields),
+        T(test_http_closes),
+        T(test_meta_flags),
+        T(test_option_edges),
     };
 
     signal(SIGPIPE, SIG_IGN);

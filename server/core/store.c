@@ -311,7 +311,7 @@ static void set_deadline(struct store *st, struct record *r, uint32_t d)
  */
 static int reserve(struct store *st, size_t size)
 {
-    int64_t lim = (int64_t)st->cfg.mem_limit;
+    int64_t lim = atomic_load_explicit(&st->mem_limit, memory_order_relaxed);
     int64_t m = atomic_fetch_add_explicit(&st->mem, (int64_t)size,
                                           memory_order_relaxed) +
                 (int64_t)size;
@@ -620,6 +620,7 @@ struct store *store_setup(const struct store_config *cfg)
     st->fixed_bytes = sizeof(*st) + (uint64_t)c->nlocks * sizeof(*st->locks) +
                       tags_fixed_bytes(st->tags); /* + buckets in use */
     atomic_store(&st->evict_seed, 0x9E3779B97F4A7C15ull);
+    atomic_store(&st->mem_limit, (int64_t)c->mem_limit);
     pthread_mutex_init(&st->sweep_mu, NULL);
     pthread_mutex_init(&st->grow_mu, NULL);
     pthread_cond_init(&st->sweep_cv, NULL);
@@ -711,7 +712,8 @@ void store_get_stats(struct store *st, struct store_stats *o)
     int64_t m = LD(mem), tm = LD(tag_mem);
     o->bytes = m > 0 ? (uint64_t)m : 0;
     o->tag_bytes = tm > 0 ? (uint64_t)tm : 0;
-    o->limit_maxbytes = st->cfg.mem_limit;
+    o->limit_maxbytes = (uint64_t)atomic_load_explicit(&st->mem_limit,
+                                                       memory_order_relaxed);
     o->evictions = LD(evictions);
     o->expired = LD(expired);
     o->expired_unfetched = LD(expired_unfetched);
@@ -837,7 +839,41 @@ static int check_key(uint32_t klen)
 }
 
 /* ---- get ---------------------------------------------------------------------- */
+int store_set_mem_limit(struct store *st, size_t bytes)
+{
+    if (bytes == 0 || bytes > INT64_MAX)
+        return ST_INVALID;
+    atomic_store_explicit(&st->mem_limit, (int64_t)bytes,
+                          memory_order_relaxed);
+    for (int i = 0; i < RETRY_LIMIT; i++) {
+        if (atomic_load_explicit(&st->mem, memory_order_relaxed) <=
+            (int64_t)bytes)
+            return ST_OK;
+        if (evict_one(st) < 0)
+            break;
+    }
+    return atomic_load_explicit(&st->mem, memory_order_relaxed) <=
+                   (int64_t)bytes
+               ? ST_OK
+               : ST_NO_MEMORY;
+}
+
+static struct record *get_common(struct store *st, const void *key,
+                                 uint32_t klen, struct store_access *prev);
+
 struct record *store_get(struct store *st, const void *key, uint32_t klen)
+{
+    return get_common(st, key, klen, NULL);
+}
+
+struct record *store_get_access(struct store *st, const void *key,
+                                uint32_t klen, struct store_access *prev)
+{
+    return get_common(st, key, klen, prev);
+}
+
+static struct record *get_common(struct store *st, const void *key,
+                                 uint32_t klen, struct store_access *prev)
 {
     if (klen > STORE_MAX_KEY)
         return NULL;
@@ -856,9 +892,17 @@ struct record *store_get(struct store *st, const void *key, uint32_t klen)
         } else {
             rec_incref(r);
             uint32_t t = tick_of(ns);
-            if (__atomic_load_n(&r->atime, __ATOMIC_RELAXED) != t)
+            uint32_t at = __atomic_load_n(&r->atime, __ATOMIC_RELAXED);
+            uint8_t fl = rec_rflags(r);
+            if (prev != NULL) {
+                prev->hit_before = (fl & R_FETCHED) != 0;
+                /* ticks of 2^20 ns */
+                prev->idle_s = (uint32_t)(((uint64_t)(t - at) << 20) /
+                                          1000000000u);
+            }
+            if (at != t)
                 __atomic_store_n(&r->atime, t, __ATOMIC_RELAXED);
-            if (!(rec_rflags(r) & R_FETCHED))
+            if (!(fl & R_FETCHED))
                 rec_set_rflag(r, R_FETCHED);
         }
     }
@@ -1252,9 +1296,23 @@ static int parse_u64(const unsigned char *p, uint32_t n, uint64_t *out)
 typedef int (*counter_fn)(uint64_t cur, uint64_t a, uint64_t b,
                           uint64_t *nv, uint64_t *result);
 
+static int counter_rmw_cas(struct store *st, enum store_event ev,
+                           const void *key, uint32_t klen, counter_fn fn,
+                           uint64_t a, uint64_t b_, uint64_t expect,
+                           uint64_t *result, uint64_t *cas_out);
+
 static int counter_rmw(struct store *st, enum store_event ev, const void *key,
                        uint32_t klen, counter_fn fn, uint64_t a, uint64_t b_,
                        uint64_t *result, uint64_t *cas_out)
+{
+    return counter_rmw_cas(st, ev, key, klen, fn, a, b_, 0, result, cas_out);
+}
+
+/* expect != 0: only while the record's CAS is that (else ST_EXISTS). */
+static int counter_rmw_cas(struct store *st, enum store_event ev,
+                           const void *key, uint32_t klen, counter_fn fn,
+                           uint64_t a, uint64_t b_, uint64_t expect,
+                           uint64_t *result, uint64_t *cas_out)
 {
     int rc = check_key(klen);
     if (rc != 0)
@@ -1266,7 +1324,9 @@ static int counter_rmw(struct store *st, enum store_event ev, const void *key,
         if (old == NULL)
             return ST_NOT_FOUND;
         uint64_t cur, nv = 0, res = 0;
-        if (parse_u64(rec_val(old), old->vlen, &cur) != 0) {
+        if (expect != 0 && old->cas != expect) {
+            rc = ST_EXISTS;
+        } else if (parse_u64(rec_val(old), old->vlen, &cur) != 0) {
             rc = ST_NOT_NUMBER;
         } else if ((rc = fn(cur, a, b_, &nv, &res)) == 1) {
             *result = res; /* compare-and-set mismatch: no change */
@@ -1327,6 +1387,19 @@ static int fn_read_clear(uint64_t cur, uint64_t a, uint64_t b, uint64_t *nv,
     *res = cur;
     *nv = 0;
     return 0;
+}
+
+int store_incr_cas(struct store *st, const void *key, uint32_t klen,
+                   uint64_t delta, bool decr, uint64_t expect_cas,
+                   uint64_t *value_out, uint64_t *cas_out)
+{
+    uint64_t res = 0;
+    int rc = counter_rmw_cas(st, EV_INCR, key, klen,
+                             decr ? fn_decr : fn_incr, delta, 0, expect_cas,
+                             &res, cas_out);
+    if (rc == 0 && value_out)
+        *value_out = res;
+    return rc;
 }
 
 int store_incr(struct store *st, const void *key, uint32_t klen,

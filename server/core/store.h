@@ -190,6 +190,18 @@ int store_drop_stale(struct store *st, enum store_mode mode, const void *key,
 
 /* Look a key up; NULL when absent or expired.  Returns a reference. */
 struct record *store_get(struct store *st, const void *key, uint32_t klen);
+/* The same, also telling what the record's access state was before this
+ * read (memcached's mg h and l). */
+struct store_access {
+    bool hit_before;  /* read at least once before */
+    uint32_t idle_s;  /* seconds since the last read or store */
+};
+struct record *store_get_access(struct store *st, const void *key,
+                                uint32_t klen, struct store_access *prev);
+/* Change the memory limit live (memcached's cache_memlimit); lowering it
+ * evicts down to the new limit now (unless only records readers hold are
+ * left: ST_NO_MEMORY, the limit is set anyway).  ST_INVALID for 0. */
+int store_set_mem_limit(struct store *st, size_t bytes);
 /*
  * Run fn on the live record under key while its bucket's read lock is held
  * (no reference taken; fn must not call into the store).  This is how the
@@ -214,6 +226,12 @@ int store_delete(struct store *st, const void *key, uint32_t klen,
 int store_incr(struct store *st, const void *key, uint32_t klen,
                uint64_t delta, bool decr, uint64_t *value_out,
                uint64_t *cas_out);
+
+/* The same only while the record's CAS is expect_cas (0: any), else
+ * ST_EXISTS (memcached's ma C). */
+int store_incr_cas(struct store *st, const void *key, uint32_t klen,
+                   uint64_t delta, bool decr, uint64_t expect_cas,
+                   uint64_t *value_out, uint64_t *cas_out);
 
 enum store_atomic_op {
     ATOMIC_ADD,        /* value += a; returns the new value */

@@ -111,6 +111,7 @@ struct store {
     _Atomic uint64_t sweep_cursor;
     _Atomic uint64_t evict_seed;
     _Atomic uint64_t nomem_held; /* refusals with eviction on (reserve) */
+    _Atomic int64_t mem_limit;   /* cfg.mem_limit, changed live */
     uint64_t fixed_bytes;
 
     pthread_t sweeper;

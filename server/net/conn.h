@@ -88,9 +88,33 @@ struct conn {
     bool paused;           /* output over the bound: input not processed */
     bool yielded;          /* process() stopped after -R requests with more
                               input waiting: let other connections run */
-    uint64_t last_active;  /* coarse seconds of the last input */
+    uint64_t last_active;  /* coarse seconds of the last input (written by
+                              the owner with relaxed atomics: stats conns
+                              reads it from other threads) */
+    uint8_t state;         /* enum conn_state, relaxed atomic, for stats */
     uint64_t blocked_since; /* coarse seconds output stalled; 0 = not */
 };
+
+/* What a connection is doing, as memcached's "stats conns" names it. */
+enum conn_state {
+    CS_WAITING = 0, /* conn_waiting: for input */
+    CS_PARSE,       /* conn_parse_cmd: running requests */
+    CS_MWRITE,      /* conn_mwrite: output blocked on the socket */
+    CS_CLOSING,     /* conn_closing */
+};
+
+/* One connection as "stats conns" lists it. */
+struct conn_info {
+    int fd;
+    char addr[128];   /* tcp:HOST:PORT, tcp6:[HOST]:PORT or unix:PATH */
+    const char *state;
+    uint64_t idle_s;  /* seconds since its last input */
+};
+typedef void (*conn_info_fn)(void *ctx, const struct conn_info *ci);
+/* Visit every open connection of every thread (any thread may call it;
+ * each thread's list is held under its conns_mu while visited, so fn must
+ * not block or call back into the network layer). */
+void conn_visit_all(struct server *srv, conn_info_fn fn, void *ctx);
 
 /* Allocate a connection for fd, to be run by network worker w. */
 struct conn *conn_setup(struct server *srv, struct worker *w, int fd,

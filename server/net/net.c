@@ -29,7 +29,7 @@
 #include "server/server.h"
 #include "server/log.h"
 
-static const char net_busy_msg[] = "SERVER_ERROR too many open connections\r\n";
+static const char net_busy_msg[] = "ERROR Too many open connections\r\n"; /* memcached */
 
 static void net_set_nodelay(int fd)
 {
@@ -81,6 +81,7 @@ static void net_accept_backoff(struct server *srv)
     struct timeval one = {1, 0};
 
     net_disable_accept(srv);
+    STAT_INC(&srv->workers[0].stats, listen_disabled_num);
     if (srv->ev_accept_resume == NULL)
         srv->ev_accept_resume = evtimer_new(srv->workers[0].base,
                                             net_accept_resume_cb, srv);
@@ -146,7 +147,7 @@ static void net_accept_cb(evutil_socket_t lfd, short what, void *arg)
     int fd;
 
     (void)what;
-    if (!srv->accepting)
+    if (!__atomic_load_n(&srv->accepting, __ATOMIC_RELAXED))
         return;
     fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
@@ -328,7 +329,7 @@ int net_enable_accept(struct server *srv)
         if (srv->listeners[i].ev != NULL &&
             event_add(srv->listeners[i].ev, NULL) < 0)
             return -1;
-    srv->accepting = true;
+    __atomic_store_n(&srv->accepting, true, __ATOMIC_RELAXED);
     return 0;
 }
 
@@ -339,7 +340,7 @@ void net_disable_accept(struct server *srv)
     for (i = 0; i < srv->nlisteners; i++)
         if (srv->listeners[i].ev != NULL)
             event_del(srv->listeners[i].ev);
-    srv->accepting = false;
+    __atomic_store_n(&srv->accepting, false, __ATOMIC_RELAXED);
 }
 
 void net_close_all(struct server *srv)
