@@ -119,7 +119,7 @@ void stats_collect(struct server *srv, stats_visit_fn fn, void *ctx)
     emit_u64(fn, ctx, "pid", (uint64_t)getpid());
     emit_u64(fn, ctx, "uptime", server_uptime(srv));
     emit_u64(fn, ctx, "time", (uint64_t)time(NULL));
-    fn(ctx, "version", MDC_VERSION_STRING);
+    fn(ctx, "version", MDC_TEXT_VERSION);
     fn(ctx, "libevent", event_get_version());
     emit_u64(fn, ctx, "pointer_size", 8 * sizeof(void *));
     if (getrusage(RUSAGE_SELF, &ru) == 0) {

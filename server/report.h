@@ -16,7 +16,7 @@ struct server;
 
 /* What "version" and the version stat say: the memcached protocol level
  * clients check ("major.minor.micro", major > 0), then mdcached's own. */
-#define MDC_VERSION_STRING "1.6.0-mdcached-" PACKAGE_VERSION
+#define MDC_TEXT_VERSION "1.6.0-mdcached-" PACKAGE_VERSION
 
 /* Sum every thread's counters into out. */
 void stats_sum(struct server *srv, struct thread_stats *out);

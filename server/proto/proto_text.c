@@ -774,7 +774,7 @@ static void txt_exec(struct conn *c, struct worker *w,
     /* clients parse "major.minor.micro" and reject major 0 (libmemcached):
      * announce the memcached protocol level we speak, then our own version */
     case MCT_VERSION:
-        txt_str(c, "VERSION " MDC_VERSION_STRING "\r\n");
+        txt_str(c, "VERSION " MDC_TEXT_VERSION "\r\n");
         break;
     case MCT_VERBOSITY:
         /* memcached's levels 0..3 on top of our default (info): 0 info,
