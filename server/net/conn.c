@@ -494,16 +494,17 @@ void conn_drive(struct conn *c)
             __atomic_store_n(&c->state, CS_PARSE, __ATOMIC_RELAXED);
             c->proto->process(c, w);
             if (c->yielded) {
-                /* -R requests done: send what they produced and give the
-                 * loop to the other connections (memcached's
-                 * reqs_per_event, conn_yields) */
                 c->yielded = false;
-                STAT_INC(&w->stats, conn_yields);
-                if (c->opending > 0 && c->wr_ready && conn_flush(c) < 0)
-                    goto kill;
-                if (!c->closing)
+                if (!c->closing) {
+                    /* -R requests done: send what they produced and give
+                     * the loop to the other connections (memcached's
+                     * reqs_per_event, conn_yields) */
+                    STAT_INC(&w->stats, conn_yields);
+                    if (c->opending > 0 && c->wr_ready && conn_flush(c) < 0)
+                        goto kill;
                     event_active(c->ev, EV_READ, 0);
-                break;
+                    break;
+                }
             }
             continue;
         }
