@@ -348,6 +348,8 @@ void net_close_all(struct server *srv)
     size_t i;
 
     net_disable_accept(srv);
+    /* stats conns (another thread) reads the listeners under stats_mu */
+    pthread_mutex_lock(&srv->stats_mu);
     for (i = 0; i < srv->nlisteners; i++) {
         struct listener *l = &srv->listeners[i];
         if (l->ev != NULL)
@@ -366,4 +368,5 @@ void net_close_all(struct server *srv)
     mdc_free(srv->listeners);
     srv->listeners = NULL;
     srv->nlisteners = 0;
+    pthread_mutex_unlock(&srv->stats_mu);
 }

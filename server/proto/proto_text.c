@@ -340,14 +340,18 @@ static void txt_stats(struct conn *c, struct worker *w,
     } else if (arg_is(req, "sizes")) {
         txt_stats_line(c, "sizes_status", "disabled");
     } else if (arg_is(req, "conns")) {
+        pthread_mutex_lock(&srv->stats_mu); /* net_close_all frees them */
         for (i = 0; i < srv->nlisteners; i++) {
             char name[32];
 
+            if (srv->listeners[i].fd < 0)
+                continue;
             snprintf(name, sizeof(name), "%d:addr", srv->listeners[i].fd);
             txt_stats_line(c, name, srv->listeners[i].name);
             snprintf(name, sizeof(name), "%d:state", srv->listeners[i].fd);
             txt_stats_line(c, name, "conn_listening");
         }
+        pthread_mutex_unlock(&srv->stats_mu);
         conn_visit_all(srv, txt_conn_info, c);
     } else if (arg_is(req, "reset")) {
         stats_reset(srv);
