@@ -34,6 +34,7 @@
 #define CONN_SEGS_INIT 256u
 #define CONN_SHRINK_AT (4 * CONN_IBUF_INIT) /* shrink idle buffers above */
 #define CONN_READ_BUDGET 16                  /* reads per turn, for fairness */
+#define CONN_READ_BYTES_BUDGET (256u * 1024) /* and bytes read per turn */
 #define CONN_IOV_MAX 256 /* segments per sendmsg(); 4 KiB of stack */
 
 static void conn_ev_cb(evutil_socket_t fd, short what, void *arg);
@@ -474,6 +475,7 @@ void conn_drive(struct conn *c)
 {
     struct worker *w = c->owner;
     int reads = 0;
+    size_t rbytes = 0;
 
     if (c->inflight)
         return;
@@ -516,14 +518,21 @@ void conn_drive(struct conn *c)
         if (c->rd_ready && !conn_out_full(c)) {
             int r;
 
-            if (reads++ >= CONN_READ_BUDGET) {
+            if (reads++ >= CONN_READ_BUDGET ||
+                rbytes >= CONN_READ_BYTES_BUDGET) {
                 /* Let the other connections of this loop have a turn. */
                 event_active(c->ev, EV_READ, 0);
                 break;
             }
-            r = conn_read(c);
-            if (r < 0)
-                goto kill;
+            {
+                size_t before = c->ilen - c->ioff;
+
+                r = conn_read(c);
+                if (r < 0)
+                    goto kill;
+                if (c->ilen - c->ioff > before)
+                    rbytes += c->ilen - c->ioff - before;
+            }
             continue;
         }
         break;
