@@ -12,6 +12,7 @@
 #include "mctext.h"
 
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 struct tok {
@@ -48,6 +49,8 @@ static const struct {
     {"version", MCT_VERSION},
     {"verbosity", MCT_VERBOSITY},
     {"quit", MCT_QUIT},
+    {"cache_memlimit", MCT_CACHE_MEMLIMIT},
+    {"shutdown", MCT_SHUTDOWN},
     {"tset", MCT_TSET},
     {"tget", MCT_TGET},
     {"tgets", MCT_TGETS},
@@ -269,33 +272,40 @@ static uint32_t count_keys(const char *p, const char *end)
     }
 }
 
-/* Count "tk:tv[,tk:tv...]"; 0 when malformed. */
-static uint32_t count_tags(const char *p, const char *end)
+/* Count "tk:tv[,tk:tv...]"; 0 when malformed, *bad then the element (a
+ * tk:tv between commas) that is wrong. */
+static uint32_t count_tags(const char *p, const char *end, struct tok *bad)
 {
     uint32_t n = 0;
 
     for (;;) {
-        const char *c = memchr(p, ':', (size_t)(end - p));
-        const char *e;
+        const char *e = memchr(p, ',', (size_t)(end - p));
+        const char *c;
         int32_t v;
 
-        if (c == NULL)
-            return 0;
-        e = memchr(c, ',', (size_t)(end - c));
         if (e == NULL)
             e = end;
-        if (!parse_i32(p, (uint32_t)(c - p), &v) ||
+        c = memchr(p, ':', (size_t)(e - p));
+        bad->p = p;
+        bad->n = (uint32_t)(e - p);
+        if (c == NULL || !parse_i32(p, (uint32_t)(c - p), &v) ||
             !parse_i32(c + 1, (uint32_t)(e - c - 1), &v))
             return 0;
         n++;
         if (e == end)
             return n;
         p = e + 1;
+        if (p == end) { /* a trailing comma: an empty element */
+            bad->p = e;
+            bad->n = 1;
+            return 0;
+        }
     }
 }
 
-/* Count space-separated signed 32-bit values; 0 when one is malformed. */
-static uint32_t count_tvals(const char *p, const char *end)
+/* Count space-separated signed 32-bit values; 0 when one is malformed
+ * (*bad is that one). */
+static uint32_t count_tvals(const char *p, const char *end, struct tok *bad)
 {
     uint32_t n = 0;
 
@@ -310,8 +320,11 @@ static uint32_t count_tvals(const char *p, const char *end)
         s = p;
         while (p < end && *p != ' ')
             p++;
-        if (!parse_i32(s, (uint32_t)(p - s), &v))
+        if (!parse_i32(s, (uint32_t)(p - s), &v)) {
+            bad->p = s;
+            bad->n = (uint32_t)(p - s);
             return 0;
+        }
         n++;
     }
 }
@@ -378,10 +391,31 @@ static ssize_t fail(struct mctext_req *req, const char *err, uint64_t skip)
     return MCTEXT_ERROR;
 }
 
+/* A tag command's token its grammar does not allow: an error naming it. */
+static ssize_t fail_tok(struct mctext_req *req, const struct tok *t,
+                        uint64_t skip)
+{
+    char shown[MCTEXT_TOKEN_SHOWN + 4];
+    uint32_t i, n = t->n > MCTEXT_TOKEN_SHOWN ? MCTEXT_TOKEN_SHOWN : t->n;
+
+    for (i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)t->p[i];
+        shown[i] = c < ' ' || c >= 0x7f || c == '\'' ? '?' : (char)c;
+    }
+    if (n < t->n) {
+        memcpy(shown + n, "...", 3);
+        n += 3;
+    }
+    shown[n] = '\0';
+    snprintf(req->errbuf, sizeof(req->errbuf), MCTEXT_E_TOKEN_FMT, shown);
+    return fail(req, req->errbuf, skip);
+}
+
 /* The longest line the command starting at b may send: long for key and
  * tag lists, memcached's 2048 bytes otherwise. */
-static size_t line_limit(const char *b, size_t len)
+size_t mctext_line_limit(const void *buf, size_t len)
 {
+    const char *b = buf;
     static const char *const longs[] = {"get ",  "gets ",  "gat ",  "gats ",
                                         "tget ", "tgets ", "tdel ", "tset "};
     size_t i;
@@ -426,28 +460,44 @@ static ssize_t parse_storage(const char *b, size_t len,
                              unsigned n)
 {
     unsigned want = req->cmd == MCT_CAS || req->cmd == MCT_TSET ? 6 : 5;
+    bool tagged = req->cmd == MCT_TSET;
     uint64_t v, swallow;
+    struct tok bad;
 
-    if (n != want && n != want + 1)
+    if (n < want || (n > want + 1 && !tagged))
         return fail(req, MCTEXT_R_ERROR, req->linelen);
-    req->noreply = n == want + 1 && tok_is(&t[want], "noreply");
+    req->noreply = n >= want + 1 && tok_is(&t[want], "noreply");
     if (!tok_u64(&t[4], &v) || v > MCTEXT_BYTES_MAX)
-        return fail(req, MCTEXT_E_FORMAT, req->linelen);
+        return tagged && tok_u64(&t[4], &v) == false
+                   ? fail_tok(req, &t[4], req->linelen)
+                   : fail(req, MCTEXT_E_FORMAT, req->linelen);
     req->vlen = (uint32_t)v;
     swallow = req->linelen + v + 2;
+    /* tset: every token after the tags must be "noreply" (a space inside
+     * the tag list would otherwise drop the tags after it) */
+    if (tagged && n > want && (!req->noreply || n > want + 1))
+        return fail_tok(req, &t[req->noreply ? want + 1 : want], swallow);
     req->key = t[1].p;
     req->klen = t[1].n;
+    if (tagged) {
+        if (!key_ok(t[1].p, t[1].n))
+            return fail_tok(req, &t[1], swallow);
+        if (!tok_u32(&t[2], &req->flags))
+            return fail_tok(req, &t[2], swallow);
+        if (!tok_i64(&t[3], &req->exptime))
+            return fail_tok(req, &t[3], swallow);
+    }
     if (!key_ok(t[1].p, t[1].n) || !tok_u32(&t[2], &req->flags) ||
         !tok_i64(&t[3], &req->exptime))
         return fail(req, MCTEXT_E_FORMAT, swallow);
     if (req->cmd == MCT_CAS && !tok_u64(&t[5], &req->cas))
         return fail(req, MCTEXT_E_FORMAT, swallow);
-    if (req->cmd == MCT_TSET) {
+    if (tagged) {
         req->list = t[5].p;
         req->listlen = t[5].n;
-        req->nlist = count_tags(t[5].p, t[5].p + t[5].n);
+        req->nlist = count_tags(t[5].p, t[5].p + t[5].n, &bad);
         if (req->nlist == 0)
-            return fail(req, MCTEXT_E_FORMAT, swallow);
+            return fail_tok(req, &bad, swallow);
     }
     return data_block(b, len, lim, req);
 }
@@ -460,16 +510,23 @@ static ssize_t parse_tpush(const char *b, size_t len,
 {
     uint64_t v, swallow;
 
-    if (n != 6 && n != 7)
+    if (n < 6)
         return fail(req, MCTEXT_R_ERROR, req->linelen);
-    req->noreply = n == 7 && tok_is(&t[6], "noreply");
+    req->noreply = n >= 7 && tok_is(&t[6], "noreply");
     if (!tok_u64(&t[5], &v) || v > MCTEXT_BYTES_MAX)
-        return fail(req, MCTEXT_E_FORMAT, req->linelen);
+        return fail_tok(req, &t[5], req->linelen);
     req->vlen = (uint32_t)v;
     swallow = req->linelen + v + 2;
-    if (!tok_i32(&t[1], &req->tkey) || !tok_i32(&t[2], &req->tval) ||
-        !tok_u32(&t[3], &req->flags) || !tok_i64(&t[4], &req->exptime))
-        return fail(req, MCTEXT_E_FORMAT, swallow);
+    if (n > 6 && (!req->noreply || n > 7))
+        return fail_tok(req, &t[req->noreply ? 7 : 6], swallow);
+    if (!tok_i32(&t[1], &req->tkey))
+        return fail_tok(req, &t[1], swallow);
+    if (!tok_i32(&t[2], &req->tval))
+        return fail_tok(req, &t[2], swallow);
+    if (!tok_u32(&t[3], &req->flags))
+        return fail_tok(req, &t[3], swallow);
+    if (!tok_i64(&t[4], &req->exptime))
+        return fail_tok(req, &t[4], swallow);
     return data_block(b, len, lim, req);
 }
 
@@ -506,7 +563,7 @@ static ssize_t parse_retrieval(struct mctext_req *req, const char *p,
 static ssize_t parse_tag_list(struct mctext_req *req, const char *p,
                               const char *end)
 {
-    struct tok t[2];
+    struct tok t[2], bad;
     const char *more;
     unsigned n = tokenize(p, end, t, 2, &more);
 
@@ -523,12 +580,14 @@ static ssize_t parse_tag_list(struct mctext_req *req, const char *p,
         }
     }
     if (!tok_i32(&t[1], &req->tkey))
-        return fail(req, MCTEXT_E_FORMAT, req->linelen);
+        return fail_tok(req, &t[1], req->linelen);
     req->list = more;
     req->listlen = (size_t)(end - more);
-    req->nlist = count_tvals(more, end);
+    bad.p = more;
+    bad.n = (uint32_t)(end - more);
+    req->nlist = count_tvals(more, end, &bad);
     if (req->nlist == 0)
-        return fail(req, MCTEXT_E_FORMAT, req->linelen);
+        return fail_tok(req, &bad, req->linelen);
     return (ssize_t)req->linelen;
 }
 
@@ -545,7 +604,7 @@ struct meta_rules {
 static const struct meta_rules *meta_rules_of(enum mctext_cmd cmd)
 {
     static const struct meta_rules mg = {
-        "bcfkOqstuvTPL",   "cfkOst",           MCTEXT_E_INVALID_FLAG,
+        "bcfhklOqstuvTPL", "cfhklOst",         MCTEXT_E_INVALID_FLAG,
         MCTEXT_E_DUP_FLAG, MCTEXT_E_BAD_TOKEN, NULL};
     static const struct meta_rules ms = {
         "bcCFkOqTMPL",         "ckO",
@@ -558,7 +617,7 @@ static const struct meta_rules *meta_rules_of(enum mctext_cmd cmd)
                                          MCTEXT_E_INVALID_DUP,
                                          NULL};
     static const struct meta_rules ma = {
-        "bNJDTMqtcvkOPL",     "ctkO",
+        "bCNJDTMqtcvkOPL",    "ctkO",
         MCTEXT_E_INVALID_DUP, MCTEXT_E_INVALID_DUP,
         MCTEXT_E_INVALID_DUP, MCTEXT_E_MA_MODE};
     static const struct meta_rules me = {
@@ -748,7 +807,24 @@ static ssize_t parse_simple(struct mctext_req *req, const struct tok *t,
             return fail(req, MCTEXT_R_ERROR, req->linelen);
         req->noreply = last_noreply;
         if (n - req->noreply >= 2 && !tok_i64(&t[1], &req->exptime))
-            return fail(req, MCTEXT_E_EXPTIME, req->linelen);
+            return fail(req, MCTEXT_E_FORMAT, req->linelen); /* memcached */
+        break;
+    case MCT_CACHE_MEMLIMIT:
+        if (n != 2 && n != 3)
+            return fail(req, MCTEXT_R_ERROR, req->linelen);
+        req->noreply = n == 3 && last_noreply;
+        if (!tok_u32(&t[1], &req->level) || (n == 3 && !last_noreply))
+            return fail(req, MCTEXT_E_FORMAT, req->linelen);
+        break;
+    case MCT_SHUTDOWN:
+        if (n > 2)
+            return fail(req, MCTEXT_R_ERROR, req->linelen);
+        if (n == 2) {
+            if (!tok_is(&t[1], "graceful"))
+                return fail(req, MCTEXT_E_SHUTDOWN_MODE, req->linelen);
+            req->arg = t[1].p;
+            req->arglen = t[1].n;
+        }
         break;
     case MCT_DUMP:
         if (n != 1)
@@ -758,7 +834,7 @@ static ssize_t parse_simple(struct mctext_req *req, const struct tok *t,
         if (n != 2 && n != 3)
             return fail(req, MCTEXT_R_ERROR, req->linelen);
         req->noreply = last_noreply;
-        if (!tok_u32(&t[1], &req->level))
+        if (!tok_u32(&t[1], &req->level) || (n == 3 && !last_noreply))
             return fail(req, MCTEXT_E_FORMAT, req->linelen);
         break;
     case MCT_STATS:
@@ -768,15 +844,52 @@ static ssize_t parse_simple(struct mctext_req *req, const struct tok *t,
         }
         break;
     case MCT_TPOP:
-        if (n != 3)
+        if (n < 3)
             return fail(req, MCTEXT_R_ERROR, req->linelen);
-        if (!tok_i32(&t[1], &req->tkey) || !tok_i32(&t[2], &req->tval))
-            return fail(req, MCTEXT_E_FORMAT, req->linelen);
+        if (n > 3)
+            return fail_tok(req, &t[3], req->linelen);
+        if (!tok_i32(&t[1], &req->tkey))
+            return fail_tok(req, &t[1], req->linelen);
+        if (!tok_i32(&t[2], &req->tval))
+            return fail_tok(req, &t[2], req->linelen);
         break;
     default: /* version, quit, mn: arguments ignored, as memcached */ break;
     }
     (void)rest;
     return (ssize_t)req->linelen;
+}
+
+/*
+ * A line that looks like HTTP: a request line (an upper-case method, or a
+ * last token starting "HTTP/", memcached's own test) or a Host: header.
+ * A browser or a forged request must not drive the cache.
+ */
+static bool looks_http(const char *b, const char *end)
+{
+    static const char *const methods[] = {"GET",     "POST",  "PUT",
+                                          "DELETE",  "HEAD",  "OPTIONS",
+                                          "PATCH",   "TRACE", "CONNECT"};
+    const char *p = b, *s, *q = end;
+    size_t i, n;
+
+    while (p < end && *p == ' ')
+        p++;
+    s = p;
+    while (p < end && *p != ' ')
+        p++;
+    n = (size_t)(p - s);
+    for (i = 0; i < sizeof(methods) / sizeof(methods[0]); i++)
+        if (n == strlen(methods[i]) && memcmp(s, methods[i], n) == 0)
+            return true;
+    if (n == 5 && (s[0] | 0x20) == 'h' && (s[1] | 0x20) == 'o' &&
+        (s[2] | 0x20) == 's' && (s[3] | 0x20) == 't' && s[4] == ':')
+        return true;
+    while (q > b && q[-1] == ' ')
+        q--;
+    s = q;
+    while (s > b && s[-1] != ' ')
+        s--;
+    return q - s >= 5 && memcmp(s, "HTTP/", 5) == 0;
 }
 
 ssize_t mctext_parse(const void *buf, size_t len,
@@ -791,7 +904,7 @@ ssize_t mctext_parse(const void *buf, size_t len,
     memset(req, 0, offsetof(struct mctext_req, meta));
     nl = memchr(b, '\n', scan);
     if (nl == NULL) {
-        if (len >= line_limit(b, len)) {
+        if (len >= mctext_line_limit(b, len)) {
             req->close = true;
             return fail(req, MCTEXT_E_LINE, len);
         }
@@ -799,13 +912,17 @@ ssize_t mctext_parse(const void *buf, size_t len,
         return MCTEXT_AGAIN;
     }
     req->linelen = (size_t)(nl - b) + 1;
-    if (req->linelen > line_limit(b, len)) {
+    if (req->linelen > mctext_line_limit(b, len)) {
         req->close = true;
         return fail(req, MCTEXT_E_LINE, len);
     }
     end = nl;
     if (end > b && end[-1] == '\r')
         end--;
+    if (looks_http(b, end)) {
+        req->close = true; /* no reply: close at once, as memcached */
+        return fail(req, "", len);
+    }
 
     n = tokenize(b, end, t, 1, &more);
     if (n == 0)
@@ -936,6 +1053,8 @@ size_t mctext_meta_line(char *out, const char *code, int64_t vlen,
             p += m->olen;
             break;
         case 'c': p += mctext_u64(p, v->cas); break;
+        case 'h': *p++ = v->hit_before ? '1' : '0'; break;
+        case 'l': p += mctext_u64(p, v->last); break;
         case 'f': p += mctext_u64(p, v->flags); break;
         case 's': p += mctext_u64(p, v->size); break;
         case 't': p += mctext_i64(p, v->ttl); break;

@@ -10,7 +10,8 @@
  *   > 0           the request is whole; that many bytes belong to it
  *   MCTEXT_AGAIN  the buffer holds only part of it; req->need is the number
  *                 of bytes (from the start of the buffer) the next try needs
- *   MCTEXT_ERROR  req->err is the reply line (memcached's wording), req->skip
+ *   MCTEXT_ERROR  req->err is the reply line (memcached's wording; "" for
+ *                 none: an HTTP-looking line closes silently), req->skip
  *                 the bytes to discard to stay in sync (possibly more than
  *                 the buffer holds yet: the rest of an unwanted data block),
  *                 req->close whether the stream is lost (answer, then close)
@@ -30,7 +31,9 @@
 #define MCTEXT_LONG_LINE_MAX (256u * 1024) /* key and tag lists (get, tget) */
 #define MCTEXT_OPAQUE_MAX 32               /* meta O(opaque) token */
 #define MCTEXT_TOKENS_MAX 24               /* tokens of a line without a list */
-#define MCTEXT_BYTES_MAX 2147483647u       /* <bytes> beyond: bad format */
+#define MCTEXT_BYTES_MAX 2147483646u       /* <bytes> beyond: bad format */
+#define MCTEXT_TOKEN_SHOWN 64              /* bytes of a token an error names */
+#define MCTEXT_ERRBUF (MCTEXT_TOKEN_SHOWN + 48)
 
 /* Room for a VALUE line of a key of klen bytes, and for a meta reply line. */
 #define MCTEXT_VALUE_LINE_LEN(klen) ((size_t)(klen) + 64)
@@ -62,6 +65,8 @@ enum mctext_cmd {
     MCT_VERSION,
     MCT_VERBOSITY,
     MCT_QUIT,
+    MCT_CACHE_MEMLIMIT, /* cache_memlimit <MiB> [noreply] */
+    MCT_SHUTDOWN,       /* shutdown [graceful] */
     /* meta */
     MCT_MG,
     MCT_MS,
@@ -116,16 +121,18 @@ struct mctext_req {
     int64_t exptime;      /* also flush_all's delay */
     uint64_t cas;         /* cas unique */
     uint64_t delta;       /* incr/decr */
-    uint32_t level;       /* verbosity */
+    uint32_t level;       /* verbosity; cache_memlimit MiB */
     int32_t tkey, tval;   /* tget/tdel tkey; tpush/tpop tag */
     const char *arg;      /* stats group, or NULL */
     uint32_t arglen;
     size_t linelen;  /* the command line with its newline */
     size_t need;     /* MCTEXT_AGAIN: bytes needed in all */
     uint64_t skip;   /* MCTEXT_ERROR: bytes to discard */
-    const char *err; /* MCTEXT_ERROR: reply line with \r\n */
+    const char *err; /* MCTEXT_ERROR: reply line with \r\n (may point
+                        into errbuf) */
     struct mctext_meta meta;
     char keybuf[MCTEXT_KEY_MAX]; /* a base64-decoded meta key */
+    char errbuf[MCTEXT_ERRBUF];  /* an error line naming a token */
 };
 
 struct mctext_limits {
@@ -134,6 +141,13 @@ struct mctext_limits {
 
 ssize_t mctext_parse(const void *buf, size_t len,
                      const struct mctext_limits *lim, struct mctext_req *req);
+
+/* The longest line (with its newline) the request starting at buf may
+ * send: MCTEXT_LONG_LINE_MAX for key and tag lists, else MCTEXT_LINE_MAX.
+ * A caller that scans for the newline itself (resuming where it stopped,
+ * so the work stays linear in the bytes received) calls mctext_parse()
+ * only once the newline is there or len has reached this limit. */
+size_t mctext_line_limit(const void *buf, size_t len);
 
 /* Name of a command as sent on the wire ("get", "mg", "tset"...). */
 const char *mctext_cmd_name(enum mctext_cmd cmd);
@@ -166,6 +180,8 @@ struct mctext_meta_vals {
     int64_t ttl; /* -1: never expires */
     uint32_t flags;
     uint32_t size;
+    uint32_t last;   /* l: seconds since last access */
+    bool hit_before; /* h */
 };
 
 /*
@@ -201,6 +217,9 @@ size_t mctext_meta_line(char *out, const char *code, int64_t vlen,
 #define MCTEXT_E_TOO_LARGE "SERVER_ERROR object too large for cache\r\n"
 #define MCTEXT_E_NO_MEMORY "SERVER_ERROR out of memory storing object\r\n"
 #define MCTEXT_E_TOO_MANY_TAGS "CLIENT_ERROR too many tags\r\n"
+/* tag commands: a token their grammar does not allow, named (at most
+ * MCTEXT_TOKEN_SHOWN bytes of it, control bytes as '?') */
+#define MCTEXT_E_TOKEN_FMT "CLIENT_ERROR invalid token '%s'\r\n"
 #define MCTEXT_E_TRUNCATED "SERVER_ERROR reply truncated\r\n"
 #define MCTEXT_E_INVALID_FLAG "CLIENT_ERROR invalid flag\r\n"
 #define MCTEXT_E_DUP_FLAG "CLIENT_ERROR duplicate flag\r\n"
@@ -211,6 +230,12 @@ size_t mctext_meta_line(char *out, const char *code, int64_t vlen,
 #define MCTEXT_E_MS_MODE "CLIENT_ERROR invalid mode for ms M token\r\n"
 #define MCTEXT_E_MA_MODE "CLIENT_ERROR invalid mode for ma M token\r\n"
 #define MCTEXT_E_M_LEN "CLIENT_ERROR incorrect length for M token\r\n"
+#define MCTEXT_E_FLUSH_OFF "CLIENT_ERROR flush_all not allowed\r\n"
+#define MCTEXT_E_SHUTDOWN_OFF "ERROR: shutdown not enabled\r\n"
+#define MCTEXT_E_SHUTDOWN_MODE "CLIENT_ERROR invalid shutdown mode\r\n"
+#define MCTEXT_E_MEMLIMIT_SMALL                                                \
+    "MEMLIMIT_TOO_SMALL cannot set maxbytes to less than 8m\r\n"
+#define MCTEXT_E_CONNS "ERROR Too many open connections\r\n"
 
 /* memcached's UDP frame (docs/protocol.md, "UDP"): every datagram starts
  * with an 8-byte header (request id, sequence, total, reserved); a reply

@@ -43,6 +43,7 @@
 #include "server/net/threads.h"
 #include "server/proto/proto.h"
 #include "log.h"
+#include "report.h"
 #include "bpf/mirror.h"
 #include "bpf/xdp_glue.h"
 #include "server/net/udp.h"
@@ -96,6 +97,7 @@ struct server *server_setup(const struct options *opt)
     srv->started_mono = server_mono_s();
     atomic_init(&srv->nconns, 0);
     atomic_init(&srv->stop, false);
+    stats_setup(srv);
     if (server_libevent_threads() < 0) {
         log_error("libevent has no pthreads support");
         goto fail;
@@ -140,6 +142,7 @@ void server_teardown(struct server *srv)
     if (srv->store != NULL)
         store_teardown(srv->store); /* may still announce into the mirror */
     mirror_teardown(srv->mirror);     /* detaches the program */
+    stats_teardown(srv);
     mdc_free(srv);
 }
 
@@ -333,6 +336,13 @@ static int server_drop_privileges(struct server *srv)
     if (pw == NULL) {
         log_error("unknown user '%s'", user);
         return -1;
+    }
+    if (pw->pw_uid == 0) {
+        /* asked for explicitly (-u root): stay root, as memcached does */
+        log_warn("running as root (-u %s): a flaw in the server would give "
+                 "the whole machine away; prefer an unprivileged user",
+                 user);
+        return 0;
     }
     /* The socket's mode (-a) then speaks of the user we become. */
     if (srv->opt.unix_socket != NULL &&

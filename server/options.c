@@ -699,6 +699,11 @@ static int opt_validate(struct options *o, FILE *err, const char *argv0)
     }
     if (o->dump_file != NULL && !o->no_dump_on_exit)
         o->dump_on_exit = true;
+    if (o->prefix_delimiter != NULL && strlen(o->prefix_delimiter) != 1) {
+        fprintf(err, "%s: invalid value '%s' for --prefix-delimiter: want "
+                "one character\n", argv0, o->prefix_delimiter);
+        return -1;
+    }
     if (o->debug && o->verbose < 3)
         o->verbose = 3;
     if (o->port == 0 && o->unix_socket == NULL && o->udp_port == 0) {

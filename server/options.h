@@ -86,6 +86,15 @@ struct opt_list {
     X(tag_reply_limit, 0, "tag-reply-limit", OT_SIZE, "16m", 4096,             \
       4294967295, "SIZE",                                                      \
       "largest get_by_tag reply; longer answers end with status truncated")    \
+    X(enable_shutdown, 'A', "enable-shutdown", OT_FLAG, "off", 0, 1, NULL,    \
+      "allow the shutdown command (memcached's -A)")                          \
+    X(disable_flush_all, 'F', "disable-flush-all", OT_FLAG, "off", 0, 1, NULL, \
+      "refuse flush_all (memcached's -F)")                                     \
+    X(prefix_delimiter, 'D', "prefix-delimiter", OT_STR, "", 0, 0, "CHAR",     \
+      "count per key prefix ending with CHAR (stats detail); turns it on")     \
+    X(reqs_per_event, 'R', "max-reqs-per-event", OT_UINT, "20", 1, 1000000,   \
+      "N", "requests one connection runs per event-loop turn before the "    \
+      "others are served")                                                     \
     X(max_output, 0, "max-output", OT_SIZE, "1m", 4096, 1073741824, "SIZE",    \
       "pending output per connection before its reading is paused")           \
     X(output_timeout, 0, "output-timeout", OT_UINT, "30", 1, 86400, "SEC",     \

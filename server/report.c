@@ -9,7 +9,9 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -91,18 +93,52 @@ void stats_collect(struct server *srv, stats_visit_fn fn, void *ctx)
     struct store_stats s;
     unsigned threads = (srv->nnet > 0 ? srv->nnet : 1) + srv->npay;
 
+    struct thread_stats tb;
+    struct store_stats sb;
+    struct rusage ru;
+    char buf[64];
+
     stats_sum(srv, &t);
     store_get_stats(srv->store, &s);
+    pthread_mutex_lock(&srv->stats_mu);
+    tb = srv->stats_base;
+    sb = srv->store_base;
+    pthread_mutex_unlock(&srv->stats_mu);
+    /* every thread counter counts up: what stats reset zeroes */
+#define X(n) t.n -= tb.n;
+    STATS_THREAD_FIELDS(X)
+#undef X
+    s.total_items -= sb.total_items;
+    s.evictions -= sb.evictions;
+    s.expired -= sb.expired;
+    s.expired_unfetched -= sb.expired_unfetched;
+    s.evicted_unfetched -= sb.evicted_unfetched;
+    s.get_expired -= sb.get_expired;
+    s.nomem_held -= sb.nomem_held;
 
     emit_u64(fn, ctx, "pid", (uint64_t)getpid());
     emit_u64(fn, ctx, "uptime", server_uptime(srv));
     emit_u64(fn, ctx, "time", (uint64_t)time(NULL));
-    fn(ctx, "version", PACKAGE_VERSION);
+    fn(ctx, "version", MDC_TEXT_VERSION);
     fn(ctx, "libevent", event_get_version());
     emit_u64(fn, ctx, "pointer_size", 8 * sizeof(void *));
+    if (getrusage(RUSAGE_SELF, &ru) == 0) {
+        snprintf(buf, sizeof(buf), "%ld.%06ld", (long)ru.ru_utime.tv_sec,
+                 (long)ru.ru_utime.tv_usec);
+        fn(ctx, "rusage_user", buf);
+        snprintf(buf, sizeof(buf), "%ld.%06ld", (long)ru.ru_stime.tv_sec,
+                 (long)ru.ru_stime.tv_usec);
+        fn(ctx, "rusage_system", buf);
+    }
+    emit_u64(fn, ctx, "max_connections", srv->opt.max_conns);
     emit_u64(fn, ctx, "curr_connections",
              atomic_load_explicit(&srv->nconns, memory_order_relaxed));
-    emit_u64(fn, ctx, "max_connections", srv->opt.max_conns);
+    emit_u64(fn, ctx, "connection_structures",
+             atomic_load_explicit(&srv->nconns, memory_order_relaxed));
+    emit_u64(fn, ctx, "accepting_conns",
+             __atomic_load_n(&srv->accepting, __ATOMIC_RELAXED) ? 1 : 0);
+    /* a flush removes the records at its moment: no read ever finds one */
+    emit_u64(fn, ctx, "get_flushed", 0);
 #define X(n) emit_u64(fn, ctx, #n, t.n);
     STATS_THREAD_FIELDS(X)
 #undef X
@@ -116,6 +152,11 @@ void stats_collect(struct server *srv, stats_visit_fn fn, void *ctx)
     emit_u64(fn, ctx, "expired", s.expired);
     emit_u64(fn, ctx, "expired_unfetched", s.expired_unfetched);
     emit_u64(fn, ctx, "evicted_unfetched", s.evicted_unfetched);
+    /* memcached: stores that reused an expired item's memory; here the
+     * expired records reclaimed (on access or by the sweep) */
+    emit_u64(fn, ctx, "reclaimed", s.expired);
+    /* stores refused although eviction is on: memory held by readers */
+    emit_u64(fn, ctx, "store_no_memory_held", s.nomem_held);
     emit_u64(fn, ctx, "tagged_items", s.tagged_items);
     emit_u64(fn, ctx, "tag_links", s.tag_links);
     emit_u64(fn, ctx, "tag_values", s.tag_values);
@@ -141,8 +182,43 @@ void stats_collect(struct server *srv, stats_visit_fn fn, void *ctx)
     stats_xdp(srv, fn, ctx);
 }
 
+/* The settings that memcached 1.6 also reports, under its names, where the
+ * meaning matches (memcached-tool and exporters read these). */
+static void stats_memcached_settings(struct server *srv, stats_visit_fn fn,
+                                     void *ctx)
+{
+    const struct options *o = &srv->opt;
+
+    struct store_stats s;
+
+    store_get_stats(srv->store, &s);
+    emit_u64(fn, ctx, "maxbytes", s.limit_maxbytes); /* cache_memlimit */
+    emit_u64(fn, ctx, "maxconns", o->max_conns);
+    emit_u64(fn, ctx, "tcpport", o->port);
+    emit_u64(fn, ctx, "udpport", o->udp_port);
+    fn(ctx, "inter", o->listen.n > 0 ? o->listen.v[0] : "NULL");
+    emit_u64(fn, ctx, "verbosity", o->verbose);
+    fn(ctx, "evictions", o->no_evict ? "off" : "on");
+    fn(ctx, "domain_socket", o->unix_socket ? o->unix_socket : "NULL");
+    emit_u64(fn, ctx, "num_threads", srv->nnet > 0 ? srv->nnet : 1);
+    emit_u64(fn, ctx, "reqs_per_event", o->reqs_per_event);
+    fn(ctx, "cas_enabled", "yes");
+    emit_u64(fn, ctx, "tcp_backlog", o->backlog);
+    fn(ctx, "binding_protocol", "auto-negotiate");
+    emit_u64(fn, ctx, "item_size_max", o->max_item_size);
+    emit_u64(fn, ctx, "idle_timeout", o->idle_timeout);
+    fn(ctx, "flush_enabled", o->disable_flush_all ? "no" : "yes");
+    fn(ctx, "shutdown_command", o->enable_shutdown ? "yes" : "no");
+    {
+        char d[2] = {srv->prefix_delim, '\0'};
+        fn(ctx, "stat_key_prefix", d);
+    }
+    fn(ctx, "detail_enabled", stats_detail_on(srv) ? "yes" : "no");
+}
+
 void stats_collect_settings(struct server *srv, stats_visit_fn fn, void *ctx)
 {
+    stats_memcached_settings(srv, fn, ctx);
     options_visit(&srv->opt, fn, ctx);
     fn(ctx, "thread_model", thread_model_name(srv->model));
     emit_u64(fn, ctx, "max_message_body", srv->max_body);
@@ -217,4 +293,202 @@ int stats_collect_group(struct server *srv, const char *group, size_t glen,
         return -1;
     return 0;
 #undef IS
+}
+
+/* ---- stats reset, items, slabs ------------------------------------------ */
+
+#define PREFIX_BUCKETS 1024
+#define PREFIX_MAX 65536 /* distinct prefixes counted; more are ignored */
+
+struct prefix_entry {
+    struct prefix_entry *next;
+    uint64_t get, hit, set, del;
+    uint32_t len;
+    char p[];
+};
+
+struct prefix_stats {
+    struct prefix_entry *b[PREFIX_BUCKETS];
+    size_t n;
+};
+
+void stats_setup(struct server *srv)
+{
+    pthread_mutex_init(&srv->stats_mu, NULL);
+    srv->prefix_delim =
+        srv->opt.prefix_delimiter != NULL ? srv->opt.prefix_delimiter[0] : ':';
+    atomic_init(&srv->detail_on, srv->opt.prefix_delimiter != NULL);
+}
+
+static void prefix_clear(struct server *srv)
+{
+    struct prefix_stats *ps = srv->prefixes;
+    size_t i;
+
+    if (ps == NULL)
+        return;
+    for (i = 0; i < PREFIX_BUCKETS; i++) {
+        struct prefix_entry *e = ps->b[i], *nx;
+        for (; e != NULL; e = nx) {
+            nx = e->next;
+            mdc_free(e);
+        }
+    }
+    mdc_free(ps);
+    srv->prefixes = NULL;
+}
+
+void stats_teardown(struct server *srv)
+{
+    prefix_clear(srv);
+    pthread_mutex_destroy(&srv->stats_mu);
+}
+
+void stats_reset(struct server *srv)
+{
+    struct thread_stats t;
+    struct store_stats s;
+
+    stats_sum(srv, &t);
+    store_get_stats(srv->store, &s);
+    pthread_mutex_lock(&srv->stats_mu);
+    srv->stats_base = t;
+    srv->store_base = s;
+    prefix_clear(srv);
+    pthread_mutex_unlock(&srv->stats_mu);
+}
+
+void stats_collect_items(struct server *srv, stats_visit_fn fn, void *ctx)
+{
+    struct store_stats s, sb;
+    struct thread_stats t;
+
+    store_get_stats(srv->store, &s);
+    if (s.curr_items == 0)
+        return; /* memcached lists only classes holding items */
+    stats_sum(srv, &t);
+    pthread_mutex_lock(&srv->stats_mu);
+    sb = srv->store_base;
+    t.store_no_memory -= srv->stats_base.store_no_memory;
+    pthread_mutex_unlock(&srv->stats_mu);
+    emit_u64(fn, ctx, "items:1:number", s.curr_items);
+    emit_u64(fn, ctx, "items:1:number_hot", 0);
+    emit_u64(fn, ctx, "items:1:number_warm", 0);
+    emit_u64(fn, ctx, "items:1:number_cold", s.curr_items);
+    emit_u64(fn, ctx, "items:1:mem_requested", s.bytes);
+    emit_u64(fn, ctx, "items:1:evicted", s.evictions - sb.evictions);
+    emit_u64(fn, ctx, "items:1:evicted_unfetched",
+             s.evicted_unfetched - sb.evicted_unfetched);
+    emit_u64(fn, ctx, "items:1:outofmemory", t.store_no_memory);
+    emit_u64(fn, ctx, "items:1:reclaimed", s.expired - sb.expired);
+    emit_u64(fn, ctx, "items:1:expired_unfetched",
+             s.expired_unfetched - sb.expired_unfetched);
+}
+
+void stats_collect_slabs(struct server *srv, stats_visit_fn fn, void *ctx)
+{
+    struct store_stats s;
+    struct thread_stats t, tb;
+
+    store_get_stats(srv->store, &s);
+    stats_sum(srv, &t);
+    pthread_mutex_lock(&srv->stats_mu);
+    tb = srv->stats_base;
+    pthread_mutex_unlock(&srv->stats_mu);
+    if (s.curr_items > 0) {
+        emit_u64(fn, ctx, "1:chunk_size", srv->opt.max_item_size);
+        emit_u64(fn, ctx, "1:chunks_per_page", 1);
+        emit_u64(fn, ctx, "1:total_pages", s.curr_items);
+        emit_u64(fn, ctx, "1:total_chunks", s.curr_items);
+        emit_u64(fn, ctx, "1:used_chunks", s.curr_items);
+        emit_u64(fn, ctx, "1:free_chunks", 0);
+        emit_u64(fn, ctx, "1:free_chunks_end", 0);
+        emit_u64(fn, ctx, "1:get_hits", t.get_hits - tb.get_hits);
+        emit_u64(fn, ctx, "1:cmd_set", t.cmd_set - tb.cmd_set);
+        emit_u64(fn, ctx, "1:delete_hits", t.delete_hits - tb.delete_hits);
+        emit_u64(fn, ctx, "1:incr_hits", t.incr_hits - tb.incr_hits);
+        emit_u64(fn, ctx, "1:decr_hits", t.decr_hits - tb.decr_hits);
+        emit_u64(fn, ctx, "1:cas_hits", t.cas_hits - tb.cas_hits);
+        emit_u64(fn, ctx, "1:cas_badval", t.cas_badval - tb.cas_badval);
+        emit_u64(fn, ctx, "1:touch_hits", t.touch_hits - tb.touch_hits);
+    }
+    emit_u64(fn, ctx, "active_slabs", s.curr_items > 0 ? 1 : 0);
+    emit_u64(fn, ctx, "total_malloced", s.bytes);
+}
+
+/* ---- stats detail ----------------------------------------------------------- */
+
+bool stats_detail_on(struct server *srv)
+{
+    return atomic_load_explicit(&srv->detail_on, memory_order_relaxed);
+}
+
+void stats_detail_set(struct server *srv, bool on)
+{
+    atomic_store_explicit(&srv->detail_on, on, memory_order_relaxed);
+}
+
+void stats_detail_count(struct server *srv, const char *key, uint32_t klen,
+                        enum stats_detail_op op, bool hit)
+{
+    const char *d = memchr(key, srv->prefix_delim, klen);
+    struct prefix_entry *e;
+    uint32_t len, h = 2166136261u, i;
+
+    if (d == NULL)
+        return; /* no prefix: not counted, as memcached */
+    len = (uint32_t)(d - key);
+    for (i = 0; i < len; i++)
+        h = (h ^ (unsigned char)key[i]) * 16777619u;
+    pthread_mutex_lock(&srv->stats_mu);
+    if (srv->prefixes == NULL)
+        srv->prefixes = mdc_calloc(1, sizeof(*srv->prefixes));
+    if (srv->prefixes == NULL)
+        goto out;
+    for (e = srv->prefixes->b[h % PREFIX_BUCKETS]; e != NULL; e = e->next)
+        if (e->len == len && memcmp(e->p, key, len) == 0)
+            break;
+    if (e == NULL) {
+        if (srv->prefixes->n >= PREFIX_MAX)
+            goto out;
+        e = mdc_calloc(1, sizeof(*e) + len + 1);
+        if (e == NULL)
+            goto out;
+        memcpy(e->p, key, len);
+        e->len = len;
+        e->next = srv->prefixes->b[h % PREFIX_BUCKETS];
+        srv->prefixes->b[h % PREFIX_BUCKETS] = e;
+        srv->prefixes->n++;
+    }
+    switch (op) {
+    case DETAIL_GET:
+        e->get++;
+        if (hit)
+            e->hit++;
+        break;
+    case DETAIL_SET: e->set++; break;
+    case DETAIL_DEL: e->del++; break;
+    }
+out:
+    pthread_mutex_unlock(&srv->stats_mu);
+}
+
+void stats_detail_dump(struct server *srv, stats_line_fn fn, void *ctx)
+{
+    char line[400];
+    size_t i;
+
+    pthread_mutex_lock(&srv->stats_mu);
+    for (i = 0; srv->prefixes != NULL && i < PREFIX_BUCKETS; i++) {
+        struct prefix_entry *e;
+        for (e = srv->prefixes->b[i]; e != NULL; e = e->next) {
+            snprintf(line, sizeof(line),
+                     "PREFIX %.*s get %" PRIu64 " hit %" PRIu64 " set %" PRIu64
+                     " del %" PRIu64,
+                     (int)(e->len > 250 ? 250 : e->len), e->p, e->get, e->hit,
+                     e->set, e->del);
+            fn(ctx, line);
+        }
+    }
+    pthread_mutex_unlock(&srv->stats_mu);
 }

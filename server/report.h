@@ -7,9 +7,16 @@
 #ifndef MDC_REPORT_H
 #define MDC_REPORT_H
 
+#include <stdbool.h>
+#include <stdint.h>
+
 #include "stats.h"
 
 struct server;
+
+/* What "version" and the version stat say: the memcached protocol level
+ * clients check ("major.minor.micro", major > 0), then mdcached's own. */
+#define MDC_TEXT_VERSION "1.6.0-mdcached-" PACKAGE_VERSION
 
 /* Sum every thread's counters into out. */
 void stats_sum(struct server *srv, struct thread_stats *out);
@@ -30,5 +37,26 @@ void stats_collect_settings(struct server *srv, stats_visit_fn fn, void *ctx);
 #define STATS_TOP_TAGS 100
 int stats_collect_group(struct server *srv, const char *group, size_t glen,
                         stats_visit_fn fn, void *ctx);
+/* Reset state and per-prefix counts: set up with the server. */
+void stats_setup(struct server *srv);
+void stats_teardown(struct server *srv);
+/* "stats reset": the counters memcached zeroes start again from 0 (a
+ * baseline is kept; no thread's counter is written by another). */
+void stats_reset(struct server *srv);
+/* "stats items" and "stats slabs": mdcached has no slab classes; the whole
+ * store is reported as class 1 (docs/protocol-text.md). */
+void stats_collect_items(struct server *srv, stats_visit_fn fn, void *ctx);
+void stats_collect_slabs(struct server *srv, stats_visit_fn fn, void *ctx);
+
+/* "stats detail": per-prefix counts of the text protocol's get, set and
+ * delete while on (-D or "stats detail on"). */
+enum stats_detail_op { DETAIL_GET, DETAIL_SET, DETAIL_DEL };
+void stats_detail_set(struct server *srv, bool on);
+bool stats_detail_on(struct server *srv);
+void stats_detail_count(struct server *srv, const char *key, uint32_t klen,
+                        enum stats_detail_op op, bool hit);
+/* Visit each "PREFIX <p> get <n> hit <n> set <n> del <n>" line. */
+typedef void (*stats_line_fn)(void *ctx, const char *line);
+void stats_detail_dump(struct server *srv, stats_line_fn fn, void *ctx);
 
 #endif

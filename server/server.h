@@ -90,6 +90,8 @@ struct worker {
     struct event *ev_stop;    /* activated by the main thread on shutdown */
     struct mq inbox;          /* conns: new ones and ones back from payload */
     struct conn *conns;       /* list head (struct conn_link in conn) */
+    pthread_mutex_t conns_mu; /* guards the list for other threads' readers
+                                 (stats conns); the owner writes under it */
     size_t nconns;
     struct mq *payload_q;     /* NULL: run requests in this thread */
     bool yield_turns;         /* more network threads than CPUs: give the
@@ -164,6 +166,13 @@ struct server {
     _Atomic bool dump_running;
     uint64_t load_records;            /* loaded at start */
     uint64_t load_ms;
+    /* stats reset and stats detail (report.c) */
+    pthread_mutex_t stats_mu;         /* guards the three below */
+    struct thread_stats stats_base;   /* counters at the last stats reset */
+    struct store_stats store_base;
+    struct prefix_stats *prefixes;    /* per-prefix counts, or NULL */
+    atomic_bool detail_on;            /* stats detail on (or -D) */
+    char prefix_delim;                /* -D, default ':' */
 
     struct mirror *mirror;    /* -x: the XDP mirror (bpf/mirror.h), or NULL */
     unsigned nudp;            /* UDP sockets, over all network threads */

@@ -44,10 +44,14 @@
     X(cmd_tstack_pop)                                                          \
     X(cmd_stats)                                                               \
     X(store_refused)                                                           \
+    X(store_too_large)                                                         \
+    X(store_no_memory)                                                         \
     X(protocol_errors)                                                         \
     X(bytes_read)                                                              \
     X(bytes_written)                                                           \
     X(output_paused)                                                           \
+    X(conn_yields)                                                             \
+    X(listen_disabled_num)                                                     \
     X(slow_reader_drops)                                                       \
     X(idle_kicks)                                                              \
     X(payload_handoffs)                                                        \
@@ -132,6 +136,10 @@ static inline void stats_count_put(struct thread_stats *ts, int is_cas,
     }
     if (status == ST_NO_MEMORY || status == ST_TOO_LARGE)
         STAT_INC(ts, store_refused);
+    if (status == ST_NO_MEMORY)
+        STAT_INC(ts, store_no_memory);
+    else if (status == ST_TOO_LARGE)
+        STAT_INC(ts, store_too_large);
 }
 
 #endif

@@ -1151,7 +1151,7 @@ static void test_max_connections(void **state)
     }
     extra = tc_connect(&s);
     assert_true(extra >= 0);
-    expect_line_then_eof(extra, "SERVER_ERROR too many open connections");
+    expect_line_then_eof(extra, "ERROR Too many open connections");
     close(extra);
     for (i = 0; i < 5; i++)
         assert_int_equal(status_of(fds[i], WIRE_OP_NOOP, NULL, NULL, 0, 0, 0),

@@ -147,8 +147,17 @@ static void test_keys_binary_and_limits(void **state)
     assert_int_equal(store_put(st, STORE_SET, &it, NULL), ST_OK);
     it.vlen = (1 << 20) + 1;
     assert_int_equal(store_put(st, STORE_SET, &it, NULL), ST_TOO_LARGE);
+    /* a refused set removes the old value (no stale read after it) */
+    assert_null(store_get(st, "z", 1));
+    /* add and append refused for size leave the record alone */
+    it.vlen = 3;
+    assert_int_equal(store_put(st, STORE_SET, &it, NULL), ST_OK);
+    it.vlen = (1 << 20) + 1;
+    assert_int_equal(store_put(st, STORE_ADD, &it, NULL), ST_TOO_LARGE);
+    assert_int_equal(store_put(st, STORE_APPEND, &it, NULL), ST_TOO_LARGE);
     r = store_get(st, "z", 1);
-    assert_int_equal(record_vlen(r), 1 << 20); /* old value kept */
+    assert_non_null(r);
+    assert_int_equal(record_vlen(r), 3);
     store_release(st, r);
     free(v);
     check(st);

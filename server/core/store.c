@@ -36,7 +36,6 @@
 #define MAX_BUCKETS (1u << 30)
 #define EVICT_SAMPLES 5
 #define EVICT_PROBE 64
-#define EVICT_TRIES 64
 #define RETRY_LIMIT 1000000
 
 static int rec_cmp(struct record *a, struct record *b)
@@ -289,17 +288,24 @@ static void set_deadline(struct store *st, struct record *r, uint32_t d)
 /*
  * Reserve 'size' bytes under the limit, evicting if allowed.  Called with
  * no lock held.  Returns 0 or ST_NO_MEMORY (nothing reserved then).
+ *
+ * Without -M it evicts until the reservation fits: a store that fits under
+ * the limit fails only when nothing linked is left to evict, that is when
+ * the memory is held by records that readers still reference (replies
+ * being sent, deleted or replaced records not yet released).  Those
+ * refusals are counted (store_stats.nomem_held).
  */
 static int reserve(struct store *st, size_t size)
 {
-    int64_t lim = (int64_t)st->cfg.mem_limit;
+    int64_t lim = atomic_load_explicit(&st->mem_limit, memory_order_relaxed);
     int64_t m = atomic_fetch_add_explicit(&st->mem, (int64_t)size,
                                           memory_order_relaxed) +
                 (int64_t)size;
     if (m <= lim)
         return 0;
-    if (!st->cfg.no_evict) {
-        for (int i = 0; i < EVICT_TRIES; i++) {
+    if (!st->cfg.no_evict && (int64_t)size <= lim) {
+        /* bounded only against a livelock with concurrent stores */
+        for (int i = 0; i < RETRY_LIMIT; i++) {
             if (atomic_load_explicit(&st->mem, memory_order_relaxed) <= lim)
                 return 0;
             if (evict_one(st) < 0)
@@ -307,6 +313,7 @@ static int reserve(struct store *st, size_t size)
         }
         if (atomic_load_explicit(&st->mem, memory_order_relaxed) <= lim)
             return 0;
+        atomic_fetch_add_explicit(&st->nomem_held, 1, memory_order_relaxed);
     }
     atomic_fetch_sub_explicit(&st->mem, (int64_t)size, memory_order_relaxed);
     return ST_NO_MEMORY;
@@ -604,6 +611,7 @@ struct store *store_setup(const struct store_config *cfg)
     st->fixed_bytes = sizeof(*st) + (uint64_t)c->nlocks * sizeof(*st->locks) +
                       tags_fixed_bytes(st->tags); /* + buckets in use */
     atomic_store(&st->evict_seed, 0x9E3779B97F4A7C15ull);
+    atomic_store(&st->mem_limit, (int64_t)c->mem_limit);
     pthread_mutex_init(&st->sweep_mu, NULL);
     pthread_mutex_init(&st->grow_mu, NULL);
     pthread_cond_init(&st->sweep_cv, NULL);
@@ -700,12 +708,14 @@ void store_get_stats(struct store *st, struct store_stats *o)
     int64_t m = LD(mem), tm = LD(tag_mem);
     o->bytes = m > 0 ? (uint64_t)m : 0;
     o->tag_bytes = tm > 0 ? (uint64_t)tm : 0;
-    o->limit_maxbytes = st->cfg.mem_limit;
+    o->limit_maxbytes = (uint64_t)atomic_load_explicit(&st->mem_limit,
+                                                       memory_order_relaxed);
     o->evictions = LD(evictions);
     o->expired = LD(expired);
     o->expired_unfetched = LD(expired_unfetched);
     o->evicted_unfetched = LD(evicted_unfetched);
     o->get_expired = LD(get_expired);
+    o->nomem_held = LD(nomem_held);
     o->tagged_items = LD(tagged_items);
     o->tag_links = LD(tag_links);
 #undef LD
@@ -730,11 +740,45 @@ static uint64_t rnd(struct store *st)
 }
 
 /*
+ * Pick the record of bucket b with the oldest access stamp (an expired one
+ * wins outright) into *best (referenced).  Returns whether b had records.
+ */
+static int evict_pick(struct store *st, uint32_t b, uint32_t now,
+                      uint32_t tick, struct record **best,
+                      uint32_t *best_age)
+{
+    mdc_rwlock_t *l = lock_of(st, b);
+    struct record *r;
+    int hit = 0;
+
+    mdc_rdlock(l);
+    RB_FOREACH(r, rtree, &st->buckets[b])
+    {
+        hit = 1;
+        uint32_t age =
+            rec_expired(r, now)
+                ? UINT32_MAX
+                : tick - __atomic_load_n(&r->atime, __ATOMIC_RELAXED);
+        if (*best == NULL || age > *best_age) {
+            if (*best != NULL)
+                store_release(st, *best);
+            rec_incref(r);
+            *best = r;
+            *best_age = age;
+        }
+    }
+    mdc_unlock(l);
+    return hit;
+}
+
+/*
  * Evict one record, approximately the least recently used: sample a few
  * non-empty buckets, pick the record with the oldest access stamp (an
  * expired one wins outright), then remove it under its bucket's write lock
- * if it is still there.  Returns 0 if something was removed, -1 if the
- * store looked empty.
+ * if it is still there.  When the samples find only empty buckets (a
+ * sparse table: few large records) every bucket is walked from a random
+ * one until a record turns up.  Returns 0 if something was removed (or a
+ * racing thread removed it first), -1 if no bucket holds a record.
  */
 static int evict_one(struct store *st)
 {
@@ -748,34 +792,21 @@ static int evict_one(struct store *st)
         uint32_t start = (uint32_t)(rnd(st) % nb);
         for (int p = 0; p < EVICT_PROBE; p++) {
             uint32_t b = (start + (uint32_t)p) % nb;
-            mdc_rwlock_t *l = lock_of(st, b);
-            mdc_rdlock(l);
-            struct record *r;
-            int hit = 0;
-            RB_FOREACH(r, rtree, &st->buckets[b])
-            {
-                hit = 1;
-                uint32_t age = rec_expired(r, now)
-                                   ? UINT32_MAX
-                                   : tick - __atomic_load_n(&r->atime,
-                                                            __ATOMIC_RELAXED);
-                if (best == NULL || age > best_age) {
-                    if (best != NULL)
-                        store_release(st, best);
-                    rec_incref(r);
-                    best = r;
-                    best_age = age;
-                }
-            }
-            mdc_unlock(l);
-            if (hit) {
+            if (evict_pick(st, b, now, tick, &best, &best_age)) {
                 found_any = 1;
                 break;
             }
         }
     }
+    if (!found_any) {
+        uint32_t nb = nbuckets_now(st);
+        uint32_t start = (uint32_t)(rnd(st) % nb);
+        for (uint32_t p = 0; p < nb && best == NULL; p++)
+            (void)evict_pick(st, (start + p) % nb, now, tick, &best,
+                             &best_age);
+    }
     if (best == NULL)
-        return found_any ? 0 : -1;
+        return -1;
 
     uint64_t h = store_hash(rec_key(best), best->klen);
     mdc_rwlock_t *l = stripe_of(st, h); /* best may have moved bucket */
@@ -804,7 +835,41 @@ static int check_key(uint32_t klen)
 }
 
 /* ---- get ---------------------------------------------------------------------- */
+int store_set_mem_limit(struct store *st, size_t bytes)
+{
+    if (bytes == 0 || bytes > INT64_MAX)
+        return ST_INVALID;
+    atomic_store_explicit(&st->mem_limit, (int64_t)bytes,
+                          memory_order_relaxed);
+    for (int i = 0; i < RETRY_LIMIT; i++) {
+        if (atomic_load_explicit(&st->mem, memory_order_relaxed) <=
+            (int64_t)bytes)
+            return ST_OK;
+        if (evict_one(st) < 0)
+            break;
+    }
+    return atomic_load_explicit(&st->mem, memory_order_relaxed) <=
+                   (int64_t)bytes
+               ? ST_OK
+               : ST_NO_MEMORY;
+}
+
+static struct record *get_common(struct store *st, const void *key,
+                                 uint32_t klen, struct store_access *prev);
+
 struct record *store_get(struct store *st, const void *key, uint32_t klen)
+{
+    return get_common(st, key, klen, NULL);
+}
+
+struct record *store_get_access(struct store *st, const void *key,
+                                uint32_t klen, struct store_access *prev)
+{
+    return get_common(st, key, klen, prev);
+}
+
+static struct record *get_common(struct store *st, const void *key,
+                                 uint32_t klen, struct store_access *prev)
 {
     if (klen > STORE_MAX_KEY)
         return NULL;
@@ -823,9 +888,17 @@ struct record *store_get(struct store *st, const void *key, uint32_t klen)
         } else {
             rec_incref(r);
             uint32_t t = tick_of(ns);
-            if (__atomic_load_n(&r->atime, __ATOMIC_RELAXED) != t)
+            uint32_t at = __atomic_load_n(&r->atime, __ATOMIC_RELAXED);
+            uint8_t fl = rec_rflags(r);
+            if (prev != NULL) {
+                prev->hit_before = (fl & R_FETCHED) != 0;
+                /* ticks of 2^20 ns */
+                prev->idle_s = (uint32_t)(((uint64_t)(t - at) << 20) /
+                                          1000000000u);
+            }
+            if (at != t)
                 __atomic_store_n(&r->atime, t, __ATOMIC_RELAXED);
-            if (!(rec_rflags(r) & R_FETCHED))
+            if (!(fl & R_FETCHED))
                 rec_set_rflag(r, R_FETCHED);
         }
     }
@@ -1088,12 +1161,25 @@ static int put_common(struct store *st, enum store_mode mode,
                       const struct store_item *it, uint64_t *cas_out,
                       enum store_event ev);
 
+int store_drop_stale(struct store *st, enum store_mode mode, const void *key,
+                     uint32_t klen, uint64_t cas)
+{
+    if (mode != STORE_SET && mode != STORE_REPLACE && mode != STORE_CAS)
+        return 0;
+    if (mode == STORE_CAS && cas == 0)
+        return 0;
+    return store_delete(st, key, klen, mode == STORE_CAS ? cas : 0) == ST_OK;
+}
+
 int store_put(struct store *st, enum store_mode mode,
               const struct store_item *it, uint64_t *cas_out)
 {
     if ((unsigned)mode > STORE_PREPEND)
         return ST_INVALID;
-    return put_common(st, mode, it, cas_out, mode_event[mode]);
+    int rc = put_common(st, mode, it, cas_out, mode_event[mode]);
+    if (rc == ST_TOO_LARGE || rc == ST_NO_MEMORY)
+        (void)store_drop_stale(st, mode, it->key, it->klen, it->cas);
+    return rc;
 }
 
 static int put_common(struct store *st, enum store_mode mode,
@@ -1207,9 +1293,23 @@ static int parse_u64(const unsigned char *p, uint32_t n, uint64_t *out)
 typedef int (*counter_fn)(uint64_t cur, uint64_t a, uint64_t b,
                           uint64_t *nv, uint64_t *result);
 
+static int counter_rmw_cas(struct store *st, enum store_event ev,
+                           const void *key, uint32_t klen, counter_fn fn,
+                           uint64_t a, uint64_t b_, uint64_t expect,
+                           uint64_t *result, uint64_t *cas_out);
+
 static int counter_rmw(struct store *st, enum store_event ev, const void *key,
                        uint32_t klen, counter_fn fn, uint64_t a, uint64_t b_,
                        uint64_t *result, uint64_t *cas_out)
+{
+    return counter_rmw_cas(st, ev, key, klen, fn, a, b_, 0, result, cas_out);
+}
+
+/* expect != 0: only while the record's CAS is that (else ST_EXISTS). */
+static int counter_rmw_cas(struct store *st, enum store_event ev,
+                           const void *key, uint32_t klen, counter_fn fn,
+                           uint64_t a, uint64_t b_, uint64_t expect,
+                           uint64_t *result, uint64_t *cas_out)
 {
     int rc = check_key(klen);
     if (rc != 0)
@@ -1221,7 +1321,9 @@ static int counter_rmw(struct store *st, enum store_event ev, const void *key,
         if (old == NULL)
             return ST_NOT_FOUND;
         uint64_t cur, nv = 0, res = 0;
-        if (parse_u64(rec_val(old), old->vlen, &cur) != 0) {
+        if (expect != 0 && old->cas != expect) {
+            rc = ST_EXISTS;
+        } else if (parse_u64(rec_val(old), old->vlen, &cur) != 0) {
             rc = ST_NOT_NUMBER;
         } else if ((rc = fn(cur, a, b_, &nv, &res)) == 1) {
             *result = res; /* compare-and-set mismatch: no change */
@@ -1282,6 +1384,19 @@ static int fn_read_clear(uint64_t cur, uint64_t a, uint64_t b, uint64_t *nv,
     *res = cur;
     *nv = 0;
     return 0;
+}
+
+int store_incr_cas(struct store *st, const void *key, uint32_t klen,
+                   uint64_t delta, bool decr, uint64_t expect_cas,
+                   uint64_t *value_out, uint64_t *cas_out)
+{
+    uint64_t res = 0;
+    int rc = counter_rmw_cas(st, EV_INCR, key, klen,
+                             decr ? fn_decr : fn_incr, delta, 0, expect_cas,
+                             &res, cas_out);
+    if (rc == 0 && value_out)
+        *value_out = res;
+    return rc;
 }
 
 int store_incr(struct store *st, const void *key, uint32_t klen,

@@ -117,6 +117,8 @@ struct store_stats {
     uint64_t expired_unfetched;
     uint64_t evicted_unfetched;
     uint64_t get_expired;     /* reads that found an expired record */
+    uint64_t nomem_held;      /* stores refused although eviction is on:
+                               * the memory is held by readers */
     uint64_t tagged_items;    /* live records with at least one tag */
     uint64_t tag_links;       /* (record, tag) links in the tag index */
     uint64_t tag_values;      /* distinct (tkey, tval) in the index */
@@ -175,8 +177,32 @@ struct store_item {
 int store_put(struct store *st, enum store_mode mode,
               const struct store_item *it, uint64_t *cas_out);
 
+/*
+ * A store in 'mode' was refused for its size or for memory: remove the
+ * record it would have overwritten, so that the client that just failed to
+ * update the key does not go on reading the old value (memcached does this
+ * for set).  Done for set, replace and cas (cas: only the version given);
+ * add, append and prepend leave the record as it is.  store_put() calls it
+ * itself; a protocol that refuses a value before it reaches the store
+ * (over -I) calls it.  Returns 1 when a record was removed.
+ */
+int store_drop_stale(struct store *st, enum store_mode mode, const void *key,
+                     uint32_t klen, uint64_t cas);
+
 /* Look a key up; NULL when absent or expired.  Returns a reference. */
 struct record *store_get(struct store *st, const void *key, uint32_t klen);
+/* The same, also telling what the record's access state was before this
+ * read (memcached's mg h and l). */
+struct store_access {
+    bool hit_before;  /* read at least once before */
+    uint32_t idle_s;  /* seconds since the last read or store */
+};
+struct record *store_get_access(struct store *st, const void *key,
+                                uint32_t klen, struct store_access *prev);
+/* Change the memory limit live (memcached's cache_memlimit); lowering it
+ * evicts down to the new limit now (unless only records readers hold are
+ * left: ST_NO_MEMORY, the limit is set anyway).  ST_INVALID for 0. */
+int store_set_mem_limit(struct store *st, size_t bytes);
 /*
  * Run fn on the live record under key while its bucket's read lock is held
  * (no reference taken; fn must not call into the store).  This is how the
@@ -202,6 +228,12 @@ int store_delete(struct store *st, const void *key, uint32_t klen,
 int store_incr(struct store *st, const void *key, uint32_t klen,
                uint64_t delta, bool decr, uint64_t *value_out,
                uint64_t *cas_out);
+
+/* The same only while the record's CAS is expect_cas (0: any), else
+ * ST_EXISTS (memcached's ma C). */
+int store_incr_cas(struct store *st, const void *key, uint32_t klen,
+                   uint64_t delta, bool decr, uint64_t expect_cas,
+                   uint64_t *value_out, uint64_t *cas_out);
 
 enum store_atomic_op {
     ATOMIC_ADD,        /* value += a; returns the new value */

@@ -104,6 +104,8 @@ struct store {
     _Atomic uint32_t link_seq; /* tag_area.lseq source; wraps */
     _Atomic uint64_t sweep_cursor;
     _Atomic uint64_t evict_seed;
+    _Atomic uint64_t nomem_held; /* refusals with eviction on (reserve) */
+    _Atomic int64_t mem_limit;   /* cfg.mem_limit, changed live */
     uint64_t fixed_bytes;
 
     pthread_t sweeper;

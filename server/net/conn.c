@@ -19,6 +19,8 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 
 #include <event2/event.h>
 
@@ -32,6 +34,7 @@
 #define CONN_SEGS_INIT 256u
 #define CONN_SHRINK_AT (4 * CONN_IBUF_INIT) /* shrink idle buffers above */
 #define CONN_READ_BUDGET 16                  /* reads per turn, for fairness */
+#define CONN_READ_BYTES_BUDGET (256u * 1024) /* and bytes read per turn */
 #define CONN_IOV_MAX 256 /* segments per sendmsg(); 4 KiB of stack */
 
 static void conn_ev_cb(evutil_socket_t fd, short what, void *arg);
@@ -85,13 +88,15 @@ int conn_adopt(struct conn *c)
     if (c->ev == NULL || c->ev_wr == NULL || event_add(c->ev, NULL) < 0)
         goto out;
     c->adopted = true;
+    __atomic_store_n(&c->last_active, w->now, __ATOMIC_RELAXED);
+    pthread_mutex_lock(&w->conns_mu);
     c->link.prev = NULL;
     c->link.next = w->conns;
     if (w->conns != NULL)
         w->conns->link.prev = c;
     w->conns = c;
     w->nconns++;
-    c->last_active = w->now;
+    pthread_mutex_unlock(&w->conns_mu);
     /* No read yet: EPOLL_CTL_ADD polls the socket and queues an event if
      * data already waits, so a read now could only return EAGAIN. */
     c->rd_ready = false;
@@ -110,6 +115,7 @@ void conn_teardown(struct conn *c)
         event_free(c->ev_wr);
     if (c->adopted) {
         event_free(c->ev);
+        pthread_mutex_lock(&w->conns_mu);
         if (c->link.prev != NULL)
             c->link.prev->link.next = c->link.next;
         else
@@ -117,6 +123,7 @@ void conn_teardown(struct conn *c)
         if (c->link.next != NULL)
             c->link.next->link.prev = c->link.prev;
         w->nconns--;
+        pthread_mutex_unlock(&w->conns_mu);
         if (w->stopping && w->nconns == 0)
             event_base_loopexit(w->base, NULL);
     } else if (c->ev != NULL) {
@@ -186,7 +193,10 @@ static size_t conn_in_room(struct conn *c)
         size_t cap = c->icap * 2;
         uint8_t *nb;
 
-        if (cap > want && want > c->icap)
+        /* an exact total (a value's data block) gets just that; "one more
+         * byte" (a line without its newline yet) doubles, so a long line
+         * costs a logarithmic number of reallocations and full reads */
+        if (cap > want && want > c->icap && want > avail + 1)
             cap = want;
         if (cap < want)
             cap = want;
@@ -232,7 +242,7 @@ static int conn_read(struct conn *c)
     n = recv(c->fd, c->ibuf + c->ilen, room, 0);
     if (n > 0) {
         c->ilen += (size_t)n;
-        c->last_active = c->owner->now;
+        __atomic_store_n(&c->last_active, c->owner->now, __ATOMIC_RELAXED);
         STAT_ADD(&c->owner->stats, bytes_read, n);
         if (c->skip > 0)
             conn_apply_skip(c);
@@ -392,6 +402,7 @@ static void conn_out_advance(struct conn *c, size_t n)
 static int conn_wr_blocked(struct conn *c)
 {
     c->wr_ready = false;
+    __atomic_store_n(&c->state, CS_MWRITE, __ATOMIC_RELAXED);
     if (c->blocked_since == 0)
         c->blocked_since = c->owner->now;
     if (!c->wr_armed) {
@@ -482,6 +493,7 @@ void conn_drive(struct conn *c)
 {
     struct worker *w = c->owner;
     int reads = 0;
+    size_t rbytes = 0;
 
     if (c->inflight)
         return;
@@ -499,7 +511,21 @@ void conn_drive(struct conn *c)
                 mq_push(w->payload_q, &c->qnode);
                 return;
             }
+            __atomic_store_n(&c->state, CS_PARSE, __ATOMIC_RELAXED);
             c->proto->process(c, w);
+            if (c->yielded) {
+                c->yielded = false;
+                if (!c->closing) {
+                    /* -R requests done: send what they produced and give
+                     * the loop to the other connections (memcached's
+                     * reqs_per_event, conn_yields) */
+                    STAT_INC(&w->stats, conn_yields);
+                    if (c->opending > 0 && c->wr_ready && conn_flush(c) < 0)
+                        goto kill;
+                    event_active(c->ev, EV_READ, 0);
+                    break;
+                }
+            }
             continue;
         }
         if (c->closing || c->rd_shut) {
@@ -510,18 +536,30 @@ void conn_drive(struct conn *c)
         if (c->rd_ready && !conn_out_full(c)) {
             int r;
 
-            if (reads++ >= CONN_READ_BUDGET) {
+            if (reads++ >= CONN_READ_BUDGET ||
+                rbytes >= CONN_READ_BYTES_BUDGET) {
                 /* Let the other connections of this loop have a turn. */
                 event_active(c->ev, EV_READ, 0);
                 break;
             }
-            r = conn_read(c);
-            if (r < 0)
-                goto kill;
+            {
+                size_t before = c->ilen - c->ioff;
+
+                r = conn_read(c);
+                if (r < 0)
+                    goto kill;
+                if (c->ilen - c->ioff > before)
+                    rbytes += c->ilen - c->ioff - before;
+            }
             continue;
         }
         break;
     }
+    __atomic_store_n(&c->state,
+                     c->closing ? CS_CLOSING
+                     : c->opending > 0 && !c->wr_ready ? CS_MWRITE
+                                                       : CS_WAITING,
+                     __ATOMIC_RELAXED);
     if (conn_out_full(c)) {
         if (!c->paused) {
             c->paused = true;
@@ -577,6 +615,19 @@ static void conn_stop_reading(struct conn *c)
 void conn_returned(struct conn *c)
 {
     c->inflight = false;
+    if (c->yielded) {
+        /* the payload thread ran -R requests: requeue behind the others */
+        c->yielded = false;
+        STAT_INC(&c->owner->stats, conn_yields);
+        if (c->opending > 0 && c->wr_ready && conn_flush(c) < 0) {
+            conn_teardown(c);
+            return;
+        }
+        if (!c->closing && !(c->owner->stopping && !c->rd_drain)) {
+            event_active(c->ev, EV_READ, 0);
+            return;
+        }
+    }
     if (c->owner->stopping && !c->rd_drain)
         conn_stop_reading(c);
     conn_drive(c);
@@ -607,9 +658,68 @@ void conn_tick(struct conn *c, uint64_t now)
         return;
     }
     if (o->idle_timeout > 0 && c->opending == 0 &&
-        now - c->last_active >= o->idle_timeout) {
+        now - __atomic_load_n(&c->last_active, __ATOMIC_RELAXED) >=
+            o->idle_timeout) {
         STAT_INC(&w->stats, idle_kicks);
         log_debug("conn %llu idle, closed", (unsigned long long)c->id);
         conn_teardown(c);
+    }
+}
+
+/* ---- stats conns ---------------------------------------------------------- */
+
+static void conn_peer_name(const struct conn *c, char *buf, size_t len)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof(ss);
+    char host[INET6_ADDRSTRLEN] = "?";
+
+    memset(&ss, 0, sizeof(ss));
+    if (c->family == AF_UNIX) {
+        snprintf(buf, len, "unix:%s",
+                 c->srv->opt.unix_socket ? c->srv->opt.unix_socket : "");
+        return;
+    }
+    if (getpeername(c->fd, (struct sockaddr *)&ss, &sl) < 0) {
+        snprintf(buf, len, "tcp:?");
+        return;
+    }
+    if (ss.ss_family == AF_INET6) {
+        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)&ss;
+        inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
+        snprintf(buf, len, "tcp6:[%s]:%u", host, ntohs(a->sin6_port));
+    } else {
+        const struct sockaddr_in *a = (const struct sockaddr_in *)&ss;
+        inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
+        snprintf(buf, len, "tcp:%s:%u", host, ntohs(a->sin_port));
+    }
+}
+
+void conn_visit_all(struct server *srv, conn_info_fn fn, void *ctx)
+{
+    static const char *const names[] = {"conn_waiting", "conn_parse_cmd",
+                                        "conn_mwrite", "conn_closing"};
+    uint64_t now = server_mono_s();
+    unsigned i;
+
+    for (i = 0; i < srv->nworkers; i++) {
+        struct worker *w = &srv->workers[i];
+        struct conn *c;
+
+        if (w->role == ROLE_PAYLOAD)
+            continue;
+        pthread_mutex_lock(&w->conns_mu);
+        for (c = w->conns; c != NULL; c = c->link.next) {
+            struct conn_info ci;
+            uint64_t la = __atomic_load_n(&c->last_active, __ATOMIC_RELAXED);
+            uint8_t st = __atomic_load_n(&c->state, __ATOMIC_RELAXED);
+
+            ci.fd = c->fd;
+            conn_peer_name(c, ci.addr, sizeof(ci.addr));
+            ci.state = names[st < 4 ? st : 0];
+            ci.idle_s = now > la ? now - la : 0;
+            fn(ctx, &ci);
+        }
+        pthread_mutex_unlock(&w->conns_mu);
     }
 }

@@ -61,6 +61,9 @@ struct conn {
     uint8_t *ibuf;
     size_t icap, ioff, ilen;
     size_t need;           /* bytes the next step needs (>= 1) */
+    size_t iscan;          /* unconsumed bytes a protocol has scanned for
+                              its line end without finding it: the next
+                              scan resumes there (reset on consume) */
     uint64_t skip;         /* input bytes still to discard */
 
     /* output */
@@ -83,9 +86,35 @@ struct conn {
     bool rd_drain;         /* shutdown: read until EAGAIN, then rd_shut */
     bool dead;             /* close as soon as the network thread can */
     bool paused;           /* output over the bound: input not processed */
-    uint64_t last_active;  /* coarse seconds of the last input */
+    bool yielded;          /* process() stopped after -R requests with more
+                              input waiting: let other connections run */
+    uint64_t last_active;  /* coarse seconds of the last input (written by
+                              the owner with relaxed atomics: stats conns
+                              reads it from other threads) */
+    uint8_t state;         /* enum conn_state, relaxed atomic, for stats */
     uint64_t blocked_since; /* coarse seconds output stalled; 0 = not */
 };
+
+/* What a connection is doing, as memcached's "stats conns" names it. */
+enum conn_state {
+    CS_WAITING = 0, /* conn_waiting: for input */
+    CS_PARSE,       /* conn_parse_cmd: running requests */
+    CS_MWRITE,      /* conn_mwrite: output blocked on the socket */
+    CS_CLOSING,     /* conn_closing */
+};
+
+/* One connection as "stats conns" lists it. */
+struct conn_info {
+    int fd;
+    char addr[128];   /* tcp:HOST:PORT, tcp6:[HOST]:PORT or unix:PATH */
+    const char *state;
+    uint64_t idle_s;  /* seconds since its last input */
+};
+typedef void (*conn_info_fn)(void *ctx, const struct conn_info *ci);
+/* Visit every open connection of every thread (any thread may call it;
+ * each thread's list is held under its conns_mu while visited, so fn must
+ * not block or call back into the network layer). */
+void conn_visit_all(struct server *srv, conn_info_fn fn, void *ctx);
 
 /* Allocate a connection for fd, to be run by network worker w. */
 struct conn *conn_setup(struct server *srv, struct worker *w, int fd,
@@ -114,6 +143,7 @@ static inline const uint8_t *conn_in_data(const struct conn *c, size_t *len)
 static inline void conn_in_consume(struct conn *c, size_t n)
 {
     c->ioff += n;
+    c->iscan = 0;
     if (c->ioff == c->ilen)
         c->ioff = c->ilen = 0;
 }
@@ -144,6 +174,11 @@ int conn_out_bytes(struct conn *c, const void *p, size_t n);
  * marked to close). */
 int conn_out_ref(struct conn *c, const void *p, size_t len,
                  struct record *rec);
+/* process() ran its -R requests (options reqs_per_event) with input left:
+ * it returns, and the network thread serves the others before coming back
+ * (counted as conn_yields). */
+static inline void conn_yield(struct conn *c) { c->yielded = true; }
+
 /* Drop the connection once pending output is flushed. */
 static inline void conn_close_after_flush(struct conn *c) { c->closing = true; }
 

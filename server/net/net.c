@@ -30,7 +30,7 @@
 #include "server/addr.h"
 #include "server/log.h"
 
-static const char net_busy_msg[] = "SERVER_ERROR too many open connections\r\n";
+static const char net_busy_msg[] = "ERROR Too many open connections\r\n"; /* memcached */
 
 static void net_set_nodelay(int fd)
 {
@@ -82,6 +82,7 @@ static void net_accept_backoff(struct server *srv)
     struct timeval one = {1, 0};
 
     net_disable_accept(srv);
+    STAT_INC(&srv->workers[0].stats, listen_disabled_num);
     if (srv->ev_accept_resume == NULL)
         srv->ev_accept_resume = evtimer_new(srv->workers[0].base,
                                             net_accept_resume_cb, srv);
@@ -147,7 +148,7 @@ static void net_accept_cb(evutil_socket_t lfd, short what, void *arg)
     int fd;
 
     (void)what;
-    if (!srv->accepting)
+    if (!__atomic_load_n(&srv->accepting, __ATOMIC_RELAXED))
         return;
     fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
@@ -314,7 +315,7 @@ int net_enable_accept(struct server *srv)
         if (srv->listeners[i].ev != NULL &&
             event_add(srv->listeners[i].ev, NULL) < 0)
             return -1;
-    srv->accepting = true;
+    __atomic_store_n(&srv->accepting, true, __ATOMIC_RELAXED);
     return 0;
 }
 
@@ -325,7 +326,7 @@ void net_disable_accept(struct server *srv)
     for (i = 0; i < srv->nlisteners; i++)
         if (srv->listeners[i].ev != NULL)
             event_del(srv->listeners[i].ev);
-    srv->accepting = false;
+    __atomic_store_n(&srv->accepting, false, __ATOMIC_RELAXED);
 }
 
 void net_close_all(struct server *srv)
@@ -333,6 +334,8 @@ void net_close_all(struct server *srv)
     size_t i;
 
     net_disable_accept(srv);
+    /* stats conns (another thread) reads the listeners under stats_mu */
+    pthread_mutex_lock(&srv->stats_mu);
     for (i = 0; i < srv->nlisteners; i++) {
         struct listener *l = &srv->listeners[i];
         if (l->ev != NULL)
@@ -351,4 +354,5 @@ void net_close_all(struct server *srv)
     mdc_free(srv->listeners);
     srv->listeners = NULL;
     srv->nlisteners = 0;
+    pthread_mutex_unlock(&srv->stats_mu);
 }

@@ -271,6 +271,7 @@ int threads_setup(struct server *srv)
 
         w->srv = srv;
         w->id = i;
+        pthread_mutex_init(&w->conns_mu, NULL);
         if (i == 0)
             w->role = ROLE_MAIN;
         else if (i <= srv->nnet)

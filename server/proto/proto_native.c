@@ -189,6 +189,20 @@ static void nat_get(struct conn *c, struct worker *w, const struct wire_msg *m)
         nat_reply(c, h, WIRE_S_NOT_FOUND, 0, NULL, 0, NULL, 0);
 }
 
+/* The store mode of a storage opcode (SET with a CAS value is a cas). */
+static enum store_mode nat_store_mode(uint8_t op, uint64_t cas)
+{
+    switch (op) {
+    case WIRE_OP_ADD: return STORE_ADD;
+    case WIRE_OP_REPLACE: return STORE_REPLACE;
+    case WIRE_OP_CAS: return STORE_CAS;
+    case WIRE_OP_APPEND: return STORE_APPEND;
+    case WIRE_OP_PREPEND: return STORE_PREPEND;
+    case WIRE_OP_TSTACK_PUSH: return STORE_ADD; /* a new key */
+    default: return cas != 0 ? STORE_CAS : STORE_SET;
+    }
+}
+
 static void nat_store(struct conn *c, struct worker *w,
                       const struct wire_msg *m)
 {
@@ -213,28 +227,7 @@ static void nat_store(struct conn *c, struct worker *w,
         nat_status(c, h, WIRE_S_INTERNAL, 0);
         return;
     }
-    switch (h->opcode) {
-    case WIRE_OP_SET:
-        mode = h->cas != 0 ? STORE_CAS : STORE_SET;
-        break;
-    case WIRE_OP_ADD:
-        mode = STORE_ADD;
-        break;
-    case WIRE_OP_REPLACE:
-        mode = STORE_REPLACE;
-        break;
-    case WIRE_OP_CAS:
-        mode = STORE_CAS;
-        break;
-    case WIRE_OP_APPEND:
-        mode = STORE_APPEND;
-        break;
-    case WIRE_OP_PREPEND:
-        mode = STORE_PREPEND;
-        break;
-    default:
-        break;
-    }
+    mode = nat_store_mode(h->opcode, h->cas);
     st = store_put(c->srv->store, mode, &it, &cas);
     stats_count_put(&w->stats, mode == STORE_CAS, st);
     nat_status(c, h, wire_status_from_store(st), st == ST_OK ? cas : 0);
@@ -411,8 +404,7 @@ static void nat_tstack(struct conn *c, struct worker *w,
                 nat_reply(c, h, WIRE_S_OK, cas, key, (uint16_t)klen, NULL,
                           0);
         } else {
-            if (st == ST_NO_MEMORY || st == ST_TOO_LARGE)
-                STAT_INC(&w->stats, store_refused);
+            stats_count_put(&w->stats, 0, st);
             nat_status(c, h, wire_status_from_store(st), 0);
         }
         return;
@@ -588,6 +580,7 @@ static void nat_lost_sync(struct conn *c, struct worker *w,
 static void nat_process(struct conn *c, struct worker *w)
 {
     struct server *srv = c->srv;
+    uint64_t budget = srv->opt.reqs_per_event;
 
     conn_in_need(c, 1); /* every "wait for bytes" exit below sets it */
     while (!c->closing && !conn_out_full(c)) {
@@ -599,6 +592,10 @@ static void nat_process(struct conn *c, struct worker *w)
 
         if (avail == 0) {
             conn_in_need(c, WIRE_HDR_LEN);
+            break;
+        }
+        if (budget-- == 0) {
+            conn_yield(c); /* -R requests run: the others' turn */
             break;
         }
         rc = wire_parse_header(buf, avail, &m.hdr, srv->max_body);
@@ -615,8 +612,18 @@ static void nat_process(struct conn *c, struct worker *w)
          * it streams in, instead of buffering it. */
         if (rc == WIRE_OK && nat_is_store_op(m.hdr.opcode) &&
             m.hdr.vlen > srv->opt.max_item_size) {
+            /* the key (after the tags) decides which record goes stale */
+            size_t koff = WIRE_HDR_LEN + (size_t)m.hdr.ntags * WIRE_TAG_LEN;
+
+            if (avail < koff + m.hdr.klen) {
+                conn_in_need(c, koff + m.hdr.klen);
+                break;
+            }
             STAT_INC(&w->stats, cmd_set);
-            STAT_INC(&w->stats, store_refused);
+            enum store_mode mode = nat_store_mode(m.hdr.opcode, m.hdr.cas);
+            stats_count_put(&w->stats, mode == STORE_CAS, ST_TOO_LARGE);
+            (void)store_drop_stale(srv->store, mode, buf + koff, m.hdr.klen,
+                                   m.hdr.cas);
             nat_status(c, &m.hdr, WIRE_S_TOO_LARGE, 0);
             conn_in_skip(c, total);
             continue;

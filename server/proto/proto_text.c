@@ -12,7 +12,10 @@
 
 #include "proto.h"
 
+#include <signal.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "server/net/conn.h"
 #include "server/net/threads.h"
@@ -85,6 +88,7 @@ static void txt_meta(struct conn *c, const char *code, int64_t vlen,
 static void txt_vals(struct store *st, struct record *r,
                      struct mctext_meta_vals *v)
 {
+    memset(v, 0, sizeof(*v));
     v->cas = record_cas(r);
     v->ttl = record_ttl(st, r);
     v->flags = record_flags(r);
@@ -132,6 +136,8 @@ static void txt_get(struct conn *c, struct worker *w,
         else
             r = store_get(st, key, klen);
         stats_count_get(&w->stats, gat, r != NULL);
+        if (stats_detail_on(c->srv))
+            stats_detail_count(c->srv, key, klen, DETAIL_GET, r != NULL);
         if (r == NULL)
             continue;
         txt_value(c, r, with_cas);
@@ -179,6 +185,8 @@ static void txt_store(struct conn *c, struct worker *w,
         it.ntags = n;
     }
     st = store_put(c->srv->store, mode, &it, NULL);
+    if (stats_detail_on(c->srv))
+        stats_detail_count(c->srv, req->key, req->klen, DETAIL_SET, false);
     txt_put_stats(w, mode, st);
     txt_reply(c, req, txt_put_status(st, mode));
 }
@@ -209,6 +217,8 @@ static void txt_delete(struct conn *c, struct worker *w,
 {
     int st = store_delete(c->srv->store, req->key, req->klen, 0);
 
+    if (stats_detail_on(c->srv))
+        stats_detail_count(c->srv, req->key, req->klen, DETAIL_DEL, false);
     if (st == ST_OK) {
         STAT_INC(&w->stats, delete_hits);
         txt_reply(c, req, MCTEXT_R_DELETED);
@@ -252,6 +262,10 @@ static void txt_dump(struct conn *c)
 static void txt_flush(struct conn *c, struct worker *w,
                       const struct mctext_req *req)
 {
+    if (c->srv->opt.disable_flush_all) { /* -F */
+        txt_str(c, MCTEXT_E_FLUSH_OFF);
+        return;
+    }
     STAT_INC(&w->stats, cmd_flush);
     /* a delay is memcached's expiry: relative up to 30 days, else absolute */
     store_flush_at(c->srv->store, req->exptime);
@@ -275,17 +289,87 @@ static void txt_stats_line(void *ctx, const char *name, const char *value)
     conn_out_commit(c, ln + lv + 8);
 }
 
-/* stats, stats settings|threads|tags (report.h); other groups: ERROR. */
+static void txt_conn_info(void *ctx, const struct conn_info *ci)
+{
+    struct conn *c = ctx;
+    char name[32], val[32];
+
+    snprintf(name, sizeof(name), "%d:addr", ci->fd);
+    txt_stats_line(c, name, ci->addr);
+    snprintf(name, sizeof(name), "%d:state", ci->fd);
+    txt_stats_line(c, name, ci->state);
+    snprintf(name, sizeof(name), "%d:secs_since_last_cmd", ci->fd);
+    snprintf(val, sizeof(val), "%llu", (unsigned long long)ci->idle_s);
+    txt_stats_line(c, name, val);
+}
+
+static void txt_line(void *ctx, const char *line)
+{
+    struct conn *c = ctx;
+
+    txt_str(c, line);
+    txt_str(c, "\r\n");
+}
+
+static bool arg_is(const struct mctext_req *req, const char *s)
+{
+    size_t n = strlen(s);
+
+    return req->arglen == n && memcmp(req->arg, s, n) == 0;
+}
+
+/* stats [settings|threads|tags|items|slabs|sizes|conns|reset|detail
+ * on|off|dump]; another group: ERROR (docs/protocol-text.md, "stats"). */
 static void txt_stats(struct conn *c, struct worker *w,
                       const struct mctext_req *req)
 {
+    struct server *srv = c->srv;
+    unsigned i;
+
     STAT_INC(&w->stats, cmd_stats);
     if (req->arg == NULL) {
-        stats_collect(c->srv, txt_stats_line, c);
-    } else if (stats_collect_group(c->srv, req->arg, req->arglen, NULL,
-                                   NULL) == 0) {
-        (void)stats_collect_group(c->srv, req->arg, req->arglen,
-                                  txt_stats_line, c);
+        stats_collect(srv, txt_stats_line, c);
+    } else if (stats_collect_group(srv, req->arg, req->arglen, NULL,
+                                   NULL) == 0) { /* settings, threads, tags */
+        (void)stats_collect_group(srv, req->arg, req->arglen, txt_stats_line,
+                                  c);
+    } else if (arg_is(req, "items")) {
+        stats_collect_items(srv, txt_stats_line, c);
+    } else if (arg_is(req, "slabs")) {
+        stats_collect_slabs(srv, txt_stats_line, c);
+    } else if (arg_is(req, "sizes")) {
+        txt_stats_line(c, "sizes_status", "disabled");
+    } else if (arg_is(req, "conns")) {
+        pthread_mutex_lock(&srv->stats_mu); /* net_close_all frees them */
+        for (i = 0; i < srv->nlisteners; i++) {
+            char name[32];
+
+            if (srv->listeners[i].fd < 0)
+                continue;
+            snprintf(name, sizeof(name), "%d:addr", srv->listeners[i].fd);
+            txt_stats_line(c, name, srv->listeners[i].name);
+            snprintf(name, sizeof(name), "%d:state", srv->listeners[i].fd);
+            txt_stats_line(c, name, "conn_listening");
+        }
+        pthread_mutex_unlock(&srv->stats_mu);
+        conn_visit_all(srv, txt_conn_info, c);
+    } else if (arg_is(req, "reset")) {
+        stats_reset(srv);
+        txt_str(c, "RESET\r\n");
+        return;
+    } else if (arg_is(req, "detail on")) {
+        stats_detail_set(srv, true);
+        txt_str(c, MCTEXT_R_OK);
+        return;
+    } else if (arg_is(req, "detail off")) {
+        stats_detail_set(srv, false);
+        txt_str(c, MCTEXT_R_OK);
+        return;
+    } else if (arg_is(req, "detail dump")) {
+        stats_detail_dump(srv, txt_line, c);
+    } else if (req->arglen >= 6 && memcmp(req->arg, "detail", 6) == 0) {
+        txt_str(c, "CLIENT_ERROR usage: stats detail on|off|dump\r\n");
+        return;
     } else {
         txt_str(c, MCTEXT_R_ERROR);
         return;
@@ -303,9 +387,18 @@ static void txt_mg(struct conn *c, struct worker *w,
     struct store *st = c->srv->store;
     struct mctext_meta_vals v;
     struct record *r;
+    struct store_access acc = {false, 0};
     bool touch = MF('T') != 0;
 
-    if (touch)
+    if (MF('h') || MF('l')) {
+        /* the access state before this read, then the touch */
+        r = store_get_access(st, req->key, req->klen, &acc);
+        if (touch && r != NULL &&
+            store_touch(st, req->key, req->klen, req->meta.ttl) != ST_OK) {
+            store_release(st, r);
+            r = NULL;
+        }
+    } else if (touch)
         r = store_gat(st, req->key, req->klen, req->meta.ttl);
     else
         r = store_get(st, req->key, req->klen);
@@ -316,6 +409,8 @@ static void txt_mg(struct conn *c, struct worker *w,
         return;
     }
     txt_vals(st, r, &v);
+    v.hit_before = acc.hit_before;
+    v.last = acc.idle_s;
     if (!MF('v')) {
         txt_meta(c, "HD", -1, req, &v);
         store_release(st, r);
@@ -412,7 +507,8 @@ static void txt_ma(struct conn *c, struct worker *w,
     int rc;
 
     memset(&v, 0, sizeof(v));
-    rc = store_incr(st, req->key, req->klen, m->delta, decr, &val, &cas);
+    rc = store_incr_cas(st, req->key, req->klen, m->delta, decr,
+                        MF('C') ? m->cas : 0, &val, &cas);
     if (rc == ST_NOT_FOUND && MF('N')) {
         struct store_item it;
         char digits[24];
@@ -460,6 +556,7 @@ static void txt_ma(struct conn *c, struct worker *w,
     }
     case ST_NOT_FOUND: txt_meta(c, "NF", -1, req, NULL); break;
     case ST_NOT_STORED: txt_meta(c, "NS", -1, req, NULL); break;
+    case ST_EXISTS: txt_meta(c, "EX", -1, req, NULL); break; /* C mismatch */
     case ST_NOT_NUMBER: txt_str(c, MCTEXT_E_NONNUM); break;
     case ST_NO_MEMORY: txt_str(c, TXT_E_OOM); break;
     default: txt_str(c, MCTEXT_E_FORMAT); break;
@@ -603,8 +700,7 @@ static void txt_tpush(struct conn *c, struct worker *w,
     rc = store_tstack_push(c->srv->store, tag, req->value, req->vlen,
                            req->flags, req->exptime, key, &klen, &cas);
     if (rc != ST_OK) {
-        if (rc == ST_NO_MEMORY || rc == ST_TOO_LARGE)
-            STAT_INC(&w->stats, store_refused);
+        stats_count_put(&w->stats, 0, rc);
         txt_reply(c, req, txt_put_status(rc, STORE_SET));
         return;
     }
@@ -664,7 +760,7 @@ static void txt_exec(struct conn *c, struct worker *w,
     /* clients parse "major.minor.micro" and reject major 0 (libmemcached):
      * announce the memcached protocol level we speak, then our own version */
     case MCT_VERSION:
-        txt_str(c, "VERSION 1.6.0 mdcached-" PACKAGE_VERSION "\r\n");
+        txt_str(c, "VERSION " MDC_TEXT_VERSION "\r\n");
         break;
     case MCT_VERBOSITY:
         /* memcached's levels 0..3 on top of our default (info): 0 info,
@@ -675,6 +771,28 @@ static void txt_exec(struct conn *c, struct worker *w,
         break;
     case MCT_QUIT: conn_close_after_flush(c); break;
     case MCT_DUMP: txt_dump(c); break;
+    case MCT_CACHE_MEMLIMIT:
+        if (req->level < 8) {
+            txt_reply(c, req, MCTEXT_E_MEMLIMIT_SMALL);
+            break;
+        }
+        /* lowering it evicts down to the new limit now */
+        (void)store_set_mem_limit(c->srv->store, (size_t)req->level << 20);
+        log_info("cache_memlimit: %u MiB", req->level);
+        txt_reply(c, req, MCTEXT_R_OK);
+        break;
+    case MCT_SHUTDOWN:
+        if (!c->srv->opt.enable_shutdown) { /* memcached: only with -A */
+            txt_str(c, MCTEXT_E_SHUTDOWN_OFF);
+            break;
+        }
+        /* both modes stop gracefully, as SIGTERM does */
+        log_info("shutdown%s requested by conn %llu",
+                 req->arg != NULL ? " graceful" : "",
+                 (unsigned long long)c->id);
+        conn_close_after_flush(c);
+        kill(getpid(), SIGTERM);
+        break;
     case MCT_MG: txt_mg(c, w, req); break;
     case MCT_MS: txt_ms(c, w, req); break;
     case MCT_MD: txt_md(c, w, req); break;
@@ -690,19 +808,77 @@ static void txt_exec(struct conn *c, struct worker *w,
     }
 }
 
+/*
+ * The parser refused a storage command's value as over -I before it
+ * reached the store: count it as a refused store and remove the record it
+ * would have overwritten (store_drop_stale), as store_put() does.
+ */
+static void txt_refused_large(struct conn *c, struct worker *w,
+                              const struct mctext_req *req)
+{
+    enum store_mode mode = STORE_SET;
+    uint64_t cas = 0;
+
+    switch (req->cmd) {
+    case MCT_SET:
+    case MCT_TSET: break;
+    case MCT_REPLACE: mode = STORE_REPLACE; break;
+    case MCT_CAS:
+        mode = STORE_CAS;
+        cas = req->cas;
+        break;
+    case MCT_MS:
+        if (req->meta.mode == 'R')
+            mode = STORE_REPLACE;
+        else if (req->meta.mode != 0 && req->meta.mode != 'S')
+            mode = STORE_ADD; /* E, A, P: nothing overwritten */
+        if (req->meta.flags & MCTEXT_MF('C')) {
+            cas = req->meta.cas;
+            if (mode != STORE_ADD)
+                mode = STORE_CAS;
+        }
+        break;
+    default: return; /* tpush: a new key; others have no value */
+    }
+    STAT_INC(&w->stats, cmd_set);
+    stats_count_put(&w->stats, mode == STORE_CAS, ST_TOO_LARGE);
+    if (req->key != NULL)
+        (void)store_drop_stale(c->srv->store, mode, req->key, req->klen, cas);
+}
+
 static void proto_text_process(struct conn *c, struct worker *w)
 {
     struct mctext_limits lim = {c->srv->opt.max_item_size};
+    uint64_t budget = c->srv->opt.reqs_per_event;
 
     conn_in_need(c, 1); /* every "wait for bytes" exit below sets it */
     while (!c->closing && !conn_out_full(c)) {
         struct mctext_req req;
         size_t avail;
         const uint8_t *buf = conn_in_data(c, &avail);
+        const uint8_t *nl;
         ssize_t n;
 
         if (avail == 0)
             break;
+        if (budget-- == 0) {
+            conn_yield(c);
+            break;
+        }
+        /* Look for the line's end only in bytes not scanned before, so a
+         * long line arriving in pieces costs time linear in its length. */
+        nl = c->iscan < avail
+                 ? memchr(buf + c->iscan, '\n', avail - c->iscan)
+                 : NULL;
+        if (nl == NULL) {
+            c->iscan = avail;
+            if (avail < mctext_line_limit(buf, avail)) {
+                conn_in_need(c, avail + 1);
+                break;
+            }
+        } else {
+            c->iscan = (size_t)(nl - buf); /* no newline before it */
+        }
         n = mctext_parse(buf, avail, &lim, &req);
         if (n == MCTEXT_AGAIN) {
             conn_in_need(c, req.need);
@@ -717,6 +893,8 @@ static void proto_text_process(struct conn *c, struct worker *w)
                 conn_close_after_flush(c);
                 break;
             }
+            if (strcmp(req.err, MCTEXT_E_TOO_LARGE) == 0)
+                txt_refused_large(c, w, &req);
             txt_reply(c, &req, req.err);
             conn_in_skip(c, req.skip);
             continue;

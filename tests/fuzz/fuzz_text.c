@@ -149,7 +149,13 @@ static void check_error(const struct mctext_req *req, size_t len)
 {
     size_t el = strlen(req->err);
 
+    if (el == 0) { /* an HTTP-looking line: close without a reply */
+        CHECK(req->close && req->skip == len);
+        return;
+    }
     CHECK(el >= 7 && req->err[el - 2] == '\r' && req->err[el - 1] == '\n');
+    /* a named token never grows the line past its buffer */
+    CHECK(el < MCTEXT_ERRBUF || req->err != req->errbuf);
     CHECK(strcmp(req->err, MCTEXT_R_ERROR) == 0 ||
           strncmp(req->err, "CLIENT_ERROR ", 13) == 0 ||
           strncmp(req->err, "SERVER_ERROR ", 13) == 0);
