@@ -704,6 +704,77 @@ static void txt_exec(struct conn *c, struct worker *w,
     }
 }
 
+/*
+ * The two commands a cache mostly sees, "get <key>\r\n" and
+ * "mg <key> v\r\n", answered without the general parser (no tokenizing,
+ * no request structure to clear).  Anything else -- another command, more
+ * keys or flags, a bare "\n", a key the parser would refuse, a line not yet
+ * whole -- returns 0 and takes the general path, which gives the same
+ * reply for these two shapes.  Returns the bytes consumed.
+ */
+static size_t txt_fast(struct conn *c, struct worker *w, const uint8_t *b,
+                       size_t len)
+{
+    const uint8_t *k, *p, *end = b + len;
+    struct store *st = c->srv->store;
+    struct record *r;
+    uint32_t klen;
+    bool mg;
+
+    if (len > 4 && b[0] == 'g' && b[1] == 'e' && b[2] == 't' && b[3] == ' ')
+        k = b + 4, mg = false;
+    else if (len > 3 && b[0] == 'm' && b[1] == 'g' && b[2] == ' ')
+        k = b + 3, mg = true;
+    else
+        return 0;
+    if ((size_t)(end - k) > MCTEXT_KEY_MAX + 4)
+        end = k + MCTEXT_KEY_MAX + 4;
+    for (p = k; p < end && *p > ' ' && *p != 0x7f; p++)
+        ;
+    klen = (uint32_t)(p - k);
+    if (klen == 0 || klen > MCTEXT_KEY_MAX)
+        return 0;
+    end = b + len;
+    if (mg) {
+        if (end - p < 4 || memcmp(p, " v\r\n", 4) != 0)
+            return 0;
+        p += 4;
+    } else {
+        if (end - p < 2 || p[0] != '\r' || p[1] != '\n')
+            return 0;
+        p += 2;
+    }
+    STAT_INC(&w->stats, cmd_get);
+    r = store_get(st, k, klen);
+    if (r == NULL) {
+        STAT_INC(&w->stats, get_misses);
+        txt_str(c, mg ? "EN\r\n" : MCTEXT_R_END);
+        return (size_t)(p - b);
+    }
+    STAT_INC(&w->stats, get_hits);
+    if (mg) {
+        uint32_t vlen = record_vlen(r);
+        uint8_t *o = conn_out_reserve(c, 3 + 10 + 2);
+        size_t n;
+
+        if (o == NULL) {
+            store_release(st, r);
+            return (size_t)(p - b);
+        }
+        memcpy(o, "VA ", 3);
+        n = 3 + mctext_u64((char *)o + 3, vlen);
+        o[n++] = '\r';
+        o[n++] = '\n';
+        conn_out_commit(c, n);
+        conn_out_ref(c, record_value(r), vlen, r);
+        (void)conn_out_bytes(c, "\r\n", 2);
+    } else {
+        txt_value(c, r, false);
+        txt_str(c, MCTEXT_R_END);
+    }
+    return (size_t)(p - b);
+}
+
 static void proto_text_process(struct conn *c, struct worker *w)
 {
     struct mctext_limits lim = {c->srv->opt.max_item_size};
@@ -717,6 +788,10 @@ static void proto_text_process(struct conn *c, struct worker *w)
 
         if (avail == 0)
             break;
+        if ((n = (ssize_t)txt_fast(c, w, buf, avail)) > 0) {
+            conn_in_consume(c, (size_t)n);
+            continue;
+        }
         n = mctext_parse(buf, avail, &lim, &req);
         if (n == MCTEXT_AGAIN) {
             conn_in_need(c, req.need);
