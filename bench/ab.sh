@@ -12,7 +12,7 @@
 #   ab.sh adds "-s SOCKET" (Unix socket, W1) and "-p 0".  W1 by default:
 #   50 connections, 90:10 get:set, 100 000 keys of 16 B, 32 B values.
 #   W=W2 uses TCP loopback instead of the Unix socket; V=N sets the value
-#   size (prefill and run).
+#   size, K=N the key count (prefill and run).
 set -eu
 ROUNDS=5
 DUR=3
@@ -29,6 +29,7 @@ shift $((OPTIND - 1))
 LOAD=$BUILD/bench/mdc-load
 W=${W:-W1}
 V=${V:-32}
+K=${K:-100000}
 TMP=$(mktemp -d)
 chmod 1777 "$TMP" # servers that drop to nobody create their socket here
 declare -a NAMES PIDS ADDRS
@@ -59,12 +60,12 @@ for t in "$@"; do
 done
 sleep 0.5
 for i in "${!NAMES[@]}"; do
-    taskset -c 1 "$LOAD" -P text -s "${ADDRS[i]}" -v "$V" -c 8 -f -D 0 -w 0 -q
+    taskset -c 1 "$LOAD" -P text -s "${ADDRS[i]}" -v "$V" -k "$K" -c 8 -f -D 0 -w 0 -q
 done
 for r in $(seq 1 "$ROUNDS"); do
     for i in "${!NAMES[@]}"; do
         # shellcheck disable=SC2086
-        taskset -c 1 "$LOAD" -P text -s "${ADDRS[i]}" -v "$V" -D "$DUR" -w 0.5 \
+        taskset -c 1 "$LOAD" -P text -s "${ADDRS[i]}" -v "$V" -k "$K" -D "$DUR" -w 0.5 \
             -p "${PIDS[i]}" -L "${NAMES[i]}" -q -j - ${LOAD_ARGS:-} \
             | tr -d '\n' >>"$TMP/all.jsonl"
         echo >>"$TMP/all.jsonl"

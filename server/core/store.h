@@ -176,6 +176,9 @@ int store_put(struct store *st, enum store_mode mode,
 
 /* Look a key up; NULL when absent or expired.  Returns a reference. */
 struct record *store_get(struct store *st, const void *key, uint32_t klen);
+/* Hint: key is about to be looked up (its bucket slot and lock stripe are
+ * prefetched; nothing is read or locked). */
+void store_prefetch(struct store *st, const void *key, uint32_t klen);
 /*
  * Run fn on the live record under key while its bucket's read lock is held
  * (no reference taken; fn must not call into the store).  This is how the
