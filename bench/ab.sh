@@ -12,7 +12,8 @@
 #   ab.sh adds "-s SOCKET" (Unix socket, W1) and "-p 0".  W1 by default:
 #   50 connections, 90:10 get:set, 100 000 keys of 16 B, 32 B values.
 #   W=W2 uses TCP loopback instead of the Unix socket; V=N sets the value
-#   size, K=N the key count (prefill and run).
+#   size, K=N the key count (prefill and run); AB_SUMMARY=FILE appends
+#   the medians as one JSON line.
 set -eu
 ROUNDS=5
 DUR=3
@@ -71,7 +72,7 @@ for r in $(seq 1 "$ROUNDS"); do
         echo >>"$TMP/all.jsonl"
     done
 done
-python3 - "$TMP/all.jsonl" <<'PY'
+python3 - "$TMP/all.jsonl" "${AB_SUMMARY:-}" "${LOAD_ARGS:-}" <<'PY'
 import json, sys, statistics as st
 runs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 order = []
@@ -81,6 +82,7 @@ for r in runs:
         order.append(r["label"])
     by.setdefault(r["label"], []).append(r)
 base = None
+summary = {}
 print("%-14s %9s %18s %9s %9s %9s %9s %7s" % ("target", "us/req", "spread", "sys", "req/s",
       "p50 us", "p99 us", "p99.9"))
 for l in order:
@@ -94,4 +96,14 @@ for l in order:
         md(lambda r: r["throughput"]), md(lambda r: r["latency_us"]["p50"]),
         md(lambda r: r["latency_us"]["p99"]), md(lambda r: r["latency_us"]["p999"]), m / base))
     print("%-14s rounds: %s" % ("", " ".join("%.3f" % x for x in u)))
+    summary[l] = {"us_per_req": m, "us_per_req_min": min(u), "us_per_req_max": max(u),
+                  "throughput": md(lambda r: r["throughput"]),
+                  "p50": md(lambda r: r["latency_us"]["p50"]),
+                  "p99": md(lambda r: r["latency_us"]["p99"]),
+                  "p999": md(lambda r: r["latency_us"]["p999"]),
+                  "p99_max": max(r["latency_us"]["p99"] for r in rs),
+                  "rounds": len(rs)}
+if len(sys.argv) > 2 and sys.argv[2]:
+    with open(sys.argv[2], "a") as f:
+        f.write(json.dumps({"load_args": sys.argv[3], "targets": summary}) + "\n")
 PY
