@@ -60,6 +60,12 @@ for t in "$@"; do
     i=$((i + 1))
 done
 sleep 0.5
+for i in "${!NAMES[@]}"; do # wait (up to 10 s) for each server to listen
+    for _ in $(seq 100); do
+        if [ "$W" = W2 ] || [ -S "${ADDRS[i]}" ]; then break; fi
+        sleep 0.1
+    done
+done
 for i in "${!NAMES[@]}"; do
     taskset -c 1 "$LOAD" -P text -s "${ADDRS[i]}" -v "$V" -k "$K" -c 8 -f -D 0 -w 0 -q
 done
@@ -75,6 +81,10 @@ done
 python3 - "$TMP/all.jsonl" "${AB_SUMMARY:-}" "${LOAD_ARGS:-}" <<'PY'
 import json, sys, statistics as st
 runs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+bad = [r for r in runs if r.get("server_cpu", {}).get("us_per_req", 0) <= 0]
+if bad:  # the server's CPU could not be read over the window: not counted
+    print("%d round(s) without a server CPU reading left out" % len(bad))
+runs = [r for r in runs if r not in bad]
 order = []
 by = {}
 for r in runs:
