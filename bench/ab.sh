@@ -12,7 +12,8 @@
 #   ab.sh adds "-s SOCKET" (Unix socket, W1) and "-p 0".  W1 by default:
 #   50 connections, 90:10 get:set, 100 000 keys of 16 B, 32 B values.
 #   W=W2 uses TCP loopback instead of the Unix socket; V=N sets the value
-#   size, K=N the key count (prefill and run); AB_SUMMARY=FILE appends
+#   size, K=N the key count (prefill and run); SCPUS=LIST the servers'
+#   CPUs (taskset list, default 0); AB_SUMMARY=FILE appends
 #   the medians as one JSON line.
 set -eu
 ROUNDS=5
@@ -53,7 +54,7 @@ for t in "$@"; do
         listen="-s $addr -p 0"
     fi
     # shellcheck disable=SC2086
-    taskset -c 0 $cmd $listen >"$TMP/$name.log" 2>&1 &
+    taskset -c "${SCPUS:-0}" $cmd $listen >"$TMP/$name.log" 2>&1 &
     PIDS[i]=$!
     NAMES[i]=$name
     ADDRS[i]=$addr

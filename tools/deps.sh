@@ -6,7 +6,7 @@ PKGS="build-essential autoconf automake libtool pkg-config
   libevent-dev libjemalloc-dev libcmocka-dev libbsd-dev libxxhash-dev
   clang llvm libclang-rt-14-dev
   libmemcached-dev libhiredis-dev memcached redis-server
-  libbpf-dev bpftool iproute2 ethtool python3-matplotlib
+  libbpf-dev bpftool iproute2 ethtool python3-matplotlib liburing-dev
   libmemcached-tools php-cli php-memcached nutcracker"
 if [ "$(id -u)" -ne 0 ]; then
     echo "tools/deps.sh: must run as root (apt-get install)" >&2
