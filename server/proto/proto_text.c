@@ -6,7 +6,8 @@
  * Values go out as the native GET path sends them: the VALUE/VA line is
  * composed into the connection's output buffer, the value is queued as a
  * reference to the record (released once sent), then "\r\n" -- a GET hit
- * neither copies the value nor allocates.
+ * allocates nothing and copies only a value of at most CONN_COPY_MAX
+ * (server/net/conn.h).
  */
 #include "config.h"
 
