@@ -908,6 +908,78 @@ static void test_pipelined_burst(void **state)
     close(fd);
 }
 
+/* "get <key>\r\n" and "mg <key> v\r\n" have a shortcut past the general
+ * parser (proto_text.c, txt_fast): each reply equals the general path's
+ * (the same request ended by a bare "\n", which the shortcut leaves to
+ * it), for hits small and large, misses, the longest key, and keys or
+ * shapes the shortcut must refuse. */
+static void test_get_mg_shortcut(void **state)
+{
+    static const size_t sizes[] = {5, 1500};
+    char k[300], b[2400], v[1600], want[2000];
+    size_t i;
+    int fd = conn_open();
+
+    (void)state;
+    for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        const char *shapes[] = {"get %s%s", "mg %s v%s"};
+        size_t s;
+
+        ukey(k, sizeof(k), "fast");
+        memset(v, 'a' + (int)i, sizes[i]);
+        v[sizes[i]] = 0;
+        snprintf(b, sizeof(b), "set %s 3 0 %zu\r\n%s\r\n", k, sizes[i], v);
+        xchg(fd, b, "STORED\r\n");
+        for (s = 0; s < 2; s++) {
+            if (s == 0)
+                snprintf(want, sizeof(want), "VALUE %s 3 %zu\r\n%s\r\nEND\r\n",
+                         k, sizes[i], v);
+            else
+                snprintf(want, sizeof(want), "VA %zu\r\n%s\r\n", sizes[i], v);
+            snprintf(b, sizeof(b), shapes[s], k, "\r\n");
+            xchg(fd, b, want);
+            snprintf(b, sizeof(b), shapes[s], k, "\n");
+            xchg(fd, b, want);
+        }
+    }
+    /* misses */
+    xchg(fd, "get nosuch_fast\r\n", "END\r\n");
+    xchg(fd, "mg nosuch_fast v\r\n", "EN\r\n");
+    /* the longest key (250 bytes) and one byte more */
+    memset(k, 'L', 250);
+    k[250] = 0;
+    snprintf(b, sizeof(b), "set %s 0 0 1\r\nx\r\n", k);
+    xchg(fd, b, "STORED\r\n");
+    snprintf(b, sizeof(b), "get %s\r\n", k);
+    snprintf(want, sizeof(want), "VALUE %s 0 1\r\nx\r\nEND\r\n", k);
+    xchg(fd, b, want);
+    snprintf(b, sizeof(b), "mg %s v\r\n", k);
+    xchg(fd, b, "VA 1\r\nx\r\n");
+    k[250] = 'L';
+    k[251] = 0;
+    snprintf(b, sizeof(b), "get %s\r\n", k);
+    send_str(fd, b);
+    recv_line(fd, want, sizeof(want));
+    assert_memory_equal(want, "CLIENT_ERROR", 12);
+    snprintf(b, sizeof(b), "mg %s v\r\n", k);
+    send_str(fd, b);
+    recv_line(fd, want, sizeof(want));
+    assert_memory_equal(want, "CLIENT_ERROR", 12);
+    /* not the shortcut's shapes: a control byte in the key, two keys,
+     * other flags, an empty key */
+    send_str(fd, "get a\001b\r\n");
+    recv_line(fd, want, sizeof(want));
+    assert_memory_equal(want, "CLIENT_ERROR", 12);
+    xchg(fd, "get nosuch_a nosuch_b\r\n", "END\r\n");
+    xchg(fd, "mg nosuch_fast v q\r\nmn\r\n", "MN\r\n");
+    send_str(fd, "get \r\n");
+    recv_line(fd, want, sizeof(want));
+    assert_true(strncmp(want, "ERROR", 5) == 0 ||
+                strncmp(want, "CLIENT_ERROR", 12) == 0);
+    xchg(fd, "mn\r\n", "MN\r\n");
+    close(fd);
+}
+
 #define SUITE                                                                  \
     cmocka_unit_test(test_storage_commands),                                   \
         cmocka_unit_test(test_counters_touch_delete),                          \
@@ -920,7 +992,8 @@ static void test_pipelined_burst(void **state)
         cmocka_unit_test(test_tag_commands),                                   \
         cmocka_unit_test(test_tget_truncated),                                 \
         cmocka_unit_test(test_binary_refused),                                 \
-        cmocka_unit_test(test_pipelined_burst)
+        cmocka_unit_test(test_pipelined_burst),                                \
+        cmocka_unit_test(test_get_mg_shortcut)
 
 int main(void)
 {

@@ -6,7 +6,7 @@ PKGS="build-essential autoconf automake libtool pkg-config
   libevent-dev libjemalloc-dev libcmocka-dev libbsd-dev libxxhash-dev
   clang llvm libclang-rt-14-dev
   libmemcached-dev libhiredis-dev memcached redis-server
-  libbpf-dev bpftool iproute2 ethtool python3-matplotlib
+  libbpf-dev bpftool iproute2 ethtool python3-matplotlib liburing-dev
   libmemcached-tools php-cli php-memcached nutcracker
   tmux man-db groff-base
   php-dev php-cgi php-igbinary php-msgpack zlib1g-dev libzstd-dev

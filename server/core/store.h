@@ -203,6 +203,9 @@ struct record *store_get_access(struct store *st, const void *key,
  * evicts down to the new limit now (unless only records readers hold are
  * left: ST_NO_MEMORY, the limit is set anyway).  ST_INVALID for 0. */
 int store_set_mem_limit(struct store *st, size_t bytes);
+/* Hint: key is about to be looked up (its bucket slot and lock stripe are
+ * prefetched; nothing is read or locked). */
+void store_prefetch(struct store *st, const void *key, uint32_t klen);
 /*
  * Run fn on the live record under key while its bucket's read lock is held
  * (no reference taken; fn must not call into the store).  This is how the

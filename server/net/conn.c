@@ -1,13 +1,15 @@
 /*
  * conn.c - client connections: buffered input, output as a queue of byte
- * ranges and record references written with sendmsg() from an iovec array,
- * and the edge-triggered state machine a network thread runs.
+ * ranges and record references written with sendmsg() from an iovec array
+ * (send() when the output is one piece), and the edge-triggered state
+ * machine a network thread runs.
  *
  * The GET fast path lives here and in proto_native.c: the response header
  * goes into obuf, the value is queued as a reference to the record and sent
  * from where it lies; the reference is released once its last byte is out.
- * obuf, the segment array and ibuf are reused, so a GET hit allocates
- * nothing (tests/test_server_alloc.c).
+ * A value of at most CONN_COPY_MAX is copied into obuf instead (one piece,
+ * one send()).  obuf, the segment array and ibuf are reused, so a GET hit
+ * allocates nothing (tests/test_server_alloc.c).
  */
 #include "config.h"
 

@@ -1,7 +1,8 @@
 /*
  * conn.h - one client connection: its input buffer, its output queue of
  * byte ranges and record references (sent with sendmsg() from an iovec
- * array, so a GET hit never copies or allocates), and the state machine
+ * array, so a GET hit never allocates, and copies only a value of at most
+ * CONN_COPY_MAX), and the state machine
  * that a network thread drives on edge-triggered readiness.
  *
  * Ownership: a connection belongs to one network worker (c->owner).  While

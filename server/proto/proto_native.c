@@ -3,7 +3,8 @@
  * (docs/protocol.md): frames are parsed with wire.h, run against the store
  * (store.h) and answered into the connection's output (conn.h), in request
  * order.  Record replies carry the value as a reference to the record, so a
- * GET hit neither copies the value nor allocates.
+ * GET hit allocates nothing and copies only a value of at most CONN_COPY_MAX
+ * (conn.h).
  */
 #include "config.h"
 

@@ -6,7 +6,8 @@
  * Values go out as the native GET path sends them: the VALUE/VA line is
  * composed into the connection's output buffer, the value is queued as a
  * reference to the record (released once sent), then "\r\n" -- a GET hit
- * neither copies the value nor allocates.
+ * allocates nothing and copies only a value of at most CONN_COPY_MAX
+ * (server/net/conn.h).
  */
 #include "config.h"
 
@@ -846,10 +847,131 @@ static void txt_refused_large(struct conn *c, struct worker *w,
         (void)store_drop_stale(c->srv->store, mode, req->key, req->klen, cas);
 }
 
+/*
+ * The two commands a cache mostly sees, "get <key>\r\n" and
+ * "mg <key> v\r\n", answered without the general parser (no tokenizing,
+ * no request structure to clear).  Anything else -- another command, more
+ * keys or flags, a bare "\n", a key the parser would refuse, a line not yet
+ * whole -- returns 0 and takes the general path, which gives the same
+ * reply for these two shapes.  Returns the bytes consumed.
+ */
+static size_t txt_fast(struct conn *c, struct worker *w, const uint8_t *b,
+                       size_t len)
+{
+    const uint8_t *k, *p, *end = b + len;
+    struct store *st = c->srv->store;
+    struct record *r;
+    uint32_t klen;
+    bool mg;
+
+    if (len > 4 && b[0] == 'g' && b[1] == 'e' && b[2] == 't' && b[3] == ' ')
+        k = b + 4, mg = false;
+    else if (len > 3 && b[0] == 'm' && b[1] == 'g' && b[2] == ' ')
+        k = b + 3, mg = true;
+    else
+        return 0;
+    if ((size_t)(end - k) > MCTEXT_KEY_MAX + 4)
+        end = k + MCTEXT_KEY_MAX + 4;
+    for (p = k; p < end && *p > ' ' && *p != 0x7f; p++)
+        ;
+    klen = (uint32_t)(p - k);
+    if (klen == 0 || klen > MCTEXT_KEY_MAX)
+        return 0;
+    end = b + len;
+    if (mg) {
+        if (end - p < 4 || memcmp(p, " v\r\n", 4) != 0)
+            return 0;
+        p += 4;
+    } else {
+        if (end - p < 2 || p[0] != '\r' || p[1] != '\n')
+            return 0;
+        p += 2;
+    }
+    r = store_get(st, k, klen);
+    stats_count_get(&w->stats, 0, r != NULL);
+    if (r == NULL) {
+        txt_str(c, mg ? "EN\r\n" : MCTEXT_R_END);
+        return (size_t)(p - b);
+    }
+    if (mg) {
+        uint32_t vlen = record_vlen(r);
+        uint8_t *o = conn_out_reserve(c, 3 + 10 + 2);
+        size_t n;
+
+        if (o == NULL) {
+            store_release(st, r);
+            return (size_t)(p - b);
+        }
+        memcpy(o, "VA ", 3);
+        n = 3 + mctext_u64((char *)o + 3, vlen);
+        o[n++] = '\r';
+        o[n++] = '\n';
+        conn_out_commit(c, n);
+        conn_out_ref(c, record_value(r), vlen, r);
+        (void)conn_out_bytes(c, "\r\n", 2);
+    } else if (record_vlen(r) <= CONN_COPY_MAX &&
+               c->ocap - c->olen >= MCTEXT_VALUE_LINE_LEN(klen) +
+                                        record_vlen(r) + 7) {
+        /* the whole reply composed at once (VALUE line, value, END), as
+         * conn_out_ref() would copy it: only into room obuf already has */
+        uint32_t vlen = record_vlen(r);
+        uint8_t *o = conn_out_reserve(c, MCTEXT_VALUE_LINE_LEN(klen) + vlen + 7);
+        size_t n;
+
+        if (o != NULL) {
+            n = mctext_value_line((char *)o, record_key(r), klen,
+                                  record_flags(r), vlen, false, 0);
+            memcpy(o + n, record_value(r), vlen);
+            memcpy(o + n + vlen, "\r\nEND\r\n", 7);
+            conn_out_commit(c, n + vlen + 7);
+        }
+        store_release(st, r);
+    } else {
+        txt_value(c, r, false);
+        txt_str(c, MCTEXT_R_END);
+    }
+    return (size_t)(p - b);
+}
+
+#define TXT_PREFETCH_MAX 32 /* GETs of one batch whose slots are prefetched */
+
+/*
+ * A batch of several requests: once the first has run and more input is
+ * left, prefetch the bucket slot of each following "get <key>" / "mg <key>"
+ * before their lookups, so those cache misses overlap instead of coming one
+ * after another.  A lone request (W1) costs one comparison.
+ */
+static void txt_prefetch(struct conn *c, const uint8_t *b, size_t len)
+{
+    const uint8_t *end = b + len, *nl;
+    unsigned n = 0;
+
+    while (n < TXT_PREFETCH_MAX && b < end) {
+        const uint8_t *k, *p;
+
+        if (end - b > 4 && memcmp(b, "get ", 4) == 0)
+            k = b + 4;
+        else if (end - b > 3 && memcmp(b, "mg ", 3) == 0)
+            k = b + 3;
+        else
+            break;
+        for (p = k; p < end && *p > ' ' && *p != 0x7f; p++)
+            if (p - k > MCTEXT_KEY_MAX)
+                return;
+        if (p >= end || (nl = memchr(p, '\n', (size_t)(end - p))) == NULL)
+            break;
+        if (p > k)
+            store_prefetch(c->srv->store, k, (uint32_t)(p - k));
+        n++;
+        b = nl + 1;
+    }
+}
+
 static void proto_text_process(struct conn *c, struct worker *w)
 {
     struct mctext_limits lim = {c->srv->opt.max_item_size};
     uint64_t budget = c->srv->opt.reqs_per_event;
+    unsigned nreq = 0;
 
     conn_in_need(c, 1); /* every "wait for bytes" exit below sets it */
     while (!c->closing && !conn_out_full(c)) {
@@ -864,6 +986,13 @@ static void proto_text_process(struct conn *c, struct worker *w)
         if (budget-- == 0) {
             conn_yield(c);
             break;
+        }
+        if (nreq++ == 1)
+            txt_prefetch(c, buf, avail);
+        if (!stats_detail_on(c->srv) &&
+            (n = (ssize_t)txt_fast(c, w, buf, avail)) > 0) {
+            conn_in_consume(c, (size_t)n);
+            continue;
         }
         /* Look for the line's end only in bytes not scanned before, so a
          * long line arriving in pieces costs time linear in its length. */
