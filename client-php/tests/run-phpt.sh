@@ -44,7 +44,7 @@ ini="$ini -d extension=$so"
 MDC_TEST_INI=$ini
 export MDC_TEST_INI
 if ldd "$so" | grep -q libasan; then
-    asan=$(${CC:-gcc} -print-file-name=libasan.so)
+    asan=$(ldd "$so" | awk '/libasan/ { print $3; exit }')
     ${CC:-gcc} -shared -fPIC -o "$tmp/nodeepbind.so" "$here/nodeepbind.c" -ldl ||
         { echo "FAIL: cannot build nodeepbind.so"; exit 1; }
     LD_PRELOAD="$tmp/nodeepbind.so $asan" USE_ZEND_ALLOC=0 ZEND_DONT_UNLOAD_MODULES=1
