@@ -53,6 +53,10 @@ static PHP_GINIT_FUNCTION(mdcached)
     memset(mdcached_globals, 0, sizeof(*mdcached_globals));
 }
 
+/* requests served by this process: a persistent connection is in use
+ * only by an object of the current request */
+static uint64_t mdcx_request;
+
 static zend_class_entry *mdcx_ce;
 static zend_class_entry *mdcx_exc_ce;
 static zend_object_handlers mdcx_handlers;
@@ -807,7 +811,8 @@ PHP_METHOD(Mdcached_Client, __construct)
         zend_resource *le =
             zend_hash_find_ptr(&EG(persistent_list), hkey);
         if (le != NULL && le->type == le_mdcx_pconn && le->ptr != NULL &&
-            !((mdcx_conn *)le->ptr)->in_use) {
+            !(((mdcx_conn *)le->ptr)->in_use &&
+              ((mdcx_conn *)le->ptr)->in_use_req == mdcx_request)) {
             o->c = le->ptr;
             /* checked before reuse: sockets the server closed while
              * the process was idle are closed and reopened on demand */
@@ -836,8 +841,10 @@ PHP_METHOD(Mdcached_Client, __construct)
         zend_throw_exception(mdcx_exc_ce, "out of memory", MDC_ERR_NOMEM);
         RETURN_THROWS();
     }
-    if (o->c->persistent)
+    if (o->c->persistent) {
         o->c->in_use = true;
+        o->c->in_use_req = mdcx_request;
+    }
 }
 
 /* "host:port" spec; IPv6 in brackets; a path for a Unix socket */
@@ -2226,6 +2233,15 @@ PHP_MINFO_FUNCTION(mdcached)
     DISPLAY_INI_ENTRIES();
 }
 
+PHP_RINIT_FUNCTION(mdcached)
+{
+#if defined(ZTS) && defined(COMPILE_DL_MDCACHED)
+    ZEND_TSRMLS_CACHE_UPDATE();
+#endif
+    mdcx_request++;
+    return SUCCESS;
+}
+
 PHP_MSHUTDOWN_FUNCTION(mdcached)
 {
     mdcx_session_mshutdown();
@@ -2248,7 +2264,7 @@ zend_module_entry mdcached_module_entry = {
     NULL,
     PHP_MINIT(mdcached),
     PHP_MSHUTDOWN(mdcached),
-    NULL,
+    PHP_RINIT(mdcached),
     NULL,
     PHP_MINFO(mdcached),
     PHP_MDCACHED_VERSION,

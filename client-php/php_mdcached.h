@@ -39,6 +39,8 @@ typedef struct mdcx_conn {
     bool persistent;
     int connect_ms, io_ms, retry_ms;
     bool in_use; /* a persistent connection taken by a live object */
+    uint64_t in_use_req; /* ... of this request (a request that died
+                            without freeing its objects frees it) */
 } mdcx_conn;
 
 typedef struct mdcx_obj {

@@ -5,7 +5,8 @@
 # extension built in this build tree, and keeps the JSON lines in
 # bench/results/php-tags-<date>.jsonl, then prints the summary
 # (bench/php/summary.php).  Run from the build top after `make`.
-# Environment: ITEMS OPS ROUNDS BIGTAG GETS ONLY EXPIRY_WAIT (tagbench.php).
+# Environment: ITEMS OPS ROUNDS BIGTAG GETS ONLY WHO EXPIRY_WAIT (tagbench.php);
+# OUT overrides the results file.
 set -eu
 top=$(pwd)
 src=$(cd "$(dirname "$0")/../.." && pwd)
@@ -38,7 +39,7 @@ MDC_PID=$!; pids="$pids $MDC_PID"
 wait_port "$MC_PORT"; wait_port "$RD_PORT"; wait_port "$MDC_PORT"
 export MC_PORT MC_PID RD_PORT RD_PID MDC_PORT MDC_PID
 mkdir -p "$src/bench/results"
-out=$src/bench/results/php-tags-$(date -u +%Y%m%d-%H%M%S).jsonl
+out=${OUT:-$src/bench/results/php-tags-$(date -u +%Y%m%d-%H%M%S).jsonl}
 echo "# $(date -u) load: $(cat /proc/loadavg)" >&2
 taskset -c 1 php -d extension="$so" -d memory_limit=1G "$src/bench/php/tagbench.php" | tee "$out"
 echo "# load after: $(cat /proc/loadavg)" >&2

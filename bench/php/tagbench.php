@@ -9,6 +9,8 @@
  * Run by bench/php/run.sh, which starts the servers and passes
  *   MC_PORT MC_PID RD_PORT RD_PID MDC_PORT MDC_PID
  * in the environment; prints one JSON object per measurement on stdout.
+ * WHO=abc (default) selects contenders; ONLY=mixed,populate-only runs the
+ * population without the operations (to subtract in instruction counts).
  *
  * Workload: ITEMS (20 000) items "item<i>" of ~200 bytes, each with 1-3
  * tags: "page<p>" (items grouped by 50), and with probability 1/2 each
@@ -133,7 +135,8 @@ function mixed_round($pool, int $ops, int $items, int $seed): array
     return ['misses' => $misses, 'invalidations' => $inv];
 }
 
-$order = ['a', 'b', 'c'];
+$order = str_split(getenv('WHO') ?: 'abc'); // a subset, e.g. for callgrind
+$mixedOps = str_contains($only, 'populate-only') ? 0 : $OPS;
 if (str_contains($only, 'mixed')) {
     foreach ($order as $x) {
         $flush[$x]();
@@ -145,7 +148,7 @@ if (str_contains($only, 'mixed')) {
             $s0 = server_cpu($pids[$x]);
             $c0 = self_cpu();
             $t0 = hrtime(true);
-            $info = mixed_round($pool, $OPS, $ITEMS, 1000 + $round);
+            $info = mixed_round($pool, $mixedOps, $ITEMS, 1000 + $round);
             $wall = (hrtime(true) - $t0) / 1e9;
             $c1 = self_cpu();
             $s1 = server_cpu($pids[$x]);

@@ -44,7 +44,7 @@ ini="$ini -d extension=$so"
 MDC_TEST_INI=$ini
 export MDC_TEST_INI
 if ldd "$so" | grep -q libasan; then
-    asan=$(${CC:-gcc} -print-file-name=libasan.so)
+    asan=$(ldd "$so" | awk '/libasan/ { print $3; exit }')
     ${CC:-gcc} -shared -fPIC -o "$tmp/nodeepbind.so" "$here/nodeepbind.c" -ldl ||
         { echo "FAIL: cannot build nodeepbind.so"; exit 1; }
     LD_PRELOAD="$tmp/nodeepbind.so $asan" USE_ZEND_ALLOC=0 ZEND_DONT_UNLOAD_MODULES=1
@@ -58,6 +58,8 @@ export NO_INTERACTION REPORT_EXIT_STATUS
 "$PHP" -n "$RT" -q -n $ini --show-diff -j1 "$tmp/t" >"$tmp/rt.out" 2>&1
 rc=$?
 cat "$tmp/rt.out"
+# REPORT_EXIT_STATUS makes a WARN (passed on retry) exit 1: judged below
+grep -q 'warn: Test passed on retry attempt' "$tmp/rt.out" && rc=0
 for f in "$tmp"/t/*.diff "$tmp"/t/*.out; do
     [ -f "$f" ] && { echo "---- $f"; head -80 "$f"; }
 done
@@ -65,8 +67,16 @@ kill -0 "$pid" 2>/dev/null || { echo "FAIL: the daemon died"; cat "$tmp/mdc.log"
 if grep -qE '^Tests skipped *: *[1-9]|^SKIP ' "$tmp/rt.out"; then
     echo "FAIL: tests were skipped"; exit 1
 fi
+# run-tests.php retries once a failed test that uses time functions and
+# calls it WARN ("passed on retry"); those pass here, and are named
 n=$(ls "$tmp"/t/*.phpt | wc -l)
-grep -qE "^Tests passed *: *$n " "$tmp/rt.out" ||
-    { echo "FAIL: not all $n tests passed"; exit 1; }
+p=$(sed -n 's/^Tests passed *: *\([0-9]*\).*/\1/p' "$tmp/rt.out")
+w=$(sed -n 's/^Tests warned *: *\([0-9]*\).*/\1/p' "$tmp/rt.out")
+retried=$(grep -o '\[/[^] ]*\.phpt\] (warn: Test passed on retry attempt)' "$tmp/rt.out" | sort -u)
+r=$(printf '%s' "$retried" | grep -c phpt)
+[ -n "$retried" ] && printf '%s\n' "$retried" | sed 's/^/NOTE: passed on retry: /'
+[ "${w:-0}" -eq "$r" ] || { echo "FAIL: a test warned for another reason"; exit 1; }
+[ $((${p:-0} + r)) -eq "$n" ] || { echo "FAIL: not all $n tests passed"; exit 1; }
+grep -qE '^Tests failed *: *[1-9]' "$tmp/rt.out" && exit 1
 [ $rc -eq 0 ] || exit 1
 exit 0

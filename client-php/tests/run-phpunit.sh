@@ -23,7 +23,7 @@ if ldd "$so" | grep -q libasan; then
     # runs with Debian's ini and extensions, so leaks are not reported here)
     ${CC:-gcc} -shared -fPIC -o "$tmp/nodeepbind.so" "$here/nodeepbind.c" -ldl ||
         { echo "FAIL: cannot build nodeepbind.so"; exit 1; }
-    LD_PRELOAD="$tmp/nodeepbind.so $(${CC:-gcc} -print-file-name=libasan.so)"
+    LD_PRELOAD="$tmp/nodeepbind.so $(ldd "$so" | awk '/libasan/ { print $3; exit }')"
     ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0
     export LD_PRELOAD ASAN_OPTIONS
 fi

@@ -105,7 +105,9 @@ foreach (['throw', 'exit'] as $mode) {
     check($c->get("lock.mdc.sess.sessX$mode") === false, "lock released after $mode");
     $t = microtime(true);
     $r = $parse(mdc_cgi($script, $ini, ['HTTP_COOKIE' => "PHPSESSID=sessX$mode", 'WHO' => 'Y', 'HOLD_MS' => '0']));
-    check(($r['waited'] ?? 9) < 0.2 && microtime(true) - $t < 5, "next request not blocked after $mode");
+    // a lock left behind would hold the next request for its 200 retries
+    // (about 30 s) and then fail it; loaded machines take < 2 s
+    check(($r['waited'] ?? 99) < 2.0 && microtime(true) - $t < 20, "next request not blocked after $mode: " . json_encode($r));
     check(($r['n'] ?? 0) === ($mode === 'throw' ? 2 : 2), "data written before $mode kept: " . json_encode($r));
 }
 
@@ -119,7 +121,7 @@ $c->set('lock.mdc.sess.sessL1', 'other', 60);
 $t = microtime(true);
 $out = mdc_cgi($script, ['mdcached.sess_lock_retries' => '5', 'mdcached.sess_lock_wait_max' => '50'] + $ini,
                ['HTTP_COOKIE' => 'PHPSESSID=sessL1', 'WHO' => 'L', 'HOLD_MS' => '0']);
-check(str_contains($out, '"started":false') && microtime(true) - $t < 5, "bounded wait: $out");
+check(str_contains($out, '"started":false') && microtime(true) - $t < 20, "bounded wait: $out");
 check(str_contains($out, 'not acquired'), 'a clear warning');
 check($c->get('lock.mdc.sess.sessL1') === 'other', "other holder's lock kept");
 
