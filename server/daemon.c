@@ -25,6 +25,9 @@
 
 #include <event2/event.h>
 #include <event2/thread.h>
+#ifdef HAVE_LIBSYSTEMD
+#include <systemd/sd-daemon.h>
+#endif
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>
@@ -151,6 +154,25 @@ int server_xdp_open(struct server *srv)
     return xdp_glue_setup(srv);
 }
 
+/*
+ * systemd's readiness protocol (Type=notify): READY=1 once every listener
+ * accepts, STOPPING=1 when a graceful stop begins.  Does nothing outside
+ * systemd (no $NOTIFY_SOCKET) or in a build without libsystemd.
+ */
+static void server_notify(const char *state)
+{
+#ifdef HAVE_LIBSYSTEMD
+    int r = sd_notify(0, state);
+
+    if (r < 0)
+        log_warn("sd_notify: %s", strerror(-r));
+    else if (r > 0)
+        log_debug("sd_notify: %s", state);
+#else
+    (void)state;
+#endif
+}
+
 /* SIGHUP with -C: apply what can change live, log what cannot. */
 static void server_reload_one(void *ctx, const char *name, const char *value)
 {
@@ -205,6 +227,7 @@ static void server_begin_stop(struct server *srv)
     if (m->stopping)
         return;
     atomic_store(&srv->stop, true);
+    server_notify("STOPPING=1");
     log_info("stopping: no new connections, finishing requests");
     net_close_all(srv);
     if (srv->nnet == 0)
@@ -356,6 +379,7 @@ int server_run(struct server *srv)
              PACKAGE_VERSION, thread_model_name(srv->model), srv->nnet,
              srv->npay, (unsigned long long)srv->opt.memory_mb,
              mdc_allocator_name());
+    server_notify("READY=1\nSTATUS=accepting connections");
     event_base_dispatch(srv->workers[0].base);
     rc = 0;
 stop:
