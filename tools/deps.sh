@@ -8,7 +8,8 @@ PKGS="build-essential autoconf automake libtool pkg-config
   libmemcached-dev libhiredis-dev memcached redis-server
   libbpf-dev bpftool iproute2 ethtool python3-matplotlib
   libmemcached-tools php-cli php-memcached nutcracker
-  tmux man-db groff-base libsystemd-dev systemd"
+  tmux man-db groff-base libsystemd-dev systemd
+  debhelper dpkg-dev lintian adduser"
 if [ "$(id -u)" -ne 0 ]; then
     echo "tools/deps.sh: must run as root (apt-get install)" >&2
     exit 1

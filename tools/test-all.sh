@@ -5,7 +5,7 @@
 # bounded time.  Ends with one line "N passed, N failed".
 #
 # Environment: JOBS (parallel make), FUZZ_SECONDS (per fuzzer, default 60),
-# SKIP_DISTCHECK=1 / SKIP_SANITIZERS=1 to shorten a local run.
+# SKIP_DISTCHECK=1 / SKIP_SANITIZERS=1 / SKIP_DEB=1 to shorten a local run.
 set -u
 cd "$(dirname "$0")/.."
 TOP=$(pwd)
@@ -85,6 +85,11 @@ if [ "${SKIP_SANITIZERS:-0}" != 1 ]; then
 fi
 if [ "${SKIP_DISTCHECK:-0}" != 1 ] && [ -f "$B/normal/Makefile" ]; then
     step distcheck sh -c "cd '$B/normal' && make -j$JOBS distcheck >distcheck.out 2>&1 || { tail -60 distcheck.out; exit 1; }"
+fi
+# the Debian packages: build (nocheck: the suite ran above), lintian,
+# install, run, purge (docs/packaging.md)
+if [ "${SKIP_DEB:-0}" != 1 ] && [ -f "$B/normal/Makefile" ]; then
+    step debian sh tools/deb-check.sh "$B/normal"
 fi
 step fuzz sh tools/fuzz.sh
 
