@@ -79,6 +79,13 @@ build_and_check() {
 
 step layers sh tools/check-layers.sh
 build_and_check normal CFLAGS="-O2 -g"
+# the portable build (docs/packaging.md, "FreeBSD"): every Linux-only part
+# off, configured like the FreeBSD port, the whole suite; then the port's
+# plist and rc.d script against it
+build_and_check portable --disable-linux-features --without-jemalloc CFLAGS="-O2 -g"
+if [ -f "$B/portable/Makefile" ]; then
+    step port sh tools/port-check.sh "$B/portable"
+fi
 if [ "${SKIP_SANITIZERS:-0}" != 1 ]; then
     build_and_check asan --enable-asan CFLAGS="-O1 -g"
     build_and_check tsan --enable-tsan CFLAGS="-O1 -g"

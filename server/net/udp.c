@@ -16,6 +16,7 @@
 #include "config.h"
 
 #include "udp.h"
+#include "compat.h"
 
 #include <errno.h>
 #include <netdb.h>
@@ -653,13 +654,19 @@ void udp_worker_teardown(struct worker *w)
     w->udp = NULL;
 }
 
-/* -U on one -l address: a socket per network thread, all SO_REUSEPORT. */
+/* -U on one -l address: a socket per network thread, the kernel balancing
+ * the port over them (MDC_UDP_REUSEPORT_LB, compat.h); without such an
+ * option, one socket served by the first network thread. */
 static int udp_listen_addr(struct server *srv, const char *spec)
 {
     struct addrinfo hints, *res = NULL, *ai;
     char host[256], tport[16], port[16], name[128], nhost[96];
     unsigned first = srv->nnet == 0 ? 0 : 1, last = srv->nnet, i;
     int rc = -1, e;
+
+#ifndef MDC_UDP_REUSEPORT_LB
+    last = first;
+#endif
 
     if (options_split_listen(spec, srv->opt.port, host, sizeof(host), tport,
                              sizeof(tport)) < 0) {
@@ -692,8 +699,11 @@ static int udp_listen_addr(struct server *srv, const char *spec)
                 log_error("UDP socket for %s: %s", name, strerror(errno));
                 goto out;
             }
-            if (setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) < 0)
+#ifdef MDC_UDP_REUSEPORT_LB
+            if (setsockopt(fd, SOL_SOCKET, MDC_UDP_REUSEPORT_LB, &one,
+                           sizeof(one)) < 0)
                 log_warn("SO_REUSEPORT on %s: %s", name, strerror(errno));
+#endif
             if (ai->ai_family == AF_INET6)
                 (void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one,
                                  sizeof(one));
