@@ -44,6 +44,7 @@
 #include "server/net/threads.h"
 #include "server/proto/proto.h"
 #include "log.h"
+#include "metrics.h"
 #include "bpf/mirror.h"
 #include "bpf/xdp_glue.h"
 #include "server/net/udp.h"
@@ -132,6 +133,7 @@ void server_teardown(struct server *srv)
 {
     size_t i;
 
+    metrics_teardown(srv); /* its thread reads the workers' counters */
     net_close_all(srv);
     for (i = 0; i < sizeof(srv->ev_sig) / sizeof(srv->ev_sig[0]); i++)
         if (srv->ev_sig[i] != NULL)
@@ -145,7 +147,9 @@ void server_teardown(struct server *srv)
 
 int server_listen(struct server *srv)
 {
-    return net_listen_all(srv);
+    if (net_listen_all(srv) < 0)
+        return -1;
+    return metrics_setup(srv); /* --metrics: its HTTP listener */
 }
 
 /* -x: bpf/xdp_glue.c loads, attaches and wires the XDP front. */
@@ -368,7 +372,7 @@ int server_run(struct server *srv)
         goto out;
     if (server_drop_privileges(srv) < 0)
         goto out;
-    if (threads_start(srv) < 0)
+    if (threads_start(srv) < 0 || metrics_start_thread(srv) < 0)
         goto stop;
     if (net_enable_accept(srv) < 0) {
         log_error("cannot start accepting");

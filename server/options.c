@@ -723,6 +723,20 @@ int options_parse(struct options *o, int argc, char **argv, FILE *err)
                 "generic or auto\n", argv0, o->xdp_mode);
         goto usage;
     }
+    if (o->metrics != NULL) {
+        char host[256], port[16];
+        const char *m = o->metrics;
+        bool digits = strspn(m, "0123456789") == strlen(m);
+
+        if ((!digits && options_split_listen(m, 0, host, sizeof(host), port,
+                                             sizeof(port)) < 0) ||
+            (digits ? strtoul(m, NULL, 10) : strtoul(port, NULL, 10)) == 0 ||
+            (digits ? strtoul(m, NULL, 10) : strtoul(port, NULL, 10)) > 65535) {
+            fprintf(err, "%s: invalid value '%s' for --metrics: want "
+                    "ADDR:PORT, [V6ADDR]:PORT or PORT\n", argv0, m);
+            goto usage;
+        }
+    }
     if (o->debug && o->verbose < 3)
         o->verbose = 3;
     if (o->port == 0 && o->unix_socket == NULL && o->udp_port == 0) {

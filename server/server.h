@@ -114,6 +114,8 @@ struct listener {
     char name[128];
 };
 
+struct metrics;
+
 struct server {
     struct options opt;
     struct store *store;
@@ -147,6 +149,7 @@ struct server {
     const struct proto *(*proto_detect)(uint8_t first);
 
     struct mirror *mirror;    /* -x: the XDP mirror (bpf/mirror.h), or NULL */
+    struct metrics *metrics;  /* --metrics (metrics.h), or NULL */
     unsigned nudp;            /* UDP sockets, over all network threads */
     udp_hit_hook_fn udp_hit_hook; /* see its typedef; NULL = off */
     void *udp_hit_ctx;

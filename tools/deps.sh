@@ -9,7 +9,7 @@ PKGS="build-essential autoconf automake libtool pkg-config
   libbpf-dev bpftool iproute2 ethtool python3-matplotlib
   libmemcached-tools php-cli php-memcached nutcracker
   tmux man-db groff-base libsystemd-dev systemd
-  debhelper dpkg-dev lintian adduser"
+  debhelper dpkg-dev lintian adduser prometheus"
 if [ "$(id -u)" -ne 0 ]; then
     echo "tools/deps.sh: must run as root (apt-get install)" >&2
     exit 1

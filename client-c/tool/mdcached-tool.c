@@ -29,7 +29,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
-#include "mdcached.h"
+#include "client-c/mdcached.h"
 
 #define TOOL_DEFAULT_SERVER "127.0.0.1:11311"
 #define TOOL_MAX_TAGS 64
