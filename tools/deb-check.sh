@@ -10,7 +10,9 @@
 #     mdcached-tool; the daemon stopped;
 #  4. dpkg --purge of every package, then no file is left: nothing of
 #     `dpkg -L' (taken while installed) exists any more, except directories
-#     that existed before, and /etc/mdcached*, /var/lib/mdcached are gone.
+#     that existed before, /etc/mdcached*, /var/lib/mdcached are gone, and
+#     `find /' (outside dpkg's and apt's own state, logs and caches) lists
+#     no path that was not there before the install.
 # Usage: sh tools/deb-check.sh [BUILDDIR]  (a configured build tree;
 # default _build/normal).  Work files go to BUILDDIR/deb.
 set -u
@@ -65,6 +67,16 @@ for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "installed" &&
         dpkg --purge "$p" >/dev/null 2>&1
 done
+# the whole file system before (find), to compare after the purge
+snapshot() {
+    find / -xdev \( -path /proc -o -path /sys -o -path /dev -o -path /run \
+        -o -path /tmp -o -path /var/tmp -o -path /work -o -path /root \
+        -o -path /home -o -path "$TOP" -o -path "$BD" \) -prune -o -print 2>/dev/null |
+        grep -v -e '^/var/lib/dpkg/' -e '^/var/log/' -e '^/var/cache/' \
+            -e '^/var/lib/apt/' -e '^/etc/\(passwd\|group\|shadow\|gshadow\|subuid\|subgid\)-\?$' |
+        sort
+}
+snapshot >"$W/find.before"
 # what exists before: directories the packages share with the system stay
 : >"$W/before"
 DEBS=""
@@ -121,6 +133,13 @@ for f in /etc/mdcached.conf /etc/mdcached /var/lib/mdcached /usr/share/doc/mdcac
     [ -e "$f" ] && { echo "   left after purge: $f"; left=$((left + 1)); }
 done
 [ $left -eq 0 ] || fail "$left files left after purge"
+# and nothing new anywhere (maintainer scripts, systemd links, ...)
+snapshot >"$W/find.after"
+comm -13 "$W/find.before" "$W/find.after" >"$W/find.new"
+if [ -s "$W/find.new" ]; then
+    sed 's/^/   new after install and purge: /' "$W/find.new" | head -20
+    fail "$(wc -l <"$W/find.new") paths appeared and stayed after purge"
+fi
 
 [ $fails -eq 0 ] || { echo "deb-check: $fails failure(s)"; exit 1; }
 echo "deb-check: packages built, lintian clean of errors, installed, round-trip, purged clean"
