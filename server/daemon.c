@@ -3,8 +3,8 @@
  * the options, bind, drop privileges, write the pid file, run the thread
  * model, and stop gracefully on SIGTERM/SIGINT (stop accepting, finish the
  * requests already received, flush, exit 0).  SIGHUP reopens the log file
- * and re-reads the config file (-C): the log level changes live, other
- * changed settings are logged as ignored until the next start;
+ * and re-reads the config file (-C): the log level and max-conns change
+ * live, other changed settings are logged as ignored until the next start;
  * SIGUSR1 is reserved for dumps.  With -x, the XDP mirror (mirror.h) is
  * attached here too, before privileges are dropped.
  */
@@ -185,8 +185,12 @@ static void server_reload_one(void *ctx, const char *name, const char *value)
     if (strcmp(name, "verbose") == 0) {
         log_set_level(atoi(value));
         log_info("config reload: verbose = %s applied", value);
+    } else if (strcmp(name, "max-conns") == 0) {
+        /* read by the accept path with an atomic load (net.c) */
+        __atomic_store_n(&srv->opt.max_conns, strtoull(value, NULL, 10),
+                         __ATOMIC_RELAXED);
+        log_info("config reload: max-conns = %s applied", value);
     } else {
-        (void)srv;
         log_warn("config reload: %s = %s ignored: takes effect at the next "
                  "start", name, value);
     }

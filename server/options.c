@@ -291,7 +291,10 @@ static void opt_format(const struct options *o, const struct opt_desc *d,
     case OT_POW2:
     case OT_SIZE:
     case OT_LEVEL:
-        snprintf(buf, len, "%" PRIu64, *(const uint64_t *)p);
+        /* atomic: a config reload may change a live limit (max-conns) */
+        snprintf(buf, len, "%" PRIu64,
+                 __atomic_load_n((const uint64_t *)(const void *)p,
+                                 __ATOMIC_RELAXED));
         break;
     case OT_MODE:
         snprintf(buf, len, "0%" PRIo64, *(const uint64_t *)p);

@@ -102,7 +102,8 @@ void stats_collect(struct server *srv, stats_visit_fn fn, void *ctx)
     emit_u64(fn, ctx, "pointer_size", 8 * sizeof(void *));
     emit_u64(fn, ctx, "curr_connections",
              atomic_load_explicit(&srv->nconns, memory_order_relaxed));
-    emit_u64(fn, ctx, "max_connections", srv->opt.max_conns);
+    emit_u64(fn, ctx, "max_connections",
+             __atomic_load_n(&srv->opt.max_conns, __ATOMIC_RELAXED));
 #define X(n) emit_u64(fn, ctx, #n, t.n);
     STATS_THREAD_FIELDS(X)
 #undef X
