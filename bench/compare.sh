@@ -26,6 +26,8 @@
 #   W4  Zipf 0.99 over 1 000 000 keys, 100-byte values, 95:5, Unix socket
 #   W6  RSS per record after loading 10^7 records (16 B keys, 32 B values)
 #   W7  W1 at 10^3, 10^5 and 10^7 records (the W6 servers hold the 10^7)
+#   W1M W1 against mdcached with --metrics on and off (not in the default
+#       list; the Prometheus endpoint's cost, docs/packaging.md)
 #
 # usage: bench/compare.sh [options]            (from the build directory)
 #   -B, --build DIR        build directory (default: .)
@@ -383,6 +385,18 @@ for w in $WORKLOADS; do
     W3) phase W3 unix 100000 32 $W1ARGS -d 16 ;;
     W4) phase W4 unix 1000000 100 -r 95:5 -z 0.99 -d 1 ;;
     W6 | W7) ;;
+    W1M)
+        # W1 with --metrics on against off (docs/packaging.md, "Prometheus"):
+        # two mdcached -n 1 -t 0, the same rounds, only the flag differs
+        log "W1M: mdcached with and without --metrics, prefilling"
+        start mdcoff mdcached unix 1024 -n 1 -t 0
+        start mdcon mdcached unix 1024 -n 1 -t 0 --metrics="$(( 20000 + RANDOM % 20000 ))"
+        prefill mdcoff text 100000 32
+        prefill mdcon text 100000 32
+        rounds W1M 100000 "metrics-off:mdcoff:text metrics-on:mdcon:text" \
+            -K 16 -v 32 -k 100000 -c 50 $W1ARGS -d 1
+        stop_all
+        ;;
     *) echo "compare.sh: unknown workload $w" >&2; exit 64 ;;
     esac
 done

@@ -143,6 +143,29 @@ full:
     return 0;
 }
 
+/* Not root: CAP_BPF, CAP_NET_ADMIN and CAP_PERFMON effective (ambient ones
+ * from systemd's AmbientCapabilities=, dist/systemd/xdp.conf)?  CAP_PERFMON
+ * because without it the verifier refuses packet-pointer arithmetic from a
+ * non-root loader.  Reads CapEff of /proc/self/status. */
+static bool xdp_have_caps(void)
+{
+    unsigned long long eff = 0;
+    char line[256];
+    bool found = false;
+    FILE *f = fopen("/proc/self/status", "r");
+
+    if (f == NULL)
+        return false;
+    while (fgets(line, sizeof(line), f) != NULL)
+        if (sscanf(line, "CapEff: %llx", &eff) == 1) {
+            found = true;
+            break;
+        }
+    fclose(f);
+    /* CAP_NET_ADMIN is 12, CAP_PERFMON 38, CAP_BPF 39 */
+    return found && (eff >> 12 & 1) && (eff >> 38 & 1) && (eff >> 39 & 1);
+}
+
 int xdp_glue_setup(struct server *srv)
 {
     const struct options *o = &srv->opt;
@@ -164,10 +187,12 @@ int xdp_glue_setup(struct server *srv)
         log_error("-x %s: no such network interface", o->xdp);
         return EX_UNAVAILABLE;
     }
-    if (geteuid() != 0) {
-        log_error("-x %s needs root (CAP_BPF and CAP_NET_ADMIN to load and "
-                  "attach XDP); start as root, mdcached then drops to -u "
-                  "USER (default nobody)", o->xdp);
+    if (geteuid() != 0 && !xdp_have_caps()) {
+        log_error("-x %s needs root, or CAP_BPF, CAP_NET_ADMIN and "
+                  "CAP_PERFMON (the systemd drop-in xdp.conf grants them), to "
+                  "load and "
+                  "attach XDP; as root mdcached then drops to -u USER "
+                  "(default nobody)", o->xdp);
         return EX_UNAVAILABLE;
     }
     if (xdp_addrs(srv, addrs, &naddrs, &on_if) < 0)

@@ -3,9 +3,9 @@
  * the options, bind, drop privileges, write the pid file, run the thread
  * model, and stop gracefully on SIGTERM/SIGINT (stop accepting, finish the
  * requests already received, flush, exit 0).  SIGHUP reopens the log file
- * and re-reads the config file (-C): the log level changes live, other
- * changed settings are logged as ignored until the next start.  SIGUSR1
- * asks for a dump (-f; dumper.c), as does a graceful stop
+ * and re-reads the config file (-C): the log level and max-conns change
+ * live, other changed settings are logged as ignored until the next start.
+ * SIGUSR1 asks for a dump (-f; dumper.c), as does a graceful stop
  * (--dump-on-exit).  With -x, the XDP mirror (mirror.h) is
  * attached here too, before privileges are dropped.
  */
@@ -26,6 +26,9 @@
 
 #include <event2/event.h>
 #include <event2/thread.h>
+#ifdef HAVE_LIBSYSTEMD
+#include <systemd/sd-daemon.h>
+#endif
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>
@@ -44,6 +47,7 @@
 #include "server/proto/proto.h"
 #include "log.h"
 #include "report.h"
+#include "metrics.h"
 #include "bpf/mirror.h"
 #include "bpf/xdp_glue.h"
 #include "server/net/udp.h"
@@ -133,6 +137,7 @@ void server_teardown(struct server *srv)
 {
     size_t i;
 
+    metrics_teardown(srv); /* its thread reads the workers' counters */
     net_close_all(srv);
     dumper_teardown(srv);
     for (i = 0; i < sizeof(srv->ev_sig) / sizeof(srv->ev_sig[0]); i++)
@@ -153,13 +158,34 @@ int server_load(struct server *srv)
 
 int server_listen(struct server *srv)
 {
-    return net_listen_all(srv);
+    if (net_listen_all(srv) < 0)
+        return -1;
+    return metrics_setup(srv); /* --metrics: its HTTP listener */
 }
 
 /* -x: bpf/xdp_glue.c loads, attaches and wires the XDP front. */
 int server_xdp_open(struct server *srv)
 {
     return xdp_glue_setup(srv);
+}
+
+/*
+ * systemd's readiness protocol (Type=notify): READY=1 once every listener
+ * accepts, STOPPING=1 when a graceful stop begins.  Does nothing outside
+ * systemd (no $NOTIFY_SOCKET) or in a build without libsystemd.
+ */
+static void server_notify(const char *state)
+{
+#ifdef HAVE_LIBSYSTEMD
+    int r = sd_notify(0, state);
+
+    if (r < 0)
+        log_warn("sd_notify: %s", strerror(-r));
+    else if (r > 0)
+        log_debug("sd_notify: %s", state);
+#else
+    (void)state;
+#endif
 }
 
 /* SIGHUP with -C: apply what can change live, log what cannot. */
@@ -170,8 +196,12 @@ static void server_reload_one(void *ctx, const char *name, const char *value)
     if (strcmp(name, "verbose") == 0) {
         log_set_level(atoi(value));
         log_info("config reload: verbose = %s applied", value);
+    } else if (strcmp(name, "max-conns") == 0) {
+        /* read by the accept path with an atomic load (net.c) */
+        __atomic_store_n(&srv->opt.max_conns, strtoull(value, NULL, 10),
+                         __ATOMIC_RELAXED);
+        log_info("config reload: max-conns = %s applied", value);
     } else {
-        (void)srv;
         log_warn("config reload: %s = %s ignored: takes effect at the next "
                  "start", name, value);
     }
@@ -216,6 +246,7 @@ static void server_begin_stop(struct server *srv)
     if (m->stopping)
         return;
     atomic_store(&srv->stop, true);
+    server_notify("STOPPING=1");
     log_info("stopping: no new connections, finishing requests");
     net_close_all(srv);
     if (srv->nnet == 0)
@@ -378,7 +409,7 @@ int server_run(struct server *srv)
         log_error("cannot start the dump thread");
         goto out;
     }
-    if (threads_start(srv) < 0)
+    if (threads_start(srv) < 0 || metrics_start_thread(srv) < 0)
         goto stop;
     if (net_enable_accept(srv) < 0) {
         log_error("cannot start accepting");
@@ -389,6 +420,7 @@ int server_run(struct server *srv)
              PACKAGE_VERSION, thread_model_name(srv->model), srv->nnet,
              srv->npay, (unsigned long long)srv->opt.memory_mb,
              mdc_allocator_name());
+    server_notify("READY=1\nSTATUS=accepting connections");
     event_base_dispatch(srv->workers[0].base);
     rc = 0;
 stop:

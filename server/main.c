@@ -2,8 +2,8 @@
  * main.c - mdcached's entry point: parse the options (exit 64 on bad
  * usage), set up logging, bind, attach XDP (-x), run until SIGTERM/SIGINT,
  * exit 0.
- * mdcached stays in the foreground (systemd's Type=simple); see
- * docs/options.md.
+ * mdcached stays in the foreground (systemd's Type=notify through
+ * sd_notify, daemon.c); see docs/options.md.
  */
 #include "config.h"
 

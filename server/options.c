@@ -291,7 +291,10 @@ static void opt_format(const struct options *o, const struct opt_desc *d,
     case OT_POW2:
     case OT_SIZE:
     case OT_LEVEL:
-        snprintf(buf, len, "%" PRIu64, *(const uint64_t *)p);
+        /* atomic: a config reload may change a live limit (max-conns) */
+        snprintf(buf, len, "%" PRIu64,
+                 __atomic_load_n((const uint64_t *)(const void *)p,
+                                 __ATOMIC_RELAXED));
         break;
     case OT_MODE:
         snprintf(buf, len, "0%" PRIo64, *(const uint64_t *)p);
@@ -703,6 +706,20 @@ static int opt_validate(struct options *o, FILE *err, const char *argv0)
         fprintf(err, "%s: invalid value '%s' for --prefix-delimiter: want "
                 "one character\n", argv0, o->prefix_delimiter);
         return -1;
+    }
+    if (o->metrics != NULL) {
+        char host[256], port[16];
+        const char *m = o->metrics;
+        bool digits = strspn(m, "0123456789") == strlen(m);
+
+        if ((!digits && options_split_listen(m, 0, host, sizeof(host), port,
+                                             sizeof(port)) < 0) ||
+            (digits ? strtoul(m, NULL, 10) : strtoul(port, NULL, 10)) == 0 ||
+            (digits ? strtoul(m, NULL, 10) : strtoul(port, NULL, 10)) > 65535) {
+            fprintf(err, "%s: invalid value '%s' for --metrics: want "
+                    "ADDR:PORT, [V6ADDR]:PORT or PORT\n", argv0, m);
+            return -1;
+        }
     }
     if (o->debug && o->verbose < 3)
         o->verbose = 3;

@@ -125,6 +125,9 @@ struct opt_list {
       "user to run as after binding (as root the default is nobody)")          \
     X(pid_file, 'P', "pid-file", OT_STR, "", 0, 0, "PATH",                     \
       "write the process id to this file")                                     \
+    X(metrics, 0, "metrics", OT_STR, "", 0, 0, "ADDR:PORT",                    \
+      "serve Prometheus metrics at http://ADDR:PORT/metrics; a PORT alone "   \
+      "binds 127.0.0.1")                                                       \
     X(config, 'C', "config", OT_STR, "", 0, 0, "PATH",                         \
       "read long-option = value lines from this file (mdcached.conf(5)); "    \
       "the command line overrides it; SIGHUP re-reads it")                    \

@@ -130,7 +130,8 @@ void stats_collect(struct server *srv, stats_visit_fn fn, void *ctx)
                  (long)ru.ru_stime.tv_usec);
         fn(ctx, "rusage_system", buf);
     }
-    emit_u64(fn, ctx, "max_connections", srv->opt.max_conns);
+    emit_u64(fn, ctx, "max_connections",
+             __atomic_load_n(&srv->opt.max_conns, __ATOMIC_RELAXED));
     emit_u64(fn, ctx, "curr_connections",
              atomic_load_explicit(&srv->nconns, memory_order_relaxed));
     emit_u64(fn, ctx, "connection_structures",

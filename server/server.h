@@ -119,6 +119,8 @@ struct listener {
     char name[128];
 };
 
+struct metrics;
+
 struct server {
     struct options opt;
     struct store *store;
@@ -175,6 +177,7 @@ struct server {
     char prefix_delim;                /* -D, default ':' */
 
     struct mirror *mirror;    /* -x: the XDP mirror (bpf/mirror.h), or NULL */
+    struct metrics *metrics;  /* --metrics (metrics.h), or NULL */
     unsigned nudp;            /* UDP sockets, over all network threads */
     udp_hit_hook_fn udp_hit_hook; /* see its typedef; NULL = off */
     void *udp_hit_ctx;

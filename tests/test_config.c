@@ -276,17 +276,31 @@ static void test_sighup_reload(void **state)
     sleep_ms(100);
     assert_false(file_contains(logf, "accepted on"));
 
-    /* the level changes live; the memory limit waits for a restart */
+    /* the level and max-conns change live; the memory limit waits for a
+     * restart */
     snprintf(text, sizeof(text), "verbose = 3\nthreads = 1\nlog-file = %s\n"
-             "memory-limit = 128\nport = %d\n", logf, s.port);
+             "memory-limit = 128\nport = %d\nmax-conns = 1\n", logf, s.port);
     write_file(path, text);
     kill(s.pid, SIGHUP);
     assert_true(wait_contains(logf, "memory-limit = 128 ignored", 3000));
     assert_true(file_contains(logf, "verbose = 3 applied"));
+    assert_true(file_contains(logf, "max-conns = 1 applied"));
     fd = tc_connect(&s);
     assert_true(fd >= 0);
-    close(fd);
     assert_true(wait_contains(logf, "accepted on", 3000));
+    {
+        /* a second connection is over the new limit: refused and closed */
+        char buf[128] = {0};
+        int fd2 = tc_connect(&s);
+        ssize_t n;
+
+        assert_true(fd2 >= 0);
+        n = read(fd2, buf, sizeof(buf) - 1);
+        assert_true(n > 0);
+        assert_non_null(strstr(buf, "too many open connections"));
+        close(fd2);
+    }
+    close(fd);
     assert_int_equal(tsrv_stop(&s), 0);
     unlink(logf);
 }

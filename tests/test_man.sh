@@ -81,11 +81,16 @@ done
 sed -n '/^\.SH EXAMPLES/,/^\.EE/p' "$S/man/libmdcached.3" | sed '1,2d;$d' |
     sed 's/\\en/\\n/g; s/\\-/-/g' >"$T/ex.c"
 LIBDIR="$B/client-c/.libs"
-if cc ${MDC_SAN_CFLAGS:-} -I"$S/client-c" -o "$T/ex" "$T/ex.c" -L"$LIBDIR" -lmdcached \
+# a sanitizer build's library needs its runtime in the program too
+SAN=
+grep -q '^#define MDC_ASAN 1' "$B/config.h" 2>/dev/null && SAN="-fsanitize=address,undefined"
+grep -q '^#define MDC_TSAN 1' "$B/config.h" 2>/dev/null && SAN="-fsanitize=thread"
+cc() { command cc $SAN "$@"; }
+if cc -I"$S/client-c" -o "$T/ex" "$T/ex.c" -L"$LIBDIR" -lmdcached \
     -Wl,-rpath,"$(cd "$LIBDIR" && pwd)" 2>"$T/cc.err"; then
     PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
     sed "s/127.0.0.1:11311/127.0.0.1:$PORT/" "$T/ex.c" >"$T/ex2.c"
-    cc ${MDC_SAN_CFLAGS:-} -I"$S/client-c" -o "$T/ex2" "$T/ex2.c" -L"$LIBDIR" -lmdcached \
+    cc -I"$S/client-c" -o "$T/ex2" "$T/ex2.c" -L"$LIBDIR" -lmdcached \
         -Wl,-rpath,"$(cd "$LIBDIR" && pwd)"
     "$D" -p "$PORT" -n 1 -v 0 &
     DPID=$!

@@ -601,7 +601,15 @@ static void test_record_size(void **state)
     assert_int_equal(put(st, STORE_SET, k, v, NULL, 0, 0), ST_OK);
     struct store_stats s;
     store_get_stats(st, &s);
+#ifdef HAVE_JEMALLOC
     assert_true(s.bytes <= 112);
+#else
+    /* libc malloc (--without-jemalloc, the sanitizer and portable builds):
+     * its own rounding, at most one 16-byte step above jemalloc's class */
+    if (s.bytes > 128)
+        fail_msg("record of a 16-byte key and 32-byte value: %llu bytes",
+                 (unsigned long long)s.bytes);
+#endif
     store_teardown(st);
 }
 

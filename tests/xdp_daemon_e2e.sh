@@ -112,6 +112,25 @@ if command -v setpriv >/dev/null 2>&1; then
         --regid=nogroup --clear-groups "$MDC" -l $SRV -p $TPORT -U $UPORT \
         -x "$VS"
 fi
+# what the systemd drop-in dist/systemd/xdp.conf grants is enough: a
+# non-root user with CAP_BPF, CAP_NET_ADMIN and CAP_PERFMON ambient attaches
+if command -v setpriv >/dev/null 2>&1; then
+    : >"$W/caps.log"
+    ip netns exec "$S" setpriv --reuid=nobody --regid=nogroup --clear-groups \
+        --inh-caps=+bpf,+net_admin,+perfmon --ambient-caps=+bpf,+net_admin,+perfmon \
+        "$MDC" -l $SRV -p $TPORT -U $UPORT -x "$VS" -n 1 -m 64 >"$W/caps.log" 2>&1 &
+    cp_=$!
+    i=0
+    while ! grep -q " ready" "$W/caps.log" && kill -0 $cp_ 2>/dev/null &&
+        [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+    if grep -q "XDP on $VS" "$W/caps.log"; then
+        ok "attached as nobody with the drop-in's capabilities"
+    else
+        fail "the drop-in's capabilities do not attach: $(grep -v '^[0-9]*:\|^;' "$W/caps.log" | tail -5)"
+    fi
+    kill -TERM $cp_ 2>/dev/null
+    wait $cp_ || fail "exit $? after SIGTERM (capabilities run)"
+fi
 expect_exit 64 "needs -U" ip netns exec "$S" "$MDC" -l $SRV -p $TPORT \
     -x "$VS"
 expect_exit 69 "no such network interface" ip netns exec "$S" "$MDC" \

@@ -37,6 +37,8 @@ function module(p,   b) {
         b = p; sub(/^server\//, "", b)
         if (b ~ /^(server|stats|log|options|queue|addr)\.[ch]$/) return "base"
         if (b ~ /^report\.[ch]$/) return "report"
+        # the Prometheus endpoint renders the same counters as the report
+        if (b ~ /^metrics\.[ch]$/) return "report"
         # dumper: the dump thread and loading at start, part of the lifecycle
         if (b ~ /^(daemon|dumper)\.[ch]$/) return "daemon"
         if (b == "main.c") return "main"

@@ -5,7 +5,7 @@
 # bounded time.  Ends with one line "N passed, N failed".
 #
 # Environment: JOBS (parallel make), FUZZ_SECONDS (per fuzzer, default 60),
-# SKIP_DISTCHECK=1 / SKIP_SANITIZERS=1 to shorten a local run.
+# SKIP_DISTCHECK=1 / SKIP_SANITIZERS=1 / SKIP_DEB=1 to shorten a local run.
 set -u
 cd "$(dirname "$0")/.."
 TOP=$(pwd)
@@ -79,12 +79,24 @@ build_and_check() {
 
 step layers sh tools/check-layers.sh
 build_and_check normal CFLAGS="-O2 -g"
+# the portable build (docs/packaging.md, "FreeBSD"): every Linux-only part
+# off, configured like the FreeBSD port, the whole suite; then the port's
+# plist and rc.d script against it
+build_and_check portable --disable-linux-features --without-jemalloc CFLAGS="-O2 -g"
+if [ -f "$B/portable/Makefile" ]; then
+    step port sh tools/port-check.sh "$B/portable"
+fi
 if [ "${SKIP_SANITIZERS:-0}" != 1 ]; then
     build_and_check asan --enable-asan CFLAGS="-O1 -g"
     build_and_check tsan --enable-tsan CFLAGS="-O1 -g"
 fi
 if [ "${SKIP_DISTCHECK:-0}" != 1 ] && [ -f "$B/normal/Makefile" ]; then
     step distcheck sh -c "cd '$B/normal' && make -j$JOBS distcheck >distcheck.out 2>&1 || { tail -60 distcheck.out; exit 1; }"
+fi
+# the Debian packages: build (nocheck: the suite ran above), lintian,
+# install, run, purge (docs/packaging.md)
+if [ "${SKIP_DEB:-0}" != 1 ] && [ -f "$B/normal/Makefile" ]; then
+    step debian sh tools/deb-check.sh "$B/normal"
 fi
 step fuzz sh tools/fuzz.sh
 

@@ -18,8 +18,10 @@
  * MALLOC_CONF in the environment still overrides this.
  */
 const char *malloc_conf = "thp:always,metadata_thp:auto";
-#else
-#include <malloc.h>
+#elif defined(HAVE_MALLOC_H)
+#include <malloc.h>     /* glibc: malloc_usable_size() */
+#elif defined(HAVE_MALLOC_NP_H)
+#include <malloc_np.h>  /* FreeBSD: malloc_usable_size() */
 #endif
 
 #define HUGE_MIN ((size_t)2 << 20)

@@ -96,11 +96,13 @@ static void net_accept_one(struct server *srv, struct listener *l, int fd)
     struct worker *w;
     struct conn *c;
     unsigned n = atomic_load(&srv->nconns);
+    /* SIGHUP may change it (daemon.c, config reload) */
+    uint64_t max = __atomic_load_n(&srv->opt.max_conns, __ATOMIC_RELAXED);
 
-    if (n >= srv->opt.max_conns) {
+    if (n >= max) {
         STAT_INC(&main_w->stats, rejected_connections);
         log_debug("connection refused: %u open (-c %llu)", n,
-                  (unsigned long long)srv->opt.max_conns);
+                  (unsigned long long)max);
         (void)send(fd, net_busy_msg, sizeof(net_busy_msg) - 1,
                    MSG_NOSIGNAL | MSG_DONTWAIT);
         close(fd);

@@ -16,6 +16,7 @@
 #include "config.h"
 
 #include "udp.h"
+#include "compat.h"
 
 #include <errno.h>
 #include <netdb.h>
@@ -645,7 +646,9 @@ void udp_worker_teardown(struct worker *w)
     w->udp = NULL;
 }
 
-/* -U on one -l address: a socket per network thread, all SO_REUSEPORT. */
+/* -U on one -l address: a socket per network thread, the kernel balancing
+ * the port over them (MDC_UDP_REUSEPORT_LB, compat.h); without such an
+ * option, one socket served by the first network thread. */
 static int udp_listen_addr(struct server *srv, const char *spec)
 {
     struct addrinfo *res = NULL, *ai;
@@ -653,6 +656,9 @@ static int udp_listen_addr(struct server *srv, const char *spec)
     unsigned first = srv->nnet == 0 ? 0 : 1, last = srv->nnet, i;
     int rc = -1;
 
+#ifndef MDC_UDP_REUSEPORT_LB
+    last = first;
+#endif
     snprintf(uport, sizeof(uport), "%llu",
              (unsigned long long)srv->opt.udp_port);
     if (addr_resolve_listen(spec, srv->opt.port, uport, AF_UNSPEC, SOCK_DGRAM,
@@ -670,8 +676,11 @@ static int udp_listen_addr(struct server *srv, const char *spec)
                 log_error("UDP socket for %s: %s", name, strerror(errno));
                 goto out;
             }
-            if (setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) < 0)
+#ifdef MDC_UDP_REUSEPORT_LB
+            if (setsockopt(fd, SOL_SOCKET, MDC_UDP_REUSEPORT_LB, &one,
+                           sizeof(one)) < 0)
                 log_warn("SO_REUSEPORT on %s: %s", name, strerror(errno));
+#endif
             if (ai->ai_family == AF_INET6)
                 (void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one,
                                  sizeof(one));

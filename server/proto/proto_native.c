@@ -17,6 +17,7 @@
 #include "server/net/threads.h"
 #include "server/log.h"
 #include "server/report.h"
+#include "server/metrics.h"
 #include "proto.h"
 #include "server/core/store.h"
 #include "protocol/wire.h"
@@ -466,6 +467,30 @@ static void nat_stats(struct conn *c, struct worker *w,
     wire_encode_header(c->obuf + hoff, &rh);
 }
 
+/* The --metrics histogram a request is timed in. */
+static enum metrics_cmd nat_metrics_cmd(uint8_t op)
+{
+    switch (op) {
+    case WIRE_OP_GET: case WIRE_OP_GETK: case WIRE_OP_GAT: case WIRE_OP_GATK:
+        return MC_GET;
+    case WIRE_OP_SET: case WIRE_OP_ADD: case WIRE_OP_REPLACE: case WIRE_OP_CAS:
+    case WIRE_OP_APPEND: case WIRE_OP_PREPEND:
+        return MC_SET;
+    case WIRE_OP_DELETE: return MC_DELETE;
+    case WIRE_OP_INCR: case WIRE_OP_DECR: case WIRE_OP_ATOMIC_ADD:
+    case WIRE_OP_ATOMIC_FETCH_ADD: case WIRE_OP_ATOMIC_CMPSET:
+    case WIRE_OP_ATOMIC_READ_CLEAR:
+        return MC_INCR;
+    case WIRE_OP_TOUCH: return MC_TOUCH;
+    case WIRE_OP_GET_BY_TAG: return MC_GET_BY_TAG;
+    case WIRE_OP_DEL_BY_TAG: return MC_DEL_BY_TAG;
+    case WIRE_OP_TSTACK_PUSH: case WIRE_OP_TSTACK_POP: return MC_TSTACK;
+    case WIRE_OP_FLUSH: return MC_FLUSH;
+    case WIRE_OP_STATS: return MC_STATS;
+    default: return MC_OTHER;
+    }
+}
+
 /* Run one whole, checked request. */
 static void nat_exec(struct conn *c, struct worker *w, const struct wire_msg *m)
 {
@@ -643,8 +668,13 @@ static void nat_process(struct conn *c, struct worker *w)
         rc = wire_check_request(&m);
         if (rc < 0)
             nat_error(c, w, &m.hdr, rc);
-        else
+        else {
+            uint64_t t0 = metrics_start(srv);
+
             nat_exec(c, w, &m);
+            if (t0 != 0)
+                metrics_observe(srv, w->id, nat_metrics_cmd(m.hdr.opcode), t0);
+        }
         conn_in_consume(c, (size_t)n);
     }
     if (c->closing)

@@ -22,6 +22,7 @@
 #include "server/net/threads.h"
 #include "server/log.h"
 #include "server/report.h"
+#include "server/metrics.h"
 #include "protocol/mctext.h"
 #include "server/core/store.h"
 #include "protocol/wire.h"
@@ -967,6 +968,27 @@ static void txt_prefetch(struct conn *c, const uint8_t *b, size_t len)
     }
 }
 
+/* The --metrics histogram a request is timed in. */
+static enum metrics_cmd txt_metrics_cmd(enum mctext_cmd cmd)
+{
+    switch (cmd) {
+    case MCT_GET: case MCT_GETS: case MCT_GAT: case MCT_GATS: case MCT_MG:
+        return MC_GET;
+    case MCT_SET: case MCT_ADD: case MCT_REPLACE: case MCT_APPEND:
+    case MCT_PREPEND: case MCT_CAS: case MCT_TSET: case MCT_MS:
+        return MC_SET;
+    case MCT_DELETE: case MCT_MD: return MC_DELETE;
+    case MCT_INCR: case MCT_DECR: case MCT_MA: return MC_INCR;
+    case MCT_TOUCH: return MC_TOUCH;
+    case MCT_TGET: case MCT_TGETS: return MC_GET_BY_TAG;
+    case MCT_TDEL: return MC_DEL_BY_TAG;
+    case MCT_TPUSH: case MCT_TPOP: return MC_TSTACK;
+    case MCT_FLUSH_ALL: return MC_FLUSH;
+    case MCT_STATS: return MC_STATS;
+    default: return MC_OTHER;
+    }
+}
+
 static void proto_text_process(struct conn *c, struct worker *w)
 {
     struct mctext_limits lim = {c->srv->opt.max_item_size};
@@ -989,7 +1011,9 @@ static void proto_text_process(struct conn *c, struct worker *w)
         }
         if (nreq++ == 1)
             txt_prefetch(c, buf, avail);
-        if (!stats_detail_on(c->srv) &&
+        /* the shortcut counts nothing but the get: not while stats detail
+         * or --metrics want each request counted or timed */
+        if (!stats_detail_on(c->srv) && c->srv->metrics == NULL &&
             (n = (ssize_t)txt_fast(c, w, buf, avail)) > 0) {
             conn_in_consume(c, (size_t)n);
             continue;
@@ -1028,7 +1052,13 @@ static void proto_text_process(struct conn *c, struct worker *w)
             conn_in_skip(c, req.skip);
             continue;
         }
-        txt_exec(c, w, &req);
+        {
+            uint64_t t0 = metrics_start(c->srv);
+
+            txt_exec(c, w, &req);
+            if (t0 != 0)
+                metrics_observe(c->srv, w->id, txt_metrics_cmd(req.cmd), t0);
+        }
         conn_in_consume(c, (size_t)n);
     }
     if (c->closing)

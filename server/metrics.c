@@ -1,0 +1,497 @@
+/*
+ * metrics.c - the Prometheus endpoint (metrics.h): GET /metrics rendered
+ * from the same counters as "stats" (report.c), per thread where the
+ * counter is per thread, plus the request-time histograms kept here.
+ */
+#include "config.h"
+
+#include "metrics.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <event2/http.h>
+
+#include "log.h"
+#include "options.h"
+#include "report.h"
+#include "stats.h"
+
+/* One thread's histograms: only that thread writes them (relaxed loads and
+ * stores, like STAT_ADD); the HTTP thread sums them. */
+struct metrics_hist {
+    uint64_t b[MC__COUNT][METRICS_NBOUNDS + 1]; /* per bucket, not cumulative */
+    uint64_t sum_ns[MC__COUNT];
+} __attribute__((aligned(64)));
+
+struct metrics {
+    struct event_base *base;
+    struct evhttp *http;
+    pthread_t tid;
+    bool started;
+    struct metrics_hist *hist; /* one per worker */
+    unsigned nhist;
+    char name[160];
+};
+
+static const uint64_t bound_ns[METRICS_NBOUNDS] = {
+    1000,      2000,      5000,      10000,      20000,      50000,     100000,
+    200000,    500000,    1000000,   2000000,    5000000,    10000000,  20000000,
+    50000000,  100000000, 200000000, 500000000, 1000000000,
+};
+static const char *const bound_le[METRICS_NBOUNDS] = {
+    "1e-06", "2e-06", "5e-06", "1e-05", "2e-05", "5e-05", "0.0001",
+    "0.0002", "0.0005", "0.001", "0.002", "0.005", "0.01", "0.02",
+    "0.05", "0.1", "0.2", "0.5", "1",
+};
+static const char *const cmd_name[MC__COUNT] = {
+#define X(e, s) s,
+    METRICS_COMMANDS(X)
+#undef X
+};
+
+void metrics_observe(struct server *srv, unsigned worker, enum metrics_cmd cmd,
+                     uint64_t t0)
+{
+    struct metrics *m = srv->metrics;
+    struct metrics_hist *h;
+    struct timespec ts;
+    uint64_t now, ns;
+    unsigned i;
+
+    if (m == NULL || t0 == 0 || worker >= m->nhist || (unsigned)cmd >= MC__COUNT)
+        return;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    ns = now > t0 ? now - t0 : 0;
+    for (i = 0; i < METRICS_NBOUNDS && ns > bound_ns[i]; i++)
+        ;
+    h = &m->hist[worker];
+    __atomic_store_n(&h->b[cmd][i],
+                     __atomic_load_n(&h->b[cmd][i], __ATOMIC_RELAXED) + 1,
+                     __ATOMIC_RELAXED);
+    __atomic_store_n(&h->sum_ns[cmd],
+                     __atomic_load_n(&h->sum_ns[cmd], __ATOMIC_RELAXED) + ns,
+                     __ATOMIC_RELAXED);
+}
+
+int metrics_parse_addr(const char *spec, char *host, size_t hlen,
+                       uint16_t *port)
+{
+    char p[16];
+    char *end;
+    unsigned long v;
+
+    if (spec == NULL || spec[0] == '\0')
+        return -1;
+    if (strspn(spec, "0123456789") == strlen(spec)) {
+        snprintf(host, hlen, "127.0.0.1"); /* loopback unless told */
+        snprintf(p, sizeof(p), "%s", spec);
+    } else if (options_split_listen(spec, 0, host, hlen, p, sizeof(p)) < 0) {
+        return -1;
+    }
+    errno = 0;
+    v = strtoul(p, &end, 10);
+    if (errno != 0 || *end != '\0' || v == 0 || v > 65535)
+        return -1;
+    *port = (uint16_t)v;
+    return 0;
+}
+
+/* ---- rendering ------------------------------------------------------------ */
+
+/* memcached_exporter's names for per-thread counters whose meaning matches;
+ * the others are mdcached_<name>_total. */
+struct tmap {
+    const char *field, *family, *labels, *help;
+};
+static const struct tmap tmaps[] = {
+    {"get_hits", "memcached_commands_total", "command=\"get\",status=\"hit\"",
+     "Commands by kind and outcome (memcached_exporter's family)."},
+    {"get_misses", "memcached_commands_total", "command=\"get\",status=\"miss\"", NULL},
+    {"cmd_set", "memcached_commands_total", "command=\"set\",status=\"hit\"", NULL},
+    {"delete_hits", "memcached_commands_total", "command=\"delete\",status=\"hit\"", NULL},
+    {"delete_misses", "memcached_commands_total", "command=\"delete\",status=\"miss\"", NULL},
+    {"incr_hits", "memcached_commands_total", "command=\"incr\",status=\"hit\"", NULL},
+    {"incr_misses", "memcached_commands_total", "command=\"incr\",status=\"miss\"", NULL},
+    {"decr_hits", "memcached_commands_total", "command=\"decr\",status=\"hit\"", NULL},
+    {"decr_misses", "memcached_commands_total", "command=\"decr\",status=\"miss\"", NULL},
+    {"cas_hits", "memcached_commands_total", "command=\"cas\",status=\"hit\"", NULL},
+    {"cas_misses", "memcached_commands_total", "command=\"cas\",status=\"miss\"", NULL},
+    {"cas_badval", "memcached_commands_total", "command=\"cas\",status=\"badval\"", NULL},
+    {"touch_hits", "memcached_commands_total", "command=\"touch\",status=\"hit\"", NULL},
+    {"touch_misses", "memcached_commands_total", "command=\"touch\",status=\"miss\"", NULL},
+    {"cmd_flush", "memcached_commands_total", "command=\"flush\",status=\"hit\"", NULL},
+    {"total_connections", "memcached_connections_total", "",
+     "Connections accepted."},
+    {"rejected_connections", "memcached_connections_rejected_total", "",
+     "Connections refused over --max-conns."},
+    {"bytes_read", "memcached_read_bytes_total", "", "Bytes received."},
+    {"bytes_written", "memcached_written_bytes_total", "", "Bytes sent."},
+};
+
+/* General stats: memcached_exporter's name, or NULL for mdcached_<name>. */
+struct gmap {
+    const char *stat, *name, *type, *help;
+};
+static const struct gmap gmaps[] = {
+    {"uptime", "memcached_uptime_seconds", "gauge", "Seconds since the server started."},
+    {"curr_connections", "memcached_current_connections", "gauge", "Open connections."},
+    {"max_connections", "memcached_max_connections", "gauge", "--max-conns."},
+    {"curr_items", "memcached_current_items", "gauge", "Records stored."},
+    {"total_items", "memcached_items_total", "counter", "Records ever stored."},
+    {"bytes", "memcached_current_bytes", "gauge", "Bytes used by records and the tag index."},
+    {"limit_maxbytes", "memcached_limit_bytes", "gauge", "--memory-limit in bytes."},
+    {"evictions", "memcached_items_evicted_total", "counter", "Records evicted for memory."},
+    {"expired", "mdcached_items_expired_total", "counter", "Records reclaimed after expiry."},
+    {"expired_unfetched", "mdcached_items_expired_unfetched_total", "counter", "Expired records never read."},
+    {"evicted_unfetched", "mdcached_items_evicted_unfetched_total", "counter", "Evicted records never read."},
+    {"get_expired", "mdcached_get_expired_total", "counter", "Gets that found an expired record."},
+    {"tagged_items", "mdcached_tag_index_records", "gauge", "Records carrying at least one tag."},
+    {"tag_links", "mdcached_tag_index_links", "gauge", "Record-tag links in the tag index."},
+    {"tag_values", "mdcached_tag_index_tags", "gauge", "Distinct (tkey, tval) tags in the index."},
+    {"tag_keys", "mdcached_tag_index_keys", "gauge", "Distinct tag keys in the index."},
+    {"tag_bytes", "mdcached_tag_index_bytes", "gauge", "Bytes used by the tag index."},
+};
+
+/* Names that "stats" reports summed over threads: rendered per thread. */
+static bool is_thread_field(const char *name)
+{
+#define X(n)                                                                   \
+    if (strcmp(name, #n) == 0)                                                 \
+        return true;
+    STATS_THREAD_FIELDS(X)
+#undef X
+    return false;
+}
+
+struct gstat {
+    char name[64];
+    char value[64];
+};
+struct gcollect {
+    struct gstat *v;
+    size_t n, cap;
+};
+
+static void gcollect_fn(void *ctx, const char *name, const char *value)
+{
+    struct gcollect *g = ctx;
+
+    if (g->n == g->cap) {
+        size_t nc = g->cap ? g->cap * 2 : 128;
+        struct gstat *nv = realloc(g->v, nc * sizeof(*nv));
+        if (nv == NULL)
+            return;
+        g->v = nv;
+        g->cap = nc;
+    }
+    snprintf(g->v[g->n].name, sizeof(g->v[g->n].name), "%s", name);
+    snprintf(g->v[g->n].value, sizeof(g->v[g->n].value), "%s", value);
+    g->n++;
+}
+
+static bool is_number(const char *s)
+{
+    return s[0] != '\0' && strspn(s, "0123456789") == strlen(s);
+}
+
+static void render_general(struct server *srv, FILE *f)
+{
+    struct gcollect g = {NULL, 0, 0};
+    size_t i, j;
+
+    stats_collect(srv, gcollect_fn, &g);
+    fprintf(f, "# HELP memcached_up Whether the server answered (always 1).\n"
+               "# TYPE memcached_up gauge\nmemcached_up 1\n");
+    for (i = 0; i < g.n; i++) {
+        const struct gstat *s = &g.v[i];
+        const struct gmap *m = NULL;
+
+        if (strcmp(s->name, "version") == 0) {
+            fprintf(f, "# HELP memcached_version The server's version.\n"
+                       "# TYPE memcached_version gauge\n"
+                       "memcached_version{version=\"%s\"} 1\n", s->value);
+            continue;
+        }
+        if (is_thread_field(s->name) || !is_number(s->value) ||
+            strcmp(s->name, "pid") == 0 || strcmp(s->name, "time") == 0 ||
+            strcmp(s->name, "pointer_size") == 0)
+            continue;
+        for (j = 0; j < sizeof(gmaps) / sizeof(gmaps[0]); j++)
+            if (strcmp(gmaps[j].stat, s->name) == 0)
+                m = &gmaps[j];
+        if (m != NULL)
+            fprintf(f, "# HELP %s %s\n# TYPE %s %s\n%s %s\n", m->name, m->help,
+                    m->name, m->type, m->name, s->value);
+        else
+            fprintf(f, "# HELP mdcached_%s The \"%s\" statistic.\n"
+                       "# TYPE mdcached_%s gauge\nmdcached_%s %s\n",
+                    s->name, s->name, s->name, s->name, s->value);
+    }
+    free(g.v);
+}
+
+struct trow {
+    const char *field, *family, *labels, *help;
+    size_t off;
+};
+
+static void render_threads(struct server *srv, FILE *f)
+{
+    static const struct {
+        const char *field;
+        size_t off;
+    } fields[] = {
+#define X(n) {#n, offsetof(struct thread_stats, n)},
+        STATS_THREAD_FIELDS(X)
+#undef X
+    };
+    enum { NF = sizeof(fields) / sizeof(fields[0]) };
+    struct trow rows[NF];
+    char fam[NF][80];
+    bool done[NF];
+    size_t i, j, k;
+    unsigned w;
+
+    fprintf(f, "# HELP mdcached_thread_info A server thread and its role.\n"
+               "# TYPE mdcached_thread_info gauge\n");
+    for (w = 0; w < srv->nworkers; w++)
+        fprintf(f, "mdcached_thread_info{thread=\"%u\",role=\"%s\"} 1\n",
+                srv->workers[w].id,
+                srv->workers[w].role == ROLE_MAIN  ? "main"
+                : srv->workers[w].role == ROLE_NET ? "network"
+                                                   : "payload");
+    for (i = 0; i < NF; i++) {
+        rows[i].field = fields[i].field;
+        rows[i].off = fields[i].off;
+        rows[i].labels = "";
+        rows[i].help = NULL;
+        snprintf(fam[i], sizeof(fam[i]), "mdcached_%s_total", fields[i].field);
+        rows[i].family = fam[i];
+        for (j = 0; j < sizeof(tmaps) / sizeof(tmaps[0]); j++)
+            if (strcmp(tmaps[j].field, fields[i].field) == 0) {
+                rows[i].family = tmaps[j].family;
+                rows[i].labels = tmaps[j].labels;
+                rows[i].help = tmaps[j].help;
+            }
+        done[i] = false;
+    }
+    /* one family at a time, all its samples together */
+    for (i = 0; i < NF; i++) {
+        const char *help = rows[i].help;
+
+        if (done[i])
+            continue;
+        for (k = i; k < NF && help == NULL; k++)
+            if (strcmp(rows[k].family, rows[i].family) == 0)
+                help = rows[k].help;
+        if (help != NULL)
+            fprintf(f, "# HELP %s %s\n", rows[i].family, help);
+        else
+            fprintf(f, "# HELP %s The \"%s\" counter of each thread.\n",
+                    rows[i].family, rows[i].field);
+        fprintf(f, "# TYPE %s counter\n", rows[i].family);
+        for (k = i; k < NF; k++) {
+            if (done[k] || strcmp(rows[k].family, rows[i].family) != 0)
+                continue;
+            done[k] = true;
+            for (w = 0; w < srv->nworkers; w++) {
+                const uint64_t *p = (const uint64_t *)(const void *)(
+                    (const char *)&srv->workers[w].stats + rows[k].off);
+                fprintf(f, "%s{%s%sthread=\"%u\"} %" PRIu64 "\n",
+                        rows[k].family, rows[k].labels,
+                        rows[k].labels[0] ? "," : "", srv->workers[w].id,
+                        __atomic_load_n(p, __ATOMIC_RELAXED));
+            }
+        }
+    }
+}
+
+static void render_histograms(struct server *srv, FILE *f)
+{
+    struct metrics *m = srv->metrics;
+    unsigned c, i, w;
+
+    if (m == NULL)
+        return;
+    fprintf(f, "# HELP mdcached_request_duration_seconds Service time of a "
+               "request, from its parse to its reply queued, per command.\n"
+               "# TYPE mdcached_request_duration_seconds histogram\n");
+    for (c = 0; c < MC__COUNT; c++) {
+        uint64_t cum = 0, sum = 0;
+
+        for (i = 0; i <= METRICS_NBOUNDS; i++) {
+            for (w = 0; w < m->nhist; w++)
+                cum += __atomic_load_n(&m->hist[w].b[c][i], __ATOMIC_RELAXED);
+            fprintf(f,
+                    "mdcached_request_duration_seconds_bucket{command=\"%s\","
+                    "le=\"%s\"} %" PRIu64 "\n",
+                    cmd_name[c], i < METRICS_NBOUNDS ? bound_le[i] : "+Inf",
+                    cum);
+        }
+        for (w = 0; w < m->nhist; w++)
+            sum += __atomic_load_n(&m->hist[w].sum_ns[c], __ATOMIC_RELAXED);
+        fprintf(f,
+                "mdcached_request_duration_seconds_sum{command=\"%s\"} "
+                "%.9f\n"
+                "mdcached_request_duration_seconds_count{command=\"%s\"} "
+                "%" PRIu64 "\n",
+                cmd_name[c], (double)sum / 1e9, cmd_name[c], cum);
+    }
+}
+
+char *metrics_render(struct server *srv, size_t *len)
+{
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&buf, &n);
+
+    if (f == NULL)
+        return NULL;
+    render_general(srv, f);
+    render_threads(srv, f);
+    render_histograms(srv, f);
+    if (fclose(f) != 0) {
+        free(buf);
+        return NULL;
+    }
+    if (len != NULL)
+        *len = n;
+    return buf;
+}
+
+/* ---- HTTP ------------------------------------------------------------------ */
+
+static void metrics_http_cb(struct evhttp_request *req, void *arg)
+{
+    struct server *srv = arg;
+    struct evbuffer *out;
+    size_t len = 0;
+    char *text;
+
+    if (evhttp_request_get_command(req) != EVHTTP_REQ_GET) {
+        evhttp_send_error(req, 405, "only GET");
+        return;
+    }
+    text = metrics_render(srv, &len);
+    out = evbuffer_new();
+    if (text == NULL || out == NULL) {
+        free(text);
+        if (out != NULL)
+            evbuffer_free(out);
+        evhttp_send_error(req, 500, "out of memory");
+        return;
+    }
+    evbuffer_add(out, text, len);
+    free(text);
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+                      "text/plain; version=0.0.4; charset=utf-8");
+    evhttp_send_reply(req, 200, "OK", out);
+    evbuffer_free(out);
+}
+
+static void metrics_other_cb(struct evhttp_request *req, void *arg)
+{
+    (void)arg;
+    evhttp_send_error(req, 404, "see /metrics");
+}
+
+int metrics_setup(struct server *srv)
+{
+    const char *spec = srv->opt.metrics;
+    struct metrics *m;
+    char host[256];
+    uint16_t port = 0;
+
+    if (spec == NULL)
+        return 0;
+    if (metrics_parse_addr(spec, host, sizeof(host), &port) < 0) {
+        log_error("--metrics %s: want ADDR:PORT, [V6ADDR]:PORT or PORT", spec);
+        return -1;
+    }
+    m = calloc(1, sizeof(*m));
+    if (m == NULL)
+        goto nomem;
+    m->nhist = srv->nworkers;
+    if (posix_memalign((void **)&m->hist, 64,
+                       (size_t)m->nhist * sizeof(*m->hist)) != 0) {
+        m->hist = NULL;
+        goto nomem;
+    }
+    memset(m->hist, 0, (size_t)m->nhist * sizeof(*m->hist));
+    m->base = event_base_new();
+    m->http = m->base != NULL ? evhttp_new(m->base) : NULL;
+    if (m->http == NULL)
+        goto nomem;
+    evhttp_set_allowed_methods(m->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD);
+    evhttp_set_cb(m->http, "/metrics", metrics_http_cb, srv);
+    evhttp_set_gencb(m->http, metrics_other_cb, srv);
+    evhttp_set_timeout(m->http, 10);
+    if (evhttp_bind_socket(m->http, host, port) != 0) {
+        log_error("--metrics %s: cannot listen on %s port %u: %s", spec, host,
+                  (unsigned)port, strerror(errno));
+        srv->metrics = m;
+        metrics_teardown(srv);
+        return -1;
+    }
+    snprintf(m->name, sizeof(m->name),
+             strchr(host, ':') != NULL ? "[%s]:%u" : "%s:%u", host,
+             (unsigned)port);
+    srv->metrics = m;
+    log_info("metrics on http://%s/metrics", m->name);
+    return 0;
+nomem:
+    log_error("--metrics: out of memory");
+    srv->metrics = m;
+    metrics_teardown(srv);
+    return -1;
+}
+
+static void *metrics_main(void *arg)
+{
+    struct metrics *m = arg;
+
+    event_base_dispatch(m->base);
+    return NULL;
+}
+
+int metrics_start_thread(struct server *srv)
+{
+    struct metrics *m = srv->metrics;
+
+    if (m == NULL)
+        return 0;
+    if (pthread_create(&m->tid, NULL, metrics_main, m) != 0) {
+        log_error("--metrics: cannot start its thread");
+        return -1;
+    }
+    m->started = true;
+    return 0;
+}
+
+void metrics_teardown(struct server *srv)
+{
+    struct metrics *m = srv->metrics;
+
+    if (m == NULL)
+        return;
+    if (m->started) {
+        event_base_loopbreak(m->base);
+        pthread_join(m->tid, NULL);
+    }
+    srv->metrics = NULL;
+    if (m->http != NULL)
+        evhttp_free(m->http);
+    if (m->base != NULL)
+        event_base_free(m->base);
+    free(m->hist);
+    free(m);
+}
