@@ -92,7 +92,7 @@ struct opt_list {
       "refuse flush_all (memcached's -F)")                                     \
     X(prefix_delimiter, 'D', "prefix-delimiter", OT_STR, "", 0, 0, "CHAR",     \
       "count per key prefix ending with CHAR (stats detail); turns it on")     \
-    X(reqs_per_event, 'R', "max-reqs-per-event", OT_UINT, "20", 1, 1000000,   \
+    X(reqs_per_event, 'R', "max-reqs-per-event", OT_UINT, "100", 1, 1000000,  \
       "N", "requests one connection runs per event-loop turn before the "    \
       "others are served")                                                     \
     X(max_output, 0, "max-output", OT_SIZE, "1m", 4096, 1073741824, "SIZE",    \

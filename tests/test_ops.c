@@ -896,7 +896,7 @@ static void test_bad_numbers_and_fields(void **state)
     assert_non_null(strstr(t, "STAT cas_enabled yes\n"));
     assert_non_null(strstr(t, "STAT maxbytes 1073741824\n"));
     assert_non_null(strstr(t, "STAT evictions on\n"));
-    assert_non_null(strstr(t, "STAT reqs_per_event 20\n"));
+    assert_non_null(strstr(t, "STAT reqs_per_event 100\n"));
     close(fd);
     srv_stop(&s);
 }

@@ -524,7 +524,7 @@ void conn_drive(struct conn *c)
                     STAT_INC(&w->stats, conn_yields);
                     if (c->opending > 0 && c->wr_ready && conn_flush(c) < 0)
                         goto kill;
-                    event_active(c->ev, EV_READ, 0);
+                    event_active(c->ev, EV_TIMEOUT, 0); /* no new edge */
                     break;
                 }
             }
@@ -626,7 +626,7 @@ void conn_returned(struct conn *c)
             return;
         }
         if (!c->closing && !(c->owner->stopping && !c->rd_drain)) {
-            event_active(c->ev, EV_READ, 0);
+            event_active(c->ev, EV_TIMEOUT, 0);
             return;
         }
     }
