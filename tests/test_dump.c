@@ -183,7 +183,7 @@ static void test_round_trip(void **state)
     struct testclock tc2 = {.mono_ns = 1000000000ull, .wall_s = 1700000200};
     struct store *b = mkstore((size_t)1 << 30);
     testclock_install(b, &tc2);
-    assert_int_equal(dump_load(b, path, DUMP_LOAD_STRICT, 2, NULL, NULL, &li), 0);
+    assert_int_equal(dump_load(b, path, DUMP_LOAD_STRICT, NULL, NULL, &li), 0);
     assert_int_equal(li.bad, 0);
     size_t expired = (n + 2) / 3;
     assert_int_equal(li.expired, expired);
@@ -301,8 +301,7 @@ static int load_img(const uint8_t *b, size_t len, enum dump_load_mode m,
                     struct dump_info *info, uint64_t *check_n)
 {
     struct store *s = mkstore((size_t)256 << 20);
-    int rc = dump_load_buf(s, b, len, m, m == DUMP_LOAD_REPAIR ? 2 : 1, NULL,
-                           NULL, info);
+    int rc = dump_load_buf(s, b, len, m, NULL, NULL, info);
     struct store_stats ss;
     store_get_stats(s, &ss);
     *check_n = ss.curr_items;
@@ -571,8 +570,8 @@ static void test_concurrent(void **state)
         assert_int_equal(dump_write(a, path, &wi), 0);
         uint64_t d1 = atomic_fetch_add(&clk, 1);
         struct store *b = mkstore((size_t)512 << 20);
-        assert_int_equal(
-            dump_load(b, path, DUMP_LOAD_STRICT, 2, NULL, NULL, &li), 0);
+        assert_int_equal(dump_load(b, path, DUMP_LOAD_STRICT, NULL, NULL, &li),
+                         0);
         assert_int_equal(li.records, wi.records);
         check_clean(b);
         struct lv l = {.d0 = d0, .d1 = d1};
@@ -624,7 +623,7 @@ static void test_recency_limit(void **state)
     /* room for 1500 records of 1280 bytes (jemalloc's class; fewer bytes
      * each with libc malloc: then about 1800) */
     struct store *b = mkstore((size_t)1500 * 1280);
-    assert_int_equal(dump_load(b, path, DUMP_LOAD_STRICT, 2, NULL, NULL, &li), 0);
+    assert_int_equal(dump_load(b, path, DUMP_LOAD_STRICT, NULL, NULL, &li), 0);
     assert_true(li.over_limit > 0);
     assert_int_equal(li.records + li.over_limit, 8000);
     int got[4] = {0};
