@@ -830,6 +830,9 @@ int dump_load_buf(struct store *st, const uint8_t *buf, size_t len,
                ftr_ok(buf + len - FTR_SIZE, FTR_SIZE)) {
         need = get64(buf + len - FTR_SIZE + 16);
     }
+    /* size the table for the footer's record count (no splits) */
+    if (len >= HDR_SIZE + FTR_SIZE && ftr_ok(buf + len - FTR_SIZE, FTR_SIZE))
+        store_reserve(st, get64(buf + len - FTR_SIZE + 8));
     struct store_stats ss;
     store_get_stats(st, &ss);
     uint64_t avail = ss.limit_maxbytes > ss.bytes ? ss.limit_maxbytes - ss.bytes
