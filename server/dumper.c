@@ -19,7 +19,6 @@
 #include <string.h>
 #include <sysexits.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "log.h"
 #include "server/core/alloc.h"
@@ -64,10 +63,7 @@ int dumper_load(struct server *srv)
         log_info("dump %s: not loaded (--dump-load=ignore)", path);
         return 0;
     }
-    /* before listening nothing else runs: one loader thread per CPU */
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    unsigned nthreads = ncpu < 1 ? 1 : ncpu > 8 ? 8 : (unsigned)ncpu;
-    rc = dump_load(srv->store, path, (enum dump_load_mode)mode, nthreads,
+    rc = dump_load(srv->store, path, (enum dump_load_mode)mode,
                    mode == DUMP_LOAD_STRICT ? NULL : load_report,
                    (void *)path, &info);
     if (rc == 1) {

@@ -14,8 +14,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <libgen.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -528,15 +526,8 @@ trunc:
 
 struct deferred {
     struct record *r;
-    uint64_t ord; /* file order: block << 32 | record */
     uint32_t age;
-};
-
-/* A verified block waiting for the loader threads. */
-struct blk_ref {
-    const uint8_t *pl;
-    uint32_t len, nrec;
-    uint64_t seq;
+    uint32_t idx;
 };
 
 #define NBINS 470
@@ -564,14 +555,9 @@ struct dl {
     uint64_t hist[NBINS]; /* pass 1: bytes per idle bin */
     struct deferred *def;
     size_t ndef, capdef;
+    uint32_t nexttag;
     uint64_t tstack_max;
     int nomem;
-    uint64_t ord;         /* of the record being inserted */
-    uint64_t bseq;        /* blocks handed to insertion so far */
-    unsigned nthreads;    /* > 1: blocks are inserted by that many threads */
-    struct blk_ref *blks;
-    size_t nblks, capblks;
-    _Atomic size_t next;  /* next of blks for a loader thread */
 };
 
 static void damage(struct dl *l, uint64_t off, const char *fmt, ...)
@@ -680,24 +666,9 @@ static void insert(struct dl *l, const struct drec *d)
         }
         l->def[l->ndef].r = tr;
         l->def[l->ndef].age = (uint32_t)d->link_age;
-        l->def[l->ndef].ord = l->ord;
+        l->def[l->ndef].idx = (uint32_t)l->ndef;
         l->ndef++;
         note_tstack(l, d);
-    }
-}
-
-/* Insert a verified block's records. */
-static void insert_block(struct dl *l, const uint8_t *pl, uint32_t len,
-                         uint32_t nrec, uint64_t seq)
-{
-    const uint8_t *p = pl, *end = pl + len;
-    const char *why;
-    uint64_t prev = 0;
-    struct drec d;
-    for (uint32_t i = 0; i < nrec; i++) {
-        (void)rec_decode(&p, end, &d, &prev, &why);
-        l->ord = seq << 32 | i;
-        insert(l, &d);
     }
 }
 
@@ -721,30 +692,14 @@ static int do_block(struct dl *l, const uint8_t *pl, uint32_t len,
     }
     if (l->pass == 0)
         return 0;
-    if (l->pass == 2) {
-        uint64_t seq = l->bseq++;
-        if (l->nthreads > 1) {
-            if (l->nblks == l->capblks) {
-                size_t nc = l->capblks ? l->capblks * 2 : 1024;
-                struct blk_ref *nb = mdc_realloc(l->blks, nc * sizeof(*nb));
-                if (nb != NULL) {
-                    l->blks = nb;
-                    l->capblks = nc;
-                }
-            }
-            if (l->nblks < l->capblks) {
-                l->blks[l->nblks++] = (struct blk_ref){pl, len, nrec, seq};
-                return 0;
-            }
-        }
-        insert_block(l, pl, len, nrec, seq);
-        return 0;
-    }
     p = pl;
     prev = 0;
     for (uint32_t i = 0; i < nrec; i++) {
         (void)rec_decode(&p, end, &d, &prev, &why);
-        l->hist[idle_bin(d.idle)] += est_mem(&d);
+        if (l->pass == 1)
+            l->hist[idle_bin(d.idle)] += est_mem(&d);
+        else
+            insert(l, &d);
     }
     return 0;
 }
@@ -834,109 +789,12 @@ static int def_cmp(const void *a, const void *b)
     /* oldest link first (the greatest age), then file order */
     if (x->age != y->age)
         return x->age > y->age ? -1 : 1;
-    return x->ord < y->ord ? -1 : x->ord > y->ord;
-}
-
-/* A loader thread: its own counters and deferred list, the parent's
- * block list. */
-struct dl_worker {
-    struct dl l;
-    struct dump_info out;
-    struct dl *parent;
-    pthread_t tid;
-    int started;
-};
-
-static void *worker_main(void *arg)
-{
-    struct dl_worker *w = arg;
-    struct dl *pa = w->parent;
-    for (;;) {
-        size_t i = atomic_fetch_add(&pa->next, 1);
-        if (i >= pa->nblks)
-            break;
-        struct blk_ref *b = &pa->blks[i];
-        insert_block(&w->l, b->pl, b->len, b->nrec, b->seq);
-    }
-    return NULL;
-}
-
-/* Insert the blocks collected by a scan with nthreads threads, then merge
- * their counts and deferred lists into l. */
-static void run_workers(struct dl *l)
-{
-    if (l->nblks == 0)
-        return;
-    unsigned n = l->nthreads;
-    if (n > l->nblks)
-        n = (unsigned)l->nblks;
-    struct dl_worker *ws = mdc_calloc(n, sizeof(*ws));
-    atomic_store(&l->next, 0);
-    for (unsigned t = 0; ws != NULL && t < n; t++) {
-        ws[t].l = *l;
-        ws[t].l.def = NULL;
-        ws[t].l.ndef = ws[t].l.capdef = 0;
-        ws[t].l.tstack_max = 0;
-        ws[t].l.nomem = 0;
-        ws[t].l.out = &ws[t].out;
-        ws[t].parent = l;
-        ws[t].started =
-            pthread_create(&ws[t].tid, NULL, worker_main, &ws[t]) == 0;
-    }
-    if (ws == NULL) { /* no memory for threads: do it here */
-        for (size_t i = 0; i < l->nblks; i++)
-            insert_block(l, l->blks[i].pl, l->blks[i].len, l->blks[i].nrec,
-                         l->blks[i].seq);
-        l->nblks = 0;
-        return;
-    }
-    /* this thread works too (and does everything if no thread started) */
-    struct dl_worker self = {.parent = l};
-    self.l = *l;
-    self.l.def = NULL;
-    self.l.ndef = self.l.capdef = 0;
-    self.l.tstack_max = 0;
-    self.l.nomem = 0;
-    self.l.out = &self.out;
-    worker_main(&self);
-    for (unsigned t = 0; t <= n; t++) {
-        struct dl_worker *w = t < n ? &ws[t] : &self;
-        if (t < n && w->started)
-            pthread_join(w->tid, NULL);
-        l->out->records += w->out.records;
-        l->out->expired += w->out.expired;
-        l->out->over_limit += w->out.over_limit;
-        l->out->refused += w->out.refused;
-        if (w->l.tstack_max > l->tstack_max)
-            l->tstack_max = w->l.tstack_max;
-        l->nomem |= w->l.nomem;
-        if (w->l.ndef > 0) {
-            if (l->ndef + w->l.ndef > l->capdef) {
-                size_t nc = l->ndef + w->l.ndef;
-                struct deferred *nd = mdc_realloc(l->def, nc * sizeof(*nd));
-                if (nd == NULL) {
-                    /* linked without their place in the lists' order */
-                    l->nomem = 1;
-                    for (size_t i = 0; i < w->l.ndef; i++)
-                        store_restore_tags(l->st, w->l.def[i].r);
-                    mdc_free(w->l.def);
-                    continue;
-                }
-                l->def = nd;
-                l->capdef = nc;
-            }
-            memcpy(l->def + l->ndef, w->l.def, w->l.ndef * sizeof(*l->def));
-            l->ndef += w->l.ndef;
-        }
-        mdc_free(w->l.def);
-    }
-    mdc_free(ws);
-    l->nblks = 0;
+    return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
 int dump_load_buf(struct store *st, const uint8_t *buf, size_t len,
-                  enum dump_load_mode mode, unsigned nthreads,
-                  dump_report_fn rep, void *ctx, struct dump_info *info)
+                  enum dump_load_mode mode, dump_report_fn rep, void *ctx,
+                  struct dump_info *info)
 {
     memset(info, 0, sizeof(*info));
     info->bytes = len;
@@ -962,7 +820,6 @@ int dump_load_buf(struct store *st, const uint8_t *buf, size_t len,
     /* a first pass (reports off) verifies for strict, and finds whether
      * the records fit: the footer's stated size when it verifies */
     l->pass = 0;
-    l->nthreads = nthreads;
     if (mode == DUMP_LOAD_STRICT) {
         need = scan(l, buf, len);
         if (info->bad) {
@@ -973,6 +830,9 @@ int dump_load_buf(struct store *st, const uint8_t *buf, size_t len,
                ftr_ok(buf + len - FTR_SIZE, FTR_SIZE)) {
         need = get64(buf + len - FTR_SIZE + 16);
     }
+    /* size the table for the footer's record count (no splits) */
+    if (len >= HDR_SIZE + FTR_SIZE && ftr_ok(buf + len - FTR_SIZE, FTR_SIZE))
+        store_reserve(st, get64(buf + len - FTR_SIZE + 8));
     struct store_stats ss;
     store_get_stats(st, &ss);
     uint64_t avail = ss.limit_maxbytes > ss.bytes ? ss.limit_maxbytes - ss.bytes
@@ -999,7 +859,6 @@ int dump_load_buf(struct store *st, const uint8_t *buf, size_t len,
             l->pass = 2;
             l->hi = c - 1;
             scan(l, buf, len);
-            run_workers(l);
             l->rep = NULL;
             l->info = &scratch;
             memset(&scratch, 0, sizeof(scratch));
@@ -1008,7 +867,6 @@ int dump_load_buf(struct store *st, const uint8_t *buf, size_t len,
     }
     l->pass = 2;
     scan(l, buf, len);
-    run_workers(l);
     l->info = info;
     /* rebuild the tag lists' order: link the oldest first */
     if (l->ndef > 1)
@@ -1020,14 +878,12 @@ int dump_load_buf(struct store *st, const uint8_t *buf, size_t len,
         }
     store_note_tstack_seq(st, l->tstack_max);
     mdc_free(l->def);
-    mdc_free(l->blks);
     mdc_free(l);
     return 0;
 }
 
 int dump_load(struct store *st, const char *path, enum dump_load_mode mode,
-              unsigned nthreads, dump_report_fn rep, void *ctx,
-              struct dump_info *info)
+              dump_report_fn rep, void *ctx, struct dump_info *info)
 {
     memset(info, 0, sizeof(*info));
     if (mode == DUMP_LOAD_IGNORE)
@@ -1059,7 +915,7 @@ int dump_load(struct store *st, const char *path, enum dump_load_mode mode,
         buf = map;
     }
     close(fd);
-    int rc = dump_load_buf(st, buf, len, mode, nthreads, rep, ctx, info);
+    int rc = dump_load_buf(st, buf, len, mode, rep, ctx, info);
     if (map != NULL)
         munmap(map, len);
     return rc;

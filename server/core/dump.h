@@ -51,17 +51,14 @@ int dump_write(struct store *st, const char *path, struct dump_info *info);
  * the most recently used are loaded first.  strict: the whole image is
  * verified before anything is loaded.  Returns 0 when loaded (in repair
  * mode possibly with info->bad > 0), -1 when strict found damage (nothing
- * loaded).  rep may be NULL.  nthreads > 1: the verified blocks are
- * inserted by that many threads (the calling one included); the tag
- * lists' order is rebuilt after, in one thread.
+ * loaded).  rep may be NULL.
  */
 int dump_load_buf(struct store *st, const uint8_t *buf, size_t len,
-                  enum dump_load_mode mode, unsigned nthreads,
-                  dump_report_fn rep, void *ctx, struct dump_info *info);
+                  enum dump_load_mode mode, dump_report_fn rep, void *ctx,
+                  struct dump_info *info);
 /* The same from a file: 1 if it does not exist (nothing loaded), -1 also
  * when it cannot be read (info->err). */
 int dump_load(struct store *st, const char *path, enum dump_load_mode mode,
-              unsigned nthreads, dump_report_fn rep, void *ctx,
-              struct dump_info *info);
+              dump_report_fn rep, void *ctx, struct dump_info *info);
 
 #endif

@@ -1871,6 +1871,23 @@ size_t record_mem(const struct record *r)
     return mdc_usable_size((void *)r);
 }
 
+void store_reserve(struct store *st, uint64_t n)
+{
+    /* an empty table has nothing to split: set its size directly */
+    if (atomic_load(&st->curr_items) != 0)
+        return;
+    uint64_t want = n / GROW_LOAD;
+    if (want > st->cfg.nbuckets)
+        want = st->cfg.nbuckets;
+    uint32_t nb = pow2_at_least(want);
+    if (nb > st->cfg.nbuckets)
+        nb = st->cfg.nbuckets;
+    pthread_mutex_lock(&st->grow_mu);
+    if (atomic_load(&st->curr_items) == 0 && nb > nbuckets_now(st))
+        atomic_store(&st->hstate, (uint64_t)nb << 32);
+    pthread_mutex_unlock(&st->grow_mu);
+}
+
 void store_note_tstack_seq(struct store *st, uint64_t seq)
 {
     uint64_t cur = atomic_load(&st->tstack_seq);

@@ -350,6 +350,9 @@ int store_restore(struct store *st, const struct store_restore *it,
 /* Link a restored record's tags (newest in its lists) and release it;
  * ST_NO_MEMORY removes the record. */
 int store_restore_tags(struct store *st, struct record *r);
+/* Before restoring into an empty store: size the record table for n
+ * records at once (no bucket splits while loading).  No-op otherwise. */
+void store_reserve(struct store *st, uint64_t n);
 /* tstack keys generated later use sequence numbers above seq. */
 void store_note_tstack_seq(struct store *st, uint64_t seq);
 

@@ -107,12 +107,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t mem = size > 0 && (data[size - 1] & 1) ? 4096 : (size_t)64 << 20;
 
     struct store *r = mk((size_t)64 << 20);
-    CHECK(dump_load_buf(r, data, size, DUMP_LOAD_REPAIR, 1, NULL, NULL, &ri) == 0);
+    CHECK(dump_load_buf(r, data, size, DUMP_LOAD_REPAIR, NULL, NULL, &ri) == 0);
     uint64_t nr = items(r);
     CHECK(nr == ri.records);
 
     struct store *s = mk((size_t)64 << 20);
-    int rc = dump_load_buf(s, data, size, DUMP_LOAD_STRICT, 1, NULL, NULL, &si);
+    int rc = dump_load_buf(s, data, size, DUMP_LOAD_STRICT, NULL, NULL, &si);
     uint64_t ns = items(s);
     if (rc != 0) {
         CHECK(ns == 0 && si.bad > 0);
@@ -123,7 +123,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     store_teardown(r);
 
     struct store *l = mk(mem);
-    CHECK(dump_load_buf(l, data, size, DUMP_LOAD_REPAIR, 1, NULL, NULL, &li) == 0);
+    CHECK(dump_load_buf(l, data, size, DUMP_LOAD_REPAIR, NULL, NULL, &li) == 0);
     CHECK(items(l) == li.records);
     store_teardown(l);
     return 0;
