@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,6 +102,8 @@ static inline uint32_t secs_of(struct store *st, uint64_t ns)
     return (uint32_t)((ns - st->epoch_ns) / 1000000000u) + 1;
 }
 static inline uint32_t tick_of(uint64_t ns) { return (uint32_t)(ns >> 20); }
+/* store_get refreshes atime only when it is this many ticks old (~1 s) */
+#define ATIME_GRAIN 1024u
 static inline uint64_t now_ns(struct store *st)
 {
     return st->clk.mono_ns(st->clk.ctx);
@@ -210,11 +213,11 @@ static inline uint32_t nbuckets_now(struct store *st)
     uint64_t s = atomic_load_explicit(&st->hstate, memory_order_relaxed);
     return (uint32_t)(s >> 32) + (uint32_t)s;
 }
-static inline mdc_rwlock_t *stripe_of(struct store *st, uint64_t h)
+static inline mdc_brlock_t *stripe_of(struct store *st, uint64_t h)
 {
     return &st->locks[(uint32_t)h & st->lmask];
 }
-static inline mdc_rwlock_t *lock_of(struct store *st, uint32_t b)
+static inline mdc_brlock_t *lock_of(struct store *st, uint32_t b)
 {
     return &st->locks[b & st->lmask];
 }
@@ -264,12 +267,106 @@ static void rec_free(struct store *st, struct record *r)
     mdc_free(r);
 }
 
+/*
+ * References (docs/threads.md, "Reads write nothing shared").  A record is
+ * kept alive by tokens: the index's (REF_INDEX in refcnt while linked),
+ * counted references (the rest of refcnt: tag queries, eviction, a thread
+ * whose hold slots are full) and holds published in a thread's slots
+ * (readers.h: what store_get takes, writing only the thread's own line).
+ * Tokens are interchangeable: store_release drops one, never the index's;
+ * the thread that drops the last counted token retires the record, which
+ * is freed once no slot holds it.
+ */
+#define REF_INDEX (1u << 31)
+
+static void rec_retire(struct store *st, struct record *r)
+{
+    if (!mdc_held_anywhere(r)) {
+        rec_free(st, r);
+        return;
+    }
+    pthread_mutex_lock(&st->retire_mu);
+    r->rb.rbe_left = st->retired; /* out of every tree: the link is free */
+    st->retired = r;
+    atomic_fetch_add_explicit(&st->nretired, 1, memory_order_relaxed);
+    pthread_mutex_unlock(&st->retire_mu);
+}
+
+/* Free the retired records no slot holds any more. */
+static void reclaim_retired(struct store *st)
+{
+    if (pthread_mutex_trylock(&st->retire_mu) != 0)
+        return;
+    struct record *r = st->retired, *keep = NULL;
+    st->retired = NULL;
+    while (r != NULL) {
+        struct record *next = r->rb.rbe_left;
+        if (!mdc_held_anywhere(r)) {
+            atomic_fetch_sub_explicit(&st->nretired, 1, memory_order_relaxed);
+            rec_free(st, r);
+        } else {
+            r->rb.rbe_left = keep;
+            keep = r;
+        }
+        r = next;
+    }
+    st->retired = keep;
+    pthread_mutex_unlock(&st->retire_mu);
+}
+
+/* A hold on a record found under its lock (before the lock is left). */
+static inline void rec_hold(struct record *r)
+{
+    if (!mdc_hold(r))
+        rec_incref(r);
+}
+
+/* The index lets go of an unlinked record. */
+static void rec_unindex(struct store *st, struct record *r)
+{
+    if (__atomic_fetch_sub(&r->refcnt, REF_INDEX, __ATOMIC_SEQ_CST) ==
+        REF_INDEX)
+        rec_retire(st, r);
+}
+
 void store_release(struct store *st, struct record *r)
 {
     if (r == NULL)
         return;
-    if (__atomic_sub_fetch(&r->refcnt, 1, __ATOMIC_ACQ_REL) == 0)
-        rec_free(st, r);
+    if (!mdc_unhold_own(r)) {
+        for (unsigned spins = 0;; spins++) {
+            uint32_t c = __atomic_load_n(&r->refcnt, __ATOMIC_SEQ_CST);
+            uint32_t n = c & ~REF_INDEX;
+            if (n >= 2 || (n == 1 && (c & REF_INDEX))) {
+                /* never the last token: take a counted one */
+                if (__atomic_compare_exchange_n(&r->refcnt, &c, c - 1, 0,
+                                                __ATOMIC_SEQ_CST,
+                                                __ATOMIC_SEQ_CST))
+                    break;
+                continue;
+            }
+            if (mdc_unhold_any(r)) /* taken by another thread's slot */
+                break;
+            if (c == 1) {
+                if (__atomic_compare_exchange_n(&r->refcnt, &c, 0, 0,
+                                                __ATOMIC_SEQ_CST,
+                                                __ATOMIC_SEQ_CST)) {
+                    rec_retire(st, r);
+                    break;
+                }
+                continue;
+            }
+            /* only the index's token and no hold: a release without a
+             * reference */
+            if (spins > 1000000) {
+                fprintf(stderr, "store_release: record without reference\n");
+                abort();
+            }
+            sched_yield();
+        }
+    }
+    if (atomic_load_explicit(&st->nretired, memory_order_relaxed) != 0)
+        reclaim_retired(st);
 }
 
 static int evict_one(struct store *st);
@@ -409,11 +506,20 @@ static struct record *do_find(struct store *st, uint64_t h, const void *key,
     return NULL;
 }
 
-/* Unlink 'r' from the forest and the tag index, dropping the index's
- * reference.  The caller announced the change. */
-static void do_unlink_b(struct store *st, uint32_t b, struct record *r)
+/* Take 'r' out of the record forest (not yet out of the tag index: the
+ * index's reference stays until it is, see rec_untag). */
+static void do_detach_b(struct store *st, uint32_t b, struct record *r)
 {
     RB_REMOVE(rtree, &st->buckets[b], r);
+    rec_clear_rflag(r, R_LINKED);
+    atomic_fetch_sub_explicit(&st->curr_items, 1, memory_order_relaxed);
+    if (__atomic_load_n(&r->deadline, __ATOMIC_RELAXED) != 0)
+        atomic_fetch_sub_explicit(&st->expiring, 1, memory_order_relaxed);
+}
+
+/* Take a detached record's tags out of the tag index. */
+static void rec_untag(struct store *st, struct record *r)
+{
     if (rec_rflags(r) & R_TAGGED) {
         struct tag_area *ta = rec_tags(r);
         int64_t tmem = 0;
@@ -424,11 +530,15 @@ static void do_unlink_b(struct store *st, uint32_t b, struct record *r)
         atomic_fetch_sub_explicit(&st->tag_links, ta->ntags,
                                   memory_order_relaxed);
     }
-    rec_clear_rflag(r, R_LINKED);
-    atomic_fetch_sub_explicit(&st->curr_items, 1, memory_order_relaxed);
-    if (__atomic_load_n(&r->deadline, __ATOMIC_RELAXED) != 0)
-        atomic_fetch_sub_explicit(&st->expiring, 1, memory_order_relaxed);
-    store_release(st, r);
+}
+
+/* Unlink 'r' from the forest and the tag index, dropping the index's
+ * reference.  The caller announced the change. */
+static void do_unlink_b(struct store *st, uint32_t b, struct record *r)
+{
+    do_detach_b(st, b, r);
+    rec_untag(st, r);
+    rec_unindex(st, r);
 }
 
 static void do_unlink(struct store *st, uint64_t h, struct record *r)
@@ -487,6 +597,8 @@ static int do_link(struct store *st, uint64_t h, struct record *r,
     RB_INSERT(rtree, &st->buckets[b], r);
     if (r->deadline != 0)
         atomic_fetch_add_explicit(&st->expiring, 1, memory_order_relaxed);
+    /* the creator's reference becomes the index's */
+    __atomic_fetch_add(&r->refcnt, REF_INDEX - 1, __ATOMIC_RELAXED);
     rec_set_rflag(r, R_LINKED);
     __atomic_store_n(&r->atime, 0, __ATOMIC_RELAXED);
     if (nt) {
@@ -496,7 +608,7 @@ static int do_link(struct store *st, uint64_t h, struct record *r,
     atomic_fetch_add_explicit(&st->curr_items, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&st->total_items, 1, memory_order_relaxed);
     if (old != NULL)
-        store_release(st, old);
+        rec_unindex(st, old);
     return 0;
 }
 
@@ -595,12 +707,13 @@ struct store *store_setup(const struct store_config *cfg)
     if (st->buckets == NULL || st->locks == NULL || st->tags == NULL)
         goto fail;
     for (uint32_t i = 0; i < c->nlocks; i++)
-        mdc_rwlock_init(&st->locks[i]);
+        mdc_brlock_init(&st->locks[i]);
     st->fixed_bytes = sizeof(*st) + (uint64_t)c->nlocks * sizeof(*st->locks) +
                       tags_fixed_bytes(st->tags); /* + buckets in use */
     atomic_store(&st->evict_seed, 0x9E3779B97F4A7C15ull);
     pthread_mutex_init(&st->sweep_mu, NULL);
     pthread_mutex_init(&st->grow_mu, NULL);
+    pthread_mutex_init(&st->retire_mu, NULL);
     pthread_cond_init(&st->sweep_cv, NULL);
     if (c->sweep_interval_ms != 0) {
         if (pthread_create(&st->sweeper, NULL, sweeper_main, st) != 0)
@@ -632,7 +745,7 @@ static void free_tree(struct store *st, struct record *r)
             for (uint32_t i = 0; i < ta->ntags; i++)
                 ta->e[i].tv = NULL;
         }
-        store_release(st, r);
+        rec_unindex(st, r);
         r = right;
     }
 }
@@ -659,8 +772,10 @@ void store_teardown(struct store *st)
     int64_t tmem = 0;
     tags_teardown(st->tags, &tmem);
     store_account(st, tmem, 1);
+    reclaim_retired(st); /* what is still held stays (as a count did) */
+    pthread_mutex_destroy(&st->retire_mu);
     for (uint32_t i = 0; i <= st->lmask; i++)
-        mdc_rwlock_destroy(&st->locks[i]);
+        mdc_brlock_destroy(&st->locks[i]);
     pthread_mutex_destroy(&st->sweep_mu);
     pthread_mutex_destroy(&st->grow_mu);
     pthread_cond_destroy(&st->sweep_cv);
@@ -743,7 +858,7 @@ static int evict_one(struct store *st)
         uint32_t start = (uint32_t)(rnd(st) % nb);
         for (int p = 0; p < EVICT_PROBE; p++) {
             uint32_t b = (start + (uint32_t)p) % nb;
-            mdc_rwlock_t *l = lock_of(st, b);
+            mdc_brlock_t *l = lock_of(st, b);
             mdc_rdlock(l);
             struct record *r;
             int hit = 0;
@@ -773,7 +888,7 @@ static int evict_one(struct store *st)
         return found_any ? 0 : -1;
 
     uint64_t h = store_hash(rec_key(best), best->klen);
-    mdc_rwlock_t *l = stripe_of(st, h); /* best may have moved bucket */
+    mdc_brlock_t *l = stripe_of(st, h); /* best may have moved bucket */
     mdc_wrlock(l);
     if (rec_rflags(best) & R_LINKED) {
         if (rec_expired(best, now)) {
@@ -804,7 +919,7 @@ struct record *store_get(struct store *st, const void *key, uint32_t klen)
     if (klen > STORE_MAX_KEY)
         return NULL;
     uint64_t h = store_hash(key, klen);
-    mdc_rwlock_t *l = stripe_of(st, h);
+    mdc_brlock_t *l = stripe_of(st, h);
     int expired = 0;
 
     uint64_t ns = now_ns(st);
@@ -816,9 +931,12 @@ struct record *store_get(struct store *st, const void *key, uint32_t klen)
             r = NULL;
             expired = 1;
         } else {
-            rec_incref(r);
+            rec_hold(r);
+            /* recency for eviction, written at most once per ATIME_GRAIN
+             * so that reads of a hot record share its line */
             uint32_t t = tick_of(ns);
-            if (__atomic_load_n(&r->atime, __ATOMIC_RELAXED) != t)
+            if (t - __atomic_load_n(&r->atime, __ATOMIC_RELAXED) >=
+                ATIME_GRAIN)
                 __atomic_store_n(&r->atime, t, __ATOMIC_RELAXED);
             if (!(rec_rflags(r) & R_FETCHED))
                 rec_set_rflag(r, R_FETCHED);
@@ -847,7 +965,7 @@ static void grow_step(struct store *st)
     if ((uint64_t)n + split >= st->cfg.nbuckets)
         return;
     uint32_t b = split;
-    mdc_rwlock_t *l = lock_of(st, b);
+    mdc_brlock_t *l = lock_of(st, b);
     mdc_wrlock(l);
     struct record *r, *nx;
     RB_FOREACH_SAFE(r, rtree, &st->buckets[b], nx)
@@ -889,7 +1007,7 @@ int store_visit(struct store *st, const void *key, uint32_t klen,
     if (klen > STORE_MAX_KEY)
         return 0;
     uint64_t h = store_hash(key, klen);
-    mdc_rwlock_t *l = stripe_of(st, h);
+    mdc_brlock_t *l = stripe_of(st, h);
     int ran = 0;
 
     check_flush(st, now_s(st));
@@ -910,7 +1028,7 @@ struct record *store_gat(struct store *st, const void *key, uint32_t klen,
     if (klen > STORE_MAX_KEY)
         return NULL;
     uint64_t h = store_hash(key, klen);
-    mdc_rwlock_t *l = stripe_of(st, h);
+    mdc_brlock_t *l = stripe_of(st, h);
     uint32_t d = deadline_of(st, exptime);
 
     mdc_wrlock(l);
@@ -920,7 +1038,7 @@ struct record *store_gat(struct store *st, const void *key, uint32_t klen,
         set_deadline(st, r, d);
         __atomic_store_n(&r->atime, now_tick(st), __ATOMIC_RELAXED);
         rec_set_rflag(r, R_FETCHED);
-        rec_incref(r);
+        rec_hold(r);
     }
     mdc_unlock(l);
     return r;
@@ -932,7 +1050,7 @@ int store_touch(struct store *st, const void *key, uint32_t klen,
     if (klen > STORE_MAX_KEY)
         return ST_KEY_INVALID;
     uint64_t h = store_hash(key, klen);
-    mdc_rwlock_t *l = stripe_of(st, h);
+    mdc_brlock_t *l = stripe_of(st, h);
     uint32_t d = deadline_of(st, exptime);
     int rc = ST_NOT_FOUND;
 
@@ -953,7 +1071,7 @@ int store_delete(struct store *st, const void *key, uint32_t klen,
     if (klen > STORE_MAX_KEY)
         return ST_KEY_INVALID;
     uint64_t h = store_hash(key, klen);
-    mdc_rwlock_t *l = stripe_of(st, h);
+    mdc_brlock_t *l = stripe_of(st, h);
     int rc = ST_NOT_FOUND;
 
     mdc_wrlock(l);
@@ -1030,7 +1148,7 @@ static int replace_derived(struct store *st, uint64_t h, struct record *old,
         rec_copy_tags(r, old);
     r->cas = next_cas();
 
-    mdc_rwlock_t *l = stripe_of(st, h);
+    mdc_brlock_t *l = stripe_of(st, h);
     mdc_wrlock(l);
     struct record *cur = do_find_live(st, h, rec_key(old), old->klen);
     if (cur != old) {
@@ -1133,7 +1251,7 @@ static int put_common(struct store *st, enum store_mode mode,
     r->cas = next_cas();
 
     uint64_t h = store_hash(it->key, it->klen);
-    mdc_rwlock_t *l = stripe_of(st, h);
+    mdc_brlock_t *l = stripe_of(st, h);
     uint64_t ncas = r->cas; /* r may be replaced once unlocked */
     mdc_wrlock(l);
     struct record *old = do_find_live(st, h, it->key, it->klen);
@@ -1315,7 +1433,7 @@ void store_flush(struct store *st)
     /* re-read the size each step: a bucket split behind the cursor moves
      * records ahead of it, never behind */
     for (uint32_t b = 0; b < nbuckets_now(st); b++) {
-        mdc_rwlock_t *l = lock_of(st, b);
+        mdc_brlock_t *l = lock_of(st, b);
         mdc_wrlock(l);
         struct record *r;
         while ((r = RB_ROOT(&st->buckets[b])) != NULL) {
@@ -1355,7 +1473,7 @@ size_t store_sweep(struct store *st, size_t max_buckets)
                                                memory_order_relaxed);
     for (size_t i = 0; i < max_buckets; i++) {
         uint32_t b = (uint32_t)((start + i) % nb);
-        mdc_rwlock_t *l = lock_of(st, b);
+        mdc_brlock_t *l = lock_of(st, b);
         mdc_wrlock(l);
         struct record *r, *nx;
         RB_FOREACH_SAFE(r, rtree, &st->buckets[b], nx)
@@ -1393,6 +1511,8 @@ static void *sweeper_main(void *arg)
             store_sweep(st, per);
         else
             check_flush(st, now_s(st));
+        if (atomic_load_explicit(&st->nretired, memory_order_relaxed) != 0)
+            reclaim_retired(st);
         pthread_mutex_lock(&st->sweep_mu);
     }
     pthread_mutex_unlock(&st->sweep_mu);
@@ -1493,18 +1613,27 @@ static int carries(struct record *r, int32_t tkey, const int32_t *tvals,
  * kept) is caught too, and a concurrent tagged write is either deleted here
  * or was linked after the collection (so it did not exist when we began).
  */
-int store_del_by_tag(struct store *st, int32_t tkey, const int32_t *tvals,
-                     size_t ntvals, uint64_t *ndeleted)
+struct cand {
+    uint64_t h;
+    struct record *r;
+};
+static int cand_cmp(const void *x, const void *y)
 {
-    if (ntvals > 0 && tvals == NULL)
-        return ST_INVALID;
+    const struct cand *a = x, *b = y;
+    uint32_t sa = (uint32_t)a->h, sb = (uint32_t)b->h;
+    return sa < sb ? -1 : sa > sb;
+}
+
+/* Phase 2 and 3 of del_by_tag without memory to sort: one candidate at a
+ * time. */
+static uint64_t del_each(struct store *st, int32_t tkey, const int32_t *tvals,
+                         size_t ntvals, struct store_recset *cand)
+{
     uint64_t n = 0;
-    struct store_recset cand = {0};
-    int rc = tags_collect(st->tags, tkey, tvals, ntvals, &cand, 0);
-    for (size_t i = 0; i < cand.n; i++) {
-        struct record *c = cand.recs[i];
+    for (size_t i = 0; i < cand->n; i++) {
+        struct record *c = cand->recs[i];
         uint64_t h = store_hash(rec_key(c), c->klen);
-        mdc_rwlock_t *l = stripe_of(st, h);
+        mdc_brlock_t *l = stripe_of(st, h);
         mdc_wrlock(l);
         struct record *r = do_find(st, h, rec_key(c), c->klen);
         if (r != NULL && carries(r, tkey, tvals, ntvals)) {
@@ -1514,6 +1643,92 @@ int store_del_by_tag(struct store *st, int32_t tkey, const int32_t *tvals,
         }
         mdc_unlock(l);
     }
+    return n;
+}
+
+/*
+ * Delete every record carrying (tkey, tv) for any listed tv.
+ *  1. Candidates are collected under the tag locks (tags_collect).
+ *  2. Sorted by record stripe, each stripe is write-locked once: whatever
+ *     record is current for a candidate's key and carries one of the tags
+ *     is announced and taken out of the record forest (so it can no longer
+ *     be read by key, and readers by tag skip it), keeping the index's
+ *     reference.  A record replaced in between by append/incr (tags kept)
+ *     is caught too, and a concurrent tagged write is either deleted here
+ *     or was linked after the collection (so it did not exist when we
+ *     began).
+ *  3. The deleted records' tag entries leave the tag index in one pass per
+ *     tag bucket (tags_unlink_many), then the index lets the records go.
+ */
+int store_del_by_tag(struct store *st, int32_t tkey, const int32_t *tvals,
+                     size_t ntvals, uint64_t *ndeleted)
+{
+    if (ntvals > 0 && tvals == NULL)
+        return ST_INVALID;
+    uint64_t n = 0;
+    struct store_recset cand = {0};
+    int rc = tags_collect(st->tags, tkey, tvals, ntvals, &cand, 0);
+    struct cand *cs = cand.n ? mdc_malloc(cand.n * sizeof(*cs)) : NULL;
+    struct record **gone = cand.n ? mdc_malloc(cand.n * sizeof(*gone)) : NULL;
+    if (cand.n > 0 && (cs == NULL || gone == NULL)) {
+        n = del_each(st, tkey, tvals, ntvals, &cand);
+        goto out;
+    }
+    for (size_t i = 0; i < cand.n; i++) {
+        struct record *c = cand.recs[i];
+        cs[i].h = store_hash(rec_key(c), c->klen);
+        cs[i].r = c;
+    }
+    /* the stripe is (h & lmask): sorting by the low word groups stripes */
+    for (size_t i = 0; i < cand.n; i++)
+        cs[i].h = (cs[i].h & ~(uint64_t)UINT32_MAX) |
+                  ((uint32_t)cs[i].h & st->lmask);
+    qsort(cs, cand.n, sizeof(*cs), cand_cmp);
+    size_t ntags = 0;
+    for (size_t i = 0; i < cand.n;) {
+        mdc_brlock_t *l = &st->locks[(uint32_t)cs[i].h];
+        mdc_wrlock(l);
+        size_t j = i;
+        for (; j < cand.n && (uint32_t)cs[j].h == (uint32_t)cs[i].h; j++) {
+            struct record *c = cs[j].r;
+            uint64_t h = store_hash(rec_key(c), c->klen);
+            struct record *r = do_find(st, h, rec_key(c), c->klen);
+            if (r != NULL && carries(r, tkey, tvals, ntvals)) {
+                announce(st, EV_DEL_BY_TAG, r, h);
+                do_detach_b(st, bucket_idx(st, h), r);
+                gone[n++] = r;
+                ntags += record_ntags(r);
+            }
+        }
+        mdc_unlock(l);
+        i = j;
+    }
+    /* phase 3: one pass per tag bucket over every deleted record's tags */
+    struct tag_entry **es = ntags ? mdc_malloc(ntags * sizeof(*es)) : NULL;
+    if (es != NULL) {
+        size_t k = 0;
+        uint64_t links = 0;
+        for (size_t i = 0; i < n; i++) {
+            struct tag_area *ta = rec_tags(gone[i]);
+            for (uint32_t t = 0; t < ta->ntags; t++)
+                es[k++] = &ta->e[t];
+            links += ta->ntags;
+        }
+        int64_t tmem = 0;
+        tags_unlink_many(st->tags, es, k, &tmem);
+        store_account(st, tmem, 1);
+        atomic_fetch_sub_explicit(&st->tagged_items, n, memory_order_relaxed);
+        atomic_fetch_sub_explicit(&st->tag_links, links, memory_order_relaxed);
+        mdc_free(es);
+    } else {
+        for (size_t i = 0; i < n; i++)
+            rec_untag(st, gone[i]);
+    }
+    for (size_t i = 0; i < n; i++)
+        rec_unindex(st, gone[i]);
+out:
+    mdc_free(cs);
+    mdc_free(gone);
     store_recset_release(st, &cand);
     if (ndeleted)
         *ndeleted = n;
@@ -1546,7 +1761,7 @@ int store_tstack_pop(struct store *st, struct mdc_tag tag, struct record **out)
         if (c == NULL)
             return ST_NOT_FOUND;
         uint64_t h = store_hash(rec_key(c), c->klen);
-        mdc_rwlock_t *l = stripe_of(st, h);
+        mdc_brlock_t *l = stripe_of(st, h);
         mdc_wrlock(l);
         if (rec_rflags(c) & R_LINKED) {
             if (rec_expired(c, now_s(st))) {

@@ -53,7 +53,7 @@ struct record {
     uint32_t vlen;
     uint32_t flags;    /* client flags */
     uint32_t deadline; /* store seconds (see store_now_s); 0 = never */
-    uint32_t refcnt;   /* atomic */
+    uint32_t refcnt;   /* atomic: index token (bit 31) + counted refs */
     uint32_t atime;    /* atomic relaxed; ~1 ms ticks, wraps */
     uint16_t klen;
     uint8_t rflags;    /* atomic */
@@ -77,7 +77,7 @@ struct store {
     _Atomic uint64_t hstate; /* linear hashing: n << 32 | split */
     pthread_mutex_t grow_mu;
     struct rtree *buckets;
-    mdc_rwlock_t *locks;
+    mdc_brlock_t *locks; /* record stripes: biased (readers.h) */
     struct tags *tags;
 
     store_hook_fn hook;
@@ -102,6 +102,12 @@ struct store {
     _Atomic uint64_t sweep_cursor;
     _Atomic uint64_t evict_seed;
     uint64_t fixed_bytes;
+
+    /* unlinked records no counted token keeps but a hold slot still does
+     * (linked through rb.rbe_left); freed once no slot holds them */
+    pthread_mutex_t retire_mu;
+    struct record *retired;
+    _Atomic uint32_t nretired;
 
     pthread_t sweeper;
     int sweeper_running;
