@@ -33,6 +33,13 @@
  *                                      (-n: at most OPS per connection)
  *   w5 ... inval                                 invalidation latency by size
  *   w5 ... leak -e TTL -w SETTLE                 memory left after expiry
+ *   w5 ... w5a -d SEC [-P serverpid] [-g GROUPS]  W5a, the tagged read:
+ *          GROUPS tags of exactly 100 records ("a:<g>:<j>", tag (10, g),
+ *          100-byte values) are loaded, then each operation fetches the
+ *          100 records of a random one - mdcached one get_by_tag; memcached
+ *          (Symfony version keys) one multi-get of the 100 keys and one of
+ *          the tag's version key, each value checked against it; Redis
+ *          SMEMBERS + MGET - for SEC seconds on one connection
  */
 #include "config.h"
 
@@ -975,13 +982,133 @@ static int do_leak(struct target *t, int ttl, int settle)
     return 0;
 }
 
+/* ---- W5a: the tagged read ------------------------------------------------ */
+#define W5A_TKEY 10
+#define W5A_SIZE 100
+
+static int w5a_key(char *buf, uint32_t g, uint32_t j)
+{
+    return sprintf(buf, "a:%" PRIu32 ":%" PRIu32, g, j);
+}
+
+static int w5a_load(struct target *t, uint32_t groups)
+{
+    t->cur = OP_SET;
+    for (uint32_t g = 0; g < groups; g++) {
+        struct mdc_tag tag = {W5A_TKEY, (int32_t)g};
+        for (uint32_t j = 0; j < W5A_SIZE; j++) {
+            char key[48];
+            int n = w5a_key(key, g, j);
+            if (t->set(t, key, (size_t)n, &tag, 1, 0) < 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+/* The records of one group, read as each design reads a tag; returns the
+ * number of fresh records found. */
+static long w5a_fetch(struct target *t, uint32_t g)
+{
+    struct mdc_tag tag = {W5A_TKEY, (int32_t)g};
+    if (t->connect == mdc_tconnect || t->connect == rd_tconnect)
+        return t->gbt(t, tag);
+    /* memcached: the application knows the 100 keys; it multi-gets them,
+     * then the tag's version, and keeps values stored under that version */
+    static char keys[W5A_SIZE][48];
+    const char *kp[W5A_SIZE];
+    size_t kl[W5A_SIZE];
+    static uint64_t stored[W5A_SIZE];
+    static bool have[W5A_SIZE];
+    memcached_return_t rc;
+    for (uint32_t j = 0; j < W5A_SIZE; j++) {
+        kl[j] = (size_t)w5a_key(keys[j], g, j);
+        kp[j] = keys[j];
+        have[j] = false;
+    }
+    RT(t);
+    if (memcached_mget(t->h, kp, kl, W5A_SIZE) != MEMCACHED_SUCCESS)
+        return -1;
+    memcached_result_st res, *r;
+    memcached_result_create(t->h, &res);
+    while ((r = memcached_fetch_result(t->h, &res, &rc)) != NULL) {
+        const char *k = memcached_result_key_value(r);
+        const char *c = strrchr(k, ':');
+        uint32_t j = c ? (uint32_t)strtoul(c + 1, NULL, 10) : W5A_SIZE;
+        if (j < W5A_SIZE) {
+            stored[j] = strtoull(memcached_result_value(r), NULL, 10);
+            have[j] = true;
+        }
+    }
+    memcached_result_free(&res);
+    char vk[1][32];
+    uint64_t cur;
+    tv_key(vk[0], tag);
+    if (mc_versions(t, vk, 1, &cur) < 0)
+        return -1;
+    long found = 0;
+    for (uint32_t j = 0; j < W5A_SIZE; j++)
+        found += have[j] && stored[j] == cur;
+    return found;
+}
+
+static int do_w5a(struct target *t, double secs, int pid, uint32_t groups)
+{
+    if (t->flush(t) < 0 || w5a_load(t, groups) < 0)
+        return -1;
+    memset(t->st, 0, sizeof(*t->st));
+    t->cur = OP_GBT;
+    double cpu0 = proc_cpu_s(pid), busy0 = machine_busy_s();
+    struct rusage ru0, ru1;
+    getrusage(RUSAGE_SELF, &ru0);
+    uint64_t t0 = now_us(), end = t0 + (uint64_t)(secs * 1e6), ops = 0;
+    uint64_t records = 0, short_reads = 0;
+    while (now_us() < end) {
+        for (int k = 0; k < 16; k++) {
+            uint64_t a = now_us();
+            long n = w5a_fetch(t, (uint32_t)(rnd() % groups));
+            hist_add(t->st, now_us() - a);
+            if (n < 0) {
+                t->st->errors++;
+                continue;
+            }
+            records += (uint64_t)n;
+            short_reads += n != W5A_SIZE;
+            ops++;
+        }
+    }
+    double elapsed = (double)(now_us() - t0) / 1e6;
+    double cpu = proc_cpu_s(pid) - cpu0;
+    getrusage(RUSAGE_SELF, &ru1);
+    double ccpu = (double)(ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec +
+                           ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) +
+                  (double)(ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec +
+                           ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec) /
+                      1e6;
+    double other = machine_busy_s() - busy0 - cpu - ccpu;
+    printf("{\"mode\":\"w5a\",\"target\":\"%s\",\"groups\":%" PRIu32
+           ",\"secs\":%.2f,\"ops\":%" PRIu64 ",\"ops_per_s\":%.0f,"
+           "\"records_per_op\":%.1f,\"short_reads\":%" PRIu64 ","
+           "\"rt_per_op\":%.2f,\"p50_us\":%.0f,\"p99_us\":%.0f,"
+           "\"server_cpu_us_per_op\":%.2f,\"client_cpu_us_per_op\":%.2f,"
+           "\"other_cpus\":%.2f,\"loadavg1\":%.2f,\"errors\":%" PRIu64 "}\n",
+           t->name, groups, elapsed, ops, (double)ops / elapsed,
+           ops ? (double)records / (double)ops : 0.0, short_reads,
+           ops ? (double)t->st->rts[OP_GBT] / (double)ops : 0.0,
+           hist_pct(t->st->hist, 50), hist_pct(t->st->hist, 99),
+           ops && pid > 0 ? cpu * 1e6 / (double)ops : 0.0,
+           ops ? ccpu * 1e6 / (double)ops : 0.0,
+           other > 0 ? other / elapsed : 0.0, loadavg1(), t->st->errors);
+    return 0;
+}
+
 static void usage(void)
 {
     fprintf(stderr,
             "usage: w5 -T mdcached|memcached|redis [-h host] [-p port] "
             "[-r records] [-d secs] [-c conns] [-P server_pid] [-e ttl] "
-            "[-w settle_secs] [-n ops_per_conn] "
-            "load|run|inval|leak\n");
+            "[-w settle_secs] [-n ops_per_conn] [-g w5a_groups] "
+            "load|run|inval|leak|w5a\n");
     exit(2);
 }
 
@@ -989,10 +1116,11 @@ int main(int argc, char **argv)
 {
     const char *host = "127.0.0.1", *tname = NULL;
     int port = 0, conns = 4, pid = 0, ttl = 3, settle = 15, opt;
+    uint32_t groups = 1000;
     double secs = 5;
     struct stats st;
 
-    while ((opt = getopt(argc, argv, "T:h:p:r:d:c:P:e:w:n:")) != -1) {
+    while ((opt = getopt(argc, argv, "T:h:p:r:d:c:P:e:w:n:g:")) != -1) {
         switch (opt) {
         case 'T': tname = optarg; break;
         case 'h': host = optarg; break;
@@ -1004,6 +1132,7 @@ int main(int argc, char **argv)
         case 'e': ttl = atoi(optarg); break;
         case 'w': settle = atoi(optarg); break;
         case 'n': max_ops = strtoull(optarg, NULL, 10); break;
+        case 'g': groups = (uint32_t)strtoul(optarg, NULL, 10); break;
         default: usage();
         }
     }
@@ -1041,6 +1170,8 @@ int main(int argc, char **argv)
         rc = do_inval(t);
     } else if (strcmp(mode, "leak") == 0) {
         rc = do_leak(t, ttl, settle);
+    } else if (strcmp(mode, "w5a") == 0 && groups > 0) {
+        rc = do_w5a(t, secs, pid, groups);
     } else {
         usage();
         rc = 1;

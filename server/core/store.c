@@ -1683,7 +1683,8 @@ int store_del_by_tag(struct store *st, int32_t tkey, const int32_t *tvals,
     for (size_t i = 0; i < cand.n; i++)
         cs[i].h = (cs[i].h & ~(uint64_t)UINT32_MAX) |
                   ((uint32_t)cs[i].h & st->lmask);
-    qsort(cs, cand.n, sizeof(*cs), cand_cmp);
+    if (cand.n > 1)
+        qsort(cs, cand.n, sizeof(*cs), cand_cmp);
     size_t ntags = 0;
     for (size_t i = 0; i < cand.n;) {
         mdc_brlock_t *l = &st->locks[(uint32_t)cs[i].h];
