@@ -1605,27 +1605,7 @@ static int carries(struct record *r, int32_t tkey, const int32_t *tvals,
     return 0;
 }
 
-/*
- * Delete every record carrying (tkey, tv) for any listed tv.  Candidates are
- * collected under the tag lock, then each is removed under its bucket's
- * write lock by key: whatever record is current for that key and carries
- * one of the tags goes, so a record replaced in between by append/incr (tags
- * kept) is caught too, and a concurrent tagged write is either deleted here
- * or was linked after the collection (so it did not exist when we began).
- */
-struct cand {
-    uint64_t h;
-    struct record *r;
-};
-static int cand_cmp(const void *x, const void *y)
-{
-    const struct cand *a = x, *b = y;
-    uint32_t sa = (uint32_t)a->h, sb = (uint32_t)b->h;
-    return sa < sb ? -1 : sa > sb;
-}
-
-/* Phase 2 and 3 of del_by_tag without memory to sort: one candidate at a
- * time. */
+/* del_by_tag without memory for its list: one record at a time. */
 static uint64_t del_each(struct store *st, int32_t tkey, const int32_t *tvals,
                          size_t ntvals, struct store_recset *cand)
 {
@@ -1649,14 +1629,13 @@ static uint64_t del_each(struct store *st, int32_t tkey, const int32_t *tvals,
 /*
  * Delete every record carrying (tkey, tv) for any listed tv.
  *  1. Candidates are collected under the tag locks (tags_collect).
- *  2. Sorted by record stripe, each stripe is write-locked once: whatever
- *     record is current for a candidate's key and carries one of the tags
- *     is announced and taken out of the record forest (so it can no longer
- *     be read by key, and readers by tag skip it), keeping the index's
- *     reference.  A record replaced in between by append/incr (tags kept)
- *     is caught too, and a concurrent tagged write is either deleted here
- *     or was linked after the collection (so it did not exist when we
- *     began).
+ *  2. Under each candidate's record stripe (write), whatever record is
+ *     current for its key and carries one of the tags is announced and
+ *     taken out of the record forest (so it can no longer be read by key,
+ *     and readers by tag skip it), keeping the index's reference.  A record
+ *     replaced in between by append/incr (tags kept) is caught too, and a
+ *     concurrent tagged write is either deleted here or was linked after
+ *     the collection (so it did not exist when we began).
  *  3. The deleted records' tag entries leave the tag index in one pass per
  *     tag bucket (tags_unlink_many), then the index lets the records go.
  */
@@ -1668,41 +1647,25 @@ int store_del_by_tag(struct store *st, int32_t tkey, const int32_t *tvals,
     uint64_t n = 0;
     struct store_recset cand = {0};
     int rc = tags_collect(st->tags, tkey, tvals, ntvals, &cand, 0);
-    struct cand *cs = cand.n ? mdc_malloc(cand.n * sizeof(*cs)) : NULL;
     struct record **gone = cand.n ? mdc_malloc(cand.n * sizeof(*gone)) : NULL;
-    if (cand.n > 0 && (cs == NULL || gone == NULL)) {
+    if (cand.n > 0 && gone == NULL) {
         n = del_each(st, tkey, tvals, ntvals, &cand);
         goto out;
     }
+    size_t ntags = 0;
     for (size_t i = 0; i < cand.n; i++) {
         struct record *c = cand.recs[i];
-        cs[i].h = store_hash(rec_key(c), c->klen);
-        cs[i].r = c;
-    }
-    /* the stripe is (h & lmask): sorting by the low word groups stripes */
-    for (size_t i = 0; i < cand.n; i++)
-        cs[i].h = (cs[i].h & ~(uint64_t)UINT32_MAX) |
-                  ((uint32_t)cs[i].h & st->lmask);
-    if (cand.n > 1)
-        qsort(cs, cand.n, sizeof(*cs), cand_cmp);
-    size_t ntags = 0;
-    for (size_t i = 0; i < cand.n;) {
-        mdc_brlock_t *l = &st->locks[(uint32_t)cs[i].h];
+        uint64_t h = store_hash(rec_key(c), c->klen);
+        mdc_brlock_t *l = stripe_of(st, h);
         mdc_wrlock(l);
-        size_t j = i;
-        for (; j < cand.n && (uint32_t)cs[j].h == (uint32_t)cs[i].h; j++) {
-            struct record *c = cs[j].r;
-            uint64_t h = store_hash(rec_key(c), c->klen);
-            struct record *r = do_find(st, h, rec_key(c), c->klen);
-            if (r != NULL && carries(r, tkey, tvals, ntvals)) {
-                announce(st, EV_DEL_BY_TAG, r, h);
-                do_detach_b(st, bucket_idx(st, h), r);
-                gone[n++] = r;
-                ntags += record_ntags(r);
-            }
+        struct record *r = do_find(st, h, rec_key(c), c->klen);
+        if (r != NULL && carries(r, tkey, tvals, ntvals)) {
+            announce(st, EV_DEL_BY_TAG, r, h);
+            do_detach_b(st, bucket_idx(st, h), r);
+            gone[n++] = r;
+            ntags += record_ntags(r);
         }
         mdc_unlock(l);
-        i = j;
     }
     /* phase 3: one pass per tag bucket over every deleted record's tags */
     struct tag_entry **es = ntags ? mdc_malloc(ntags * sizeof(*es)) : NULL;
@@ -1725,10 +1688,12 @@ int store_del_by_tag(struct store *st, int32_t tkey, const int32_t *tvals,
         for (size_t i = 0; i < n; i++)
             rec_untag(st, gone[i]);
     }
+    /* our counted references first, while the index token keeps them from
+     * being the last (no slot scan), then the index lets go */
+    store_recset_release(st, &cand);
     for (size_t i = 0; i < n; i++)
         rec_unindex(st, gone[i]);
 out:
-    mdc_free(cs);
     mdc_free(gone);
     store_recset_release(st, &cand);
     if (ndeleted)

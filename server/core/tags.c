@@ -174,45 +174,49 @@ void tags_unlink(struct tags *t, struct tag_entry *e, int64_t *mem)
     mdc_unlock(&b->lock);
 }
 
-struct by_bucket {
-    uint32_t b;
-    struct tag_entry *e;
-};
-static int by_bucket_cmp(const void *x, const void *y)
-{
-    const struct by_bucket *a = x, *b = y;
-    if (a->b != b->b)
-        return a->b < b->b ? -1 : 1;
-    return (uintptr_t)a->e < (uintptr_t)b->e ? -1 : (uintptr_t)a->e >
-                                                       (uintptr_t)b->e;
-}
-
 int tags_unlink_many(struct tags *t, struct tag_entry *const *es, size_t n,
                      int64_t *mem)
 {
-    struct by_bucket *s = n ? mdc_malloc(n * sizeof(*s)) : NULL;
-    if (s == NULL) {
+    /* a counting sort by bucket: two passes over the entries and one over
+     * the bucket counts, where a comparison sort cost more than the lock
+     * rounds it saves */
+    uint32_t nb = t->mask + 1;
+    uint32_t *start = n ? mdc_calloc(nb + 1, sizeof(*start)) : NULL;
+    struct tag_entry **s = n ? mdc_malloc(n * sizeof(*s)) : NULL;
+    uint32_t *bi = n ? mdc_malloc(n * sizeof(*bi)) : NULL;
+    if (start == NULL || s == NULL || bi == NULL) {
+        mdc_free(start);
+        mdc_free(s);
+        mdc_free(bi);
         for (size_t i = 0; i < n; i++)
             tags_unlink(t, es[i], mem);
-        return 0;
+        return (int)n;
     }
     for (size_t i = 0; i < n; i++) {
-        s[i].b = bucket_idx(t, es[i]->tkey, es[i]->tval);
-        s[i].e = es[i];
+        bi[i] = bucket_idx(t, es[i]->tkey, es[i]->tval);
+        start[bi[i] + 1]++;
     }
-    qsort(s, n, sizeof(*s), by_bucket_cmp);
+    for (uint32_t b = 0; b < nb; b++)
+        start[b + 1] += start[b];
+    for (size_t i = 0; i < n; i++)
+        s[start[bi[i]]++] = es[i]; /* start[b] ends as bucket b's end */
     int rounds = 0;
-    for (size_t i = 0; i < n;) {
-        struct tag_bucket *b = &t->b[s[i].b];
-        mdc_wrlock(&b->lock);
-        size_t j = i;
-        for (; j < n && s[j].b == s[i].b; j++)
-            unlink_locked(b, s[j].e, mem);
-        mdc_unlock(&b->lock);
+    uint32_t from = 0;
+    for (uint32_t b = 0; b < nb; b++) {
+        uint32_t to = start[b];
+        if (to == from)
+            continue;
+        struct tag_bucket *tb = &t->b[b];
+        mdc_wrlock(&tb->lock);
+        for (uint32_t k = from; k < to; k++)
+            unlink_locked(tb, s[k], mem);
+        mdc_unlock(&tb->lock);
         rounds++;
-        i = j;
+        from = to;
     }
+    mdc_free(start);
     mdc_free(s);
+    mdc_free(bi);
     return rounds;
 }
 
