@@ -40,6 +40,16 @@
  *          (Symfony version keys) one multi-get of the 100 keys and one of
  *          the tag's version key, each value checked against it; Redis
  *          SMEMBERS + MGET - for SEC seconds on one connection
+ *   w5 ... w5b -d SEC [-g SIZE] [-i PERIOD_MS]   W5b, the invalidation:
+ *          every PERIOD_MS (100) a tag (11, 0) is refilled with SIZE
+ *          (10 000) records "b:<j>" (one pipelined batch: mdcached mset,
+ *          Redis SET + SADD pipeline, memcached multi-set under the tag's
+ *          version) and invalidated, timed: mdcached del_by_tag; Redis a Lua
+ *          script that SSCANs the tag's set and DELs the members, then the
+ *          set (as Symfony's RedisTagAwareAdapter does); memcached an incr
+ *          of the version key.  After each invalidation the tag's index is
+ *          read back (mdcached get_by_tag, Redis SCARD; memcached keeps the
+ *          records).  Run beside W1 (bench/w5b.sh) for its p99.
  */
 #include "config.h"
 
@@ -1102,13 +1112,166 @@ static int do_w5a(struct target *t, double secs, int pid, uint32_t groups)
     return 0;
 }
 
+/* ---- W5b: invalidation beside W1 ------------------------------------------- */
+#define W5B_TKEY 11
+
+static int w5b_refill(struct target *t, uint32_t size)
+{
+    static struct mdc_kv *kv;
+    static char (*keys)[24];
+    struct mdc_tag tag = {W5B_TKEY, 0};
+    if (keys == NULL) {
+        keys = malloc((size_t)size * sizeof(*keys));
+        kv = calloc(size, sizeof(*kv));
+        if (keys == NULL || kv == NULL)
+            return -1;
+    }
+    size_t kl[size];
+    for (uint32_t j = 0; j < size; j++)
+        kl[j] = (size_t)sprintf(keys[j], "b:%" PRIu32, j);
+    RT(t);
+    if (t->connect == mdc_tconnect) {
+        for (uint32_t j = 0; j < size; j++)
+            kv[j] = (struct mdc_kv){.key = keys[j], .klen = kl[j],
+                                    .value = value, .vlen = VLEN,
+                                    .tags = &tag, .ntags = 1};
+        return mdc_mset(t->h, MDC_SET, size, kv, NULL) == MDC_OK ? 0 : -1;
+    }
+    if (t->connect == rd_tconnect) {
+        redisContext *c = t->h;
+        for (uint32_t j = 0; j < size; j++) {
+            redisAppendCommand(c, "SET %b %b", keys[j], kl[j], value,
+                               (size_t)VLEN);
+            redisAppendCommand(c, "SADD tag:%d:0 %b", W5B_TKEY, keys[j],
+                               kl[j]);
+        }
+        int rc = 0;
+        for (uint32_t j = 0; j < 2 * size; j++)
+            if (rd_reply_ok(c) < 0)
+                rc = -1;
+        return rc;
+    }
+    /* memcached: values carry the tag's current version */
+    char vk[1][32];
+    uint64_t ver;
+    char buf[VLEN + 32];
+    tv_key(vk[0], tag);
+    if (mc_versions(t, vk, 1, &ver) < 0)
+        return -1;
+    int n = sprintf(buf, "%" PRIu64 "|", ver);
+    memcpy(buf + n, value, VLEN);
+    memcached_behavior_set(t->h, MEMCACHED_BEHAVIOR_NOREPLY, 1);
+    memcached_behavior_set(t->h, MEMCACHED_BEHAVIOR_BUFFER_REQUESTS, 1);
+    int rc = 0;
+    for (uint32_t j = 0; j < size; j++)
+        if (memcached_set(t->h, keys[j], kl[j], buf, (size_t)n + VLEN, 0, 0) !=
+            MEMCACHED_SUCCESS &&
+            memcached_last_error(t->h) != MEMCACHED_BUFFERED)
+            rc = -1;
+    memcached_flush_buffers(t->h);
+    memcached_behavior_set(t->h, MEMCACHED_BEHAVIOR_BUFFER_REQUESTS, 0);
+    memcached_behavior_set(t->h, MEMCACHED_BEHAVIOR_NOREPLY, 0);
+    /* a round trip so that every set has been applied */
+    if (mc_versions(t, vk, 1, &ver) < 0)
+        rc = -1;
+    return rc;
+}
+
+/* Symfony's RedisTagAwareAdapter invalidates with a Lua script that
+ * SSCANs the tag set and deletes what it lists, then the set. */
+static const char w5b_lua[] =
+    "local c = '0' local n = 0 "
+    "repeat "
+    "  local r = redis.call('SSCAN', KEYS[1], c, 'COUNT', 1000) "
+    "  c = r[1] "
+    "  if #r[2] > 0 then n = n + redis.call('DEL', unpack(r[2])) end "
+    "until c == '0' "
+    "redis.call('DEL', KEYS[1]) "
+    "return n";
+
+static int w5b_invalidate(struct target *t)
+{
+    struct mdc_tag tag = {W5B_TKEY, 0};
+    if (t->connect != rd_tconnect)
+        return t->dbt(t, tag);
+    RT(t);
+    redisReply *r = redisCommand(t->h, "EVAL %s 1 tag:%d:0", w5b_lua,
+                                 W5B_TKEY);
+    int rc = r != NULL && r->type == REDIS_REPLY_INTEGER ? 0 : -1;
+    if (r)
+        freeReplyObject(r);
+    return rc;
+}
+
+/* What the tag's index still holds right after its invalidation. */
+static long w5b_left(struct target *t)
+{
+    struct mdc_tag tag = {W5B_TKEY, 0};
+    if (t->connect == mdc_tconnect)
+        return t->gbt(t, tag);
+    if (t->connect == rd_tconnect) {
+        redisReply *r = redisCommand(t->h, "SCARD tag:%d:0", W5B_TKEY);
+        long n = r != NULL && r->type == REDIS_REPLY_INTEGER ? (long)r->integer
+                                                             : -1;
+        if (r)
+            freeReplyObject(r);
+        return n;
+    }
+    return 0; /* version keys: nothing to clean, the records stay */
+}
+
+static int do_w5b(struct target *t, double secs, uint32_t size, int period_ms)
+{
+    enum { MAXN = 4096 };
+    static uint64_t lat[MAXN], refill[MAXN];
+    uint64_t t0 = now_us(), end = t0 + (uint64_t)(secs * 1e6);
+    uint32_t n = 0;
+    long left_max = 0;
+    uint64_t errors = 0, late = 0;
+    t->cur = OP_DBT;
+    while (now_us() < end && n < MAXN) {
+        uint64_t start = now_us();
+        if (w5b_refill(t, size) < 0)
+            errors++;
+        uint64_t a = now_us();
+        if (w5b_invalidate(t) < 0)
+            errors++;
+        uint64_t b = now_us();
+        long left = w5b_left(t);
+        if (left < 0)
+            errors++;
+        else if (left > left_max)
+            left_max = left;
+        refill[n] = a - start;
+        lat[n++] = b - a;
+        uint64_t next = start + (uint64_t)period_ms * 1000;
+        uint64_t now = now_us();
+        if (now < next)
+            usleep((useconds_t)(next - now));
+        else
+            late++;
+    }
+    qsort(lat, n, sizeof(lat[0]), cmp_u64);
+    qsort(refill, n, sizeof(refill[0]), cmp_u64);
+    printf("{\"mode\":\"w5b\",\"target\":\"%s\",\"size\":%" PRIu32
+           ",\"period_ms\":%d,\"secs\":%.2f,\"invalidations\":%" PRIu32
+           ",\"late_periods\":%" PRIu64 ",\"inval_p50_us\":%" PRIu64
+           ",\"inval_p99_us\":%" PRIu64 ",\"inval_max_us\":%" PRIu64
+           ",\"refill_p50_us\":%" PRIu64 ",\"tag_left_max\":%ld"
+           ",\"errors\":%" PRIu64 "}\n",
+           t->name, size, period_ms, (double)(now_us() - t0) / 1e6, n, late,
+           n ? lat[n / 2] : 0, n ? lat[(n * 99) / 100] : 0,
+           n ? lat[n - 1] : 0, n ? refill[n / 2] : 0, left_max, errors);
+    return errors ? -1 : 0;
+}
+
 static void usage(void)
 {
     fprintf(stderr,
             "usage: w5 -T mdcached|memcached|redis [-h host] [-p port] "
             "[-r records] [-d secs] [-c conns] [-P server_pid] [-e ttl] "
-            "[-w settle_secs] [-n ops_per_conn] [-g w5a_groups] "
-            "load|run|inval|leak|w5a\n");
+            "[-w settle_secs] [-n ops_per_conn] [-g w5a_groups|w5b_size] "
+            "[-i w5b_period_ms] load|run|inval|leak|w5a|w5b\n");
     exit(2);
 }
 
@@ -1116,11 +1279,12 @@ int main(int argc, char **argv)
 {
     const char *host = "127.0.0.1", *tname = NULL;
     int port = 0, conns = 4, pid = 0, ttl = 3, settle = 15, opt;
-    uint32_t groups = 1000;
+    uint32_t groups = 0;
+    int period_ms = 100;
     double secs = 5;
     struct stats st;
 
-    while ((opt = getopt(argc, argv, "T:h:p:r:d:c:P:e:w:n:g:")) != -1) {
+    while ((opt = getopt(argc, argv, "T:h:p:r:d:c:P:e:w:n:g:i:")) != -1) {
         switch (opt) {
         case 'T': tname = optarg; break;
         case 'h': host = optarg; break;
@@ -1133,6 +1297,7 @@ int main(int argc, char **argv)
         case 'w': settle = atoi(optarg); break;
         case 'n': max_ops = strtoull(optarg, NULL, 10); break;
         case 'g': groups = (uint32_t)strtoul(optarg, NULL, 10); break;
+        case 'i': period_ms = atoi(optarg); break;
         default: usage();
         }
     }
@@ -1170,8 +1335,10 @@ int main(int argc, char **argv)
         rc = do_inval(t);
     } else if (strcmp(mode, "leak") == 0) {
         rc = do_leak(t, ttl, settle);
-    } else if (strcmp(mode, "w5a") == 0 && groups > 0) {
-        rc = do_w5a(t, secs, pid, groups);
+    } else if (strcmp(mode, "w5a") == 0) {
+        rc = do_w5a(t, secs, pid, groups ? groups : 1000);
+    } else if (strcmp(mode, "w5b") == 0 && period_ms > 0) {
+        rc = do_w5b(t, secs, groups ? groups : 10000, period_ms);
     } else {
         usage();
         rc = 1;
