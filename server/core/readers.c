@@ -74,7 +74,7 @@ bool mdc_held_anywhere(const void *p)
     for (uint32_t t = 0; t < n; t++)
         for (int i = 0; i < MDC_HOLDS; i++)
             if (atomic_load_explicit(&mdc_readers[t].hold[i],
-                                     memory_order_seq_cst) == p)
+                                     memory_order_acquire) == p)
                 return true;
     return false;
 }

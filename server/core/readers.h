@@ -52,8 +52,9 @@ static inline bool mdc_hold(const void *p)
         return false;
     for (int i = 0; i < MDC_HOLDS; i++) {
         if (atomic_load_explicit(&s->hold[i], memory_order_relaxed) == NULL) {
-            /* seq_cst: visible before the lock that protects p is left */
-            atomic_store_explicit(&s->hold[i], p, memory_order_seq_cst);
+            /* ordered before the release of the lock that protects p,
+             * which a retirer's scan comes after (docs/threads.md) */
+            atomic_store_explicit(&s->hold[i], p, memory_order_release);
             return true;
         }
     }
@@ -67,7 +68,9 @@ static inline bool mdc_unhold_own(const void *p)
         return false;
     for (int i = 0; i < MDC_HOLDS; i++) {
         if (atomic_load_explicit(&s->hold[i], memory_order_relaxed) == p) {
-            atomic_store_explicit(&s->hold[i], NULL, memory_order_seq_cst);
+            /* release: our reads of p come before a scanner sees it gone;
+             * a scanner that still sees p only defers the free */
+            atomic_store_explicit(&s->hold[i], NULL, memory_order_release);
             return true;
         }
     }
@@ -76,9 +79,7 @@ static inline bool mdc_unhold_own(const void *p)
 /* Drop one hold of p from any thread's slots (a hold released by another
  * thread than the one that took it); false if none. */
 bool mdc_unhold_any(const void *p);
-/* Is p published in any slot?  (seq_cst loads: paired with the seq_cst
- * stores above, one of two threads racing to drop the last hold sees the
- * other's drop.) */
+/* Is p published in any slot?  (acquire loads of every slot) */
 bool mdc_held_anywhere(const void *p);
 
 /* ---- biased reader-writer lock ---------------------------------------------- */
