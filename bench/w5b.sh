@@ -96,7 +96,15 @@ done
 echo "== results: $OUT" >&2
 python3 - "$OUT" <<'PY'
 import json, statistics as S, sys
-rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+# mdc-load writes one JSON object over several lines: read a stream
+text, rows, dec, i = open(sys.argv[1]).read(), [], json.JSONDecoder(), 0
+while True:
+    while i < len(text) and text[i].isspace():
+        i += 1
+    if i >= len(text):
+        break
+    obj, i = dec.raw_decode(text, i)
+    rows.append(obj)
 meta = rows[0]
 print(f"W5b run {meta['date']} on {meta['host']}; W1 {meta['secs']} s per "
       f"window, {meta['rounds']} rounds; tag of {meta['size']} records "
