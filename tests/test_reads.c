@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -206,6 +207,59 @@ static void test_release_by_another_thread(void **state)
     store_teardown(st);
 }
 
+struct excl {
+    mdc_brlock_t l;
+    atomic_int writer_in;
+    atomic_int reader_go;
+};
+static void *writer(void *arg)
+{
+    struct excl *x = arg;
+    mdc_br_wrlock(&x->l);
+    atomic_store(&x->writer_in, 1);
+    mdc_br_unlock(&x->l);
+    return NULL;
+}
+
+/* A writer waits for a reader that took the biased (fast) path, and the
+ * reader's next read after a write goes through the rwlock until the bias
+ * returns. */
+static void test_brlock_excludes_fast_readers(void **state)
+{
+    (void)state;
+    struct excl x;
+    mdc_brlock_init(&x.l);
+    atomic_init(&x.writer_in, 0);
+    mdc_br_rdlock(&x.l);
+    assert_ptr_equal(atomic_load(&mdc_reader_self()->reading), &x.l);
+    pthread_t w;
+    pthread_create(&w, NULL, writer, &x);
+    struct timespec ts = {0, 50 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    assert_int_equal(atomic_load(&x.writer_in), 0); /* still excluded */
+    assert_int_equal(atomic_load(&x.l.rbias), 0);   /* it revoked */
+    mdc_br_unlock(&x.l);
+    pthread_join(w, NULL);
+    assert_int_equal(atomic_load(&x.writer_in), 1);
+    /* bias off: this read takes the pthread lock */
+    mdc_br_rdlock(&x.l);
+    assert_null(atomic_load(&mdc_reader_self()->reading));
+    mdc_br_unlock(&x.l);
+    /* a slow read after the inhibit time (9x the revocation, which here
+     * waited 50 ms for us) biases the lock again */
+    struct timespec tick = {0, 10 * 1000 * 1000};
+    for (int i = 0; i < 300 && !atomic_load(&x.l.rbias); i++) {
+        nanosleep(&tick, NULL);
+        mdc_br_rdlock(&x.l);
+        mdc_br_unlock(&x.l);
+    }
+    assert_int_equal(atomic_load(&x.l.rbias), 1);
+    mdc_br_rdlock(&x.l);
+    assert_ptr_equal(atomic_load(&mdc_reader_self()->reading), &x.l);
+    mdc_br_unlock(&x.l);
+    mdc_brlock_destroy(&x.l);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -213,6 +267,7 @@ int main(void)
         cmocka_unit_test(test_atime_grain),
         cmocka_unit_test(test_hold_outlives_delete),
         cmocka_unit_test(test_release_by_another_thread),
+        cmocka_unit_test(test_brlock_excludes_fast_readers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
