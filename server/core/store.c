@@ -1605,6 +1605,9 @@ static int carries(struct record *r, int32_t tkey, const int32_t *tvals,
     return 0;
 }
 
+/* del_by_tag prefetches the bucket of the candidate this far ahead */
+#define DBT_AHEAD 4
+
 /* del_by_tag without memory for its list: one record at a time. */
 static uint64_t del_each(struct store *st, int32_t tkey, const int32_t *tvals,
                          size_t ntvals, struct store_recset *cand)
@@ -1648,14 +1651,27 @@ int store_del_by_tag(struct store *st, int32_t tkey, const int32_t *tvals,
     struct store_recset cand = {0};
     int rc = tags_collect(st->tags, tkey, tvals, ntvals, &cand, 0);
     struct record **gone = cand.n ? mdc_malloc(cand.n * sizeof(*gone)) : NULL;
+    uint64_t *hs = NULL;
     if (cand.n > 0 && gone == NULL) {
         n = del_each(st, tkey, tvals, ntvals, &cand);
         goto out;
     }
     size_t ntags = 0;
+    /* hash every candidate first, so that each lookup's bucket can be
+     * fetched a few candidates ahead (the hashes go where 'gone' will
+     * be filled, behind the reads) */
+    hs = cand.n ? mdc_malloc(cand.n * sizeof(*hs)) : NULL;
+    for (size_t i = 0; hs != NULL && i < cand.n; i++) {
+        struct record *c = cand.recs[i];
+        hs[i] = store_hash(rec_key(c), c->klen);
+        if (i < DBT_AHEAD)
+            __builtin_prefetch(&st->buckets[bucket_idx(st, hs[i])]);
+    }
     for (size_t i = 0; i < cand.n; i++) {
         struct record *c = cand.recs[i];
-        uint64_t h = store_hash(rec_key(c), c->klen);
+        uint64_t h = hs != NULL ? hs[i] : store_hash(rec_key(c), c->klen);
+        if (hs != NULL && i + DBT_AHEAD < cand.n)
+            __builtin_prefetch(&st->buckets[bucket_idx(st, hs[i + DBT_AHEAD])]);
         mdc_brlock_t *l = stripe_of(st, h);
         mdc_wrlock(l);
         struct record *r = do_find(st, h, rec_key(c), c->klen);
@@ -1694,6 +1710,7 @@ int store_del_by_tag(struct store *st, int32_t tkey, const int32_t *tvals,
     for (size_t i = 0; i < n; i++)
         rec_unindex(st, gone[i]);
 out:
+    mdc_free(hs);
     mdc_free(gone);
     store_recset_release(st, &cand);
     if (ndeleted)
