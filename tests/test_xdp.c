@@ -580,25 +580,35 @@ static void test_slot_reuse(void **state)
  * pages; a direct-mapped table would scatter them over the whole tier. */
 static void test_dense_slots(void **state)
 {
-    enum { N = 64 };
+    enum { N = 64, SLOTS = 4096 };
+    static uint8_t used[SLOTS];
     struct mirror *big;
     uintptr_t lo = UINTPTR_MAX, hi = 0;
-    char k[32];
-    int i;
+    char keys[N][32];
+    int i, n = 0, c;
 
-    open_slots = 4096; /* 64 keys direct-mapped would span ~4 000 slots */
+    open_slots = SLOTS; /* 64 keys direct-mapped would span ~4 000 slots */
     open_mirror(&big, 0);
     open_slots = 16;
-    for (i = 0; i < N; i++) {
-        snprintf(k, sizeof(k), "dense-%d", i);
-        assert_int_equal(mirror_fill(big, k, (uint32_t)strlen(k), "v", 1, 0,
-                                     0), 0);
+    /* keys with distinct index positions (two sharing one take turns) */
+    memset(used, 0, sizeof(used));
+    for (c = 0; n < N; c++) {
+        uint32_t pos;
+        snprintf(keys[n], sizeof(keys[n]), "dense-%d", c);
+        pos = (uint32_t)mirror_key_hash(big, keys[n], strlen(keys[n])) &
+              (SLOTS - 1);
+        if (!used[pos]) {
+            used[pos] = 1;
+            n++;
+        }
     }
+    for (i = 0; i < N; i++)
+        assert_int_equal(mirror_fill(big, keys[i], (uint32_t)strlen(keys[i]),
+                                     "v", 1, 0, 0), 0);
     for (i = 0; i < N; i++) {
         struct mirror_entry *e;
-        snprintf(k, sizeof(k), "dense-%d", i);
-        expect_hit_on(big, k, 0, "v", 1, (uint16_t)i);
-        e = mirror_slot(big, 0, k, (uint32_t)strlen(k));
+        expect_hit_on(big, keys[i], 0, "v", 1, (uint16_t)i);
+        e = mirror_slot(big, 0, keys[i], (uint32_t)strlen(keys[i]));
         assert_non_null(e);
         if ((uintptr_t)e < lo)
             lo = (uintptr_t)e;
