@@ -213,11 +213,11 @@ static inline uint32_t nbuckets_now(struct store *st)
     uint64_t s = atomic_load_explicit(&st->hstate, memory_order_relaxed);
     return (uint32_t)(s >> 32) + (uint32_t)s;
 }
-static inline mdc_brlock_t *stripe_of(struct store *st, uint64_t h)
+static inline mdc_rwlock_t *stripe_of(struct store *st, uint64_t h)
 {
     return &st->locks[(uint32_t)h & st->lmask];
 }
-static inline mdc_brlock_t *lock_of(struct store *st, uint32_t b)
+static inline mdc_rwlock_t *lock_of(struct store *st, uint32_t b)
 {
     return &st->locks[b & st->lmask];
 }
@@ -707,7 +707,7 @@ struct store *store_setup(const struct store_config *cfg)
     if (st->buckets == NULL || st->locks == NULL || st->tags == NULL)
         goto fail;
     for (uint32_t i = 0; i < c->nlocks; i++)
-        mdc_brlock_init(&st->locks[i]);
+        mdc_rwlock_init(&st->locks[i]);
     st->fixed_bytes = sizeof(*st) + (uint64_t)c->nlocks * sizeof(*st->locks) +
                       tags_fixed_bytes(st->tags); /* + buckets in use */
     atomic_store(&st->evict_seed, 0x9E3779B97F4A7C15ull);
@@ -775,7 +775,7 @@ void store_teardown(struct store *st)
     reclaim_retired(st); /* what is still held stays (as a count did) */
     pthread_mutex_destroy(&st->retire_mu);
     for (uint32_t i = 0; i <= st->lmask; i++)
-        mdc_brlock_destroy(&st->locks[i]);
+        mdc_rwlock_destroy(&st->locks[i]);
     pthread_mutex_destroy(&st->sweep_mu);
     pthread_mutex_destroy(&st->grow_mu);
     pthread_cond_destroy(&st->sweep_cv);
@@ -858,7 +858,7 @@ static int evict_one(struct store *st)
         uint32_t start = (uint32_t)(rnd(st) % nb);
         for (int p = 0; p < EVICT_PROBE; p++) {
             uint32_t b = (start + (uint32_t)p) % nb;
-            mdc_brlock_t *l = lock_of(st, b);
+            mdc_rwlock_t *l = lock_of(st, b);
             mdc_rdlock(l);
             struct record *r;
             int hit = 0;
@@ -888,7 +888,7 @@ static int evict_one(struct store *st)
         return found_any ? 0 : -1;
 
     uint64_t h = store_hash(rec_key(best), best->klen);
-    mdc_brlock_t *l = stripe_of(st, h); /* best may have moved bucket */
+    mdc_rwlock_t *l = stripe_of(st, h); /* best may have moved bucket */
     mdc_wrlock(l);
     if (rec_rflags(best) & R_LINKED) {
         if (rec_expired(best, now)) {
@@ -919,7 +919,7 @@ struct record *store_get(struct store *st, const void *key, uint32_t klen)
     if (klen > STORE_MAX_KEY)
         return NULL;
     uint64_t h = store_hash(key, klen);
-    mdc_brlock_t *l = stripe_of(st, h);
+    mdc_rwlock_t *l = stripe_of(st, h);
     int expired = 0;
 
     uint64_t ns = now_ns(st);
@@ -965,7 +965,7 @@ static void grow_step(struct store *st)
     if ((uint64_t)n + split >= st->cfg.nbuckets)
         return;
     uint32_t b = split;
-    mdc_brlock_t *l = lock_of(st, b);
+    mdc_rwlock_t *l = lock_of(st, b);
     mdc_wrlock(l);
     struct record *r, *nx;
     RB_FOREACH_SAFE(r, rtree, &st->buckets[b], nx)
@@ -1007,7 +1007,7 @@ int store_visit(struct store *st, const void *key, uint32_t klen,
     if (klen > STORE_MAX_KEY)
         return 0;
     uint64_t h = store_hash(key, klen);
-    mdc_brlock_t *l = stripe_of(st, h);
+    mdc_rwlock_t *l = stripe_of(st, h);
     int ran = 0;
 
     check_flush(st, now_s(st));
@@ -1028,7 +1028,7 @@ struct record *store_gat(struct store *st, const void *key, uint32_t klen,
     if (klen > STORE_MAX_KEY)
         return NULL;
     uint64_t h = store_hash(key, klen);
-    mdc_brlock_t *l = stripe_of(st, h);
+    mdc_rwlock_t *l = stripe_of(st, h);
     uint32_t d = deadline_of(st, exptime);
 
     mdc_wrlock(l);
@@ -1050,7 +1050,7 @@ int store_touch(struct store *st, const void *key, uint32_t klen,
     if (klen > STORE_MAX_KEY)
         return ST_KEY_INVALID;
     uint64_t h = store_hash(key, klen);
-    mdc_brlock_t *l = stripe_of(st, h);
+    mdc_rwlock_t *l = stripe_of(st, h);
     uint32_t d = deadline_of(st, exptime);
     int rc = ST_NOT_FOUND;
 
@@ -1071,7 +1071,7 @@ int store_delete(struct store *st, const void *key, uint32_t klen,
     if (klen > STORE_MAX_KEY)
         return ST_KEY_INVALID;
     uint64_t h = store_hash(key, klen);
-    mdc_brlock_t *l = stripe_of(st, h);
+    mdc_rwlock_t *l = stripe_of(st, h);
     int rc = ST_NOT_FOUND;
 
     mdc_wrlock(l);
@@ -1148,7 +1148,7 @@ static int replace_derived(struct store *st, uint64_t h, struct record *old,
         rec_copy_tags(r, old);
     r->cas = next_cas();
 
-    mdc_brlock_t *l = stripe_of(st, h);
+    mdc_rwlock_t *l = stripe_of(st, h);
     mdc_wrlock(l);
     struct record *cur = do_find_live(st, h, rec_key(old), old->klen);
     if (cur != old) {
@@ -1251,7 +1251,7 @@ static int put_common(struct store *st, enum store_mode mode,
     r->cas = next_cas();
 
     uint64_t h = store_hash(it->key, it->klen);
-    mdc_brlock_t *l = stripe_of(st, h);
+    mdc_rwlock_t *l = stripe_of(st, h);
     uint64_t ncas = r->cas; /* r may be replaced once unlocked */
     mdc_wrlock(l);
     struct record *old = do_find_live(st, h, it->key, it->klen);
@@ -1433,7 +1433,7 @@ void store_flush(struct store *st)
     /* re-read the size each step: a bucket split behind the cursor moves
      * records ahead of it, never behind */
     for (uint32_t b = 0; b < nbuckets_now(st); b++) {
-        mdc_brlock_t *l = lock_of(st, b);
+        mdc_rwlock_t *l = lock_of(st, b);
         mdc_wrlock(l);
         struct record *r;
         while ((r = RB_ROOT(&st->buckets[b])) != NULL) {
@@ -1473,7 +1473,7 @@ size_t store_sweep(struct store *st, size_t max_buckets)
                                                memory_order_relaxed);
     for (size_t i = 0; i < max_buckets; i++) {
         uint32_t b = (uint32_t)((start + i) % nb);
-        mdc_brlock_t *l = lock_of(st, b);
+        mdc_rwlock_t *l = lock_of(st, b);
         mdc_wrlock(l);
         struct record *r, *nx;
         RB_FOREACH_SAFE(r, rtree, &st->buckets[b], nx)
@@ -1616,7 +1616,7 @@ static uint64_t del_each(struct store *st, int32_t tkey, const int32_t *tvals,
     for (size_t i = 0; i < cand->n; i++) {
         struct record *c = cand->recs[i];
         uint64_t h = store_hash(rec_key(c), c->klen);
-        mdc_brlock_t *l = stripe_of(st, h);
+        mdc_rwlock_t *l = stripe_of(st, h);
         mdc_wrlock(l);
         struct record *r = do_find(st, h, rec_key(c), c->klen);
         if (r != NULL && carries(r, tkey, tvals, ntvals)) {
@@ -1672,7 +1672,7 @@ int store_del_by_tag(struct store *st, int32_t tkey, const int32_t *tvals,
         uint64_t h = hs != NULL ? hs[i] : store_hash(rec_key(c), c->klen);
         if (hs != NULL && i + DBT_AHEAD < cand.n)
             __builtin_prefetch(&st->buckets[bucket_idx(st, hs[i + DBT_AHEAD])]);
-        mdc_brlock_t *l = stripe_of(st, h);
+        mdc_rwlock_t *l = stripe_of(st, h);
         mdc_wrlock(l);
         struct record *r = do_find(st, h, rec_key(c), c->klen);
         if (r != NULL && carries(r, tkey, tvals, ntvals)) {
@@ -1744,7 +1744,7 @@ int store_tstack_pop(struct store *st, struct mdc_tag tag, struct record **out)
         if (c == NULL)
             return ST_NOT_FOUND;
         uint64_t h = store_hash(rec_key(c), c->klen);
-        mdc_brlock_t *l = stripe_of(st, h);
+        mdc_rwlock_t *l = stripe_of(st, h);
         mdc_wrlock(l);
         if (rec_rflags(c) & R_LINKED) {
             if (rec_expired(c, now_s(st))) {

@@ -77,7 +77,7 @@ struct store {
     _Atomic uint64_t hstate; /* linear hashing: n << 32 | split */
     pthread_mutex_t grow_mu;
     struct rtree *buckets;
-    mdc_brlock_t *locks; /* record stripes: biased (readers.h) */
+    mdc_rwlock_t *locks; /* record stripes: biased (readers.h) */
     struct tags *tags;
 
     store_hook_fn hook;

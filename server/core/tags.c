@@ -28,7 +28,7 @@ struct tval_node {
 RB_HEAD(tvtree, tval_node);
 
 struct tag_bucket {
-    mdc_rwlock_t lock;
+    mdc_plainlock_t lock;
     struct tvtree tags;
 };
 
@@ -75,7 +75,7 @@ struct tags *tags_setup(uint32_t nbuckets)
         return NULL;
     }
     for (uint32_t i = 0; i < nbuckets; i++) {
-        mdc_rwlock_init(&t->b[i].lock);
+        mdc_plainlock_init(&t->b[i].lock);
         RB_INIT(&t->b[i].tags);
     }
     return t;
@@ -93,7 +93,7 @@ void tags_teardown(struct tags *t, int64_t *mem)
             *mem -= (int64_t)mdc_usable_size(v);
             mdc_free(v);
         }
-        mdc_rwlock_destroy(&t->b[i].lock);
+        mdc_plainlock_destroy(&t->b[i].lock);
     }
     mdc_free(t->b);
     mdc_free(t);
