@@ -40,10 +40,12 @@ enum op {
     OP_PUT_TAGS,
     OP_GET_BY_TAG,
     OP_DEL_BY_TAG,
+    OP_GET_PRIVATE, /* get, each thread its own store (share-nothing) */
     OP__COUNT
 };
 static const char *const op_names[OP__COUNT] = {
     "load", "get", "put", "put_3tags", "get_by_tag", "del_by_tag",
+    "get_private",
 };
 
 /* One measured figure, sent from the child to the parent through a pipe. */
@@ -57,6 +59,8 @@ struct result {
     uint64_t misses;
     double secs;
     double min_rate, max_rate; /* over the repeats; the figure is the median */
+    double cpu_secs;           /* the workers' own CPU time (all threads) */
+    double cpu_min, cpu_max;   /* CPU ns per op over the repeats */
     /* memory row */
     uint64_t nbuckets;
     uint64_t rss_delta;
@@ -243,6 +247,8 @@ struct worker {
     uint64_t ops, items, misses;
     double busy; /* del_by_tag: seconds inside the call only */
     double t0, t1;
+    double cpu;    /* this thread's CPU seconds in the window */
+    double cpu_in; /* del_by_tag: CPU seconds inside the calls only */
     uint64_t rng;
 };
 
@@ -340,8 +346,13 @@ static void run_del_by_tag(struct worker *w)
         int32_t tv = (int32_t)g;
         uint64_t ndel = 0;
         double a = now_s();
+        struct timespec c0, c1;
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
         int rc = store_del_by_tag(w->st, 1, &tv, 1, &ndel);
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
         w->busy += now_s() - a;
+        w->cpu_in += (double)(c1.tv_sec - c0.tv_sec) +
+                     (double)(c1.tv_nsec - c0.tv_nsec) / 1e9;
         if (rc != ST_OK)
             w->misses++;
         w->ops++;
@@ -358,9 +369,12 @@ static void *worker_main(void *arg)
     if (opt.pin)
         pin_to(w->id);
     pthread_barrier_wait(w->bar);
+    struct timespec c0, c1;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
     w->t0 = now_s();
     switch (w->op) {
-    case OP_GET: run_get(w); break;
+    case OP_GET:
+    case OP_GET_PRIVATE: run_get(w); break;
     case OP_PUT: run_put(w, false); break;
     case OP_PUT_TAGS: run_put(w, true); break;
     case OP_GET_BY_TAG: run_get_by_tag(w); break;
@@ -368,11 +382,15 @@ static void *worker_main(void *arg)
     default: break;
     }
     w->t1 = now_s();
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
+    w->cpu = (double)(c1.tv_sec - c0.tv_sec) +
+             (double)(c1.tv_nsec - c0.tv_nsec) / 1e9;
     return NULL;
 }
 
+/* 'own' (OP_GET_PRIVATE): thread t reads its own store own[t]. */
 static struct result measure(struct store *st, struct dataset *ds, enum op op,
-                             uint32_t nthreads)
+                             uint32_t nthreads, struct store **own)
 {
     struct worker w[MAX_LIST];
     pthread_barrier_t bar;
@@ -385,7 +403,7 @@ static struct result measure(struct store *st, struct dataset *ds, enum op op,
             .id = (int)t,
             .nthreads = (int)nthreads,
             .op = op,
-            .st = st,
+            .st = own != NULL ? own[t] : st,
             .ds = ds,
             .bar = &bar,
             .deadline_len = opt.window,
@@ -398,6 +416,7 @@ static struct result measure(struct store *st, struct dataset *ds, enum op op,
         res.ops += w[t].ops;
         res.items += w[t].items;
         res.misses += w[t].misses;
+        res.cpu_secs += op == OP_DEL_BY_TAG ? w[t].cpu_in : w[t].cpu;
         if (w[t].t0 < t0)
             t0 = w[t].t0;
         if (w[t].t1 > t1)
@@ -409,7 +428,7 @@ static struct result measure(struct store *st, struct dataset *ds, enum op op,
     res.secs = t1 - t0;
     if (op == OP_DEL_BY_TAG) /* report time inside the calls only */
         res.secs = rate > 0 ? (double)res.ops / rate : 0;
-    if (op == OP_GET)
+    if (op == OP_GET || op == OP_GET_PRIVATE)
         res.items = 0;
     return res;
 }
@@ -425,6 +444,24 @@ static int cmp_rate(const void *a, const void *b)
 {
     double x = per_sec(a), y = per_sec(b);
     return x < y ? -1 : x > y;
+}
+
+static double cpu_ns(const struct result *r)
+{
+    return r->ops ? 1e9 * r->cpu_secs / (double)r->ops : 0;
+}
+
+/* CPU ns per op: the median window's, and the spread over all windows. */
+static void cpu_spread(struct result *r, const struct result *rs, int n)
+{
+    r->cpu_min = r->cpu_max = cpu_ns(&rs[0]);
+    for (int i = 1; i < n; i++) {
+        double c = cpu_ns(&rs[i]);
+        if (c < r->cpu_min)
+            r->cpu_min = c;
+        if (c > r->cpu_max)
+            r->cpu_max = c;
+    }
 }
 
 static void emit(int fd, const struct result *r)
@@ -492,6 +529,45 @@ static void run_count(uint64_t n, uint32_t nbuckets, int fd)
                 " records present after load (evictions %" PRIu64 ")\n",
                 stats.curr_items, n, stats.evictions);
 
+    /* get and get_private alternate: one window each in turn, so that
+     * the two are measured side by side on a shared machine */
+    struct store *own[MAX_LIST] = {NULL};
+    if (opt.ops_mask & (1u << OP_GET_PRIVATE)) {
+        uint32_t most = 1;
+        for (int t = 0; t < opt.nthreads; t++)
+            if (opt.threads[t] > most)
+                most = opt.threads[t];
+        own[0] = st;
+        for (uint32_t t = 1; t < most; t++) {
+            own[t] = store_setup(&cfg);
+            if (own[t] == NULL) {
+                fprintf(stderr, "store_bench: store_setup failed\n");
+                _exit(1);
+            }
+            for (uint64_t k = 0; k < n; k++)
+                put_one(own[t], &ds, ds.order[k], false);
+        }
+        for (int t = 0; t < opt.nthreads; t++) {
+            struct result rs[2][MAX_LIST];
+            for (int k = 0; k < opt.repeat; k++) {
+                rs[0][k] = measure(st, &ds, OP_GET, opt.threads[t], NULL);
+                rs[1][k] = measure(st, &ds, OP_GET_PRIVATE, opt.threads[t],
+                                   own);
+            }
+            for (int v = 0; v < 2; v++) {
+                qsort(rs[v], (size_t)opt.repeat, sizeof(rs[v][0]), cmp_rate);
+                struct result r = rs[v][opt.repeat / 2];
+                r.nbuckets_opt = nbuckets;
+                r.min_rate = per_sec(&rs[v][0]);
+                r.max_rate = per_sec(&rs[v][opt.repeat - 1]);
+                cpu_spread(&r, rs[v], opt.repeat);
+                emit(fd, &r);
+            }
+        }
+        for (uint32_t t = 1; t < most; t++)
+            store_teardown(own[t]);
+    }
+
     static const enum op seq[] = {OP_GET, OP_PUT, OP_PUT_TAGS, OP_GET_BY_TAG,
                                   OP_DEL_BY_TAG};
     for (size_t s = 0; s < sizeof(seq) / sizeof(seq[0]); s++) {
@@ -501,16 +577,19 @@ static void run_count(uint64_t n, uint32_t nbuckets, int fd)
             tag_fill(st, &ds);
         if (!(opt.ops_mask & (1u << op)))
             continue;
+        if (op == OP_GET && (opt.ops_mask & (1u << OP_GET_PRIVATE)))
+            continue; /* measured above, alternating with get_private */
         for (int t = 0; t < opt.nthreads; t++) {
             struct result rs[MAX_LIST];
             for (int k = 0; k < opt.repeat; k++) {
-                rs[k] = measure(st, &ds, op, opt.threads[t]);
+                rs[k] = measure(st, &ds, op, opt.threads[t], NULL);
                 rs[k].nbuckets_opt = nbuckets;
             }
             qsort(rs, (size_t)opt.repeat, sizeof(rs[0]), cmp_rate);
             struct result r = rs[opt.repeat / 2];
             r.min_rate = per_sec(&rs[0]);
             r.max_rate = per_sec(&rs[opt.repeat - 1]);
+            cpu_spread(&r, rs, opt.repeat);
             emit(fd, &r);
         }
     }
@@ -552,11 +631,13 @@ static void json_result(FILE *f, const struct result *r, bool first)
                 ", \"secs\": %.6f, \"ops_per_sec\": %.0f, \"items\": %" PRIu64
                 ", \"failures\": %" PRIu64
                 ", \"repeats\": %d, \"min_ops_per_sec\": %.0f"
-                ", \"max_ops_per_sec\": %.0f}",
+                ", \"max_ops_per_sec\": %.0f, \"cpu_ns_per_op\": %.2f"
+                ", \"cpu_ns_min\": %.2f, \"cpu_ns_max\": %.2f}",
                 op_names[r->op], r->records, r->nbuckets_opt, r->threads,
                 r->ops, r->secs, per_sec(r), r->items, r->misses, opt.repeat,
                 r->op == OP_LOAD ? per_sec(r) : r->min_rate,
-                r->op == OP_LOAD ? per_sec(r) : r->max_rate);
+                r->op == OP_LOAD ? per_sec(r) : r->max_rate, cpu_ns(r),
+                r->cpu_min, r->cpu_max);
     }
 }
 
@@ -662,7 +743,11 @@ static void usage(FILE *f)
         "  -R, --repeat N       windows per figure; the median is reported "
         "(3)\n"
         "  -o, --ops LIST       subset of "
-        "load,get,put,put_3tags,get_by_tag,del_by_tag\n"
+        "load,get,put,put_3tags,get_by_tag,del_by_tag,\n"
+        "                       get_private (get with each thread its own "
+        "store:\n"
+        "                       the share-nothing baseline; alternates with "
+        "get)\n"
         "      --no-pin         do not pin thread i to CPU i\n"
         "      --json FILE      machine-readable results ('-' = stdout)\n"
         "      --csv FILE       CSV results\n"
@@ -840,6 +925,9 @@ int main(int argc, char **argv)
                 if (r.op != OP_LOAD && opt.repeat > 1)
                     printf(" [%.2f-%.2f M]", r.min_rate / 1e6,
                            r.max_rate / 1e6);
+                if (r.op != OP_LOAD && r.cpu_secs > 0)
+                    printf(" cpu %.1f ns/op [%.1f-%.1f]", cpu_ns(&r),
+                           r.cpu_min, r.cpu_max);
                 if (r.misses)
                     printf(" %" PRIu64 " failed", r.misses);
                 printf("\n");

@@ -33,6 +33,24 @@
  *                                      (-n: at most OPS per connection)
  *   w5 ... inval                                 invalidation latency by size
  *   w5 ... leak -e TTL -w SETTLE                 memory left after expiry
+ *   w5 ... w5a -d SEC [-P serverpid] [-g GROUPS]  W5a, the tagged read:
+ *          GROUPS tags of exactly 100 records ("a:<g>:<j>", tag (10, g),
+ *          100-byte values) are loaded, then each operation fetches the
+ *          100 records of a random one - mdcached one get_by_tag; memcached
+ *          (Symfony version keys) one multi-get of the 100 keys and one of
+ *          the tag's version key, each value checked against it; Redis
+ *          SMEMBERS + MGET - for SEC seconds on one connection (the data
+ *          is loaded, after a flush, unless an earlier round left it)
+ *   w5 ... w5b -d SEC [-g SIZE] [-i PERIOD_MS]   W5b, the invalidation:
+ *          every PERIOD_MS (100) a tag (11, 0) is refilled with SIZE
+ *          (10 000) records "b:<j>" (one pipelined batch: mdcached mset,
+ *          Redis SET + SADD pipeline, memcached multi-set under the tag's
+ *          version) and invalidated, timed: mdcached del_by_tag; Redis a Lua
+ *          script that SSCANs the tag's set and DELs the members, then the
+ *          set (as Symfony's RedisTagAwareAdapter does); memcached an incr
+ *          of the version key.  After each invalidation the tag's index is
+ *          read back (mdcached get_by_tag, Redis SCARD; memcached keeps the
+ *          records).  Run beside W1 (bench/w5b.sh) for its p99.
  */
 #include "config.h"
 
@@ -975,13 +993,288 @@ static int do_leak(struct target *t, int ttl, int settle)
     return 0;
 }
 
+/* ---- W5a: the tagged read ------------------------------------------------ */
+#define W5A_TKEY 10
+#define W5A_SIZE 100
+
+static int w5a_key(char *buf, uint32_t g, uint32_t j)
+{
+    return sprintf(buf, "a:%" PRIu32 ":%" PRIu32, g, j);
+}
+
+static int w5a_load(struct target *t, uint32_t groups)
+{
+    t->cur = OP_SET;
+    for (uint32_t g = 0; g < groups; g++) {
+        struct mdc_tag tag = {W5A_TKEY, (int32_t)g};
+        for (uint32_t j = 0; j < W5A_SIZE; j++) {
+            char key[48];
+            int n = w5a_key(key, g, j);
+            if (t->set(t, key, (size_t)n, &tag, 1, 0) < 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+/* The records of one group, read as each design reads a tag; returns the
+ * number of fresh records found. */
+static long w5a_fetch(struct target *t, uint32_t g)
+{
+    struct mdc_tag tag = {W5A_TKEY, (int32_t)g};
+    if (t->connect == mdc_tconnect || t->connect == rd_tconnect)
+        return t->gbt(t, tag);
+    /* memcached: the application knows the 100 keys; it multi-gets them,
+     * then the tag's version, and keeps values stored under that version */
+    static char keys[W5A_SIZE][48];
+    const char *kp[W5A_SIZE];
+    size_t kl[W5A_SIZE];
+    static uint64_t stored[W5A_SIZE];
+    static bool have[W5A_SIZE];
+    memcached_return_t rc;
+    for (uint32_t j = 0; j < W5A_SIZE; j++) {
+        kl[j] = (size_t)w5a_key(keys[j], g, j);
+        kp[j] = keys[j];
+        have[j] = false;
+    }
+    RT(t);
+    if (memcached_mget(t->h, kp, kl, W5A_SIZE) != MEMCACHED_SUCCESS)
+        return -1;
+    memcached_result_st res, *r;
+    memcached_result_create(t->h, &res);
+    while ((r = memcached_fetch_result(t->h, &res, &rc)) != NULL) {
+        const char *k = memcached_result_key_value(r);
+        const char *c = strrchr(k, ':');
+        uint32_t j = c ? (uint32_t)strtoul(c + 1, NULL, 10) : W5A_SIZE;
+        if (j < W5A_SIZE) {
+            stored[j] = strtoull(memcached_result_value(r), NULL, 10);
+            have[j] = true;
+        }
+    }
+    memcached_result_free(&res);
+    char vk[1][32];
+    uint64_t cur;
+    tv_key(vk[0], tag);
+    if (mc_versions(t, vk, 1, &cur) < 0)
+        return -1;
+    long found = 0;
+    for (uint32_t j = 0; j < W5A_SIZE; j++)
+        found += have[j] && stored[j] == cur;
+    return found;
+}
+
+static int do_w5a(struct target *t, double secs, int pid, uint32_t groups)
+{
+    /* loaded by an earlier round if the last group reads back whole */
+    if (w5a_fetch(t, groups - 1) != W5A_SIZE &&
+        (t->flush(t) < 0 || w5a_load(t, groups) < 0))
+        return -1;
+    memset(t->st, 0, sizeof(*t->st));
+    t->cur = OP_GBT;
+    double cpu0 = proc_cpu_s(pid), busy0 = machine_busy_s();
+    struct rusage ru0, ru1;
+    getrusage(RUSAGE_SELF, &ru0);
+    uint64_t t0 = now_us(), end = t0 + (uint64_t)(secs * 1e6), ops = 0;
+    uint64_t records = 0, short_reads = 0;
+    while (now_us() < end) {
+        for (int k = 0; k < 16; k++) {
+            uint64_t a = now_us();
+            long n = w5a_fetch(t, (uint32_t)(rnd() % groups));
+            hist_add(t->st, now_us() - a);
+            if (n < 0) {
+                t->st->errors++;
+                continue;
+            }
+            records += (uint64_t)n;
+            short_reads += n != W5A_SIZE;
+            ops++;
+        }
+    }
+    double elapsed = (double)(now_us() - t0) / 1e6;
+    double cpu = proc_cpu_s(pid) - cpu0;
+    getrusage(RUSAGE_SELF, &ru1);
+    double ccpu = (double)(ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec +
+                           ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) +
+                  (double)(ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec +
+                           ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec) /
+                      1e6;
+    double other = machine_busy_s() - busy0 - cpu - ccpu;
+    printf("{\"mode\":\"w5a\",\"target\":\"%s\",\"groups\":%" PRIu32
+           ",\"secs\":%.2f,\"ops\":%" PRIu64 ",\"ops_per_s\":%.0f,"
+           "\"records_per_op\":%.1f,\"short_reads\":%" PRIu64 ","
+           "\"rt_per_op\":%.2f,\"p50_us\":%.0f,\"p99_us\":%.0f,"
+           "\"server_cpu_us_per_op\":%.2f,\"client_cpu_us_per_op\":%.2f,"
+           "\"other_cpus\":%.2f,\"loadavg1\":%.2f,\"errors\":%" PRIu64 "}\n",
+           t->name, groups, elapsed, ops, (double)ops / elapsed,
+           ops ? (double)records / (double)ops : 0.0, short_reads,
+           ops ? (double)t->st->rts[OP_GBT] / (double)ops : 0.0,
+           hist_pct(t->st->hist, 50), hist_pct(t->st->hist, 99),
+           ops && pid > 0 ? cpu * 1e6 / (double)ops : 0.0,
+           ops ? ccpu * 1e6 / (double)ops : 0.0,
+           other > 0 ? other / elapsed : 0.0, loadavg1(), t->st->errors);
+    return 0;
+}
+
+/* ---- W5b: invalidation beside W1 ------------------------------------------- */
+#define W5B_TKEY 11
+
+static int w5b_refill(struct target *t, uint32_t size)
+{
+    static struct mdc_kv *kv;
+    static char (*keys)[24];
+    struct mdc_tag tag = {W5B_TKEY, 0};
+    if (keys == NULL) {
+        keys = malloc((size_t)size * sizeof(*keys));
+        kv = calloc(size, sizeof(*kv));
+        if (keys == NULL || kv == NULL)
+            return -1;
+    }
+    size_t kl[size];
+    for (uint32_t j = 0; j < size; j++)
+        kl[j] = (size_t)sprintf(keys[j], "b:%" PRIu32, j);
+    RT(t);
+    if (t->connect == mdc_tconnect) {
+        for (uint32_t j = 0; j < size; j++)
+            kv[j] = (struct mdc_kv){.key = keys[j], .klen = kl[j],
+                                    .value = value, .vlen = VLEN,
+                                    .tags = &tag, .ntags = 1};
+        return mdc_mset(t->h, MDC_SET, size, kv, NULL) == MDC_OK ? 0 : -1;
+    }
+    if (t->connect == rd_tconnect) {
+        redisContext *c = t->h;
+        for (uint32_t j = 0; j < size; j++) {
+            redisAppendCommand(c, "SET %b %b", keys[j], kl[j], value,
+                               (size_t)VLEN);
+            redisAppendCommand(c, "SADD tag:%d:0 %b", W5B_TKEY, keys[j],
+                               kl[j]);
+        }
+        int rc = 0;
+        for (uint32_t j = 0; j < 2 * size; j++)
+            if (rd_reply_ok(c) < 0)
+                rc = -1;
+        return rc;
+    }
+    /* memcached: values carry the tag's current version */
+    char vk[1][32];
+    uint64_t ver;
+    char buf[VLEN + 32];
+    tv_key(vk[0], tag);
+    if (mc_versions(t, vk, 1, &ver) < 0)
+        return -1;
+    int n = sprintf(buf, "%" PRIu64 "|", ver);
+    memcpy(buf + n, value, VLEN);
+    memcached_behavior_set(t->h, MEMCACHED_BEHAVIOR_NOREPLY, 1);
+    memcached_behavior_set(t->h, MEMCACHED_BEHAVIOR_BUFFER_REQUESTS, 1);
+    int rc = 0;
+    for (uint32_t j = 0; j < size; j++)
+        if (memcached_set(t->h, keys[j], kl[j], buf, (size_t)n + VLEN, 0, 0) !=
+            MEMCACHED_SUCCESS &&
+            memcached_last_error(t->h) != MEMCACHED_BUFFERED)
+            rc = -1;
+    memcached_flush_buffers(t->h);
+    memcached_behavior_set(t->h, MEMCACHED_BEHAVIOR_BUFFER_REQUESTS, 0);
+    memcached_behavior_set(t->h, MEMCACHED_BEHAVIOR_NOREPLY, 0);
+    /* a round trip so that every set has been applied */
+    if (mc_versions(t, vk, 1, &ver) < 0)
+        rc = -1;
+    return rc;
+}
+
+/* Symfony's RedisTagAwareAdapter invalidates with a Lua script that
+ * SSCANs the tag set and deletes what it lists, then the set. */
+static const char w5b_lua[] =
+    "local c = '0' local n = 0 "
+    "repeat "
+    "  local r = redis.call('SSCAN', KEYS[1], c, 'COUNT', 1000) "
+    "  c = r[1] "
+    "  if #r[2] > 0 then n = n + redis.call('DEL', unpack(r[2])) end "
+    "until c == '0' "
+    "redis.call('DEL', KEYS[1]) "
+    "return n";
+
+static int w5b_invalidate(struct target *t)
+{
+    struct mdc_tag tag = {W5B_TKEY, 0};
+    if (t->connect != rd_tconnect)
+        return t->dbt(t, tag);
+    RT(t);
+    redisReply *r = redisCommand(t->h, "EVAL %s 1 tag:%d:0", w5b_lua,
+                                 W5B_TKEY);
+    int rc = r != NULL && r->type == REDIS_REPLY_INTEGER ? 0 : -1;
+    if (r)
+        freeReplyObject(r);
+    return rc;
+}
+
+/* What the tag's index still holds right after its invalidation. */
+static long w5b_left(struct target *t)
+{
+    struct mdc_tag tag = {W5B_TKEY, 0};
+    if (t->connect == mdc_tconnect)
+        return t->gbt(t, tag);
+    if (t->connect == rd_tconnect) {
+        redisReply *r = redisCommand(t->h, "SCARD tag:%d:0", W5B_TKEY);
+        long n = r != NULL && r->type == REDIS_REPLY_INTEGER ? (long)r->integer
+                                                             : -1;
+        if (r)
+            freeReplyObject(r);
+        return n;
+    }
+    return 0; /* version keys: nothing to clean, the records stay */
+}
+
+static int do_w5b(struct target *t, double secs, uint32_t size, int period_ms)
+{
+    enum { MAXN = 4096 };
+    static uint64_t lat[MAXN], refill[MAXN];
+    uint64_t t0 = now_us(), end = t0 + (uint64_t)(secs * 1e6);
+    uint32_t n = 0;
+    long left_max = 0;
+    uint64_t errors = 0, late = 0;
+    t->cur = OP_DBT;
+    while (now_us() < end && n < MAXN) {
+        uint64_t start = now_us();
+        if (w5b_refill(t, size) < 0)
+            errors++;
+        uint64_t a = now_us();
+        if (w5b_invalidate(t) < 0)
+            errors++;
+        uint64_t b = now_us();
+        long left = w5b_left(t);
+        if (left < 0)
+            errors++;
+        else if (left > left_max)
+            left_max = left;
+        refill[n] = a - start;
+        lat[n++] = b - a;
+        uint64_t next = start + (uint64_t)period_ms * 1000;
+        uint64_t now = now_us();
+        if (now < next)
+            usleep((useconds_t)(next - now));
+        else
+            late++;
+    }
+    qsort(lat, n, sizeof(lat[0]), cmp_u64);
+    qsort(refill, n, sizeof(refill[0]), cmp_u64);
+    printf("{\"mode\":\"w5b\",\"target\":\"%s\",\"size\":%" PRIu32
+           ",\"period_ms\":%d,\"secs\":%.2f,\"invalidations\":%" PRIu32
+           ",\"late_periods\":%" PRIu64 ",\"inval_p50_us\":%" PRIu64
+           ",\"inval_p99_us\":%" PRIu64 ",\"inval_max_us\":%" PRIu64
+           ",\"refill_p50_us\":%" PRIu64 ",\"tag_left_max\":%ld"
+           ",\"errors\":%" PRIu64 "}\n",
+           t->name, size, period_ms, (double)(now_us() - t0) / 1e6, n, late,
+           n ? lat[n / 2] : 0, n ? lat[(n * 99) / 100] : 0,
+           n ? lat[n - 1] : 0, n ? refill[n / 2] : 0, left_max, errors);
+    return errors ? -1 : 0;
+}
+
 static void usage(void)
 {
     fprintf(stderr,
             "usage: w5 -T mdcached|memcached|redis [-h host] [-p port] "
             "[-r records] [-d secs] [-c conns] [-P server_pid] [-e ttl] "
-            "[-w settle_secs] [-n ops_per_conn] "
-            "load|run|inval|leak\n");
+            "[-w settle_secs] [-n ops_per_conn] [-g w5a_groups|w5b_size] "
+            "[-i w5b_period_ms] load|run|inval|leak|w5a|w5b\n");
     exit(2);
 }
 
@@ -989,10 +1282,12 @@ int main(int argc, char **argv)
 {
     const char *host = "127.0.0.1", *tname = NULL;
     int port = 0, conns = 4, pid = 0, ttl = 3, settle = 15, opt;
+    uint32_t groups = 0;
+    int period_ms = 100;
     double secs = 5;
     struct stats st;
 
-    while ((opt = getopt(argc, argv, "T:h:p:r:d:c:P:e:w:n:")) != -1) {
+    while ((opt = getopt(argc, argv, "T:h:p:r:d:c:P:e:w:n:g:i:")) != -1) {
         switch (opt) {
         case 'T': tname = optarg; break;
         case 'h': host = optarg; break;
@@ -1004,6 +1299,8 @@ int main(int argc, char **argv)
         case 'e': ttl = atoi(optarg); break;
         case 'w': settle = atoi(optarg); break;
         case 'n': max_ops = strtoull(optarg, NULL, 10); break;
+        case 'g': groups = (uint32_t)strtoul(optarg, NULL, 10); break;
+        case 'i': period_ms = atoi(optarg); break;
         default: usage();
         }
     }
@@ -1041,6 +1338,10 @@ int main(int argc, char **argv)
         rc = do_inval(t);
     } else if (strcmp(mode, "leak") == 0) {
         rc = do_leak(t, ttl, settle);
+    } else if (strcmp(mode, "w5a") == 0) {
+        rc = do_w5a(t, secs, pid, groups ? groups : 1000);
+    } else if (strcmp(mode, "w5b") == 0 && period_ms > 0) {
+        rc = do_w5b(t, secs, groups ? groups : 10000, period_ms);
     } else {
         usage();
         rc = 1;

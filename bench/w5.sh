@@ -5,7 +5,9 @@
 # CPU 1), prefills each, runs the mixed workload A B C A B C A B C, then
 # invalidation latency by tag size and memory left after expiry; then
 # single GET / 100-key multi-get rates, system calls per multi-get, and
-# del_by_tag fan-out latency over 1 and 3 servers.
+# del_by_tag fan-out latency over 1 and 3 servers.  W5a (the tagged read:
+# the 100 records of one tag) runs after the mixed workload, the three
+# targets alternating round by round (W5A_GROUPS tags, default 1000).
 #
 #   bash bench/w5.sh               from the build top (or MDC_BUILDDIR=...)
 #   W5_SECS=5 W5_ROUNDS=3 W5_CONNS=4 W5_RECORDS=20000 bash bench/w5.sh
@@ -75,6 +77,14 @@ r=0
 while [ $r -lt "$ROUNDS" ]; do
     for t in mdcached memcached redis; do
         W5 -T $t -p "$(port_of $t)" -P "$(pid_of $t)" -d "$SECS" -c "$CONNS" run >>"$OUT"
+    done
+    r=$((r + 1))
+done
+echo "== W5a tagged read (100 records of one tag): $ROUNDS rounds x $SECS s" >&2
+r=0
+while [ $r -lt "$ROUNDS" ]; do
+    for t in mdcached memcached redis; do
+        W5 -T $t -p "$(port_of $t)" -P "$(pid_of $t)" -d "$SECS" -g "${W5A_GROUPS:-1000}" w5a >>"$OUT"
     done
     r=$((r + 1))
 done

@@ -53,6 +53,38 @@ def main(path):
             if t in med:
                 print(f"\nmdcached / {t} throughput (ratio of medians): "
                       f"{med['mdcached']['ops_per_s'] / med[t]['ops_per_s']:.2f}x")
+    w5a = {t: [r for r in rows if r["mode"] == "w5a" and r["target"] == t]
+           for t in targets}
+    if any(w5a.values()):
+        print("\nW5a, the tagged read (the 100 records of one tag; medians "
+              "over the rounds):\n")
+        print("| target | ops/s | records/op | RT/op | p50 us | p99 us "
+              "| server CPU us/op | mdcached ops/s ratio | "
+              "mdcached server CPU ratio |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+        m = {}
+        for t in targets:
+            if w5a[t]:
+                m[t] = {k: statistics.median(r[k] for r in w5a[t]) for k in
+                        ["ops_per_s", "records_per_op", "rt_per_op", "p50_us",
+                         "p99_us", "server_cpu_us_per_op"]}
+        for t in targets:
+            if t not in m:
+                continue
+            x = m[t]
+            ro = rc = ""
+            if "mdcached" in m and t != "mdcached":
+                ro = f"{m['mdcached']['ops_per_s'] / x['ops_per_s']:.2f}x"
+                rc = "%.2fx" % (m["mdcached"]["server_cpu_us_per_op"] /
+                                x["server_cpu_us_per_op"])
+            print(f"| {t} | {x['ops_per_s']:.0f} | {x['records_per_op']:.1f} "
+                  f"| {x['rt_per_op']:.2f} | {x['p50_us']:.0f} | "
+                  f"{x['p99_us']:.0f} | {x['server_cpu_us_per_op']:.1f} | "
+                  f"{ro} | {rc} |")
+        for t in targets:
+            print(f"- {t} per round: " + "; ".join(
+                f"{r['ops_per_s']:.0f} ({r['server_cpu_us_per_op']:.1f} us)"
+                for r in w5a[t]))
     print("\nInvalidation latency by tag size (median of 5, microseconds; "
           "round trips):\n")
     print("| target | 10 | 100 | 1000 | 10000 |")

@@ -5,8 +5,14 @@
  *
  * The mirror is MIRROR_TIERS BPF_F_MMAPABLE array maps of fixed-size slots.
  * Tier t has 2^k slots of mirror_slot_size[t] bytes; a record lives in the
- * smallest tier whose slot holds it, in slot (hash & mask[t]) - direct-mapped,
- * the newest fill wins.  A slot is a struct mirror_entry header followed by
+ * smallest tier whose slot holds it.  In front of each tier's slots sits an
+ * index of 2^k 8-byte words (another mmapable array): word (hash & mask[t])
+ * names the slot of the key that was filled last under that position
+ * (low 32 bits: slot + 1, 0 = none; high 32 bits: the upper half of the
+ * key's hash, so most misses end at the index).  Slots are handed out by a
+ * clock, so the records filled recently - the hot ones - sit together in a
+ * few pages instead of one page each.  The newest fill at an index position
+ * wins.  A slot is a struct mirror_entry header followed by
  * the reply "blob" exactly as the server would send it after the 8-byte
  * memcached UDP frame header:
  *
@@ -45,6 +51,9 @@
 #define MIRROR_PKT_MAX (MIRROR_REPLY_HDRS + MIRROR_BLOB_MAX)
 /* In the scratch copy the key of "VALUE <key>" is at this aligned offset. */
 #define MIRROR_REPLY_KEY_OFF (MIRROR_REPLY_HDRS + 6u)
+
+/* An index word: which slot, and the hash half that checks it. */
+#define MIRROR_IDX(slot, hash) (((__u64)((hash) >> 32) << 32) | ((slot) + 1u))
 
 /* A slot.  blob_len == 0 means empty. */
 struct mirror_entry {

@@ -55,7 +55,25 @@ struct ctx {
     atomic_ulong ops;
     atomic_int failed;
     char why[200];
+    /* a GET's record passed to whichever thread comes next, which checks
+     * and releases it (a reference released by another thread) */
+    _Atomic(struct record *) handoff;
 };
+
+/* Records a worker keeps after reading them, as a connection keeps a value
+ * it is still sending: more than a thread's hold slots. */
+#define KEEP 12
+
+static int key_ok(struct record *rec)
+{
+    char k[32];
+    uint32_t kl = record_klen(rec);
+    if (kl < 5 || kl >= sizeof k)
+        return 0;
+    memcpy(k, record_key(rec), kl);
+    k[kl] = 0;
+    return strncmp(k, "key:", 4) == 0 && atoi(k + 4) < NKEYS;
+}
 
 static void failf(struct ctx *c, const char *m)
 {
@@ -69,6 +87,7 @@ static void *worker(void *arg)
     uint64_t seed = (uint64_t)(uintptr_t)&seed ^ 0x1234567;
     char key[32], val[64];
     unsigned long n = 0;
+    struct record *keep[KEEP] = {0};
     memset(val, 'v', sizeof val);
     while (now() < c->deadline && !atomic_load(&c->failed)) {
         for (int burst = 0; burst < 64; burst++, n++) {
@@ -101,7 +120,17 @@ static void *worker(void *arg)
                     if (record_klen(rec) != (uint32_t)kl ||
                         memcmp(record_key(rec), key, (size_t)kl) != 0)
                         failf(c, "get returned another key");
-                    store_release(c->st, rec);
+                    /* keep it a while; what it replaces in the ring, or
+                     * in the handoff, is checked intact and released */
+                    struct record *old = keep[(r >> 8) % KEEP];
+                    keep[(r >> 8) % KEEP] = rec;
+                    if (old != NULL && (r >> 12) % 4 == 0)
+                        old = atomic_exchange(&c->handoff, old);
+                    if (old != NULL) {
+                        if (!key_ok(old))
+                            failf(c, "a kept record changed under its reader");
+                        store_release(c->st, old);
+                    }
                 }
                 break;
             }
@@ -183,6 +212,11 @@ static void *worker(void *arg)
             }
         }
     }
+    for (int i = 0; i < KEEP; i++) {
+        if (keep[i] != NULL && !key_ok(keep[i]))
+            failf(c, "a kept record changed under its reader");
+        store_release(c->st, keep[i]);
+    }
     atomic_fetch_add(&c->ops, n);
     return NULL;
 }
@@ -206,6 +240,7 @@ static void test_mixed(void **state)
         pthread_create(&th[i], NULL, worker, &c);
     for (int i = 0; i < NTHREADS; i++)
         pthread_join(th[i], NULL);
+    store_release(c.st, atomic_exchange(&c.handoff, NULL));
     if (atomic_load(&c.failed))
         fail_msg("%s", c.why);
     struct store_stats s;

@@ -177,12 +177,70 @@ static void test_store_check_cross_checks(void **state)
     free(stray);
 }
 
+/* A tag's lock is chosen by the pair: the tags of one tkey spread over
+ * the buckets (with the bucket chosen by tkey they all shared one). */
+static void test_bucket_by_pair(void **state)
+{
+    (void)state;
+    struct tags *t = tags_setup(64);
+    uint8_t seen[64] = {0};
+    int distinct = 0;
+    for (int32_t v = 0; v < 64; v++) {
+        uint32_t b = tags_bucket(t, 1, v);
+        assert_true(b < 64);
+        distinct += !seen[b];
+        seen[b] = 1;
+    }
+    assert_true(distinct >= 32);
+    int64_t mem = 0;
+    tags_teardown(t, &mem);
+}
+
+/* Unlinking many entries takes each bucket's lock once. */
+static void test_unlink_many_one_pass_per_bucket(void **state)
+{
+    (void)state;
+    struct tags *t = tags_setup(64);
+    enum { N = 100 };
+    struct record *r[N];
+    struct tag_entry *es[2 * N];
+    int64_t mem = 0;
+    uint8_t seen[64] = {0};
+    int buckets = 0;
+    for (int i = 0; i < N; i++) {
+        char k[8];
+        snprintf(k, sizeof k, "r%d", i);
+        struct mdc_tag tg[2] = {{9, 1}, {9, 2 + i % 3}};
+        r[i] = fake(k, tg, 2);
+        for (int j = 0; j < 2; j++) {
+            assert_int_equal(tags_link(t, &rec_tags(r[i])->e[j], &mem), 0);
+            es[2 * i + j] = &rec_tags(r[i])->e[j];
+            uint32_t b = tags_bucket(t, tg[j].tkey, tg[j].tval);
+            buckets += !seen[b];
+            seen[b] = 1;
+        }
+    }
+    forest_ok(t);
+    assert_int_equal(tags_unlink_many(t, es, 2 * N, &mem), buckets);
+    assert_true(buckets <= 4);
+    assert_int_equal(mem, 0);
+    uint64_t nk, nv, nl;
+    tags_counts(t, &nk, &nv, &nl);
+    assert_int_equal(nl, 0);
+    forest_ok(t);
+    tags_teardown(t, &mem);
+    for (int i = 0; i < N; i++)
+        free(r[i]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_accounting_by_argument),
         cmocka_unit_test(test_check_finds_misfiled_entry),
         cmocka_unit_test(test_store_check_cross_checks),
+        cmocka_unit_test(test_bucket_by_pair),
+        cmocka_unit_test(test_unlink_many_one_pass_per_bucket),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

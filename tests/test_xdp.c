@@ -34,6 +34,8 @@ static struct mirror *M;     /* tiers of 16 slots: collisions are easy */
 static struct mirror *MHEAD; /* the same program growing at the head */
 static uint8_t pkt[PKT_MAX], out[4096];
 
+static uint32_t open_slots = 16; /* slots per tier of open_mirror() */
+
 static void open_mirror(struct mirror **m, unsigned flags)
 {
     struct mirror_config cfg;
@@ -48,7 +50,7 @@ static void open_mirror(struct mirror **m, unsigned flags)
     cfg.port = SRV_PORT;
     cfg.addrs = a;
     cfg.naddrs = 2;
-    cfg.slots[0] = cfg.slots[1] = cfg.slots[2] = 16;
+    cfg.slots[0] = cfg.slots[1] = cfg.slots[2] = open_slots;
     cfg.mtu = 1500;
     cfg.flags = flags;
     rc = mirror_setup(&cfg, m, err, sizeof(err));
@@ -573,6 +575,51 @@ static void test_slot_reuse(void **state)
     expect_pass(&r, MC_MISS); /* hash no longer b's */
 }
 
+/* Slots are handed out densely (a clock behind a hash index): keys filled
+ * one after the other sit in neighbouring slots, so a hot set spans few
+ * pages; a direct-mapped table would scatter them over the whole tier. */
+static void test_dense_slots(void **state)
+{
+    enum { N = 64, SLOTS = 4096 };
+    static uint8_t used[SLOTS];
+    struct mirror *big;
+    uintptr_t lo = UINTPTR_MAX, hi = 0;
+    char keys[N][32];
+    int i, n = 0, c;
+
+    open_slots = SLOTS; /* 64 keys direct-mapped would span ~4 000 slots */
+    open_mirror(&big, 0);
+    open_slots = 16;
+    /* keys with distinct index positions (two sharing one take turns) */
+    memset(used, 0, sizeof(used));
+    for (c = 0; n < N; c++) {
+        uint32_t pos;
+        snprintf(keys[n], sizeof(keys[n]), "dense-%d", c);
+        pos = (uint32_t)mirror_key_hash(big, keys[n], strlen(keys[n])) &
+              (SLOTS - 1);
+        if (!used[pos]) {
+            used[pos] = 1;
+            n++;
+        }
+    }
+    for (i = 0; i < N; i++)
+        assert_int_equal(mirror_fill(big, keys[i], (uint32_t)strlen(keys[i]),
+                                     "v", 1, 0, 0), 0);
+    for (i = 0; i < N; i++) {
+        struct mirror_entry *e;
+        expect_hit_on(big, keys[i], 0, "v", 1, (uint16_t)i);
+        e = mirror_slot(big, 0, keys[i], (uint32_t)strlen(keys[i]));
+        assert_non_null(e);
+        if ((uintptr_t)e < lo)
+            lo = (uintptr_t)e;
+        if ((uintptr_t)e > hi)
+            hi = (uintptr_t)e;
+    }
+    /* N fills, each claiming the clock's next slot (a few skipped at most) */
+    assert_true((hi - lo) / MIRROR_SLOT0 < 2 * N);
+    mirror_teardown(big);
+}
+
 static void test_clear(void **state)
 {
     struct req r = {.payload = "get foo\r\n"};
@@ -654,6 +701,7 @@ int main(void)
         cmocka_unit_test(test_frame_header),
         cmocka_unit_test(test_conflict),
         cmocka_unit_test(test_slot_reuse),
+        cmocka_unit_test(test_dense_slots),
         cmocka_unit_test(test_clear),
         cmocka_unit_test(test_grow_head),
         cmocka_unit_test(test_after_privdrop),

@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,6 +101,8 @@ static inline uint32_t secs_of(struct store *st, uint64_t ns)
     return (uint32_t)((ns - st->epoch_ns) / 1000000000u) + 1;
 }
 static inline uint32_t tick_of(uint64_t ns) { return (uint32_t)(ns >> 20); }
+/* store_get refreshes atime only when it is this many ticks old (~1 s) */
+#define ATIME_GRAIN 1024u
 static inline uint64_t now_ns(struct store *st)
 {
     return st->clk.mono_ns(st->clk.ctx);
@@ -263,12 +266,106 @@ static void rec_free(struct store *st, struct record *r)
     mdc_free(r);
 }
 
+/*
+ * References (docs/threads.md, "Reads write nothing shared").  A record is
+ * kept alive by tokens: the index's (REF_INDEX in refcnt while linked),
+ * counted references (the rest of refcnt: tag queries, eviction, a thread
+ * whose hold slots are full) and holds published in a thread's slots
+ * (readers.h: what store_get takes, writing only the thread's own line).
+ * Tokens are interchangeable: store_release drops one, never the index's;
+ * the thread that drops the last counted token retires the record, which
+ * is freed once no slot holds it.
+ */
+#define REF_INDEX (1u << 31)
+
+static void rec_retire(struct store *st, struct record *r)
+{
+    if (!mdc_held_anywhere(r)) {
+        rec_free(st, r);
+        return;
+    }
+    pthread_mutex_lock(&st->retire_mu);
+    r->rb.rbe_left = st->retired; /* out of every tree: the link is free */
+    st->retired = r;
+    atomic_fetch_add_explicit(&st->nretired, 1, memory_order_relaxed);
+    pthread_mutex_unlock(&st->retire_mu);
+}
+
+/* Free the retired records no slot holds any more. */
+static void reclaim_retired(struct store *st)
+{
+    if (pthread_mutex_trylock(&st->retire_mu) != 0)
+        return;
+    struct record *r = st->retired, *keep = NULL;
+    st->retired = NULL;
+    while (r != NULL) {
+        struct record *next = r->rb.rbe_left;
+        if (!mdc_held_anywhere(r)) {
+            atomic_fetch_sub_explicit(&st->nretired, 1, memory_order_relaxed);
+            rec_free(st, r);
+        } else {
+            r->rb.rbe_left = keep;
+            keep = r;
+        }
+        r = next;
+    }
+    st->retired = keep;
+    pthread_mutex_unlock(&st->retire_mu);
+}
+
+/* A hold on a record found under its lock (before the lock is left). */
+static inline void rec_hold(struct record *r)
+{
+    if (!mdc_hold(r))
+        rec_incref(r);
+}
+
+/* The index lets go of an unlinked record. */
+static void rec_unindex(struct store *st, struct record *r)
+{
+    if (__atomic_fetch_sub(&r->refcnt, REF_INDEX, __ATOMIC_SEQ_CST) ==
+        REF_INDEX)
+        rec_retire(st, r);
+}
+
 void store_release(struct store *st, struct record *r)
 {
     if (r == NULL)
         return;
-    if (__atomic_sub_fetch(&r->refcnt, 1, __ATOMIC_ACQ_REL) == 0)
-        rec_free(st, r);
+    if (!mdc_unhold_own(r)) {
+        for (unsigned spins = 0;; spins++) {
+            uint32_t c = __atomic_load_n(&r->refcnt, __ATOMIC_SEQ_CST);
+            uint32_t n = c & ~REF_INDEX;
+            if (n >= 2 || (n == 1 && (c & REF_INDEX))) {
+                /* never the last token: take a counted one */
+                if (__atomic_compare_exchange_n(&r->refcnt, &c, c - 1, 0,
+                                                __ATOMIC_SEQ_CST,
+                                                __ATOMIC_SEQ_CST))
+                    break;
+                continue;
+            }
+            if (mdc_unhold_any(r)) /* taken by another thread's slot */
+                break;
+            if (c == 1) {
+                if (__atomic_compare_exchange_n(&r->refcnt, &c, 0, 0,
+                                                __ATOMIC_SEQ_CST,
+                                                __ATOMIC_SEQ_CST)) {
+                    rec_retire(st, r);
+                    break;
+                }
+                continue;
+            }
+            /* only the index's token and no hold: a release without a
+             * reference */
+            if (spins > 1000000) {
+                fprintf(stderr, "store_release: record without reference\n");
+                abort();
+            }
+            sched_yield();
+        }
+    }
+    if (atomic_load_explicit(&st->nretired, memory_order_relaxed) != 0)
+        reclaim_retired(st);
 }
 
 static int evict_one(struct store *st);
@@ -416,11 +513,20 @@ static struct record *do_find(struct store *st, uint64_t h, const void *key,
     return NULL;
 }
 
-/* Unlink 'r' from the forest and the tag index, dropping the index's
- * reference.  The caller announced the change. */
-static void do_unlink_b(struct store *st, uint32_t b, struct record *r)
+/* Take 'r' out of the record forest (not yet out of the tag index: the
+ * index's reference stays until it is, see rec_untag). */
+static void do_detach_b(struct store *st, uint32_t b, struct record *r)
 {
     RB_REMOVE(rtree, &st->buckets[b], r);
+    rec_clear_rflag(r, R_LINKED);
+    atomic_fetch_sub_explicit(&st->curr_items, 1, memory_order_relaxed);
+    if (__atomic_load_n(&r->deadline, __ATOMIC_RELAXED) != 0)
+        atomic_fetch_sub_explicit(&st->expiring, 1, memory_order_relaxed);
+}
+
+/* Take a detached record's tags out of the tag index. */
+static void rec_untag(struct store *st, struct record *r)
+{
     if (rec_rflags(r) & R_TAGGED) {
         struct tag_area *ta = rec_tags(r);
         int64_t tmem = 0;
@@ -431,11 +537,15 @@ static void do_unlink_b(struct store *st, uint32_t b, struct record *r)
         atomic_fetch_sub_explicit(&st->tag_links, ta->ntags,
                                   memory_order_relaxed);
     }
-    rec_clear_rflag(r, R_LINKED);
-    atomic_fetch_sub_explicit(&st->curr_items, 1, memory_order_relaxed);
-    if (__atomic_load_n(&r->deadline, __ATOMIC_RELAXED) != 0)
-        atomic_fetch_sub_explicit(&st->expiring, 1, memory_order_relaxed);
-    store_release(st, r);
+}
+
+/* Unlink 'r' from the forest and the tag index, dropping the index's
+ * reference.  The caller announced the change. */
+static void do_unlink_b(struct store *st, uint32_t b, struct record *r)
+{
+    do_detach_b(st, b, r);
+    rec_untag(st, r);
+    rec_unindex(st, r);
 }
 
 static void do_unlink(struct store *st, uint64_t h, struct record *r)
@@ -499,6 +609,8 @@ static int do_link(struct store *st, uint64_t h, struct record *r,
     RB_INSERT(rtree, &st->buckets[b], r);
     if (r->deadline != 0)
         atomic_fetch_add_explicit(&st->expiring, 1, memory_order_relaxed);
+    /* the creator's reference becomes the index's */
+    __atomic_fetch_add(&r->refcnt, REF_INDEX - 1, __ATOMIC_RELAXED);
     rec_set_rflag(r, R_LINKED);
     __atomic_store_n(&r->atime, 0, __ATOMIC_RELAXED);
     if (nt) {
@@ -508,7 +620,7 @@ static int do_link(struct store *st, uint64_t h, struct record *r,
     atomic_fetch_add_explicit(&st->curr_items, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&st->total_items, 1, memory_order_relaxed);
     if (old != NULL)
-        store_release(st, old);
+        rec_unindex(st, old);
     return 0;
 }
 
@@ -614,6 +726,7 @@ struct store *store_setup(const struct store_config *cfg)
     atomic_store(&st->mem_limit, (int64_t)c->mem_limit);
     pthread_mutex_init(&st->sweep_mu, NULL);
     pthread_mutex_init(&st->grow_mu, NULL);
+    pthread_mutex_init(&st->retire_mu, NULL);
     pthread_cond_init(&st->sweep_cv, NULL);
     if (c->sweep_interval_ms != 0) {
         if (pthread_create(&st->sweeper, NULL, sweeper_main, st) != 0)
@@ -645,7 +758,7 @@ static void free_tree(struct store *st, struct record *r)
             for (uint32_t i = 0; i < ta->ntags; i++)
                 ta->e[i].tv = NULL;
         }
-        store_release(st, r);
+        rec_unindex(st, r);
         r = right;
     }
 }
@@ -672,6 +785,8 @@ void store_teardown(struct store *st)
     int64_t tmem = 0;
     tags_teardown(st->tags, &tmem);
     store_account(st, tmem, 1);
+    reclaim_retired(st); /* what is still held stays (as a count did) */
+    pthread_mutex_destroy(&st->retire_mu);
     for (uint32_t i = 0; i <= st->lmask; i++)
         mdc_rwlock_destroy(&st->locks[i]);
     pthread_mutex_destroy(&st->sweep_mu);
@@ -886,7 +1001,9 @@ static struct record *get_common(struct store *st, const void *key,
             r = NULL;
             expired = 1;
         } else {
-            rec_incref(r);
+            rec_hold(r);
+            /* recency for eviction, written at most once per ATIME_GRAIN
+             * so that reads of a hot record share its line */
             uint32_t t = tick_of(ns);
             uint32_t at = __atomic_load_n(&r->atime, __ATOMIC_RELAXED);
             uint8_t fl = rec_rflags(r);
@@ -896,7 +1013,7 @@ static struct record *get_common(struct store *st, const void *key,
                 prev->idle_s = (uint32_t)(((uint64_t)(t - at) << 20) /
                                           1000000000u);
             }
-            if (at != t)
+            if (t - at >= ATIME_GRAIN)
                 __atomic_store_n(&r->atime, t, __ATOMIC_RELAXED);
             if (!(fl & R_FETCHED))
                 rec_set_rflag(r, R_FETCHED);
@@ -998,7 +1115,7 @@ struct record *store_gat(struct store *st, const void *key, uint32_t klen,
         set_deadline(st, r, d);
         __atomic_store_n(&r->atime, now_tick(st), __ATOMIC_RELAXED);
         rec_set_rflag(r, R_FETCHED);
-        rec_incref(r);
+        rec_hold(r);
     }
     mdc_unlock(l);
     return r;
@@ -1514,6 +1631,8 @@ static void *sweeper_main(void *arg)
             store_sweep(st, per);
         else
             check_flush(st, now_s(st));
+        if (atomic_load_explicit(&st->nretired, memory_order_relaxed) != 0)
+            reclaim_retired(st);
         pthread_mutex_lock(&st->sweep_mu);
     }
     pthread_mutex_unlock(&st->sweep_mu);
@@ -1606,24 +1725,16 @@ static int carries(struct record *r, int32_t tkey, const int32_t *tvals,
     return 0;
 }
 
-/*
- * Delete every record carrying (tkey, tv) for any listed tv.  Candidates are
- * collected under the tag lock, then each is removed under its bucket's
- * write lock by key: whatever record is current for that key and carries
- * one of the tags goes, so a record replaced in between by append/incr (tags
- * kept) is caught too, and a concurrent tagged write is either deleted here
- * or was linked after the collection (so it did not exist when we began).
- */
-int store_del_by_tag(struct store *st, int32_t tkey, const int32_t *tvals,
-                     size_t ntvals, uint64_t *ndeleted)
+/* del_by_tag prefetches the bucket of the candidate this far ahead */
+#define DBT_AHEAD 4
+
+/* del_by_tag without memory for its list: one record at a time. */
+static uint64_t del_each(struct store *st, int32_t tkey, const int32_t *tvals,
+                         size_t ntvals, struct store_recset *cand)
 {
-    if (ntvals > 0 && tvals == NULL)
-        return ST_INVALID;
     uint64_t n = 0;
-    struct store_recset cand = {0};
-    int rc = tags_collect(st->tags, tkey, tvals, ntvals, &cand, 0);
-    for (size_t i = 0; i < cand.n; i++) {
-        struct record *c = cand.recs[i];
+    for (size_t i = 0; i < cand->n; i++) {
+        struct record *c = cand->recs[i];
         uint64_t h = store_hash(rec_key(c), c->klen);
         mdc_rwlock_t *l = stripe_of(st, h);
         mdc_wrlock(l);
@@ -1635,6 +1746,92 @@ int store_del_by_tag(struct store *st, int32_t tkey, const int32_t *tvals,
         }
         mdc_unlock(l);
     }
+    return n;
+}
+
+/*
+ * Delete every record carrying (tkey, tv) for any listed tv.
+ *  1. Candidates are collected under the tag locks (tags_collect).
+ *  2. Under each candidate's record stripe (write), whatever record is
+ *     current for its key and carries one of the tags is announced and
+ *     taken out of the record forest (so it can no longer be read by key,
+ *     and readers by tag skip it), keeping the index's reference.  A record
+ *     replaced in between by append/incr (tags kept) is caught too, and a
+ *     concurrent tagged write is either deleted here or was linked after
+ *     the collection (so it did not exist when we began).
+ *  3. The deleted records' tag entries leave the tag index in one pass per
+ *     tag bucket (tags_unlink_many), then the index lets the records go.
+ */
+int store_del_by_tag(struct store *st, int32_t tkey, const int32_t *tvals,
+                     size_t ntvals, uint64_t *ndeleted)
+{
+    if (ntvals > 0 && tvals == NULL)
+        return ST_INVALID;
+    uint64_t n = 0;
+    struct store_recset cand = {0};
+    int rc = tags_collect(st->tags, tkey, tvals, ntvals, &cand, 0);
+    struct record **gone = cand.n ? mdc_malloc(cand.n * sizeof(*gone)) : NULL;
+    uint64_t *hs = NULL;
+    if (cand.n > 0 && gone == NULL) {
+        n = del_each(st, tkey, tvals, ntvals, &cand);
+        goto out;
+    }
+    size_t ntags = 0;
+    /* hash every candidate first, so that each lookup's bucket can be
+     * fetched a few candidates ahead (the hashes go where 'gone' will
+     * be filled, behind the reads) */
+    hs = cand.n ? mdc_malloc(cand.n * sizeof(*hs)) : NULL;
+    for (size_t i = 0; hs != NULL && i < cand.n; i++) {
+        struct record *c = cand.recs[i];
+        hs[i] = store_hash(rec_key(c), c->klen);
+        if (i < DBT_AHEAD)
+            __builtin_prefetch(&st->buckets[bucket_idx(st, hs[i])]);
+    }
+    for (size_t i = 0; i < cand.n; i++) {
+        struct record *c = cand.recs[i];
+        uint64_t h = hs != NULL ? hs[i] : store_hash(rec_key(c), c->klen);
+        if (hs != NULL && i + DBT_AHEAD < cand.n)
+            __builtin_prefetch(&st->buckets[bucket_idx(st, hs[i + DBT_AHEAD])]);
+        mdc_rwlock_t *l = stripe_of(st, h);
+        mdc_wrlock(l);
+        struct record *r = do_find(st, h, rec_key(c), c->klen);
+        if (r != NULL && carries(r, tkey, tvals, ntvals)) {
+            announce(st, EV_DEL_BY_TAG, r, h);
+            do_detach_b(st, bucket_idx(st, h), r);
+            gone[n++] = r;
+            ntags += record_ntags(r);
+        }
+        mdc_unlock(l);
+    }
+    /* phase 3: one pass per tag bucket over every deleted record's tags */
+    struct tag_entry **es = ntags ? mdc_malloc(ntags * sizeof(*es)) : NULL;
+    if (es != NULL) {
+        size_t k = 0;
+        uint64_t links = 0;
+        for (size_t i = 0; i < n; i++) {
+            struct tag_area *ta = rec_tags(gone[i]);
+            for (uint32_t t = 0; t < ta->ntags; t++)
+                es[k++] = &ta->e[t];
+            links += ta->ntags;
+        }
+        int64_t tmem = 0;
+        tags_unlink_many(st->tags, es, k, &tmem);
+        store_account(st, tmem, 1);
+        atomic_fetch_sub_explicit(&st->tagged_items, n, memory_order_relaxed);
+        atomic_fetch_sub_explicit(&st->tag_links, links, memory_order_relaxed);
+        mdc_free(es);
+    } else {
+        for (size_t i = 0; i < n; i++)
+            rec_untag(st, gone[i]);
+    }
+    /* our counted references first, while the index token keeps them from
+     * being the last (no slot scan), then the index lets go */
+    store_recset_release(st, &cand);
+    for (size_t i = 0; i < n; i++)
+        rec_unindex(st, gone[i]);
+out:
+    mdc_free(hs);
+    mdc_free(gone);
     store_recset_release(st, &cand);
     if (ndeleted)
         *ndeleted = n;

@@ -53,7 +53,7 @@ struct record {
     uint32_t vlen;
     uint32_t flags;    /* client flags */
     uint32_t deadline; /* store seconds (now_s() in store.c); 0 = never */
-    uint32_t refcnt;   /* atomic */
+    uint32_t refcnt;   /* atomic: index token (bit 31) + counted refs */
     uint32_t atime;    /* atomic relaxed; ~1 ms ticks, wraps */
     uint16_t klen;
     uint8_t rflags;    /* atomic */
@@ -79,7 +79,7 @@ struct store {
     _Atomic uint64_t hstate; /* linear hashing: n << 32 | split */
     pthread_mutex_t grow_mu;
     struct rtree *buckets;
-    mdc_rwlock_t *locks;
+    mdc_rwlock_t *locks; /* record stripes: biased (readers.h) */
     struct tags *tags;
 
     store_hook_fn hook;
@@ -107,6 +107,12 @@ struct store {
     _Atomic uint64_t nomem_held; /* refusals with eviction on (reserve) */
     _Atomic int64_t mem_limit;   /* cfg.mem_limit, changed live */
     uint64_t fixed_bytes;
+
+    /* unlinked records no counted token keeps but a hold slot still does
+     * (linked through rb.rbe_left); freed once no slot holds them */
+    pthread_mutex_t retire_mu;
+    struct record *retired;
+    _Atomic uint32_t nretired;
 
     pthread_t sweeper;
     int sweeper_running;

@@ -1,10 +1,10 @@
 /*
  * tags.h - the tag forest: (tkey, tval) -> the records carrying that tag.
  *
- *   T buckets (rwlock + RB tree of tag keys, chosen by hash of tkey)
- *     tag key node: RB tree of tag values
- *       tag value node: list of struct tag_entry (embedded in records),
- *                       newest first; each entry points back to its record.
+ *   T buckets (rwlock + RB tree of tag nodes), chosen by hash of (tkey, tval)
+ *     tag node (tkey, tval): list of struct tag_entry (embedded in records),
+ *                            newest first; each entry points back to its
+ *                            record.
  *
  * The forest owns only its nodes.  It never calls into the store: the bytes
  * its nodes take or give back are returned to the caller through 'mem'
@@ -40,6 +40,8 @@ struct tag_entry {
 };
 
 struct tags *tags_setup(uint32_t nbuckets);
+/* The bucket (lock) of a tag: a hash of the pair. */
+uint32_t tags_bucket(const struct tags *t, int32_t tkey, int32_t tval);
 /* Frees the forest's nodes (not the entries: they belong to records);
  * adds the bytes they held, negated, to *mem. */
 void tags_teardown(struct tags *t, int64_t *mem);
@@ -53,6 +55,10 @@ int tags_link(struct tags *t, struct tag_entry *e, int64_t *mem);
 void tags_relink(struct tags *t, struct tag_entry *old, struct tag_entry *ne);
 /* Unlink one entry (no-op if not linked), freeing emptied nodes. */
 void tags_unlink(struct tags *t, struct tag_entry *e, int64_t *mem);
+/* Unlink n entries taking each bucket's lock once (one pass per bucket);
+ * returns the number of lock rounds. */
+int tags_unlink_many(struct tags *t, struct tag_entry *const *es, size_t n,
+                     int64_t *mem);
 
 /* Append to 'out' a referenced pointer to every record linked under
  * (tkey, tv) for each tv in tvals.  Stops adding once 'byte_limit' (sum of
@@ -61,7 +67,7 @@ void tags_unlink(struct tags *t, struct tag_entry *e, int64_t *mem);
  * it got (store_recset_release). */
 int tags_collect(struct tags *t, int32_t tkey, const int32_t *tvals,
                  size_t n, struct store_recset *out, size_t byte_limit);
-/* Referenced newest record of one tag, or NULL. */
+/* Referenced newest record of one tag still in the record forest, or NULL. */
 struct record *tags_newest(struct tags *t, struct mdc_tag tag);
 
 /* The n largest tags by record count, largest first (store_top_tags()). */

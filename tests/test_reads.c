@@ -1,0 +1,273 @@
+/*
+ * test_reads.c - the read path writes nothing shared (issue 13 item 1):
+ * a GET leaves the record's header and its stripe lock as they were, its
+ * access time is refreshed at most once a grain, and a record a reader
+ * holds outlives its deletion until released - by the same thread or by
+ * another, past the thread's hold slots too.
+ */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "server/core/store_int.h"
+#include "testclock.h"
+
+static struct store *mk(struct testclock *tc)
+{
+    struct store_config c = {0};
+    c.nbuckets = 1024;
+    struct store *st = store_setup(&c);
+    assert_non_null(st);
+    tc->mono_ns = 1000000000ull * 1000;
+    tc->wall_s = 1700000000;
+    testclock_install(st, tc);
+    return st;
+}
+
+static void set(struct store *st, const char *k, const char *v)
+{
+    struct store_item it = {.key = k, .klen = (uint32_t)strlen(k),
+                            .value = v, .vlen = (uint32_t)strlen(v)};
+    assert_int_equal(store_put(st, STORE_SET, &it, NULL), ST_OK);
+}
+
+static uint64_t bytes(struct store *st)
+{
+    struct store_stats s;
+    store_get_stats(st, &s);
+    return s.bytes;
+}
+
+static mdc_brlock_t *stripe(struct store *st, const char *k)
+{
+    uint64_t h = store_hash(k, (uint32_t)strlen(k));
+    return &st->locks[(uint32_t)h & st->lmask];
+}
+
+struct snap {
+    mdc_brlock_t lock;
+    int same;
+};
+static void in_lock(void *ctx, struct store *st, const struct record *r)
+{
+    struct snap *s = ctx;
+    (void)r;
+    s->same = memcmp(&s->lock, stripe(st, "k"), sizeof(s->lock)) == 0;
+}
+
+/* While a GET's record is out, the record's header is byte for byte what
+ * it was; inside a read the stripe lock is too (a pthread read lock counts
+ * its readers in it, a count in the record is a shared write). */
+static void test_get_writes_nothing_shared(void **state)
+{
+    (void)state;
+    struct testclock tc;
+    struct store *st = mk(&tc);
+    set(st, "k", "value");
+    struct record *r = store_get(st, "k", 1); /* first read: flags, atime */
+    assert_non_null(r);
+    store_release(st, r);
+
+    struct record before;
+    memcpy(&before, r, sizeof(before));
+    tc.mono_ns += 5000000; /* 5 ms later: within the atime grain */
+    struct record *r2 = store_get(st, "k", 1);
+    assert_ptr_equal(r2, r);
+    assert_memory_equal(&before, r2, sizeof(before));
+    struct record *r3 = store_get(st, "k", 1); /* two reads out at once */
+    assert_memory_equal(&before, r3, sizeof(before));
+    store_release(st, r3);
+    store_release(st, r2);
+
+    /* the SET revoked the stripe's bias; a read after the inhibition
+     * (a few microseconds) restores it */
+    mdc_brlock_t *l = stripe(st, "k");
+    for (int i = 0; i < 1000000 && !atomic_load(&l->rbias); i++)
+        store_release(st, store_get(st, "k", 1));
+    assert_true(atomic_load(&l->rbias));
+    struct snap sn;
+    memcpy(&sn.lock, l, sizeof(sn.lock));
+    sn.same = 0;
+    assert_int_equal(store_visit(st, "k", 1, in_lock, &sn), 1);
+    assert_true(sn.same);
+    store_teardown(st);
+}
+
+/* Recency for eviction survives: the access time moves once a grain. */
+static void test_atime_grain(void **state)
+{
+    (void)state;
+    struct testclock tc;
+    struct store *st = mk(&tc);
+    set(st, "k", "v");
+    struct record *r = store_get(st, "k", 1);
+    uint32_t a0 = r->atime;
+    store_release(st, r);
+    tc.mono_ns += 100000000; /* 0.1 s */
+    r = store_get(st, "k", 1);
+    assert_int_equal(r->atime, a0);
+    store_release(st, r);
+    tc.mono_ns += 2000000000ull; /* 2 s */
+    r = store_get(st, "k", 1);
+    assert_true(r->atime != a0);
+    store_release(st, r);
+    store_teardown(st);
+}
+
+/* A held record outlives deletion and overwrite, its bytes accounted until
+ * the last release; more holds than a thread's slots fall back to counts. */
+static void test_hold_outlives_delete(void **state)
+{
+    (void)state;
+    struct testclock tc;
+    struct store *st = mk(&tc);
+    uint64_t empty = bytes(st);
+    set(st, "k", "first");
+    uint64_t one = bytes(st);
+    enum { N = MDC_HOLDS * 2 + 3 };
+    struct record *h[N];
+    for (int i = 0; i < N; i++) {
+        h[i] = store_get(st, "k", 1);
+        assert_non_null(h[i]);
+    }
+    set(st, "k", "second"); /* the first record leaves the index */
+    assert_int_equal(store_delete(st, "k", 1, 0), ST_OK);
+    assert_int_equal(bytes(st), one); /* still held: still accounted */
+    for (int i = 0; i < N; i++)
+        assert_memory_equal(record_value(h[i]), "first", 5);
+    /* release in a scrambled order */
+    for (int i = 0; i < N; i++) {
+        int j = (i * 7) % N;
+        assert_int_equal(bytes(st), one);
+        store_release(st, h[j]);
+    }
+    assert_int_equal(bytes(st), empty);
+    store_teardown(st);
+}
+
+struct xt {
+    struct store *st;
+    struct record *r[MDC_HOLDS + 2];
+    int n;
+};
+static void *take(void *arg)
+{
+    struct xt *x = arg;
+    for (int i = 0; i < x->n; i++)
+        x->r[i] = store_get(x->st, "x", 1);
+    return NULL;
+}
+static void *give_back(void *arg)
+{
+    struct xt *x = arg;
+    for (int i = 0; i < x->n; i++)
+        store_release(x->st, x->r[i]);
+    return NULL;
+}
+
+/* A hold taken by one thread may be released by another (a connection
+ * closed elsewhere), also after the first thread exited. */
+static void test_release_by_another_thread(void **state)
+{
+    (void)state;
+    struct testclock tc;
+    struct store *st = mk(&tc);
+    uint64_t empty = bytes(st);
+    set(st, "x", "value");
+    struct xt x = {.st = st, .n = MDC_HOLDS + 2};
+    pthread_t a, b;
+    pthread_create(&a, NULL, take, &x);
+    pthread_join(a, NULL);
+    for (int i = 0; i < x.n; i++)
+        assert_non_null(x.r[i]);
+    assert_int_equal(store_delete(st, "x", 1, 0), ST_OK);
+    assert_true(bytes(st) > empty);
+    pthread_create(&b, NULL, give_back, &x);
+    pthread_join(b, NULL);
+    assert_int_equal(bytes(st), empty);
+    /* and while the taker is alive, from this thread */
+    set(st, "x", "again");
+    store_release(st, store_get(st, "x", 1)); /* this thread's slot */
+    x.n = 3;
+    pthread_create(&a, NULL, take, &x);
+    pthread_join(a, NULL);
+    assert_int_equal(store_delete(st, "x", 1, 0), ST_OK);
+    give_back(&x);
+    assert_int_equal(bytes(st), empty);
+    char msg[256];
+    assert_int_equal(store_check(st, msg, sizeof msg), 0);
+    store_teardown(st);
+}
+
+struct excl {
+    mdc_brlock_t l;
+    atomic_int writer_in;
+    atomic_int reader_go;
+};
+static void *writer(void *arg)
+{
+    struct excl *x = arg;
+    mdc_br_wrlock(&x->l);
+    atomic_store(&x->writer_in, 1);
+    mdc_br_unlock(&x->l);
+    return NULL;
+}
+
+/* A writer waits for a reader that took the biased (fast) path, and the
+ * reader's next read after a write goes through the rwlock until the bias
+ * returns. */
+static void test_brlock_excludes_fast_readers(void **state)
+{
+    (void)state;
+    struct excl x;
+    mdc_brlock_init(&x.l);
+    atomic_init(&x.writer_in, 0);
+    mdc_br_rdlock(&x.l);
+    assert_ptr_equal(atomic_load(&mdc_reader_self()->reading), &x.l);
+    pthread_t w;
+    pthread_create(&w, NULL, writer, &x);
+    struct timespec ts = {0, 50 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    assert_int_equal(atomic_load(&x.writer_in), 0); /* still excluded */
+    assert_int_equal(atomic_load(&x.l.rbias), 0);   /* it revoked */
+    mdc_br_unlock(&x.l);
+    pthread_join(w, NULL);
+    assert_int_equal(atomic_load(&x.writer_in), 1);
+    /* bias off: this read takes the pthread lock */
+    mdc_br_rdlock(&x.l);
+    assert_null(atomic_load(&mdc_reader_self()->reading));
+    mdc_br_unlock(&x.l);
+    /* a slow read after the inhibit time (9x the revocation, which here
+     * waited 50 ms for us) biases the lock again */
+    struct timespec tick = {0, 10 * 1000 * 1000};
+    for (int i = 0; i < 300 && !atomic_load(&x.l.rbias); i++) {
+        nanosleep(&tick, NULL);
+        mdc_br_rdlock(&x.l);
+        mdc_br_unlock(&x.l);
+    }
+    assert_int_equal(atomic_load(&x.l.rbias), 1);
+    mdc_br_rdlock(&x.l);
+    assert_ptr_equal(atomic_load(&mdc_reader_self()->reading), &x.l);
+    mdc_br_unlock(&x.l);
+    mdc_brlock_destroy(&x.l);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_get_writes_nothing_shared),
+        cmocka_unit_test(test_atime_grain),
+        cmocka_unit_test(test_hold_outlives_delete),
+        cmocka_unit_test(test_release_by_another_thread),
+        cmocka_unit_test(test_brlock_excludes_fast_readers),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
