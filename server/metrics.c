@@ -228,10 +228,21 @@ static void render_general(struct server *srv, FILE *f)
         for (j = 0; j < sizeof(gmaps) / sizeof(gmaps[0]); j++)
             if (strcmp(gmaps[j].stat, s->name) == 0)
                 m = &gmaps[j];
-        if (m != NULL)
+        if (m != NULL) {
             fprintf(f, "# HELP %s %s\n# TYPE %s %s\n%s %s\n", m->name, m->help,
                     m->name, m->type, m->name, s->value);
-        else
+        } else if (strlen(s->name) > 3 &&
+                   strcmp(s->name + strlen(s->name) - 3, "_ms") == 0) {
+            /* a duration in milliseconds: Prometheus wants seconds */
+            int bl = (int)strlen(s->name) - 3;
+            unsigned long long ms = strtoull(s->value, NULL, 10);
+
+            fprintf(f, "# HELP mdcached_%.*s_seconds The \"%s\" statistic, "
+                       "in seconds.\n# TYPE mdcached_%.*s_seconds gauge\n"
+                       "mdcached_%.*s_seconds %llu.%03llu\n",
+                    bl, s->name, s->name, bl, s->name, bl, s->name, ms / 1000,
+                    ms % 1000);
+        } else
             fprintf(f, "# HELP mdcached_%s The \"%s\" statistic.\n"
                        "# TYPE mdcached_%s gauge\nmdcached_%s %s\n",
                     s->name, s->name, s->name, s->name, s->value);
