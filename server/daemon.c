@@ -38,6 +38,7 @@
 #include "server/net/net.h"
 #include "server/net/threads.h"
 #include "server/proto/proto.h"
+#include "auth.h"
 #include "log.h"
 #include "bpf/mirror.h"
 #include "bpf/xdp_glue.h"
@@ -134,6 +135,7 @@ void server_teardown(struct server *srv)
     threads_teardown(srv);
     if (srv->store != NULL)
         store_teardown(srv->store); /* may still announce into the mirror */
+    auth_teardown(srv->auth);
     mirror_teardown(srv->mirror);     /* detaches the program */
     mdc_free(srv);
 }
@@ -182,6 +184,8 @@ static void server_signal_cb(evutil_socket_t sig, short what, void *arg)
             log_error("cannot reopen log file: %s", strerror(errno));
         else
             log_info("log file reopened");
+        if (srv->auth != NULL)
+            (void)auth_reload(srv->auth); /* keeps the old set on error */
         break;
     case SIGUSR1:
         log_warn("SIGUSR1: dumps not implemented yet");

@@ -486,6 +486,12 @@ static int opt_validate(struct options *o, FILE *err, const char *argv0)
                 "generic or auto\n", argv0, o->xdp_mode);
         return -1;
     }
+    if (strcmp(o->protected_mode, "yes") != 0 &&
+        strcmp(o->protected_mode, "no") != 0) {
+        fprintf(err, "%s: invalid value '%s' for --protected-mode: want yes "
+                "or no\n", argv0, o->protected_mode);
+        return -1;
+    }
     if (o->debug && o->verbose < 3)
         o->verbose = 3;
     if (o->port == 0 && o->unix_socket == NULL && o->udp_port == 0) {

@@ -116,6 +116,7 @@ static void test_bad_values_exit_64(void **state)
         {"-p", "0"}, /* nothing to listen on */
         {"-l", "[::1"},       {"-l", "1.2.3.4:99999"},
         {"-u", "no-such-user-mdc"},
+        {"--protected-mode", "maybe"},
     };
     static char out[4096];
 

@@ -83,6 +83,10 @@ struct conn {
     bool rd_drain;         /* shutdown: read until EAGAIN, then rd_shut */
     bool dead;             /* close as soon as the network thread can */
     bool paused;           /* output over the bound: input not processed */
+    bool authed;           /* may run requests (always without --auth-file) */
+    unsigned auth_fails;   /* failed authentications on this connection */
+    uint64_t hold_until;   /* coarse seconds: run no request before; 0 = no
+                              hold (conn_hold) */
     uint64_t last_active;  /* coarse seconds of the last input */
     uint64_t blocked_since; /* coarse seconds output stalled; 0 = not */
 };
@@ -137,6 +141,13 @@ int conn_out_ref(struct conn *c, const void *p, size_t len,
                  struct record *rec);
 /* Drop the connection once pending output is flushed. */
 static inline void conn_close_after_flush(struct conn *c) { c->closing = true; }
+
+/* Run none of c's requests for at least secs seconds (a failed
+ * authentication): the owner's once-a-second tick lifts the hold. */
+static inline void conn_hold(struct conn *c, unsigned secs)
+{
+    c->hold_until = server_mono_s() + secs + 1;
+}
 
 /* Pending output at its bound: stop running this connection's requests. */
 static inline bool conn_out_full(const struct conn *c)

@@ -619,6 +619,38 @@ static void txt_tpop(struct conn *c, struct worker *w,
     txt_str(c, MCTEXT_R_END);
 }
 
+/* ---- authentication (--auth-file) --------------------------------------- */
+
+#define TXT_E_UNAUTH "CLIENT_ERROR unauthenticated\r\n"
+#define TXT_E_AUTHFAIL "CLIENT_ERROR authentication failure\r\n"
+
+/* Before a connection has authenticated: memcached 1.6's exchange, "set
+ * <any> <flags> <exptime> <n>\r\n<user> <password>\r\n" (STORED on
+ * success), or quit; anything else is refused. */
+static void txt_auth(struct conn *c, struct worker *w,
+                     const struct mctext_req *req)
+{
+    const uint8_t *v = req->value;
+    const uint8_t *sp;
+    size_t ulen;
+
+    if (req->cmd == MCT_QUIT) {
+        conn_close_after_flush(c);
+        return;
+    }
+    if (req->cmd != MCT_SET) {
+        txt_str(c, TXT_E_UNAUTH);
+        return;
+    }
+    sp = req->vlen > 0 ? memchr(v, ' ', req->vlen) : NULL;
+    ulen = sp != NULL ? (size_t)(sp - v) : req->vlen;
+    if (proto_auth(c, w, v, ulen, sp != NULL ? sp + 1 : v + ulen,
+                   sp != NULL ? req->vlen - ulen - 1 : 0))
+        txt_str(c, MCTEXT_R_STORED);
+    else
+        txt_str(c, TXT_E_AUTHFAIL);
+}
+
 /* ---- dispatch ------------------------------------------------------------ */
 
 static void txt_exec(struct conn *c, struct worker *w,
@@ -699,6 +731,13 @@ static void proto_text_process(struct conn *c, struct worker *w)
             }
             txt_reply(c, &req, req.err);
             conn_in_skip(c, req.skip);
+            continue;
+        }
+        if (!c->authed) {
+            txt_auth(c, w, &req);
+            conn_in_consume(c, (size_t)n);
+            if (c->hold_until != 0)
+                break; /* a failure: the next request waits (conn_hold) */
             continue;
         }
         txt_exec(c, w, &req);
