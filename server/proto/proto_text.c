@@ -267,6 +267,16 @@ static void txt_stats(struct conn *c, struct worker *w,
         stats_collect(c->srv, txt_stats_line, c);
     } else if (req->arglen == 8 && memcmp(req->arg, "settings", 8) == 0) {
         stats_collect_settings(c->srv, txt_stats_line, c);
+#ifdef MDC_DEBUG_COMMANDS
+    } else if (req->arglen == 11 && memcmp(req->arg, "store_check", 11) == 0) {
+        /* --enable-debug-commands only: needs a quiescent store (no
+         * writer, no expiry due), as bench/soak.sh arranges */
+        char msg[256];
+        txt_stats_line(c, "store_check",
+                       store_check(c->srv->store, msg, sizeof(msg)) == 0
+                           ? "ok"
+                           : msg);
+#endif
     } else {
         txt_str(c, MCTEXT_R_ERROR);
         return;
