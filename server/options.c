@@ -513,7 +513,7 @@ static int opt_read_args(struct options *o, int argc, char **argv, FILE *err,
 
     memset(list_seen, 0, sizeof(list_seen));
     opt_getopt_tables(lopts, shorts);
-    optind = 1;
+    optind = 0; /* glibc: 0 also resets getopt's state left by an earlier parse */
     opterr = 0;
     while ((c = getopt_long(argc, argv, shorts, lopts, NULL)) != -1) {
         const struct opt_desc *d;
