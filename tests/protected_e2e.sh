@@ -66,31 +66,39 @@ import socket, sys
 s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=3)
 s.settimeout(1.0)
 out = b""
+closed = False
+# a reset (the server closed with our request unread) counts as the close
 for line in sys.argv[3:]:
     try:
-        s.sendall(line.encode().replace(b"\\r\\n", b"\r\n") + b"\r\n")
+        s.sendall(line.encode() + b"\r\n")
     except OSError:
+        closed = True
         break
     try:
         while True:
             d = s.recv(65536)
             if not d:
-                out += b"<EOF>\r\n"
+                closed = True
                 break
             out += d
             if d.endswith(b"\r\n"):
                 break
     except socket.timeout:
         pass
-    if out.endswith(b"<EOF>\r\n"):
+    except ConnectionResetError:
+        closed = True
+    if closed:
         break
-if not out.endswith(b"<EOF>\r\n"):
-    s.settimeout(0.3)
+if not closed:
+    s.settimeout(0.5)
     try:
-        if s.recv(65536) == b"":
-            out += b"<EOF>\r\n"
+        closed = s.recv(65536) == b""
+    except ConnectionResetError:
+        closed = True
     except OSError:
         pass
+if closed:
+    out += b"<EOF>\r\n"
 sys.stdout.write(out.decode(errors="replace").replace("\r\n", "\n"))
 EOF
 

@@ -71,6 +71,9 @@ static bool net_protected_refuse(struct server *srv, struct listener *l,
     log_debug("connection on %s refused: protected mode", l->name);
     (void)send(fd, net_protected_msg, sizeof(net_protected_msg) - 1,
                MSG_NOSIGNAL | MSG_DONTWAIT);
+    /* FIN behind the line; a request already received makes close() reset
+     * the connection, but the line has gone out first */
+    (void)shutdown(fd, SHUT_WR);
     close(fd);
     return true;
 }
