@@ -156,12 +156,12 @@ start_server() { # scenario
         mode=native
         [ "$1" = ag ] && mode=generic
         ip netns exec "$S" taskset -c 0 "$MDC" -l $SRV -p $TPORT -U $UPORT \
-            -n 1 -t 0 -m 256 -x "$VS" --xdp-mode $mode ${W8_XDP_OPTS:-} \
+            -n 1 -t 0 -m 256 --protected-mode=no -x "$VS" --xdp-mode $mode ${W8_XDP_OPTS:-} \
             >"$W/srv.log" 2>&1 &
         SPID=$! ;;
     b)
         ip netns exec "$S" taskset -c 0 "$MDC" -l $SRV -p $TPORT -U $UPORT \
-            -n 1 -t 0 -m 256 >"$W/srv.log" 2>&1 &
+            -n 1 -t 0 -m 256 --protected-mode=no >"$W/srv.log" 2>&1 &
         SPID=$! ;;
     c)
         ip netns exec "$S" taskset -c 0 "$MEMCACHED" -l $SRV -p $TPORT \

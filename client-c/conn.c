@@ -36,6 +36,7 @@ _Static_assert((int)MDC_NOT_FOUND == (int)WIRE_S_NOT_FOUND, "status");
 _Static_assert((int)MDC_INVALID == (int)WIRE_S_INVALID, "status");
 _Static_assert((int)MDC_UNKNOWN_OPCODE == (int)WIRE_S_UNKNOWN_OPCODE, "status");
 _Static_assert((int)MDC_NOT_SUPPORTED == (int)WIRE_S_NOT_SUPPORTED, "status");
+_Static_assert((int)MDC_AUTH_REQUIRED == (int)WIRE_S_AUTH_REQUIRED, "status");
 _Static_assert((int)MDC_SET == (int)WIRE_OP_SET &&
                    (int)MDC_PREPEND == (int)WIRE_OP_PREPEND,
                "store modes are opcodes");
@@ -260,6 +261,7 @@ void mdc_close(mdc_t *m)
         close(m->fd);
     m->fd = -1;
     m->state = MDCI_CLOSED;
+    m->auth_pending = false;
     m->in.off = m->in.len = 0;
     m->out.off = m->out.len = 0;
 }
@@ -291,6 +293,8 @@ void mdc_destroy(mdc_t *m)
     mdc_close(m);
     free(m->in.p);
     free(m->out.p);
+    free(m->auth_user);
+    free(m->auth_pass);
     free(m->host);
     free(m->name);
     free(m->label);
@@ -488,12 +492,52 @@ int mdci_begin(struct mdc *m, mdci_on_msg on_msg, void *ctx)
         rc = connect_start(m);
         if (rc != MDC_OK)
             return fail(m, rc);
+        m->auth_due = m->auth_user != NULL;
+        m->auth_pending = false;
     }
     m->out.off = m->out.len = 0;
     m->on_msg = on_msg;
     m->ctx = ctx;
     m->busy = true;
     m->xrc = MDC_OK;
+    if (m->auth_due && on_msg != NULL) {
+        /* ahead of the request, in the same write */
+        struct wire_hdr h;
+
+        wire_hdr_request(&h, WIRE_OP_AUTH);
+        h.opaque = mdci_opaque(m);
+        rc = mdci_add(m, &h, NULL, 0, m->auth_user, strlen(m->auth_user),
+                      m->auth_pass, strlen(m->auth_pass));
+        if (rc != MDC_OK) {
+            m->busy = false;
+            return rc;
+        }
+        m->auth_due = false;
+        m->auth_pending = true;
+    }
+    return MDC_OK;
+}
+
+int mdc_set_auth(mdc_t *m, const char *user, const char *password)
+{
+    char *u, *p;
+
+    if (m == NULL || user == NULL || password == NULL || user[0] == '\0' ||
+        strlen(user) > WIRE_MAX_KEY)
+        return m ? mdci_seterr(m, MDC_ERR_ARG, "mdc_set_auth: bad user")
+                 : MDC_ERR_ARG;
+    u = strdup(user);
+    p = strdup(password);
+    if (u == NULL || p == NULL) {
+        free(u);
+        free(p);
+        return mdci_seterr(m, MDC_ERR_NOMEM, "out of memory");
+    }
+    free(m->auth_user);
+    free(m->auth_pass);
+    m->auth_user = u;
+    m->auth_pass = p;
+    m->auth_due = true; /* also on the open connection, before the next op */
     return MDC_OK;
 }
 
@@ -644,6 +688,18 @@ static void dispatch(struct mdc *m)
             m->busy = false;
             m->xrc = st;
             return;
+        }
+        if (m->auth_pending && msg.hdr.opcode == WIRE_OP_AUTH) {
+            /* mdc_set_auth()'s request, sent ahead of this exchange */
+            m->auth_pending = false;
+            if (st != WIRE_S_OK) {
+                mdci_setstatus(m, st, &msg);
+                mdc_close(m);
+                m->busy = false;
+                m->xrc = st;
+                return;
+            }
+            continue;
         }
         int rc = m->on_msg ? m->on_msg(m, &msg, m->ctx) : 1;
         if (rc < 0) {

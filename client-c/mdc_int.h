@@ -67,6 +67,9 @@ struct mdc {
                            MSG_DONTWAIT) */
     int rcvtimeo_ms;    /* SO_RCVTIMEO set on fd; 0 = none yet */
     uint32_t next_opaque;
+    char *auth_user, *auth_pass; /* mdc_set_auth(), or NULL */
+    bool auth_due;     /* this connection has not sent AUTH yet */
+    bool auth_pending; /* AUTH sent, its reply not yet read */
     struct mdci_buf out;
     struct mdci_buf in;
 

@@ -73,6 +73,8 @@ enum mdc_rc {
     MDC_MSG_TOO_LARGE = 0x84,  /**< request over the server's message bound */
     MDC_SERVER_ERROR = 0x85,   /**< internal server error */
     MDC_NOT_SUPPORTED = 0x86,  /**< operation disabled in this server */
+    MDC_AUTH_FAILED = 0x87,    /**< the server refused the credentials */
+    MDC_AUTH_REQUIRED = 0x88,  /**< the server wants credentials first */
     /* client errors */
     MDC_ERR_ARG = -1,        /**< invalid argument to the library */
     MDC_ERR_NOMEM = -2,      /**< client out of memory */
@@ -207,6 +209,21 @@ int mdc_set_timeouts(mdc_t *m, int connect_ms, int io_ms);
  * @return MDC_OK, or MDC_ERR_ARG for a negative delay
  */
 int mdc_set_retry_delay(mdc_t *m, int retry_ms);
+
+/**
+ * Authenticate every connection of this handle (servers started with
+ * --auth-file, docs/security.md): from now on each new connection sends an
+ * AUTH request with these credentials ahead of its first request, and a
+ * connection already open sends one before the next request.  If the
+ * server refuses them the operation returns MDC_AUTH_FAILED (a server
+ * without --auth-file: MDC_NOT_SUPPORTED) and the connection is closed.
+ * The strings are copied.
+ * @param m handle
+ * @param user user name (1-65534 bytes)
+ * @param password password
+ * @return MDC_OK, MDC_ERR_ARG or MDC_ERR_NOMEM
+ */
+int mdc_set_auth(mdc_t *m, const char *user, const char *password);
 
 /**
  * Connect now (operations connect on demand anyway).  Succeeds at once when
@@ -727,6 +744,15 @@ int mdc_pool_set_timeouts(mdc_pool_t *p, int connect_ms, int io_ms);
  * @return MDC_OK or MDC_ERR_ARG
  */
 int mdc_pool_set_retry_delay(mdc_pool_t *p, int retry_ms);
+
+/**
+ * Set the credentials of every server added so far (see mdc_set_auth()).
+ * @param p pool
+ * @param user user name
+ * @param password password
+ * @return MDC_OK, MDC_ERR_ARG or MDC_ERR_NOMEM
+ */
+int mdc_pool_set_auth(mdc_pool_t *p, const char *user, const char *password);
 
 /**
  * @param p pool

@@ -192,6 +192,18 @@ int mdc_pool_set_retry_delay(mdc_pool_t *p, int retry_ms)
     return MDC_OK;
 }
 
+int mdc_pool_set_auth(mdc_pool_t *p, const char *user, const char *password)
+{
+    if (p == NULL)
+        return MDC_ERR_ARG;
+    for (size_t i = 0; i < p->n; i++) {
+        int rc = mdc_set_auth(p->servers[i], user, password);
+        if (rc != MDC_OK)
+            return pool_seterr(p, rc, "%s", mdc_errstr(p->servers[i]));
+    }
+    return MDC_OK;
+}
+
 int mdc_pool_error(const mdc_pool_t *p)
 {
     return p ? p->err : MDC_ERR_ARG;

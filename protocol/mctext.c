@@ -1077,3 +1077,15 @@ void mctext_udp_frame(uint8_t *h, uint16_t request_id, uint16_t seq,
     h[5] = (uint8_t)total;
     h[6] = h[7] = 0;
 }
+
+int mctext_udp_request(const uint8_t *d, size_t len, uint16_t *request_id)
+{
+    /* Header only or less, or a multi-datagram request (total != 1, which
+     * memcached does not support either): not a request we answer.  The
+     * sequence number and reserved field are not checked (memcached does
+     * not). */
+    if (len <= UDP_FRAME_HDR || d[4] != 0 || d[5] != 1)
+        return -1;
+    *request_id = (uint16_t)(d[0] << 8 | d[1]);
+    return 0;
+}

@@ -249,5 +249,9 @@ size_t mctext_meta_line(char *out, const char *code, int64_t vlen,
  * request id, sequence, total, reserved 0, each 16-bit big-endian. */
 void mctext_udp_frame(uint8_t *h, uint16_t request_id, uint16_t seq,
                       uint16_t total);
+/* A received datagram of len bytes at d: 0 with its request id when it is
+ * a request to answer (more than the header, a single-datagram request),
+ * -1 when it is to be ignored.  Its commands follow the header. */
+int mctext_udp_request(const uint8_t *d, size_t len, uint16_t *request_id);
 
 #endif

@@ -132,6 +132,7 @@ static const struct rule *rule_of(uint8_t opcode)
                                      A_IFLAGS | A_EXPIRY};
     static const struct rule pop = {K_NONE, V_NONE, T_ONE, 0};
     static const struct rule stats = {K_OPT, V_NONE, T_NONE, 0};
+    static const struct rule auth = {K_REQ, V_ANY, T_NONE, 0};
 
     switch (opcode) {
     case WIRE_OP_NOOP:
@@ -176,6 +177,8 @@ static const struct rule *rule_of(uint8_t opcode)
         return &pop;
     case WIRE_OP_STATS:
         return &stats;
+    case WIRE_OP_AUTH:
+        return &auth;
     default:
         return NULL;
     }

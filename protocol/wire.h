@@ -77,7 +77,8 @@
     X(STATS, 0x41, "stats")                                                    \
     X(VERSION, 0x42, "version")                                                \
     X(QUIT, 0x43, "quit")                                                      \
-    X(DUMP, 0x44, "dump")
+    X(DUMP, 0x44, "dump")                                                      \
+    X(AUTH, 0x45, "auth")
 
 enum wire_opcode {
 #define X(n, v, s) WIRE_OP_##n = v,
@@ -107,7 +108,9 @@ enum wire_opcode {
     X(MALFORMED, 0x0083, "malformed message")                                  \
     X(MSG_TOO_LARGE, 0x0084, "message too large")                              \
     X(INTERNAL, 0x0085, "server error")                                        \
-    X(NOT_SUPPORTED, 0x0086, "not supported")
+    X(NOT_SUPPORTED, 0x0086, "not supported")                                  \
+    X(AUTH_FAILED, 0x0087, "authentication failed")                            \
+    X(AUTH_REQUIRED, 0x0088, "authentication required")
 
 enum wire_status {
 #define X(n, v, s) WIRE_S_##n = v,

@@ -45,6 +45,7 @@
 #include "server/net/net.h"
 #include "server/net/threads.h"
 #include "server/proto/proto.h"
+#include "auth.h"
 #include "log.h"
 #include "report.h"
 #include "metrics.h"
@@ -146,6 +147,7 @@ void server_teardown(struct server *srv)
     threads_teardown(srv);
     if (srv->store != NULL)
         store_teardown(srv->store); /* may still announce into the mirror */
+    auth_teardown(srv->auth);
     mirror_teardown(srv->mirror);     /* detaches the program */
     stats_teardown(srv);
     mdc_free(srv);
@@ -273,6 +275,8 @@ static void server_signal_cb(evutil_socket_t sig, short what, void *arg)
         else
             log_info("log file reopened");
         server_reload_config(srv);
+        if (srv->auth != NULL)
+            (void)auth_reload(srv->auth); /* keeps the old set on error */
         break;
     case SIGUSR1:
         if (srv->dump_request == NULL)

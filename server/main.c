@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sysexits.h>
 
+#include "auth.h"
 #include "daemon.h"
 #include "log.h"
 #include "options.h"
@@ -20,6 +21,7 @@ int main(int argc, char **argv)
 {
     struct options opt;
     struct server *srv = NULL;
+    struct auth *auth = NULL;
     int rc;
 
     rc = options_parse(&opt, argc, argv, stderr);
@@ -37,12 +39,19 @@ int main(int argc, char **argv)
         options_teardown(&opt);
         return EX_CANTCREAT;
     }
+    if (opt.auth_file != NULL && (auth = auth_setup(opt.auth_file)) == NULL) {
+        options_teardown(&opt);
+        rc = EX_CONFIG;
+        goto out;
+    }
     srv = server_setup(&opt); /* takes over opt */
     if (srv == NULL) {
         options_teardown(&opt);
+        auth_teardown(auth);
         rc = EX_SOFTWARE;
         goto out;
     }
+    srv->auth = auth; /* the server's from now on */
     if ((rc = server_load(srv)) != 0)
         goto out;
     if (server_listen(srv) < 0) {

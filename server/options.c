@@ -721,6 +721,12 @@ static int opt_validate(struct options *o, FILE *err, const char *argv0)
             return -1;
         }
     }
+    if (strcmp(o->protected_mode, "yes") != 0 &&
+        strcmp(o->protected_mode, "no") != 0) {
+        fprintf(err, "%s: invalid value '%s' for --protected-mode: want yes "
+                "or no\n", argv0, o->protected_mode);
+        return -1;
+    }
     if (o->debug && o->verbose < 3)
         o->verbose = 3;
     if (o->port == 0 && o->unix_socket == NULL && o->udp_port == 0) {
@@ -742,7 +748,7 @@ static int opt_read_args(struct options *o, int argc, char **argv, FILE *err,
 
     memset(list_seen, 0, sizeof(list_seen));
     opt_getopt_tables(lopts, shorts);
-    optind = 1;
+    optind = 0; /* glibc: 0 also resets getopt's state left by an earlier parse */
     opterr = 0;
     while ((c = getopt_long(argc, argv, shorts, lopts, NULL)) != -1) {
         const struct opt_desc *d;

@@ -71,6 +71,11 @@ struct opt_list {
       "also listen on this Unix socket")                                       \
     X(unix_mode, 'a', "unix-mode", OT_MODE, "0700", 0, 0777, "MODE",           \
       "permission bits of the Unix socket (octal)")                            \
+    X(protected_mode, 0, "protected-mode", OT_STR, "yes", 0, 0, "yes|no",     \
+      "with a TCP listener on a non-loopback address and no --auth-file, "    \
+      "serve loopback clients only (docs/security.md)")                        \
+    X(auth_file, 0, "auth-file", OT_STR, "", 0, 0, "PATH",                     \
+      "require authentication: user:password lines; SIGHUP re-reads it")      \
     X(max_conns, 'c', "max-conns", OT_UINT, "1024", 1, 1048576, "N",           \
       "maximum simultaneous connections; more are refused")                    \
     X(backlog, 'B', "backlog", OT_UINT, "1024", 1, 65535, "N",                 \

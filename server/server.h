@@ -34,6 +34,7 @@ struct record;
 struct udp_worker;
 struct proto;
 struct dumper;
+struct auth;
 
 /*
  * The XDP mirror's way in (docs/xdp.md: a record enters the mirror only
@@ -115,6 +116,7 @@ struct listener {
     struct server *srv;
     int fd;
     int family;               /* AF_INET, AF_INET6, AF_UNIX */
+    bool loopback;            /* bound to a loopback address (or Unix) */
     struct event *ev;
     char name[128];
 };
@@ -141,6 +143,11 @@ struct server {
     size_t nlisteners;
     bool accepting;
     struct event *ev_accept_resume;
+    /* Protected mode is in force (net.c): a listener on a non-loopback
+     * address, no authentication; only loopback peers are served. */
+    bool protected_mode;
+    /* --auth-file: the credentials (auth.h), or NULL when not required */
+    struct auth *auth;
 
     atomic_uint nconns;       /* open connections, for -c */
     atomic_bool stop;

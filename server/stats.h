@@ -16,6 +16,9 @@
 #define STATS_THREAD_FIELDS(X)                                                 \
     X(total_connections)                                                       \
     X(rejected_connections)                                                    \
+    X(protected_mode_refusals)                                                 \
+    X(auth_cmds)                                                               \
+    X(auth_errors)                                                             \
     X(closed_connections)                                                      \
     X(cmd_get)                                                                 \
     X(cmd_set)                                                                 \

@@ -116,6 +116,7 @@ static void test_bad_values_exit_64(void **state)
         {"-p", "0"}, /* nothing to listen on */
         {"-l", "[::1"},       {"-l", "1.2.3.4:99999"},
         {"-u", "no-such-user-mdc"},
+        {"--protected-mode", "maybe"},
     };
     static char out[4096];
 
@@ -128,6 +129,27 @@ static void test_bad_values_exit_64(void **state)
         if (strlen(out) == 0 || strlen(out) > 1000)
             fail_msg("%s: no clear message", bad[i][0]);
     }
+}
+
+/* A parse that stops inside a cluster of short options ("-+vv": '+' is
+ * unknown) must not leave getopt pointing into that argv for the next
+ * parse (found by tests/fuzz/fuzz_options as a use after free). */
+static void test_parse_after_error_mid_cluster(void **state)
+{
+    struct options o;
+    FILE *devnull = fopen("/dev/null", "w");
+    char a[] = "-+vv", b[] = "-vv", a0[] = "mdcached";
+    char *argv1[] = {a0, a, NULL};
+    char *argv2[] = {a0, b, NULL};
+
+    (void)state;
+    assert_int_equal(options_parse(&o, 2, argv1, devnull), OPTIONS_USAGE);
+    options_teardown(&o);
+    memcpy(a, "-zz", 4); /* what a stale getopt would go on reading */
+    assert_int_equal(options_parse(&o, 2, argv2, devnull), OPTIONS_RUN);
+    assert_int_equal(o.verbose, 4);
+    options_teardown(&o);
+    fclose(devnull);
 }
 
 static void test_parse_forms(void **state)
@@ -295,6 +317,7 @@ int main(void)
         cmocka_unit_test(test_help),
         cmocka_unit_test(test_bad_values_exit_64),
         cmocka_unit_test(test_parse_forms),
+        cmocka_unit_test(test_parse_after_error_mid_cluster),
         cmocka_unit_test(test_pidfile_signals),
         cmocka_unit_test(test_ipv6_listener),
     };

@@ -148,7 +148,7 @@ run_mode() {
         PPID_=$!
     fi
     : >"$W/d-$mode.log" # before the background job's own redirection
-    ip netns exec "$S" "$MDC" -l $SRV -p $TPORT -U $UPORT -x "$VS" \
+    ip netns exec "$S" "$MDC" -l $SRV -p $TPORT -U $UPORT -x "$VS" --protected-mode=no \
         --xdp-mode "$mode" --sweep-interval 0 -n 2 -m 64 >"$W/d-$mode.log" 2>&1 &
     DPID=$!
     i=0
@@ -215,7 +215,7 @@ done
 # a graceful stop (SIGTERM) detaches too, and exits 0
 mode=sigterm
 : >"$W/d-$mode.log"
-ip netns exec "$S" "$MDC" -l $SRV -p $TPORT -U $UPORT -x "$VS" \
+ip netns exec "$S" "$MDC" -l $SRV -p $TPORT -U $UPORT -x "$VS" --protected-mode=no \
     --xdp-mode generic -n 1 -m 64 >"$W/d-$mode.log" 2>&1 &
 DPID=$!
 i=0

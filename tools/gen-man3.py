@@ -13,7 +13,7 @@ GROUPS = [
     ("mdc_create", "create, configure and inspect a server handle",
      ["mdc_lib_version", "mdc_strerror", "mdc_create", "mdc_create_tcp", "mdc_create_unix",
       "mdc_destroy", "mdc_set_timeouts", "mdc_set_retry_delay", "mdc_connect",
-      "mdc_close", "mdc_check", "mdc_error", "mdc_errstr", "mdc_server_name"]),
+      "mdc_close", "mdc_check", "mdc_set_auth", "mdc_error", "mdc_errstr", "mdc_server_name"]),
     ("mdc_get", "fetch records",
      ["mdc_get", "mdc_gat", "mdc_mget", "mdc_item_free", "mdc_itemset_free"]),
     ("mdc_store", "store, delete and touch records",

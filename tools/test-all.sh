@@ -5,6 +5,7 @@
 # bounded time.  Ends with one line "N passed, N failed".
 #
 # Environment: JOBS (parallel make), FUZZ_SECONDS (per fuzzer, default 60),
+# SOAK_SECONDS (bench/soak.sh, default 120),
 # SKIP_DISTCHECK=1 / SKIP_SANITIZERS=1 / SKIP_DEB=1 to shorten a local run.
 set -u
 cd "$(dirname "$0")/.."
@@ -78,7 +79,9 @@ build_and_check() {
 }
 
 step layers sh tools/check-layers.sh
-build_and_check normal CFLAGS="-O2 -g"
+build_and_check normal CFLAGS="-O2 -g" --enable-debug-commands
+# the soak (docs/security.md): SOAK_SECONDS, 120 here; 1800 for the report
+step soak sh -c "MDC_BUILDDIR='$B/normal' SOAK_SECONDS=${SOAK_SECONDS:-120} sh bench/soak.sh"
 # the portable build (docs/packaging.md, "FreeBSD"): every Linux-only part
 # off, configured like the FreeBSD port, the whole suite; then the port's
 # plist and rc.d script against it

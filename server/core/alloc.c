@@ -5,6 +5,8 @@
 
 #include "alloc.h"
 
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -26,8 +28,51 @@ const char *malloc_conf = "thp:always,metadata_thp:auto";
 
 #define HUGE_MIN ((size_t)2 << 20)
 
+/*
+ * Allocation-failure injection (mdc_alloc_fault_set(), alloc.h).  Off
+ * unless a test arms it: one relaxed load and a predictable branch per
+ * allocation.  The generator is a shared splitmix64 step, advanced with
+ * one atomic add, so concurrent threads draw distinct numbers.
+ */
+static atomic_uint_fast32_t alloc_fault_one_in;
+static atomic_uint_fast64_t alloc_fault_state;
+static atomic_uint_fast64_t alloc_fault_count;
+
+void mdc_alloc_fault_set(uint32_t one_in, uint64_t seed)
+{
+    atomic_store(&alloc_fault_state, seed);
+    atomic_store(&alloc_fault_one_in, one_in);
+}
+
+uint64_t mdc_alloc_faults(void)
+{
+    return atomic_load(&alloc_fault_count);
+}
+
+static bool alloc_fault(void)
+{
+    uint_fast32_t n = atomic_load_explicit(&alloc_fault_one_in,
+                                           memory_order_relaxed);
+    uint64_t z;
+
+    if (__builtin_expect(n == 0, 1))
+        return false;
+    z = atomic_fetch_add_explicit(&alloc_fault_state, 0x9E3779B97F4A7C15ull,
+                                  memory_order_relaxed) +
+        0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    if (z % n != 0)
+        return false;
+    atomic_fetch_add_explicit(&alloc_fault_count, 1, memory_order_relaxed);
+    return true;
+}
+
 void *mdc_huge_calloc(size_t size)
 {
+    if (alloc_fault())
+        return NULL;
     if (size < HUGE_MIN)
         return calloc(1, size);
     void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
@@ -50,15 +95,24 @@ void mdc_huge_free(void *p, size_t size)
         munmap(p, size);
 }
 
-void *mdc_malloc(size_t size) { return malloc(size); }
-void *mdc_calloc(size_t n, size_t size) { return calloc(n, size); }
-void *mdc_realloc(void *p, size_t size) { return realloc(p, size); }
+void *mdc_malloc(size_t size)
+{
+    return alloc_fault() ? NULL : malloc(size);
+}
+void *mdc_calloc(size_t n, size_t size)
+{
+    return alloc_fault() ? NULL : calloc(n, size);
+}
+void *mdc_realloc(void *p, size_t size)
+{
+    return alloc_fault() ? NULL : realloc(p, size);
+}
 void mdc_free(void *p) { free(p); }
 
 char *mdc_strdup(const char *s)
 {
     size_t n = strlen(s) + 1;
-    char *d = malloc(n);
+    char *d = alloc_fault() ? NULL : malloc(n);
     if (d != NULL)
         memcpy(d, s, n);
     return d;

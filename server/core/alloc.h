@@ -29,4 +29,13 @@ uint64_t mdc_thread_allocated(void);
 int mdc_alloc_counts_threads(void);
 const char *mdc_allocator_name(void);
 
+/*
+ * Tests only (tests/test_fault_alloc.c): from now on make about one
+ * allocation in one_in fail (return NULL), at points drawn from seed;
+ * 0 turns it off (the default; nothing in the daemon arms it).
+ * mdc_alloc_faults() counts the failures injected so far.
+ */
+void mdc_alloc_fault_set(uint32_t one_in, uint64_t seed);
+uint64_t mdc_alloc_faults(void);
+
 #endif

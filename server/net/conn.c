@@ -55,6 +55,7 @@ struct conn *conn_setup(struct server *srv, struct worker *w, int fd,
     c->family = family;
     c->id = atomic_fetch_add_explicit(&next_id, 1, memory_order_relaxed);
     c->need = 1;
+    c->authed = srv->auth == NULL;
     c->ibuf = mdc_malloc(CONN_IBUF_INIT);
     c->obuf = mdc_malloc(CONN_OBUF_INIT);
     c->segs = mdc_malloc(CONN_SEGS_INIT * sizeof(*c->segs));
@@ -488,7 +489,8 @@ static bool conn_has_work(const struct conn *c)
 {
     size_t avail = c->ilen - c->ioff;
 
-    return !c->closing && avail > 0 && avail >= c->need && !conn_out_full(c);
+    return !c->closing && avail > 0 && avail >= c->need && !conn_out_full(c) &&
+           c->hold_until == 0;
 }
 
 void conn_drive(struct conn *c)
@@ -535,7 +537,7 @@ void conn_drive(struct conn *c)
                 goto kill;
             break;
         }
-        if (c->rd_ready && !conn_out_full(c)) {
+        if (c->rd_ready && !conn_out_full(c) && c->hold_until == 0) {
             int r;
 
             if (reads++ >= CONN_READ_BUDGET ||
@@ -650,6 +652,11 @@ void conn_tick(struct conn *c, uint64_t now)
 
     if (c->inflight)
         return;
+    if (c->hold_until != 0 && now >= c->hold_until) {
+        c->hold_until = 0;
+        conn_drive(c);
+        return; /* the connection may be gone */
+    }
     if (c->opending > 0 && c->blocked_since != 0 &&
         now - c->blocked_since >= o->output_timeout) {
         STAT_INC(&w->stats, slow_reader_drops);

@@ -87,6 +87,10 @@ struct conn {
     bool rd_drain;         /* shutdown: read until EAGAIN, then rd_shut */
     bool dead;             /* close as soon as the network thread can */
     bool paused;           /* output over the bound: input not processed */
+    bool authed;           /* may run requests (always without --auth-file) */
+    unsigned auth_fails;   /* failed authentications on this connection */
+    uint64_t hold_until;   /* coarse seconds: run no request before; 0 = no
+                              hold (conn_hold) */
     bool yielded;          /* process() stopped after -R requests with more
                               input waiting: let other connections run */
     uint64_t last_active;  /* coarse seconds of the last input (written by
@@ -182,6 +186,13 @@ static inline void conn_yield(struct conn *c) { c->yielded = true; }
 
 /* Drop the connection once pending output is flushed. */
 static inline void conn_close_after_flush(struct conn *c) { c->closing = true; }
+
+/* Run none of c's requests for at least secs seconds (a failed
+ * authentication): the owner's once-a-second tick lifts the hold. */
+static inline void conn_hold(struct conn *c, unsigned secs)
+{
+    c->hold_until = server_mono_s() + secs + 1;
+}
 
 /* Pending output at its bound: stop running this connection's requests. */
 static inline bool conn_out_full(const struct conn *c)

@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -31,6 +32,51 @@
 #include "server/log.h"
 
 static const char net_busy_msg[] = "ERROR Too many open connections\r\n"; /* memcached */
+/* One line both protocols' clients show: the text protocol's error form. */
+static const char net_protected_msg[] =
+    "SERVER_ERROR protected mode: mdcached listens on a non-loopback "
+    "address without authentication, so only loopback clients are served; "
+    "configure --auth-file=PATH, or start it with --protected-mode=no "
+    "(docs/security.md)\r\n";
+
+/* A loopback address: 127.0.0.0/8, ::1, or ::ffff:127.x.y.z. */
+static bool net_is_loopback(const struct sockaddr *sa)
+{
+    if (sa->sa_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+        return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+    }
+    if (sa->sa_family == AF_INET6) {
+        const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+        if (IN6_IS_ADDR_LOOPBACK(a))
+            return true;
+        return IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127;
+    }
+    return sa->sa_family == AF_UNIX;
+}
+
+/* Protected mode: a peer that is not on loopback gets one error line. */
+static bool net_protected_refuse(struct server *srv, struct listener *l,
+                                 int fd)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+
+    if (!srv->protected_mode || l->loopback)
+        return false;
+    if (getpeername(fd, (struct sockaddr *)&ss, &len) == 0 &&
+        net_is_loopback((struct sockaddr *)&ss))
+        return false;
+    STAT_INC(&srv->workers[0].stats, protected_mode_refusals);
+    log_debug("connection on %s refused: protected mode", l->name);
+    (void)send(fd, net_protected_msg, sizeof(net_protected_msg) - 1,
+               MSG_NOSIGNAL | MSG_DONTWAIT);
+    /* FIN behind the line; a request already received makes close() reset
+     * the connection, but the line has gone out first */
+    (void)shutdown(fd, SHUT_WR);
+    close(fd);
+    return true;
+}
 
 static void net_set_nodelay(int fd)
 {
@@ -108,6 +154,8 @@ static void net_accept_one(struct server *srv, struct listener *l, int fd)
         close(fd);
         return;
     }
+    if (net_protected_refuse(srv, l, fd))
+        return;
     if (l->family != AF_UNIX)
         net_accepted_nodelay(fd);
     if (srv->nnet == 0)
@@ -187,6 +235,7 @@ static struct listener *net_add(struct server *srv, int fd, int family,
 static int net_listen_tcp(struct server *srv, const char *spec)
 {
     struct addrinfo *res = NULL, *ai;
+    struct listener *l;
     char port[16], name[128];
     int rc = -1, n = 0;
 
@@ -216,10 +265,12 @@ static int net_listen_tcp(struct server *srv, const char *spec)
             close(fd);
             goto out;
         }
-        if (net_add(srv, fd, ai->ai_family, name) == NULL) {
+        l = net_add(srv, fd, ai->ai_family, name);
+        if (l == NULL) {
             close(fd);
             goto out;
         }
+        l->loopback = net_is_loopback(ai->ai_addr);
         log_info("listening on %s", name);
         n++;
     }
@@ -237,6 +288,7 @@ out:
 static int net_listen_unix(struct server *srv, const char *path)
 {
     struct sockaddr_un sa;
+    struct listener *l;
     struct stat stt;
     int fd = -1, rc = -1;
 
@@ -266,8 +318,10 @@ static int net_listen_unix(struct server *srv, const char *path)
         log_error("cannot listen on %s: %s", path, strerror(errno));
         goto out;
     }
-    if (net_add(srv, fd, AF_UNIX, path) == NULL)
+    l = net_add(srv, fd, AF_UNIX, path);
+    if (l == NULL)
         goto out;
+    l->loopback = true;
     log_info("listening on unix:%s", path);
     fd = -1;
     rc = 0;
@@ -275,6 +329,29 @@ out:
     if (fd >= 0)
         close(fd);
     return rc;
+}
+
+/*
+ * Protected mode (docs/security.md): on unless --protected-mode=no, when
+ * some TCP listener is on a non-loopback address and no authentication is
+ * configured.  It then serves loopback peers only.
+ */
+static void net_protected_setup(struct server *srv)
+{
+    size_t i;
+
+    srv->protected_mode = false;
+    if (strcmp(srv->opt.protected_mode, "no") == 0 || srv->opt.auth_file != NULL)
+        return;
+    for (i = 0; i < srv->nlisteners; i++)
+        if (!srv->listeners[i].loopback) {
+            srv->protected_mode = true;
+            log_warn("protected mode: %s is not a loopback address and no "
+                     "--auth-file is set; only loopback clients will be "
+                     "served (--protected-mode=no to serve everyone)",
+                     srv->listeners[i].name);
+            return;
+        }
 }
 
 int net_listen_all(struct server *srv)
@@ -295,6 +372,7 @@ int net_listen_all(struct server *srv)
         log_error("no listener: give -p PORT, -s PATH or -U PORT");
         goto out;
     }
+    net_protected_setup(srv);
     /* Events need the final array: create them now that it stops moving. */
     for (i = 0; i < srv->nlisteners; i++) {
         struct listener *l = &srv->listeners[i];

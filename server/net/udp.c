@@ -345,20 +345,19 @@ static void udp_datagram(struct udp_worker *u, struct worker *w, size_t slot)
 {
     const uint8_t *p = u->rxbuf + slot * UDP_RX_MAX;
     size_t len = u->rx[slot].msg_len;
+    uint16_t rid;
 
     STAT_INC(&w->stats, udp_datagrams_in);
     STAT_ADD(&w->stats, bytes_read, len);
-    /* Header only or less, truncated, or a multi-datagram request (which
-     * memcached does not support either): silently ignored. */
-    if ((u->rx[slot].msg_hdr.msg_flags & MSG_TRUNC) || len <= UDP_FRAME_HDR ||
-        p[4] != 0 || p[5] != 1) {
+    /* Truncated, header only or less, or a multi-datagram request:
+     * silently ignored (mctext_udp_request()). */
+    if ((u->rx[slot].msg_hdr.msg_flags & MSG_TRUNC) ||
+        mctext_udp_request(p, len, &rid) < 0) {
         STAT_INC(&w->stats, udp_ignored);
         return;
     }
-    /* The sequence number and reserved field of a request are not checked
-     * (memcached does not); the reply carries 0 in both. */
-    udp_commands(u, w, slot, (uint16_t)(p[0] << 8 | p[1]), p + UDP_FRAME_HDR,
-                 len - UDP_FRAME_HDR);
+    /* The reply carries 0 in sequence and reserved. */
+    udp_commands(u, w, slot, rid, p + UDP_FRAME_HDR, len - UDP_FRAME_HDR);
 }
 
 /* ---- sending --------------------------------------------------------------

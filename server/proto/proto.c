@@ -12,6 +12,8 @@
 
 #include <string.h>
 
+#include "server/auth.h"
+#include "server/log.h"
 #include "server/stats.h"
 
 static void proto_refuse(struct conn *c, struct worker *w, const char *line)
@@ -23,6 +25,32 @@ static void proto_refuse(struct conn *c, struct worker *w, const char *line)
     STAT_INC(&w->stats, protocol_errors);
     (void)conn_out_bytes(c, line, strlen(line));
     conn_close_after_flush(c);
+}
+
+bool proto_auth(struct conn *c, struct worker *w, const void *user,
+                size_t ulen, const void *pass, size_t plen)
+{
+    bool ok = c->srv->auth != NULL &&
+              auth_check(c->srv->auth, user, ulen, pass, plen);
+    unsigned shift;
+
+    STAT_INC(&w->stats, auth_cmds);
+    if (ok) {
+        c->authed = true;
+        c->auth_fails = 0;
+        return true;
+    }
+    STAT_INC(&w->stats, auth_errors);
+    c->auth_fails++;
+    log_info("conn %llu: authentication failed (%u on this connection)",
+             (unsigned long long)c->id, c->auth_fails);
+    if (c->auth_fails >= PROTO_AUTH_MAX_FAILS) {
+        conn_close_after_flush(c);
+        return false;
+    }
+    shift = c->auth_fails - 1 < 3 ? c->auth_fails - 1 : 3;
+    conn_hold(c, 1u << shift);
+    return false;
 }
 
 static void proto_mcbin_process(struct conn *c, struct worker *w)

@@ -9,6 +9,8 @@
 #ifndef MDC_PROTO_H
 #define MDC_PROTO_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "server/net/conn.h"
@@ -16,6 +18,16 @@
 extern const struct proto proto_native;
 extern const struct proto proto_mcbin_reject;
 extern const struct proto proto_text;
+
+/*
+ * --auth-file (docs/security.md): check user/password for c, count it
+ * (auth_cmds, auth_errors) and, on success, let c run requests.  A failure
+ * holds c's next request back 1, 2, 4, then 8 s (conn_hold), and the
+ * PROTO_AUTH_MAX_FAILS-th closes the connection.  Returns the outcome.
+ */
+#define PROTO_AUTH_MAX_FAILS 10
+bool proto_auth(struct conn *c, struct worker *w, const void *user,
+                size_t ulen, const void *pass, size_t plen);
 
 /* The handler for a connection whose first byte is b. */
 const struct proto *proto_detect(uint8_t b);

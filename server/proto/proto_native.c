@@ -491,6 +491,46 @@ static enum metrics_cmd nat_metrics_cmd(uint8_t op)
     }
 }
 
+/* AUTH: key the user, value the password (docs/protocol.md).  Without
+ * --auth-file it is not supported.  A failure leaves the connection
+ * unauthenticated, even one that had authenticated before. */
+static void nat_auth(struct conn *c, struct worker *w,
+                     const struct wire_msg *m)
+{
+    const struct wire_hdr *h = &m->hdr;
+
+    if (c->srv->auth == NULL) {
+        static const char why[] = "authentication is not configured";
+        nat_reply(c, h, WIRE_S_NOT_SUPPORTED, 0, NULL, 0, why,
+                  (uint32_t)sizeof(why) - 1);
+        return;
+    }
+    if (proto_auth(c, w, m->key, h->klen, m->value, h->vlen)) {
+        nat_status(c, h, WIRE_S_OK, 0);
+        return;
+    }
+    c->authed = false;
+    nat_reply(c, h, WIRE_S_AUTH_FAILED, 0, NULL, 0, NULL, 0);
+}
+
+/* Before authentication: AUTH, QUIT, or AUTH_REQUIRED. */
+static void nat_unauthed(struct conn *c, struct worker *w,
+                         const struct wire_msg *m)
+{
+    switch (m->hdr.opcode) {
+    case WIRE_OP_AUTH:
+        nat_auth(c, w, m);
+        break;
+    case WIRE_OP_QUIT:
+        nat_status(c, &m->hdr, WIRE_S_OK, 0);
+        conn_close_after_flush(c);
+        break;
+    default:
+        nat_reply(c, &m->hdr, WIRE_S_AUTH_REQUIRED, 0, NULL, 0, NULL, 0);
+        break;
+    }
+}
+
 /* Run one whole, checked request. */
 static void nat_exec(struct conn *c, struct worker *w, const struct wire_msg *m)
 {
@@ -577,6 +617,9 @@ static void nat_exec(struct conn *c, struct worker *w, const struct wire_msg *m)
     case WIRE_OP_QUIT:
         nat_status(c, h, WIRE_S_OK, 0);
         conn_close_after_flush(c);
+        break;
+    case WIRE_OP_AUTH:
+        nat_auth(c, w, m);
         break;
     default:
         nat_error(c, w, h, WIRE_EOPCODE);
@@ -668,6 +711,8 @@ static void nat_process(struct conn *c, struct worker *w)
         rc = wire_check_request(&m);
         if (rc < 0)
             nat_error(c, w, &m.hdr, rc);
+        else if (!c->authed)
+            nat_unauthed(c, w, &m);
         else {
             uint64_t t0 = metrics_start(srv);
 
@@ -676,6 +721,8 @@ static void nat_process(struct conn *c, struct worker *w)
                 metrics_observe(srv, w->id, nat_metrics_cmd(m.hdr.opcode), t0);
         }
         conn_in_consume(c, (size_t)n);
+        if (c->hold_until != 0)
+            break; /* a failed AUTH: the next request waits (conn_hold) */
     }
     if (c->closing)
         conn_in_need(c, 1);

@@ -331,6 +331,16 @@ static void txt_stats(struct conn *c, struct worker *w,
     STAT_INC(&w->stats, cmd_stats);
     if (req->arg == NULL) {
         stats_collect(srv, txt_stats_line, c);
+#ifdef MDC_DEBUG_COMMANDS
+    } else if (req->arglen == 11 && memcmp(req->arg, "store_check", 11) == 0) {
+        /* --enable-debug-commands only: needs a quiescent store (no
+         * writer, no expiry due), as bench/soak.sh arranges */
+        char msg[256];
+        txt_stats_line(c, "store_check",
+                       store_check(srv->store, msg, sizeof(msg)) == 0
+                           ? "ok"
+                           : msg);
+#endif
     } else if (stats_collect_group(srv, req->arg, req->arglen, NULL,
                                    NULL) == 0) { /* settings, threads, tags */
         (void)stats_collect_group(srv, req->arg, req->arglen, txt_stats_line,
@@ -736,6 +746,38 @@ static void txt_tpop(struct conn *c, struct worker *w,
     txt_str(c, MCTEXT_R_END);
 }
 
+/* ---- authentication (--auth-file) --------------------------------------- */
+
+#define TXT_E_UNAUTH "CLIENT_ERROR unauthenticated\r\n"
+#define TXT_E_AUTHFAIL "CLIENT_ERROR authentication failure\r\n"
+
+/* Before a connection has authenticated: memcached 1.6's exchange, "set
+ * <any> <flags> <exptime> <n>\r\n<user> <password>\r\n" (STORED on
+ * success), or quit; anything else is refused. */
+static void txt_auth(struct conn *c, struct worker *w,
+                     const struct mctext_req *req)
+{
+    const uint8_t *v = req->value;
+    const uint8_t *sp;
+    size_t ulen;
+
+    if (req->cmd == MCT_QUIT) {
+        conn_close_after_flush(c);
+        return;
+    }
+    if (req->cmd != MCT_SET) {
+        txt_str(c, TXT_E_UNAUTH);
+        return;
+    }
+    sp = req->vlen > 0 ? memchr(v, ' ', req->vlen) : NULL;
+    ulen = sp != NULL ? (size_t)(sp - v) : req->vlen;
+    if (proto_auth(c, w, v, ulen, sp != NULL ? sp + 1 : v + ulen,
+                   sp != NULL ? req->vlen - ulen - 1 : 0))
+        txt_str(c, MCTEXT_R_STORED);
+    else
+        txt_str(c, TXT_E_AUTHFAIL);
+}
+
 /* ---- dispatch ------------------------------------------------------------ */
 
 static void txt_exec(struct conn *c, struct worker *w,
@@ -1011,9 +1053,10 @@ static void proto_text_process(struct conn *c, struct worker *w)
         }
         if (nreq++ == 1)
             txt_prefetch(c, buf, avail);
-        /* the shortcut counts nothing but the get: not while stats detail
-         * or --metrics want each request counted or timed */
-        if (!stats_detail_on(c->srv) && c->srv->metrics == NULL &&
+        /* the shortcut counts nothing but the get: not before the
+         * connection has authenticated, nor while stats detail or
+         * --metrics want each request counted or timed */
+        if (c->authed && !stats_detail_on(c->srv) && c->srv->metrics == NULL &&
             (n = (ssize_t)txt_fast(c, w, buf, avail)) > 0) {
             conn_in_consume(c, (size_t)n);
             continue;
@@ -1050,6 +1093,13 @@ static void proto_text_process(struct conn *c, struct worker *w)
                 txt_refused_large(c, w, &req);
             txt_reply(c, &req, req.err);
             conn_in_skip(c, req.skip);
+            continue;
+        }
+        if (!c->authed) {
+            txt_auth(c, w, &req);
+            conn_in_consume(c, (size_t)n);
+            if (c->hold_until != 0)
+                break; /* a failure: the next request waits (conn_hold) */
             continue;
         }
         {

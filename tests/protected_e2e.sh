@@ -1,0 +1,178 @@
+#!/bin/sh
+# protected_e2e.sh - protected mode and authentication seen from another
+# host: mdcached in one network namespace listening on a veth address, a
+# client in a second namespace (docs/security.md).
+#
+#  - default (protected mode): the remote client gets the one error line
+#    and the connection closes; a loopback client inside the server's
+#    namespace is served; stats counts protected_mode_refusals;
+#  - --protected-mode=no: the remote client is served;
+#  - --auth-file: protected mode is off, the remote client must
+#    authenticate (memcached's "set" exchange) before anything else.
+#
+# Needs root; elsewhere prints SKIP and exits 77.
+set -u
+
+skip() { echo "SKIP: $*"; exit 77; }
+[ "$(id -u)" -eq 0 ] || skip "needs root (network namespaces)"
+command -v ip >/dev/null 2>&1 || skip "ip (iproute2) not installed"
+command -v python3 >/dev/null 2>&1 || skip "python3 not installed"
+
+B=${MDC_BUILDDIR:-.}
+MDC=$B/server/mdcached
+[ -x "$MDC" ] || { echo "FAIL: $MDC not built"; exit 1; }
+
+id=$$
+S=mdcpS$id
+C=mdcpC$id
+VS=vps$id
+VC=vpc$id
+SRV=10.79.0.1
+PORT=11311
+W=$(mktemp -d)
+chmod 755 "$W"
+DPID=
+failed=0
+mode=setup
+
+cleanup() {
+    [ -n "$DPID" ] && kill -9 "$DPID" 2>/dev/null
+    ip netns del "$S" 2>/dev/null
+    ip netns del "$C" 2>/dev/null
+    rm -rf "$W"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+fail() { echo "FAIL [$mode]: $*"; failed=$((failed + 1)); }
+ok() { echo "ok [$mode]: $*"; }
+
+ip netns add "$S" || skip "cannot create network namespaces"
+ip netns add "$C"
+ip link add "$VS" type veth peer name "$VC" || skip "no veth support"
+ip link set "$VS" netns "$S"
+ip link set "$VC" netns "$C"
+ip -n "$S" addr add $SRV/24 dev "$VS"
+ip -n "$C" addr add 10.79.0.2/24 dev "$VC"
+for n in "$S:$VS" "$C:$VC"; do
+    ip -n "${n%%:*}" link set lo up
+    ip -n "${n%%:*}" link set "${n#*:}" up
+done
+
+# talk HOST SEND...: connect, send each argument (\r\n appended) one after
+# the other, print every reply line until EOF or 1 s of silence.
+cat >"$W/talk.py" <<'EOF'
+import socket, sys
+s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=3)
+s.settimeout(1.0)
+out = b""
+closed = False
+# a reset (the server closed with our request unread) counts as the close
+for line in sys.argv[3:]:
+    try:
+        s.sendall(line.encode() + b"\r\n")
+    except OSError:
+        closed = True
+        break
+    try:
+        while True:
+            d = s.recv(65536)
+            if not d:
+                closed = True
+                break
+            out += d
+            if d.endswith(b"\r\n"):
+                break
+    except socket.timeout:
+        pass
+    except ConnectionResetError:
+        closed = True
+    if closed:
+        break
+if not closed:
+    s.settimeout(0.5)
+    try:
+        closed = s.recv(65536) == b""
+    except ConnectionResetError:
+        closed = True
+    except OSError:
+        pass
+if closed:
+    out += b"<EOF>\r\n"
+sys.stdout.write(out.decode(errors="replace").replace("\r\n", "\n"))
+EOF
+
+start() {
+    : >"$W/d.log"
+    ip netns exec "$S" "$MDC" -l $SRV -l 127.0.0.1 -p $PORT -n 1 -m 16 "$@" \
+        >"$W/d.log" 2>&1 &
+    DPID=$!
+    i=0
+    while ! grep -q " ready" "$W/d.log" && kill -0 $DPID 2>/dev/null &&
+        [ $i -lt 100 ]; do
+        sleep 0.1
+        i=$((i + 1))
+    done
+    grep -q " ready" "$W/d.log" || fail "daemon did not start: $(cat "$W/d.log")"
+}
+stop() {
+    kill -TERM "$DPID" 2>/dev/null
+    wait "$DPID" 2>/dev/null
+    DPID=
+}
+remote() { ip netns exec "$C" python3 "$W/talk.py" $SRV $PORT "$@"; }
+local_() { ip netns exec "$S" python3 "$W/talk.py" 127.0.0.1 $PORT "$@"; }
+
+# ---- protected mode (the default) ------------------------------------------
+mode=protected
+start
+grep -q "protected mode: $SRV" "$W/d.log" && ok "startup warns" ||
+    fail "no startup warning: $(cat "$W/d.log")"
+out=$(remote "version")
+case "$out" in
+"SERVER_ERROR protected mode:"*"--protected-mode=no"*"<EOF>"*)
+    ok "remote refused: $(echo "$out" | head -1 | cut -c1-60)..." ;;
+*) fail "remote not refused: '$out'" ;;
+esac
+out=$(local_ "set k 0 0 2" "hi" "get k")
+case "$out" in
+*STORED*"VALUE k 0 2"*) ok "loopback served" ;;
+*) fail "loopback not served: '$out'" ;;
+esac
+out=$(local_ "stats")
+echo "$out" | grep -q "STAT protected_mode_refusals 1" &&
+    ok "counted in stats" || fail "stats: $(echo "$out" | grep protected)"
+stop
+
+# ---- --protected-mode=no ----------------------------------------------------
+mode=off
+start --protected-mode=no
+grep -q "protected mode" "$W/d.log" && fail "warned with protected mode off"
+out=$(remote "set k 0 0 2" "hi" "get k")
+case "$out" in
+*STORED*"VALUE k 0 2"*) ok "remote served" ;;
+*) fail "remote not served: '$out'" ;;
+esac
+stop
+
+# ---- --auth-file: protected mode off, authentication first ----------------
+mode=auth
+printf 'alice:s3cret\n' >"$W/users"
+chmod 644 "$W/users"
+start --auth-file "$W/users"
+grep -q "protected mode" "$W/d.log" && fail "protected mode on with --auth-file"
+out=$(remote "get k")
+case "$out" in
+"CLIENT_ERROR unauthenticated"*) ok "remote must authenticate" ;;
+*) fail "remote not asked to authenticate: '$out'" ;;
+esac
+out=$(remote "set a 0 0 12" "alice s3cret" "set k 0 0 2" "hi" "get k")
+case "$out" in
+STORED*STORED*"VALUE k 0 2"*) ok "remote served after authenticating" ;;
+*) fail "remote not served after authenticating: '$out'" ;;
+esac
+stop
+
+[ $failed -eq 0 ] || exit 1
+echo "protected_e2e: all passed"
+exit 0

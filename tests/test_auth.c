@@ -1,0 +1,428 @@
+/*
+ * test_auth.c - --auth-file against a real daemon (docs/security.md):
+ * memcached 1.6's text exchange, the native AUTH request, libmdcached's
+ * mdc_set_auth(), "authenticate or quit" before authenticating, the
+ * stats counters, the slow-down of repeated failures, SIGHUP re-reading
+ * the file, a bad file refused at start (exit 78), and the constant-time
+ * comparison itself.
+ */
+#include "config.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "mdcached.h"
+#include "server/auth.h"
+#include "server_client.h"
+
+static struct tsrv srv;
+static char adir[64];
+static char afile[128];
+
+static void write_auth(const char *text)
+{
+    char tmp[160];
+    FILE *f;
+
+    snprintf(tmp, sizeof(tmp), "%s.new", afile);
+    f = fopen(tmp, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    chmod(tmp, 0644); /* the daemon re-reads it as nobody */
+    assert_int_equal(rename(tmp, afile), 0);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Send text, read until the reply ends with "\r\n" (or timeout). */
+static void txt(int fd, const char *req, char *out, size_t cap)
+{
+    size_t n = 0;
+
+    if (req != NULL)
+        assert_int_equal(tc_send_all(fd, req, strlen(req)), 0);
+    out[0] = '\0';
+    while (n + 1 < cap) {
+        ssize_t k = recv(fd, out + n, cap - 1 - n, 0);
+        if (k <= 0)
+            break;
+        n += (size_t)k;
+        out[n] = '\0';
+        if (n >= 2 && out[n - 2] == '\r' && out[n - 1] == '\n' &&
+            (strncmp(out, "VALUE", 5) != 0 || strstr(out, "END\r\n")))
+            break;
+    }
+}
+
+static int setup(void **state)
+{
+    const char *args[] = {"--auth-file", afile, "-n", "1", NULL};
+
+    (void)state;
+    snprintf(adir, sizeof(adir), "/tmp/mdc-auth-XXXXXX");
+    assert_non_null(mkdtemp(adir));
+    chmod(adir, 0755);
+    snprintf(afile, sizeof(afile), "%s/users", adir);
+    write_auth("# test users\nalice:s3cret\n\nbob:pa:ss\n");
+    return tsrv_start(&srv, args);
+}
+
+static int teardown(void **state)
+{
+    char tmp[160];
+
+    (void)state;
+    tsrv_stop(&srv);
+    unlink(afile);
+    snprintf(tmp, sizeof(tmp), "%s.new", afile);
+    unlink(tmp);
+    rmdir(adir);
+    return 0;
+}
+
+static void test_text_exchange(void **state)
+{
+    char buf[512];
+    int fd = tc_connect(&srv);
+
+    (void)state;
+    assert_true(fd >= 0);
+    txt(fd, "get k\r\n", buf, sizeof(buf));
+    assert_string_equal(buf, "CLIENT_ERROR unauthenticated\r\n");
+    txt(fd, "version\r\n", buf, sizeof(buf));
+    assert_string_equal(buf, "CLIENT_ERROR unauthenticated\r\n");
+    txt(fd, "stats\r\n", buf, sizeof(buf));
+    assert_string_equal(buf, "CLIENT_ERROR unauthenticated\r\n");
+    /* the exchange stores nothing: the key is any */
+    txt(fd, "set auth 0 0 12\r\nalice s3cret\r\n", buf, sizeof(buf));
+    assert_string_equal(buf, "STORED\r\n");
+    txt(fd, "get auth\r\n", buf, sizeof(buf));
+    assert_string_equal(buf, "END\r\n");
+    txt(fd, "set k 0 0 2\r\nhi\r\n", buf, sizeof(buf));
+    assert_string_equal(buf, "STORED\r\n");
+    txt(fd, "get k\r\n", buf, sizeof(buf));
+    assert_string_equal(buf, "VALUE k 0 2\r\nhi\r\nEND\r\n");
+    close(fd);
+
+    /* a password with ':' in it (everything after the first ':') */
+    fd = tc_connect(&srv);
+    txt(fd, "set a 0 0 9\r\nbob pa:ss\r\n", buf, sizeof(buf));
+    assert_string_equal(buf, "STORED\r\n");
+    close(fd);
+}
+
+static void test_text_quit_and_failure(void **state)
+{
+    char buf[512];
+    int fd = tc_connect(&srv);
+
+    (void)state;
+    /* a prefix of the right password, the wrong user: both refused */
+    txt(fd, "set a 0 0 11\r\nalice s3cre\r\n", buf, sizeof(buf));
+    assert_string_equal(buf, "CLIENT_ERROR authentication failure\r\n");
+    txt(fd, "quit\r\n", buf, sizeof(buf));
+    assert_true(tc_wait_eof(fd, 3000));
+    close(fd);
+}
+
+/* A failure holds the connection's next request back (>= 1 s), and the
+ * counters show both attempts. */
+static void test_slowdown_and_stats(void **state)
+{
+    char buf[512];
+    int fd = tc_connect(&srv), nfd = tc_connect_unix(&srv);
+    long long cmds0, errs0;
+    double t0, t1;
+
+    (void)state;
+    assert_true(fd >= 0 && nfd >= 0);
+    assert_int_equal(tc_send_all(nfd, "set a 0 0 12\r\nalice s3cret\r\n", 28),
+                     0);
+    txt(nfd, NULL, buf, sizeof(buf));
+    assert_string_equal(buf, "STORED\r\n");
+    {
+        char st[8192];
+        char *p;
+        txt(nfd, "stats\r\n", st, sizeof(st));
+        while (strstr(st, "END\r\n") == NULL) {
+            size_t n = strlen(st);
+            ssize_t k = recv(nfd, st + n, sizeof(st) - 1 - n, 0);
+            if (k <= 0)
+                break;
+            st[n + (size_t)k] = '\0';
+        }
+        p = strstr(st, "STAT auth_cmds ");
+        assert_non_null(p);
+        cmds0 = atoll(p + 15);
+        p = strstr(st, "STAT auth_errors ");
+        assert_non_null(p);
+        errs0 = atoll(p + 17);
+    }
+    t0 = now_s();
+    txt(fd, "set a 0 0 9\r\nalice bad\r\nset a 0 0 9\r\nalice bad\r\n", buf,
+        sizeof(buf));
+    assert_string_equal(buf, "CLIENT_ERROR authentication failure\r\n");
+    txt(fd, NULL, buf, sizeof(buf));
+    t1 = now_s();
+    assert_string_equal(buf, "CLIENT_ERROR authentication failure\r\n");
+    if (t1 - t0 < 1.0)
+        fail_msg("second failure answered after %.3f s, want >= 1 s",
+                 t1 - t0);
+    /* after the hold the right password still works */
+    txt(fd, "set a 0 0 12\r\nalice s3cret\r\n", buf, sizeof(buf));
+    assert_string_equal(buf, "STORED\r\n");
+    close(fd);
+    {
+        char st[8192];
+        char *p;
+        txt(nfd, "stats\r\n", st, sizeof(st));
+        while (strstr(st, "END\r\n") == NULL) {
+            size_t n = strlen(st);
+            ssize_t k = recv(nfd, st + n, sizeof(st) - 1 - n, 0);
+            if (k <= 0)
+                break;
+            st[n + (size_t)k] = '\0';
+        }
+        p = strstr(st, "STAT auth_cmds ");
+        assert_non_null(p);
+        assert_int_equal(atoll(p + 15), cmds0 + 3);
+        p = strstr(st, "STAT auth_errors ");
+        assert_non_null(p);
+        assert_int_equal(atoll(p + 17), errs0 + 2);
+    }
+    close(nfd);
+}
+
+static void test_native(void **state)
+{
+    struct treq r;
+    struct tresp rsp;
+    int fd = tc_connect(&srv);
+
+    (void)state;
+    assert_true(fd >= 0);
+    memset(&r, 0, sizeof(r));
+    r.op = WIRE_OP_GET;
+    r.key = "k";
+    r.klen = 1;
+    assert_int_equal(tc_call(fd, &r, &rsp), WIRE_S_AUTH_REQUIRED);
+    tc_resp_free(&rsp);
+    memset(&r, 0, sizeof(r));
+    r.op = WIRE_OP_STATS;
+    assert_int_equal(tc_call(fd, &r, &rsp), WIRE_S_AUTH_REQUIRED);
+    tc_resp_free(&rsp);
+    memset(&r, 0, sizeof(r));
+    r.op = WIRE_OP_AUTH;
+    r.key = "alice";
+    r.klen = 5;
+    r.val = "s3cret";
+    r.vlen = 6;
+    assert_int_equal(tc_call(fd, &r, &rsp), WIRE_S_OK);
+    tc_resp_free(&rsp);
+    assert_int_equal(tc_set(fd, "nk", "v", 1, NULL, 0), WIRE_S_OK);
+    /* a failed AUTH takes the authentication away again */
+    r.val = "wrong!";
+    assert_int_equal(tc_call(fd, &r, &rsp), WIRE_S_AUTH_FAILED);
+    tc_resp_free(&rsp);
+    memset(&r, 0, sizeof(r));
+    r.op = WIRE_OP_GET;
+    r.key = "nk";
+    r.klen = 2;
+    assert_int_equal(tc_call(fd, &r, &rsp), WIRE_S_AUTH_REQUIRED);
+    tc_resp_free(&rsp);
+    memset(&r, 0, sizeof(r));
+    r.op = WIRE_OP_QUIT;
+    assert_int_equal(tc_call(fd, &r, &rsp), WIRE_S_OK);
+    tc_resp_free(&rsp);
+    assert_true(tc_wait_eof(fd, 3000));
+    close(fd);
+}
+
+static mdc_t *client(void)
+{
+    char spec[160];
+    mdc_t *m;
+
+    snprintf(spec, sizeof(spec), "%s:%d", srv.host, srv.port);
+    m = mdc_create(spec);
+    assert_non_null(m);
+    return m;
+}
+
+static void test_libmdcached(void **state)
+{
+    struct mdc_item *it = NULL;
+    mdc_t *m = client();
+
+    (void)state;
+    /* no credentials */
+    assert_int_equal(mdc_set(m, "ck", 2, "v", 1, 0, 0, NULL, 0), MDC_AUTH_REQUIRED);
+    /* wrong ones */
+    assert_int_equal(mdc_set_auth(m, "alice", "nope"), MDC_OK);
+    assert_int_equal(mdc_set(m, "ck", 2, "v", 1, 0, 0, NULL, 0), MDC_AUTH_FAILED);
+    assert_non_null(strstr(mdc_errstr(m), "authentication failed"));
+    /* right ones: every new connection authenticates first */
+    assert_int_equal(mdc_set_auth(m, "alice", "s3cret"), MDC_OK);
+    assert_int_equal(mdc_set(m, "ck", 2, "v1", 2, 0, 0, NULL, 0), MDC_OK);
+    assert_int_equal(mdc_get(m, "ck", 2, &it), MDC_OK);
+    assert_int_equal(it->vlen, 2);
+    assert_memory_equal(it->value, "v1", 2);
+    mdc_item_free(it);
+    mdc_close(m);
+    assert_int_equal(mdc_get(m, "ck", 2, &it), MDC_OK);
+    mdc_item_free(it);
+    assert_int_equal(mdc_set_auth(m, "", "x"), MDC_ERR_ARG);
+    mdc_destroy(m);
+}
+
+/* SIGHUP re-reads the file: new credentials work, removed ones do not; a
+ * broken file keeps the old set. */
+static void test_sighup_reload(void **state)
+{
+    char buf[512];
+    int fd;
+
+    (void)state;
+    write_auth("carol:n3w\n");
+    assert_int_equal(kill(srv.pid, SIGHUP), 0);
+    usleep(300000);
+    fd = tc_connect(&srv);
+    txt(fd, "set a 0 0 9\r\ncarol n3w\r\n", buf, sizeof(buf));
+    assert_string_equal(buf, "STORED\r\n");
+    close(fd);
+    fd = tc_connect(&srv);
+    txt(fd, "set a 0 0 12\r\nalice s3cret\r\n", buf, sizeof(buf));
+    assert_string_equal(buf, "CLIENT_ERROR authentication failure\r\n");
+    close(fd);
+    write_auth("no colon here\n");
+    assert_int_equal(kill(srv.pid, SIGHUP), 0);
+    usleep(300000);
+    fd = tc_connect(&srv);
+    txt(fd, "set a 0 0 9\r\ncarol n3w\r\n", buf, sizeof(buf));
+    assert_string_equal(buf, "STORED\r\n");
+    close(fd);
+    write_auth("alice:s3cret\nbob:pa:ss\n");
+    assert_int_equal(kill(srv.pid, SIGHUP), 0);
+    usleep(300000);
+}
+
+/* Without --auth-file, AUTH is refused as not supported and the text
+ * "set" is an ordinary set. */
+static void test_no_auth_file(void **state)
+{
+    struct tsrv plain;
+    struct treq r;
+    struct tresp rsp;
+    int fd;
+
+    (void)state;
+    assert_int_equal(tsrv_start(&plain, NULL), 0);
+    fd = tc_connect(&plain);
+    memset(&r, 0, sizeof(r));
+    r.op = WIRE_OP_AUTH;
+    r.key = "alice";
+    r.klen = 5;
+    r.val = "s3cret";
+    r.vlen = 6;
+    assert_int_equal(tc_call(fd, &r, &rsp), WIRE_S_NOT_SUPPORTED);
+    tc_resp_free(&rsp);
+    assert_int_equal(tc_set(fd, "k", "v", 1, NULL, 0), WIRE_S_OK);
+    close(fd);
+    assert_int_equal(tsrv_stop(&plain), 0);
+}
+
+/* An unreadable, malformed or empty file: exit 78 (EX_CONFIG). */
+static void test_bad_file_exit_78(void **state)
+{
+    static const char *const bodies[] = {"nocolon\n", ":nouser\n",
+                                         "user:\n", "# only a comment\n",
+                                         "sp ace:x\n", NULL};
+    int i;
+
+    (void)state;
+    for (i = 0; bodies[i] != NULL || i == 5; i++) {
+        char path[160];
+        pid_t pid;
+        int st;
+
+        snprintf(path, sizeof(path), "%s/bad%d", adir,
+                 bodies[i] != NULL ? i : 99);
+        if (bodies[i] != NULL) {
+            FILE *f = fopen(path, "w");
+            assert_non_null(f);
+            fputs(bodies[i], f);
+            fclose(f);
+        }
+        pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+            int nul = open("/dev/null", O_WRONLY);
+            dup2(nul, 2);
+            execl(tsrv_binary(), tsrv_binary(), "-p", "0", "-s",
+                  "/tmp/mdc-auth-never.sock", "--auth-file", path,
+                  (char *)NULL);
+            _exit(127);
+        }
+        assert_int_equal(waitpid(pid, &st, 0), pid);
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 78)
+            fail_msg("auth file %d: status %d, want exit 78", i, st);
+        unlink(path);
+        if (bodies[i] == NULL)
+            break;
+    }
+}
+
+static void test_ct_equal(void **state)
+{
+    (void)state;
+    assert_true(auth_ct_equal("abc", 3, "abc", 3));
+    assert_false(auth_ct_equal("abd", 3, "abc", 3));
+    assert_false(auth_ct_equal("ab", 2, "abc", 3));
+    assert_false(auth_ct_equal("abcd", 4, "abc", 3));
+    assert_false(auth_ct_equal("", 0, "abc", 3));
+    /* a prefix padded so that its missing bytes equal the secret's would
+     * match a naive loop over blen: it must not */
+    assert_false(auth_ct_equal("a", 1, "a\0", 2));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_ct_equal),
+        cmocka_unit_test(test_text_exchange),
+        cmocka_unit_test(test_text_quit_and_failure),
+        cmocka_unit_test(test_slowdown_and_stats),
+        cmocka_unit_test(test_native),
+        cmocka_unit_test(test_libmdcached),
+        cmocka_unit_test(test_sighup_reload),
+        cmocka_unit_test(test_no_auth_file),
+        cmocka_unit_test(test_bad_file_exit_78),
+    };
+
+    if (tsrv_external()) {
+        printf("SKIP: needs its own daemon (MDC_TEST_SERVER is set)\n");
+        return 77;
+    }
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
