@@ -690,10 +690,15 @@ static int mdcx_decode(mdcx_obj *o, const char *p, size_t len, uint32_t flags,
         const unsigned char *s = (const unsigned char *)p;
         php_unserialize_data_t vh;
         bool ok;
+        int er = EG(error_reporting);
         ZVAL_NULL(rv);
         PHP_VAR_UNSERIALIZE_INIT(vh);
+        /* bad data is reported by the result code, not by notices that
+         * classes' unserializers (e.g. ArrayObject's) raise on it */
+        EG(error_reporting) = 0;
         ok = php_var_unserialize(rv, &s, (const unsigned char *)p + len,
                                  &vh);
+        EG(error_reporting) = er;
         if (ok && s != (const unsigned char *)p + len) /* trailing bytes */
             ok = false;
         if (!ok) /* as PHP's unserialize(): before the var_hash goes */

@@ -924,6 +924,24 @@ static void test_oversize(void **state)
         assert_int_equal(p.h.status, WIRE_S_TOO_LARGE);
     tc_resp_free(&p);
     assert_int_equal(status_of(fd, WIRE_OP_NOOP, NULL, NULL, 0, 0, 0), 0);
+    /* a value over the message bound too (a 3 MiB value against -I 256k;
+     * what a client sends by mistake): TOO_LARGE, swallowed, in sync */
+    {
+        size_t huge = 3u << 20;
+        uint8_t *m = calloc(1, WIRE_HDR_LEN + 1 + huge);
+
+        assert_non_null(m);
+        raw_header(m, WIRE_OP_SET, 1, 0, (uint32_t)huge, 4);
+        m[WIRE_HDR_LEN] = 'k';
+        assert_int_equal(tc_send_all(fd, m, WIRE_HDR_LEN + 1 + huge), 0);
+        free(m);
+        assert_int_equal(tc_recv(fd, &p), 0);
+        if (!g_srv.external)
+            assert_int_equal(p.h.status, WIRE_S_TOO_LARGE);
+        assert_int_equal(p.h.opaque, 4);
+        tc_resp_free(&p);
+        assert_int_equal(status_of(fd, WIRE_OP_NOOP, NULL, NULL, 0, 0, 0), 0);
+    }
     /* huge tag count on a set: every byte sent, refused, still in sync */
     {
         size_t nt = 65535, blen = WIRE_HDR_LEN + nt * 8 + 1 + 1;

@@ -76,6 +76,11 @@ static void nat_u64_reply(struct conn *c, const struct wire_hdr *req,
     nat_reply(c, req, status, cas, NULL, 0, b, sizeof(b));
 }
 
+/* The largest body of a too-large store that is read and discarded, the
+ * connection kept (64 times the message bound: a client's honest mistake,
+ * not a claim of gigabytes, which closes the connection). */
+#define NAT_SWALLOW_MAX(srv) ((uint64_t)(srv)->max_body * 64)
+
 /* Bytes of a record reply before its value: header, tags, key. */
 static size_t nat_record_head_len(const struct record *r, bool with_key)
 {
@@ -672,15 +677,22 @@ static void nat_process(struct conn *c, struct worker *w)
             conn_in_need(c, WIRE_HDR_LEN);
             break;
         }
-        if (rc < 0 && !wire_err_in_sync(rc)) {
+        /* A store whose value is over the item size, even one over the
+         * body bound: answer now and discard the body as it streams in,
+         * instead of buffering it or dropping a well-formed request's
+         * connection (the body never needs memory). */
+        bool too_large = (rc == WIRE_OK || rc == WIRE_ETOOBIG) &&
+                         nat_is_store_op(m.hdr.opcode) &&
+                         !(m.hdr.flags & ~WIRE_F_QUIET) && m.hdr.reserved == 0 &&
+                         m.hdr.vlen > srv->opt.max_item_size &&
+                         wire_body_len(&m.hdr) <= NAT_SWALLOW_MAX(srv);
+
+        if (rc < 0 && !wire_err_in_sync(rc) && !too_large) {
             nat_lost_sync(c, w, &m.hdr, rc);
             break;
         }
         total = WIRE_HDR_LEN + (size_t)wire_body_len(&m.hdr);
-        /* A value over the item size: answer now and discard the body as
-         * it streams in, instead of buffering it. */
-        if (rc == WIRE_OK && nat_is_store_op(m.hdr.opcode) &&
-            m.hdr.vlen > srv->opt.max_item_size) {
+        if (too_large) {
             /* the key (after the tags) decides which record goes stale */
             size_t koff = WIRE_HDR_LEN + (size_t)m.hdr.ntags * WIRE_TAG_LEN;
 
