@@ -67,12 +67,20 @@ static inline bool mdc_unhold_own(const void *p)
     if (s == NULL)
         return false;
     for (int i = 0; i < MDC_HOLDS; i++) {
-        if (atomic_load_explicit(&s->hold[i], memory_order_relaxed) == p) {
-            /* release: our reads of p come before a scanner sees it gone;
-             * a scanner that still sees p only defers the free */
-            atomic_store_explicit(&s->hold[i], NULL, memory_order_release);
+        const void *q = p;
+        /* A compare-and-swap, not a store: mdc_unhold_any() on another
+         * thread may take this very slot at the same moment (a hold handed
+         * to and released by it), and exactly one of the two may consume
+         * it; with a plain store both did, and the other release's token
+         * was never dropped (a leaked record, found by ASan in
+         * tests/test_stress).  Release: our reads of p come before a
+         * scanner sees it gone; a scanner that still sees p only defers
+         * the free. */
+        if (atomic_load_explicit(&s->hold[i], memory_order_relaxed) == p &&
+            atomic_compare_exchange_strong_explicit(&s->hold[i], &q, NULL,
+                                                    memory_order_release,
+                                                    memory_order_relaxed))
             return true;
-        }
     }
     return false;
 }
