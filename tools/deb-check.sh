@@ -7,7 +7,8 @@
 #  3. dpkg -i of every package; the installed daemon started with the shipped
 #     /etc/mdcached.conf outside systemd, as the mdcached user the package
 #     created; a tagged record round-tripped with the installed
-#     mdcached-tool; the daemon stopped;
+#     mdcached-tool and through the installed PHP extension (php-mdcached,
+#     enabled with phpenmod: `php -m' lists it); the daemon stopped;
 #  4. dpkg --purge of every package, then no file is left: nothing of
 #     `dpkg -L' (taken while installed) exists any more, except directories
 #     that existed before, /etc/mdcached*, /var/lib/mdcached are gone, and
@@ -19,13 +20,13 @@ set -u
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 BD=${1:-$TOP/_build/normal}
 W="$BD/deb"
-PKGS="mdcached libmdcached-dev libmdcached0"
+PKGS="php-mdcached mdcached libmdcached-dev libmdcached0"
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 DPID=
 
 [ "$(id -u)" -eq 0 ] || { echo "deb-check: needs root (dpkg -i)"; exit 1; }
-for c in dpkg-buildpackage lintian dh; do
+for c in dpkg-buildpackage lintian dh dh_php php; do
     command -v $c >/dev/null 2>&1 || { echo "deb-check: $c missing (tools/deps.sh)"; exit 1; }
 done
 
@@ -98,6 +99,11 @@ for p in $PKGS; do dpkg -L "$p"; done | sort -u >"$W/owned"
 getent passwd mdcached >/dev/null || fail "no mdcached system user"
 [ -f /lib/systemd/system/mdcached.service ] || fail "unit not installed"
 pkg-config --exists libmdcached || fail "libmdcached.pc not found by pkg-config"
+PHPV=$(php -r 'echo PHP_MAJOR_VERSION, ".", PHP_MINOR_VERSION;')
+[ -f "$(php -r 'echo ini_get("extension_dir");')/mdcached.so" ] || fail "php-mdcached: mdcached.so not in PHP's extension_dir"
+[ -f "/etc/php/$PHPV/mods-available/mdcached.ini" ] || fail "php-mdcached: no /etc/php/$PHPV/mods-available/mdcached.ini"
+[ -L "/etc/php/$PHPV/cli/conf.d/20-mdcached.ini" ] || fail "php-mdcached: not enabled for the cli SAPI (phpenmod)"
+php -m 2>&1 | grep -qx mdcached || fail "php-mdcached: php -m does not list mdcached: $(php -m 2>&1 | head -5)"
 
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 /usr/sbin/mdcached -C /etc/mdcached.conf -p "$PORT" -u mdcached >"$W/daemon.log" 2>&1 &
@@ -114,6 +120,24 @@ grep -q "$(printf '^deb:check\tfrom the package\t16:4,16:5$')" "$W/tool.out" ||
     fail "tagged record did not round-trip: $(cat "$W/tool.out")"
 $T tdel 16 4 >"$W/tool.out" 2>&1
 grep -q "^deleted 1$" "$W/tool.out" || fail "installed tool: tdel: $(cat "$W/tool.out")"
+# the installed PHP extension: a record with tag 16:6 set, read back by key
+# and by tag through Mdcached\Client, seen by the installed tool, deleted by tag
+php -r '
+$c = new Mdcached\Client();
+$c->addServer("127.0.0.1", (int)$argv[1]);
+if (!$c->set("deb:php", "from php-mdcached", 0, [16 => [6]])) { echo "set: ", $c->getResultMessage(), "\n"; exit(1); }
+if ($c->get("deb:php") !== "from php-mdcached") { echo "get: ", var_export($c->get("deb:php"), true), "\n"; exit(1); }
+$t = $c->getByTag(16, 6);
+if ($t !== ["deb:php" => "from php-mdcached"]) { echo "getByTag: ", var_export($t, true), "\n"; exit(1); }
+echo "ok\n";' "$PORT" >"$W/php.out" 2>&1 || fail "php-mdcached: round-trip: $(cat "$W/php.out")"
+$T tget 16 6 >"$W/tool.out" 2>/dev/null
+grep -q "$(printf '^deb:php\t')" "$W/tool.out" || fail "php-mdcached: record not seen by mdcached-tool: $(cat "$W/tool.out")"
+php -r '
+$c = new Mdcached\Client();
+$c->addServer("127.0.0.1", (int)$argv[1]);
+$n = $c->deleteByTag(16, 6);
+if ($n !== 1 || $c->get("deb:php") !== false) { echo "deleteByTag: ", var_export($n, true), "\n"; exit(1); }' "$PORT" \
+    >"$W/php.out" 2>&1 || fail "php-mdcached: deleteByTag: $(cat "$W/php.out")"
 kill -TERM $DPID
 wait $DPID || fail "installed daemon: exit $? after SIGTERM"
 DPID=
@@ -129,7 +153,8 @@ while read -r f; do
     echo "   left after purge: $f"
     left=$((left + 1))
 done <"$W/owned"
-for f in /etc/mdcached.conf /etc/mdcached /var/lib/mdcached /usr/share/doc/mdcached; do
+for f in /etc/mdcached.conf /etc/mdcached /var/lib/mdcached /usr/share/doc/mdcached \
+    /etc/php/*/mods-available/mdcached.ini /etc/php/*/*/conf.d/*-mdcached.ini; do
     [ -e "$f" ] && { echo "   left after purge: $f"; left=$((left + 1)); }
 done
 [ $left -eq 0 ] || fail "$left files left after purge"
@@ -142,4 +167,4 @@ if [ -s "$W/find.new" ]; then
 fi
 
 [ $fails -eq 0 ] || { echo "deb-check: $fails failure(s)"; exit 1; }
-echo "deb-check: packages built, lintian clean of errors, installed, round-trip, purged clean"
+echo "deb-check: packages built, lintian clean of errors, installed, round-trip (tool and PHP), purged clean"
