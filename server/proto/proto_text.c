@@ -952,24 +952,9 @@ static size_t txt_fast(struct conn *c, struct worker *w, const uint8_t *b,
         conn_out_commit(c, n);
         conn_out_ref(c, record_value(r), vlen, r);
         (void)conn_out_bytes(c, "\r\n", 2);
-    } else if (record_vlen(r) <= CONN_COPY_MAX &&
-               c->ocap - c->olen >= MCTEXT_VALUE_LINE_LEN(klen) +
-                                        record_vlen(r) + 7) {
-        /* the whole reply composed at once (VALUE line, value, END), as
-         * conn_out_ref() would copy it: only into room obuf already has */
-        uint32_t vlen = record_vlen(r);
-        uint8_t *o = conn_out_reserve(c, MCTEXT_VALUE_LINE_LEN(klen) + vlen + 7);
-        size_t n;
-
-        if (o != NULL) {
-            n = mctext_value_line((char *)o, record_key(r), klen,
-                                  record_flags(r), vlen, false, 0);
-            memcpy(o + n, record_value(r), vlen);
-            memcpy(o + n + vlen, "\r\nEND\r\n", 7);
-            conn_out_commit(c, n + vlen + 7);
-        }
-        store_release(st, r);
     } else {
+        /* txt_value() and conn_out_ref() copy a small value into obuf, so
+         * the reply still leaves as one piece */
         txt_value(c, r, false);
         txt_str(c, MCTEXT_R_END);
     }
