@@ -6,6 +6,12 @@
  * requester's dump is the next one to end (seq_done + 1), and a waiting
  * requester sleeps until seq_done reaches it.  So two triggers close
  * together give one dump, and both are told when it ends.
+ *
+ * The dump commands do not wait: their connection is parked (conn_park)
+ * on the waiters list with the dump it gets (park_seq); the dump thread,
+ * when that dump ends, writes the answer into the connection (park_done)
+ * and gives it back to its network thread.  A parked connection is in
+ * flight, so its owner touches nothing but its readiness flags meanwhile.
  */
 #include "config.h"
 
@@ -21,6 +27,8 @@
 #include <time.h>
 
 #include "log.h"
+#include "server/net/conn.h"
+#include "server/net/threads.h"
 #include "server/core/alloc.h"
 #include "server/core/dump.h"
 
@@ -32,6 +40,7 @@ struct dumper {
     pthread_cond_t done_cv; /* to requesters: seq_done moved */
     bool pending, running, stop;
     uint64_t seq_done;      /* dumps ended (ok or failed) */
+    struct mq_node *waiters; /* parked connections (conn.qnode), by park_seq */
     int last_rc;
     char last_msg[256];
 };
@@ -140,6 +149,74 @@ static void do_dump(struct dumper *d)
     pthread_mutex_unlock(&d->mu);
 }
 
+/* Ask for a dump (d->mu held): returns the number (seq_done) of the dump
+ * the request gets.  A running dump is the one it gets; otherwise the
+ * next one to start, which a pending request has already asked for. */
+static uint64_t dumper_ask(struct dumper *d)
+{
+    if (d->running)
+        return d->seq_done + 1;
+    if (!d->pending) {
+        d->pending = true;
+        pthread_cond_signal(&d->cv);
+    }
+    return d->seq_done + 1;
+}
+
+/* Answer parked connections whose dump has ended (all of them when
+ * stopping) and give them back.  Called with d->mu held; drops it while
+ * answering. */
+static void dumper_answer(struct dumper *d, bool all)
+{
+    struct mq_node *ready = NULL, **pp = &d->waiters;
+    int rc = d->last_rc;
+    char msg[sizeof(d->last_msg)];
+
+    snprintf(msg, sizeof(msg), "%s", d->last_msg);
+    while (*pp != NULL) {
+        struct mq_node *n = *pp;
+        struct conn *c = conn_of_node(n);
+
+        if (all || c->park_seq <= d->seq_done) {
+            *pp = n->next;
+            n->next = ready;
+            ready = n;
+        } else {
+            pp = &n->next;
+        }
+    }
+    if (ready == NULL)
+        return;
+    pthread_mutex_unlock(&d->mu);
+    while (ready != NULL) {
+        struct mq_node *next = ready->next;
+        struct conn *c = conn_of_node(ready);
+        bool got = c->park_seq <= d->seq_done;
+
+        c->park_done(c, got ? rc : -1, got ? msg : "stopping");
+        worker_return_conn(c->owner, c);
+        ready = next;
+    }
+    pthread_mutex_lock(&d->mu);
+}
+
+void dumper_park(struct conn *c)
+{
+    struct dumper *d = c->srv->dumper;
+
+    pthread_mutex_lock(&d->mu);
+    if (d->stop) {
+        pthread_mutex_unlock(&d->mu);
+        c->park_done(c, -1, "stopping");
+        worker_return_conn(c->owner, c);
+        return;
+    }
+    c->park_seq = dumper_ask(d);
+    c->qnode.next = d->waiters;
+    d->waiters = &c->qnode;
+    pthread_mutex_unlock(&d->mu);
+}
+
 static void *dumper_main(void *arg)
 {
     struct dumper *d = arg;
@@ -177,7 +254,9 @@ static void *dumper_main(void *arg)
         d->running = false;
         d->seq_done++;
         pthread_cond_broadcast(&d->done_cv);
+        dumper_answer(d, false);
     }
+    dumper_answer(d, true); /* stopping: nobody is left behind */
     d->running = false;
     pthread_cond_broadcast(&d->done_cv);
     pthread_mutex_unlock(&d->mu);
@@ -201,15 +280,7 @@ int dumper_request(struct server *srv, bool wait, char *msg, size_t len)
             snprintf(msg, len, "stopping");
         return -1;
     }
-    /* a running dump is the one this request gets when another is pending
-     * too; otherwise the next one to start */
-    uint64_t target = d->seq_done + 1 + (d->running && d->pending ? 1 : 0);
-    if (!d->running && !d->pending) {
-        d->pending = true;
-        pthread_cond_signal(&d->cv);
-    } else if (d->running) {
-        target = d->seq_done + 1;
-    }
+    uint64_t target = dumper_ask(d);
     if (wait) {
         while (d->seq_done < target && !(d->stop && !d->running))
             pthread_cond_wait(&d->done_cv, &d->mu);
@@ -248,6 +319,7 @@ int dumper_setup(struct server *srv)
     }
     srv->dumper = d;
     srv->dump_request = dumper_request;
+    srv->dump_park = dumper_park;
     return 0;
 }
 
@@ -264,6 +336,7 @@ void dumper_teardown(struct server *srv)
     pthread_join(d->tid, NULL);
     srv->dumper = NULL;
     srv->dump_request = NULL;
+    srv->dump_park = NULL;
     pthread_mutex_destroy(&d->mu);
     pthread_cond_destroy(&d->cv);
     pthread_cond_destroy(&d->done_cv);

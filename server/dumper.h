@@ -20,6 +20,9 @@ int dumper_load(struct server *srv);
 int dumper_setup(struct server *srv);
 /* Stop the thread (waits for a running dump; starts none). */
 void dumper_teardown(struct server *srv);
+/* The parking behind srv->dump_park (conn_park). */
+struct conn;
+void dumper_park(struct conn *c);
 /* The request behind srv->dump_request. */
 int dumper_request(struct server *srv, bool wait, char *msg, size_t len);
 

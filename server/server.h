@@ -166,6 +166,11 @@ struct server {
     struct dumper *dumper;
     int (*dump_request)(struct server *srv, bool wait, char *msg,
                         size_t len);
+    /* The dump commands' way: conn_park(c, dump_park, done) (net/conn.h).
+     * The dump thread answers c with done() once the dump c gets has
+     * ended, and gives c back to its owner; no network or payload thread
+     * waits.  NULL without -f. */
+    void (*dump_park)(struct conn *c);
     _Atomic uint64_t dumps;           /* dumps written */
     _Atomic uint64_t dump_failures;   /* dumps that failed (logged) */
     _Atomic uint64_t dump_last_records;

@@ -4,7 +4,8 @@
  * requests during one dump getting that one dump, a warm restart, the
  * --dump-load modes on a damaged file, kill -9 in the middle of a dump,
  * and a full disk (a small tmpfs this test mounts; needs root: SKIP
- * otherwise, and a failure when CI=true).
+ * otherwise, and a failure when CI=true); a dump request holds up no
+ * other connection of its thread, with and without payload threads.
  */
 #include "config.h"
 
@@ -381,6 +382,85 @@ static void test_coalesce(void **state)
     assert_int_equal(stop(&s, SIGKILL), 128 + SIGKILL);
 }
 
+/* ---- a dump request holds up nobody ---------------------------------------- */
+/*
+ * The dump's temporary file is made a FIFO, so the dump thread blocks in
+ * open() until this test reads it: the dump lasts exactly as long as the
+ * test wants.  Meanwhile a second connection, served by the same (only)
+ * network thread, must be answered, and the dump's own connection must
+ * not; then, once the FIFO is drained (fsync() on a FIFO fails, so the
+ * dump fails), the dump's connection gets the failure and its pipelined
+ * next request after it, in order.
+ */
+static void parked_dump_run(const char *payload_threads)
+{
+    const char *extra[] = {"-n", "1", "-t", payload_threads, NULL};
+    char tmp[320], out[4096];
+    struct srv s;
+
+    clean();
+    snprintf(tmp, sizeof(tmp), "%s.tmp", dpath);
+    assert_int_equal(start(&s, extra), 0);
+    fill(&s, 0, 2000, 100, "parked");
+    assert_int_equal(mkfifo(tmp, 0666), 0);
+    chmod(tmp, 0666); /* as root, the daemon runs as nobody */
+    int a = conn(&s), b = conn(&s);
+    assert_true(a >= 0 && b >= 0);
+    send_all(a, "dump\r\nget gen\r\n", 15);
+    /* the dump thread is in the dump (blocked in the FIFO's open) ... */
+    static char st[65536];
+    int i;
+    for (i = 0; i < 1000; i++) {
+        send_all(b, "stats\r\n", 7);
+        recv_until(b, st, sizeof(st), "END\r\n", 10000);
+        if (strstr(st, "STAT dump_in_progress 1\r\n") != NULL)
+            break;
+        sleep_ms(10);
+    }
+    assert_true(i < 1000);
+    /* ... and the thread that took the request serves the others */
+    for (i = 0; i < 50; i++) {
+        send_all(b, "get gen\r\n", 9);
+        recv_until(b, out, sizeof(out), "END\r\n", 10000);
+        assert_string_equal(out, "VALUE gen 0 6\r\nparked\r\nEND\r\n");
+    }
+    struct pollfd p = {a, POLLIN, 0};
+    assert_int_equal(poll(&p, 1, 0), 0); /* the dump's connection waits */
+    /* let the dump run: drain the FIFO until the dump thread closes it */
+    int fifo = open(tmp, O_RDONLY);
+    assert_true(fifo >= 0);
+    char buf[65536];
+    ssize_t k;
+    size_t total = 0;
+    while ((k = read(fifo, buf, sizeof(buf))) > 0)
+        total += (size_t)k;
+    close(fifo);
+    assert_true(total > 2000 * 100);
+    recv_until(a, out, sizeof(out), "END\r\n", 60000);
+    assert_true(strncmp(out, "SERVER_ERROR dump failed: ", 26) == 0);
+    char *next = strstr(out, "\r\n");
+    assert_non_null(next);
+    if (next[2] == '\0') /* recv_until stops at an ERROR line */
+        recv_until(a, next + 2, sizeof(out) - (size_t)(next + 2 - out),
+                   "END\r\n", 60000);
+    assert_string_equal(next + 2, "VALUE gen 0 6\r\nparked\r\nEND\r\n");
+    close(a);
+    close(b);
+    unlink(tmp);
+    assert_int_equal(stat_of(&s, "dump_failures"), 1);
+    /* the next dump request works as before */
+    cmd(&s, "dump\r\n", "\r\n", out, sizeof(out));
+    assert_string_equal(out, "OK\r\n");
+    assert_int_equal(stop(&s, SIGTERM), 0);
+}
+
+static void test_dump_parked(void **state)
+{
+    (void)state;
+    parked_dump_run("0"); /* the reference model: network threads only */
+    parked_dump_run("1"); /* a payload thread runs the request */
+}
+
 /* ---- damaged file: strict, repair, ignore -------------------------------- */
 static void test_load_modes(void **state)
 {
@@ -537,6 +617,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_triggers),
         cmocka_unit_test(test_coalesce),
+        cmocka_unit_test(test_dump_parked),
         cmocka_unit_test(test_load_modes),
         cmocka_unit_test(test_kill9),
         cmocka_unit_test(test_full_disk),

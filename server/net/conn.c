@@ -517,6 +517,13 @@ void conn_drive(struct conn *c)
             }
             __atomic_store_n(&c->state, CS_PARSE, __ATOMIC_RELAXED);
             c->proto->process(c, w);
+            if (c->park != NULL) {
+                /* the request waits for another thread: c is its until
+                 * it comes back through the inbox (conn_returned) */
+                c->inflight = true;
+                conn_park_run(c);
+                return;
+            }
             if (c->yielded) {
                 c->yielded = false;
                 if (!c->closing) {
@@ -614,6 +621,17 @@ static void conn_stop_reading(struct conn *c)
         c->rd_drain = true; /* read up to the first EAGAIN, then stop */
     else
         c->rd_shut = true;
+}
+
+bool conn_park_run(struct conn *c)
+{
+    void (*park)(struct conn *) = c->park;
+
+    if (park == NULL)
+        return false;
+    c->park = NULL;
+    park(c); /* c may be back with its owner already: touch it no more */
+    return true;
 }
 
 void conn_returned(struct conn *c)

@@ -98,7 +98,20 @@ struct conn {
                               reads it from other threads) */
     uint8_t state;         /* enum conn_state, relaxed atomic, for stats */
     uint64_t blocked_since; /* coarse seconds output stalled; 0 = not */
+
+    /* parking (conn_park): a request that waits for another thread */
+    void (*park)(struct conn *c);  /* to run once process() has returned */
+    void (*park_done)(struct conn *c, int rc, const char *msg); /* answer */
+    uint64_t park_seq;             /* the parking thread's own use */
+    uint64_t park_req[6];          /* the request, as the protocol needs it
+                                      to answer (48 bytes) */
 };
+
+/* The connection whose qnode n is. */
+static inline struct conn *conn_of_node(struct mq_node *n)
+{
+    return (struct conn *)((char *)n - offsetof(struct conn, qnode));
+}
 
 /* What a connection is doing, as memcached's "stats conns" names it. */
 enum conn_state {
@@ -183,6 +196,26 @@ int conn_out_ref(struct conn *c, const void *p, size_t len,
  * it returns, and the network thread serves the others before coming back
  * (counted as conn_yields). */
 static inline void conn_yield(struct conn *c) { c->yielded = true; }
+
+/*
+ * Park c: the request process() is running must wait for another thread
+ * (a dump) without holding up the thread running it.  process() calls
+ * conn_park() and returns at once (no further request of c runs: the
+ * order of replies is kept); the thread that called process() then marks
+ * c in flight and calls park(c), which hands c to the other thread.  That
+ * thread calls done(c, rc, msg) to write the answer (it owns c's buffers
+ * then, as a payload thread does) and gives c back to its owner with
+ * worker_return_conn(); the owner then carries on with c's next request.
+ */
+static inline void conn_park(struct conn *c, void (*park)(struct conn *),
+                             void (*done)(struct conn *, int, const char *))
+{
+    c->park = park;
+    c->park_done = done;
+}
+/* After process(): if it parked c, hand c over (c->inflight must be set
+ * by the caller) and return true; false otherwise. */
+bool conn_park_run(struct conn *c);
 
 /* Drop the connection once pending output is flushed. */
 static inline void conn_close_after_flush(struct conn *c) { c->closing = true; }

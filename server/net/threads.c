@@ -68,11 +68,6 @@ struct mdc_tag *worker_tags(struct worker *w, size_t n)
     return w->tagbuf;
 }
 
-static struct conn *conn_of_node(struct mq_node *n)
-{
-    return (struct conn *)((char *)n - offsetof(struct conn, qnode));
-}
-
 /* A stopping loop ends once its last connection is gone. */
 static void worker_check_done(struct worker *w)
 {
@@ -243,7 +238,8 @@ static void *worker_payload_main(void *arg)
         struct conn *c = conn_of_node(n);
 
         c->proto->process(c, w);
-        worker_return_conn(c->owner, c);
+        if (!conn_park_run(c)) /* parked: the other thread gives it back */
+            worker_return_conn(c->owner, c);
     }
     log_debug("payload thread %u done", w->id);
     return NULL;

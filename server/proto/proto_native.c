@@ -537,6 +537,20 @@ static void nat_unauthed(struct conn *c, struct worker *w,
 }
 
 /* Run one whole, checked request. */
+/* The answer to DUMP, written by the dump thread (c is parked; its
+ * request header waits in park_req). */
+static void nat_dump_done(struct conn *c, int rc, const char *msg)
+{
+    struct wire_hdr h;
+
+    memcpy(&h, c->park_req, sizeof(h));
+    if (rc < 0)
+        nat_reply(c, &h, WIRE_S_INTERNAL, 0, NULL, 0, msg,
+                  (uint32_t)strlen(msg));
+    else
+        nat_status(c, &h, WIRE_S_OK, 0);
+}
+
 static void nat_exec(struct conn *c, struct worker *w, const struct wire_msg *m)
 {
     const struct wire_hdr *h = &m->hdr;
@@ -604,21 +618,20 @@ static void nat_exec(struct conn *c, struct worker *w, const struct wire_msg *m)
     case WIRE_OP_NOOP:
         nat_reply(c, h, WIRE_S_OK, 0, NULL, 0, NULL, 0);
         break;
-    case WIRE_OP_DUMP: {
-        /* answers once the dump file is safe on disk (this thread waits) */
-        char msg[256];
-        if (c->srv->dump_request == NULL) {
-            snprintf(msg, sizeof(msg), "no dump file (-f)");
+    case WIRE_OP_DUMP:
+        /* answers once the dump file is safe on disk; the connection
+         * waits parked (conn_park), this thread goes on with the others */
+        if (c->srv->dump_park == NULL) {
+            static const char msg[] = "no dump file (-f)";
             nat_reply(c, h, WIRE_S_NOT_SUPPORTED, 0, NULL, 0, msg,
                       (uint32_t)strlen(msg));
-        } else if (c->srv->dump_request(c->srv, true, msg, sizeof(msg)) < 0) {
-            nat_reply(c, h, WIRE_S_INTERNAL, 0, NULL, 0, msg,
-                      (uint32_t)strlen(msg));
         } else {
-            nat_status(c, h, WIRE_S_OK, 0);
+            _Static_assert(sizeof(struct wire_hdr) <= sizeof(c->park_req),
+                           "the DUMP request header fits in park_req");
+            memcpy(c->park_req, h, sizeof(*h));
+            conn_park(c, c->srv->dump_park, nat_dump_done);
         }
         break;
-    }
     case WIRE_OP_QUIT:
         nat_status(c, h, WIRE_S_OK, 0);
         conn_close_after_flush(c);
@@ -657,7 +670,7 @@ static void nat_process(struct conn *c, struct worker *w)
     uint64_t budget = srv->opt.reqs_per_event;
 
     conn_in_need(c, 1); /* every "wait for bytes" exit below sets it */
-    while (!c->closing && !conn_out_full(c)) {
+    while (!c->closing && !conn_out_full(c) && c->park == NULL) {
         size_t avail, total;
         const uint8_t *buf = conn_in_data(c, &avail);
         struct wire_msg m;

@@ -242,21 +242,28 @@ static void txt_touch(struct conn *c, struct worker *w,
         txt_reply(c, req, MCTEXT_R_NOT_FOUND);
 }
 
-/* dump: answers once the -f file is safe on disk (this thread waits). */
-static void txt_dump(struct conn *c)
+/* The answer to dump, written by the dump thread (c is parked). */
+static void txt_dump_done(struct conn *c, int rc, const char *msg)
 {
-    char msg[256], line[300];
+    char line[300];
 
-    if (c->srv->dump_request == NULL) {
-        txt_str(c, "SERVER_ERROR no dump file (-f)\r\n");
-        return;
-    }
-    if (c->srv->dump_request(c->srv, true, msg, sizeof(msg)) < 0) {
+    if (rc < 0) {
         snprintf(line, sizeof(line), "SERVER_ERROR dump failed: %s\r\n", msg);
         txt_str(c, line);
         return;
     }
     txt_str(c, MCTEXT_R_OK);
+}
+
+/* dump: answers once the -f file is safe on disk.  The connection waits
+ * parked (conn_park); this thread goes on with the others. */
+static void txt_dump(struct conn *c)
+{
+    if (c->srv->dump_park == NULL) {
+        txt_str(c, "SERVER_ERROR no dump file (-f)\r\n");
+        return;
+    }
+    conn_park(c, c->srv->dump_park, txt_dump_done);
 }
 
 /* flush_all: at once.  A delay would need a timer the store lacks; it is
@@ -1023,7 +1030,7 @@ static void proto_text_process(struct conn *c, struct worker *w)
     unsigned nreq = 0;
 
     conn_in_need(c, 1); /* every "wait for bytes" exit below sets it */
-    while (!c->closing && !conn_out_full(c)) {
+    while (!c->closing && !conn_out_full(c) && c->park == NULL) {
         struct mctext_req req;
         size_t avail;
         const uint8_t *buf = conn_in_data(c, &avail);
