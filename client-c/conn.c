@@ -680,6 +680,24 @@ static void exchange_done(struct mdc *m)
     }
 }
 
+/*
+ * A TLS connection that fails before its first byte of data: in TLS 1.3
+ * the server judges the client's certificate after the client's side of
+ * the handshake is done, and a refusal can arrive as a reset rather than
+ * an alert.  Report it as a TLS failure (true: done).
+ */
+static bool tls_refused(struct mdc *m, const char *why)
+{
+    if (m->ssl == NULL || m->tls_data)
+        return false;
+    mdci_seterr(m, MDC_ERR_TLS,
+                "%s: TLS: the server closed the connection after the "
+                "handshake (%s); does it want a client certificate?",
+                m->label, why);
+    fail(m, MDC_ERR_TLS);
+    return true;
+}
+
 static void do_write(struct mdc *m)
 {
     while (m->out.off < m->out.len) {
@@ -702,6 +720,8 @@ static void do_write(struct mdc *m)
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        if (tls_refused(m, n < 0 ? strerror(errno) : "nothing written"))
             return;
         mdci_seterr(m, MDC_ERR_IO, "%s: send: %s", m->label,
                     n < 0 ? strerror(errno) : "nothing written");
@@ -788,6 +808,7 @@ static void do_read(struct mdc *m)
         }
         if (n > 0) {
             m->in.len += (size_t)n;
+            m->tls_data = true;
             m->deadline = mdci_now_ms() + m->io_ms;
             dispatch(m);
             if (!m->busy)
@@ -797,6 +818,8 @@ static void do_read(struct mdc *m)
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        if (tls_refused(m, n == 0 ? "end of file" : strerror(errno)))
             return;
         if (n == 0)
             mdci_seterr(m, MDC_ERR_IO,

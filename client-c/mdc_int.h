@@ -80,6 +80,7 @@ struct mdc {
     void *ssl;            /* SSL * while connected over TLS */
     short tls_want;       /* handshake: POLLIN or POLLOUT */
     bool tls_wr_wants_read, tls_rd_wants_write;
+    bool tls_data;        /* this connection has received data */
 
     /* running exchange */
     mdci_on_msg on_msg;

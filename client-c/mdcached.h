@@ -262,7 +262,11 @@ struct mdc_tls_config {
  * copied.  The connect timeout bounds the TCP connect and again the
  * handshake.  A refused handshake or certificate makes the operation
  * return MDC_ERR_TLS, with the reason in mdc_errstr().  A Unix socket
- * handle needs server_name (or MDC_TLS_INSECURE).
+ * handle needs server_name (or MDC_TLS_INSECURE).  The fields of struct
+ * mdc_tls_config: ca_file, ca_path (trusted CAs; both NULL: the system's
+ * store), cert_file, key_file (a client certificate, for mutual TLS),
+ * server_name (SNI and the name verified; NULL: the handle's host), flags
+ * (MDC_TLS_INSECURE), reserved (NULL).
  * @param m handle
  * @param cfg settings, or NULL to go back to plain TCP
  * @return MDC_OK, MDC_ERR_ARG (reserved fields set, key without

@@ -307,6 +307,7 @@ int mdci_tls_start(struct mdc *m)
     m->ssl = ssl;
     m->tls_want = POLLOUT;
     m->tls_wr_wants_read = m->tls_rd_wants_write = false;
+    m->tls_data = false;
     return MDC_OK;
 bad_name:
     SSL_free(ssl);
