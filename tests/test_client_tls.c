@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -456,6 +457,80 @@ static void test_bad_settings(void **state)
     mdc_destroy(m);
 }
 
+/* Run mdcached-tool with args; its exit status, stdout+stderr in out. */
+static int tool(char *out, size_t cap, const char *fmt, ...)
+{
+    char args[1024], cmd[2048];
+    const char *b = getenv("MDC_BUILDDIR");
+    va_list ap;
+    FILE *f;
+    size_t n = 0;
+    int st;
+
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof(args), fmt, ap);
+    va_end(ap);
+    snprintf(cmd, sizeof(cmd), "'%s/client-c/tool/mdcached-tool' %s 2>&1",
+             b != NULL && b[0] ? b : ".", args);
+    f = popen(cmd, "r");
+    assert_non_null(f);
+    out[0] = '\0';
+    while (n + 1 < cap) {
+        size_t k = fread(out + n, 1, cap - 1 - n, f);
+        if (k == 0)
+            break;
+        n += k;
+    }
+    out[n] = '\0';
+    st = pclose(f);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* mdcached-tool --tls, --tls-ca, --tls-cert, --tls-key, --tls-insecure,
+ * --tls-name */
+static void test_tool(void **state)
+{
+    char out[4096];
+    int rc;
+
+    (void)state;
+    rc = tool(out, sizeof(out), "-s 127.0.0.1:%d --tls-ca %s set tk vv",
+              ep_ok.port, certs.ca);
+    if (rc != 0)
+        fail_msg("set: exit %d: %s", rc, out);
+    rc = tool(out, sizeof(out), "-s 127.0.0.1:%d --tls-ca %s get tk",
+              ep_ok.port, certs.ca);
+    assert_int_equal(rc, 0);
+    assert_string_equal(out, "vv\n");
+    /* --tls alone: the system's CAs refuse the test CA */
+    rc = tool(out, sizeof(out), "-s 127.0.0.1:%d --tls get tk", ep_ok.port);
+    assert_int_equal(rc, 69);
+    assert_non_null(strstr(out, "certificate refused"));
+    /* without TLS the endpoint is no mdcached */
+    rc = tool(out, sizeof(out), "-s 127.0.0.1:%d -T 1000 get tk", ep_ok.port);
+    assert_true(rc != 0);
+    rc = tool(out, sizeof(out), "-s 127.0.0.1:%d --tls-insecure get tk",
+              ep_self.port);
+    assert_int_equal(rc, 0);
+    rc = tool(out, sizeof(out),
+              "-s 127.0.0.1:%d --tls-ca %s --tls-name other.example get tk",
+              ep_other.port, certs.ca);
+    assert_int_equal(rc, 0);
+    rc = tool(out, sizeof(out),
+              "-s 127.0.0.1:%d --tls-ca %s --tls-cert %s --tls-key %s get tk",
+              ep_mtls.port, certs.ca, certs.cli_cert, certs.cli_key);
+    if (rc != 0)
+        fail_msg("mutual TLS: exit %d: %s", rc, out);
+    rc = tool(out, sizeof(out), "-s 127.0.0.1:%d --tls-ca %s get tk",
+              ep_mtls.port, certs.ca);
+    assert_int_equal(rc, 69);
+    rc = tool(out, sizeof(out), "-s 127.0.0.1:%d --tls-ca /nonexistent get tk",
+              ep_ok.port);
+    assert_int_equal(rc, 78);
+    rc = tool(out, sizeof(out), "-s 127.0.0.1:%d --tls dump", ep_ok.port);
+    assert_int_equal(rc, 64);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -469,6 +544,7 @@ int main(void)
         cmocka_unit_test(test_idle_check),
         cmocka_unit_test(test_pool),
         cmocka_unit_test(test_bad_settings),
+        cmocka_unit_test(test_tool),
     };
     const char *ci = getenv("CI");
     bool in_ci = ci != NULL && strcmp(ci, "true") == 0;
