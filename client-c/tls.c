@@ -191,6 +191,10 @@ int mdci_tls_new(const struct mdc_tls_config *cfg, struct mdci_tls **out,
         goto fail;
     }
     SSL_CTX_set_min_proto_version(t->ctx, TLS1_2_VERSION);
+    /* A server that closes without close_notify reads as an end of file
+     * (MDC_ERR_IO, like a plain socket), not an OpenSSL 3 error: replies
+     * are length-framed, so a truncation cannot pass for a whole reply. */
+    SSL_CTX_set_options(t->ctx, SSL_OP_IGNORE_UNEXPECTED_EOF);
     SSL_CTX_set_mode(t->ctx, SSL_MODE_ENABLE_PARTIAL_WRITE |
                                  SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
     if (cfg->ca_file != NULL || cfg->ca_path != NULL) {

@@ -337,8 +337,9 @@ static void test_idle_check(void **state)
 {
     struct mdc_tls_config cfg = with_ca();
     struct tls_ep ep;
-    mdc_t *m, *watch;
+    mdc_t *m, *m2, *watch;
     uint64_t c0, c1;
+    int rc;
 
     (void)state;
     assert_int_equal(tls_ep_start(&ep, certs.dir, srv_b.port, certs.srv_cert,
@@ -355,9 +356,16 @@ static void test_idle_check(void **state)
     assert_int_equal(mdc_noop(m), MDC_OK);
     c1 = stat_of(watch, "total_connections");
     assert_int_equal(c1, c0 + 1); /* one connection, kept */
+    m2 = handle(NULL, ep.port, &cfg);
+    OK(m2, mdc_noop(m2));
     tls_ep_stop(&ep);
     usleep(100 * 1000);
     assert_int_equal(mdc_check(m), MDC_ERR_IO);
+    /* a connection lost is MDC_ERR_IO over TLS too (not a TLS error) */
+    rc = mdc_noop(m2);
+    if (rc != MDC_ERR_IO)
+        fail_msg("want MDC_ERR_IO, got %d: %s", rc, mdc_errstr(m2));
+    mdc_destroy(m2);
     mdc_destroy(m);
     mdc_destroy(watch);
 }
@@ -457,6 +465,40 @@ static void test_bad_settings(void **state)
     mdc_destroy(m);
 }
 
+/* mdc_set_auth() and TLS together: AUTH goes in the first TLS record. */
+static void test_auth_over_tls(void **state)
+{
+    struct mdc_tls_config cfg = with_ca();
+    char users[160];
+    const char *args[] = {"--auth-file", users, NULL};
+    struct tsrv as;
+    struct tls_ep ep;
+    FILE *f;
+    mdc_t *m;
+
+    (void)state;
+    snprintf(users, sizeof(users), "%s/users", certs.dir);
+    f = fopen(users, "w");
+    assert_non_null(f);
+    fputs("alice:s3cret\n", f);
+    fclose(f);
+    assert_int_equal(tsrv_start(&as, args), 0);
+    assert_int_equal(tls_ep_start(&ep, certs.dir, as.port, certs.srv_cert,
+                                  certs.srv_key, NULL),
+                     0);
+    m = handle(NULL, ep.port, &cfg);
+    assert_int_equal(mdc_noop(m), MDC_AUTH_REQUIRED);
+    OK(m, mdc_set_auth(m, "alice", "wrong"));
+    assert_int_equal(mdc_noop(m), MDC_AUTH_FAILED);
+    OK(m, mdc_set_auth(m, "alice", "s3cret"));
+    OK(m, mdc_set(m, "a", 1, "b", 1, 0, 0, NULL, 0));
+    OK(m, mdc_noop(m));
+    mdc_destroy(m);
+    tls_ep_stop(&ep);
+    tsrv_stop(&as);
+    unlink(users);
+}
+
 /* Run mdcached-tool with args; its exit status, stdout+stderr in out. */
 static int tool(char *out, size_t cap, const char *fmt, ...)
 {
@@ -544,6 +586,7 @@ int main(void)
         cmocka_unit_test(test_idle_check),
         cmocka_unit_test(test_pool),
         cmocka_unit_test(test_bad_settings),
+        cmocka_unit_test(test_auth_over_tls),
         cmocka_unit_test(test_tool),
     };
     const char *ci = getenv("CI");
