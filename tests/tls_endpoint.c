@@ -160,7 +160,8 @@ static void spawn(struct tls_ep *e, char *const *argv)
 }
 
 int tls_ep_start(struct tls_ep *e, const char *dir, int backend_port,
-                 const char *cert, const char *key, const char *client_ca)
+                 const char *cert, const char *key, const char *client_ca,
+                 const char *const *daemon_args)
 {
     const char *mode = getenv("MDC_TEST_TLS_ENDPOINT");
     bool own = mode != NULL && strcmp(mode, "mdcached") == 0;
@@ -183,8 +184,16 @@ int tls_ep_start(struct tls_ep *e, const char *dir, int backend_port,
             snprintf(a5, sizeof(a5), "--tls-ca=%s",
                      client_ca ? client_ca : "");
             snprintf(a6, sizeof(a6), "%d", plain);
-            char *argv[] = {(char *)tsrv_binary(), "-l", "127.0.0.1", "-p", a6,
-                            a2, a3, a4, client_ca ? a5 : NULL, NULL};
+            char *argv[32] = {(char *)tsrv_binary(), "-l", "127.0.0.1", "-p",
+                              a6, a2, a3, a4};
+            size_t n = 8;
+            if (client_ca != NULL)
+                argv[n++] = a5;
+            for (size_t i = 0; daemon_args != NULL && daemon_args[i] != NULL &&
+                               n < 31;
+                 i++)
+                argv[n++] = (char *)daemon_args[i];
+            argv[n] = NULL;
             spawn(e, argv);
         } else {
             snprintf(a1, sizeof(a1),

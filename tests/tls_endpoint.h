@@ -41,9 +41,13 @@ struct tls_ep {
 
 /* Start a TLS endpoint on 127.0.0.1:<free port> with cert/key, relaying
  * to the plain daemon at 127.0.0.1:backend_port; client_ca non-NULL asks
- * for and verifies client certificates.  0 ok. */
+ * for and verifies client certificates.  daemon_args (NULL-terminated, or
+ * NULL) are the backend daemon's own arguments, given to the daemon that
+ * the endpoint itself is in the mdcached mode.  Tests read the store only
+ * through the endpoint, so both modes serve them alike.  0 ok. */
 int tls_ep_start(struct tls_ep *e, const char *dir, int backend_port,
-                 const char *cert, const char *key, const char *client_ca);
+                 const char *cert, const char *key, const char *client_ca,
+                 const char *const *daemon_args);
 /* Stop it (its whole process group: socat forks one child per
  * connection); open connections are closed. */
 void tls_ep_stop(struct tls_ep *e);
