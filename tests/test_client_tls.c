@@ -211,6 +211,15 @@ static void test_verification_on_by_default(void **state)
     rc = mdc_set(m, "x", 1, "y", 1, 0, 0, NULL, 0);
     expect_tls_error(m, rc, "self-signed");
     mdc_destroy(m);
+    /* an expired certificate of the trusted CA */
+    struct tls_ep ep;
+    assert_int_equal(tls_ep_start(&ep, certs.dir, srv_a.port, certs.exp_cert,
+                                  certs.exp_key, NULL, NULL),
+                     0);
+    m = handle(NULL, ep.port, &ca);
+    expect_tls_error(m, mdc_noop(m), "certificate has expired");
+    mdc_destroy(m);
+    tls_ep_stop(&ep);
 }
 
 static void test_server_name(void **state)

@@ -54,6 +54,9 @@ int tls_certs_make(struct tls_certs *c)
         "-subj /CN=other.example",
         "openssl x509 -req -in other.csr -CA ca.pem -CAkey ca.key "
         "-CAcreateserial -days 2 -extfile other.ext -out other.pem",
+        "openssl req " EC "-keyout exp.key -out exp.csr -subj /CN=localhost",
+        "openssl x509 -req -in exp.csr -CA ca.pem -CAkey ca.key "
+        "-CAcreateserial -days -1 -extfile srv.ext -out exp.pem",
         "openssl req -x509 " EC "-keyout self.key -out self.pem -days 2 "
         "-subj /CN=localhost "
         "-addext subjectAltName=IP:127.0.0.1,DNS:localhost",
@@ -76,6 +79,8 @@ int tls_certs_make(struct tls_certs *c)
     P(other_key, "other.key");
     P(self_cert, "self.pem");
     P(self_key, "self.key");
+    P(exp_cert, "exp.pem");
+    P(exp_key, "exp.key");
     P(cli_ca, "clica.pem");
     P(cli_cert, "cli.pem");
     P(cli_key, "cli.key");

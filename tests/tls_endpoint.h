@@ -23,6 +23,8 @@ struct tls_certs {
     char other_key[128];
     char self_cert[128];  /* self-signed: IP 127.0.0.1, DNS localhost */
     char self_key[128];
+    char exp_cert[128];   /* signed by ca as srv_cert, expired yesterday */
+    char exp_key[128];
     char cli_ca[128];     /* the CA of client certificates */
     char cli_cert[128];   /* signed by cli_ca (clientAuth) */
     char cli_key[128];
