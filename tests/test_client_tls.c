@@ -33,6 +33,20 @@ static struct tls_certs certs;
 static struct tsrv srv_a, srv_b;
 static struct tls_ep ep_ok, ep_self, ep_other, ep_mtls, ep_ok_b;
 
+/* Endpoints and daemons a test starts for itself: stopped by the group
+ * teardown too, should an assertion end the test first. */
+static struct tls_ep *local_eps[4];
+static struct tsrv *local_srvs[2];
+
+static void local_ep(struct tls_ep *e)
+{
+    for (size_t i = 0; i < 4; i++)
+        if (local_eps[i] == NULL || local_eps[i] == e) {
+            local_eps[i] = e;
+            return;
+        }
+}
+
 static double now_s(void)
 {
     struct timespec ts;
@@ -70,6 +84,12 @@ static int group_teardown(void **state)
     tls_ep_stop(&ep_other);
     tls_ep_stop(&ep_mtls);
     tls_ep_stop(&ep_ok_b);
+    for (size_t i = 0; i < 4; i++)
+        if (local_eps[i] != NULL)
+            tls_ep_stop(local_eps[i]);
+    for (size_t i = 0; i < 2; i++)
+        if (local_srvs[i] != NULL && local_srvs[i]->pid > 0)
+            tsrv_stop(local_srvs[i]);
     tsrv_stop(&srv_a);
     tsrv_stop(&srv_b);
     tls_certs_remove(&certs);
@@ -212,7 +232,8 @@ static void test_verification_on_by_default(void **state)
     expect_tls_error(m, rc, "self-signed");
     mdc_destroy(m);
     /* an expired certificate of the trusted CA */
-    struct tls_ep ep;
+    static struct tls_ep ep;
+    local_ep(&ep);
     assert_int_equal(tls_ep_start(&ep, certs.dir, srv_a.port, certs.exp_cert,
                                   certs.exp_key, NULL, NULL),
                      0);
@@ -345,12 +366,13 @@ static void test_handshake_timeout(void **state)
 static void test_idle_check(void **state)
 {
     struct mdc_tls_config cfg = with_ca();
-    struct tls_ep ep;
+    static struct tls_ep ep;
     mdc_t *m, *m2, *watch;
     uint64_t c0, c1;
     int rc;
 
     (void)state;
+    local_ep(&ep);
     assert_int_equal(tls_ep_start(&ep, certs.dir, srv_b.port, certs.srv_cert,
                                   certs.srv_key, NULL, NULL),
                      0);
@@ -479,8 +501,8 @@ static void test_auth_over_tls(void **state)
     struct mdc_tls_config cfg = with_ca();
     char users[160];
     const char *args[] = {"--auth-file", users, NULL};
-    struct tsrv as;
-    struct tls_ep ep;
+    static struct tsrv as;
+    static struct tls_ep ep;
     FILE *f;
     mdc_t *m;
 
@@ -490,6 +512,8 @@ static void test_auth_over_tls(void **state)
     assert_non_null(f);
     fputs("alice:s3cret\n", f);
     fclose(f);
+    local_srvs[0] = &as;
+    local_ep(&ep);
     assert_int_equal(tsrv_start(&as, args), 0);
     assert_int_equal(tls_ep_start(&ep, certs.dir, as.port, certs.srv_cert,
                                   certs.srv_key, NULL, args),

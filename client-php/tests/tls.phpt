@@ -19,6 +19,16 @@ foreach (["openssl req -x509 $ec -keyout ca.key -out ca.pem -days 2 -subj /CN=ph
     check($rc === 0, "$cmd: " . @file_get_contents("$d/openssl.log"));
 }
 
+// endpoints still running when the script ends (a fatal error) are stopped
+register_shutdown_function(function () {
+    foreach ($GLOBALS['tls_eps'] ?? [] as $p) {
+        if (is_resource($p)) {
+            proc_terminate($p);
+            proc_close($p);
+        }
+    }
+});
+
 /* a socat TLS endpoint in front of the suite's daemon; returns [proc, port] */
 function endpoint(string $d, string $cert, string $key): array
 {
@@ -32,6 +42,7 @@ function endpoint(string $d, string $cert, string $key): array
             $s = @fsockopen('127.0.0.1', $p, $e, $m, 0.2);
             if ($s) {
                 fclose($s);
+                $GLOBALS['tls_eps'][] = $proc;
                 return [$proc, $p];
             }
             if (!proc_get_status($proc)['running']) {
@@ -106,10 +117,6 @@ $r = array_map(fn($l) => json_decode($l, true), $lines);
 check($r[0]['rc'] === 0 && $r[1]['rc'] === 0, "over TLS: $out");
 check($r[1]['total'] === $r[0]['total'], "the TLS connection kept: $out");
 
-foreach ([$ep, $ep2] as $p) {
-    proc_terminate($p);
-    proc_close($p);
-}
 echo "done\n";
 ?>
 --EXPECT--
