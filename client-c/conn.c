@@ -66,6 +66,7 @@ const char *mdc_strerror(int rc)
     case MDC_ERR_DOWN: return "server marked down";
     case MDC_ERR_PARTIAL: return "some servers failed";
     case MDC_ERR_NO_SERVERS: return "no servers";
+    case MDC_ERR_TLS: return "TLS handshake or certificate verification failed";
     default:
         if (rc >= 0 && rc <= 0xFFFF)
             return wire_strstatus((uint16_t)rc);
@@ -257,6 +258,7 @@ void mdc_close(mdc_t *m)
 {
     if (m == NULL)
         return;
+    mdci_tls_close(m);
     if (m->fd >= 0)
         close(m->fd);
     m->fd = -1;
@@ -279,8 +281,17 @@ int mdc_check(mdc_t *m)
     pfd.fd = m->fd;
     pfd.events = POLLIN;
     pfd.revents = 0;
-    if (poll(&pfd, 1, 0) == 0 && m->in.len == m->in.off)
+    if (poll(&pfd, 1, 0) == 0 && m->in.len == m->in.off &&
+        !mdci_tls_pending(m))
         return MDC_OK;
+    if (m->ssl != NULL && m->in.len == m->in.off) {
+        /* TLS: a server sends records of its own after the handshake
+         * (TLS 1.3 session tickets); reading them yields no data */
+        uint8_t b[64];
+        ssize_t n = mdci_tls_read(m, b, sizeof(b));
+        if (n < 0 && n != MDCI_TLS_EFAIL && errno == EAGAIN)
+            return MDC_OK;
+    }
     mdc_close(m);
     return mdci_seterr(m, MDC_ERR_IO, "%s: idle connection closed by the "
                        "server or out of step; closed", m->label);
@@ -291,6 +302,7 @@ void mdc_destroy(mdc_t *m)
     if (m == NULL)
         return;
     mdc_close(m);
+    mdci_tls_unref(m->tls);
     free(m->in.p);
     free(m->out.p);
     free(m->auth_user);
@@ -382,7 +394,8 @@ static int fail(struct mdc *m, int rc)
 {
     mdc_close(m);
     if (m->retry_ms > 0 &&
-        (rc == MDC_ERR_CONNECT || rc == MDC_ERR_IO || rc == MDC_ERR_TIMEOUT))
+        (rc == MDC_ERR_CONNECT || rc == MDC_ERR_IO || rc == MDC_ERR_TIMEOUT ||
+         rc == MDC_ERR_TLS))
         m->down_until = mdci_now_ms() + m->retry_ms;
     m->busy = false;
     m->xrc = rc;
@@ -399,11 +412,46 @@ static int fail(struct mdc *m, int rc)
  */
 static void conn_ready(struct mdc *m)
 {
-    int fl = fcntl(m->fd, F_GETFL);
-    m->blocking = fl >= 0 && fcntl(m->fd, F_SETFL, fl & ~O_NONBLOCK) == 0;
+    if (m->ssl != NULL) {
+        /* TLS: records are read whole by OpenSSL, so a lone exchange
+         * waits in the poll loop (tls.c's BIO never blocks) */
+        m->blocking = false;
+    } else {
+        int fl = fcntl(m->fd, F_GETFL);
+        m->blocking = fl >= 0 && fcntl(m->fd, F_SETFL, fl & ~O_NONBLOCK) == 0;
+    }
     m->rcvtimeo_ms = 0;
     m->state = MDCI_READY;
     m->deadline = mdci_now_ms() + m->io_ms;
+}
+
+/* One step of the TLS handshake: READY when done, else still HANDSHAKE
+ * waiting for m->tls_want.  MDC_OK, or the error (message set). */
+static int handshake_step(struct mdc *m)
+{
+    int r = mdci_tls_handshake(m);
+    if (r < 0)
+        return m->err;
+    if (r == 1)
+        conn_ready(m);
+    return MDC_OK;
+}
+
+/* The TCP connection is up: ready, or (TLS) the handshake starts, with the
+ * connect timeout again as its bound.  MDC_OK, or the error (message
+ * set). */
+static int conn_up(struct mdc *m)
+{
+    if (m->tls == NULL) {
+        conn_ready(m);
+        return MDC_OK;
+    }
+    int rc = mdci_tls_start(m);
+    if (rc != MDC_OK)
+        return rc;
+    m->state = MDCI_HANDSHAKE;
+    m->deadline = mdci_now_ms() + m->connect_ms;
+    return handshake_step(m);
 }
 
 /*
@@ -428,8 +476,7 @@ static int connect_start(struct mdc *m)
         }
         if (connect(fd, sa, m->addrlens[m->addr_cur]) == 0) {
             m->fd = fd;
-            conn_ready(m);
-            return MDC_OK;
+            return conn_up(m);
         }
         if (errno == EINPROGRESS || errno == EAGAIN) {
             /* EAGAIN: a Unix socket whose backlog is full */
@@ -455,10 +502,8 @@ static int connect_finish(struct mdc *m, bool timed_out)
     } else if (getsockopt(m->fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0) {
         soerr = errno;
     }
-    if (soerr == 0) {
-        conn_ready(m);
-        return MDC_OK;
-    }
+    if (soerr == 0)
+        return conn_up(m);
     close(m->fd);
     m->fd = -1;
     m->state = MDCI_CLOSED;
@@ -550,8 +595,10 @@ int mdc_connect(mdc_t *m)
     int rc = mdci_begin(m, NULL, NULL);
     if (rc != MDC_OK)
         return rc;
-    if (m->state == MDCI_CONNECTING) {
-        mdci_run(&m, 1); /* nothing to send: finishes once connected */
+    if (m->state != MDCI_READY) {
+        /* nothing to send: finishes once connected (and the TLS
+         * handshake done) */
+        mdci_run(&m, 1);
         if (m->xrc != MDC_OK)
             return m->xrc;
     }
@@ -633,11 +680,38 @@ static void exchange_done(struct mdc *m)
     }
 }
 
+/*
+ * A TLS connection that fails before its first byte of data: in TLS 1.3
+ * the server judges the client's certificate after the client's side of
+ * the handshake is done, and a refusal can arrive as a reset rather than
+ * an alert.  Report it as a TLS failure (true: done).
+ */
+static bool tls_refused(struct mdc *m, const char *why)
+{
+    if (m->ssl == NULL || m->tls_data)
+        return false;
+    mdci_seterr(m, MDC_ERR_TLS,
+                "%s: TLS: the server closed the connection after the "
+                "handshake (%s); does it want a client certificate?",
+                m->label, why);
+    fail(m, MDC_ERR_TLS);
+    return true;
+}
+
 static void do_write(struct mdc *m)
 {
     while (m->out.off < m->out.len) {
-        ssize_t n = send(m->fd, m->out.p + m->out.off, m->out.len - m->out.off,
-                         MSG_NOSIGNAL | MSG_DONTWAIT);
+        ssize_t n;
+        if (m->ssl != NULL)
+            n = mdci_tls_write(m, m->out.p + m->out.off,
+                               m->out.len - m->out.off);
+        else
+            n = send(m->fd, m->out.p + m->out.off, m->out.len - m->out.off,
+                     MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n == MDCI_TLS_EFAIL) {
+            fail(m, MDC_ERR_TLS);
+            return;
+        }
         if (n > 0) {
             m->out.off += (size_t)n;
             m->deadline = mdci_now_ms() + m->io_ms;
@@ -646,6 +720,8 @@ static void do_write(struct mdc *m)
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        if (tls_refused(m, n < 0 ? strerror(errno) : "nothing written"))
             return;
         mdci_seterr(m, MDC_ERR_IO, "%s: send: %s", m->label,
                     n < 0 ? strerror(errno) : "nothing written");
@@ -720,10 +796,19 @@ static void do_read(struct mdc *m)
             fail(m, MDC_ERR_NOMEM);
             return;
         }
-        ssize_t n = recv(m->fd, m->in.p + m->in.len, m->in.cap - m->in.len,
-                         MSG_DONTWAIT);
+        ssize_t n;
+        if (m->ssl != NULL)
+            n = mdci_tls_read(m, m->in.p + m->in.len, m->in.cap - m->in.len);
+        else
+            n = recv(m->fd, m->in.p + m->in.len, m->in.cap - m->in.len,
+                     MSG_DONTWAIT);
+        if (n == MDCI_TLS_EFAIL) {
+            fail(m, MDC_ERR_TLS);
+            return;
+        }
         if (n > 0) {
             m->in.len += (size_t)n;
+            m->tls_data = true;
             m->deadline = mdci_now_ms() + m->io_ms;
             dispatch(m);
             if (!m->busy)
@@ -733,6 +818,8 @@ static void do_read(struct mdc *m)
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        if (tls_refused(m, n == 0 ? "end of file" : strerror(errno)))
             return;
         if (n == 0)
             mdci_seterr(m, MDC_ERR_IO,
@@ -792,6 +879,12 @@ static void run(struct mdc **hs, size_t n, bool fresh)
                     }
                     if (m->state != MDCI_CONNECTING)
                         continue;
+                } else if (m->state == MDCI_HANDSHAKE) {
+                    mdci_seterr(m, MDC_ERR_TIMEOUT,
+                                "%s: TLS handshake not done within %d ms",
+                                m->label, m->connect_ms);
+                    fail(m, MDC_ERR_TIMEOUT);
+                    continue;
                 } else {
                     mdci_seterr(m, MDC_ERR_TIMEOUT, "%s: no reply within %d ms",
                                 m->label, m->io_ms);
@@ -802,6 +895,16 @@ static void run(struct mdc **hs, size_t n, bool fresh)
             short ev;
             if (m->state == MDCI_CONNECTING)
                 ev = POLLOUT;
+            else if (m->state == MDCI_HANDSHAKE)
+                ev = m->tls_want;
+            else if (m->ssl != NULL)
+                /* OpenSSL may need to read to write, or the reverse */
+                ev = (short)(POLLIN |
+                             (((m->out.off < m->out.len &&
+                                !m->tls_wr_wants_read) ||
+                               m->tls_rd_wants_write)
+                                  ? POLLOUT
+                                  : 0));
             else if (m->out.off < m->out.len)
                 ev = POLLIN | POLLOUT;
             else
@@ -811,6 +914,8 @@ static void run(struct mdc **hs, size_t n, bool fresh)
             fds[nfds].revents = 0;
             idx[nfds++] = i;
             int64_t left = m->deadline - now;
+            if (mdci_tls_pending(m))
+                left = 0; /* decrypted bytes already wait */
             if (timeout < 0 || left < timeout)
                 timeout = (int)(left > 0 ? left : 0);
         }
@@ -827,13 +932,18 @@ static void run(struct mdc **hs, size_t n, bool fresh)
             }
             break;
         }
-        for (size_t k = 0; k < nfds && rc > 0; k++) {
+        for (size_t k = 0; k < nfds; k++) {
             struct mdc *m = hs[idx[k]];
             short re = fds[k].revents;
+            if (m->state == MDCI_READY && mdci_tls_pending(m))
+                re |= POLLIN;
             if (re == 0)
                 continue;
-            if (m->state == MDCI_CONNECTING) {
-                if (connect_finish(m, false) != MDC_OK) {
+            if (m->state == MDCI_CONNECTING || m->state == MDCI_HANDSHAKE) {
+                int crc = m->state == MDCI_CONNECTING
+                              ? connect_finish(m, false)
+                              : handshake_step(m);
+                if (crc != MDC_OK) {
                     fail(m, m->err);
                     continue;
                 }
@@ -846,9 +956,11 @@ static void run(struct mdc **hs, size_t n, bool fresh)
                 }
                 continue;
             }
-            if (re & POLLOUT)
+            if ((re & POLLOUT) ||
+                (m->ssl != NULL && m->out.off < m->out.len))
                 do_write(m);
-            if (m->busy && (re & (POLLIN | POLLHUP | POLLERR)))
+            if (m->busy && ((re & (POLLIN | POLLHUP | POLLERR)) ||
+                            (m->ssl != NULL && m->tls_rd_wants_write)))
                 do_read(m);
         }
     }

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <sys/types.h>
 
 #include "mdcached.h"
 #include "protocol/wire.h"
@@ -41,6 +42,7 @@ typedef int (*mdci_on_msg)(struct mdc *m, const struct wire_msg *msg,
 enum mdci_state {
     MDCI_CLOSED,
     MDCI_CONNECTING,
+    MDCI_HANDSHAKE, /* TCP up, TLS handshake running (tls.c) */
     MDCI_READY,
 };
 
@@ -72,6 +74,13 @@ struct mdc {
     bool auth_pending; /* AUTH sent, its reply not yet read */
     struct mdci_buf out;
     struct mdci_buf in;
+
+    /* TLS (tls.c): the shared context, this connection's SSL object */
+    struct mdci_tls *tls; /* mdc_set_tls(), or NULL: plain */
+    void *ssl;            /* SSL * while connected over TLS */
+    short tls_want;       /* handshake: POLLIN or POLLOUT */
+    bool tls_wr_wants_read, tls_rd_wants_write;
+    bool tls_data;        /* this connection has received data */
 
     /* running exchange */
     mdci_on_msg on_msg;
@@ -128,6 +137,30 @@ struct mdc_item *mdci_item_from_msg(const struct wire_msg *msg, const void *key,
                                     size_t klen);
 /* Append to a set; returns MDC_OK or MDC_ERR_NOMEM. */
 int mdci_itemset_push(struct mdc_itemset *set, struct mdc_item *it);
+
+/* ---- TLS (tls.c) ---------------------------------------------------------
+ * Contexts are reference-counted: a pool's servers share one. */
+struct mdci_tls;
+#define MDCI_TLS_EFAIL (-2) /* read/write: TLS error, message set */
+/* Build a context; MDC_OK, or an error code with the message in err. */
+int mdci_tls_new(const struct mdc_tls_config *cfg, struct mdci_tls **out,
+                 char *err, size_t errlen);
+void mdci_tls_ref(struct mdci_tls *t);
+void mdci_tls_unref(struct mdci_tls *t);
+/* Use context t (NULL: plain) from the next connection on; closes. */
+void mdci_set_tls_shared(struct mdc *m, struct mdci_tls *t);
+/* The TCP connection is up: create the SSL object (MDC_OK or error set). */
+int mdci_tls_start(struct mdc *m);
+/* One handshake step: 1 done, 0 wait for m->tls_want, -1 failed (set). */
+int mdci_tls_handshake(struct mdc *m);
+/* As send()/recv() with MSG_DONTWAIT: > 0 bytes, 0 EOF (read), -1 with
+ * errno (EAGAIN: retry), or MDCI_TLS_EFAIL (MDC_ERR_TLS, message set). */
+ssize_t mdci_tls_write(struct mdc *m, const void *buf, size_t len);
+ssize_t mdci_tls_read(struct mdc *m, void *buf, size_t cap);
+/* Decrypted bytes wait inside OpenSSL (poll() would not say so). */
+bool mdci_tls_pending(const struct mdc *m);
+/* Send close_notify if the session is up (never waits), free the SSL. */
+void mdci_tls_close(struct mdc *m);
 
 /* Used by the pool to build handles with the pool's settings. */
 struct mdc *mdci_create_spec(const char *spec);

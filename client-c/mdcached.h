@@ -85,6 +85,10 @@ enum mdc_rc {
     MDC_ERR_DOWN = -7,       /**< server marked down; retried after a delay */
     MDC_ERR_PARTIAL = -8,    /**< pool: some servers failed, others answered */
     MDC_ERR_NO_SERVERS = -9, /**< pool: no server configured */
+    MDC_ERR_TLS = -10, /**< TLS: handshake failed, the server's certificate
+                            was refused (verification, name), a TLS
+                            protocol error, or TLS cannot be set up (bad
+                            files; a library built without TLS) */
 };
 
 /** A tag: a pair of signed 32-bit integers. */
@@ -225,11 +229,59 @@ int mdc_set_retry_delay(mdc_t *m, int retry_ms);
  */
 int mdc_set_auth(mdc_t *m, const char *user, const char *password);
 
+/** mdc_tls_config.flags: do not verify the server's certificate (chain nor
+ * name).  Encrypts, but any server is accepted: for tests only. */
+#define MDC_TLS_INSECURE 0x1u
+
+/**
+ * TLS settings (mdc_set_tls(), mdc_pool_set_tls()).  Zero the whole struct
+ * first (e.g. "struct mdc_tls_config c = {0};"): a zeroed struct means TLS
+ * with the system's CA store and the handle's host name verified.
+ */
+struct mdc_tls_config {
+    const char *ca_file;     /**< PEM file of trusted CAs; NULL with ca_path
+                                  NULL: the system's default store */
+    const char *ca_path;     /**< directory of hashed CA certificates
+                                  (openssl rehash), or NULL */
+    const char *cert_file;   /**< client certificate chain, PEM, for servers
+                                  that ask for one (mutual TLS), or NULL */
+    const char *key_file;    /**< its private key, PEM; NULL: in cert_file */
+    const char *server_name; /**< name sent as SNI and verified against the
+                                  certificate (a DNS name or an IP address);
+                                  NULL: the handle's host */
+    unsigned flags;          /**< MDC_TLS_INSECURE, or 0 */
+    void *reserved[4];       /**< for later fields: must be NULL */
+};
+
+/**
+ * Talk TLS (1.2 or later) to the server: every connection made from now on
+ * does a TLS handshake before its first request, and an open plain
+ * connection is closed.  The server's certificate must chain to a trusted
+ * CA and carry the server name (as a DNS or IP subjectAltName) unless
+ * MDC_TLS_INSECURE is set.  The files are read now; the strings are
+ * copied.  The connect timeout bounds the TCP connect and again the
+ * handshake.  A refused handshake or certificate makes the operation
+ * return MDC_ERR_TLS, with the reason in mdc_errstr().  A Unix socket
+ * handle needs server_name (or MDC_TLS_INSECURE).  The fields of struct
+ * mdc_tls_config: ca_file, ca_path (trusted CAs; both NULL: the system's
+ * store), cert_file, key_file (a client certificate, for mutual TLS),
+ * server_name (SNI and the name verified; NULL: the handle's host), flags
+ * (MDC_TLS_INSECURE), reserved (NULL).
+ * @param m handle
+ * @param cfg settings, or NULL to go back to plain TCP
+ * @return MDC_OK, MDC_ERR_ARG (reserved fields set, key without
+ *         certificate), MDC_ERR_NOMEM, or MDC_ERR_TLS (a file cannot be
+ *         loaded, the key does not match the certificate, or the library was
+ *         built without TLS)
+ */
+int mdc_set_tls(mdc_t *m, const struct mdc_tls_config *cfg);
+
 /**
  * Connect now (operations connect on demand anyway).  Succeeds at once when
  * already connected.
  * @param m handle
- * @return MDC_OK, MDC_ERR_CONNECT, MDC_ERR_TIMEOUT or MDC_ERR_DOWN
+ * @return MDC_OK, MDC_ERR_CONNECT, MDC_ERR_TIMEOUT, MDC_ERR_DOWN or
+ *         MDC_ERR_TLS (with mdc_set_tls(): the handshake failed)
  */
 int mdc_connect(mdc_t *m);
 
@@ -753,6 +805,16 @@ int mdc_pool_set_retry_delay(mdc_pool_t *p, int retry_ms);
  * @return MDC_OK, MDC_ERR_ARG or MDC_ERR_NOMEM
  */
 int mdc_pool_set_auth(mdc_pool_t *p, const char *user, const char *password);
+
+/**
+ * TLS for every server, present and future (see mdc_set_tls()): the files
+ * are loaded once and shared; each server's name is verified (its host, or
+ * cfg->server_name for all).
+ * @param p pool
+ * @param cfg settings, or NULL for plain TCP
+ * @return as mdc_set_tls(); the message is in mdc_pool_errstr()
+ */
+int mdc_pool_set_tls(mdc_pool_t *p, const struct mdc_tls_config *cfg);
 
 /**
  * @param p pool

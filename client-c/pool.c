@@ -28,6 +28,7 @@ struct mdc_pool {
     size_t n, cap;
     struct mdci_continuum ring;
     int connect_ms, io_ms, retry_ms;
+    struct mdci_tls *tls; /* mdc_pool_set_tls(), or NULL */
     int err;
     char errstr[POOL_ERRLEN];
 };
@@ -52,6 +53,7 @@ void mdc_pool_destroy(mdc_pool_t *p)
         mdc_destroy(p->servers[i]);
     free(p->servers);
     free(p->weights);
+    mdci_tls_unref(p->tls);
     mdci_ketama_free(&p->ring);
     free(p);
 }
@@ -113,6 +115,8 @@ int mdc_pool_add(mdc_pool_t *p, const char *spec, uint32_t weight)
     }
     mdc_set_timeouts(m, p->connect_ms, p->io_ms);
     mdc_set_retry_delay(m, p->retry_ms);
+    if (p->tls != NULL)
+        mdci_set_tls_shared(m, p->tls);
     p->servers[p->n] = m;
     p->weights[p->n] = weight ? weight : 1;
     p->n++;
@@ -202,6 +206,25 @@ int mdc_pool_set_auth(mdc_pool_t *p, const char *user, const char *password)
             return pool_seterr(p, rc, "%s", mdc_errstr(p->servers[i]));
     }
     return MDC_OK;
+}
+
+int mdc_pool_set_tls(mdc_pool_t *p, const struct mdc_tls_config *cfg)
+{
+    struct mdci_tls *t = NULL;
+    char err[MDCI_ERRLEN];
+
+    if (p == NULL)
+        return MDC_ERR_ARG;
+    if (cfg != NULL) {
+        int rc = mdci_tls_new(cfg, &t, err, sizeof(err));
+        if (rc != MDC_OK)
+            return pool_seterr(p, rc, "%s", err);
+    }
+    for (size_t i = 0; i < p->n; i++)
+        mdci_set_tls_shared(p->servers[i], t);
+    mdci_tls_unref(p->tls);
+    p->tls = t; /* the pool's reference */
+    return pool_seterr(p, MDC_OK, "ok");
 }
 
 int mdc_pool_error(const mdc_pool_t *p)

@@ -137,6 +137,12 @@ void mdcx_conn_free(mdcx_conn *c)
         return;
     mdc_pool_destroy(c->pool);
     mdcx_conn_clear(c);
+    if (c->auth_user)
+        pefree(c->auth_user, c->persistent);
+    if (c->auth_pass)
+        pefree(c->auth_pass, c->persistent);
+    if (c->tls_key)
+        pefree(c->tls_key, c->persistent);
     pefree(c, c->persistent);
 }
 
@@ -157,6 +163,15 @@ static int mdcx_conn_add(mdcx_conn *c, const char *spec, uint32_t weight)
     int idx = mdc_pool_add(c->pool, spec, weight);
     if (idx < 0)
         return idx;
+    /* the pool gives its TLS settings to new servers itself */
+    if (c->auth_user != NULL) {
+        int rc = mdc_set_auth(mdc_pool_server(c->pool, (size_t)idx),
+                              c->auth_user, c->auth_pass);
+        if (rc != MDC_OK) {
+            mdc_pool_remove(c->pool, (size_t)idx);
+            return rc;
+        }
+    }
     c->specs = perealloc(c->specs, (c->nspecs + 1) * sizeof(char *),
                          c->persistent);
     c->weights = perealloc(c->weights, (c->nspecs + 1) * sizeof(uint32_t),
@@ -2146,6 +2161,147 @@ PHP_METHOD(Mdcached_Client, quit)
     RETURN_TRUE;
 }
 
+/* setSaslAuthData(): php-memcached's name for credentials; here they go
+ * in the native AUTH request (mdc_set_auth(), docs/security.md) on every
+ * connection, present servers and those added later.  The same
+ * credentials again (a persistent connection's next request) change
+ * nothing. */
+PHP_METHOD(Mdcached_Client, setSaslAuthData)
+{
+    zend_string *user, *pass;
+    ZEND_PARSE_PARAMETERS_START(2, 2)
+        Z_PARAM_STR(user)
+        Z_PARAM_STR(pass)
+    ZEND_PARSE_PARAMETERS_END();
+    MDCX_THIS();
+    mdcx_conn *c = o->c;
+    if (ZSTR_LEN(user) == 0 || ZSTR_LEN(user) > MDC_MAX_KEY ||
+        memchr(ZSTR_VAL(user), '\0', ZSTR_LEN(user)) ||
+        memchr(ZSTR_VAL(pass), '\0', ZSTR_LEN(pass))) {
+        mdcx_result(o, MDCX_RES_INVALID_ARGS,
+                    "invalid arguments: the user name must be 1-%u bytes, "
+                    "and neither may hold a NUL byte",
+                    MDC_MAX_KEY);
+        RETURN_FALSE;
+    }
+    if (c->auth_user != NULL && strcmp(c->auth_user, ZSTR_VAL(user)) == 0 &&
+        strcmp(c->auth_pass, ZSTR_VAL(pass)) == 0) {
+        mdcx_result(o, MDC_OK, NULL);
+        RETURN_TRUE;
+    }
+    int rc = mdc_pool_set_auth(c->pool, ZSTR_VAL(user), ZSTR_VAL(pass));
+    if (rc != MDC_OK) {
+        mdcx_result_pool(o, rc);
+        RETURN_FALSE;
+    }
+    if (c->auth_user)
+        pefree(c->auth_user, c->persistent);
+    if (c->auth_pass)
+        pefree(c->auth_pass, c->persistent);
+    c->auth_user = pestrdup(ZSTR_VAL(user), c->persistent);
+    c->auth_pass = pestrdup(ZSTR_VAL(pass), c->persistent);
+    mdcx_result(o, MDC_OK, NULL);
+    RETURN_TRUE;
+}
+
+/* setTls(['ca_file' => ..., 'ca_path' => ..., 'cert_file' => ...,
+ * 'key_file' => ..., 'server_name' => ..., 'insecure' => bool]) or
+ * setTls(null): mdc_pool_set_tls() for every server, present and future.
+ * Options equal to the connection's (a persistent connection's next
+ * request) change nothing, so its open connections stay open. */
+PHP_METHOD(Mdcached_Client, setTls)
+{
+    HashTable *opts = NULL;
+    ZEND_PARSE_PARAMETERS_START(1, 1)
+        Z_PARAM_ARRAY_HT_OR_NULL(opts)
+    ZEND_PARSE_PARAMETERS_END();
+    MDCX_THIS();
+    mdcx_conn *c = o->c;
+    static const char *const names[] = {"ca_file", "ca_path", "cert_file",
+                                        "key_file", "server_name"};
+    const char *vals[5] = {NULL, NULL, NULL, NULL, NULL};
+    bool insecure = false;
+    zend_string *k;
+    zval *v;
+
+    if (opts != NULL) {
+        ZEND_HASH_FOREACH_STR_KEY_VAL(opts, k, v) {
+            size_t i;
+            if (k == NULL) {
+                mdcx_result(o, MDCX_RES_INVALID_ARGS,
+                            "invalid arguments: setTls() options are named");
+                RETURN_FALSE;
+            }
+            if (zend_string_equals_literal(k, "insecure")) {
+                insecure = zend_is_true(v);
+                continue;
+            }
+            for (i = 0; i < 5; i++)
+                if (zend_string_equals_cstr(k, names[i], strlen(names[i])))
+                    break;
+            if (i == 5) {
+                mdcx_result(o, MDCX_RES_INVALID_ARGS,
+                            "invalid arguments: unknown setTls() option "
+                            "'%s'",
+                            ZSTR_VAL(k));
+                RETURN_FALSE;
+            }
+            if (Z_TYPE_P(v) == IS_NULL)
+                continue;
+            if (Z_TYPE_P(v) != IS_STRING || Z_STRLEN_P(v) == 0 ||
+                memchr(Z_STRVAL_P(v), '\0', Z_STRLEN_P(v))) {
+                mdcx_result(o, MDCX_RES_INVALID_ARGS,
+                            "invalid arguments: setTls() option '%s' wants "
+                            "a non-empty string",
+                            names[i]);
+                RETURN_FALSE;
+            }
+            vals[i] = Z_STRVAL_P(v);
+        } ZEND_HASH_FOREACH_END();
+    }
+    zend_string *key = NULL;
+    if (opts != NULL) {
+        key = zend_strpprintf(0, "%d", insecure ? 1 : 0);
+        for (size_t i = 0; i < 5; i++) {
+            zend_string *nk = zend_strpprintf(
+                0, "%s|%zu:%s", ZSTR_VAL(key),
+                vals[i] ? strlen(vals[i]) : (size_t)0, vals[i] ? vals[i] : "");
+            zend_string_release(key);
+            key = nk;
+        }
+    }
+    if ((key == NULL && c->tls_key == NULL) ||
+        (key != NULL && c->tls_key != NULL &&
+         strcmp(ZSTR_VAL(key), c->tls_key) == 0)) {
+        if (key)
+            zend_string_release(key);
+        mdcx_result(o, MDC_OK, NULL);
+        RETURN_TRUE;
+    }
+    struct mdc_tls_config cfg;
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.ca_file = vals[0];
+    cfg.ca_path = vals[1];
+    cfg.cert_file = vals[2];
+    cfg.key_file = vals[3];
+    cfg.server_name = vals[4];
+    cfg.flags = insecure ? MDC_TLS_INSECURE : 0;
+    int rc = mdc_pool_set_tls(c->pool, opts != NULL ? &cfg : NULL);
+    if (rc != MDC_OK) {
+        if (key)
+            zend_string_release(key);
+        mdcx_result_pool(o, rc);
+        RETURN_FALSE;
+    }
+    if (c->tls_key)
+        pefree(c->tls_key, c->persistent);
+    c->tls_key = key ? pestrdup(ZSTR_VAL(key), c->persistent) : NULL;
+    if (key)
+        zend_string_release(key);
+    mdcx_result(o, MDC_OK, NULL);
+    RETURN_TRUE;
+}
+
 PHP_METHOD(Mdcached_Client, tagOf)
 {
     zend_string *tag;
@@ -2219,6 +2375,9 @@ PHP_MINIT_FUNCTION(mdcached)
     mdcx_const("RES_SERVER_MARKED_DEAD", MDC_ERR_DOWN);
     mdcx_const("RES_SOME_ERRORS", MDC_ERR_PARTIAL);
     mdcx_const("RES_NO_SERVERS", MDC_ERR_NO_SERVERS);
+    mdcx_const("RES_AUTH_FAILURE", MDC_AUTH_FAILED);
+    mdcx_const("RES_AUTH_REQUIRED", MDC_AUTH_REQUIRED);
+    mdcx_const("RES_TLS_FAILURE", MDC_ERR_TLS);
     mdcx_const("RES_PAYLOAD_FAILURE", MDCX_RES_PAYLOAD_FAILURE);
     mdcx_const("RES_BAD_TAG", MDCX_RES_BAD_TAG);
     mdcx_const("RES_BAD_KEY_PROVIDED", MDCX_RES_BAD_KEY);

@@ -90,6 +90,10 @@ namespace Mdcached {
 
         public function quit(): bool {}
 
+        public function setSaslAuthData(string $username, string $password): bool {}
+
+        public function setTls(?array $options): bool {}
+
         /** @return array{0: int, 1: int} */
         public static function tagOf(string $tag): array {}
     }

@@ -1,5 +1,5 @@
 /* This is a generated file, edit the .stub.php file instead.
- * Stub hash: 64f2b2ae8eab8e0f923c8ed874b47fdd937343df */
+ * Stub hash: 6e6e086c251425879921a199a9cd8c2ec0e165c9 */
 
 ZEND_BEGIN_ARG_INFO_EX(arginfo_class_Mdcached_Client___construct, 0, 0, 0)
 	ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(0, persistentId, IS_STRING, 1, "null")
@@ -165,6 +165,15 @@ ZEND_END_ARG_INFO()
 
 #define arginfo_class_Mdcached_Client_quit arginfo_class_Mdcached_Client_resetServerList
 
+ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_class_Mdcached_Client_setSaslAuthData, 0, 2, _IS_BOOL, 0)
+	ZEND_ARG_TYPE_INFO(0, username, IS_STRING, 0)
+	ZEND_ARG_TYPE_INFO(0, password, IS_STRING, 0)
+ZEND_END_ARG_INFO()
+
+ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_class_Mdcached_Client_setTls, 0, 1, _IS_BOOL, 0)
+	ZEND_ARG_TYPE_INFO(0, options, IS_ARRAY, 1)
+ZEND_END_ARG_INFO()
+
 ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_class_Mdcached_Client_tagOf, 0, 1, IS_ARRAY, 0)
 	ZEND_ARG_TYPE_INFO(0, tag, IS_STRING, 0)
 ZEND_END_ARG_INFO()
@@ -209,6 +218,8 @@ ZEND_METHOD(Mdcached_Client, cmpSet);
 ZEND_METHOD(Mdcached_Client, fetchAdd);
 ZEND_METHOD(Mdcached_Client, readAndClear);
 ZEND_METHOD(Mdcached_Client, quit);
+ZEND_METHOD(Mdcached_Client, setSaslAuthData);
+ZEND_METHOD(Mdcached_Client, setTls);
 ZEND_METHOD(Mdcached_Client, tagOf);
 
 
@@ -252,6 +263,8 @@ static const zend_function_entry class_Mdcached_Client_methods[] = {
 	ZEND_ME(Mdcached_Client, fetchAdd, arginfo_class_Mdcached_Client_fetchAdd, ZEND_ACC_PUBLIC)
 	ZEND_ME(Mdcached_Client, readAndClear, arginfo_class_Mdcached_Client_readAndClear, ZEND_ACC_PUBLIC)
 	ZEND_ME(Mdcached_Client, quit, arginfo_class_Mdcached_Client_quit, ZEND_ACC_PUBLIC)
+	ZEND_ME(Mdcached_Client, setSaslAuthData, arginfo_class_Mdcached_Client_setSaslAuthData, ZEND_ACC_PUBLIC)
+	ZEND_ME(Mdcached_Client, setTls, arginfo_class_Mdcached_Client_setTls, ZEND_ACC_PUBLIC)
 	ZEND_ME(Mdcached_Client, tagOf, arginfo_class_Mdcached_Client_tagOf, ZEND_ACC_PUBLIC|ZEND_ACC_STATIC)
 	ZEND_FE_END
 };

@@ -38,6 +38,9 @@ typedef struct mdcx_conn {
     size_t nspecs;
     bool persistent;
     int connect_ms, io_ms, retry_ms;
+    char *auth_user, *auth_pass; /* setSaslAuthData(), or NULL */
+    char *tls_key; /* setTls()'s options in one string (unchanged options
+                      on a persistent connection keep it open), or NULL */
     bool in_use; /* a persistent connection taken by a live object */
     uint64_t in_use_req; /* ... of this request (a request that died
                             without freeing its objects frees it) */

@@ -13,7 +13,7 @@ GROUPS = [
     ("mdc_create", "create, configure and inspect a server handle",
      ["mdc_lib_version", "mdc_strerror", "mdc_create", "mdc_create_tcp", "mdc_create_unix",
       "mdc_destroy", "mdc_set_timeouts", "mdc_set_retry_delay", "mdc_connect",
-      "mdc_close", "mdc_check", "mdc_set_auth", "mdc_error", "mdc_errstr", "mdc_server_name"]),
+      "mdc_close", "mdc_check", "mdc_set_auth", "mdc_set_tls", "mdc_error", "mdc_errstr", "mdc_server_name"]),
     ("mdc_get", "fetch records",
      ["mdc_get", "mdc_gat", "mdc_mget", "mdc_item_free", "mdc_itemset_free"]),
     ("mdc_store", "store, delete and touch records",
@@ -33,7 +33,8 @@ GROUPS = [
 # every prototype with the comment before it
 protos = {}
 order = []
-for m in re.finditer(r"/\*\*(.*?)\*/\s*\n((?:[a-z][^;{]*?\b(mdc_\w+)\s*\([^;]*?\));)", hdr, re.S):
+# (a comment is the one right before the prototype: no "*/" inside it)
+for m in re.finditer(r"/\*\*((?:(?!\*/).)*?)\*/\s*\n((?:[a-z][^;{]*?\b(mdc_\w+)\s*\([^;]*?\));)", hdr, re.S):
     comment, proto, name = m.group(1), m.group(2), m.group(3)
     protos[name] = (comment, " ".join(proto.split()))
     order.append(name)

@@ -6,7 +6,8 @@
  *
  * Exit status: 0 done; 1 the server answered but did not do it (a get that
  * missed, an unknown stats group, a refused dump); 64 bad usage; 69 the
- * server cannot be reached; 70 any other failure.
+ * server cannot be reached (or its TLS refused); 70 any other failure; 78
+ * TLS files that cannot be loaded.
  */
 #include "config.h"
 
@@ -19,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <stdbool.h>
 #include <sysexits.h>
 #include <termios.h>
 #include <time.h>
@@ -36,16 +38,26 @@
 
 static const char *tool_server = TOOL_DEFAULT_SERVER;
 static int tool_timeout_ms = 5000;
+static bool tool_tls;                  /* --tls or any --tls-* option */
+static struct mdc_tls_config tool_tls_cfg; /* zeroed: system CAs */
 
 static void tool_usage(FILE *f)
 {
     fprintf(f,
-"Usage: mdcached-tool [-s SERVER] [-T MS] COMMAND [ARG]...\n"
+"Usage: mdcached-tool [-s SERVER] [-T MS] [--tls...] COMMAND [ARG]...\n"
 "Administer an mdcached server (mdcached-tool(1)).\n"
 "\n"
 "  -s, --server=SERVER   host, host:port, [v6]:port, /path or unix:/path\n"
 "                        (default $MDCACHED_SERVER, else " TOOL_DEFAULT_SERVER ")\n"
 "  -T, --timeout=MS      connect and I/O timeout in ms (default 5000)\n"
+"      --tls             connect with TLS, the server's certificate verified\n"
+"                        against the system's CAs and the server's host name\n"
+"      --tls-ca=FILE     trust the CAs of FILE (PEM) instead\n"
+"      --tls-cert=FILE   client certificate (PEM), for mutual TLS\n"
+"      --tls-key=FILE    its private key (default: in --tls-cert's file)\n"
+"      --tls-name=NAME   the name to verify and send as SNI\n"
+"      --tls-insecure    do not verify the server's certificate (tests only)\n"
+"                        (every --tls-* option implies --tls)\n"
 "  -h, --help            this help;  -V, --version  the tool's version\n"
 "\n"
 "Commands:\n"
@@ -66,7 +78,7 @@ static void tool_usage(FILE *f)
 "  version               the server's version\n"
 "\n"
 "Exit status: 0 done, 1 the server did not do it, 64 bad usage,\n"
-"69 server unreachable, 70 other failure.\n");
+"69 server unreachable (or TLS refused), 70 other failure, 78 bad TLS files.\n");
 }
 
 /* A libmdcached failure: a clear message and the exit status. */
@@ -75,6 +87,14 @@ static int tool_fail(mdc_t *m, int rc, const char *what)
     if (rc > 0) {
         fprintf(stderr, "mdcached-tool: %s: %s\n", what, mdc_strerror(rc));
         return 1;
+    }
+    if (rc == MDC_ERR_TLS) {
+        fprintf(stderr,
+                "mdcached-tool: cannot talk TLS to the server: %s\n"
+                "  (--tls-ca FILE names the CA that signed its certificate)"
+                "\n",
+                m != NULL ? mdc_errstr(m) : mdc_strerror(rc));
+        return EX_UNAVAILABLE;
     }
     if (rc == MDC_ERR_CONNECT || rc == MDC_ERR_DOWN ||
         rc == MDC_ERR_TIMEOUT) {
@@ -771,6 +791,12 @@ int main(int argc, char **argv)
         {"timeout", required_argument, NULL, 'T'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
+        {"tls", no_argument, NULL, 1},
+        {"tls-ca", required_argument, NULL, 2},
+        {"tls-cert", required_argument, NULL, 3},
+        {"tls-key", required_argument, NULL, 4},
+        {"tls-insecure", no_argument, NULL, 5},
+        {"tls-name", required_argument, NULL, 6},
         {NULL, 0, NULL, 0},
     };
     const char *env = getenv("MDCACHED_SERVER");
@@ -794,6 +820,29 @@ int main(int argc, char **argv)
                 return EX_USAGE;
             }
             break;
+        case 1:
+            tool_tls = true;
+            break;
+        case 2:
+            tool_tls = true;
+            tool_tls_cfg.ca_file = optarg;
+            break;
+        case 3:
+            tool_tls = true;
+            tool_tls_cfg.cert_file = optarg;
+            break;
+        case 4:
+            tool_tls = true;
+            tool_tls_cfg.key_file = optarg;
+            break;
+        case 5:
+            tool_tls = true;
+            tool_tls_cfg.flags |= MDC_TLS_INSECURE;
+            break;
+        case 6:
+            tool_tls = true;
+            tool_tls_cfg.server_name = optarg;
+            break;
         case 'h':
             tool_usage(stdout);
             return 0;
@@ -813,8 +862,14 @@ int main(int argc, char **argv)
     cmd = argv[optind];
     cargc = argc - optind;
     cargv = argv + optind;
-    if (strcmp(cmd, "dump") == 0)
+    if (strcmp(cmd, "dump") == 0) {
+        if (tool_tls) { /* dump is a text command on a plain socket */
+            fprintf(stderr, "mdcached-tool: dump does not support TLS: run "
+                    "it on the server's plain or Unix socket\n");
+            return EX_USAGE;
+        }
         return cmd_dump(cargc, cargv);
+    }
     m = mdc_create(tool_server);
     if (m == NULL) {
         fprintf(stderr, "mdcached-tool: bad server address '%s': want host, "
@@ -822,6 +877,11 @@ int main(int argc, char **argv)
         return EX_USAGE;
     }
     mdc_set_timeouts(m, tool_timeout_ms, tool_timeout_ms);
+    if (tool_tls && (rc = mdc_set_tls(m, &tool_tls_cfg)) != MDC_OK) {
+        fprintf(stderr, "mdcached-tool: TLS settings: %s\n", mdc_errstr(m));
+        mdc_destroy(m);
+        return rc == MDC_ERR_ARG ? EX_USAGE : EX_CONFIG;
+    }
     if (strcmp(cmd, "stats") == 0 && cargc <= 2)
         rc = cmd_stats(m, cargc == 2 ? cargv[1] : NULL);
     else if (strcmp(cmd, "settings") == 0 && cargc == 1)
