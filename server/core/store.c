@@ -983,12 +983,22 @@ struct record *store_get_access(struct store *st, const void *key,
     return get_common(st, key, klen, prev);
 }
 
+static struct record *get_hashed(struct store *st, uint64_t h,
+                                 const void *key, uint32_t klen,
+                                 struct store_access *prev);
+
 static struct record *get_common(struct store *st, const void *key,
                                  uint32_t klen, struct store_access *prev)
 {
     if (klen > STORE_MAX_KEY)
         return NULL;
-    uint64_t h = store_hash(key, klen);
+    return get_hashed(st, store_hash(key, klen), key, klen, prev);
+}
+
+static struct record *get_hashed(struct store *st, uint64_t h,
+                                 const void *key, uint32_t klen,
+                                 struct store_access *prev)
+{
     mdc_rwlock_t *l = stripe_of(st, h);
     int expired = 0;
 
@@ -2207,4 +2217,81 @@ void store_prefetch(struct store *st, const void *key, uint32_t klen)
     h = store_hash(key, klen);
     __builtin_prefetch(&st->buckets[bucket_idx(st, h)], 0, 3);
     __builtin_prefetch(stripe_of(st, h), 1, 3);
+}
+
+/*
+ * Batched lookups.  A GET in a large store pays two dependent cache misses
+ * (the bucket slot, then the first record of its tree: header and key);
+ * a batch overlaps them across its keys, as a software pipeline of three
+ * stages PF_DIST keys apart:
+ *   1. hash the key, prefetch its bucket slot and lock stripe;
+ *   2. under the stripe's read lock (the biased fast path writes only the
+ *      thread's own slot), read the bucket's root and prefetch the root
+ *      record's header and key lines;
+ *   3. (store_get_batch only) the lookup proper, as store_get.
+ */
+#define PF_DIST 4
+
+static inline void batch_stage1(struct store *st, const struct store_key *k,
+                                uint64_t *h)
+{
+    if (k->klen > STORE_MAX_KEY) {
+        *h = 0;
+        return;
+    }
+    *h = store_hash(k->key, k->klen);
+    __builtin_prefetch(&st->buckets[bucket_idx(st, *h)], 0, 3);
+    __builtin_prefetch(stripe_of(st, *h), 0, 3);
+}
+
+static inline void batch_stage2(struct store *st, const struct store_key *k,
+                                uint64_t h)
+{
+    if (k->klen > STORE_MAX_KEY)
+        return;
+    mdc_rwlock_t *l = stripe_of(st, h);
+    mdc_rdlock(l);
+    struct record *r = RB_ROOT(&st->buckets[bucket_idx(st, h)]);
+    if (r != NULL) {
+        __builtin_prefetch(r, 0, 3);
+        __builtin_prefetch((const char *)r + 64, 0, 3);
+    }
+    mdc_unlock(l);
+}
+
+void store_prefetch_batch(struct store *st, const struct store_key *keys,
+                          size_t n)
+{
+    uint64_t h[PF_DIST];
+
+    for (size_t j = 0; j < n + PF_DIST; j++) {
+        if (j >= PF_DIST)
+            batch_stage2(st, &keys[j - PF_DIST], h[(j - PF_DIST) % PF_DIST]);
+        if (j < n)
+            batch_stage1(st, &keys[j], &h[j % PF_DIST]);
+    }
+}
+
+size_t store_get_batch(struct store *st, const struct store_key *keys,
+                       size_t n, struct record **out)
+{
+    uint64_t h[2 * PF_DIST];
+    size_t hits = 0;
+
+    for (size_t j = 0; j < n + 2 * PF_DIST; j++) {
+        if (j >= 2 * PF_DIST) {
+            size_t i = j - 2 * PF_DIST;
+            out[i] = keys[i].klen > STORE_MAX_KEY
+                         ? NULL
+                         : get_hashed(st, h[i % (2 * PF_DIST)], keys[i].key,
+                                      keys[i].klen, NULL);
+            hits += out[i] != NULL;
+        }
+        if (j >= PF_DIST && j - PF_DIST < n)
+            batch_stage2(st, &keys[j - PF_DIST],
+                         h[(j - PF_DIST) % (2 * PF_DIST)]);
+        if (j < n)
+            batch_stage1(st, &keys[j], &h[j % (2 * PF_DIST)]);
+    }
+    return hits;
 }
