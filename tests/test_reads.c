@@ -343,6 +343,31 @@ static void test_get_batch(void **state)
     store_teardown(st);
 }
 
+/* What every operation reads (the hook, clock, flush moment, limit, table
+ * state) and what every store writes (the counters) and every release
+ * reads (the retire list's count) sit on different cache lines, so
+ * writers on one core do not invalidate the lines readers on another
+ * need. */
+static void test_counter_lines(void **state)
+{
+    (void)state;
+    struct testclock tc;
+    struct store *st = mk(&tc);
+#define LINE(f) (((uintptr_t)&st->f) / 64)
+    assert_int_equal((uintptr_t)st % 64, 0);
+    uintptr_t hot[] = {LINE(mem), LINE(tag_mem), LINE(curr_items),
+                       LINE(total_items), LINE(tagged_items), LINE(tag_links),
+                       LINE(link_seq), LINE(expiring)};
+    uintptr_t cold[] = {LINE(hstate), LINE(buckets), LINE(locks), LINE(tags),
+                        LINE(hook), LINE(clk), LINE(epoch_ns), LINE(flush_at),
+                        LINE(mem_limit), LINE(nretired)};
+#undef LINE
+    for (size_t i = 0; i < sizeof(hot) / sizeof(hot[0]); i++)
+        for (size_t j = 0; j < sizeof(cold) / sizeof(cold[0]); j++)
+            assert_true(hot[i] != cold[j]);
+    store_teardown(st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -352,6 +377,7 @@ int main(void)
         cmocka_unit_test(test_release_by_another_thread),
         cmocka_unit_test(test_brlock_excludes_fast_readers),
         cmocka_unit_test(test_get_batch),
+        cmocka_unit_test(test_counter_lines),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
