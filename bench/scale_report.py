@@ -129,13 +129,17 @@ def main():
              [ratio(x["hit_tail_stats_ns"], x["bounce_stats_ns"]) for x in k1 if x],
              lambda m: m <= 2)
         k2 = [(one(xdp, round=r, hot_keys=100000), one(rows, kind="chase", round=r)) for r in xr]
-        line("XDP hit - bounce at 100 000 hot keys, in measured DRAM misses (1 GiB chase)",
-             "<= 2", [ (x["hit_tail_stats_ns"] - x["bounce_stats_ns"]) / c["ns_per_load"]
-                       for x, c in k2 if x and c],
+        # at 100 000 keys most runs miss (the keys outnumber the default
+        # tier), and run_time_ns averages over every run; the test-run
+        # median counts hits only (misses sort last), and its timing
+        # overhead cancels in the difference with the bounce's
+        line("XDP hit - bounce at 100 000 hot keys (test-run medians), in measured DRAM misses (1 GiB chase)",
+             "<= 2", [(x["hit_tail_ns"] - x["bounce_ns"]) / c["ns_per_load"]
+                      for x, c in k2 if x and c],
              lambda m: m <= 2,
-             note="hit %s ns, bounce %s ns, miss %s ns; hot keys that missed: %s of 4000" % (
-                 summ([x["hit_tail_stats_ns"] for x, _ in k2 if x])[1],
-                 summ([x["bounce_stats_ns"] for x, _ in k2 if x])[1],
+             note="hit %s ns, bounce %s ns, DRAM miss %s ns; runs that missed: %s of 4000" % (
+                 summ([x["hit_tail_ns"] for x, _ in k2 if x])[1],
+                 summ([x["bounce_ns"] for x, _ in k2 if x])[1],
                  summ([c["ns_per_load"] for _, c in k2 if c])[1],
                  summ([x["hot_misses"] for x, _ in k2 if x])[1]))
     print("\n".join(out))
