@@ -41,11 +41,13 @@ enum op {
     OP_GET_BY_TAG,
     OP_DEL_BY_TAG,
     OP_GET_PRIVATE, /* get, each thread its own store (share-nothing) */
+    OP_GET_PF,      /* get in batches: store_prefetch of each key first */
+    OP_GET_BATCH,   /* get in batches: store_get_batch */
     OP__COUNT
 };
 static const char *const op_names[OP__COUNT] = {
     "load", "get", "put", "put_3tags", "get_by_tag", "del_by_tag",
-    "get_private",
+    "get_private", "get_pf", "get_batch",
 };
 
 /* One measured figure, sent from the child to the parent through a pipe. */
@@ -84,6 +86,8 @@ static struct {
     const char *csv_path;
     const char *md_path;
     uint64_t seed;
+    uint32_t batch;
+    size_t chase_mib;
 } opt = {
     .counts = {1000, 100000, 1000000, 10000000},
     .ncounts = 4,
@@ -97,6 +101,7 @@ static struct {
     .pin = true,
     .ops_mask = ~0u,
     .seed = 0x6d646361636865ULL,
+    .batch = 8,
 };
 
 /* ---- helpers ---------------------------------------------------------- */
@@ -282,6 +287,67 @@ static void run_get(struct worker *w)
     w->items = sink & 1; /* keep the value read from being optimised out */
 }
 
+#define MAX_BATCH 64
+/*
+ * get_pf and get_batch: keys in batches of opt.batch, as a server's multi-get
+ * or pipelined requests would present them.  get_pf is what the text
+ * protocol did before store_prefetch_batch (store_prefetch of every key of
+ * the batch, then store_get each); get_batch calls store_get_batch.  Every
+ * record's value is read and released, as in get.
+ */
+static void run_get_batched(struct worker *w, bool api)
+{
+    const struct dataset *ds = w->ds;
+    uint64_t pos = (ds->n / (uint64_t)w->nthreads) * (uint64_t)w->id;
+    double end = w->t0 + w->deadline_len;
+    unsigned sink = 0;
+    uint32_t nb = opt.batch;
+    const char *kp[MAX_BATCH];
+    struct record *recs[MAX_BATCH];
+#ifdef STORE_HAVE_BATCH
+    struct store_key keys[MAX_BATCH];
+#else
+    if (api)
+        return; /* the store under test has no batch API */
+#endif
+    for (;;) {
+        for (int k = 0; k < CHECK_EVERY; k += (int)nb) {
+            for (uint32_t j = 0; j < nb; j++) {
+                uint32_t i = ds->order[pos];
+                if (++pos == ds->n)
+                    pos = 0;
+                prefetch_key(ds, pos + nb);
+#ifdef STORE_HAVE_BATCH
+                keys[j] = (struct store_key){key_of(ds, i), KEY_LEN};
+#endif
+                kp[j] = key_of(ds, i);
+                if (!api)
+                    store_prefetch(w->st, kp[j], KEY_LEN);
+            }
+            if (api) {
+#ifdef STORE_HAVE_BATCH
+                store_get_batch(w->st, keys, nb, recs);
+#endif
+            } else {
+                for (uint32_t j = 0; j < nb; j++)
+                    recs[j] = store_get(w->st, kp[j], KEY_LEN);
+            }
+            for (uint32_t j = 0; j < nb; j++) {
+                if (recs[j] == NULL) {
+                    w->misses++;
+                    continue;
+                }
+                sink += *(const unsigned char *)record_value(recs[j]);
+                store_release(w->st, recs[j]);
+            }
+            w->ops += nb;
+        }
+        if (now_s() >= end)
+            break;
+    }
+    w->items = sink & 1;
+}
+
 static void run_put(struct worker *w, bool tagged)
 {
     const struct dataset *ds = w->ds;
@@ -375,6 +441,8 @@ static void *worker_main(void *arg)
     switch (w->op) {
     case OP_GET:
     case OP_GET_PRIVATE: run_get(w); break;
+    case OP_GET_PF: run_get_batched(w, false); break;
+    case OP_GET_BATCH: run_get_batched(w, true); break;
     case OP_PUT: run_put(w, false); break;
     case OP_PUT_TAGS: run_put(w, true); break;
     case OP_GET_BY_TAG: run_get_by_tag(w); break;
@@ -428,7 +496,8 @@ static struct result measure(struct store *st, struct dataset *ds, enum op op,
     res.secs = t1 - t0;
     if (op == OP_DEL_BY_TAG) /* report time inside the calls only */
         res.secs = rate > 0 ? (double)res.ops / rate : 0;
-    if (op == OP_GET || op == OP_GET_PRIVATE)
+    if (op == OP_GET || op == OP_GET_PRIVATE || op == OP_GET_PF ||
+        op == OP_GET_BATCH)
         res.items = 0;
     return res;
 }
@@ -529,11 +598,18 @@ static void run_count(uint64_t n, uint32_t nbuckets, int fd)
                 " records present after load (evictions %" PRIu64 ")\n",
                 stats.curr_items, n, stats.evictions);
 
-    /* get and get_private alternate: one window each in turn, so that
-     * the two are measured side by side on a shared machine */
+    /* get, get_private, get_pf and get_batch alternate: one window each
+     * in turn, so that they are measured side by side on a shared machine */
+    static const enum op alt[] = {OP_GET, OP_GET_PRIVATE, OP_GET_PF,
+                                  OP_GET_BATCH};
+    enum op altsel[4];
+    int nalt = 0;
+    for (int a = 0; a < 4; a++)
+        if (opt.ops_mask & (1u << alt[a]))
+            altsel[nalt++] = alt[a];
     struct store *own[MAX_LIST] = {NULL};
+    uint32_t most = 1;
     if (opt.ops_mask & (1u << OP_GET_PRIVATE)) {
-        uint32_t most = 1;
         for (int t = 0; t < opt.nthreads; t++)
             if (opt.threads[t] > most)
                 most = opt.threads[t];
@@ -547,26 +623,26 @@ static void run_count(uint64_t n, uint32_t nbuckets, int fd)
             for (uint64_t k = 0; k < n; k++)
                 put_one(own[t], &ds, ds.order[k], false);
         }
-        for (int t = 0; t < opt.nthreads; t++) {
-            struct result rs[2][MAX_LIST];
-            for (int k = 0; k < opt.repeat; k++) {
-                rs[0][k] = measure(st, &ds, OP_GET, opt.threads[t], NULL);
-                rs[1][k] = measure(st, &ds, OP_GET_PRIVATE, opt.threads[t],
-                                   own);
-            }
-            for (int v = 0; v < 2; v++) {
-                qsort(rs[v], (size_t)opt.repeat, sizeof(rs[v][0]), cmp_rate);
-                struct result r = rs[v][opt.repeat / 2];
-                r.nbuckets_opt = nbuckets;
-                r.min_rate = per_sec(&rs[v][0]);
-                r.max_rate = per_sec(&rs[v][opt.repeat - 1]);
-                cpu_spread(&r, rs[v], opt.repeat);
-                emit(fd, &r);
-            }
-        }
-        for (uint32_t t = 1; t < most; t++)
-            store_teardown(own[t]);
     }
+    for (int t = 0; t < opt.nthreads && nalt > 0; t++) {
+        struct result rs[4][MAX_LIST];
+        for (int k = 0; k < opt.repeat; k++)
+            for (int a = 0; a < nalt; a++)
+                rs[a][k] = measure(st, &ds, altsel[a], opt.threads[t],
+                                   altsel[a] == OP_GET_PRIVATE ? own : NULL);
+        for (int a = 0; a < nalt; a++) {
+            qsort(rs[a], (size_t)opt.repeat, sizeof(rs[a][0]), cmp_rate);
+            struct result r = rs[a][opt.repeat / 2];
+            r.nbuckets_opt = nbuckets;
+            r.min_rate = per_sec(&rs[a][0]);
+            r.max_rate = per_sec(&rs[a][opt.repeat - 1]);
+            cpu_spread(&r, rs[a], opt.repeat);
+            if (r.ops > 0)
+                emit(fd, &r);
+        }
+    }
+    for (uint32_t t = 1; t < most; t++)
+        store_teardown(own[t]);
 
     static const enum op seq[] = {OP_GET, OP_PUT, OP_PUT_TAGS, OP_GET_BY_TAG,
                                   OP_DEL_BY_TAG};
@@ -577,8 +653,8 @@ static void run_count(uint64_t n, uint32_t nbuckets, int fd)
             tag_fill(st, &ds);
         if (!(opt.ops_mask & (1u << op)))
             continue;
-        if (op == OP_GET && (opt.ops_mask & (1u << OP_GET_PRIVATE)))
-            continue; /* measured above, alternating with get_private */
+        if (op == OP_GET)
+            continue; /* measured above, alternating with the others */
         for (int t = 0; t < opt.nthreads; t++) {
             struct result rs[MAX_LIST];
             for (int k = 0; k < opt.repeat; k++) {
@@ -746,13 +822,25 @@ static void usage(FILE *f)
         "load,get,put,put_3tags,get_by_tag,del_by_tag,\n"
         "                       get_private (get with each thread its own "
         "store:\n"
-        "                       the share-nothing baseline; alternates with "
-        "get)\n"
+        "                       the share-nothing baseline), get_pf "
+        "(batches:\n"
+        "                       store_prefetch of each key, then store_get "
+        "each),\n"
+        "                       get_batch (batches: store_get_batch); the "
+        "four\n"
+        "                       alternate window by window\n"
+        "  -B, --batch N        keys per batch of get_pf and get_batch "
+        "(default 8)\n"
         "      --no-pin         do not pin thread i to CPU i\n"
         "      --json FILE      machine-readable results ('-' = stdout)\n"
         "      --csv FILE       CSV results\n"
         "      --markdown FILE  Markdown tables (Mops/s; bytes per record)\n"
-        "      --seed N         key and order seed\n");
+        "      --seed N         key and order seed\n"
+        "      --chase MIB      only measure a dependent random load (a "
+        "pointer\n"
+        "                       chase over a MIB array: the DRAM miss the "
+        "XDP\n"
+        "                       figures are set against), print ns per load\n");
 }
 
 static unsigned parse_ops(const char *s)
@@ -789,13 +877,15 @@ static void parse_args(int argc, char **argv)
         {"csv", required_argument, NULL, 'C'},
         {"markdown", required_argument, NULL, 'M'},
         {"seed", required_argument, NULL, 'S'},
+        {"batch", required_argument, NULL, 'B'},
+        {"chase", required_argument, NULL, 'K'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     uint64_t list[MAX_LIST];
     int c, n;
 
-    while ((c = getopt_long(argc, argv, "n:t:b:m:d:R:o:h", lo, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "n:t:b:m:d:R:o:B:h", lo, NULL)) != -1) {
         switch (c) {
         case 'n':
             if ((opt.ncounts = parse_list(optarg, opt.counts, MAX_LIST)) <= 0)
@@ -841,6 +931,12 @@ static void parse_args(int argc, char **argv)
         case 'C': opt.csv_path = optarg; break;
         case 'M': opt.md_path = optarg; break;
         case 'S': opt.seed = strtoull(optarg, NULL, 0); break;
+        case 'K': opt.chase_mib = strtoull(optarg, NULL, 10); break;
+        case 'B':
+            opt.batch = (uint32_t)atoi(optarg);
+            if (opt.batch < 1 || opt.batch > MAX_BATCH)
+                goto bad;
+            break;
         case 'h': usage(stdout); exit(0);
         default: goto bad;
         }
@@ -853,6 +949,49 @@ bad:
 
 /* ---- main --------------------------------------------------------------- */
 
+/* A random cyclic permutation of 64-byte lines (Sattolo), chased: each load
+ * depends on the previous one.  Median of 5 passes of 2^22 loads. */
+static int run_chase(size_t mib)
+{
+    size_t n = (mib << 20) / 64;
+    uint64_t *a = NULL, s = opt.seed;
+    double t[5];
+
+    if (n < 2 || posix_memalign((void **)&a, 64, n * 64) != 0) {
+        fprintf(stderr, "store_bench: no memory for the chase\n");
+        return 1;
+    }
+    for (size_t i = 0; i < n; i++)
+        a[i * 8] = i;
+    for (size_t i = n - 1; i > 0; i--) {
+        size_t j = rand_below(&s, (uint32_t)i);
+        uint64_t x = a[i * 8];
+        a[i * 8] = a[j * 8];
+        a[j * 8] = x;
+    }
+    if (opt.pin)
+        pin_to(0);
+    uint64_t p = 0;
+    for (int k = 0; k < 5; k++) {
+        double t0 = now_s();
+        for (int i = 0; i < (1 << 22); i++)
+            p = a[p * 8];
+        t[k] = (now_s() - t0) / (1 << 22) * 1e9;
+    }
+    for (int i = 0; i < 5; i++)
+        for (int j = i + 1; j < 5; j++)
+            if (t[j] < t[i]) {
+                double x = t[i];
+                t[i] = t[j];
+                t[j] = x;
+            }
+    printf("{\"chase_mib\": %zu, \"ns_per_load\": %.1f, \"min\": %.1f, "
+           "\"max\": %.1f, \"sink\": %u}\n",
+           mib, t[2], t[0], t[4], (unsigned)(p & 1));
+    free(a);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     struct result *all = NULL;
@@ -863,6 +1002,8 @@ int main(int argc, char **argv)
     time_t now = time(NULL);
 
     parse_args(argc, argv);
+    if (opt.chase_mib > 0)
+        return run_chase(opt.chase_mib);
     uname(&un);
     strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
     setvbuf(stdout, NULL, _IOLBF, 0);

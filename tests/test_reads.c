@@ -260,6 +260,114 @@ static void test_brlock_excludes_fast_readers(void **state)
     mdc_brlock_destroy(&x.l);
 }
 
+/* store_get_batch (issue 13, the pipelined lookup) answers exactly what
+ * store_get answers key by key - hits, misses, an expired record, an
+ * over-long key, the same key twice - at every batch length around the
+ * pipeline's depth; its references are ordinary ones (a batch within the
+ * hold slots writes no record header), and every byte is freed after. */
+static void test_get_batch(void **state)
+{
+    (void)state;
+    struct testclock tc;
+    struct store *st = mk(&tc);
+    uint64_t empty = bytes(st);
+    enum { NK = 300, NB = 40 };
+    static char names[NK][16];
+    static char longkey[STORE_MAX_KEY + 2];
+    for (int i = 0; i < NK; i++) {
+        snprintf(names[i], sizeof(names[i]), "key%d", i);
+        if (i % 3 != 2) /* every third key is missing */
+            set(st, names[i], names[i]);
+    }
+    struct store_item ex = {.key = "exp", .klen = 3, .value = "x", .vlen = 1,
+                            .exptime = 5};
+    assert_int_equal(store_put(st, STORE_SET, &ex, NULL), ST_OK);
+    tc.mono_ns += 10ull * 1000000000u; /* "exp" is now expired */
+    memset(longkey, 'L', sizeof(longkey));
+
+    struct store_key ks[NB];
+    struct record *out[NB];
+    unsigned seed = 1;
+    for (size_t n = 0; n <= NB; n++) {
+        for (size_t i = 0; i < n; i++) {
+            seed = seed * 1103515245u + 12345u;
+            unsigned pick = (seed >> 8) % (NK + 3);
+            if (pick < NK)
+                ks[i] = (struct store_key){names[pick],
+                                           (uint32_t)strlen(names[pick])};
+            else if (pick == NK)
+                ks[i] = (struct store_key){"exp", 3};
+            else if (pick == NK + 1)
+                ks[i] = (struct store_key){longkey, STORE_MAX_KEY + 1};
+            else
+                ks[i] = i > 0 ? ks[i - 1] : (struct store_key){"key0", 4};
+        }
+        size_t hits = store_get_batch(st, ks, n, out);
+        size_t want = 0;
+        for (size_t i = 0; i < n; i++) {
+            struct record *r = store_get(st, ks[i].key, ks[i].klen);
+            assert_ptr_equal(out[i], r);
+            if (r != NULL) {
+                want++;
+                assert_int_equal(record_klen(r), ks[i].klen);
+                assert_memory_equal(record_key(r), ks[i].key, ks[i].klen);
+                assert_memory_equal(record_value(r), ks[i].key, ks[i].klen);
+                store_release(st, r);
+            }
+        }
+        assert_int_equal(hits, want);
+        for (size_t i = 0; i < n; i++)
+            store_release(st, out[i]);
+    }
+
+    /* within the hold slots a batch leaves the record headers as they were */
+    struct store_key k7[MDC_HOLDS];
+    struct record before[MDC_HOLDS], *r7[MDC_HOLDS];
+    for (int i = 0; i < MDC_HOLDS; i++) {
+        k7[i] = (struct store_key){names[3 * i], (uint32_t)strlen(names[3 * i])};
+        struct record *r = store_get(st, k7[i].key, k7[i].klen);
+        memcpy(&before[i], r, sizeof(before[i]));
+        store_release(st, r);
+    }
+    assert_int_equal(store_get_batch(st, k7, MDC_HOLDS, r7), MDC_HOLDS);
+    for (int i = 0; i < MDC_HOLDS; i++)
+        assert_memory_equal(&before[i], r7[i], sizeof(before[i]));
+    /* and they outlive a flush until released */
+    store_flush(st);
+    for (int i = 0; i < MDC_HOLDS; i++) {
+        assert_true(bytes(st) > empty);
+        assert_memory_equal(record_value(r7[i]), k7[i].key, k7[i].klen);
+        store_release(st, r7[i]);
+    }
+    assert_int_equal(bytes(st), empty);
+    store_teardown(st);
+}
+
+/* What every operation reads (the hook, clock, flush moment, limit, table
+ * state) and what every store writes (the counters) and every release
+ * reads (the retire list's count) sit on different cache lines, so
+ * writers on one core do not invalidate the lines readers on another
+ * need. */
+static void test_counter_lines(void **state)
+{
+    (void)state;
+    struct testclock tc;
+    struct store *st = mk(&tc);
+#define LINE(f) (((uintptr_t)&st->f) / 64)
+    assert_int_equal((uintptr_t)st % 64, 0);
+    uintptr_t hot[] = {LINE(mem), LINE(tag_mem), LINE(curr_items),
+                       LINE(total_items), LINE(tagged_items), LINE(tag_links),
+                       LINE(link_seq), LINE(expiring)};
+    uintptr_t cold[] = {LINE(hstate), LINE(buckets), LINE(locks), LINE(tags),
+                        LINE(hook), LINE(clk), LINE(epoch_ns), LINE(flush_at),
+                        LINE(mem_limit), LINE(nretired)};
+#undef LINE
+    for (size_t i = 0; i < sizeof(hot) / sizeof(hot[0]); i++)
+        for (size_t j = 0; j < sizeof(cold) / sizeof(cold[0]); j++)
+            assert_true(hot[i] != cold[j]);
+    store_teardown(st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -268,6 +376,8 @@ int main(void)
         cmocka_unit_test(test_hold_outlives_delete),
         cmocka_unit_test(test_release_by_another_thread),
         cmocka_unit_test(test_brlock_excludes_fast_readers),
+        cmocka_unit_test(test_get_batch),
+        cmocka_unit_test(test_counter_lines),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

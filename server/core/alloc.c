@@ -107,6 +107,14 @@ void *mdc_realloc(void *p, size_t size)
 {
     return alloc_fault() ? NULL : realloc(p, size);
 }
+void *mdc_calloc_aligned(size_t align, size_t size)
+{
+    void *p = NULL;
+    if (alloc_fault() || posix_memalign(&p, align, size) != 0)
+        return NULL;
+    memset(p, 0, size);
+    return p;
+}
 void mdc_free(void *p) { free(p); }
 
 char *mdc_strdup(const char *s)
@@ -123,6 +131,28 @@ size_t mdc_usable_size(const void *p)
     if (p == NULL)
         return 0;
     return malloc_usable_size((void *)p);
+}
+
+size_t mdc_alloc_size(const void *p, size_t req)
+{
+#ifdef HAVE_JEMALLOC
+    (void)p;
+    return nallocx(req == 0 ? 1 : req, 0);
+#else
+    (void)req;
+    return mdc_usable_size(p);
+#endif
+}
+
+void mdc_free_sized(void *p, size_t req)
+{
+#ifdef HAVE_JEMALLOC
+    if (p != NULL)
+        sdallocx(p, req == 0 ? 1 : req, 0);
+#else
+    (void)req;
+    free(p);
+#endif
 }
 
 size_t mdc_good_size(size_t size)

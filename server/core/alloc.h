@@ -13,10 +13,18 @@
 void *mdc_malloc(size_t size);
 void *mdc_calloc(size_t n, size_t size);
 void *mdc_realloc(void *p, size_t size);
+/* Zeroed, aligned to 'align' (a power of two, a multiple of the pointer
+ * size): structures whose members are laid out on cache lines. */
+void *mdc_calloc_aligned(size_t align, size_t size);
 void mdc_free(void *p);
 char *mdc_strdup(const char *s);
 /* Bytes the allocator really reserved for p (>= requested size). */
 size_t mdc_usable_size(const void *p);
+/* mdc_usable_size(p) of p = mdc_malloc(req), computed from req where the
+ * allocator allows (jemalloc: nallocx, no lookup of p); and free p knowing
+ * its requested size (jemalloc: sdallocx, which skips the lookup too). */
+size_t mdc_alloc_size(const void *p, size_t req);
+void mdc_free_sized(void *p, size_t req);
 /* What mdc_malloc(size) will really reserve. */
 size_t mdc_good_size(size_t size);
 /* Large zeroed arrays (bucket arrays): page-aligned, backed by transparent

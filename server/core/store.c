@@ -260,10 +260,34 @@ struct mdc_tag record_tag(const struct record *r, uint32_t i)
     return t;
 }
 
+/* The size rec_alloc() asked for: from the header, so that freeing needs
+ * no allocator lookup (mdc_alloc_size, mdc_free_sized). */
+static inline size_t rec_req_size(uint32_t klen, uint32_t vlen,
+                                  uint32_t ntags)
+{
+    if (ntags == 0)
+        return sizeof(struct record) + klen + vlen;
+    return rec_tag_offset(klen, vlen) + sizeof(struct tag_area) +
+           (size_t)ntags * sizeof(struct tag_entry);
+}
+static inline size_t rec_req_size_of(struct record *r)
+{
+    return rec_req_size(r->klen, r->vlen,
+                        (rec_rflags(r) & R_TAGGED) ? rec_tags(r)->ntags : 0);
+}
+
+/* Free r; returns the bytes it was accounted for (the caller accounts). */
+static size_t rec_free_quiet(struct record *r)
+{
+    size_t req = rec_req_size_of(r);
+    size_t sz = mdc_alloc_size(r, req);
+    mdc_free_sized(r, req);
+    return sz;
+}
+
 static void rec_free(struct store *st, struct record *r)
 {
-    store_account(st, -(int64_t)mdc_usable_size(r), 0);
-    mdc_free(r);
+    store_account(st, -(int64_t)rec_free_quiet(r), 0);
 }
 
 /*
@@ -433,10 +457,7 @@ static int tag_cmp(const void *a, const void *b)
 static int rec_alloc(struct store *st, const void *key, uint32_t klen,
                      uint32_t vlen, uint32_t ntags, struct record **out)
 {
-    size_t size = sizeof(struct record) + klen + vlen;
-    if (ntags > 0)
-        size = rec_tag_offset(klen, vlen) + sizeof(struct tag_area) +
-               (size_t)ntags * sizeof(struct tag_entry);
+    size_t size = rec_req_size(klen, vlen, ntags);
     size_t real = mdc_good_size(size);
     int rc = reserve(st, real);
     if (rc != 0)
@@ -447,7 +468,7 @@ static int rec_alloc(struct store *st, const void *key, uint32_t klen,
         return ST_NO_MEMORY;
     }
     /* correct the reservation to the exact usable size */
-    size_t usable = mdc_usable_size(r);
+    size_t usable = mdc_alloc_size(r, size);
     if (usable != real)
         store_account(st, (int64_t)usable - (int64_t)real, 0);
     memset(r, 0, sizeof(*r));
@@ -565,7 +586,7 @@ static int do_link(struct store *st, uint64_t h, struct record *r,
     uint32_t b = bucket_idx(st, h);
     uint32_t nt = (rec_rflags(r) & R_TAGGED) ? rec_tags(r)->ntags : 0;
     struct tag_area *ta = nt ? rec_tags(r) : NULL;
-    int64_t tmem = 0;
+    int64_t tmem = 0, d_items = 0, d_tagged = 0, d_links = 0, d_expiring = 0;
 
     if (!keep_pos && nt)
         ta->lseq = atomic_fetch_add_explicit(&st->link_seq, 1,
@@ -594,30 +615,42 @@ static int do_link(struct store *st, uint64_t h, struct record *r,
                 tags_unlink(st->tags, &oa->e[i], &tmem);
         }
         if (rec_rflags(old) & R_TAGGED) {
-            atomic_fetch_sub_explicit(&st->tagged_items, 1,
-                                      memory_order_relaxed);
-            atomic_fetch_sub_explicit(&st->tag_links, rec_tags(old)->ntags,
-                                      memory_order_relaxed);
+            d_tagged--;
+            d_links -= rec_tags(old)->ntags;
         }
         rec_clear_rflag(old, R_LINKED);
-        atomic_fetch_sub_explicit(&st->curr_items, 1, memory_order_relaxed);
+        d_items--;
         if (__atomic_load_n(&old->deadline, __ATOMIC_RELAXED) != 0)
-            atomic_fetch_sub_explicit(&st->expiring, 1, memory_order_relaxed);
+            d_expiring--;
     }
     if (tmem != 0)
         store_account(st, tmem, 1);
     RB_INSERT(rtree, &st->buckets[b], r);
     if (r->deadline != 0)
-        atomic_fetch_add_explicit(&st->expiring, 1, memory_order_relaxed);
+        d_expiring++;
     /* the creator's reference becomes the index's */
     __atomic_fetch_add(&r->refcnt, REF_INDEX - 1, __ATOMIC_RELAXED);
     rec_set_rflag(r, R_LINKED);
     __atomic_store_n(&r->atime, 0, __ATOMIC_RELAXED);
     if (nt) {
-        atomic_fetch_add_explicit(&st->tagged_items, 1, memory_order_relaxed);
-        atomic_fetch_add_explicit(&st->tag_links, nt, memory_order_relaxed);
+        d_tagged++;
+        d_links += nt;
     }
-    atomic_fetch_add_explicit(&st->curr_items, 1, memory_order_relaxed);
+    d_items++;
+    /* shared counters: a replacement mostly nets to zero, and then does
+     * not write their line at all (two threads storing would bounce it) */
+    if (d_items != 0)
+        atomic_fetch_add_explicit(&st->curr_items, (uint64_t)d_items,
+                                  memory_order_relaxed);
+    if (d_tagged != 0)
+        atomic_fetch_add_explicit(&st->tagged_items, (uint64_t)d_tagged,
+                                  memory_order_relaxed);
+    if (d_links != 0)
+        atomic_fetch_add_explicit(&st->tag_links, (uint64_t)d_links,
+                                  memory_order_relaxed);
+    if (d_expiring != 0)
+        atomic_fetch_add_explicit(&st->expiring, d_expiring,
+                                  memory_order_relaxed);
     atomic_fetch_add_explicit(&st->total_items, 1, memory_order_relaxed);
     if (old != NULL)
         rec_unindex(st, old);
@@ -660,7 +693,7 @@ static void *sweeper_main(void *arg);
 
 struct store *store_setup(const struct store_config *cfg)
 {
-    struct store *st = mdc_calloc(1, sizeof(*st));
+    struct store *st = mdc_calloc_aligned(64, sizeof(*st));
     if (st == NULL)
         return NULL;
     if (cfg != NULL)
@@ -983,12 +1016,22 @@ struct record *store_get_access(struct store *st, const void *key,
     return get_common(st, key, klen, prev);
 }
 
+static struct record *get_hashed(struct store *st, uint64_t h,
+                                 const void *key, uint32_t klen,
+                                 struct store_access *prev);
+
 static struct record *get_common(struct store *st, const void *key,
                                  uint32_t klen, struct store_access *prev)
 {
     if (klen > STORE_MAX_KEY)
         return NULL;
-    uint64_t h = store_hash(key, klen);
+    return get_hashed(st, store_hash(key, klen), key, klen, prev);
+}
+
+static struct record *get_hashed(struct store *st, uint64_t h,
+                                 const void *key, uint32_t klen,
+                                 struct store_access *prev)
+{
     mdc_rwlock_t *l = stripe_of(st, h);
     int expired = 0;
 
@@ -1772,11 +1815,18 @@ int store_del_by_tag(struct store *st, int32_t tkey, const int32_t *tvals,
     int rc = tags_collect(st->tags, tkey, tvals, ntvals, &cand, 0);
     struct record **gone = cand.n ? mdc_malloc(cand.n * sizeof(*gone)) : NULL;
     uint64_t *hs = NULL;
+    uint8_t *both = NULL; /* gone[i] was its own candidate */
     if (cand.n > 0 && gone == NULL) {
         n = del_each(st, tkey, tvals, ntvals, &cand);
         goto out;
     }
     size_t ntags = 0;
+    uint64_t nexp = 0;
+    both = cand.n ? mdc_malloc(cand.n) : NULL;
+    if (cand.n > 0 && both == NULL) {
+        n = del_each(st, tkey, tvals, ntvals, &cand);
+        goto out;
+    }
     /* hash every candidate first, so that each lookup's bucket can be
      * fetched a few candidates ahead (the hashes go where 'gone' will
      * be filled, behind the reads) */
@@ -1797,11 +1847,27 @@ int store_del_by_tag(struct store *st, int32_t tkey, const int32_t *tvals,
         struct record *r = do_find(st, h, rec_key(c), c->klen);
         if (r != NULL && carries(r, tkey, tvals, ntvals)) {
             announce(st, EV_DEL_BY_TAG, r, h);
-            do_detach_b(st, bucket_idx(st, h), r);
-            gone[n++] = r;
+            /* do_detach_b, with the shared counters summed for the end */
+            RB_REMOVE(rtree, &st->buckets[bucket_idx(st, h)], r);
+            rec_clear_rflag(r, R_LINKED);
+            if (__atomic_load_n(&r->deadline, __ATOMIC_RELAXED) != 0)
+                nexp++;
+            /* the candidate itself: its counted reference is dropped
+             * together with the index's (low bit set) */
+            if (r == c)
+                cand.recs[i] = NULL;
+            gone[n++] = (struct record *)((uintptr_t)r | (r == c));
             ntags += record_ntags(r);
         }
         mdc_unlock(l);
+    }
+    if (n > 0)
+        atomic_fetch_sub_explicit(&st->curr_items, n, memory_order_relaxed);
+    if (nexp > 0)
+        atomic_fetch_sub_explicit(&st->expiring, nexp, memory_order_relaxed);
+    for (size_t i = 0; i < n; i++) { /* bare pointers from here on */
+        both[i] = (uint8_t)((uintptr_t)gone[i] & 1);
+        gone[i] = (struct record *)((uintptr_t)gone[i] & ~(uintptr_t)1);
     }
     /* phase 3: one pass per tag bucket over every deleted record's tags */
     struct tag_entry **es = ntags ? mdc_malloc(ntags * sizeof(*es)) : NULL;
@@ -1824,13 +1890,51 @@ int store_del_by_tag(struct store *st, int32_t tkey, const int32_t *tvals,
         for (size_t i = 0; i < n; i++)
             rec_untag(st, gone[i]);
     }
-    /* our counted references first, while the index token keeps them from
-     * being the last (no slot scan), then the index lets go */
+    /* our other counted references first, while the index token keeps
+     * them from being the last (no slot scan), then the index lets go,
+     * with the candidate's own count in the same subtraction; the bytes
+     * freed are accounted once */
     store_recset_release(st, &cand);
-    for (size_t i = 0; i < n; i++)
-        rec_unindex(st, gone[i]);
+    int64_t freed = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct record *r = gone[i];
+        /* as store_release() then rec_unindex(): a hold of our own thread
+         * goes first (our count then stands in for it); a count only if
+         * there is one (tokens are interchangeable: another thread's
+         * release may have taken ours and left its hold slot instead) */
+        uint32_t c = __atomic_load_n(&r->refcnt, __ATOMIC_SEQ_CST), left;
+        if (both[i] && !mdc_unhold_own(r)) {
+            while ((c & ~REF_INDEX) != 0 &&
+                   !__atomic_compare_exchange_n(&r->refcnt, &c,
+                                                c - REF_INDEX - 1, 0,
+                                                __ATOMIC_SEQ_CST,
+                                                __ATOMIC_SEQ_CST))
+                ;
+            if ((c & ~REF_INDEX) == 0) { /* no count left to take */
+                store_release(st, r);
+                rec_unindex(st, r);
+                continue;
+            }
+            left = c - REF_INDEX - 1;
+        } else {
+            left = __atomic_sub_fetch(&r->refcnt, REF_INDEX, __ATOMIC_SEQ_CST);
+        }
+        if (left != 0)
+            continue;
+        if (!mdc_held_anywhere(r))
+            freed += (int64_t)rec_free_quiet(r);
+        else
+            rec_retire(st, r);
+    }
+    if (freed != 0)
+        store_account(st, -freed, 0);
+    /* as store_release would have: records retired while held by a slot
+     * that has let go since */
+    if (atomic_load_explicit(&st->nretired, memory_order_relaxed) != 0)
+        reclaim_retired(st);
 out:
     mdc_free(hs);
+    mdc_free(both);
     mdc_free(gone);
     store_recset_release(st, &cand);
     if (ndeleted)
@@ -1940,6 +2044,11 @@ int store_check(struct store *st, char *buf, size_t len)
             }
             if (!(rec_rflags(r) & R_LINKED)) {
                 snprintf(buf, len, "record in forest without R_LINKED");
+                return -1;
+            }
+            /* the size a free computes from the header is the allocation's */
+            if (mdc_alloc_size(r, rec_req_size_of(r)) != mdc_usable_size(r)) {
+                snprintf(buf, len, "record size from its header is wrong");
                 return -1;
             }
             uint32_t nt = record_ntags(r);
@@ -2207,4 +2316,81 @@ void store_prefetch(struct store *st, const void *key, uint32_t klen)
     h = store_hash(key, klen);
     __builtin_prefetch(&st->buckets[bucket_idx(st, h)], 0, 3);
     __builtin_prefetch(stripe_of(st, h), 1, 3);
+}
+
+/*
+ * Batched lookups.  A GET in a large store pays two dependent cache misses
+ * (the bucket slot, then the first record of its tree: header and key);
+ * a batch overlaps them across its keys, as a software pipeline of three
+ * stages PF_DIST keys apart:
+ *   1. hash the key, prefetch its bucket slot and lock stripe;
+ *   2. under the stripe's read lock (the biased fast path writes only the
+ *      thread's own slot), read the bucket's root and prefetch the root
+ *      record's header and key lines;
+ *   3. (store_get_batch only) the lookup proper, as store_get.
+ */
+#define PF_DIST 4
+
+static inline void batch_stage1(struct store *st, const struct store_key *k,
+                                uint64_t *h)
+{
+    if (k->klen > STORE_MAX_KEY) {
+        *h = 0;
+        return;
+    }
+    *h = store_hash(k->key, k->klen);
+    __builtin_prefetch(&st->buckets[bucket_idx(st, *h)], 0, 3);
+    __builtin_prefetch(stripe_of(st, *h), 0, 3);
+}
+
+static inline void batch_stage2(struct store *st, const struct store_key *k,
+                                uint64_t h)
+{
+    if (k->klen > STORE_MAX_KEY)
+        return;
+    mdc_rwlock_t *l = stripe_of(st, h);
+    mdc_rdlock(l);
+    struct record *r = RB_ROOT(&st->buckets[bucket_idx(st, h)]);
+    if (r != NULL) {
+        __builtin_prefetch(r, 0, 3);
+        __builtin_prefetch((const char *)r + 64, 0, 3);
+    }
+    mdc_unlock(l);
+}
+
+void store_prefetch_batch(struct store *st, const struct store_key *keys,
+                          size_t n)
+{
+    uint64_t h[PF_DIST];
+
+    for (size_t j = 0; j < n + PF_DIST; j++) {
+        if (j >= PF_DIST)
+            batch_stage2(st, &keys[j - PF_DIST], h[(j - PF_DIST) % PF_DIST]);
+        if (j < n)
+            batch_stage1(st, &keys[j], &h[j % PF_DIST]);
+    }
+}
+
+size_t store_get_batch(struct store *st, const struct store_key *keys,
+                       size_t n, struct record **out)
+{
+    uint64_t h[2 * PF_DIST];
+    size_t hits = 0;
+
+    for (size_t j = 0; j < n + 2 * PF_DIST; j++) {
+        if (j >= 2 * PF_DIST) {
+            size_t i = j - 2 * PF_DIST;
+            out[i] = keys[i].klen > STORE_MAX_KEY
+                         ? NULL
+                         : get_hashed(st, h[i % (2 * PF_DIST)], keys[i].key,
+                                      keys[i].klen, NULL);
+            hits += out[i] != NULL;
+        }
+        if (j >= PF_DIST && j - PF_DIST < n)
+            batch_stage2(st, &keys[j - PF_DIST],
+                         h[(j - PF_DIST) % (2 * PF_DIST)]);
+        if (j < n)
+            batch_stage1(st, &keys[j], &h[j % (2 * PF_DIST)]);
+    }
+    return hits;
 }

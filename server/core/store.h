@@ -206,6 +206,26 @@ int store_set_mem_limit(struct store *st, size_t bytes);
 /* Hint: key is about to be looked up (its bucket slot and lock stripe are
  * prefetched; nothing is read or locked). */
 void store_prefetch(struct store *st, const void *key, uint32_t klen);
+/* A key of a batch (store_prefetch_batch, store_get_batch). */
+#define STORE_HAVE_BATCH 1
+struct store_key {
+    const void *key;
+    uint32_t klen;
+};
+/* Hint for a batch of lookups about to run one after another: prefetches
+ * each key's bucket slot and stripe, then (under the stripe's read lock,
+ * which a reader takes without writing shared lines) the first record of
+ * its bucket, pipelined so the misses of different keys overlap. */
+void store_prefetch_batch(struct store *st, const struct store_key *keys,
+                          size_t n);
+/* store_get of every key (out[i], NULL when absent, expired or invalid),
+ * pipelined like store_prefetch_batch; each record returned is a reference
+ * to drop with store_release.  A thread keeps up to 7 references in its
+ * own hold slots; more are counted in the record (a shared write), so
+ * batches of at most 7 hits keep reads writing nothing shared.  Returns the
+ * number of hits. */
+size_t store_get_batch(struct store *st, const struct store_key *keys,
+                       size_t n, struct record **out);
 /*
  * Run fn on the live record under key while its bucket's read lock is held
  * (no reference taken; fn must not call into the store).  This is how the

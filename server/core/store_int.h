@@ -87,7 +87,15 @@ struct store {
     struct store_clock clk;
     uint64_t epoch_ns; /* monotonic ns at which store second 1 began */
 
-    _Atomic int64_t mem;     /* accounted bytes: records + tag index */
+    /* read on every operation, written rarely: apart from the counters */
+    _Atomic uint32_t flush_at; /* store second of a pending flush; 0 none */
+    _Atomic int64_t mem_limit; /* cfg.mem_limit, changed live */
+
+    /* counters every write updates: on lines of their own, so that the
+     * read-mostly fields above and the retire list's below are not
+     * invalidated by every store of another thread */
+    _Alignas(64) _Atomic int64_t mem; /* accounted bytes: records + tag
+                                       * index */
     _Atomic int64_t tag_mem; /* of which tag index nodes */
     _Atomic uint64_t curr_items;
     _Atomic uint64_t total_items;
@@ -97,7 +105,6 @@ struct store {
     _Atomic uint64_t evicted_unfetched;
     _Atomic uint64_t get_expired;
     _Atomic int64_t expiring; /* linked records with a deadline */
-    _Atomic uint32_t flush_at; /* store second of a pending flush; 0 none */
     _Atomic uint64_t tagged_items;
     _Atomic uint64_t tag_links;
     _Atomic uint64_t tstack_seq;
@@ -105,12 +112,11 @@ struct store {
     _Atomic uint64_t sweep_cursor;
     _Atomic uint64_t evict_seed;
     _Atomic uint64_t nomem_held; /* refusals with eviction on (reserve) */
-    _Atomic int64_t mem_limit;   /* cfg.mem_limit, changed live */
     uint64_t fixed_bytes;
 
     /* unlinked records no counted token keeps but a hold slot still does
      * (linked through rb.rbe_left); freed once no slot holds them */
-    pthread_mutex_t retire_mu;
+    _Alignas(64) pthread_mutex_t retire_mu;
     struct record *retired;
     _Atomic uint32_t nretired;
 

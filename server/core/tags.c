@@ -245,6 +245,15 @@ int tags_collect(struct tags *t, int32_t tkey, const int32_t *tvals,
         mdc_rdlock(&b->lock);
         struct tval_node *v = find_tv(b, tkey, tvals[i]);
         struct tag_entry *e;
+        if (v != NULL && out->n + v->count > out->cap) {
+            /* room for the whole list at once, not by doubling */
+            size_t nc = out->n + v->count;
+            struct record **nr = mdc_realloc(out->recs, nc * sizeof(*nr));
+            if (nr != NULL) {
+                out->recs = nr;
+                out->cap = nc;
+            }
+        }
         if (v != NULL) {
             LIST_FOREACH(e, &v->list, le)
             {
