@@ -21,6 +21,7 @@
 #include "server/queue.h"
 
 struct record;
+struct tls_conn;
 
 /*
  * A protocol handler (server/proto/ implements it; the network layer only
@@ -98,6 +99,8 @@ struct conn {
                               reads it from other threads) */
     uint8_t state;         /* enum conn_state, relaxed atomic, for stats */
     uint64_t blocked_since; /* coarse seconds output stalled; 0 = not */
+    struct tls_conn *tls;  /* TLS listener: handshake and records (tls.h);
+                              NULL on a plain connection */
 };
 
 /* What a connection is doing, as memcached's "stats conns" names it. */
