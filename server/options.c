@@ -741,7 +741,8 @@ static int opt_validate(struct options *o, FILE *err, const char *argv0)
 #endif
     if (o->debug && o->verbose < 3)
         o->verbose = 3;
-    if (o->port == 0 && o->unix_socket == NULL && o->udp_port == 0) {
+    if (o->port == 0 && o->unix_socket == NULL && o->udp_port == 0 &&
+        o->tls_listen.n == 0) {
         fprintf(err, "%s: nothing to listen on: -p 0 needs -s PATH or -U "
                 "PORT\n", argv0);
         return -1;
