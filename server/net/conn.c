@@ -241,15 +241,17 @@ static int conn_wr_blocked(struct conn *c);
 static int conn_read(struct conn *c)
 {
     size_t room = conn_in_room(c);
+    bool drained = false;
     ssize_t n;
 
     if (room == 0)
         return -1;
     /* recv(), not read(): same result on a socket, without the VFS layer.
-     * TLS in user space: SSL_read() (it may hold decrypted bytes no edge
-     * announces, so a short read proves nothing: read until EAGAIN). */
+     * TLS in user space: SSL_read() (it may hold bytes no edge announces:
+     * only a short read of the socket with nothing left in OpenSSL counts
+     * as short, see tls_recv()). */
     if (c->tls != NULL && !c->tls->ktls_rx)
-        n = tls_recv(c, c->ibuf + c->ilen, room);
+        n = tls_recv(c, c->ibuf + c->ilen, room, &drained);
     else
         n = recv(c->fd, c->ibuf + c->ilen, room, 0);
     if (n > 0) {
@@ -258,7 +260,8 @@ static int conn_read(struct conn *c)
         STAT_ADD(&c->owner->stats, bytes_read, n);
         if (c->skip > 0)
             conn_apply_skip(c);
-        if ((size_t)n < room && !c->rd_hup && c->tls == NULL)
+        if (c->tls == NULL || c->tls->ktls_rx ? (size_t)n < room && !c->rd_hup
+                                              : drained && !c->rd_hup)
             c->rd_short = true;
         return 1;
     }

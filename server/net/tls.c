@@ -81,6 +81,9 @@ static SSL_CTX *tls_ctx_build(const struct options *o)
                                  SSL_OP_CIPHER_SERVER_PREFERENCE);
     SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE |
                               SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    /* one read() takes whatever has arrived (a whole record and more),
+     * not a 5-byte header and then the body */
+    SSL_CTX_set_read_ahead(ctx, 1);
     /* resumption by stateless tickets only: no shared session cache */
     SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
     (void)SSL_CTX_set_session_id_context(ctx, (const unsigned char *)"mdcached",
@@ -174,6 +177,21 @@ void tls_teardown(struct server *srv)
     srv->tls = NULL;
 }
 
+/* After each read of the socket: did it take less than it asked for? */
+static long tls_bio_cb(BIO *b, int oper, const char *argp, size_t len,
+                       int argi, long argl, int ret, size_t *processed)
+{
+    (void)argp;
+    (void)argi;
+    (void)argl;
+    if (oper == (BIO_CB_READ | BIO_CB_RETURN)) {
+        struct tls_conn *t = (struct tls_conn *)BIO_get_callback_arg(b);
+
+        t->bio_short = ret > 0 && processed != NULL && *processed < len;
+    }
+    return ret;
+}
+
 int tls_conn_attach(struct conn *c)
 {
     struct tls_conn *t;
@@ -193,6 +211,8 @@ int tls_conn_attach(struct conn *c)
         return -1;
     }
     SSL_set_accept_state(t->ssl);
+    BIO_set_callback_ex(SSL_get_rbio(t->ssl), tls_bio_cb);
+    BIO_set_callback_arg(SSL_get_rbio(t->ssl), (char *)t);
     t->started = server_mono_s();
     c->tls = t;
     return 0;
@@ -284,14 +304,16 @@ int tls_handshake(struct conn *c)
     return tls_hs_fail(c, tls_err_text(eb, sizeof(eb)));
 }
 
-ssize_t tls_recv(struct conn *c, void *buf, size_t len)
+ssize_t tls_recv(struct conn *c, void *buf, size_t len, bool *drained)
 {
     struct tls_conn *t = c->tls;
     int n, e;
 
     ERR_clear_error();
+    t->bio_short = false;
     n = SSL_read(t->ssl, buf, len > INT32_MAX ? INT32_MAX : (int)len);
     if (n > 0) {
+        *drained = t->bio_short && !SSL_has_pending(t->ssl);
         if (t->wr_wants_rd) {
             t->wr_wants_rd = false;
             c->wr_ready = true;
@@ -429,9 +451,10 @@ int tls_handshake(struct conn *c)
     (void)c;
     return -1;
 }
-ssize_t tls_recv(struct conn *c, void *buf, size_t len)
+ssize_t tls_recv(struct conn *c, void *buf, size_t len, bool *drained)
 {
     (void)c;
+    (void)drained;
     (void)buf;
     (void)len;
     errno = ENOTSUP;

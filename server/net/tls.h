@@ -36,6 +36,8 @@ struct tls_conn {
     bool failed;        /* a fatal error: no close_notify */
     bool rd_wants_wr;   /* SSL_read needs the socket writable */
     bool wr_wants_rd;   /* SSL_write needs the socket readable */
+    bool bio_short;     /* the socket's last read returned less than
+                           asked: its receive queue was emptied */
 };
 
 /* Build the context from --tls-cert/--tls-key/--tls-ca: 0, or -1 logged.
@@ -56,8 +58,11 @@ void tls_conn_free(struct conn *c);
  * socket to be writable, -1 failed (counted and logged). */
 int tls_handshake(struct conn *c);
 /* SSL_read into buf: like recv(): > 0 bytes, 0 end of stream, -1 with
- * errno (EAGAIN: wait; rd_wants_wr tells which edge). */
-ssize_t tls_recv(struct conn *c, void *buf, size_t len);
+ * errno (EAGAIN: wait; rd_wants_wr tells which edge).  *drained is set
+ * when the bytes came from a socket read that emptied the receive queue
+ * and OpenSSL holds nothing more: then, as after a short recv(), another
+ * read could only say EAGAIN (conn.c's rd_short). */
+ssize_t tls_recv(struct conn *c, void *buf, size_t len, bool *drained);
 /* SSL_write of the head of c's output queue: > 0 bytes taken (fewer than
  * pending is normal: one record at a time), -1 with errno (EAGAIN: wait). */
 ssize_t tls_send_pending(struct conn *c);
