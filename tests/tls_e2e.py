@@ -457,9 +457,29 @@ try:
 
     # -- an expired server certificate: a verifying client refuses it
     TP2 = freeport()
+    v6 = socket.has_ipv6
+    if v6:
+        try:
+            t6 = socket.socket(socket.AF_INET6)
+            t6.bind(("::1", 0))
+            TP6 = t6.getsockname()[1]
+            t6.close()
+        except OSError:
+            v6 = False
+    extra6 = ["--tls-listen=[::1]:%d" % TP6] if v6 else []
     d2 = start(["-p", "0", "--tls-listen=127.0.0.1:%d" % TP2, "--tls-cert",
-                path("srv-old.pem"), "--tls-key", path("srv-old.key")],
-               "d2.log")
+                path("srv-old.pem"), "--tls-key", path("srv-old.key")] +
+               extra6, "d2.log")
+    if v6:  # a second, IPv6 TLS listener (brackets) serves TLS too
+        raw = socket.create_connection(("::1", TP6), timeout=5)
+        try:
+            ctx(None, verify=False).wrap_socket(raw).close()
+        except (ssl.SSLError, OSError) as e:
+            fail("TLS over [::1]: %s" % e)
+        check("listening on [::1]:%d (TLS)" % TP6 in logtext("d2.log"),
+              "no IPv6 TLS listener in the log")
+    else:
+        print("note: no IPv6 loopback here; the [::1] listener was not tried")
     raw = socket.create_connection(("127.0.0.1", TP2), timeout=5)
     try:
         ctx(None).wrap_socket(raw, server_hostname="localhost")
