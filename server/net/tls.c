@@ -418,7 +418,7 @@ bool tls_handshake_expired(const struct conn *c, uint64_t now)
 {
     const struct tls_conn *t = c->tls;
 
-    return t != NULL && !t->hs_done &&
+    return t != NULL && !t->hs_done && now > t->started &&
            now - t->started >= c->srv->opt.tls_handshake_timeout;
 }
 
