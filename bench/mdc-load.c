@@ -37,6 +37,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#ifdef HAVE_TLS
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#endif
+
 #include "load_proto.h"
 #include "load_zipf.h"
 
@@ -66,6 +71,7 @@ static struct {
     bool quiet;
     bool eager; /* refill each reply at once instead of per whole batch */
     double rate; /* open loop: requests per second in all; 0 = closed loop */
+    bool tls;    /* --tls: OpenSSL client, no certificate check (bench only) */
 } opt = {
     .conns = 50,
     .depth = 1,
@@ -202,6 +208,7 @@ struct inflight {
 
 struct conn {
     int fd;
+    void *ssl; /* SSL * with --tls, else NULL */
     struct thread *th;
     uint8_t *rbuf;
     size_t rlen, rcap;
@@ -294,8 +301,71 @@ static int connect_server(void)
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     }
-    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
     return fd;
+}
+
+#ifdef HAVE_TLS
+static SSL_CTX *tls_ctx;
+
+/* --tls: handshake on the still-blocking socket; the server's certificate
+ * is not checked (a benchmark of the record layer, not of trust). */
+static void *tls_connect(int fd)
+{
+    SSL *ssl;
+
+    if (tls_ctx == NULL) {
+        tls_ctx = SSL_CTX_new(TLS_client_method());
+        if (tls_ctx == NULL)
+            die("SSL_CTX_new failed");
+        SSL_CTX_set_verify(tls_ctx, SSL_VERIFY_NONE, NULL);
+        SSL_CTX_set_mode(tls_ctx, SSL_MODE_ENABLE_PARTIAL_WRITE |
+                                      SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    }
+    ssl = SSL_new(tls_ctx);
+    if (ssl == NULL || SSL_set_fd(ssl, fd) != 1 || SSL_connect(ssl) != 1) {
+        char eb[256];
+        ERR_error_string_n(ERR_get_error(), eb, sizeof(eb));
+        die("TLS handshake: %s", eb);
+    }
+    return ssl;
+}
+#endif
+
+/* read()/write() or, with --tls, SSL_read()/SSL_write() with errno set as
+ * they would (EAGAIN for WANT_READ/WANT_WRITE). */
+static ssize_t io_read(struct conn *c, void *buf, size_t n)
+{
+#ifdef HAVE_TLS
+    if (c->ssl != NULL) {
+        int k = SSL_read(c->ssl, buf, n > INT32_MAX ? INT32_MAX : (int)n);
+        if (k > 0)
+            return k;
+        switch (SSL_get_error(c->ssl, k)) {
+        case SSL_ERROR_WANT_READ:
+        case SSL_ERROR_WANT_WRITE: errno = EAGAIN; return -1;
+        case SSL_ERROR_ZERO_RETURN: return 0;
+        default: errno = errno ? errno : EPROTO; return -1;
+        }
+    }
+#endif
+    return read(c->fd, buf, n);
+}
+
+static ssize_t io_write(struct conn *c, const void *buf, size_t n)
+{
+#ifdef HAVE_TLS
+    if (c->ssl != NULL) {
+        int k = SSL_write(c->ssl, buf, n > INT32_MAX ? INT32_MAX : (int)n);
+        if (k > 0)
+            return k;
+        switch (SSL_get_error(c->ssl, k)) {
+        case SSL_ERROR_WANT_READ:
+        case SSL_ERROR_WANT_WRITE: errno = EAGAIN; return -1;
+        default: errno = errno ? errno : EPROTO; return -1;
+        }
+    }
+#endif
+    return write(c->fd, buf, n);
 }
 
 static void set_out_interest(struct conn *c, bool want)
@@ -311,7 +381,7 @@ static void set_out_interest(struct conn *c, bool want)
 static void conn_flush(struct conn *c)
 {
     while (c->woff < c->wlen) {
-        ssize_t n = write(c->fd, c->wbuf + c->woff, c->wlen - c->woff);
+        ssize_t n = io_write(c, c->wbuf + c->woff, c->wlen - c->woff);
         if (n > 0) {
             c->woff += (size_t)n;
         } else if (n < 0 && errno == EINTR) {
@@ -403,7 +473,7 @@ static void conn_read(struct conn *c)
                 die("out of memory");
         }
         size_t room = c->rcap - c->rlen;
-        ssize_t n = read(c->fd, c->rbuf + c->rlen, room);
+        ssize_t n = io_read(c, c->rbuf + c->rlen, room);
         if (n == 0)
             die("server closed a connection");
         if (n < 0) {
@@ -552,6 +622,11 @@ static void *thread_main(void *arg)
         struct conn *c = &th->conns[i];
         c->th = th;
         c->fd = connect_server();
+#ifdef HAVE_TLS
+        if (opt.tls)
+            c->ssl = tls_connect(c->fd);
+#endif
+        fcntl(c->fd, F_SETFL, fcntl(c->fd, F_GETFL) | O_NONBLOCK);
         c->rcap = RBUF_MIN + opt.value_size * 2;
         c->rbuf = malloc(c->rcap);
         c->wcap = 4096 + opt.depth * 2 *
@@ -679,7 +754,9 @@ static void usage(FILE *f)
         "  -L, --label TEXT      label copied into the JSON\n"
         "      --seed N          random seed\n"
         "      --zipf-check      check the Zipf generator's skew and exit\n"
-        "  -q, --quiet           no human-readable report\n");
+        "  -q, --quiet           no human-readable report\n"
+        "      --tls             TLS (OpenSSL), the server's certificate "
+        "not checked\n");
 }
 
 static const struct load_proto *proto_by_name(const char *s)
@@ -729,6 +806,7 @@ static void parse_args(int argc, char **argv)
         {"quiet", no_argument, NULL, 'q'},
         {"eager", no_argument, NULL, 'e'},
         {"rate", required_argument, NULL, 'R'},
+        {"tls", no_argument, NULL, 't'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -785,6 +863,14 @@ static void parse_args(int argc, char **argv)
         case 'q': opt.quiet = true; break;
         case 'e': opt.eager = true; break;
         case 'R': opt.rate = num_arg(optarg, 1, 1e9, "rate"); break;
+        case 't':
+#ifdef HAVE_TLS
+            opt.tls = true;
+            break;
+#else
+            fprintf(stderr, "mdc-load: built without TLS\n");
+            exit(64);
+#endif
         case 'h': usage(stdout); exit(0);
         default: usage(stderr); exit(64);
         }

@@ -46,6 +46,7 @@
 #include "server/net/threads.h"
 #include "server/proto/proto.h"
 #include "auth.h"
+#include "server/net/tls.h"
 #include "log.h"
 #include "report.h"
 #include "metrics.h"
@@ -148,6 +149,7 @@ void server_teardown(struct server *srv)
     if (srv->store != NULL)
         store_teardown(srv->store); /* may still announce into the mirror */
     auth_teardown(srv->auth);
+    tls_teardown(srv);
     mirror_teardown(srv->mirror);     /* detaches the program */
     stats_teardown(srv);
     mdc_free(srv);
@@ -156,6 +158,11 @@ void server_teardown(struct server *srv)
 int server_load(struct server *srv)
 {
     return dumper_load(srv);
+}
+
+int server_tls_setup(struct server *srv)
+{
+    return tls_setup(srv);
 }
 
 int server_listen(struct server *srv)
@@ -277,6 +284,7 @@ static void server_signal_cb(evutil_socket_t sig, short what, void *arg)
         server_reload_config(srv);
         if (srv->auth != NULL)
             (void)auth_reload(srv->auth); /* keeps the old set on error */
+        (void)tls_reload(srv); /* keeps the old certificates on error */
         break;
     case SIGUSR1:
         if (srv->dump_request == NULL)

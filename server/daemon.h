@@ -16,6 +16,8 @@ void server_teardown(struct server *srv);
  * 0, or a sysexits.h status (EX_DATAERR: strict found damage), logged. */
 int server_load(struct server *srv);
 /* Bind every listener (-l/-p, -s, -U); 0 ok, -1 logged. */
+/* --tls-listen: load the certificates (net/tls.h); 0, or -1 logged. */
+int server_tls_setup(struct server *srv);
 int server_listen(struct server *srv);
 /*
  * -x IFACE: load the XDP program, attach it to IFACE through a bpf_link and

@@ -52,6 +52,10 @@ int main(int argc, char **argv)
         goto out;
     }
     srv->auth = auth; /* the server's from now on */
+    if (server_tls_setup(srv) < 0) { /* certificates unreadable or mismatched */
+        rc = EX_CONFIG;
+        goto out;
+    }
     if ((rc = server_load(srv)) != 0)
         goto out;
     if (server_listen(srv) < 0) {

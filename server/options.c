@@ -363,7 +363,7 @@ void options_usage(FILE *f, const char *argv0)
         fprintf(f, "%-30s %s", head, d->help);
         if (d->kind == OT_NCPU)
             fprintf(f, " (default: %s = %" PRIu64 ")", d->def, opt_ncpu());
-        else if (d->kind == OT_STR && d->def[0] == '\0')
+        else if ((d->kind == OT_STR || d->kind == OT_LIST) && d->def[0] == '\0')
             fprintf(f, " (default: none)");
         else if (d->kind != OT_ACTION)
             fprintf(f, " (default: %s)", d->def);
@@ -727,9 +727,22 @@ static int opt_validate(struct options *o, FILE *err, const char *argv0)
                 "or no\n", argv0, o->protected_mode);
         return -1;
     }
+    if (o->tls_listen.n > 0 && (o->tls_cert == NULL || o->tls_key == NULL)) {
+        fprintf(err, "%s: --tls-listen needs --tls-cert and --tls-key\n",
+                argv0);
+        return -1;
+    }
+#ifndef HAVE_TLS
+    if (o->tls_listen.n > 0) {
+        fprintf(err, "%s: --tls-listen: this mdcached was built without "
+                "TLS (configure --with-tls, OpenSSL 3)\n", argv0);
+        return -1;
+    }
+#endif
     if (o->debug && o->verbose < 3)
         o->verbose = 3;
-    if (o->port == 0 && o->unix_socket == NULL && o->udp_port == 0) {
+    if (o->port == 0 && o->unix_socket == NULL && o->udp_port == 0 &&
+        o->tls_listen.n == 0) {
         fprintf(err, "%s: nothing to listen on: -p 0 needs -s PATH or -U "
                 "PORT\n", argv0);
         return -1;

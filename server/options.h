@@ -76,6 +76,17 @@ struct opt_list {
       "serve loopback clients only (docs/security.md)")                        \
     X(auth_file, 0, "auth-file", OT_STR, "", 0, 0, "PATH",                     \
       "require authentication: user:password lines; SIGHUP re-reads it")      \
+    X(tls_listen, 0, "tls-listen", OT_LIST, "", 0, 0, "ADDR[:PORT]",          \
+      "TLS address to listen on, repeatable; IPv6 in brackets; port 11312 "   \
+      "unless given (docs/security.md)")                                       \
+    X(tls_cert, 0, "tls-cert", OT_STR, "", 0, 0, "PATH",                       \
+      "TLS certificate chain (PEM); SIGHUP reloads it")                        \
+    X(tls_key, 0, "tls-key", OT_STR, "", 0, 0, "PATH",                         \
+      "TLS private key (PEM); SIGHUP reloads it")                              \
+    X(tls_ca, 0, "tls-ca", OT_STR, "", 0, 0, "PATH",                           \
+      "require client certificates signed by these CAs (PEM): mutual TLS")    \
+    X(tls_handshake_timeout, 0, "tls-handshake-timeout", OT_UINT, "10", 1,     \
+      3600, "SEC", "close a TLS connection whose handshake takes longer")     \
     X(max_conns, 'c', "max-conns", OT_UINT, "1024", 1, 1048576, "N",           \
       "maximum simultaneous connections; more are refused")                    \
     X(backlog, 'B', "backlog", OT_UINT, "1024", 1, 65535, "N",                 \

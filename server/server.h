@@ -35,6 +35,7 @@ struct udp_worker;
 struct proto;
 struct dumper;
 struct auth;
+struct tls_server;
 
 /*
  * The XDP mirror's way in (docs/xdp.md: a record enters the mirror only
@@ -117,6 +118,8 @@ struct listener {
     int fd;
     int family;               /* AF_INET, AF_INET6, AF_UNIX */
     bool loopback;            /* bound to a loopback address (or Unix) */
+    bool tls;                 /* --tls-listen: connections start a TLS
+                                 handshake (net/tls.h) */
     struct event *ev;
     char name[128];
 };
@@ -148,6 +151,8 @@ struct server {
     bool protected_mode;
     /* --auth-file: the credentials (auth.h), or NULL when not required */
     struct auth *auth;
+    /* --tls-listen: the certificates in force (net/tls.h), or NULL */
+    struct tls_server *tls;
 
     atomic_uint nconns;       /* open connections, for -c */
     atomic_bool stop;

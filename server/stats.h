@@ -65,7 +65,12 @@
     X(udp_ignored)                                                             \
     X(udp_refused)                                                             \
     X(udp_reply_too_large)                                                     \
-    X(udp_send_drops)
+    X(udp_send_drops)                                                          \
+    X(tls_connections)                                                         \
+    X(tls_handshake_failures)                                                  \
+    X(tls_ktls_send)                                                           \
+    X(tls_ktls_recv)                                                           \
+    X(tls_userspace)
 
 struct thread_stats {
 #define X(n) uint64_t n;

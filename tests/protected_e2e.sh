@@ -8,7 +8,11 @@
 #    namespace is served; stats counts protected_mode_refusals;
 #  - --protected-mode=no: the remote client is served;
 #  - --auth-file: protected mode is off, the remote client must
-#    authenticate (memcached's "set" exchange) before anything else.
+#    authenticate (memcached's "set" exchange) before anything else;
+#  - --tls-listen on the veth address with --tls-ca (mutual TLS): the
+#    remote client with a certificate is served over TLS while the plain
+#    listener stays protected; without --tls-ca the TLS listener is
+#    protected too (the remote TLS client is closed unserved).
 #
 # Needs root; elsewhere prints SKIP and exits 77.
 set -u
@@ -172,6 +176,71 @@ STORED*STORED*"VALUE k 0 2"*) ok "remote served after authenticating" ;;
 *) fail "remote not served after authenticating: '$out'" ;;
 esac
 stop
+
+# ---- mutual TLS counts as authentication (docs/security.md, "TLS") --------
+if "$MDC" -h | grep -q -- --tls-listen; then
+    mode=mtls
+    TPORT=11312
+    (cd "$W" &&
+        openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+            -keyout ca.key -out ca.pem -days 2 -subj /CN=ca &&
+        openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+            -keyout srv.key -out srv.pem -days 2 -subj /CN=srv &&
+        openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+            -keyout cli.key -out cli.csr -subj /CN=cli &&
+        openssl x509 -req -in cli.csr -CA ca.pem -CAkey ca.key -set_serial 7 \
+            -days 2 -out cli.pem && chmod 644 ./*) >/dev/null 2>&1 ||
+        fail "cannot make certificates"
+    cat >"$W/tls_talk.py" <<'EOF2'
+import socket, ssl, sys
+c = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+c.check_hostname = False
+c.verify_mode = ssl.CERT_NONE
+c.load_cert_chain(sys.argv[3] + "/cli.pem", sys.argv[3] + "/cli.key")
+try:
+    s = c.wrap_socket(socket.create_connection((sys.argv[1], int(sys.argv[2])),
+                                               timeout=3))
+    s.sendall(b"set k 0 0 2\r\nhi\r\nget k\r\n")
+    out = b""
+    while not out.endswith(b"END\r\n"):
+        d = s.recv(65536)
+        if not d:
+            break
+        out += d
+    print(out.decode(errors="replace").replace("\r\n", "|") or "<EOF>")
+except (OSError, ssl.SSLError) as e:
+    print("<closed: %s>" % e)
+EOF2
+    tls_remote() { ip netns exec "$C" python3 "$W/tls_talk.py" $SRV $TPORT "$W"; }
+    start --tls-listen=$SRV:$TPORT --tls-cert "$W/srv.pem" --tls-key "$W/srv.key" \
+        --tls-ca "$W/ca.pem"
+    grep -q "protected mode: $SRV:$TPORT" "$W/d.log" &&
+        fail "protected mode on the mutual-TLS listener"
+    out=$(tls_remote)
+    case "$out" in
+    STORED*"VALUE k 0 2"*) ok "remote TLS client with a certificate served" ;;
+    *) fail "remote TLS client not served: '$out'" ;;
+    esac
+    out=$(remote "version")
+    case "$out" in
+    "SERVER_ERROR protected mode:"*) ok "the plain listener stays protected" ;;
+    *) fail "plain remote not refused: '$out'" ;;
+    esac
+    stop
+    mode=tls-no-ca
+    start --tls-listen=$SRV:$TPORT --tls-cert "$W/srv.pem" --tls-key "$W/srv.key"
+    grep -q "protected mode: $SRV:$TPORT" "$W/d.log" ||
+        grep -q "protected mode: $SRV:$PORT" "$W/d.log" ||
+        fail "no protected-mode warning without --tls-ca"
+    out=$(tls_remote)
+    case "$out" in
+    *STORED*) fail "remote TLS client served without --tls-ca: '$out'" ;;
+    *) ok "remote TLS client refused without --tls-ca: $(echo "$out" | cut -c1-60)" ;;
+    esac
+    stop
+else
+    echo "note: built without TLS; the mutual-TLS cases were not run"
+fi
 
 [ $failed -eq 0 ] || exit 1
 echo "protected_e2e: all passed"

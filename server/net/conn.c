@@ -28,6 +28,7 @@
 
 #include "server/core/alloc.h"
 #include "threads.h"
+#include "tls.h"
 #include "server/log.h"
 #include "server/core/store.h"
 
@@ -135,6 +136,7 @@ void conn_teardown(struct conn *c)
     for (i = c->seghead; i < c->nseg; i++)
         if (c->segs[i].rec != NULL)
             store_release(c->srv->store, c->segs[i].rec);
+    tls_conn_free(c);
     if (c->fd >= 0)
         close(c->fd);
     atomic_fetch_sub(&c->srv->nconns, 1);
@@ -221,6 +223,8 @@ static void conn_rd_drained(struct conn *c)
         c->rd_shut = true; /* stopping: all that had arrived is read */
 }
 
+static int conn_wr_blocked(struct conn *c);
+
 /*
  * 1: got bytes, 0: nothing more for now (EAGAIN or EOF), -1: error.
  *
@@ -237,19 +241,27 @@ static void conn_rd_drained(struct conn *c)
 static int conn_read(struct conn *c)
 {
     size_t room = conn_in_room(c);
+    bool drained = false;
     ssize_t n;
 
     if (room == 0)
         return -1;
-    /* recv(), not read(): same result on a socket, without the VFS layer. */
-    n = recv(c->fd, c->ibuf + c->ilen, room, 0);
+    /* recv(), not read(): same result on a socket, without the VFS layer.
+     * TLS in user space: SSL_read() (it may hold bytes no edge announces:
+     * only a short read of the socket with nothing left in OpenSSL counts
+     * as short, see tls_recv()). */
+    if (c->tls != NULL && !c->tls->ktls_rx)
+        n = tls_recv(c, c->ibuf + c->ilen, room, &drained);
+    else
+        n = recv(c->fd, c->ibuf + c->ilen, room, 0);
     if (n > 0) {
         c->ilen += (size_t)n;
         __atomic_store_n(&c->last_active, c->owner->now, __ATOMIC_RELAXED);
         STAT_ADD(&c->owner->stats, bytes_read, n);
         if (c->skip > 0)
             conn_apply_skip(c);
-        if ((size_t)n < room && !c->rd_hup)
+        if (c->tls == NULL || c->tls->ktls_rx ? (size_t)n < room && !c->rd_hup
+                                              : drained && !c->rd_hup)
             c->rd_short = true;
         return 1;
     }
@@ -262,6 +274,8 @@ static int conn_read(struct conn *c)
         return 1;
     if (errno == EAGAIN || errno == EWOULDBLOCK) {
         conn_rd_drained(c);
+        if (c->tls != NULL && c->tls->rd_wants_wr && conn_wr_blocked(c) < 0)
+            return -1; /* SSL_read must write first: wait for EPOLLOUT */
         return 0;
     }
     log_debug("conn %llu read: %s", (unsigned long long)c->id,
@@ -434,6 +448,14 @@ static int conn_flush(struct conn *c)
     size_t i, k, want;
 
     while (c->seghead < c->nseg) {
+        if (c->tls != NULL && !c->tls->ktls_tx) {
+            /* SSL_write(): one record at a time, so taking less than the
+             * whole queue says nothing of the socket (want = 0); a full
+             * socket comes back as EAGAIN */
+            want = 0;
+            n = tls_send_pending(c);
+            goto sent;
+        }
         if (c->nseg - c->seghead == 1) {
             /* One piece: send() costs less than sendmsg() with one iovec
              * (no msghdr/iovec import). */
@@ -503,6 +525,22 @@ void conn_drive(struct conn *c)
         return;
     if (c->dead)
         goto kill;
+    if (c->tls != NULL && !c->tls->hs_done) {
+        int h = tls_handshake(c);
+
+        if (h < 0)
+            goto kill;
+        if (h == 0) { /* OpenSSL read until EAGAIN: wait for the edge */
+            c->rd_ready = false;
+            return;
+        }
+        if (h == 2) {
+            if (conn_wr_blocked(c) < 0)
+                goto kill;
+            return;
+        }
+        c->rd_ready = true; /* a request may have come with the Finished */
+    }
     for (;;) {
         if (c->opending > 0 && c->wr_ready && conn_flush(c) < 0)
             goto kill;
@@ -594,6 +632,16 @@ void conn_on_io(struct conn *c, short what)
     }
     if (what & EV_CLOSED)
         c->rd_hup = true; /* the peer half-closed: read up to EOF */
+    if (c->tls != NULL) { /* OpenSSL waiting on the other direction */
+        if ((what & EV_WRITE) && c->tls->rd_wants_wr) {
+            c->tls->rd_wants_wr = false;
+            c->rd_ready = true;
+        }
+        if ((what & (EV_READ | EV_CLOSED)) && c->tls->wr_wants_rd) {
+            c->tls->wr_wants_rd = false;
+            c->wr_ready = true;
+        }
+    }
     if (what & EV_WRITE) {
         c->wr_ready = true;
         /* Room again and nothing left to send: stop listening for
@@ -674,6 +722,14 @@ void conn_tick(struct conn *c, uint64_t now)
         c->hold_until = 0;
         conn_drive(c);
         return; /* the connection may be gone */
+    }
+    if (tls_handshake_expired(c, now)) {
+        STAT_INC(&w->stats, tls_handshake_failures);
+        log_info("conn %llu: TLS handshake not done in %llu s, closed",
+                 (unsigned long long)c->id,
+                 (unsigned long long)o->tls_handshake_timeout);
+        conn_teardown(c);
+        return;
     }
     if (c->opending > 0 && c->blocked_since != 0 &&
         now - c->blocked_since >= o->output_timeout) {

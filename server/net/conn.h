@@ -21,6 +21,7 @@
 #include "server/queue.h"
 
 struct record;
+struct tls_conn;
 
 /*
  * A protocol handler (server/proto/ implements it; the network layer only
@@ -105,6 +106,8 @@ struct conn {
     uint64_t park_seq;             /* the parking thread's own use */
     uint64_t park_req[6];          /* the request, as the protocol needs it
                                       to answer (48 bytes) */
+    struct tls_conn *tls;  /* TLS listener: handshake and records (tls.h);
+                              NULL on a plain connection */
 };
 
 /* The connection whose qnode n is. */

@@ -26,6 +26,7 @@
 #include "conn.h"
 #include "net.h"
 #include "threads.h"
+#include "tls.h"
 #include "udp.h"
 #include "server/server.h"
 #include "server/addr.h"
@@ -36,8 +37,8 @@ static const char net_busy_msg[] = "ERROR Too many open connections\r\n"; /* mem
 static const char net_protected_msg[] =
     "SERVER_ERROR protected mode: mdcached listens on a non-loopback "
     "address without authentication, so only loopback clients are served; "
-    "configure --auth-file=PATH, or start it with --protected-mode=no "
-    "(docs/security.md)\r\n";
+    "configure --auth-file=PATH (or --tls-ca on a --tls-listen address), "
+    "or start it with --protected-mode=no (docs/security.md)\r\n";
 
 /* A loopback address: 127.0.0.0/8, ::1, or ::ffff:127.x.y.z. */
 static bool net_is_loopback(const struct sockaddr *sa)
@@ -62,15 +63,16 @@ static bool net_protected_refuse(struct server *srv, struct listener *l,
     struct sockaddr_storage ss;
     socklen_t len = sizeof(ss);
 
-    if (!srv->protected_mode || l->loopback)
-        return false;
+    if (!srv->protected_mode || l->loopback || (l->tls && srv->opt.tls_ca))
+        return false; /* client certificates authenticate (mutual TLS) */
     if (getpeername(fd, (struct sockaddr *)&ss, &len) == 0 &&
         net_is_loopback((struct sockaddr *)&ss))
         return false;
     STAT_INC(&srv->workers[0].stats, protected_mode_refusals);
     log_debug("connection on %s refused: protected mode", l->name);
-    (void)send(fd, net_protected_msg, sizeof(net_protected_msg) - 1,
-               MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (!l->tls) /* a TLS client could not read a clear-text line */
+        (void)send(fd, net_protected_msg, sizeof(net_protected_msg) - 1,
+                   MSG_NOSIGNAL | MSG_DONTWAIT);
     /* FIN behind the line; a request already received makes close() reset
      * the connection, but the line has gone out first */
     (void)shutdown(fd, SHUT_WR);
@@ -170,6 +172,11 @@ static void net_accept_one(struct server *srv, struct listener *l, int fd)
         close(fd);
         return;
     }
+    if (l->tls && tls_conn_attach(c) < 0) {
+        log_warn("out of memory for a new TLS connection");
+        conn_teardown(c);
+        return;
+    }
     STAT_INC(&main_w->stats, total_connections);
     log_debug("conn %llu accepted on %s", (unsigned long long)c->id, l->name);
     if (w == main_w) {
@@ -232,15 +239,20 @@ static struct listener *net_add(struct server *srv, int fd, int family,
     return l;
 }
 
-static int net_listen_tcp(struct server *srv, const char *spec)
+/* The port of a --tls-listen address that names none. */
+#define NET_TLS_PORT 11312
+
+static int net_listen_tcp(struct server *srv, const char *spec, bool tls)
 {
     struct addrinfo *res = NULL, *ai;
     struct listener *l;
     char port[16], name[128];
     int rc = -1, n = 0;
 
-    if (addr_resolve_listen(spec, srv->opt.port, NULL, AF_UNSPEC, SOCK_STREAM,
-                            "listen address", port, sizeof(port), &res) < 0)
+    if (addr_resolve_listen(spec, tls ? NET_TLS_PORT : srv->opt.port, NULL,
+                            AF_UNSPEC, SOCK_STREAM,
+                            tls ? "TLS listen address" : "listen address",
+                            port, sizeof(port), &res) < 0)
         goto out;
     if (strcmp(port, "0") == 0) {
         rc = 0; /* -p 0 and no explicit port: no TCP on this address */
@@ -271,7 +283,8 @@ static int net_listen_tcp(struct server *srv, const char *spec)
             goto out;
         }
         l->loopback = net_is_loopback(ai->ai_addr);
-        log_info("listening on %s", name);
+        l->tls = tls;
+        log_info("listening on %s%s", name, tls ? " (TLS)" : "");
         n++;
     }
     if (n == 0) {
@@ -344,7 +357,8 @@ static void net_protected_setup(struct server *srv)
     if (strcmp(srv->opt.protected_mode, "no") == 0 || srv->opt.auth_file != NULL)
         return;
     for (i = 0; i < srv->nlisteners; i++)
-        if (!srv->listeners[i].loopback) {
+        if (!srv->listeners[i].loopback &&
+            !(srv->listeners[i].tls && srv->opt.tls_ca != NULL)) {
             srv->protected_mode = true;
             log_warn("protected mode: %s is not a loopback address and no "
                      "--auth-file is set; only loopback clients will be "
@@ -366,7 +380,10 @@ int net_listen_all(struct server *srv)
     if (srv->opt.unix_socket != NULL && net_listen_unix(srv, srv->opt.unix_socket) < 0)
         goto out;
     for (i = 0; i < srv->opt.listen.n; i++)
-        if (net_listen_tcp(srv, srv->opt.listen.v[i]) < 0)
+        if (net_listen_tcp(srv, srv->opt.listen.v[i], false) < 0)
+            goto out;
+    for (i = 0; i < srv->opt.tls_listen.n; i++)
+        if (net_listen_tcp(srv, srv->opt.tls_listen.v[i], true) < 0)
             goto out;
     if (srv->nlisteners == 0 && srv->nudp == 0) {
         log_error("no listener: give -p PORT, -s PATH or -U PORT");

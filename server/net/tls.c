@@ -1,0 +1,476 @@
+/*
+ * tls.c - TLS listeners with OpenSSL 3 (tls.h; docs/security.md, "TLS").
+ *
+ * The handshake runs inside the connection's state machine (conn_drive):
+ * SSL_do_handshake() on the non-blocking socket until it completes, waiting
+ * for the read edge on SSL_ERROR_WANT_READ (OpenSSL read until the socket
+ * said EAGAIN, so no edge is lost) and for the write edge on WANT_WRITE.
+ * Before it, one recv(MSG_PEEK) checks that the client starts with a TLS
+ * handshake record (0x16): a plain-text client gets one clear error line.
+ *
+ * After it, with kernel TLS for a direction the socket is used as a plain
+ * one for that direction; otherwise SSL_read() fills the input buffer
+ * (reading until WANT_READ, since OpenSSL may hold decrypted bytes that no
+ * new edge will announce) and SSL_write() takes the output queue's head,
+ * one record at a time (SSL_MODE_ENABLE_PARTIAL_WRITE).  After WANT_WRITE
+ * the same bytes are offered again, from where they lie now
+ * (SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER) and never fewer: the queue's head
+ * does not move until OpenSSL reports bytes taken.
+ */
+#include "config.h"
+
+#include "tls.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "conn.h"
+#include "server/core/alloc.h"
+#include "server/log.h"
+#include "server/stats.h"
+
+#ifdef HAVE_TLS
+
+#include <openssl/bio.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+
+struct tls_server {
+    SSL_CTX *ctx; /* for new connections; live ones hold their own ref */
+};
+
+/* A record's plaintext at most: a gathered write fills one record. */
+#define TLS_GATHER 16384u
+
+static const char tls_plain_msg[] =
+    "SERVER_ERROR this port speaks TLS: connect with a TLS client "
+    "(docs/security.md)\r\n";
+
+/* The first queued OpenSSL error, as text (clears the queue). */
+static const char *tls_err_text(char *buf, size_t len)
+{
+    unsigned long e = ERR_get_error();
+
+    if (e == 0)
+        snprintf(buf, len, "no OpenSSL error (errno %s)", strerror(errno));
+    else
+        ERR_error_string_n(e, buf, len);
+    ERR_clear_error();
+    return buf;
+}
+
+static SSL_CTX *tls_ctx_build(const struct options *o)
+{
+    char eb[256];
+    SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+
+    if (ctx == NULL) {
+        log_error("TLS: cannot create a context: %s",
+                  tls_err_text(eb, sizeof(eb)));
+        return NULL;
+    }
+    (void)SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+    /* kernel TLS when the kernel and the cipher allow; no renegotiation
+     * (so SSL_write never needs to read); a peer closing without
+     * close_notify is an end of stream, not an error */
+    SSL_CTX_set_options(ctx, SSL_OP_ENABLE_KTLS | SSL_OP_NO_RENEGOTIATION |
+                                 SSL_OP_IGNORE_UNEXPECTED_EOF |
+                                 SSL_OP_CIPHER_SERVER_PREFERENCE);
+    SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE |
+                              SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    /* one read() takes whatever has arrived (a whole record and more),
+     * not a 5-byte header and then the body */
+    SSL_CTX_set_read_ahead(ctx, 1);
+    /* resumption by stateless tickets only: no shared session cache */
+    SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
+    (void)SSL_CTX_set_session_id_context(ctx, (const unsigned char *)"mdcached",
+                                         8);
+    if (SSL_CTX_use_certificate_chain_file(ctx, o->tls_cert) != 1) {
+        log_error("TLS: cannot load the certificate %s: %s", o->tls_cert,
+                  tls_err_text(eb, sizeof(eb)));
+        goto fail;
+    }
+    if (SSL_CTX_use_PrivateKey_file(ctx, o->tls_key, SSL_FILETYPE_PEM) != 1) {
+        log_error("TLS: cannot load the key %s: %s", o->tls_key,
+                  tls_err_text(eb, sizeof(eb)));
+        goto fail;
+    }
+    if (SSL_CTX_check_private_key(ctx) != 1) {
+        log_error("TLS: the key %s does not match the certificate %s: %s",
+                  o->tls_key, o->tls_cert, tls_err_text(eb, sizeof(eb)));
+        goto fail;
+    }
+    if (o->tls_ca != NULL) {
+        STACK_OF(X509_NAME) *names;
+
+        if (SSL_CTX_load_verify_locations(ctx, o->tls_ca, NULL) != 1) {
+            log_error("TLS: cannot load the client CAs %s: %s", o->tls_ca,
+                      tls_err_text(eb, sizeof(eb)));
+            goto fail;
+        }
+        names = SSL_load_client_CA_file(o->tls_ca);
+        if (names == NULL) {
+            log_error("TLS: no CA names in %s: %s", o->tls_ca,
+                      tls_err_text(eb, sizeof(eb)));
+            goto fail;
+        }
+        SSL_CTX_set_client_CA_list(ctx, names);
+        SSL_CTX_set_verify(ctx,
+                           SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT,
+                           NULL);
+    }
+    return ctx;
+fail:
+    SSL_CTX_free(ctx);
+    return NULL;
+}
+
+int tls_setup(struct server *srv)
+{
+    struct tls_server *t;
+
+    if (srv->opt.tls_listen.n == 0)
+        return 0;
+    t = mdc_calloc(1, sizeof(*t));
+    if (t == NULL)
+        return -1;
+    t->ctx = tls_ctx_build(&srv->opt);
+    if (t->ctx == NULL) {
+        mdc_free(t);
+        return -1;
+    }
+    srv->tls = t;
+    log_info("TLS: certificate %s, key %s%s%s", srv->opt.tls_cert,
+             srv->opt.tls_key, srv->opt.tls_ca != NULL ? ", client CAs " : "",
+             srv->opt.tls_ca != NULL ? srv->opt.tls_ca : "");
+    return 0;
+}
+
+int tls_reload(struct server *srv)
+{
+    SSL_CTX *ctx;
+
+    if (srv->tls == NULL)
+        return 0;
+    ctx = tls_ctx_build(&srv->opt);
+    if (ctx == NULL) {
+        log_error("TLS reload failed: the certificates in force are kept");
+        return -1;
+    }
+    /* main thread, like the accept path: no other reader of t->ctx */
+    SSL_CTX_free(srv->tls->ctx); /* freed once its last connection is */
+    srv->tls->ctx = ctx;
+    log_info("TLS: certificate %s and key %s reloaded", srv->opt.tls_cert,
+             srv->opt.tls_key);
+    return 0;
+}
+
+void tls_teardown(struct server *srv)
+{
+    if (srv->tls == NULL)
+        return;
+    SSL_CTX_free(srv->tls->ctx);
+    mdc_free(srv->tls);
+    srv->tls = NULL;
+}
+
+/* After each read of the socket: did it take less than it asked for? */
+static long tls_bio_cb(BIO *b, int oper, const char *argp, size_t len,
+                       int argi, long argl, int ret, size_t *processed)
+{
+    (void)argp;
+    (void)argi;
+    (void)argl;
+    if (oper == (BIO_CB_READ | BIO_CB_RETURN)) {
+        struct tls_conn *t = (struct tls_conn *)BIO_get_callback_arg(b);
+
+        t->bio_short = ret > 0 && processed != NULL && *processed < len;
+    }
+    return ret;
+}
+
+int tls_conn_attach(struct conn *c)
+{
+    struct tls_conn *t;
+    char eb[256];
+
+    if (c->srv->tls == NULL)
+        return -1;
+    t = mdc_calloc(1, sizeof(*t));
+    if (t == NULL)
+        return -1;
+    t->ssl = SSL_new(c->srv->tls->ctx);
+    if (t->ssl == NULL || SSL_set_fd(t->ssl, c->fd) != 1) {
+        log_warn("TLS: cannot set up a connection: %s",
+                 tls_err_text(eb, sizeof(eb)));
+        SSL_free(t->ssl);
+        mdc_free(t);
+        return -1;
+    }
+    SSL_set_accept_state(t->ssl);
+    BIO_set_callback_ex(SSL_get_rbio(t->ssl), tls_bio_cb);
+    BIO_set_callback_arg(SSL_get_rbio(t->ssl), (char *)t);
+    t->started = server_mono_s();
+    c->tls = t;
+    return 0;
+}
+
+void tls_conn_free(struct conn *c)
+{
+    struct tls_conn *t = c->tls;
+
+    if (t == NULL)
+        return;
+    if (t->hs_done && !t->failed) {
+        /* one try at close_notify; a full socket or a gone peer is fine */
+        ERR_clear_error();
+        (void)SSL_shutdown(t->ssl);
+    }
+    ERR_clear_error();
+    SSL_free(t->ssl);
+    mdc_free(t);
+    c->tls = NULL;
+}
+
+static int tls_hs_fail(struct conn *c, const char *why)
+{
+    c->tls->failed = true;
+    STAT_INC(&c->owner->stats, tls_handshake_failures);
+    log_info("conn %llu: TLS handshake failed: %s", (unsigned long long)c->id,
+             why);
+    return -1;
+}
+
+int tls_handshake(struct conn *c)
+{
+    struct tls_conn *t = c->tls;
+    char eb[256];
+    int r, e;
+
+    if (!t->peeked) {
+        uint8_t b;
+        ssize_t n = recv(c->fd, &b, 1, MSG_PEEK);
+
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+            return 0;
+        if (n <= 0)
+            return tls_hs_fail(c, n == 0 ? "closed before the handshake"
+                                         : strerror(errno));
+        if (b != 0x16) {
+            /* not a TLS handshake record: say so in clear text */
+            (void)send(c->fd, tls_plain_msg, sizeof(tls_plain_msg) - 1,
+                       MSG_NOSIGNAL | MSG_DONTWAIT);
+            (void)shutdown(c->fd, SHUT_WR);
+            return tls_hs_fail(c, "a plain-text client on a TLS port");
+        }
+        t->peeked = true;
+    }
+    ERR_clear_error();
+    r = SSL_do_handshake(t->ssl);
+    if (r == 1) {
+        struct thread_stats *ts = &c->owner->stats;
+
+        t->hs_done = true;
+        t->ktls_tx = BIO_get_ktls_send(SSL_get_wbio(t->ssl)) != 0;
+        t->ktls_rx = BIO_get_ktls_recv(SSL_get_rbio(t->ssl)) != 0;
+        STAT_INC(ts, tls_connections);
+        if (t->ktls_tx)
+            STAT_INC(ts, tls_ktls_send);
+        if (t->ktls_rx)
+            STAT_INC(ts, tls_ktls_recv);
+        if (!t->ktls_tx || !t->ktls_rx)
+            STAT_INC(ts, tls_userspace);
+        log_debug("conn %llu: %s %s, kernel TLS send %s, receive %s",
+                  (unsigned long long)c->id, SSL_get_version(t->ssl),
+                  SSL_get_cipher_name(t->ssl), t->ktls_tx ? "yes" : "no",
+                  t->ktls_rx ? "yes" : "no");
+        return 1;
+    }
+    e = SSL_get_error(t->ssl, r);
+    if (e == SSL_ERROR_WANT_READ)
+        return 0;
+    if (e == SSL_ERROR_WANT_WRITE)
+        return 2;
+    if (e == SSL_ERROR_SSL && SSL_get_verify_result(t->ssl) != X509_V_OK) {
+        snprintf(eb, sizeof(eb), "client certificate: %s",
+                 X509_verify_cert_error_string(
+                     SSL_get_verify_result(t->ssl)));
+        ERR_clear_error();
+        return tls_hs_fail(c, eb);
+    }
+    return tls_hs_fail(c, tls_err_text(eb, sizeof(eb)));
+}
+
+ssize_t tls_recv(struct conn *c, void *buf, size_t len, bool *drained)
+{
+    struct tls_conn *t = c->tls;
+    int n, e;
+
+    ERR_clear_error();
+    t->bio_short = false;
+    n = SSL_read(t->ssl, buf, len > INT32_MAX ? INT32_MAX : (int)len);
+    if (n > 0) {
+        *drained = t->bio_short && !SSL_has_pending(t->ssl);
+        if (t->wr_wants_rd) {
+            t->wr_wants_rd = false;
+            c->wr_ready = true;
+        }
+        return n;
+    }
+    e = SSL_get_error(t->ssl, n);
+    switch (e) {
+    case SSL_ERROR_WANT_READ:
+        errno = EAGAIN;
+        return -1;
+    case SSL_ERROR_WANT_WRITE:
+        t->rd_wants_wr = true;
+        errno = EAGAIN;
+        return -1;
+    case SSL_ERROR_ZERO_RETURN:
+        return 0;
+    case SSL_ERROR_SYSCALL:
+        t->failed = true;
+        if (errno == 0)
+            errno = ECONNRESET;
+        return -1;
+    default: {
+        char eb[256];
+
+        t->failed = true;
+        log_debug("conn %llu: TLS read: %s", (unsigned long long)c->id,
+                  tls_err_text(eb, sizeof(eb)));
+        errno = EPROTO;
+        return -1;
+    }
+    }
+}
+
+ssize_t tls_send_pending(struct conn *c)
+{
+    static __thread uint8_t gather[TLS_GATHER];
+    struct tls_conn *t = c->tls;
+    const struct oseg *s = &c->segs[c->seghead];
+    const uint8_t *p = (s->ptr != NULL ? s->ptr : c->obuf + s->off) +
+                       c->headsent;
+    size_t len = s->len - c->headsent;
+    int n, e;
+
+    /* Several small pieces (header, value, trailer) are gathered into one
+     * record rather than a record (and a write()) each.  Offered again
+     * after WANT_WRITE, the bytes are the same and at least as many: the
+     * head has not moved and the queue only grows at its tail. */
+    if (len < TLS_GATHER && c->nseg - c->seghead > 1) {
+        size_t i, k = 0;
+
+        for (i = c->seghead; i < c->nseg && k < TLS_GATHER; i++) {
+            const struct oseg *q = &c->segs[i];
+            const uint8_t *qp = q->ptr != NULL ? q->ptr : c->obuf + q->off;
+            size_t skip = i == c->seghead ? c->headsent : 0;
+            size_t m = q->len - skip;
+
+            if (m > TLS_GATHER - k)
+                m = TLS_GATHER - k;
+            memcpy(gather + k, qp + skip, m);
+            k += m;
+        }
+        p = gather;
+        len = k;
+    }
+    if (len > (1u << 30))
+        len = 1u << 30;
+    ERR_clear_error();
+    n = SSL_write(t->ssl, p, (int)len);
+    if (n > 0) {
+        if (t->rd_wants_wr) {
+            t->rd_wants_wr = false;
+            c->rd_ready = true;
+        }
+        return n;
+    }
+    e = SSL_get_error(t->ssl, n);
+    if (e == SSL_ERROR_WANT_WRITE) {
+        errno = EAGAIN;
+        return -1;
+    }
+    if (e == SSL_ERROR_WANT_READ) {
+        t->wr_wants_rd = true;
+        errno = EAGAIN;
+        return -1;
+    }
+    t->failed = true;
+    if (e == SSL_ERROR_SYSCALL) {
+        if (errno == 0)
+            errno = EPIPE;
+    } else {
+        char eb[256];
+
+        log_debug("conn %llu: TLS write: %s", (unsigned long long)c->id,
+                  tls_err_text(eb, sizeof(eb)));
+        errno = EPROTO;
+    }
+    return -1;
+}
+
+bool tls_handshake_expired(const struct conn *c, uint64_t now)
+{
+    const struct tls_conn *t = c->tls;
+
+    return t != NULL && !t->hs_done && now > t->started &&
+           now - t->started >= c->srv->opt.tls_handshake_timeout;
+}
+
+#else /* !HAVE_TLS: options.c refuses --tls-listen */
+
+int tls_setup(struct server *srv)
+{
+    return srv->opt.tls_listen.n == 0 ? 0 : -1;
+}
+int tls_reload(struct server *srv)
+{
+    (void)srv;
+    return 0;
+}
+void tls_teardown(struct server *srv)
+{
+    (void)srv;
+}
+int tls_conn_attach(struct conn *c)
+{
+    (void)c;
+    return -1;
+}
+void tls_conn_free(struct conn *c)
+{
+    (void)c;
+}
+int tls_handshake(struct conn *c)
+{
+    (void)c;
+    return -1;
+}
+ssize_t tls_recv(struct conn *c, void *buf, size_t len, bool *drained)
+{
+    (void)c;
+    (void)drained;
+    (void)buf;
+    (void)len;
+    errno = ENOTSUP;
+    return -1;
+}
+ssize_t tls_send_pending(struct conn *c)
+{
+    (void)c;
+    errno = ENOTSUP;
+    return -1;
+}
+bool tls_handshake_expired(const struct conn *c, uint64_t now)
+{
+    (void)c;
+    (void)now;
+    return false;
+}
+
+#endif

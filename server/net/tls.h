@@ -1,0 +1,72 @@
+/*
+ * tls.h - TLS listeners (--tls-listen) with OpenSSL 3: the server context
+ * (certificate, key, client CAs; rebuilt on SIGHUP), and per connection
+ * the non-blocking handshake and the record layer that conn.c calls
+ * instead of recv()/send() while OpenSSL does the records in user space.
+ * After the handshake, a direction that OpenSSL could hand to kernel TLS
+ * (SSL_OP_ENABLE_KTLS, BIO_get_ktls_send/recv) goes back to plain
+ * recv()/send()/sendmsg() on the socket: the kernel encrypts, and a GET
+ * reply is sent straight from the record.  docs/security.md, "TLS".
+ *
+ * Threads: the context is built and swapped on the main thread (start,
+ * SIGHUP), where connections are also accepted and their SSL objects
+ * created; each SSL object is then used only by its connection's owner.
+ */
+#ifndef MDC_TLS_H
+#define MDC_TLS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "server/server.h"
+
+struct conn;
+struct ssl_st;
+
+/* A connection's TLS state (conn->tls); NULL on a plain connection. */
+struct tls_conn {
+    struct ssl_st *ssl;
+    uint64_t started;   /* coarse seconds at accept: handshake timeout */
+    bool peeked;        /* the first byte was checked to be a TLS record */
+    bool hs_done;       /* handshake complete */
+    bool ktls_tx;       /* the kernel encrypts: send()/sendmsg() as plain */
+    bool ktls_rx;       /* the kernel decrypts: recv() as plain */
+    bool failed;        /* a fatal error: no close_notify */
+    bool rd_wants_wr;   /* SSL_read needs the socket writable */
+    bool wr_wants_rd;   /* SSL_write needs the socket readable */
+    bool bio_short;     /* the socket's last read returned less than
+                           asked: its receive queue was emptied */
+};
+
+/* Build the context from --tls-cert/--tls-key/--tls-ca: 0, or -1 logged.
+ * Does nothing (0) without --tls-listen. */
+int tls_setup(struct server *srv);
+/* SIGHUP: build a new context from the same paths; on success new
+ * connections use it (live ones keep theirs), on failure the old one stays
+ * and the reason is logged.  0 or -1. */
+int tls_reload(struct server *srv);
+void tls_teardown(struct server *srv);
+
+/* A connection accepted on a TLS listener (main thread): 0, or -1. */
+int tls_conn_attach(struct conn *c);
+/* Free c's TLS state (owner thread), with a close_notify when clean. */
+void tls_conn_free(struct conn *c);
+
+/* Advance the handshake: 1 done, 0 waiting for input, 2 waiting for the
+ * socket to be writable, -1 failed (counted and logged). */
+int tls_handshake(struct conn *c);
+/* SSL_read into buf: like recv(): > 0 bytes, 0 end of stream, -1 with
+ * errno (EAGAIN: wait; rd_wants_wr tells which edge).  *drained is set
+ * when the bytes came from a socket read that emptied the receive queue
+ * and OpenSSL holds nothing more: then, as after a short recv(), another
+ * read could only say EAGAIN (conn.c's rd_short). */
+ssize_t tls_recv(struct conn *c, void *buf, size_t len, bool *drained);
+/* SSL_write of the head of c's output queue: > 0 bytes taken (fewer than
+ * pending is normal: one record at a time), -1 with errno (EAGAIN: wait). */
+ssize_t tls_send_pending(struct conn *c);
+/* The handshake took longer than --tls-handshake-timeout (owner tick). */
+bool tls_handshake_expired(const struct conn *c, uint64_t now);
+
+#endif

@@ -1,0 +1,538 @@
+#!/usr/bin/env python3
+"""tests/tls_e2e.py - TLS listeners (docs/security.md, "TLS"), black box.
+
+Certificates are made at test time with the openssl CLI in a temporary
+directory (two CAs, server certificates with known serials, client
+certificates: good, signed by the other CA, expired).  A real daemon runs
+on free ports with --tls-listen, --tls-ca (mutual TLS) and --metrics, and:
+  - `openssl s_client` with a client certificate sets and gets a value;
+  - memcached text, the native protocol and the refusal of memcached's
+    binary protocol all work over TLS (detection from the first decrypted
+    byte);
+  - pipelined requests (500 gets in one write), a 4 MiB value both ways,
+    output backpressure (a reader that stops: output_paused, then every
+    byte intact) and a client that vanishes mid-reply (RST after 64 KiB
+    of a 4 MiB reply; the connection is reclaimed, others are served);
+  - refused cleanly, the server serving others afterwards: a client
+    without a certificate, one whose certificate another CA signed, one
+    with an expired certificate, a plain-text client (one clear-text
+    error line), a client that never starts the handshake
+    (--tls-handshake-timeout);
+  - an expired server certificate is refused by a verifying client;
+  - SIGHUP reloads the certificate (the serial served changes; a live
+    connection keeps working); a broken file keeps the old one (logged);
+  - stats (text and native) and /metrics report tls_connections,
+    tls_handshake_failures, tls_ktls_send, tls_ktls_recv, tls_userspace,
+    and where kernel TLS is missing every connection is counted as user
+    space;
+  - protected mode: a non-loopback --tls-listen with --tls-ca does not turn
+    it on, without --tls-ca it does.
+"""
+import os
+import shutil
+import signal
+import socket
+import ssl
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+S = os.environ.get("srcdir", ".")
+B = os.environ.get("MDC_BUILDDIR", ".")
+D = os.path.join(B, "server", "mdcached")
+FAILS = []
+
+
+def fail(msg):
+    print("FAIL: " + msg, flush=True)
+    FAILS.append(msg)
+
+
+def check(cond, msg):
+    if not cond:
+        fail(msg)
+    return cond
+
+
+def freeport():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def run(*args, **kw):
+    return subprocess.run(list(args), check=True, capture_output=True, **kw)
+
+
+T = tempfile.mkdtemp(prefix="mdc-tls-")
+os.chmod(T, 0o755)  # as root the daemon runs as nobody and re-reads on SIGHUP
+
+
+def path(n):
+    return os.path.join(T, n)
+
+
+# ---- certificates -------------------------------------------------------
+def key(name):
+    run("openssl", "genpkey", "-algorithm", "EC", "-pkeyopt",
+        "ec_paramgen_curve:P-256", "-out", path(name + ".key"))
+
+
+def make_ca(name):
+    key(name)
+    run("openssl", "req", "-x509", "-new", "-key", path(name + ".key"),
+        "-out", path(name + ".pem"), "-days", "30", "-subj", "/CN=" + name)
+
+
+def make_cert(name, ca, serial, cn, server=True):
+    key(name)
+    run("openssl", "req", "-new", "-key", path(name + ".key"), "-out",
+        path(name + ".csr"), "-subj", "/CN=" + cn)
+    ext = path(name + ".ext")
+    with open(ext, "w") as f:
+        if server:
+            f.write("subjectAltName=DNS:localhost,IP:127.0.0.1\n"
+                    "extendedKeyUsage=serverAuth\n")
+        else:
+            f.write("extendedKeyUsage=clientAuth\n")
+    run("openssl", "x509", "-req", "-in", path(name + ".csr"), "-CA",
+        path(ca + ".pem"), "-CAkey", path(ca + ".key"), "-set_serial",
+        str(serial), "-days", "30", "-extfile", ext, "-out",
+        path(name + ".pem"))
+
+
+def make_expired(name, ca, serial, cn, server):
+    """openssl 3.0's req/x509 cannot backdate: `openssl ca` can."""
+    key(name)
+    run("openssl", "req", "-new", "-key", path(name + ".key"), "-out",
+        path(name + ".csr"), "-subj", "/CN=" + cn)
+    db = path(name + "-db")
+    os.mkdir(db)
+    open(os.path.join(db, "index.txt"), "w").close()
+    with open(os.path.join(db, "serial"), "w") as f:
+        f.write("%x\n" % serial)
+    cnf = path(name + ".cnf")
+    with open(cnf, "w") as f:
+        f.write("""[ca]
+default_ca = c
+[c]
+dir = %s
+database = $dir/index.txt
+new_certs_dir = $dir
+serial = $dir/serial
+default_md = sha256
+policy = p
+x509_extensions = e
+[p]
+commonName = supplied
+[e]
+%s
+""" % (db, "subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth"
+       if server else "extendedKeyUsage=clientAuth"))
+    run("openssl", "ca", "-batch", "-config", cnf, "-cert", path(ca + ".pem"),
+        "-keyfile", path(ca + ".key"), "-startdate", "20200101000000Z",
+        "-enddate", "20200201000000Z", "-in", path(name + ".csr"), "-out",
+        path(name + ".pem"))
+
+
+make_ca("ca1")
+make_ca("ca2")
+make_cert("srv1", "ca1", 0x1001, "localhost")
+make_cert("srv2", "ca1", 0x2002, "localhost")
+make_cert("cli", "ca1", 0x3003, "client", server=False)
+make_cert("cli-other", "ca2", 0x4004, "client", server=False)
+make_expired("cli-old", "ca1", 0x5005, "client", server=False)
+make_expired("srv-old", "ca1", 0x6006, "localhost", server=True)
+shutil.copy(path("srv1.pem"), path("srv.pem"))
+shutil.copy(path("srv1.key"), path("srv.key"))
+for n in os.listdir(T):
+    os.chmod(path(n), 0o644)  # test keys only: the daemon's user reads them
+
+# ---- the daemon ---------------------------------------------------------
+procs = []
+
+
+def start(extra, logname):
+    log = open(path(logname), "w")
+    p = subprocess.Popen([D, "-n", "2", "-v", "3", "--max-output", "1m"] +
+                         extra, stdout=log, stderr=subprocess.STDOUT)
+    procs.append(p)
+    for _ in range(200):
+        with open(path(logname)) as f:
+            if " ready" in f.read():
+                return p
+        if p.poll() is not None:
+            break
+        time.sleep(0.05)
+    with open(path(logname)) as f:
+        sys.stdout.write(f.read())
+    raise SystemExit("FAIL: daemon did not start")
+
+
+def logtext(name):
+    with open(path(name)) as f:
+        return f.read()
+
+
+TP = freeport()
+MP = freeport()
+SOCK = path("sock")
+daemon = start(["-p", "0", "-s", SOCK, "--tls-listen=127.0.0.1:%d" % TP,
+                "--tls-cert", path("srv.pem"), "--tls-key", path("srv.key"),
+                "--tls-ca", path("ca1.pem"), "--tls-handshake-timeout", "1",
+                "--metrics", str(MP), "-I", "8m", "-m", "128"], "d.log")
+
+
+def ctx(cert="cli", verify=True, ca="ca1"):
+    c = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    if verify:
+        c.load_verify_locations(path(ca + ".pem"))
+    else:
+        c.check_hostname = False
+        c.verify_mode = ssl.CERT_NONE
+    if cert:
+        c.load_cert_chain(path(cert + ".pem"), path(cert + ".key"))
+    return c
+
+
+def tls_conn(cert="cli", timeout=10):
+    raw = socket.create_connection(("127.0.0.1", TP), timeout=timeout)
+    return ctx(cert).wrap_socket(raw, server_hostname="localhost")
+
+
+def recv_until(s, end, limit=64 << 20):
+    buf = b""
+    while not buf.endswith(end):
+        d = s.recv(1 << 20)
+        if not d:
+            break
+        buf += d
+        if len(buf) > limit:
+            break
+    return buf
+
+
+def recv_n(s, n):
+    buf = bytearray()
+    while len(buf) < n:
+        d = s.recv(min(1 << 20, n - len(buf)))
+        if not d:
+            break
+        buf += d
+    return bytes(buf)
+
+
+def unix_stats():
+    u = socket.socket(socket.AF_UNIX)
+    u.connect(SOCK)
+    u.sendall(b"stats\r\n")
+    txt = recv_until(u, b"END\r\n").decode()
+    u.close()
+    st = {}
+    for line in txt.split("\r\n"):
+        parts = line.split(" ")
+        if len(parts) == 3 and parts[0] == "STAT":
+            st[parts[1]] = parts[2]
+    return st
+
+
+def refused(cert, what):
+    """The handshake or the first exchange fails; nothing is served."""
+    try:
+        s = tls_conn(cert)
+        s.sendall(b"get k\r\n")
+        d = s.recv(100)
+        check(d == b"", "%s: served %r" % (what, d))
+        s.close()
+    except (ssl.SSLError, ConnectionError, OSError):
+        pass
+
+
+def serves(what):
+    s = tls_conn()
+    s.sendall(b"set alive 0 0 2\r\nok\r\nget alive\r\n")
+    d = recv_until(s, b"END\r\n")
+    check(d == b"STORED\r\nVALUE alive 0 2\r\nok\r\nEND\r\n",
+          "%s: next client not served: %r" % (what, d))
+    s.close()
+
+
+try:
+    # -- openssl s_client, with a client certificate
+    r = subprocess.run(
+        ["openssl", "s_client", "-connect", "127.0.0.1:%d" % TP, "-quiet",
+         "-verify_return_error", "-CAfile", path("ca1.pem"), "-cert",
+         path("cli.pem"), "-key", path("cli.key")],
+        input=b"set sc 0 0 5\r\nhello\r\nget sc\r\nquit\r\n",
+        capture_output=True, timeout=20)
+    check(r.stdout == b"STORED\r\nVALUE sc 0 5\r\nhello\r\nEND\r\n",
+          "s_client set/get: %r %r" % (r.stdout, r.stderr[-300:]))
+
+    # -- native protocol over TLS: GET of what s_client stored
+    s = tls_conn()
+    key_ = b"sc"
+    s.sendall(struct.pack("<BBBBHHHHIIIQq", 0xB7, 1, 0x01, 0, 0, len(key_),
+                          0, 0, 0, 77, 0, 0, 0) + key_)
+    h = recv_n(s, 40)
+    (magic, ver, op, fl, status, klen, ntags, _r, vlen, opaque, _if, _cas,
+     _ex) = struct.unpack("<BBBBHHHHIIIQq", h)
+    body = recv_n(s, ntags * 8 + klen + vlen)
+    check(magic == 0xB7 and status == 0 and opaque == 77 and
+          body[-vlen:] == b"hello", "native GET over TLS: %r %r" % (h, body))
+    s.close()
+
+    # -- memcached binary protocol: its clear refusal, over TLS
+    s = tls_conn()
+    s.sendall(bytes([0x80, 0x00]) + bytes(22))
+    d = recv_until(s, b"\r\n")
+    check(b"binary protocol is not supported" in d, "binary over TLS: %r" % d)
+    s.close()
+
+    # -- pipelined: 500 gets in one write
+    s = tls_conn()
+    s.sendall(b"set p 0 0 3\r\nabc\r\n")
+    check(recv_until(s, b"\r\n") == b"STORED\r\n", "pipelined: set")
+    s.sendall(b"get p\r\n" * 500)
+    want = b"VALUE p 0 3\r\nabc\r\nEND\r\n" * 500
+    got = recv_n(s, len(want))
+    check(got == want, "pipelined: %d of %d bytes right" % (
+        len(os.path.commonprefix([got, want])), len(want)))
+
+    # -- a 4 MiB value both ways
+    big = bytes((i * 7 + (i >> 12)) & 0xFF for i in range(4 << 20))
+    s.sendall(b"set big 0 0 %d\r\n" % len(big) + big + b"\r\n")
+    check(recv_until(s, b"\r\n") == b"STORED\r\n", "4 MiB set")
+    s.sendall(b"get big\r\n")
+    hdr = b"VALUE big 0 %d\r\n" % len(big)
+    got = recv_n(s, len(hdr) + len(big) + 7)
+    check(got == hdr + big + b"\r\nEND\r\n", "4 MiB get: %d bytes, %s" % (
+        len(got), "equal" if got == hdr + big + b"\r\nEND\r\n" else "differ"))
+
+    # -- backpressure: 12 gets of 4 MiB (48 MiB) unread, then read all
+    before = int(unix_stats().get("output_paused", "0"))
+    s.sendall(b"get big\r\n" * 12)
+    time.sleep(1.0)
+    check(int(unix_stats().get("output_paused", "0")) > before,
+          "backpressure: output_paused did not move")
+    one = hdr + big + b"\r\nEND\r\n"
+    ok = True
+    for i in range(12):
+        if recv_n(s, len(one)) != one:
+            ok = False
+            break
+    check(ok, "backpressure: reply %d differs" % i)
+    s.close()
+
+    # -- a client vanishing mid-reply (RST after 64 KiB of 4 MiB)
+    conns0 = int(unix_stats()["curr_connections"])
+    for _ in range(3):
+        s = tls_conn()
+        s.sendall(b"get big\r\nget big\r\n")
+        recv_n(s, 64 << 10)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                     struct.pack("ii", 1, 0))
+        s.close()
+    for _ in range(100):
+        if int(unix_stats()["curr_connections"]) <= conns0:
+            break
+        time.sleep(0.05)
+    check(int(unix_stats()["curr_connections"]) <= conns0,
+          "vanished clients not reclaimed: %s open, %d before" % (
+              unix_stats()["curr_connections"], conns0))
+    serves("after vanishing clients")
+
+    # -- refusals
+    f0 = int(unix_stats()["tls_handshake_failures"])
+    refused(None, "no client certificate")
+    refused("cli-other", "a certificate of another CA")
+    refused("cli-old", "an expired client certificate")
+    time.sleep(0.3)
+    lg = logtext("d.log")
+    check("certificate has expired" in lg,
+          "no log line naming the expired client certificate")
+    serves("after refused certificates")
+    # a plain-text client on the TLS port: one clear line, then closed
+    p = socket.create_connection(("127.0.0.1", TP), timeout=5)
+    p.sendall(b"get k\r\n")
+    d = recv_until(p, b"\r\n")
+    check(d.startswith(b"SERVER_ERROR this port speaks TLS"),
+          "plain client: %r" % d)
+    p.close()
+    # never starting the handshake: closed by --tls-handshake-timeout=1
+    p = socket.create_connection(("127.0.0.1", TP), timeout=6)
+    t0 = time.monotonic()
+    try:
+        d = p.recv(10)
+    except OSError:
+        d = b""
+    waited = time.monotonic() - t0
+    check(d == b"" and waited < 5, "silent client: %r after %.1f s" % (
+        d, waited))
+    p.close()
+    serves("after the plain clients")
+    st = unix_stats()
+    check(int(st["tls_handshake_failures"]) >= f0 + 5,
+          "tls_handshake_failures %s, want >= %d" % (
+              st["tls_handshake_failures"], f0 + 5))
+    # -- stats: on this kind of kernel no kTLS (CONFIG_TLS unset)
+    ulp = ""
+    try:
+        with open("/proc/sys/net/ipv4/tcp_available_ulp") as f:
+            ulp = f.read()
+    except OSError:
+        pass
+    for k in ("tls_connections", "tls_ktls_send", "tls_ktls_recv",
+              "tls_userspace"):
+        check(k in st, "stats lacks " + k)
+    check(int(st["tls_connections"]) >= 10, "tls_connections %s" %
+          st["tls_connections"])
+    if "tls" not in ulp.split():
+        check(st["tls_userspace"] == st["tls_connections"] and
+              st["tls_ktls_send"] == "0",
+              "no kTLS here, yet userspace %s of %s" % (
+                  st["tls_userspace"], st["tls_connections"]))
+    else:
+        print("kernel TLS available: %s" % ulp.strip())
+    # native stats carry them too
+    s = tls_conn()
+    s.sendall(struct.pack("<BBBBHHHHIIIQq", 0xB7, 1, 0x41, 0, 0, 0, 0, 0, 0,
+                          1, 0, 0, 0))
+    nat = b""
+    deadline = time.monotonic() + 5
+    s.settimeout(1)
+    while b"tls_userspace" not in nat and time.monotonic() < deadline:
+        try:
+            nat += s.recv(65536)
+        except socket.timeout:
+            break
+    check(b"tls_userspace" in nat, "native stats lack tls_userspace")
+    s.close()
+    m = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % MP,
+                               timeout=5).read().decode()
+    for k in ("mdcached_tls_connections_total",
+              "mdcached_tls_handshake_failures_total",
+              "mdcached_tls_userspace_total", "mdcached_tls_ktls_send_total"):
+        check(k in m, "/metrics lacks " + k)
+
+    # -- SIGHUP: a new certificate for new connections; live ones go on
+    def served_serial():
+        raw = socket.create_connection(("127.0.0.1", TP), timeout=5)
+        c = ctx().wrap_socket(raw, server_hostname="localhost")
+        der = c.getpeercert(binary_form=True)
+        c.close()
+        r = subprocess.run(["openssl", "x509", "-inform", "DER", "-noout",
+                            "-serial"], input=der, capture_output=True)
+        return r.stdout.decode().strip()
+
+    check(served_serial() == "serial=1001", "serial before reload")
+    live = tls_conn()
+    shutil.copy(path("srv2.pem"), path("srv.pem"))
+    shutil.copy(path("srv2.key"), path("srv.key"))
+    daemon.send_signal(signal.SIGHUP)
+    for _ in range(100):
+        if "reloaded" in logtext("d.log"):
+            break
+        time.sleep(0.05)
+    check(served_serial() == "serial=2002", "serial after reload")
+    live.sendall(b"get alive\r\n")
+    d = recv_until(live, b"END\r\n")
+    check(d == b"VALUE alive 0 2\r\nok\r\nEND\r\n",
+          "a connection from before the reload: %r" % d)
+    live.close()
+    # a broken file: the old certificate stays
+    with open(path("srv.pem"), "w") as f:
+        f.write("not a certificate\n")
+    daemon.send_signal(signal.SIGHUP)
+    for _ in range(100):
+        if "TLS reload failed" in logtext("d.log"):
+            break
+        time.sleep(0.05)
+    check("TLS reload failed" in logtext("d.log"), "no log of a failed reload")
+    check(served_serial() == "serial=2002", "serial after a failed reload")
+
+    # -- an expired server certificate: a verifying client refuses it
+    TP2 = freeport()
+    v6 = socket.has_ipv6
+    if v6:
+        try:
+            t6 = socket.socket(socket.AF_INET6)
+            t6.bind(("::1", 0))
+            TP6 = t6.getsockname()[1]
+            t6.close()
+        except OSError:
+            v6 = False
+    extra6 = ["--tls-listen=[::1]:%d" % TP6] if v6 else []
+    d2 = start(["-p", "0", "--tls-listen=127.0.0.1:%d" % TP2, "--tls-cert",
+                path("srv-old.pem"), "--tls-key", path("srv-old.key")] +
+               extra6, "d2.log")
+    if v6:  # a second, IPv6 TLS listener (brackets) serves TLS too
+        raw = socket.create_connection(("::1", TP6), timeout=5)
+        try:
+            ctx(None, verify=False).wrap_socket(raw).close()
+        except (ssl.SSLError, OSError) as e:
+            fail("TLS over [::1]: %s" % e)
+        check("listening on [::1]:%d (TLS)" % TP6 in logtext("d2.log"),
+              "no IPv6 TLS listener in the log")
+    else:
+        print("note: no IPv6 loopback here; the [::1] listener was not tried")
+    raw = socket.create_connection(("127.0.0.1", TP2), timeout=5)
+    try:
+        ctx(None).wrap_socket(raw, server_hostname="localhost")
+        fail("an expired server certificate was accepted")
+    except ssl.SSLCertVerificationError as e:
+        check("expired" in str(e), "expired server cert: %s" % e)
+    r = subprocess.run(
+        ["openssl", "s_client", "-connect", "127.0.0.1:%d" % TP2, "-quiet",
+         "-verify_return_error", "-CAfile", path("ca1.pem")],
+        input=b"", capture_output=True, timeout=20)
+    check(r.returncode != 0 and b"expired" in r.stderr,
+          "s_client accepted an expired server certificate")
+    d2.terminate()
+    d2.wait()
+    # a bad key at start: exit 78 (EX_CONFIG)
+    r = subprocess.run([D, "-p", "0", "--tls-listen=127.0.0.1:%d" % TP2,
+                        "--tls-cert", path("srv1.pem"), "--tls-key",
+                        path("srv2.key")], capture_output=True, timeout=20)
+    check(r.returncode == 78, "mismatched key: exit %d" % r.returncode)
+    r = subprocess.run([D, "-p", "0", "--tls-listen=127.0.0.1:%d" % TP2],
+                       capture_output=True, timeout=20)
+    check(r.returncode == 64, "--tls-listen without cert: exit %d" %
+          r.returncode)
+
+    # -- protected mode: mutual TLS on a non-loopback address counts as
+    #    authentication; TLS without client certificates does not
+    for ca, want in ((True, False), (False, True)):
+        args = ["-p", "0", "--tls-listen=0.0.0.0:%d" % freeport(),
+                "--tls-cert", path("srv1.pem"), "--tls-key", path("srv1.key")]
+        if ca:
+            args += ["--tls-ca", path("ca1.pem")]
+        d3 = start(args, "d3.log")
+        d3.terminate()
+        d3.wait()
+        got = "protected mode:" in logtext("d3.log")
+        check(got == want, "protected mode with%s --tls-ca: %s" % (
+            "" if ca else "out", "on" if got else "off"))
+finally:
+    for p in procs:
+        if p.poll() is None:
+            p.terminate()
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+    if FAILS:
+        for n in ("d.log", "d2.log", "d3.log"):
+            if os.path.exists(path(n)):
+                print("---- " + n)
+                print(logtext(n)[-3000:])
+    shutil.rmtree(T, ignore_errors=True)
+
+if daemon.returncode not in (0, -15):
+    fail("daemon exit status %s" % daemon.returncode)
+print("%d failure(s)" % len(FAILS))
+sys.exit(1 if FAILS else 0)
