@@ -727,6 +727,20 @@ static int opt_validate(struct options *o, FILE *err, const char *argv0)
                 "or no\n", argv0, o->protected_mode);
         return -1;
     }
+    if (strcmp(o->io, "auto") != 0 && strcmp(o->io, "epoll") != 0 &&
+        strcmp(o->io, "uring") != 0) {
+        fprintf(err, "%s: invalid value '%s' for --io: want auto, epoll or "
+                "uring\n", argv0, o->io);
+        return -1;
+    }
+#ifndef HAVE_LIBURING
+    if (strcmp(o->io, "uring") == 0) {
+        fprintf(err, "%s: --io=uring: this mdcached was built without "
+                "liburing (configure found no liburing-dev); use --io=epoll\n",
+                argv0);
+        return -1;
+    }
+#endif
     if (o->debug && o->verbose < 3)
         o->verbose = 3;
     if (o->port == 0 && o->unix_socket == NULL && o->udp_port == 0) {
