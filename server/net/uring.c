@@ -812,9 +812,11 @@ void uring_run(struct worker *w)
     struct uring_worker *uw = w->uring;
     unsigned i;
 
-    if (uw->ring.flags & IORING_SETUP_R_DISABLED)
+    if (uw->ring.flags & IORING_SETUP_R_DISABLED) {
         (void)syscall(__NR_io_uring_register, uw->ring.ring_fd,
                       IORING_REGISTER_ENABLE_RINGS, NULL, 0);
+        uw->ring.flags &= ~IORING_SETUP_R_DISABLED;
+    }
     uw_arm_wake(uw);
     if (w->udp != NULL) {
         uw->nudp = udp_worker_fds(w, uw->udp_fd, URING_UDP_MAX);
@@ -864,6 +866,27 @@ void uring_run(struct worker *w)
         }
     }
     io_uring_submit(&uw->ring);
+}
+
+int uring_turn(struct worker *w, int wait_ms)
+{
+    struct uring_worker *uw = w->uring;
+    struct __kernel_timespec to = {wait_ms / 1000,
+                                   (long long)(wait_ms % 1000) * 1000000};
+    struct io_uring_cqe *cqe;
+    int rc;
+
+    if (uw->ring.flags & IORING_SETUP_R_DISABLED) {
+        (void)syscall(__NR_io_uring_register, uw->ring.ring_fd,
+                      IORING_REGISTER_ENABLE_RINGS, NULL, 0);
+        uw->ring.flags &= ~IORING_SETUP_R_DISABLED;
+    }
+    rc = io_uring_submit_and_wait_timeout(&uw->ring, &cqe, wait_ms > 0 ? 1 : 0,
+                                          &to, NULL);
+    uw_reap(uw);
+    uw_passes(uw);
+    io_uring_submit(&uw->ring);
+    return rc == -ETIME ? 0 : rc < 0 ? rc : 1;
 }
 
 void uring_wake(struct worker *w)

@@ -32,6 +32,10 @@ void uring_worker_teardown(struct worker *w);
 bool uring_outer(const struct worker *w);
 /* The network thread's loop (replaces event_base_dispatch). */
 void uring_run(struct worker *w);
+/* One turn of w's ring for code that drives a worker without its loop
+ * (tests): submit, wait up to wait_ms for a completion, run what came.
+ * 1 something came, 0 nothing, -errno. */
+int uring_turn(struct worker *w, int wait_ms);
 /* Wake w's loop from another thread (inbox, stop). */
 void uring_wake(struct worker *w);
 int uring_conn_adopt(struct conn *c);
@@ -63,6 +67,12 @@ static inline bool uring_outer(const struct worker *w)
 }
 static inline void uring_run(struct worker *w) { (void)w; }
 static inline void uring_wake(struct worker *w) { (void)w; }
+static inline int uring_turn(struct worker *w, int wait_ms)
+{
+    (void)w;
+    (void)wait_ms;
+    return -1;
+}
 static inline int uring_conn_adopt(struct conn *c)
 {
     (void)c;
