@@ -53,9 +53,10 @@ static const char *daemon_path(void)
 
 /* Run the daemon with args (NULL-terminated), seccomp-filtered when
  * deny_uring; return its exit status, its stderr in err.  A daemon that
- * starts is stopped with SIGTERM after 1 s (status 0 then). */
+ * starts (its Unix socket ready appears) is stopped with SIGTERM (status 0
+ * then); after 20 s it is stopped anyway. */
 static int run_daemon(bool deny_uring, char *err, size_t errlen,
-                      const char *const *args)
+                      const char *const *args, const char *ready)
 {
     int p[2], status = -1;
     pid_t pid;
@@ -107,7 +108,9 @@ static int run_daemon(bool deny_uring, char *err, size_t errlen,
         if (waitpid(pid, &status, WNOHANG) == pid)
             break;
         clock_gettime(CLOCK_MONOTONIC, &t);
-        if (t.tv_sec - t0.tv_sec >= 1) {
+        if ((ready != NULL && access(ready, F_OK) == 0) ||
+            t.tv_sec - t0.tv_sec >= 20) {
+            usleep(100000);
             kill(pid, SIGTERM);
             waitpid(pid, &status, 0);
             break;
@@ -132,7 +135,7 @@ static void test_bad_io_value(void **state)
                              "--io=kqueue", NULL};
 
     (void)state;
-    assert_int_equal(run_daemon(false, err, sizeof(err), a), 64);
+    assert_int_equal(run_daemon(false, err, sizeof(err), a, NULL), 64);
     assert_non_null(strstr(err, "--io: want auto, epoll or uring"));
 }
 
@@ -144,7 +147,7 @@ static void test_uring_not_built(void **state)
                              "--io=uring", NULL};
 
     (void)state;
-    assert_int_equal(run_daemon(false, err, sizeof(err), a), 64);
+    assert_int_equal(run_daemon(false, err, sizeof(err), a, NULL), 64);
     assert_non_null(strstr(err, "built without liburing"));
 }
 
@@ -168,12 +171,13 @@ static void test_seccomp_refusal(void **state)
 
     (void)state;
     snprintf(sock, sizeof(sock), "/tmp/mdc-test-uring-%d.sock", (int)getpid());
+    unlink(sock);
     /* explicit: refused with the reason, nothing served */
-    assert_int_equal(run_daemon(true, err, sizeof(err), a), 70);
+    assert_int_equal(run_daemon(true, err, sizeof(err), a, NULL), 70);
     assert_non_null(strstr(err, "--io=uring: io_uring is not available here"));
     assert_non_null(strstr(err, "use --io=epoll"));
-    /* auto: epoll, the daemon runs (stopped by SIGTERM after 1 s: exit 0) */
-    assert_int_equal(run_daemon(true, err, sizeof(err), b), 0);
+    /* auto: epoll, the daemon runs (stopped by SIGTERM once ready: 0) */
+    assert_int_equal(run_daemon(true, err, sizeof(err), b, sock), 0);
     assert_null(strstr(err, "io_uring is not available"));
     unlink(sock);
 }
