@@ -52,7 +52,7 @@
 #include "udp.h"
 
 /* The backend --io=auto picks (docs/performance.md, "io_uring"). */
-#define URING_DEFAULT_IS_URING 0
+#define URING_DEFAULT_IS_URING 1
 
 #define URING_ENTRIES 512       /* submission queue; completions 2x */
 #define URING_BGID 1            /* provided-buffer group */
@@ -181,8 +181,8 @@ int uring_resolve(struct server *srv)
                       what, strerror(-rc));
             return -1;
         }
-        log_warn("io_uring is not available (%s: %s): using epoll", what,
-                 strerror(-rc));
+        log_warn("io_uring is not available (%s failed: %s): using epoll",
+                 what, strerror(-rc));
         return 0;
     }
     srv->io_uring = true;
