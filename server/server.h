@@ -123,6 +123,7 @@ struct listener {
     int family;               /* AF_INET, AF_INET6, AF_UNIX */
     bool loopback;            /* bound to a loopback address (or Unix) */
     struct event *ev;
+    bool ring_armed;          /* --io=uring: its multishot accept is on */
     char name[128];
 };
 

@@ -1,6 +1,7 @@
 /*
  * test_uring.c - the io_uring backend (--io=uring, server/net/uring.c):
  *  - one loop turn serves many ready connections (one wait, one submit);
+ *  - listeners accept through a multishot accept on the ring;
  *  - a client that vanishes while a send of a referenced record is in
  *    flight, and a connection dropped by the server in the same state:
  *    the record is released (once: ASan/UBSan builds run this too);
@@ -23,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -39,6 +41,7 @@
 #include "server/core/store.h"
 #include "server/daemon.h"
 #include "server/net/conn.h"
+#include "server/net/net.h"
 #include "server/net/uring.h"
 #include "server/options.h"
 
@@ -346,6 +349,55 @@ static void test_server_drops_mid_reply(void **state)
     vanish(true);
 }
 
+/* Accepting on the ring: a multishot accept per listener, no accept4(). */
+static void test_multishot_accept(void **state)
+{
+    struct sockaddr_un sa;
+    char path[64], buf[64];
+    int fd[3], i, k;
+
+    (void)state;
+    snprintf(path, sizeof(path), "/tmp/mdc-test-uring-acc-%d.sock",
+             (int)getpid());
+    assert_non_null(start(NULL));
+    srv->opt.unix_socket = path;
+    srv->opt.port = 0;
+    assert_int_equal(net_listen_all(srv), 0);
+    assert_int_equal(net_enable_accept(srv), 0);
+    assert_true(srv->listeners[0].ring_armed);
+    memset(&sa, 0, sizeof(sa));
+    sa.sun_family = AF_UNIX;
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+    for (i = 0; i < 3; i++) {
+        fd[i] = socket(AF_UNIX, SOCK_STREAM, 0);
+        assert_int_equal(connect(fd[i], (struct sockaddr *)&sa, sizeof(sa)),
+                         0);
+    }
+    /* the listener's libevent event is not used: only the ring's turns
+     * accept (one multishot accept, three completions) */
+    for (k = 0; k < 50 && atomic_load(&srv->nconns) < 3; k++)
+        assert_true(uring_turn(&srv->workers[0], 20) >= 0);
+    assert_int_equal(atomic_load(&srv->nconns), 3);
+    assert_true(srv->listeners[0].ring_armed); /* still on */
+    for (i = 0; i < 3; i++)
+        assert_int_equal(write(fd[i], "version\r\n", 9), 9);
+    for (i = 0; i < 3; i++) {
+        struct pollfd p = {fd[i], POLLIN, 0};
+
+        for (k = 0; k < 50 && poll(&p, 1, 0) != 1; k++)
+            assert_true(uring_turn(&srv->workers[0], 20) >= 0);
+        assert_true(read(fd[i], buf, sizeof(buf)) > 8);
+        assert_memory_equal(buf, "VERSION ", 8);
+        close(fd[i]);
+    }
+    for (k = 0; k < 50 && atomic_load(&srv->nconns) > 0; k++)
+        assert_true(uring_turn(&srv->workers[0], 20) >= 0);
+    assert_int_equal(atomic_load(&srv->nconns), 0);
+    net_close_all(srv);
+    srv->opt.unix_socket = NULL;
+    stop();
+}
+
 #define NEXH 32
 #define VEXH 20000
 
@@ -412,6 +464,7 @@ int main(void)
         cmocka_unit_test(test_client_vanishes_mid_reply),
         cmocka_unit_test(test_server_drops_mid_reply),
         cmocka_unit_test(test_buffer_ring_exhaustion),
+        cmocka_unit_test(test_multishot_accept),
     };
     struct io_uring r;
     int rc = io_uring_queue_init(8, &r, 0);

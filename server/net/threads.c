@@ -306,10 +306,10 @@ int threads_setup(struct server *srv)
         }
         if (worker_net_setup(w) < 0)
             goto out;
-        /* --io=uring: every thread that serves connections gets a ring;
-         * network threads run its loop, the main thread (-n 0) polls it
-         * from libevent's */
-        if (srv->io_uring && (w->role == ROLE_NET || srv->nnet == 0) &&
+        /* --io=uring: every network thread gets a ring and runs its loop;
+         * the main thread's ring (multishot accepts, and its connections
+         * with -n 0) is polled from libevent's loop */
+        if (srv->io_uring &&
             uring_worker_setup(w, w->role == ROLE_NET) < 0)
             goto out;
         w->yield_turns = w->role == ROLE_NET && srv->nnet > ncpu;

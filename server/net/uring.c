@@ -48,6 +48,7 @@
 #include "server/core/alloc.h"
 #include "server/log.h"
 #include "conn.h"
+#include "net.h"
 #include "threads.h"
 #include "udp.h"
 
@@ -69,6 +70,7 @@ enum {
     UD_SEND = 2,
     UD_WAKE = 3,
     UD_UDP = 4,
+    UD_ACCEPT = 5, /* listener index << 3 */
 };
 #define UD_TYPE(u) ((unsigned)((u) & 7u))
 #define UD_PTR(u) ((void *)(uintptr_t)((u) & ~(uint64_t)7u))
@@ -401,6 +403,65 @@ static void uw_arm_udp(struct uring_worker *uw, unsigned i)
     io_uring_prep_poll_add(sqe, uw->udp_fd[i], POLLIN);
     io_uring_sqe_set_data64(sqe, ((uint64_t)i << 3) | UD_UDP);
     uw->udp_armed[i] = true;
+}
+
+/* ---- accept (main thread) ---------------------------------------------- */
+
+int uring_accept_arm(struct server *srv, size_t i)
+{
+    struct uring_worker *uw = srv->workers[0].uring;
+    struct listener *l = &srv->listeners[i];
+    struct io_uring_sqe *sqe;
+
+    if (l->ring_armed)
+        return 0;
+    sqe = uw_sqe(uw);
+    if (sqe == NULL)
+        return -1;
+    io_uring_prep_multishot_accept(sqe, l->fd, NULL, NULL,
+                                   SOCK_NONBLOCK | SOCK_CLOEXEC);
+    /* the index, not a pointer: the listener array may be gone by the
+     * time a late completion arrives (net_accepted checks it) */
+    io_uring_sqe_set_data64(sqe, ((uint64_t)i << 3) | UD_ACCEPT);
+    l->ring_armed = true;
+    return 0;
+}
+
+void uring_accept_cancel(struct server *srv, size_t i)
+{
+    struct uring_worker *uw = srv->workers[0].uring;
+    struct listener *l = &srv->listeners[i];
+    struct io_uring_sqe *sqe;
+
+    if (!l->ring_armed || l->fd < 0)
+        return;
+    sqe = uw_sqe(uw);
+    if (sqe == NULL)
+        return;
+    io_uring_prep_cancel64(sqe, ((uint64_t)i << 3) | UD_ACCEPT, 0);
+    io_uring_sqe_set_data64(sqe, UD_IGNORE);
+    io_uring_submit(&uw->ring); /* before the listener may be closed */
+    l->ring_armed = false;
+}
+
+static void uw_on_accept(struct uring_worker *uw, size_t i,
+                         const struct io_uring_cqe *cqe)
+{
+    struct server *srv = uw->w->srv;
+    bool more = (cqe->flags & IORING_CQE_F_MORE) != 0;
+
+    /* a cancelled one was marked off by uring_accept_cancel, and another
+     * may be armed since */
+    if (!more && cqe->res != -ECANCELED && i < srv->nlisteners &&
+        srv->listeners != NULL)
+        srv->listeners[i].ring_armed = false;
+    net_accepted(srv, i, cqe->res);
+    /* the multishot accept ended (an error, or the kernel's choice): on
+     * again while accepting, unless net_accepted paused accepting */
+    if (!more && i < srv->nlisteners && srv->listeners != NULL &&
+        __atomic_load_n(&srv->accepting, __ATOMIC_RELAXED) &&
+        cqe->res != -ECANCELED)
+        (void)uring_accept_arm(srv, i);
 }
 
 /* ---- connections -------------------------------------------------------- */
@@ -739,6 +800,9 @@ static void uw_dispatch(struct uring_worker *uw, const struct io_uring_cqe *cqe)
     case UD_UDP:
         uw->udp_armed[ud >> 3] = false;
         uw->udp_due = true;
+        break;
+    case UD_ACCEPT:
+        uw_on_accept(uw, (size_t)(ud >> 3), cqe);
         break;
     default:
         break;

@@ -38,6 +38,9 @@ void uring_run(struct worker *w);
 int uring_turn(struct worker *w, int wait_ms);
 /* Wake w's loop from another thread (inbox, stop). */
 void uring_wake(struct worker *w);
+/* The multishot accept of listener i on the main thread's ring. */
+int uring_accept_arm(struct server *srv, size_t i);
+void uring_accept_cancel(struct server *srv, size_t i);
 int uring_conn_adopt(struct conn *c);
 int uring_conn_flush(struct conn *c);
 void uring_conn_requeue(struct conn *c);
@@ -72,6 +75,17 @@ static inline int uring_turn(struct worker *w, int wait_ms)
     (void)w;
     (void)wait_ms;
     return -1;
+}
+static inline int uring_accept_arm(struct server *srv, size_t i)
+{
+    (void)srv;
+    (void)i;
+    return -1;
+}
+static inline void uring_accept_cancel(struct server *srv, size_t i)
+{
+    (void)srv;
+    (void)i;
 }
 static inline int uring_conn_adopt(struct conn *c)
 {
