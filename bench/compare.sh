@@ -48,6 +48,9 @@
 #                          earlier commit), run as target mdcached-base
 #                          (-n 1 -t 0) beside mdcached in the W1-W4 rounds:
 #                          before/after figures of a change, side by side
+#                          With liburing, mdcached --io=uring (-n 1 -t 0)
+#                          and bench/floor_uring run as mdcached-uring and
+#                          floor-uring.
 #   -T, --targets LIST     only these W1-W4 targets, e.g.
 #                          "mdcached mdcached-base memcached" (default all)
 #       --quick            3 rounds of 2 s, 10^6 records: checks the script
@@ -98,9 +101,13 @@ done
 LOAD=${MDC_LOAD:-$BUILD/bench/mdc-load}
 DAEMON=${MDCACHED:-$BUILD/server/mdcached}
 FLOOR=${MDC_FLOOR:-$BUILD/bench/floor}
+FLOOR_URING=${MDC_FLOOR_URING:-$BUILD/bench/floor_uring}
 for f in "$LOAD" "$DAEMON" "$FLOOR" ${AGAINST:+"$AGAINST"}; do
     [ -x "$f" ] || { echo "compare.sh: $f not built (make; or -B BUILD_DIR)" >&2; exit 1; }
 done
+# mdcached-uring runs when this mdcached has --io and the kernel lets it
+HAVE_URING=0
+"$DAEMON" --io=uring -p 0 -s /nonexistent/x -h >/dev/null 2>&1 && "$DAEMON" -h 2>&1 | grep -q -- '--io' && HAVE_URING=1
 for c in memcached redis-server taskset; do
     command -v $c >/dev/null || { echo "compare.sh: $c missing (apt-get install memcached redis-server)" >&2; exit 1; }
 done
@@ -177,10 +184,12 @@ start() {
         SFLAGS[$name]="$kind $* -m $mem"
         taskset -c 0 "$bin" "$@" -m "$mem" "${listen[@]}" -v 1 > "$TMP/$name.log" 2>&1 &
         ;;
-    floor)
+    floor | floor-uring)
+        local fbin=$FLOOR
+        [ "$kind" = floor-uring ] && fbin=$FLOOR_URING
         if [ "$tr" = unix ]; then listen=(-s "$addr"); else listen=(-p "${addr##*:}"); fi
-        SFLAGS[$name]="floor $*"
-        taskset -c 0 "$FLOOR" "${listen[@]}" "$@" > "$TMP/$name.log" 2>&1 &
+        SFLAGS[$name]="$kind $*"
+        taskset -c 0 "$fbin" "${listen[@]}" "$@" > "$TMP/$name.log" 2>&1 &
         ;;
     esac
     SPID[$name]=$!
@@ -335,6 +344,16 @@ phase() {
         start mdcb mdcached-base "$tr" 1024 -n 1 -t 0
         prefill mdcb text "$keys" "$vs"
         all="memcached:mc:text mdcached:mdc1:text mdcached-base:mdcb:text redis:redis:resp floor:floor:text mdcached-native:mdc1:native mdcached-ref:mdc4:text"
+    fi
+    # io_uring (--io=uring, docs/performance.md "io_uring") and its floor
+    if [ "$HAVE_URING" = 1 ]; then
+        start mdcu mdcached "$tr" 1024 -n 1 -t 0 --io=uring
+        prefill mdcu text "$keys" "$vs"
+        all="$all mdcached-uring:mdcu:text"
+        if [ -x "$FLOOR_URING" ]; then
+            start flooru floor-uring "$tr" 0 -K 16 -v "$vs"
+            all="$all floor-uring:flooru:text"
+        fi
     fi
     if [ -n "$ONLY" ]; then
         local keep="" tsp t

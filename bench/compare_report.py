@@ -157,7 +157,8 @@ def cmd_report(argv):
             loadavg=med(r["loadavg"][0] for r in rs if r.get("loadavg")))
 
     order = ["memcached", "mdcached", "mdcached-base", "redis", "floor",
-             "mdcached-native", "mdcached-ref"]
+             "mdcached-native", "mdcached-ref", "mdcached-uring",
+             "floor-uring"]
     labels = {
         "memcached": "memcached 1.6 `-t 1` (text)",
         "mdcached": "**mdcached `-n 1 -t 0` (text)**",
@@ -166,6 +167,8 @@ def cmd_report(argv):
         "floor": "floor (text)",
         "mdcached-native": "mdcached `-n 1 -t 0` (native), beside",
         "mdcached-ref": "mdcached `-n 4 -t 0` (text), reference model, beside",
+        "mdcached-uring": "mdcached `-n 1 -t 0 --io=uring` (text), beside",
+        "floor-uring": "floor on io_uring (text), beside",
     }
     meds = []
     out = []
@@ -288,7 +291,7 @@ def cmd_report(argv):
         # the peers' ratios beside, for the reference model and native
         extra = []
         for w in ("W1", "W2", "W4"):
-            for t in ("mdcached-ref", "mdcached-native"):
+            for t in ("mdcached-ref", "mdcached-native", "mdcached-uring"):
                 m = c_of(w, t)
                 if m is None:
                     continue
@@ -391,7 +394,8 @@ def plots(meds, w6, w7med, w7cpu, png_dir, when, rel_base):
               "redis": "#c44e52", "floor": "#8c8c8c",
               "mdcached-native": "#f2b880", "mdcached-ref": "#a66a2e"}
     order = ["memcached", "mdcached", "mdcached-base", "redis", "floor",
-             "mdcached-native", "mdcached-ref"]
+             "mdcached-native", "mdcached-ref", "mdcached-uring",
+             "floor-uring"]
     wls = [w for w in ("W1", "W2", "W3", "W4")
            if any(c["workload"] == w for c in meds)]
     if wls:

@@ -40,6 +40,9 @@ struct opt_list {
       "auto = number of online CPUs")                                          \
     X(payload_threads, 't', "payload-threads", OT_UINT, "0", 0, 256, "M",      \
       "payload (store) threads; 0 = requests run in the network threads")      \
+    X(io, 0, "io", OT_STR, "auto", 0, 0, "auto|epoll|uring",                \
+      "network I/O backend: epoll (libevent) or uring (io_uring); auto = "    \
+      "epoll")                                                                 \
     X(memory_mb, 'm', "memory-limit", OT_UINT, "1024", 1, 16777216, "MiB",     \
       "memory for records and the tag index, in MiB")                          \
     X(no_evict, 'M', "no-evict", OT_FLAG, "off", 0, 1, NULL,                   \

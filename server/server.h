@@ -32,6 +32,7 @@ struct event;
 struct conn;
 struct record;
 struct udp_worker;
+struct uring_worker;
 struct proto;
 struct dumper;
 struct auth;
@@ -111,6 +112,10 @@ struct worker {
 
     /* UDP (-U): this thread's sockets and batch buffers, or NULL */
     struct udp_worker *udp;
+
+    /* --io=uring: this thread's ring (server/net/uring.c), or NULL */
+    struct uring_worker *uring;
+    atomic_bool stop_req;     /* uring loop: the main thread asks it to stop */
 };
 
 struct listener {
@@ -121,6 +126,7 @@ struct listener {
     bool tls;                 /* --tls-listen: connections start a TLS
                                  handshake (net/tls.h) */
     struct event *ev;
+    bool ring_armed;          /* --io=uring: its multishot accept is on */
     char name[128];
 };
 
@@ -141,6 +147,7 @@ struct server {
     struct mq *pqs;           /* payload queues */
     unsigned npqs;
     unsigned next_net;        /* round-robin for new connections */
+    bool io_uring;            /* --io=uring in force (uring.c resolves it) */
 
     struct listener *listeners;
     size_t nlisteners;

@@ -381,6 +381,9 @@ static int setup(void **state)
     o.net_threads = 0; /* SPED: the calling thread is the worker */
     o.payload_threads = 0;
     o.memory_mb = 64;
+    /* the test drives the epoll path's state machine by hand
+     * (conn_on_io); test_server_alloc and test_uring cover io_uring */
+    o.io = "epoll";
     srv = server_setup(&o);
     return srv != NULL ? 0 : -1;
 }

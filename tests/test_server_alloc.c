@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -26,6 +27,7 @@
 
 #include "server/core/alloc.h"
 #include "server/net/conn.h"
+#include "server/net/uring.h"
 #include "server/daemon.h"
 #include "server/options.h"
 #include "server/proto/proto.h"
@@ -48,6 +50,33 @@ struct fixture {
 };
 
 static struct fixture fx;
+
+/*
+ * Run c as its network thread would.  epoll: one conn_on_io() call.
+ * io_uring (MDC_TEST_IO=uring, tools/test-all.sh): turns of the worker's
+ * ring - the multishot receive's completion runs the batch, the send's
+ * completion retires the output - until the peer has the reply and
+ * nothing is pending (input: the request was written to the socket).
+ */
+static void drive(struct conn *c, short what, bool input)
+{
+    int i;
+
+    if (c->uc == NULL) {
+        conn_on_io(c, what);
+        return;
+    }
+    if (!input)
+        conn_drive(c); /* output queued by the test itself: send it */
+    for (i = 0; i < 200; i++) {
+        struct pollfd p = {fx.peer, POLLIN, 0};
+
+        if (poll(&p, 1, 0) == 1 && c->opending == 0 && !c->wr_busy)
+            return;
+        assert_true(uring_turn(c->owner, 50) >= 0);
+    }
+    fail_msg("io_uring: the reply did not go out");
+}
 
 static void key_of(char *k, size_t len, int i)
 {
@@ -78,6 +107,10 @@ static int setup(void **state)
     atomic_fetch_add(&fx.srv->nconns, 1);
     fx.c = conn_setup(fx.srv, &fx.srv->workers[0], sv[0], AF_UNIX);
     if (fx.c == NULL || conn_adopt(fx.c) < 0)
+        return -1;
+    /* the suite's io_uring pass must really run on a ring */
+    if (getenv("MDC_TEST_IO") != NULL &&
+        strcmp(getenv("MDC_TEST_IO"), "uring") == 0 && fx.c->uc == NULL)
         return -1;
 
     fx.batch = malloc(NKEYS * (WIRE_HDR_LEN + 32));
@@ -177,7 +210,7 @@ static void run_batch(uint64_t *allocated)
     assert_int_equal(write(fx.peer, fx.batch, fx.batchlen),
                      (ssize_t)fx.batchlen);
     a0 = mdc_thread_allocated();
-    conn_on_io(fx.c, EV_READ | EV_WRITE);
+    drive(fx.c, EV_READ | EV_WRITE, true);
     a1 = mdc_thread_allocated();
     *allocated = a1 - a0;
     assert_int_equal(fx.c->opending, 0); /* everything went out */
@@ -239,7 +272,7 @@ static void test_values_not_copied(void **state)
     assert_int_equal(refs, NKEYS);
     /* obuf holds headers, tags and GETK keys only: no value bytes */
     assert_true(c->olen < (size_t)NKEYS * (WIRE_HDR_LEN + 8 + 32));
-    conn_on_io(c, EV_WRITE);
+    drive(c, EV_WRITE, false);
     assert_int_equal(c->opending, 0);
     check_replies();
 }
@@ -283,7 +316,7 @@ static void test_small_values_one_piece(void **state)
         assert_null(c->segs[c->seghead].ptr);
         assert_null(c->segs[c->seghead].rec);
         assert_int_equal(c->opending, wl);
-        conn_on_io(c, EV_WRITE);
+        drive(c, EV_WRITE, false);
         assert_int_equal(c->opending, 0);
         for (gl = 0; gl < wl;) {
             ssize_t n = read(fx.peer, got + gl, sizeof(got) - gl);

@@ -78,8 +78,39 @@ build_and_check() {
     fi
 }
 
+# recheck NAME DIR VAR=VALUE: make check again in a built tree, with VAR set
+recheck() {
+    name=$1; d=$2; shift 2
+    echo "== $name: make check ($*)"
+    mkdir -p "$d/$name"
+    (cd "$d" && env "$@" make -j"$JOBS" check >"$name.out" 2>&1)
+    rc=$?
+    grep -E '^(PASS|FAIL|ERROR|XPASS|SKIP):' "$d/$name.out" | sed "s/^/   [$name] /"
+    cp "$d/test-suite.log" "$d/$name/test-suite.log" 2>/dev/null
+    if ! count_log "$d/$name/test-suite.log"; then
+        failed=$((failed + 1)); failures="$failures $name-check"; tail -40 "$d/$name.out"; return
+    fi
+    if [ $rc -ne 0 ]; then
+        failures="$failures $name-check"
+        for l in $(grep -lE '^(FAIL|ERROR)' $(find "$d" -name '*.log' ! -name test-suite.log) 2>/dev/null); do
+            echo "---- $l"; tail -60 "$l"; done
+    fi
+    if [ "${CI:-}" = true ] && [ "$(id -u)" -eq 0 ]; then
+        s=$(sed -n 's/^# SKIP: *//p' "$d/$name/test-suite.log" | head -1)
+        if [ "${s:-0}" -ne 0 ]; then
+            echo "!! $name: $s tests skipped under CI as root"
+            failed=$((failed + s)); failures="$failures $name-skips"
+        fi
+    fi
+}
+
 step layers sh tools/check-layers.sh
 build_and_check normal CFLAGS="-O2 -g" --enable-debug-commands
+# the whole suite again with every daemon on io_uring (--io=uring through
+# MDC_TEST_IO, docs/options.md): both network backends pass the same tests
+if [ -f "$B/normal/Makefile" ] && grep -q '^#define HAVE_LIBURING 1' "$B/normal/config.h"; then
+    recheck normal-uring "$B/normal" MDC_TEST_IO=uring
+fi
 # the soak (docs/security.md): SOAK_SECONDS, 120 here; 1800 for the report
 step soak sh -c "MDC_BUILDDIR='$B/normal' SOAK_SECONDS=${SOAK_SECONDS:-120} sh bench/soak.sh"
 # the portable build (docs/packaging.md, "FreeBSD"): every Linux-only part

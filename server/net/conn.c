@@ -29,6 +29,7 @@
 #include "server/core/alloc.h"
 #include "threads.h"
 #include "tls.h"
+#include "uring.h"
 #include "server/log.h"
 #include "server/core/store.h"
 
@@ -85,12 +86,18 @@ int conn_adopt(struct conn *c)
      * readiness is registered only while a write would block (conn_flush),
      * so the socket's EPOLLOUT edges (one each time the peer reads a reply)
      * neither wake the loop nor cost a callback. */
+    if (w->uring != NULL) {
+        /* io_uring: a multishot receive instead of events (uring.c) */
+        if (uring_conn_adopt(c) < 0)
+            goto out;
+    } else {
     c->ev = event_new(w->base, c->fd, EV_READ | EV_CLOSED | EV_ET | EV_PERSIST,
                       conn_ev_cb, c);
     c->ev_wr = event_new(w->base, c->fd, EV_WRITE | EV_ET | EV_PERSIST,
                          conn_ev_cb, c);
     if (c->ev == NULL || c->ev_wr == NULL || event_add(c->ev, NULL) < 0)
         goto out;
+    }
     c->adopted = true;
     __atomic_store_n(&c->last_active, w->now, __ATOMIC_RELAXED);
     pthread_mutex_lock(&w->conns_mu);
@@ -113,12 +120,12 @@ out:
 void conn_teardown(struct conn *c)
 {
     struct worker *w = c->owner;
-    size_t i;
 
     if (c->ev_wr != NULL)
         event_free(c->ev_wr);
     if (c->adopted) {
-        event_free(c->ev);
+        if (c->ev != NULL)
+            event_free(c->ev);
         pthread_mutex_lock(&w->conns_mu);
         if (c->link.prev != NULL)
             c->link.prev->link.next = c->link.next;
@@ -133,15 +140,27 @@ void conn_teardown(struct conn *c)
     } else if (c->ev != NULL) {
         event_free(c->ev);
     }
+    atomic_fetch_sub(&c->srv->nconns, 1);
+    STAT_INC(&w->stats, closed_connections);
+    log_debug("conn %llu closed", (unsigned long long)c->id);
+    /* io_uring: operations still in flight reference the buffers and the
+     * records; the ring frees the connection when the last one is done */
+    if (c->uc != NULL && uring_conn_teardown(c))
+        return;
+    conn_free(c);
+}
+
+void conn_free(struct conn *c)
+{
+    size_t i;
+
+    uring_conn_free(c);
     for (i = c->seghead; i < c->nseg; i++)
         if (c->segs[i].rec != NULL)
             store_release(c->srv->store, c->segs[i].rec);
     tls_conn_free(c);
     if (c->fd >= 0)
         close(c->fd);
-    atomic_fetch_sub(&c->srv->nconns, 1);
-    STAT_INC(&w->stats, closed_connections);
-    log_debug("conn %llu closed", (unsigned long long)c->id);
     mdc_free(c->ibuf);
     mdc_free(c->obuf);
     mdc_free(c->segs);
@@ -283,6 +302,28 @@ static int conn_read(struct conn *c)
     return -1;
 }
 
+int conn_in_append(struct conn *c, const void *p, size_t n)
+{
+    const uint8_t *b = p;
+
+    __atomic_store_n(&c->last_active, c->owner->now, __ATOMIC_RELAXED);
+    STAT_ADD(&c->owner->stats, bytes_read, n);
+    while (n > 0) {
+        size_t room = conn_in_room(c);
+        size_t k = n < room ? n : room;
+
+        if (room == 0)
+            return -1;
+        memcpy(c->ibuf + c->ilen, b, k);
+        c->ilen += k;
+        if (c->skip > 0)
+            conn_apply_skip(c);
+        b += k;
+        n -= k;
+    }
+    return 0;
+}
+
 /* ---- output ------------------------------------------------------------ */
 
 static int conn_seg_push(struct conn *c, const struct oseg *s)
@@ -415,6 +456,17 @@ static void conn_out_advance(struct conn *c, size_t n)
     }
 }
 
+void conn_out_sent(struct conn *c, size_t n)
+{
+    STAT_ADD(&c->owner->stats, bytes_written, n);
+    c->opending -= n;
+    if (n > 0)
+        c->blocked_since = 0;
+    conn_out_advance(c, n);
+    if (c->seghead == c->nseg)
+        conn_out_reset(c);
+}
+
 /* A write would block: note it and register for the EPOLLOUT edge. */
 static int conn_wr_blocked(struct conn *c)
 {
@@ -447,6 +499,8 @@ static int conn_flush(struct conn *c)
     ssize_t n;
     size_t i, k, want;
 
+    if (c->uc != NULL)
+        return uring_conn_flush(c); /* one send in flight at a time */
     while (c->seghead < c->nseg) {
         if (c->tls != NULL && !c->tls->ktls_tx) {
             /* SSL_write(): one record at a time, so taking less than the
@@ -512,7 +566,7 @@ static bool conn_has_work(const struct conn *c)
     size_t avail = c->ilen - c->ioff;
 
     return !c->closing && avail > 0 && avail >= c->need && !conn_out_full(c) &&
-           c->hold_until == 0;
+           c->hold_until == 0 && !c->wr_busy;
 }
 
 void conn_drive(struct conn *c)
@@ -571,7 +625,10 @@ void conn_drive(struct conn *c)
                     STAT_INC(&w->stats, conn_yields);
                     if (c->opending > 0 && c->wr_ready && conn_flush(c) < 0)
                         goto kill;
-                    event_active(c->ev, EV_TIMEOUT, 0); /* no new edge */
+                    if (c->uc != NULL)
+                        uring_conn_requeue(c);
+                    else
+                        event_active(c->ev, EV_TIMEOUT, 0); /* no new edge */
                     break;
                 }
             }
@@ -694,7 +751,10 @@ void conn_returned(struct conn *c)
             return;
         }
         if (!c->closing && !(c->owner->stopping && !c->rd_drain)) {
-            event_active(c->ev, EV_TIMEOUT, 0);
+            if (c->uc != NULL)
+                uring_conn_requeue(c);
+            else
+                event_active(c->ev, EV_TIMEOUT, 0);
             return;
         }
     }

@@ -108,6 +108,11 @@ struct conn {
                                       to answer (48 bytes) */
     struct tls_conn *tls;  /* TLS listener: handshake and records (tls.h);
                               NULL on a plain connection */
+    /* --io=uring (uring.c): the connection's ring state, or NULL; wr_busy:
+     * a send of obuf/segments is in flight, so no request runs (obuf must
+     * not move) until it completes */
+    struct uconn *uc;
+    bool wr_busy;
 };
 
 /* The connection whose qnode n is. */
@@ -154,6 +159,15 @@ void conn_returned(struct conn *c);
 void conn_tick(struct conn *c, uint64_t now);
 /* Begin a graceful close (no more input; finish and flush). */
 void conn_shutdown(struct conn *c);
+
+/* ---- for the io_uring backend (uring.c) --------------------------------- */
+/* Append n received bytes to the input (skip, stats, last_active); 0, or -1
+ * when the buffer cannot grow. */
+int conn_in_append(struct conn *c, const void *p, size_t n);
+/* n bytes of the output were sent: retire them, release records. */
+void conn_out_sent(struct conn *c, size_t n);
+/* Free a torn-down connection (after conn_teardown deferred it). */
+void conn_free(struct conn *c);
 
 /* ---- for protocol handlers (whoever owns the buffers) ---------------- */
 static inline const uint8_t *conn_in_data(const struct conn *c, size_t *len)

@@ -27,6 +27,7 @@
 #include "net.h"
 #include "threads.h"
 #include "tls.h"
+#include "uring.h"
 #include "udp.h"
 #include "server/server.h"
 #include "server/addr.h"
@@ -220,6 +221,29 @@ static void net_accept_cb(evutil_socket_t lfd, short what, void *arg)
     net_accept_one(srv, l, fd);
 }
 
+void net_accepted(struct server *srv, size_t i, int fd)
+{
+    struct listener *l;
+
+    if (i >= srv->nlisteners || srv->listeners == NULL ||
+        !__atomic_load_n(&srv->accepting, __ATOMIC_RELAXED)) {
+        if (fd >= 0)
+            close(fd);
+        return;
+    }
+    l = &srv->listeners[i];
+    if (fd < 0) {
+        if (fd == -EMFILE || fd == -ENFILE || fd == -ENOBUFS ||
+            fd == -ENOMEM) {
+            log_warn("accept on %s: %s; pausing 1 s", l->name,
+                     strerror(-fd));
+            net_accept_backoff(srv);
+        }
+        return;
+    }
+    net_accept_one(srv, l, fd);
+}
+
 static struct listener *net_add(struct server *srv, int fd, int family,
                                 const char *name)
 {
@@ -408,11 +432,18 @@ int net_enable_accept(struct server *srv)
 {
     size_t i;
 
-    for (i = 0; i < srv->nlisteners; i++)
+    __atomic_store_n(&srv->accepting, true, __ATOMIC_RELAXED);
+    for (i = 0; i < srv->nlisteners; i++) {
+        /* io_uring: a multishot accept on the main thread's ring */
+        if (srv->workers[0].uring != NULL) {
+            if (uring_accept_arm(srv, i) < 0)
+                return -1;
+            continue;
+        }
         if (srv->listeners[i].ev != NULL &&
             event_add(srv->listeners[i].ev, NULL) < 0)
             return -1;
-    __atomic_store_n(&srv->accepting, true, __ATOMIC_RELAXED);
+    }
     return 0;
 }
 
@@ -420,9 +451,12 @@ void net_disable_accept(struct server *srv)
 {
     size_t i;
 
-    for (i = 0; i < srv->nlisteners; i++)
-        if (srv->listeners[i].ev != NULL)
+    for (i = 0; i < srv->nlisteners; i++) {
+        if (srv->workers != NULL && srv->workers[0].uring != NULL)
+            uring_accept_cancel(srv, i);
+        else if (srv->listeners[i].ev != NULL)
             event_del(srv->listeners[i].ev);
+    }
     __atomic_store_n(&srv->accepting, false, __ATOMIC_RELAXED);
 }
 

@@ -11,6 +11,9 @@
 int net_listen_all(struct server *srv);
 void net_close_all(struct server *srv);
 int net_enable_accept(struct server *srv);
+/* --io=uring (uring.c): listener i's multishot accept returned fd, or
+ * -errno; a listener gone meanwhile (i out of range) closes fd. */
+void net_accepted(struct server *srv, size_t i, int fd);
 void net_disable_accept(struct server *srv);
 
 #endif

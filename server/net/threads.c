@@ -22,6 +22,7 @@
 #include "conn.h"
 #include "threads.h"
 #include "udp.h"
+#include "uring.h"
 #include "server/server.h"
 #include "server/log.h"
 
@@ -75,18 +76,17 @@ static void worker_check_done(struct worker *w)
         event_base_loopexit(w->base, NULL);
 }
 
-static void worker_inbox_cb(evutil_socket_t fd, short what, void *arg)
+void worker_inbox_run(struct worker *w)
 {
-    struct worker *w = arg;
     struct mq_node *n = mq_take_all(&w->inbox);
 
-    (void)fd;
-    (void)what;
     while (n != NULL) {
         struct mq_node *next = n->next; /* c may be queued again below */
         struct conn *c = conn_of_node(n);
 
         if (c->adopted) {
+            if (c->uc != NULL)
+                uring_conn_returned(c);
             conn_returned(c);
         } else if (w->stopping || conn_adopt(c) < 0) {
             conn_teardown(c);
@@ -98,14 +98,18 @@ static void worker_inbox_cb(evutil_socket_t fd, short what, void *arg)
     worker_check_done(w);
 }
 
-static void worker_tick_cb(evutil_socket_t fd, short what, void *arg)
+static void worker_inbox_cb(evutil_socket_t fd, short what, void *arg)
 {
-    struct worker *w = arg;
+    (void)fd;
+    (void)what;
+    worker_inbox_run(arg);
+}
+
+void worker_tick_run(struct worker *w)
+{
     static const uint64_t grace = STOP_GRACE_S;
     struct conn *c, *next;
 
-    (void)fd;
-    (void)what;
     w->now = server_mono_s();
     for (c = w->conns; c != NULL; c = next) {
         next = c->link.next;
@@ -123,6 +127,13 @@ static void worker_tick_cb(evutil_socket_t fd, short what, void *arg)
         }
     }
     worker_check_done(w);
+}
+
+static void worker_tick_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    worker_tick_run(arg);
 }
 
 /* Stop: no more reading; finish what is buffered, flush, close. */
@@ -173,8 +184,12 @@ out:
 
 void worker_give_conn(struct worker *w, struct conn *c)
 {
-    if (mq_push(&w->inbox, &c->qnode))
-        event_active(w->ev_inbox, EV_READ, 0);
+    if (mq_push(&w->inbox, &c->qnode)) {
+        if (uring_outer(w))
+            uring_wake(w); /* the ring's loop does not run libevent's */
+        else
+            event_active(w->ev_inbox, EV_READ, 0);
+    }
 }
 
 void worker_return_conn(struct worker *w, struct conn *c)
@@ -205,6 +220,10 @@ static unsigned threads_cpus(void)
  */
 static void worker_net_run(struct worker *w)
 {
+    if (uring_outer(w)) {
+        uring_run(w);
+        return;
+    }
     if (!w->yield_turns) {
         event_base_dispatch(w->base);
         return;
@@ -250,6 +269,8 @@ int threads_setup(struct server *srv)
     unsigned i, ncpu = threads_cpus();
     int rc = -1;
 
+    if (uring_resolve(srv) < 0)
+        goto out;
     srv->nworkers = 1 + srv->nnet + srv->npay;
     srv->workers = mdc_calloc(srv->nworkers, sizeof(*srv->workers));
     if (srv->workers == NULL)
@@ -280,6 +301,12 @@ int threads_setup(struct server *srv)
             continue;
         }
         if (worker_net_setup(w) < 0)
+            goto out;
+        /* --io=uring: every network thread gets a ring and runs its loop;
+         * the main thread's ring (multishot accepts, and its connections
+         * with -n 0) is polled from libevent's loop */
+        if (srv->io_uring &&
+            uring_worker_setup(w, w->role == ROLE_NET) < 0)
             goto out;
         w->yield_turns = w->role == ROLE_NET && srv->nnet > ncpu;
         if (srv->npay > 0 && (w->role == ROLE_NET || srv->nnet == 0))
@@ -325,8 +352,14 @@ void threads_stop_and_join(struct server *srv)
 
     for (i = 1; i < srv->nworkers; i++) {
         struct worker *w = &srv->workers[i];
-        if (w->role == ROLE_NET && w->started)
-            event_active(w->ev_stop, EV_READ, 0);
+        if (w->role == ROLE_NET && w->started) {
+            if (uring_outer(w)) {
+                atomic_store(&w->stop_req, true);
+                uring_wake(w);
+            } else {
+                event_active(w->ev_stop, EV_READ, 0);
+            }
+        }
     }
     for (i = 1; i < srv->nworkers; i++) {
         struct worker *w = &srv->workers[i];
@@ -361,6 +394,7 @@ void threads_teardown(struct server *srv)
             next = c->link.next;
             conn_teardown(c);
         }
+        uring_worker_teardown(w); /* frees the torn-down connections */
         udp_worker_teardown(w); /* its events first, then the base */
         if (w->base != NULL) {
             struct mq_node *n = mq_take_all(&w->inbox);

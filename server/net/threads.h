@@ -19,6 +19,10 @@ void threads_stop_and_join(struct server *srv);
 void threads_teardown(struct server *srv);
 /* Set up a network loop on w: inbox, tick and stop events. */
 int worker_net_setup(struct worker *w);
+/* The inbox (new and returned connections) and the 1 s tick, for a loop
+ * that is not libevent's (uring.c). */
+void worker_inbox_run(struct worker *w);
+void worker_tick_run(struct worker *w);
 /* Begin a graceful stop of w's connections (w's own thread). */
 void worker_begin_stop(struct worker *w);
 /* Hand a new connection to a network worker (from the main thread). */

@@ -559,6 +559,18 @@ void udp_serve(struct worker *w)
         udp_sock_serve(us);
 }
 
+unsigned udp_worker_fds(struct worker *w, int *fds, unsigned max)
+{
+    struct udp_sock *us;
+    unsigned n = 0;
+
+    if (w->udp == NULL)
+        return 0;
+    for (us = w->udp->socks; us != NULL && n < max; us = us->next)
+        fds[n++] = us->fd;
+    return n;
+}
+
 /* ---- sockets ------------------------------------------------------------ */
 
 static struct udp_worker *udp_worker_setup(void)

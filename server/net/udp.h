@@ -38,6 +38,10 @@ int udp_sock_add(struct worker *w, int fd, const char *name);
  * callback does), for tests that drive a worker without its loop. */
 void udp_serve(struct worker *w);
 
+/* w's UDP descriptors (at most max), for a loop that polls them itself
+ * and calls udp_serve() (uring.c). */
+unsigned udp_worker_fds(struct worker *w, int *fds, unsigned max);
+
 /* Bind -U on every -l address, one SO_REUSEPORT socket per network thread. */
 int udp_listen_all(struct server *srv);
 /* Close w's UDP sockets (w's own thread, or before the threads start). */

@@ -1,0 +1,1002 @@
+/*
+ * uring.c - the io_uring network backend (--io=uring).
+ *
+ * Every thread that serves connections owns one ring.  A connection has one
+ * multishot receive armed for its life, which picks buffers from the
+ * thread's ring of provided buffers; each completion's bytes are appended
+ * to the connection's input and the buffer goes straight back.  Output is
+ * one send (or sendmsg of up to URING_IOV_MAX segments) at a time, from the
+ * connection's output queue in place: record references stay held until
+ * the completion says the bytes are out (conn_out_sent), so the zero-copy
+ * GET of the epoll path is kept.  A turn of the loop reaps every
+ * completion, runs what they made ready, and submits every send they
+ * produced, and the next wait, in one io_uring_enter.
+ *
+ * A network thread runs the ring's loop itself (uring_run): libevent is not
+ * polled per turn.  Other threads wake it through an eventfd that the ring
+ * reads (inbox: new connections, payload-thread hand-backs; stop); the 1 s
+ * tick is the wait's timeout; UDP sockets (-U) are one-shot polls on the
+ * ring.  The main thread with -n 0 keeps libevent's loop (signals,
+ * listeners, timers) and polls the ring's descriptor from it.
+ *
+ * docs/threads-models.md, "The io_uring loop", has the rules and costs.
+ */
+#include "config.h"
+
+#ifdef HAVE_LIBURING
+
+#include "uring.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+#include <sched.h>
+
+#include <event2/event.h>
+#include <liburing.h>
+
+#include "server/core/alloc.h"
+#include "server/log.h"
+#include "conn.h"
+#include "net.h"
+#include "threads.h"
+#include "udp.h"
+
+/* The backend --io=auto picks: epoll, although io_uring measured cheaper
+ * per request, until the receive fairness issue of docs/performance.md,
+ * "The io_uring backend", is solved.  With 1, auto falls back to epoll
+ * (with a warning) where the kernel refuses io_uring. */
+#define URING_DEFAULT_IS_URING 0
+
+#define URING_ENTRIES 512       /* submission queue; completions 2x */
+#define URING_BGID 1            /* provided-buffer group */
+#define URING_NBUFS 256         /* provided buffers per thread ... */
+#define URING_BUFSZ 4096u       /* ... of this size (1 MiB per thread) */
+#define URING_IOV_MAX 256       /* segments per sendmsg */
+#define URING_IN_MAX (1u << 20) /* unconsumed input that stops receiving */
+#define URING_STASH_MAX 64      /* buffers held for a connection in flight */
+#define URING_UDP_MAX 64
+
+enum {
+    UD_IGNORE = 0, /* cancellations */
+    UD_RECV = 1,
+    UD_SEND = 2,
+    UD_WAKE = 3,
+    UD_UDP = 4,
+    UD_ACCEPT = 5, /* listener index << 3 */
+};
+#define UD_TYPE(u) ((unsigned)((u) & 7u))
+#define UD_PTR(u) ((void *)(uintptr_t)((u) & ~(uint64_t)7u))
+
+struct uconn {
+    unsigned ops;         /* operations in flight that reference c */
+    bool recv_armed;      /* the multishot receive is active */
+    bool recv_cancel;     /* it is being cancelled (too much input) */
+    bool zombie;          /* torn down: freed when ops reaches 0 */
+    bool in_rq, in_ra;    /* on the requeue / rearm list */
+    struct conn *rq_next, *ra_next, *z_next;
+    struct iovec *iov;    /* URING_IOV_MAX, allocated on first use */
+    struct msghdr mh;
+    /* buffers received while a payload thread owns the input */
+    uint16_t *sbid;
+    uint32_t *slen;
+    unsigned nstash, stashcap;
+};
+
+struct uring_worker {
+    struct io_uring ring;
+    struct worker *w;
+    bool outer;            /* runs the thread (uring_run) */
+    bool exiting;          /* the ring is gone: buffers are not returned */
+    struct io_uring_buf_ring *br;
+    uint8_t *bufs;
+    unsigned nbufs, bufsz;
+    unsigned held;         /* buffers held in stashes */
+    int efd;               /* wake-ups from other threads */
+    uint64_t efd_val;
+    struct conn *rq_head, *rq_tail; /* connections to drive next turn */
+    unsigned rq_n;
+    struct conn *ra;       /* connections whose receive needs arming */
+    struct conn *zombies;  /* torn down, operations still in flight */
+    /* main thread (-n 0): the ring as a libevent event */
+    struct event *ev;
+    bool kicked;
+    /* UDP sockets of this thread (-U), polled one-shot */
+    int udp_fd[URING_UDP_MAX];
+    bool udp_armed[URING_UDP_MAX];
+    unsigned nudp;
+    bool udp_due;
+};
+
+static void uw_kick(struct uring_worker *uw);
+
+bool uring_outer(const struct worker *w)
+{
+    return w->uring != NULL && w->uring->outer;
+}
+
+/* ---- setup ---------------------------------------------------------------- */
+
+/* Can this kernel run the backend?  0, or -errno with what failed. */
+static int uring_probe(const char **what)
+{
+    struct io_uring r;
+    struct io_uring_buf_ring *br = NULL;
+    int rc;
+
+    *what = "io_uring_setup";
+    rc = io_uring_queue_init(8, &r, 0);
+    if (rc < 0)
+        return rc;
+    *what = "provided-buffer ring (kernel 5.19+)";
+    br = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_ANONYMOUS | MAP_PRIVATE,
+              -1, 0);
+    if (br == MAP_FAILED) {
+        rc = -errno;
+    } else {
+        struct io_uring_buf_reg reg;
+
+        memset(&reg, 0, sizeof(reg));
+        reg.ring_addr = (uint64_t)(uintptr_t)br;
+        reg.ring_entries = 8;
+        reg.bgid = URING_BGID;
+        rc = io_uring_register_buf_ring(&r, &reg, 0);
+        munmap(br, 4096);
+    }
+    io_uring_queue_exit(&r);
+    return rc;
+}
+
+int uring_resolve(struct server *srv)
+{
+    const char *io = srv->opt.io != NULL ? srv->opt.io : "auto";
+    const char *env = getenv("MDC_TEST_IO");
+    const char *what = "";
+    bool explicit_ = strcmp(io, "auto") != 0;
+    int rc;
+
+    srv->io_uring = false;
+    /* the test suite's second pass (tools/test-all.sh): an unset --io
+     * means this backend */
+    if (!explicit_ && env != NULL && *env != '\0') {
+        io = env;
+        explicit_ = true;
+    }
+    if (strcmp(io, "auto") == 0)
+        io = URING_DEFAULT_IS_URING ? "uring" : "epoll";
+    if (strcmp(io, "uring") != 0)
+        return 0;
+    if (srv->opt.tls_listen.n > 0) {
+        /* TLS connections need conn_read/conn_flush (tls.c), which the
+         * ring bypasses: an explicit --io=uring with --tls-listen is a
+         * usage error (options.c); here only the test suite's pass
+         * (MDC_TEST_IO) can ask for it, and it gets epoll */
+        log_info("--tls-listen: the I/O backend is epoll");
+        return 0;
+    }
+    rc = uring_probe(&what);
+    if (rc < 0) {
+        if (explicit_) {
+            log_error("--io=uring: io_uring is not available here: %s "
+                      "failed: %s (kernel too old, disabled by sysctl "
+                      "kernel.io_uring_disabled, or refused by a seccomp "
+                      "filter); use --io=epoll",
+                      what, strerror(-rc));
+            return -1;
+        }
+        log_warn("io_uring is not available (%s failed: %s): using epoll",
+                 what, strerror(-rc));
+        return 0;
+    }
+    srv->io_uring = true;
+    log_info("network I/O: io_uring");
+    return 0;
+}
+
+static void uw_ev_cb(evutil_socket_t fd, short what, void *arg);
+
+int uring_worker_setup(struct worker *w, bool outer)
+{
+    struct uring_worker *uw = mdc_calloc(1, sizeof(*uw));
+    struct io_uring_params p;
+    struct io_uring_buf_reg reg;
+    const char *e = getenv("MDC_URING_NBUFS"); /* tests: exhaustion */
+    size_t brsz;
+    unsigned i;
+    int rc;
+
+    if (uw == NULL)
+        return -1;
+    uw->w = w;
+    uw->outer = outer;
+    uw->efd = -1;
+    uw->nbufs = URING_NBUFS;
+    if (e != NULL && atoi(e) > 0 && atoi(e) <= 32768 &&
+        (atoi(e) & (atoi(e) - 1)) == 0)
+        uw->nbufs = (unsigned)atoi(e);
+    uw->bufsz = URING_BUFSZ;
+    memset(&p, 0, sizeof(p));
+    /* A network thread's ring is submitted to by that thread only, and its
+     * completions are run when it waits (DEFER_TASKRUN): it is created
+     * here, disabled, and enabled by the thread itself (uring_run). */
+    p.flags = outer ? IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN |
+                          IORING_SETUP_R_DISABLED
+                    : 0;
+    rc = io_uring_queue_init_params(URING_ENTRIES, &uw->ring, &p);
+    if (rc == -EINVAL && outer) {
+        memset(&p, 0, sizeof(p));
+        rc = io_uring_queue_init_params(URING_ENTRIES, &uw->ring, &p);
+    }
+    if (rc < 0) {
+        log_error("io_uring_setup: %s", strerror(-rc));
+        mdc_free(uw);
+        return -1;
+    }
+    w->uring = uw;
+    brsz = uw->nbufs * sizeof(struct io_uring_buf);
+    brsz = (brsz + 4095) & ~(size_t)4095;
+    uw->br = mmap(NULL, brsz, PROT_READ | PROT_WRITE,
+                  MAP_ANONYMOUS | MAP_PRIVATE, -1, 0);
+    uw->bufs = mdc_malloc((size_t)uw->nbufs * uw->bufsz);
+    if (uw->br == MAP_FAILED || uw->bufs == NULL) {
+        if (uw->br == MAP_FAILED)
+            uw->br = NULL;
+        log_error("io_uring: out of memory for receive buffers");
+        return -1;
+    }
+    io_uring_buf_ring_init(uw->br);
+    memset(&reg, 0, sizeof(reg));
+    reg.ring_addr = (uint64_t)(uintptr_t)uw->br;
+    reg.ring_entries = uw->nbufs;
+    reg.bgid = URING_BGID;
+    rc = io_uring_register_buf_ring(&uw->ring, &reg, 0);
+    if (rc < 0) {
+        log_error("io_uring: cannot register the buffer ring: %s",
+                  strerror(-rc));
+        return -1;
+    }
+    for (i = 0; i < uw->nbufs; i++)
+        io_uring_buf_ring_add(uw->br, uw->bufs + (size_t)i * uw->bufsz,
+                              uw->bufsz, (unsigned short)i,
+                              io_uring_buf_ring_mask(uw->nbufs), (int)i);
+    io_uring_buf_ring_advance(uw->br, (int)uw->nbufs);
+    if (outer) {
+        uw->efd = eventfd(0, EFD_CLOEXEC);
+        if (uw->efd < 0) {
+            log_error("eventfd: %s", strerror(errno));
+            return -1;
+        }
+        /* the ring's wait timeout is the tick */
+        if (w->ev_tick != NULL)
+            event_del(w->ev_tick);
+    } else {
+        uw->ev = event_new(w->base, uw->ring.ring_fd, EV_READ | EV_PERSIST,
+                           uw_ev_cb, uw);
+        if (uw->ev == NULL || event_add(uw->ev, NULL) < 0) {
+            log_error("io_uring: cannot watch the ring");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void uw_free_zombies(struct uring_worker *uw)
+{
+    while (uw->zombies != NULL) {
+        struct conn *c = uw->zombies;
+
+        uw->zombies = c->uc->z_next;
+        c->uc->ops = 0;
+        conn_free(c);
+    }
+}
+
+void uring_worker_teardown(struct worker *w)
+{
+    struct uring_worker *uw = w->uring;
+
+    if (uw == NULL)
+        return;
+    if (uw->ev != NULL)
+        event_free(uw->ev);
+    /* exiting the ring cancels and waits for whatever is in flight; only
+     * then may the buffers and the records of torn-down connections go */
+    if (uw->ring.ring_fd >= 0)
+        io_uring_queue_exit(&uw->ring);
+    uw->exiting = true;
+    uw_free_zombies(uw);
+    if (uw->efd >= 0)
+        close(uw->efd);
+    if (uw->br != NULL) {
+        size_t brsz = uw->nbufs * sizeof(struct io_uring_buf);
+        munmap(uw->br, (brsz + 4095) & ~(size_t)4095);
+    }
+    mdc_free(uw->bufs);
+    mdc_free(uw);
+    w->uring = NULL;
+}
+
+/* ---- submissions ------------------------------------------------------------ */
+
+static struct io_uring_sqe *uw_sqe(struct uring_worker *uw)
+{
+    struct io_uring_sqe *sqe = io_uring_get_sqe(&uw->ring);
+
+    if (sqe == NULL) {
+        /* the submission queue is full: send what is there now */
+        io_uring_submit(&uw->ring);
+        sqe = io_uring_get_sqe(&uw->ring);
+    }
+    if (!uw->outer)
+        uw_kick(uw);
+    return sqe;
+}
+
+static void uw_buf_put(struct uring_worker *uw, unsigned bid)
+{
+    if (uw->exiting)
+        return;
+    io_uring_buf_ring_add(uw->br, uw->bufs + (size_t)bid * uw->bufsz,
+                          uw->bufsz, (unsigned short)bid,
+                          io_uring_buf_ring_mask(uw->nbufs), 0);
+    io_uring_buf_ring_advance(uw->br, 1);
+}
+
+static int uc_arm_recv(struct uring_worker *uw, struct conn *c)
+{
+    struct io_uring_sqe *sqe = uw_sqe(uw);
+
+    if (sqe == NULL)
+        return -1;
+    io_uring_prep_recv_multishot(sqe, c->fd, NULL, 0, 0);
+    sqe->flags |= IOSQE_BUFFER_SELECT;
+    sqe->buf_group = URING_BGID;
+    io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)c | UD_RECV);
+    c->uc->recv_armed = true;
+    c->uc->ops++;
+    return 0;
+}
+
+static void uc_cancel_recv(struct uring_worker *uw, struct conn *c)
+{
+    struct io_uring_sqe *sqe;
+
+    if (!c->uc->recv_armed || c->uc->recv_cancel)
+        return;
+    sqe = uw_sqe(uw);
+    if (sqe == NULL)
+        return;
+    io_uring_prep_cancel64(sqe, (uint64_t)(uintptr_t)c | UD_RECV, 0);
+    io_uring_sqe_set_data64(sqe, UD_IGNORE);
+    c->uc->recv_cancel = true;
+}
+
+static void uw_want_rearm(struct uring_worker *uw, struct conn *c)
+{
+    if (c->uc->in_ra)
+        return;
+    c->uc->in_ra = true;
+    c->uc->ra_next = uw->ra;
+    uw->ra = c;
+    if (!uw->outer)
+        uw_kick(uw);
+}
+
+static void uw_arm_wake(struct uring_worker *uw)
+{
+    struct io_uring_sqe *sqe = uw_sqe(uw);
+
+    if (sqe == NULL)
+        return;
+    io_uring_prep_read(sqe, uw->efd, &uw->efd_val, sizeof(uw->efd_val), 0);
+    io_uring_sqe_set_data64(sqe, UD_WAKE);
+}
+
+static void uw_arm_udp(struct uring_worker *uw, unsigned i)
+{
+    struct io_uring_sqe *sqe;
+
+    if (uw->udp_armed[i])
+        return;
+    sqe = uw_sqe(uw);
+    if (sqe == NULL)
+        return;
+    io_uring_prep_poll_add(sqe, uw->udp_fd[i], POLLIN);
+    io_uring_sqe_set_data64(sqe, ((uint64_t)i << 3) | UD_UDP);
+    uw->udp_armed[i] = true;
+}
+
+/* ---- accept (main thread) ---------------------------------------------- */
+
+int uring_accept_arm(struct server *srv, size_t i)
+{
+    struct uring_worker *uw = srv->workers[0].uring;
+    struct listener *l = &srv->listeners[i];
+    struct io_uring_sqe *sqe;
+
+    if (l->ring_armed)
+        return 0;
+    sqe = uw_sqe(uw);
+    if (sqe == NULL)
+        return -1;
+    io_uring_prep_multishot_accept(sqe, l->fd, NULL, NULL,
+                                   SOCK_NONBLOCK | SOCK_CLOEXEC);
+    /* the index, not a pointer: the listener array may be gone by the
+     * time a late completion arrives (net_accepted checks it) */
+    io_uring_sqe_set_data64(sqe, ((uint64_t)i << 3) | UD_ACCEPT);
+    l->ring_armed = true;
+    return 0;
+}
+
+void uring_accept_cancel(struct server *srv, size_t i)
+{
+    struct uring_worker *uw = srv->workers[0].uring;
+    struct listener *l = &srv->listeners[i];
+    struct io_uring_sqe *sqe;
+
+    if (!l->ring_armed || l->fd < 0)
+        return;
+    sqe = uw_sqe(uw);
+    if (sqe == NULL)
+        return;
+    io_uring_prep_cancel64(sqe, ((uint64_t)i << 3) | UD_ACCEPT, 0);
+    io_uring_sqe_set_data64(sqe, UD_IGNORE);
+    io_uring_submit(&uw->ring); /* before the listener may be closed */
+    l->ring_armed = false;
+}
+
+static void uw_on_accept(struct uring_worker *uw, size_t i,
+                         const struct io_uring_cqe *cqe)
+{
+    struct server *srv = uw->w->srv;
+    bool more = (cqe->flags & IORING_CQE_F_MORE) != 0;
+
+    /* a cancelled one was marked off by uring_accept_cancel, and another
+     * may be armed since */
+    if (!more && cqe->res != -ECANCELED && i < srv->nlisteners &&
+        srv->listeners != NULL)
+        srv->listeners[i].ring_armed = false;
+    net_accepted(srv, i, cqe->res);
+    /* the multishot accept ended (an error, or the kernel's choice): on
+     * again while accepting, unless net_accepted paused accepting */
+    if (!more && i < srv->nlisteners && srv->listeners != NULL &&
+        __atomic_load_n(&srv->accepting, __ATOMIC_RELAXED) &&
+        cqe->res != -ECANCELED)
+        (void)uring_accept_arm(srv, i);
+}
+
+/* ---- connections -------------------------------------------------------- */
+
+int uring_conn_adopt(struct conn *c)
+{
+    struct uring_worker *uw = c->owner->uring;
+    struct uconn *uc = mdc_calloc(1, sizeof(*uc));
+
+    if (uc == NULL)
+        return -1;
+    c->uc = uc;
+    /* a blocking socket: a send the socket cannot take yet waits in the
+     * ring (poll-armed) instead of failing with EAGAIN */
+    (void)fcntl(c->fd, F_SETFL, fcntl(c->fd, F_GETFL) & ~O_NONBLOCK);
+    if (uc_arm_recv(uw, c) < 0) {
+        mdc_free(uc);
+        c->uc = NULL;
+        return -1;
+    }
+    c->wr_ready = true;
+    return 0;
+}
+
+int uring_conn_flush(struct conn *c)
+{
+    struct uring_worker *uw = c->owner->uring;
+    struct uconn *uc = c->uc;
+    struct io_uring_sqe *sqe;
+    size_t i, k;
+
+    if (c->wr_busy || c->seghead == c->nseg)
+        return 0;
+    if (c->nseg - c->seghead > 1 && uc->iov == NULL) {
+        uc->iov = mdc_malloc(URING_IOV_MAX * sizeof(*uc->iov));
+        if (uc->iov == NULL)
+            return -1;
+    }
+    sqe = uw_sqe(uw);
+    if (sqe == NULL)
+        return -1;
+    if (c->nseg - c->seghead == 1) {
+        const struct oseg *s = &c->segs[c->seghead];
+        const uint8_t *p = s->ptr != NULL ? s->ptr : c->obuf + s->off;
+
+        io_uring_prep_send(sqe, c->fd, p + c->headsent, s->len - c->headsent,
+                           MSG_NOSIGNAL);
+    } else {
+        for (i = c->seghead, k = 0; i < c->nseg && k < URING_IOV_MAX;
+             i++, k++) {
+            const struct oseg *s = &c->segs[i];
+            const uint8_t *p = s->ptr != NULL ? s->ptr : c->obuf + s->off;
+            size_t skip = i == c->seghead ? c->headsent : 0;
+
+            uc->iov[k].iov_base = (void *)(p + skip);
+            uc->iov[k].iov_len = s->len - skip;
+        }
+        memset(&uc->mh, 0, sizeof(uc->mh));
+        uc->mh.msg_iov = uc->iov;
+        uc->mh.msg_iovlen = k;
+        io_uring_prep_sendmsg(sqe, c->fd, &uc->mh, MSG_NOSIGNAL);
+    }
+    io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)c | UD_SEND);
+    uc->ops++;
+    c->wr_busy = true;
+    c->wr_ready = false;
+    if (c->blocked_since == 0)
+        c->blocked_since = c->owner->now;
+    return 0;
+}
+
+void uring_conn_requeue(struct conn *c)
+{
+    struct uring_worker *uw = c->owner->uring;
+    struct uconn *uc = c->uc;
+
+    if (uc->in_rq)
+        return;
+    uc->in_rq = true;
+    uc->rq_next = NULL;
+    if (uw->rq_tail != NULL)
+        uw->rq_tail->uc->rq_next = c;
+    else
+        uw->rq_head = c;
+    uw->rq_tail = c;
+    uw->rq_n++;
+    if (!uw->outer)
+        uw_kick(uw);
+}
+
+static void uw_unlink(struct uring_worker *uw, struct conn *c)
+{
+    struct uconn *uc = c->uc;
+    struct conn **pp, *prev = NULL;
+
+    if (uc->in_rq) {
+        for (pp = &uw->rq_head; *pp != NULL; prev = *pp, pp = &(*pp)->uc->rq_next)
+            if (*pp == c) {
+                *pp = uc->rq_next;
+                if (uw->rq_tail == c)
+                    uw->rq_tail = prev;
+                uw->rq_n--;
+                break;
+            }
+        uc->in_rq = false;
+    }
+    if (uc->in_ra) {
+        for (pp = &uw->ra; *pp != NULL; pp = &(*pp)->uc->ra_next)
+            if (*pp == c) {
+                *pp = uc->ra_next;
+                break;
+            }
+        uc->in_ra = false;
+    }
+}
+
+bool uring_conn_teardown(struct conn *c)
+{
+    struct uring_worker *uw = c->owner->uring;
+    struct uconn *uc = c->uc;
+    struct io_uring_sqe *sqe;
+
+    uw_unlink(uw, c);
+    if (uc->ops == 0 || uw->exiting)
+        return false;
+    uc->zombie = true;
+    uc->z_next = uw->zombies;
+    uw->zombies = c;
+    /* end the receive and any send; their completions free c */
+    sqe = uw_sqe(uw);
+    if (sqe != NULL) {
+        io_uring_prep_cancel_fd(sqe, c->fd, IORING_ASYNC_CANCEL_ALL);
+        io_uring_sqe_set_data64(sqe, UD_IGNORE);
+    } else {
+        (void)shutdown(c->fd, SHUT_RDWR);
+    }
+    return true;
+}
+
+void uring_conn_free(struct conn *c)
+{
+    struct uconn *uc = c->uc;
+    struct uring_worker *uw;
+    unsigned i;
+
+    if (uc == NULL)
+        return;
+    uw = c->owner->uring;
+    if (uw != NULL) {
+        for (i = 0; i < uc->nstash; i++)
+            uw_buf_put(uw, uc->sbid[i]);
+        uw->held -= uc->nstash;
+    }
+    mdc_free(uc->sbid);
+    mdc_free(uc->slen);
+    mdc_free(uc->iov);
+    mdc_free(uc);
+    c->uc = NULL;
+}
+
+/* A zombie's operation completed: free it with the last one. */
+static void uw_zombie_done(struct uring_worker *uw, struct conn *c)
+{
+    struct conn **pp;
+
+    if (c->uc->ops > 0)
+        return;
+    for (pp = &uw->zombies; *pp != NULL; pp = &(*pp)->uc->z_next)
+        if (*pp == c) {
+            *pp = c->uc->z_next;
+            break;
+        }
+    conn_free(c);
+}
+
+static int uc_stash(struct uring_worker *uw, struct conn *c, unsigned bid,
+                    uint32_t len)
+{
+    struct uconn *uc = c->uc;
+
+    if (uc->nstash == uc->stashcap) {
+        unsigned cap = uc->stashcap ? uc->stashcap * 2 : 8;
+        uint16_t *b = mdc_realloc(uc->sbid, cap * sizeof(*b));
+        uint32_t *l;
+
+        if (b == NULL)
+            return -1;
+        uc->sbid = b;
+        l = mdc_realloc(uc->slen, cap * sizeof(*l));
+        if (l == NULL)
+            return -1;
+        uc->slen = l;
+        uc->stashcap = cap;
+    }
+    uc->sbid[uc->nstash] = (uint16_t)bid;
+    uc->slen[uc->nstash] = len;
+    uc->nstash++;
+    uw->held++;
+    if (uc->nstash >= URING_STASH_MAX)
+        uc_cancel_recv(uw, c);
+    return 0;
+}
+
+void uring_conn_returned(struct conn *c)
+{
+    struct uring_worker *uw = c->owner->uring;
+    struct uconn *uc = c->uc;
+    unsigned i;
+    int rc = 0;
+
+    for (i = 0; i < uc->nstash; i++) {
+        if (rc == 0)
+            rc = conn_in_append(c, uw->bufs + (size_t)uc->sbid[i] * uw->bufsz,
+                                uc->slen[i]);
+        uw_buf_put(uw, uc->sbid[i]);
+    }
+    uw->held -= uc->nstash;
+    uc->nstash = 0;
+    if (rc < 0)
+        c->dead = true;
+    if (!uc->recv_armed)
+        uw_want_rearm(uw, c);
+}
+
+static bool uc_backlogged(const struct conn *c)
+{
+    size_t avail = c->ilen - c->ioff;
+
+    return avail > URING_IN_MAX && avail > c->need;
+}
+
+static void uw_on_recv(struct uring_worker *uw, struct conn *c,
+                       const struct io_uring_cqe *cqe)
+{
+    struct uconn *uc = c->uc;
+    int res = cqe->res;
+    bool buf = (cqe->flags & IORING_CQE_F_BUFFER) != 0;
+    unsigned bid = cqe->flags >> IORING_CQE_BUFFER_SHIFT;
+
+    if (!(cqe->flags & IORING_CQE_F_MORE)) {
+        uc->recv_armed = false;
+        uc->recv_cancel = false;
+        uc->ops--;
+    }
+    if (uc->zombie) {
+        if (buf)
+            uw_buf_put(uw, bid);
+        uw_zombie_done(uw, c);
+        return;
+    }
+    if (res > 0 && buf) {
+        if (c->inflight) {
+            /* a payload thread owns the input: keep the buffer until c
+             * comes back (uring_conn_returned) */
+            if (uc_stash(uw, c, bid, (uint32_t)res) < 0) {
+                uw_buf_put(uw, bid);
+                c->dead = true;
+            }
+            return;
+        }
+        res = conn_in_append(c, uw->bufs + (size_t)bid * uw->bufsz,
+                             (size_t)res);
+        uw_buf_put(uw, bid);
+        if (res < 0) {
+            conn_teardown(c);
+            return;
+        }
+        if (uc_backlogged(c))
+            uc_cancel_recv(uw, c);
+        if (!uc->recv_armed)
+            uw_want_rearm(uw, c);
+        conn_drive(c);
+        return;
+    }
+    if (buf)
+        uw_buf_put(uw, bid);
+    if (res == 0) { /* EOF */
+        c->rd_shut = true;
+        if (!c->inflight)
+            conn_drive(c);
+        return;
+    }
+    if (res == -ENOBUFS || res == -ECANCELED || res == -EINTR ||
+        res == -EAGAIN || res > 0) {
+        /* out of provided buffers (the data waits in the socket), or our
+         * own cancellation: armed again once it can be */
+        uw_want_rearm(uw, c);
+        return;
+    }
+    log_debug("conn %llu receive: %s", (unsigned long long)c->id,
+              strerror(-res));
+    if (c->inflight)
+        c->dead = true;
+    else
+        conn_teardown(c);
+}
+
+static void uw_on_send(struct uring_worker *uw, struct conn *c, int res)
+{
+    c->uc->ops--;
+    c->wr_busy = false;
+    if (c->uc->zombie) {
+        uw_zombie_done(uw, c);
+        return;
+    }
+    if (res >= 0) {
+        conn_out_sent(c, (size_t)res);
+    } else if (res != -EAGAIN && res != -EINTR) {
+        log_debug("conn %llu write: %s", (unsigned long long)c->id,
+                  strerror(-res));
+        conn_teardown(c);
+        return;
+    }
+    c->wr_ready = true;
+    if (!c->inflight)
+        conn_drive(c);
+}
+
+/* ---- the loop ------------------------------------------------------------ */
+
+static void uw_dispatch(struct uring_worker *uw, const struct io_uring_cqe *cqe)
+{
+    uint64_t ud = cqe->user_data;
+
+    switch (UD_TYPE(ud)) {
+    case UD_RECV:
+        uw_on_recv(uw, UD_PTR(ud), cqe);
+        break;
+    case UD_SEND:
+        uw_on_send(uw, UD_PTR(ud), cqe->res);
+        break;
+    case UD_WAKE:
+        worker_inbox_run(uw->w);
+        uw_arm_wake(uw);
+        break;
+    case UD_UDP:
+        uw->udp_armed[ud >> 3] = false;
+        uw->udp_due = true;
+        break;
+    case UD_ACCEPT:
+        uw_on_accept(uw, (size_t)(ud >> 3), cqe);
+        break;
+    default:
+        break;
+    }
+}
+
+static void uw_reap(struct uring_worker *uw)
+{
+    struct io_uring_cqe *cqe;
+    unsigned head, n;
+
+    do {
+        n = 0;
+        io_uring_for_each_cqe(&uw->ring, head, cqe)
+        {
+            uw_dispatch(uw, cqe);
+            n++;
+        }
+        io_uring_cq_advance(&uw->ring, n);
+    } while (n > 0);
+}
+
+/* Connections that yielded, then receives to arm again. */
+static void uw_passes(struct uring_worker *uw)
+{
+    unsigned n = uw->rq_n;
+    struct conn *c, *keep = NULL;
+
+    while (n-- > 0 && (c = uw->rq_head) != NULL) {
+        uw->rq_head = c->uc->rq_next;
+        if (uw->rq_head == NULL)
+            uw->rq_tail = NULL;
+        uw->rq_n--;
+        c->uc->in_rq = false;
+        conn_drive(c); /* may free c */
+    }
+    while ((c = uw->ra) != NULL) {
+        struct uconn *uc = c->uc;
+
+        uw->ra = uc->ra_next;
+        uc->in_ra = false;
+        if (uc->recv_armed || c->rd_shut || c->closing || c->dead)
+            continue;
+        if (c->inflight || uc_backlogged(c) || uw->held >= uw->nbufs) {
+            uc->ra_next = keep; /* later */
+            keep = c;
+            uc->in_ra = true;
+            continue;
+        }
+        if (uc_arm_recv(uw, c) < 0) {
+            uc->ra_next = keep;
+            keep = c;
+            uc->in_ra = true;
+        }
+    }
+    uw->ra = keep;
+    if (uw->udp_due) {
+        unsigned i;
+
+        uw->udp_due = false;
+        udp_serve(uw->w);
+        if (!uw->w->stopping)
+            for (i = 0; i < uw->nudp; i++)
+                uw_arm_udp(uw, i);
+    }
+}
+
+/* The network thread's loop: reap, run, submit and wait in one call. */
+void uring_run(struct worker *w)
+{
+    struct uring_worker *uw = w->uring;
+    unsigned i;
+
+    if (uw->ring.flags & IORING_SETUP_R_DISABLED) {
+        (void)syscall(__NR_io_uring_register, uw->ring.ring_fd,
+                      IORING_REGISTER_ENABLE_RINGS, NULL, 0);
+        uw->ring.flags &= ~IORING_SETUP_R_DISABLED;
+    }
+    uw_arm_wake(uw);
+    if (w->udp != NULL) {
+        uw->nudp = udp_worker_fds(w, uw->udp_fd, URING_UDP_MAX);
+        for (i = 0; i < uw->nudp; i++)
+            uw_arm_udp(uw, i);
+    }
+    worker_inbox_run(w); /* connections given before the thread ran */
+    for (;;) {
+        struct __kernel_timespec to;
+        struct timespec now;
+        struct io_uring_cqe *cqe;
+
+        if (atomic_load_explicit(&w->stop_req, memory_order_acquire) &&
+            !w->stopping) {
+            for (i = 0; i < uw->nudp; i++) {
+                struct io_uring_sqe *sqe = uw_sqe(uw);
+                if (sqe != NULL) {
+                    io_uring_prep_cancel_fd(sqe, uw->udp_fd[i], 0);
+                    io_uring_sqe_set_data64(sqe, UD_IGNORE);
+                }
+            }
+            uw->nudp = 0;
+            worker_begin_stop(w);
+        }
+        if (server_mono_s() != w->now)
+            worker_tick_run(w);
+        uw_passes(uw);
+        if (w->stopping && w->nconns == 0)
+            break;
+        if (uw->rq_n > 0) {
+            io_uring_submit_and_get_events(&uw->ring);
+        } else {
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            to.tv_sec = 0;
+            to.tv_nsec = 1000000000L - now.tv_nsec + 1000000L;
+            if (to.tv_nsec >= 1000000000L) {
+                to.tv_sec = 1;
+                to.tv_nsec -= 1000000000L;
+            }
+            (void)io_uring_submit_and_wait_timeout(&uw->ring, &cqe, 1, &to,
+                                                   NULL);
+        }
+        uw_reap(uw);
+        if (w->yield_turns) {
+            STAT_INC(&w->stats, loop_yields);
+            sched_yield();
+        }
+    }
+    io_uring_submit(&uw->ring);
+}
+
+int uring_turn(struct worker *w, int wait_ms)
+{
+    struct uring_worker *uw = w->uring;
+    struct __kernel_timespec to = {wait_ms / 1000,
+                                   (long long)(wait_ms % 1000) * 1000000};
+    struct io_uring_cqe *cqe;
+    int rc;
+
+    if (uw->ring.flags & IORING_SETUP_R_DISABLED) {
+        (void)syscall(__NR_io_uring_register, uw->ring.ring_fd,
+                      IORING_REGISTER_ENABLE_RINGS, NULL, 0);
+        uw->ring.flags &= ~IORING_SETUP_R_DISABLED;
+    }
+    rc = io_uring_submit_and_wait_timeout(&uw->ring, &cqe, wait_ms > 0 ? 1 : 0,
+                                          &to, NULL);
+    uw_reap(uw);
+    uw_passes(uw);
+    io_uring_submit(&uw->ring);
+    return rc == -ETIME ? 0 : rc < 0 ? rc : 1;
+}
+
+void uring_wake(struct worker *w)
+{
+    uint64_t one = 1;
+
+    if (write(w->uring->efd, &one, sizeof(one)) < 0)
+        log_debug("eventfd write: %s", strerror(errno));
+}
+
+/* ---- the main thread's ring (-n 0): one libevent event ------------------- */
+
+static void uw_kick(struct uring_worker *uw)
+{
+    if (uw->kicked || uw->ev == NULL)
+        return;
+    uw->kicked = true;
+    event_active(uw->ev, EV_TIMEOUT, 0);
+}
+
+static void uw_ev_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct uring_worker *uw = arg;
+
+    (void)fd;
+    (void)what;
+    uw->kicked = true; /* what runs now needs no second call */
+    uw_reap(uw);
+    uw_passes(uw);
+    io_uring_submit(&uw->ring);
+    uw->kicked = false;
+    if (uw->rq_n > 0)
+        uw_kick(uw);
+}
+
+#else
+typedef int mdc_uring_unused; /* ISO C wants a declaration */
+#endif
