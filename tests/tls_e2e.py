@@ -503,6 +503,14 @@ try:
                        capture_output=True, timeout=20)
     check(r.returncode == 64, "--tls-listen without cert: exit %d" %
           r.returncode)
+    # the io_uring backend does not carry TLS: a usage error, said clearly
+    r = subprocess.run([D, "-p", "0", "--tls-listen=127.0.0.1:%d" % TP2,
+                        "--tls-cert", path("srv1.pem"), "--tls-key",
+                        path("srv1.key"), "--io=uring"],
+                       capture_output=True, timeout=20)
+    check(r.returncode == 64 and b"--io=uring does not serve --tls-listen"
+          in r.stderr, "--io=uring with --tls-listen: exit %d %r" %
+          (r.returncode, r.stderr[-200:]))
 
     # -- protected mode: mutual TLS on a non-loopback address counts as
     #    authentication; TLS without client certificates does not
