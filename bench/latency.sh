@@ -7,7 +7,8 @@
 #
 # usage: bench/latency.sh [-r ROUNDS] [-D SECS] [-B BUILD] [-o FILE]
 #   (from the build directory; FILE gets one JSON line per load level)
-# Targets: mdcached -n 1 -t 0, mdcached -n 4 -t 0, memcached -t 1 and -t 4.
+# Targets: mdcached -n 1 -t 0, mdcached -n 4 -t 0, memcached -t 1 and -t 4;
+# with URING_TARGETS=1 also mdcached -n 1 and -n 4 with --io=uring.
 set -eu
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROUNDS=3
@@ -38,6 +39,8 @@ for pct in 50 80; do
         -B "$BUILD" "mdcached-n1=$DAEMON -n 1 -t 0" \
         "mdcached-n4=$DAEMON -n 4 -t 0" \
         "memcached-t1=memcached -u nobody -U 0 -t 1" \
-        "memcached-t4=memcached -u nobody -U 0 -t 4"
+        "memcached-t4=memcached -u nobody -U 0 -t 4" \
+        ${URING_TARGETS:+"mdcached-n1-uring=$DAEMON -n 1 -t 0 --io=uring"} \
+        ${URING_TARGETS:+"mdcached-n4-uring=$DAEMON -n 4 -t 0 --io=uring"}
 done
 echo "results: $OUT"
