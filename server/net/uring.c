@@ -65,6 +65,11 @@
 #define URING_IOV_MAX 256       /* segments per sendmsg */
 #define URING_IN_MAX (1u << 20) /* unconsumed input that stops receiving */
 #define URING_STASH_MAX 64      /* buffers held for a connection in flight */
+/* Bytes one connection may receive in one loop turn before its multishot
+ * receive is stopped until the next turn: the epoll path's per-turn read
+ * budget (conn.c), so a connection that floods the server cannot take
+ * every provided buffer and every turn from the others. */
+#define URING_TURN_BYTES (256u * 1024)
 #define URING_UDP_MAX 64
 
 enum {
@@ -91,6 +96,8 @@ struct uconn {
     uint16_t *sbid;
     uint32_t *slen;
     unsigned nstash, stashcap;
+    uint64_t turn;        /* the loop turn turn_bytes counts in */
+    size_t turn_bytes;    /* bytes received in that turn */
 };
 
 struct uring_worker {
@@ -106,6 +113,8 @@ struct uring_worker {
     uint64_t efd_val;
     struct conn *rq_head, *rq_tail; /* connections to drive next turn */
     unsigned rq_n;
+    uint64_t turn;         /* loop turns (one reap each) */
+    bool deferred;         /* a receive waits for the next turn: no sleep */
     struct conn *ra;       /* connections whose receive needs arming */
     struct conn *zombies;  /* torn down, operations still in flight */
     /* main thread (-n 0): the ring as a libevent event */
@@ -704,6 +713,12 @@ static bool uc_backlogged(const struct conn *c)
     return avail > URING_IN_MAX && avail > c->need;
 }
 
+/* c had its share of this turn's input (URING_TURN_BYTES). */
+static bool uc_over_turn(const struct uring_worker *uw, const struct conn *c)
+{
+    return c->uc->turn == uw->turn && c->uc->turn_bytes >= URING_TURN_BYTES;
+}
+
 static void uw_on_recv(struct uring_worker *uw, struct conn *c,
                        const struct io_uring_cqe *cqe)
 {
@@ -733,6 +748,11 @@ static void uw_on_recv(struct uring_worker *uw, struct conn *c,
             }
             return;
         }
+        if (uc->turn != uw->turn) {
+            uc->turn = uw->turn;
+            uc->turn_bytes = 0;
+        }
+        uc->turn_bytes += (size_t)res;
         res = conn_in_append(c, uw->bufs + (size_t)bid * uw->bufsz,
                              (size_t)res);
         uw_buf_put(uw, bid);
@@ -740,7 +760,7 @@ static void uw_on_recv(struct uring_worker *uw, struct conn *c,
             conn_teardown(c);
             return;
         }
-        if (uc_backlogged(c))
+        if (uc_backlogged(c) || uc_over_turn(uw, c))
             uc_cancel_recv(uw, c);
         if (!uc->recv_armed)
             uw_want_rearm(uw, c);
@@ -825,6 +845,7 @@ static void uw_reap(struct uring_worker *uw)
     struct io_uring_cqe *cqe;
     unsigned head, n;
 
+    uw->turn++;
     do {
         n = 0;
         io_uring_for_each_cqe(&uw->ring, head, cqe)
@@ -842,6 +863,7 @@ static void uw_passes(struct uring_worker *uw)
     unsigned n = uw->rq_n;
     struct conn *c, *keep = NULL;
 
+    uw->deferred = false;
     while (n-- > 0 && (c = uw->rq_head) != NULL) {
         uw->rq_head = c->uc->rq_next;
         if (uw->rq_head == NULL)
@@ -857,6 +879,15 @@ static void uw_passes(struct uring_worker *uw)
         uc->in_ra = false;
         if (uc->recv_armed || c->rd_shut || c->closing || c->dead)
             continue;
+        if (uc_over_turn(uw, c)) {
+            /* its share of this turn is taken: armed again next turn,
+             * which comes without sleeping */
+            uw->deferred = true;
+            uc->ra_next = keep;
+            keep = c;
+            uc->in_ra = true;
+            continue;
+        }
         if (c->inflight || uc_backlogged(c) || uw->held >= uw->nbufs) {
             uc->ra_next = keep; /* later */
             keep = c;
@@ -921,7 +952,7 @@ void uring_run(struct worker *w)
         uw_passes(uw);
         if (w->stopping && w->nconns == 0)
             break;
-        if (uw->rq_n > 0) {
+        if (uw->rq_n > 0 || uw->deferred) {
             io_uring_submit_and_get_events(&uw->ring);
         } else {
             clock_gettime(CLOCK_MONOTONIC, &now);
