@@ -257,6 +257,14 @@ static int conn_wr_blocked(struct conn *c);
  * half-close (FIN, shutdown(SHUT_WR)) comes as EV_CLOSED: then we read to
  * EOF.  docs/threads-models.md, "I/O path and system calls".
  */
+/* n bytes of input arrived (by recv, SSL_read or an io_uring completion):
+ * the connection is active, and they count as read. */
+static void conn_in_arrived(struct conn *c, size_t n)
+{
+    __atomic_store_n(&c->last_active, c->owner->now, __ATOMIC_RELAXED);
+    STAT_ADD(&c->owner->stats, bytes_read, n);
+}
+
 static int conn_read(struct conn *c)
 {
     size_t room = conn_in_room(c);
@@ -275,8 +283,7 @@ static int conn_read(struct conn *c)
         n = recv(c->fd, c->ibuf + c->ilen, room, 0);
     if (n > 0) {
         c->ilen += (size_t)n;
-        __atomic_store_n(&c->last_active, c->owner->now, __ATOMIC_RELAXED);
-        STAT_ADD(&c->owner->stats, bytes_read, n);
+        conn_in_arrived(c, (size_t)n);
         if (c->skip > 0)
             conn_apply_skip(c);
         if (c->tls == NULL || c->tls->ktls_rx ? (size_t)n < room && !c->rd_hup
@@ -306,8 +313,7 @@ int conn_in_append(struct conn *c, const void *p, size_t n)
 {
     const uint8_t *b = p;
 
-    __atomic_store_n(&c->last_active, c->owner->now, __ATOMIC_RELAXED);
-    STAT_ADD(&c->owner->stats, bytes_read, n);
+    conn_in_arrived(c, n);
     while (n > 0) {
         size_t room = conn_in_room(c);
         size_t k = n < room ? n : room;
@@ -569,6 +575,16 @@ static bool conn_has_work(const struct conn *c)
            c->hold_until == 0 && !c->wr_busy;
 }
 
+/* Run c again on a later turn of its loop, without waiting for a new
+ * readiness edge (it yielded with input left). */
+static void conn_requeue(struct conn *c)
+{
+    if (c->uc != NULL)
+        uring_conn_requeue(c);
+    else
+        event_active(c->ev, EV_TIMEOUT, 0);
+}
+
 void conn_drive(struct conn *c)
 {
     struct worker *w = c->owner;
@@ -625,10 +641,7 @@ void conn_drive(struct conn *c)
                     STAT_INC(&w->stats, conn_yields);
                     if (c->opending > 0 && c->wr_ready && conn_flush(c) < 0)
                         goto kill;
-                    if (c->uc != NULL)
-                        uring_conn_requeue(c);
-                    else
-                        event_active(c->ev, EV_TIMEOUT, 0); /* no new edge */
+                    conn_requeue(c);
                     break;
                 }
             }
@@ -751,10 +764,7 @@ void conn_returned(struct conn *c)
             return;
         }
         if (!c->closing && !(c->owner->stopping && !c->rd_drain)) {
-            if (c->uc != NULL)
-                uring_conn_requeue(c);
-            else
-                event_active(c->ev, EV_TIMEOUT, 0);
+            conn_requeue(c);
             return;
         }
     }
