@@ -2377,6 +2377,10 @@ size_t store_get_batch(struct store *st, const struct store_key *keys,
     uint64_t h[2 * PF_DIST];
     size_t hits = 0;
 
+    if (n == 1) { /* nothing to overlap: the pipeline would only cost */
+        out[0] = store_get(st, keys[0].key, keys[0].klen);
+        return out[0] != NULL;
+    }
     for (size_t j = 0; j < n + 2 * PF_DIST; j++) {
         if (j >= 2 * PF_DIST) {
             size_t i = j - 2 * PF_DIST;

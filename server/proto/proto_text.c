@@ -152,10 +152,7 @@ static void txt_get(struct conn *c, struct worker *w,
                 ks[n++] = (struct store_key){key, klen};
             if (n == 0 || (more && n < TXT_GET_BATCH))
                 continue;
-            if (n == 1)
-                rs[0] = store_get(st, ks[0].key, ks[0].klen);
-            else
-                store_get_batch(st, ks, n, rs);
+            store_get_batch(st, ks, n, rs);
         }
         for (size_t i = 0; i < n; i++) {
             stats_count_get(&w->stats, gat, rs[i] != NULL);
