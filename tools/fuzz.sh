@@ -47,9 +47,11 @@ fi
 mkdir -p "$builddir"
 builddir=$(cd "$builddir" && pwd)
 cd "$builddir"
+# Dependency tracking stays on: a reused build directory (bench/fuzz_campaign.sh
+# keeps one across sessions) must rebuild an object when a header it includes
+# changes, or a fuzzer links objects that disagree on a struct's size.
 if [ ! -f Makefile ]; then
-    CC=$cc "$srcdir/configure" --enable-fuzz --without-jemalloc \
-        --disable-dependency-tracking
+    CC=$cc "$srcdir/configure" --enable-fuzz --without-jemalloc
 fi
 
 for t in $targets; do
