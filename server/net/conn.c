@@ -279,6 +279,8 @@ static int conn_read(struct conn *c)
      * as short, see tls_recv()). */
     if (c->tls != NULL && !c->tls->ktls_rx)
         n = tls_recv(c, c->ibuf + c->ilen, room, &drained);
+    else if (c->tls != NULL) /* kernel TLS: a short read proves nothing */
+        n = tls_ktls_recv(c, c->ibuf + c->ilen, room);
     else
         n = recv(c->fd, c->ibuf + c->ilen, room, 0);
     if (n > 0) {
@@ -286,8 +288,8 @@ static int conn_read(struct conn *c)
         conn_in_arrived(c, (size_t)n);
         if (c->skip > 0)
             conn_apply_skip(c);
-        if (c->tls == NULL || c->tls->ktls_rx ? (size_t)n < room && !c->rd_hup
-                                              : drained && !c->rd_hup)
+        if (c->tls == NULL ? (size_t)n < room && !c->rd_hup
+                           : drained && !c->rd_hup)
             c->rd_short = true;
         return 1;
     }

@@ -38,6 +38,10 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
+#ifdef __linux__
+#include <linux/tls.h> /* TLS_GET_RECORD_TYPE */
+#endif
+
 struct tls_server {
     SSL_CTX *ctx; /* for new connections; live ones hold their own ref */
 };
@@ -348,6 +352,64 @@ ssize_t tls_recv(struct conn *c, void *buf, size_t len, bool *drained)
     }
 }
 
+/* TLS record types (RFC 8446, 5.1) */
+#define TLS_CT_ALERT 21
+#define TLS_CT_APPLICATION_DATA 23
+#define TLS_ALERT_CLOSE_NOTIFY 0
+
+ssize_t tls_ktls_recv(struct conn *c, void *buf, size_t len)
+{
+#ifdef TLS_GET_RECORD_TYPE
+    struct tls_conn *t = c->tls;
+    union {
+        struct cmsghdr h;
+        char b[CMSG_SPACE(sizeof(unsigned char))];
+    } cb;
+    struct iovec iov;
+    struct msghdr mh;
+    struct cmsghdr *cm;
+    const uint8_t *rec = buf;
+    unsigned type;
+    ssize_t n;
+
+    /* With a control buffer the kernel hands over a record of another type
+     * than application data (it stops before one, then returns it alone)
+     * and says its type; without one it fails the read with EIO. */
+    memset(&mh, 0, sizeof(mh));
+    iov.iov_base = buf;
+    iov.iov_len = len;
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    mh.msg_control = cb.b;
+    mh.msg_controllen = sizeof(cb.b);
+    n = recvmsg(c->fd, &mh, 0);
+    if (n < 0)
+        return n;
+    cm = CMSG_FIRSTHDR(&mh);
+    if (cm == NULL || cm->cmsg_level != SOL_TLS ||
+        cm->cmsg_type != TLS_GET_RECORD_TYPE)
+        return n; /* end of stream (0), or data */
+    type = *(const unsigned char *)CMSG_DATA(cm);
+    if (type == TLS_CT_APPLICATION_DATA)
+        return n;
+    if (type == TLS_CT_ALERT && n >= 2 && rec[1] == TLS_ALERT_CLOSE_NOTIFY)
+        return 0; /* the peer's close_notify: the end of its stream */
+    t->failed = true;
+    if (type == TLS_CT_ALERT && n >= 2)
+        log_info("conn %llu: TLS alert %u (level %u) from the peer",
+                 (unsigned long long)c->id, rec[1], rec[0]);
+    else /* a TLS 1.2 renegotiation, a TLS 1.3 KeyUpdate: the kernel's
+          * keys cannot follow; refused (docs/security.md) */
+        log_info("conn %llu: a TLS record of type %u after the handshake "
+                 "under kernel TLS receive: closed",
+                 (unsigned long long)c->id, type);
+    errno = EPROTO;
+    return -1;
+#else
+    return recv(c->fd, buf, len, 0);
+#endif
+}
+
 ssize_t tls_send_pending(struct conn *c)
 {
     static __thread uint8_t gather[TLS_GATHER];
@@ -455,6 +517,14 @@ ssize_t tls_recv(struct conn *c, void *buf, size_t len, bool *drained)
 {
     (void)c;
     (void)drained;
+    (void)buf;
+    (void)len;
+    errno = ENOTSUP;
+    return -1;
+}
+ssize_t tls_ktls_recv(struct conn *c, void *buf, size_t len)
+{
+    (void)c;
     (void)buf;
     (void)len;
     errno = ENOTSUP;

@@ -63,6 +63,13 @@ int tls_handshake(struct conn *c);
  * and OpenSSL holds nothing more: then, as after a short recv(), another
  * read could only say EAGAIN (conn.c's rd_short). */
 ssize_t tls_recv(struct conn *c, void *buf, size_t len, bool *drained);
+/* Kernel TLS receive (ktls_rx): recvmsg() of decrypted bytes into buf,
+ * like recv(): > 0 bytes, 0 end of stream (a FIN, or the peer's
+ * close_notify alert), -1 with errno (EAGAIN: wait; EPROTO: another alert,
+ * or a handshake record the kernel's keys cannot follow, logged).  A
+ * short read does not prove the socket drained: the kernel stops before a
+ * control record and keeps it for the next read. */
+ssize_t tls_ktls_recv(struct conn *c, void *buf, size_t len);
 /* SSL_write of the head of c's output queue: > 0 bytes taken (fewer than
  * pending is normal: one record at a time), -1 with errno (EAGAIN: wait). */
 ssize_t tls_send_pending(struct conn *c);
