@@ -10,7 +10,7 @@
 # libraries ldd lists, the tls module and the AEAD modules it uses, and
 # test certificates.  tests/ktls_vm_init.sh, its /init, runs the tests and
 # prints "KTLS-VM: PASS" or "KTLS-VM: FAIL ..." on the serial console.
-# docs/security.md, "Kernel TLS".
+# docs/security.md, "Kernel TLS, and the user-space fallback".
 #
 # The kernel package is fetched with `apt-get download` (never installed
 # on the host) and its kernel and the few modules needed are kept in a
