@@ -7,6 +7,8 @@
  * For each protocol version and cipher below it opens one connection
  * (OpenSSL in user space on this side: the client's own kTLS does not
  * matter) and, in the memcached text protocol:
+ *   - (the last one) resumes the session of the one before, and sends
+ *     its first request in the same segment as its Finished;
  *   - reads `stats` first: the difference to the last connection's counts
  *     tells which directions of this connection the server handed to the
  *     kernel (tls_ktls_send, tls_ktls_recv, tls_userspace);
@@ -54,7 +56,11 @@ struct suite {
     int version;
     const char *cipher;  /* TLS 1.3 ciphersuite or TLS 1.2 cipher list */
     bool want_tx, want_rx;
+    bool resume; /* resume the last session; the first request is sent
+                    with the client's Finished in one segment */
 };
+
+static SSL_SESSION *last_session;
 
 struct counts {
     long long conns, tx, rx, user;
@@ -242,10 +248,40 @@ static void run_suite(const char *host, int port, const char *ca,
     SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
     fd = connect_to(host, port);
     s = SSL_new(ctx);
+    if (fd >= 0 && u->resume) {
+        /* TCP_CORK: the client's last handshake flight and the first
+         * request leave together, so the server's OpenSSL reads the
+         * request's record ahead with its Finished (before kTLS receive
+         * is set up) and must hand it over */
+        r = 1;
+        (void)setsockopt(fd, IPPROTO_TCP, TCP_CORK, &r, sizeof(r));
+        if (last_session == NULL || SSL_set_session(s, last_session) != 1) {
+            fail("%s %s: no session to resume", u->version_name, u->cipher);
+            goto out;
+        }
+    }
     if (fd < 0 || s == NULL || SSL_set_fd(s, fd) != 1 ||
         SSL_set1_host(s, "localhost") != 1 || SSL_connect(s) != 1) {
         fail("%s %s: connect/handshake", u->version_name, u->cipher);
         goto out;
+    }
+    if (u->resume) {
+        fill(small, sizeof(small), 1); /* as the last connection set it */
+        wl = want_get(want, "ktls-small", small, sizeof(small));
+        r = write_all(s, "get ktls-small\r\n", 16);
+        i = 0;
+        (void)setsockopt(fd, IPPROTO_TCP, TCP_CORK, &i, sizeof(i));
+        if (!SSL_session_reused(s)) {
+            fail("%s %s: the session was not resumed", u->version_name,
+                 u->cipher);
+            goto out;
+        }
+        if (r < 0 || read_exact(s, got, wl) < 0 || memcmp(got, want, wl) != 0) {
+            fail("%s %s: the request sent with the Finished",
+                 u->version_name, u->cipher);
+            goto out;
+        }
+        wl = 0;
     }
     if (strcmp(SSL_get_cipher_name(s), u->cipher) != 0 &&
         u->version == TLS1_3_VERSION) {
@@ -322,6 +358,8 @@ static void run_suite(const char *host, int port, const char *ca,
         goto out;
     }
     *prev = end;
+    SSL_SESSION_free(last_session);
+    last_session = SSL_get1_session(s);
     /* a last get and close_notify in one segment (TCP_CORK): the server
      * reads the get's record, answers, and must read on to the alert
      * behind it (its read of the get was short only because the kernel
@@ -345,10 +383,11 @@ static void run_suite(const char *host, int port, const char *ca,
         fail("%s %s: no close_notify from the server after ours "
              "(SSL_shutdown %d, error %d)",
              u->version_name, u->cipher, r, SSL_get_error(s, r));
-    printf("ktls_client: %s %s: kernel TLS send %s, receive %s; 1 KiB, "
+    printf("ktls_client: %s %s%s: kernel TLS send %s, receive %s; 1 KiB, "
            "1 MiB, %d pipelined sets and gets, close_notify: ok\n",
-           u->version_name, SSL_get_cipher_name(s), tx ? "yes" : "no",
-           rx ? "yes" : "no", NPIPE);
+           u->version_name, SSL_get_cipher_name(s),
+           u->resume ? " (resumed, request with the Finished)" : "",
+           tx ? "yes" : "no", rx ? "yes" : "no", NPIPE);
 out:
     SSL_free(s);
     SSL_CTX_free(ctx);
@@ -361,16 +400,20 @@ int main(int argc, char **argv)
     /* TLS 1.3 receive needs OpenSSL 3.2's record layer */
     bool rx13 = OpenSSL_version_num() >= 0x30200000L;
     const struct suite suites[] = {
-        {"TLSv1.3", TLS1_3_VERSION, "TLS_AES_128_GCM_SHA256", true, rx13},
-        {"TLSv1.3", TLS1_3_VERSION, "TLS_AES_256_GCM_SHA384", true, rx13},
+        {"TLSv1.3", TLS1_3_VERSION, "TLS_AES_128_GCM_SHA256", true, rx13,
+         false},
+        {"TLSv1.3", TLS1_3_VERSION, "TLS_AES_256_GCM_SHA384", true, rx13,
+         false},
         {"TLSv1.3", TLS1_3_VERSION, "TLS_CHACHA20_POLY1305_SHA256", true,
-         rx13},
+         rx13, false},
         {"TLSv1.2", TLS1_2_VERSION, "ECDHE-ECDSA-AES128-GCM-SHA256", true,
-         true},
+         true, false},
         {"TLSv1.2", TLS1_2_VERSION, "ECDHE-ECDSA-AES256-GCM-SHA384", true,
-         true},
+         true, false},
         {"TLSv1.2", TLS1_2_VERSION, "ECDHE-ECDSA-CHACHA20-POLY1305", true,
-         true},
+         true, false},
+        {"TLSv1.2", TLS1_2_VERSION, "ECDHE-ECDSA-CHACHA20-POLY1305", true,
+         true, true},
     };
     struct counts prev = {0, 0, 0, 0};
     char *large, *want, *got, *pipe;
@@ -395,6 +438,7 @@ int main(int argc, char **argv)
     printf("ktls_client: stats tls_connections %lld tls_ktls_send %lld "
            "tls_ktls_recv %lld tls_userspace %lld\n",
            prev.conns, prev.tx, prev.rx, prev.user);
+    SSL_SESSION_free(last_session);
     free(large);
     free(want);
     free(got);

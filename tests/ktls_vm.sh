@@ -163,6 +163,7 @@ tr -d '\r' <"$W/console.log" | grep -E '^(ktls|KTLS)'
 echo "ktls_vm: the machine ran $((t1 - t0)) s (qemu exit $rc)"
 if tr -d '\r' <"$W/console.log" | grep -q '^KTLS-VM: PASS$'; then
     echo "PASS: kernel TLS in a virtual machine ($pkg)"
+    rm -rf "$R" "$W/initrd.cpio" # the console log stays
     exit 0
 fi
 echo "---- console (last 80 lines)"

@@ -277,7 +277,7 @@ static int conn_read(struct conn *c)
      * TLS in user space: SSL_read() (it may hold bytes no edge announces:
      * only a short read of the socket with nothing left in OpenSSL counts
      * as short, see tls_recv()). */
-    if (c->tls != NULL && !c->tls->ktls_rx)
+    if (c->tls != NULL && tls_rx_user(c->tls))
         n = tls_recv(c, c->ibuf + c->ilen, room, &drained);
     else if (c->tls != NULL) /* kernel TLS: a short read proves nothing */
         n = tls_ktls_recv(c, c->ibuf + c->ilen, room);

@@ -280,6 +280,11 @@ int tls_handshake(struct conn *c)
         t->hs_done = true;
         t->ktls_tx = BIO_get_ktls_send(SSL_get_wbio(t->ssl)) != 0;
         t->ktls_rx = BIO_get_ktls_recv(SSL_get_rbio(t->ssl)) != 0;
+        /* Records read ahead with the client's Finished (a request sent
+         * right behind it) were read before the kernel took over: OpenSSL
+         * holds them, and decrypts them itself (3.0 counts them into the
+         * kernel's sequence number).  A plain recvmsg() would skip them. */
+        t->rx_ahead = t->ktls_rx && SSL_has_pending(t->ssl);
         STAT_INC(ts, tls_connections);
         if (t->ktls_tx)
             STAT_INC(ts, tls_ktls_send);
@@ -317,7 +322,13 @@ ssize_t tls_recv(struct conn *c, void *buf, size_t len, bool *drained)
     t->bio_short = false;
     n = SSL_read(t->ssl, buf, len > INT32_MAX ? INT32_MAX : (int)len);
     if (n > 0) {
-        *drained = t->bio_short && !SSL_has_pending(t->ssl);
+        if (t->rx_ahead) {
+            /* what OpenSSL read ahead: then the kernel's records, by
+             * tls_ktls_recv(); a read of it only can tell when drained */
+            t->rx_ahead = SSL_has_pending(t->ssl);
+            *drained = false;
+        } else
+            *drained = t->bio_short && !SSL_has_pending(t->ssl);
         if (t->wr_wants_rd) {
             t->wr_wants_rd = false;
             c->wr_ready = true;
