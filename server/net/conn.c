@@ -276,7 +276,8 @@ static int conn_read(struct conn *c)
     /* recv(), not read(): same result on a socket, without the VFS layer.
      * TLS in user space: SSL_read() (it may hold bytes no edge announces:
      * only a short read of the socket with nothing left in OpenSSL counts
-     * as short, see tls_recv()). */
+     * as short, see tls_recv()).  Kernel TLS: recvmsg() with the record
+     * type (tls_ktls_recv()); its short reads prove nothing either. */
     if (c->tls != NULL && tls_rx_user(c->tls))
         n = tls_recv(c, c->ibuf + c->ilen, room, &drained);
     else if (c->tls != NULL) /* kernel TLS: a short read proves nothing */
