@@ -60,7 +60,13 @@ for v in 1.3 1.2; do
     MDC_TLS_ALLOC_KTLS=$v ./test_tls_alloc >/tmp/alloc.out 2>&1
     rc=$?
     sed 's/^/ktls-vm:   /' /tmp/alloc.out
-    [ $rc -eq 0 ] || bad "test_tls_alloc TLS $v"
+    # 77: no allocation counter, in a build without jemalloc (sanitizers),
+    # where the host script says so with /t/no-jemalloc
+    if [ $rc -eq 77 ] && [ -f no-jemalloc ]; then
+        echo "ktls-vm: test_tls_alloc needs jemalloc: not run in this build"
+    elif [ $rc -ne 0 ]; then
+        bad "test_tls_alloc TLS $v"
+    fi
 done
 
 kill -TERM $DPID
