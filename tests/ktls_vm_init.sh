@@ -79,4 +79,8 @@ grep "kernel TLS" d.log | sed 's/^/ktls-vm: mdcached: /' | head -20
 if grep -E "read: |TLS read: " d.log; then
     bad "mdcached logged a failed read"
 fi
+# a sanitizer build's findings (ASan aborts, UBSan may only print)
+if grep -E "runtime error|Sanitizer" d.log; then
+    bad "a sanitizer report in mdcached's log"
+fi
 finish
