@@ -46,6 +46,10 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
+#ifndef TCP_CORK /* Linux; FreeBSD's is TCP_NOPUSH */
+#define TCP_CORK TCP_NOPUSH
+#endif
+
 #define SMALL 1024
 #define LARGE (1024 * 1024)
 #define NPIPE 64

@@ -110,14 +110,18 @@ static int tcp_pair(int sv[2])
     sv[1] = socket(AF_INET, SOCK_STREAM, 0);
     if (sv[1] < 0)
         return -1;
+#ifdef SO_RCVBUFFORCE
     (void)setsockopt(sv[1], SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof(big));
+#endif
     if (connect(sv[1], (struct sockaddr *)&a, sizeof(a)) < 0)
         return -1;
     sv[0] = accept(l, NULL, NULL);
     close(l);
     if (sv[0] < 0)
         return -1;
+#ifdef SO_SNDBUFFORCE
     (void)setsockopt(sv[0], SOL_SOCKET, SO_SNDBUFFORCE, &big, sizeof(big));
+#endif
     (void)setsockopt(sv[0], IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     (void)setsockopt(sv[1], IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     return 0;
