@@ -21,10 +21,23 @@
  * replies are checked byte for byte.  Without jemalloc (sanitizer builds)
  * there is no counter: SKIP.
  * Certificates are made with the openssl CLI in a temporary directory.
+ *
+ * With MDC_TLS_ALLOC_KTLS=1.3 or 1.2 (tests/ktls_vm.sh runs it so, in a
+ * virtual machine whose kernel has the tls module) the connection is a TCP
+ * one over loopback instead of a socketpair, the client speaks that TLS
+ * version, and the test asserts kernel TLS: the server's socket encrypts
+ * (ktls_tx) and, under TLS 1.2, decrypts (ktls_rx); the GET replies leave
+ * without a single SSL_write() (counted by wrapping it at link time:
+ * sent with sendmsg() straight from the records), and the server still
+ * allocates nothing, OpenSSL included when both directions are the
+ * kernel's.
  */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -62,6 +75,57 @@ static SSL *cli;
 static int peer;
 static char dir[] = "/tmp/mdc-tlsalloc-XXXXXX";
 static char certp[256], keyp[256];
+/* MDC_TLS_ALLOC_KTLS: 0 (socketpair, user-space TLS), or the TLS version
+ * whose kernel TLS is required (TLS1_2_VERSION, TLS1_3_VERSION) */
+static int ktls_version;
+
+/* SSL_write() calls while `counting` (-Wl,--wrap=SSL_write) */
+int __real_SSL_write(SSL *s, const void *buf, int num);
+int __wrap_SSL_write(SSL *s, const void *buf, int num);
+static unsigned long ssl_writes;
+static bool counting;
+
+int __wrap_SSL_write(SSL *s, const void *buf, int num)
+{
+    if (counting)
+        ssl_writes++;
+    return __real_SSL_write(s, buf, num);
+}
+
+/* A connected TCP pair over loopback (kernel TLS needs TCP): sv[0] the
+ * server's end, sv[1] the client's; both non-blocking, with buffers large
+ * enough for one batch of replies (root: the FORCE options). */
+static int tcp_pair(int sv[2])
+{
+    struct sockaddr_in a;
+    socklen_t al = sizeof(a);
+    int l = socket(AF_INET, SOCK_STREAM, 0), one = 1, big = 4 << 20;
+
+    memset(&a, 0, sizeof(a));
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+        listen(l, 1) < 0 || getsockname(l, (struct sockaddr *)&a, &al) < 0)
+        return -1;
+    sv[1] = socket(AF_INET, SOCK_STREAM, 0);
+    if (sv[1] < 0)
+        return -1;
+#ifdef SO_RCVBUFFORCE
+    (void)setsockopt(sv[1], SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof(big));
+#endif
+    if (connect(sv[1], (struct sockaddr *)&a, sizeof(a)) < 0)
+        return -1;
+    sv[0] = accept(l, NULL, NULL);
+    close(l);
+    if (sv[0] < 0)
+        return -1;
+#ifdef SO_SNDBUFFORCE
+    (void)setsockopt(sv[0], SOL_SOCKET, SO_SNDBUFFORCE, &big, sizeof(big));
+#endif
+    (void)setsockopt(sv[0], IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    (void)setsockopt(sv[1], IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    return 0;
+}
 
 /* OpenSSL's allocations on this thread, in usable bytes as jemalloc's
  * thread.allocated counts them (size classes) */
@@ -132,16 +196,25 @@ static int setup(void **state)
     srv = server_setup(&o);
     if (srv == NULL || server_tls_setup(srv) < 0)
         return -1;
-    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0)
+    if (ktls_version != 0 ? tcp_pair(sv) < 0
+                          : socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0)
         return -1;
     fcntl(sv[0], F_SETFL, O_NONBLOCK);
     fcntl(sv[1], F_SETFL, O_NONBLOCK);
     peer = sv[1];
     atomic_fetch_add(&srv->nconns, 1);
-    c = conn_setup(srv, &srv->workers[0], sv[0], AF_UNIX);
+    c = conn_setup(srv, &srv->workers[0], sv[0],
+                   ktls_version != 0 ? AF_INET : AF_UNIX);
     if (c == NULL || tls_conn_attach(c) < 0 || conn_adopt(c) < 0)
         return -1;
     cctx = SSL_CTX_new(TLS_client_method());
+    if (ktls_version != 0) {
+        SSL_CTX_set_min_proto_version(cctx, ktls_version);
+        SSL_CTX_set_max_proto_version(cctx, ktls_version);
+        /* AES-GCM: the cipher kernel TLS takes in both versions */
+        (void)SSL_CTX_set_ciphersuites(cctx, "TLS_AES_128_GCM_SHA256");
+        (void)SSL_CTX_set_cipher_list(cctx, "ECDHE-ECDSA-AES128-GCM-SHA256");
+    }
     cli = SSL_new(cctx);
     SSL_set_fd(cli, peer);
     SSL_set_connect_state(cli);
@@ -151,6 +224,19 @@ static int setup(void **state)
     }
     if (!c->tls->hs_done || SSL_do_handshake(cli) != 1)
         return -1;
+    printf("%s %s, kernel TLS send %s, receive %s\n", SSL_get_version(cli),
+           SSL_get_cipher_name(cli), c->tls->ktls_tx ? "yes" : "no",
+           c->tls->ktls_rx ? "yes" : "no");
+    if (ktls_version != 0 && !c->tls->ktls_tx) {
+        printf("MDC_TLS_ALLOC_KTLS: the server did not get kernel TLS to "
+               "send\n");
+        return -1;
+    }
+    if (ktls_version == TLS1_2_VERSION && !c->tls->ktls_rx) {
+        printf("MDC_TLS_ALLOC_KTLS: the server did not get kernel TLS to "
+               "receive\n");
+        return -1;
+    }
     for (i = 0; i < NKEYS; i++) {
         char k[32], v[VLEN];
         struct store_item it = {0};
@@ -223,9 +309,21 @@ static uint64_t exchange(const void *req, size_t rl, uint8_t *rbuf,
     assert_int_equal(SSL_write(cli, req, (int)rl), (int)rl);
     a0 = mdc_thread_allocated();
     o0 = ossl_bytes;
+    ssl_writes = 0;
+    counting = true;
     conn_on_io(c, EV_READ | EV_WRITE);
+    counting = false;
     a1 = mdc_thread_allocated();
     *ossl = ossl_bytes - o0;
+    /* kernel TLS sends: the replies leave by send()/sendmsg(), from the
+     * records, never through SSL_write(); user-space TLS needs it */
+    if (c->tls->ktls_tx)
+        assert_int_equal(ssl_writes, 0);
+    else
+        assert_true(ssl_writes > 0);
+    /* both directions in the kernel: OpenSSL is not called at all */
+    if (c->tls->ktls_tx && c->tls->ktls_rx)
+        assert_int_equal(*ossl, 0);
     assert_int_equal(c->opending, 0); /* all of it went out */
     cli_read(rbuf, want);
     return a1 - a0 - *ossl;
@@ -334,11 +432,20 @@ static void test_text_gets_allocate_nothing(void **state)
 
 int main(void)
 {
+    const char *kv = getenv("MDC_TLS_ALLOC_KTLS");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_native_get_hits_allocate_nothing),
         cmocka_unit_test(test_text_gets_allocate_nothing),
     };
 
+    if (kv != NULL && strcmp(kv, "1.3") == 0)
+        ktls_version = TLS1_3_VERSION;
+    else if (kv != NULL && strcmp(kv, "1.2") == 0)
+        ktls_version = TLS1_2_VERSION;
+    else if (kv != NULL && kv[0] != 0 && strcmp(kv, "0") != 0) {
+        printf("MDC_TLS_ALLOC_KTLS=%s: 1.3, 1.2 or 0\n", kv);
+        return 1;
+    }
     /* before OpenSSL's first allocation */
     if (!CRYPTO_set_mem_functions(cnt_malloc, cnt_realloc, cnt_free)) {
         printf("cannot count OpenSSL's allocations\n");

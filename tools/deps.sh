@@ -13,7 +13,8 @@ PKGS="build-essential autoconf automake libtool pkg-config
   php-dev php-cgi php-igbinary php-msgpack zlib1g-dev libzstd-dev
   phpunit php-psr-simple-cache php-psr-cache php-symfony-cache
   php-illuminate-cache php-redis
-  libssl-dev openssl socat"
+  libssl-dev openssl socat
+  qemu-system-x86 busybox-static"
 if [ "$(id -u)" -ne 0 ]; then
     echo "tools/deps.sh: must run as root (apt-get install)" >&2
     exit 1

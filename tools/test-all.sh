@@ -111,6 +111,18 @@ build_and_check normal CFLAGS="-O2 -g" --enable-debug-commands
 if [ -f "$B/normal/Makefile" ] && grep -q '^#define HAVE_LIBURING 1' "$B/normal/config.h"; then
     recheck normal-uring "$B/normal" MDC_TEST_IO=uring
 fi
+# kernel TLS in a virtual machine (docs/security.md, "Kernel TLS, and the
+# user-space fallback"): once, with the normal build's programs; exit 77
+# is a skip (never under CI as root: the script itself fails then)
+if [ -f "$B/normal/Makefile" ]; then
+    echo "== ktls-vm"
+    sh tests/ktls_vm.sh "$B/normal"
+    case $? in
+    0) passed=$((passed + 1)) ;;
+    77) echo "   (skipped)" ;;
+    *) failed=$((failed + 1)); failures="$failures ktls-vm"; echo "!! ktls-vm failed" ;;
+    esac
+fi
 # the soak (docs/security.md): SOAK_SECONDS, 120 here; 1800 for the report
 step soak sh -c "MDC_BUILDDIR='$B/normal' SOAK_SECONDS=${SOAK_SECONDS:-120} sh bench/soak.sh"
 # the portable build (docs/packaging.md, "FreeBSD"): every Linux-only part

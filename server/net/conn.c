@@ -276,9 +276,12 @@ static int conn_read(struct conn *c)
     /* recv(), not read(): same result on a socket, without the VFS layer.
      * TLS in user space: SSL_read() (it may hold bytes no edge announces:
      * only a short read of the socket with nothing left in OpenSSL counts
-     * as short, see tls_recv()). */
-    if (c->tls != NULL && !c->tls->ktls_rx)
+     * as short, see tls_recv()).  Kernel TLS: recvmsg() with the record
+     * type (tls_ktls_recv()); its short reads prove nothing either. */
+    if (c->tls != NULL && tls_rx_user(c->tls))
         n = tls_recv(c, c->ibuf + c->ilen, room, &drained);
+    else if (c->tls != NULL) /* kernel TLS: a short read proves nothing */
+        n = tls_ktls_recv(c, c->ibuf + c->ilen, room);
     else
         n = recv(c->fd, c->ibuf + c->ilen, room, 0);
     if (n > 0) {
@@ -286,8 +289,8 @@ static int conn_read(struct conn *c)
         conn_in_arrived(c, (size_t)n);
         if (c->skip > 0)
             conn_apply_skip(c);
-        if (c->tls == NULL || c->tls->ktls_rx ? (size_t)n < room && !c->rd_hup
-                                              : drained && !c->rd_hup)
+        if (c->tls == NULL ? (size_t)n < room && !c->rd_hup
+                           : drained && !c->rd_hup)
             c->rd_short = true;
         return 1;
     }

@@ -38,6 +38,10 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
+#ifdef __linux__
+#include <linux/tls.h> /* TLS_GET_RECORD_TYPE */
+#endif
+
 struct tls_server {
     SSL_CTX *ctx; /* for new connections; live ones hold their own ref */
 };
@@ -276,6 +280,11 @@ int tls_handshake(struct conn *c)
         t->hs_done = true;
         t->ktls_tx = BIO_get_ktls_send(SSL_get_wbio(t->ssl)) != 0;
         t->ktls_rx = BIO_get_ktls_recv(SSL_get_rbio(t->ssl)) != 0;
+        /* Records read ahead with the client's Finished (a request sent
+         * right behind it) were read before the kernel took over: OpenSSL
+         * holds them, and decrypts them itself (3.0 counts them into the
+         * kernel's sequence number).  A plain recvmsg() would skip them. */
+        t->rx_ahead = t->ktls_rx && SSL_has_pending(t->ssl);
         STAT_INC(ts, tls_connections);
         if (t->ktls_tx)
             STAT_INC(ts, tls_ktls_send);
@@ -313,7 +322,13 @@ ssize_t tls_recv(struct conn *c, void *buf, size_t len, bool *drained)
     t->bio_short = false;
     n = SSL_read(t->ssl, buf, len > INT32_MAX ? INT32_MAX : (int)len);
     if (n > 0) {
-        *drained = t->bio_short && !SSL_has_pending(t->ssl);
+        if (t->rx_ahead) {
+            /* what OpenSSL read ahead: then the kernel's records, by
+             * tls_ktls_recv(); a read of it only can tell when drained */
+            t->rx_ahead = SSL_has_pending(t->ssl);
+            *drained = false;
+        } else
+            *drained = t->bio_short && !SSL_has_pending(t->ssl);
         if (t->wr_wants_rd) {
             t->wr_wants_rd = false;
             c->wr_ready = true;
@@ -346,6 +361,64 @@ ssize_t tls_recv(struct conn *c, void *buf, size_t len, bool *drained)
         return -1;
     }
     }
+}
+
+/* TLS record types (RFC 8446, 5.1) */
+#define TLS_CT_ALERT 21
+#define TLS_CT_APPLICATION_DATA 23
+#define TLS_ALERT_CLOSE_NOTIFY 0
+
+ssize_t tls_ktls_recv(struct conn *c, void *buf, size_t len)
+{
+#ifdef TLS_GET_RECORD_TYPE
+    struct tls_conn *t = c->tls;
+    union {
+        struct cmsghdr h;
+        char b[CMSG_SPACE(sizeof(unsigned char))];
+    } cb;
+    struct iovec iov;
+    struct msghdr mh;
+    struct cmsghdr *cm;
+    const uint8_t *rec = buf;
+    unsigned type;
+    ssize_t n;
+
+    /* With a control buffer the kernel hands over a record of another type
+     * than application data (it stops before one, then returns it alone)
+     * and says its type; without one it fails the read with EIO. */
+    memset(&mh, 0, sizeof(mh));
+    iov.iov_base = buf;
+    iov.iov_len = len;
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    mh.msg_control = cb.b;
+    mh.msg_controllen = sizeof(cb.b);
+    n = recvmsg(c->fd, &mh, 0);
+    if (n < 0)
+        return n;
+    cm = CMSG_FIRSTHDR(&mh);
+    if (cm == NULL || cm->cmsg_level != SOL_TLS ||
+        cm->cmsg_type != TLS_GET_RECORD_TYPE)
+        return n; /* end of stream (0), or data */
+    type = *(const unsigned char *)CMSG_DATA(cm);
+    if (type == TLS_CT_APPLICATION_DATA)
+        return n;
+    if (type == TLS_CT_ALERT && n >= 2 && rec[1] == TLS_ALERT_CLOSE_NOTIFY)
+        return 0; /* the peer's close_notify: the end of its stream */
+    t->failed = true;
+    if (type == TLS_CT_ALERT && n >= 2)
+        log_info("conn %llu: TLS alert %u (level %u) from the peer",
+                 (unsigned long long)c->id, rec[1], rec[0]);
+    else /* a TLS 1.2 renegotiation, a TLS 1.3 KeyUpdate: the kernel's
+          * keys cannot follow; refused (docs/security.md) */
+        log_info("conn %llu: a TLS record of type %u after the handshake "
+                 "under kernel TLS receive: closed",
+                 (unsigned long long)c->id, type);
+    errno = EPROTO;
+    return -1;
+#else
+    return recv(c->fd, buf, len, 0);
+#endif
 }
 
 ssize_t tls_send_pending(struct conn *c)
@@ -455,6 +528,14 @@ ssize_t tls_recv(struct conn *c, void *buf, size_t len, bool *drained)
 {
     (void)c;
     (void)drained;
+    (void)buf;
+    (void)len;
+    errno = ENOTSUP;
+    return -1;
+}
+ssize_t tls_ktls_recv(struct conn *c, void *buf, size_t len)
+{
+    (void)c;
     (void)buf;
     (void)len;
     errno = ENOTSUP;

@@ -33,6 +33,8 @@ struct tls_conn {
     bool hs_done;       /* handshake complete */
     bool ktls_tx;       /* the kernel encrypts: send()/sendmsg() as plain */
     bool ktls_rx;       /* the kernel decrypts: recv() as plain */
+    bool rx_ahead;      /* with ktls_rx: OpenSSL read records ahead before
+                           the kernel took over: SSL_read() them first */
     bool failed;        /* a fatal error: no close_notify */
     bool rd_wants_wr;   /* SSL_read needs the socket writable */
     bool wr_wants_rd;   /* SSL_write needs the socket readable */
@@ -57,12 +59,25 @@ void tls_conn_free(struct conn *c);
 /* Advance the handshake: 1 done, 0 waiting for input, 2 waiting for the
  * socket to be writable, -1 failed (counted and logged). */
 int tls_handshake(struct conn *c);
+/* Whether conn.c reads through tls_recv() (user-space records, or records
+ * OpenSSL read ahead before kTLS receive began) or tls_ktls_recv(). */
+static inline bool tls_rx_user(const struct tls_conn *t)
+{
+    return !t->ktls_rx || t->rx_ahead;
+}
 /* SSL_read into buf: like recv(): > 0 bytes, 0 end of stream, -1 with
  * errno (EAGAIN: wait; rd_wants_wr tells which edge).  *drained is set
  * when the bytes came from a socket read that emptied the receive queue
  * and OpenSSL holds nothing more: then, as after a short recv(), another
  * read could only say EAGAIN (conn.c's rd_short). */
 ssize_t tls_recv(struct conn *c, void *buf, size_t len, bool *drained);
+/* Kernel TLS receive (ktls_rx): recvmsg() of decrypted bytes into buf,
+ * like recv(): > 0 bytes, 0 end of stream (a FIN, or the peer's
+ * close_notify alert), -1 with errno (EAGAIN: wait; EPROTO: another alert,
+ * or a handshake record the kernel's keys cannot follow, logged).  A
+ * short read does not prove the socket drained: the kernel stops before a
+ * control record and keeps it for the next read. */
+ssize_t tls_ktls_recv(struct conn *c, void *buf, size_t len);
 /* SSL_write of the head of c's output queue: > 0 bytes taken (fewer than
  * pending is normal: one record at a time), -1 with errno (EAGAIN: wait). */
 ssize_t tls_send_pending(struct conn *c);
