@@ -337,7 +337,10 @@ try:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
                      struct.pack("ii", 1, 0))
         s.close()
-    for _ in range(100):
+    # Up to 30 s: on a loaded machine (distcheck beside other builds) the
+    # server's thread may not run for seconds; reclaiming is what is tested,
+    # not its speed.
+    for _ in range(600):
         if int(unix_stats()["curr_connections"]) <= conns0:
             break
         time.sleep(0.05)
