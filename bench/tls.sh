@@ -13,23 +13,28 @@
 # by both).  Connections are set up before the measured window, so the
 # figure is the steady state of the record layer, not the handshakes.
 #
-# usage: bench/tls.sh [-r ROUNDS] [-D SECS] [-b BUILDDIR]
+# usage: bench/tls.sh [-r ROUNDS] [-D SECS] [-b BUILDDIR] [-a BASEBUILD]
 # Prints one line per window and the medians, ranges and ratios.
+# -a adds a fourth series, mdcached over TLS from another build
+# (base-tls: e.g. the commit before a change), in the same rounds, and
+# the ratio mdcached-tls / base-tls: a change's own side-by-side figure.
 set -eu
 ROUNDS=3
 DUR=5
 B=${MDC_BUILDDIR:-_build}
-while getopts "r:D:b:" o; do
+BASE=
+while getopts "r:D:b:a:" o; do
     case $o in
     r) ROUNDS=$OPTARG ;;
     D) DUR=$OPTARG ;;
     b) B=$OPTARG ;;
-    *) echo "usage: $0 [-r ROUNDS] [-D SECS] [-b BUILDDIR]" >&2; exit 64 ;;
+    a) BASE=$OPTARG ;;
+    *) echo "usage: $0 [-r ROUNDS] [-D SECS] [-b BUILDDIR] [-a BASEBUILD]" >&2; exit 64 ;;
     esac
 done
 MDC="$B/server/mdcached"
 LOAD="$B/bench/mdc-load"
-for x in "$MDC" "$LOAD"; do [ -x "$x" ] || { echo "no $x (build first)" >&2; exit 1; }; done
+for x in "$MDC" "$LOAD" ${BASE:+"$BASE/server/mdcached"}; do [ -x "$x" ] || { echo "no $x (build first)" >&2; exit 1; }; done
 command -v memcached >/dev/null || { echo "memcached not installed" >&2; exit 1; }
 T=$(mktemp -d /tmp/mdc-tlsbench-XXXXXX)
 chmod 755 "$T"
@@ -54,6 +59,13 @@ taskset -c 0 "$MDC" -n 1 -t 0 -m 1024 -l 127.0.0.1 -p "$MP" \
     --tls-listen="127.0.0.1:$MT" --tls-cert="$T/cert.pem" --tls-key="$T/key.pem" \
     -v 1 >"$T/mdc.log" 2>&1 &
 MDPID=$!; PIDS+=("$MDPID")
+if [ -n "$BASE" ]; then
+    BT=$(freeport)
+    taskset -c 0 "$BASE/server/mdcached" -n 1 -t 0 -m 1024 -l 127.0.0.1 -p "$(freeport)" \
+        --tls-listen="127.0.0.1:$BT" --tls-cert="$T/cert.pem" --tls-key="$T/key.pem" \
+        >"$T/base.log" 2>&1 &
+    BPID=$!; PIDS+=("$BPID")
+fi
 sleep 1
 
 W2=(-P text -r 90:10 -k 100000 -K 16 -v 32 -c 50 -d 1)
@@ -74,18 +86,27 @@ EOF
 r=pre
 taskset -c 1 "$LOAD" -s "127.0.0.1:$MC" --tls "${W2[@]}" -f -D 0.2 -w 0 -q
 taskset -c 1 "$LOAD" -s "127.0.0.1:$MP" "${W2[@]}" -f -D 0.2 -w 0 -q
+[ -z "$BASE" ] || taskset -c 1 "$LOAD" -s "127.0.0.1:$BT" --tls "${W2[@]}" -f -D 0.2 -w 0 -q
+# each round starts one series later than the last (round 1: memcached
+# first, round 2: mdcached-tls first, ...), so no series always runs first
+# or last after the others have warmed or loaded the machine
+SERIES=("memcached-tls $MC $MCPID --tls" "mdcached-tls $MT $MDPID --tls"
+        "mdcached-tcp $MP $MDPID")
+[ -z "$BASE" ] || SERIES+=("base-tls $BT $BPID --tls")
 for r in $(seq 1 "$ROUNDS"); do
     echo "round $r"
-    run memcached-tls "$MC" "$MCPID" --tls
-    run mdcached-tls "$MT" "$MDPID" --tls
-    run mdcached-tcp "$MP" "$MDPID"
+    for i in "${!SERIES[@]}"; do
+        # shellcheck disable=SC2086 # the words of one series
+        run ${SERIES[$(((i + r - 1) % ${#SERIES[@]}))]}
+    done
 done
 grep -i "ktls\|kernel tls" "$T/mdc.log" || true
-python3 - "$T" "$ROUNDS" <<'EOF'
+python3 - "$T" "$ROUNDS" "$BASE" <<'EOF'
 import json, os, statistics, sys
-t, rounds = sys.argv[1], int(sys.argv[2])
+t, rounds, base = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 v = {}
-for n in ("memcached-tls", "mdcached-tls", "mdcached-tcp"):
+for n in ("memcached-tls", "mdcached-tls", "mdcached-tcp") + (
+        ("base-tls",) if base else ()):
     v[n] = [json.load(open(os.path.join(t, "%s.%d.json" % (n, r))))
             ["server_cpu"]["us_per_req"] for r in range(1, rounds + 1)]
     print("%-14s median %.3f us/req  range %.3f-%.3f" % (
@@ -96,4 +117,7 @@ def ratio(a, b):
           statistics.median(v[b]), " ".join("%.2f" % x for x in per)))
 ratio("mdcached-tls", "memcached-tls")
 ratio("mdcached-tls", "mdcached-tcp")
+if base:
+    ratio("mdcached-tls", "base-tls")
+    ratio("base-tls", "memcached-tls")
 EOF

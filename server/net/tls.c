@@ -15,7 +15,9 @@
  * one record at a time (SSL_MODE_ENABLE_PARTIAL_WRITE).  After WANT_WRITE
  * the same bytes are offered again, from where they lie now
  * (SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER) and never fewer: the queue's head
- * does not move until OpenSSL reports bytes taken.
+ * does not move until OpenSSL reports bytes taken.  The records go
+ * through the socket with recv()/send() (tls_bio_read/tls_bio_write, a
+ * socket BIO without read()/write()'s VFS layer).
  */
 #include "config.h"
 
@@ -132,6 +134,111 @@ fail:
     return NULL;
 }
 
+/*
+ * The connection's BIO: OpenSSL's socket BIO (its create, destroy and
+ * controls, so kTLS and the fd controls work as ever), except that once
+ * the handshake is done, a direction the kernel does not encrypt moves
+ * records with recv()/send() rather than the socket BIO's read()/write()
+ * (no VFS layer, as on the plain path; conn_read/conn_flush), and a read
+ * notes whether it took less than asked (bio_short: the socket's receive
+ * queue was emptied) without a BIO callback on every call.  During the
+ * handshake, and for a kTLS direction (control messages, record types),
+ * the socket BIO's own read and write are used.
+ */
+static BIO_METHOD *tls_bio_method;
+/* the socket BIO's own (int) read and write: its _ex entries are
+ * wrappers that call the int ones of the BIO's method, i.e. ours */
+static int (*sock_read)(BIO *, char *, int);
+static int (*sock_write)(BIO *, const char *, int);
+
+static int tls_bio_read(BIO *b, char *buf, size_t len, size_t *got)
+{
+    struct tls_conn *t = (struct tls_conn *)BIO_get_callback_arg(b);
+    ssize_t n;
+
+    if (!t->bio_plain_rx) {
+        int r = sock_read(b, buf, len > INT32_MAX ? INT32_MAX : (int)len);
+
+        t->bio_short = r > 0 && (size_t)r < len;
+        *got = r > 0 ? (size_t)r : 0;
+        return r > 0 ? 1 : r; /* as OpenSSL's own adapter of int reads */
+    }
+    BIO_clear_retry_flags(b);
+    n = recv(t->fd, buf, len, 0);
+    if (n > 0) {
+        t->bio_short = (size_t)n < len;
+        *got = (size_t)n;
+        return 1;
+    }
+    *got = 0;
+    if (n == 0) {
+        BIO_set_flags(b, BIO_FLAGS_IN_EOF); /* as the socket BIO: BIO_eof() */
+        return 0;
+    }
+    if (BIO_sock_should_retry(-1))
+        BIO_set_retry_read(b);
+    return -1;
+}
+
+static int tls_bio_write(BIO *b, const char *buf, size_t len, size_t *put)
+{
+    struct tls_conn *t = (struct tls_conn *)BIO_get_callback_arg(b);
+    ssize_t n;
+
+    if (!t->bio_plain_tx) {
+        int r = sock_write(b, buf, len > INT32_MAX ? INT32_MAX : (int)len);
+
+        *put = r > 0 ? (size_t)r : 0;
+        return r > 0 ? 1 : r;
+    }
+    BIO_clear_retry_flags(b);
+    n = send(t->fd, buf, len, MSG_NOSIGNAL);
+    if (n > 0) {
+        *put = (size_t)n;
+        return 1;
+    }
+    *put = 0;
+    if (n < 0 && BIO_sock_should_retry(-1))
+        BIO_set_retry_write(b);
+    return n < 0 ? -1 : 0;
+}
+
+static int tls_bio_method_setup(void)
+{
+    const BIO_METHOD *s = BIO_s_socket();
+    BIO_METHOD *m;
+
+    if (tls_bio_method != NULL)
+        return 0;
+    m = BIO_meth_new(BIO_TYPE_SOCKET, "mdcached socket");
+    if (m == NULL)
+        return -1;
+    sock_read = BIO_meth_get_read(s);
+    sock_write = BIO_meth_get_write(s);
+    if (sock_read == NULL || sock_write == NULL ||
+        !BIO_meth_set_read_ex(m, tls_bio_read) ||
+        !BIO_meth_set_write_ex(m, tls_bio_write) ||
+        !BIO_meth_set_puts(m, BIO_meth_get_puts(s)) ||
+        !BIO_meth_set_ctrl(m, BIO_meth_get_ctrl(s)) ||
+        !BIO_meth_set_create(m, BIO_meth_get_create(s)) ||
+        !BIO_meth_set_destroy(m, BIO_meth_get_destroy(s)) ||
+        !BIO_meth_set_callback_ctrl(m, BIO_meth_get_callback_ctrl(s))) {
+        BIO_meth_free(m);
+        return -1;
+    }
+    tls_bio_method = m;
+    return 0;
+}
+
+/* Before an SSL call whose outcome SSL_get_error() reads: the thread's
+ * error queue must be empty.  It almost always is (every failure path
+ * empties it), and looking costs less than clearing its 16 slots. */
+static void tls_err_reset(void)
+{
+    if (ERR_peek_error() != 0)
+        ERR_clear_error();
+}
+
 int tls_setup(struct server *srv)
 {
     struct tls_server *t;
@@ -142,7 +249,8 @@ int tls_setup(struct server *srv)
     if (t == NULL)
         return -1;
     t->ctx = tls_ctx_build(&srv->opt);
-    if (t->ctx == NULL) {
+    if (t->ctx == NULL || tls_bio_method_setup() < 0) {
+        SSL_CTX_free(t->ctx);
         mdc_free(t);
         return -1;
     }
@@ -179,26 +287,14 @@ void tls_teardown(struct server *srv)
     SSL_CTX_free(srv->tls->ctx);
     mdc_free(srv->tls);
     srv->tls = NULL;
-}
-
-/* After each read of the socket: did it take less than it asked for? */
-static long tls_bio_cb(BIO *b, int oper, const char *argp, size_t len,
-                       int argi, long argl, int ret, size_t *processed)
-{
-    (void)argp;
-    (void)argi;
-    (void)argl;
-    if (oper == (BIO_CB_READ | BIO_CB_RETURN)) {
-        struct tls_conn *t = (struct tls_conn *)BIO_get_callback_arg(b);
-
-        t->bio_short = ret > 0 && processed != NULL && *processed < len;
-    }
-    return ret;
+    BIO_meth_free(tls_bio_method); /* every connection's BIO is freed */
+    tls_bio_method = NULL;
 }
 
 int tls_conn_attach(struct conn *c)
 {
     struct tls_conn *t;
+    BIO *bio;
     char eb[256];
 
     if (c->srv->tls == NULL)
@@ -206,17 +302,20 @@ int tls_conn_attach(struct conn *c)
     t = mdc_calloc(1, sizeof(*t));
     if (t == NULL)
         return -1;
+    t->fd = c->fd;
     t->ssl = SSL_new(c->srv->tls->ctx);
-    if (t->ssl == NULL || SSL_set_fd(t->ssl, c->fd) != 1) {
+    bio = t->ssl != NULL ? BIO_new(tls_bio_method) : NULL;
+    if (bio == NULL) {
         log_warn("TLS: cannot set up a connection: %s",
                  tls_err_text(eb, sizeof(eb)));
         SSL_free(t->ssl);
         mdc_free(t);
         return -1;
     }
+    BIO_set_fd(bio, c->fd, BIO_NOCLOSE); /* the socket BIO's control */
+    BIO_set_callback_arg(bio, (char *)t);
+    SSL_set_bio(t->ssl, bio, bio); /* one reference, for both ways */
     SSL_set_accept_state(t->ssl);
-    BIO_set_callback_ex(SSL_get_rbio(t->ssl), tls_bio_cb);
-    BIO_set_callback_arg(SSL_get_rbio(t->ssl), (char *)t);
     t->started = server_mono_s();
     c->tls = t;
     return 0;
@@ -285,6 +384,8 @@ int tls_handshake(struct conn *c)
          * holds them, and decrypts them itself (3.0 counts them into the
          * kernel's sequence number).  A plain recvmsg() would skip them. */
         t->rx_ahead = t->ktls_rx && SSL_has_pending(t->ssl);
+        t->bio_plain_tx = !t->ktls_tx;
+        t->bio_plain_rx = !t->ktls_rx;
         STAT_INC(ts, tls_connections);
         if (t->ktls_tx)
             STAT_INC(ts, tls_ktls_send);
@@ -318,7 +419,7 @@ ssize_t tls_recv(struct conn *c, void *buf, size_t len, bool *drained)
     struct tls_conn *t = c->tls;
     int n, e;
 
-    ERR_clear_error();
+    tls_err_reset();
     t->bio_short = false;
     n = SSL_read(t->ssl, buf, len > INT32_MAX ? INT32_MAX : (int)len);
     if (n > 0) {
@@ -454,7 +555,7 @@ ssize_t tls_send_pending(struct conn *c)
     }
     if (len > (1u << 30))
         len = 1u << 30;
-    ERR_clear_error();
+    tls_err_reset();
     n = SSL_write(t->ssl, p, (int)len);
     if (n > 0) {
         if (t->rd_wants_wr) {

@@ -40,6 +40,9 @@ struct tls_conn {
     bool wr_wants_rd;   /* SSL_write needs the socket readable */
     bool bio_short;     /* the socket's last read returned less than
                            asked: its receive queue was emptied */
+    bool bio_plain_tx;  /* the BIO sends with send(), not OpenSSL's write() */
+    bool bio_plain_rx;  /* the BIO receives with recv(), not read() */
+    int fd;             /* the connection's socket */
 };
 
 /* Build the context from --tls-cert/--tls-key/--tls-ca: 0, or -1 logged.
