@@ -397,6 +397,77 @@ static void test_multishot_accept(void **state)
     stop();
 }
 
+#define NFLOOD 16
+#define VFLOOD (4u << 20)
+
+/* A GET beside connections that send long values as fast as the socket
+ * takes them: the bulk senders move to the bulk buffer group, and the GET
+ * is answered in the turn its bytes arrive, every time (on one shared
+ * group its receive found the buffers taken by the senders, ended with
+ * ENOBUFS and waited for a later turn). */
+static void test_light_beside_bulk(void **state)
+{
+    static struct conn *f[NFLOOD];
+    static int fpeer[NFLOOD];
+    static size_t fsent[NFLOOD];
+    static char junk[256 * 1024];
+    static const char want[] = "VALUE k 0 3\r\nabc\r\nEND\r\n";
+    struct conn *l;
+    int lpeer, i, round, t, worst = 0;
+    char buf[128];
+
+    (void)state;
+    assert_non_null(start(NULL));
+    put("k", "abc", 3);
+    memset(junk, 'b', sizeof(junk));
+    for (i = 0; i < NFLOOD; i++) {
+        char head[64];
+        int n = snprintf(head, sizeof(head), "set f%d 0 0 %u\r\n", i,
+                         VFLOOD);
+
+        f[i] = open_conn(&fpeer[i]);
+        assert_int_equal(write(fpeer[i], head, (size_t)n), n);
+    }
+    l = open_conn(&lpeer);
+    (void)l;
+    for (round = 0; round < 30; round++) {
+        assert_int_equal(write(lpeer, "get k\r\n", 7), 7);
+        for (t = 1; t <= 50; t++) {
+            struct pollfd p = {lpeer, POLLIN, 0};
+
+            for (i = 0; i < NFLOOD; i++) {
+                size_t left = VFLOOD - fsent[i];
+                ssize_t k = send(fpeer[i], junk,
+                                 left < sizeof(junk) ? left : sizeof(junk),
+                                 MSG_DONTWAIT);
+                if (k > 0)
+                    fsent[i] += (size_t)k;
+            }
+            assert_true(uring_turn(&srv->workers[0], 10) >= 0);
+            if (poll(&p, 1, 0) == 1)
+                break;
+        }
+        assert_int_equal(read(lpeer, buf, sizeof(buf)),
+                         (ssize_t)sizeof(want) - 1);
+        assert_memory_equal(buf, want, sizeof(want) - 1);
+        if (round >= 2 && t > worst) /* the first turns sort them out */
+            worst = t;
+    }
+    fprintf(stderr, "GET beside %d bulk senders: answered within %d turns\n",
+            NFLOOD, worst);
+    assert_true(worst <= 1);
+    for (i = 0; i < NFLOOD; i++)
+        assert_true(uring_conn_bulk(f[i])); /* they moved */
+    assert_false(uring_conn_bulk(l));
+    for (i = 0; i < NFLOOD; i++) {
+        conn_teardown(f[i]);
+        close(fpeer[i]);
+    }
+    conn_teardown(l);
+    close(lpeer);
+    stop();
+}
+
 #define NEXH 32
 #define VEXH 20000
 
@@ -463,6 +534,7 @@ int main(void)
         cmocka_unit_test(test_client_vanishes_mid_reply),
         cmocka_unit_test(test_server_drops_mid_reply),
         cmocka_unit_test(test_buffer_ring_exhaustion),
+        cmocka_unit_test(test_light_beside_bulk),
         cmocka_unit_test(test_multishot_accept),
     };
     struct io_uring r;

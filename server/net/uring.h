@@ -50,6 +50,8 @@ bool uring_conn_teardown(struct conn *c);
 void uring_conn_free(struct conn *c);
 /* c is back from a payload thread: input that arrived meanwhile goes in. */
 void uring_conn_returned(struct conn *c);
+/* c receives on the bulk buffer group (tests). */
+bool uring_conn_bulk(const struct conn *c);
 #else
 static inline int uring_resolve(struct server *srv)
 {
@@ -105,6 +107,11 @@ static inline bool uring_conn_teardown(struct conn *c)
 }
 static inline void uring_conn_free(struct conn *c) { (void)c; }
 static inline void uring_conn_returned(struct conn *c) { (void)c; }
+static inline bool uring_conn_bulk(const struct conn *c)
+{
+    (void)c;
+    return false;
+}
 #endif
 
 #endif
