@@ -182,12 +182,48 @@ static void test_seccomp_refusal(void **state)
     assert_int_equal(run_daemon(true, err, sizeof(err), a, NULL), 70);
     assert_non_null(strstr(err, "--io=uring: io_uring is not available here"));
     assert_non_null(strstr(err, "use --io=epoll"));
-    /* auto (the default, epoll): runs (stopped by SIGTERM once ready: 0),
-     * io_uring not even tried */
+    /* auto (the default): io_uring is tried, refused, and epoll serves
+     * (stopped by SIGTERM once ready: 0) */
     rc = run_daemon(true, err, sizeof(err), b, " ready: model");
     if (rc != 0)
         fail_msg("--io=auto under seccomp: exit %d: %s", rc, err);
-    assert_null(strstr(err, "io_uring"));
+    assert_non_null(strstr(err, "io_uring is not available (io_uring_setup "
+                                "failed"));
+    assert_non_null(strstr(err, "using epoll"));
+    assert_null(strstr(err, "network I/O: io_uring"));
+    /* and without the filter, auto is io_uring */
+    rc = run_daemon(false, err, sizeof(err), b, " ready: model");
+    if (rc != 0)
+        fail_msg("--io=auto: exit %d: %s", rc, err);
+    assert_non_null(strstr(err, "network I/O: io_uring"));
+    unlink(sock);
+}
+
+/* The probe passes but the rings of the threads cannot be set up (here a
+ * ring size the kernel refuses): auto goes back to epoll for every thread
+ * and serves; an explicit --io=uring stops. */
+static void test_ring_setup_fallback(void **state)
+{
+    char err[8192], sock[64];
+    int rc;
+    const char *const a[] = {"-p", "0", "-s", sock, "--io=uring", "-n", "2",
+                             NULL};
+    const char *const b[] = {"-p", "0", "-s", sock, "-n", "2", NULL};
+
+    (void)state;
+    snprintf(sock, sizeof(sock), "/tmp/mdc-test-uring-f%d.sock",
+             (int)getpid());
+    unlink(sock);
+    setenv("MDC_URING_ENTRIES", "1000000", 1);
+    rc = run_daemon(false, err, sizeof(err), b, " ready: model");
+    if (rc != 0)
+        fail_msg("--io=auto, no ring: exit %d: %s", rc, err);
+    assert_non_null(strstr(err, "a ring could not be set up: using epoll"));
+    rc = run_daemon(false, err, sizeof(err), a, " ready: model");
+    unsetenv("MDC_URING_ENTRIES");
+    if (rc == 0)
+        fail_msg("--io=uring, no ring: started: %s", err);
+    assert_null(strstr(err, "using epoll"));
     unlink(sock);
 }
 
@@ -530,6 +566,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_io_value),
         cmocka_unit_test(test_seccomp_refusal),
+        cmocka_unit_test(test_ring_setup_fallback),
         cmocka_unit_test(test_many_connections_one_turn),
         cmocka_unit_test(test_client_vanishes_mid_reply),
         cmocka_unit_test(test_server_drops_mid_reply),
