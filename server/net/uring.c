@@ -111,6 +111,10 @@ struct uconn {
     uint32_t *sbid;
     uint32_t *slen;
     unsigned nstash, stashcap;
+    bool zc;              /* the send in flight is a zero-copy one ... */
+    bool zc_wait;         /* ... whose notification is still to come */
+    bool no_zc;           /* the socket refused a zero-copy send */
+    int zc_res;           /* the zero-copy send's result */
     uint64_t turn;        /* the loop turn turn_bytes counts in */
     size_t turn_bytes;    /* bytes received in that turn */
 };
@@ -139,6 +143,8 @@ struct uring_worker {
     struct conn *zombies;  /* torn down, operations still in flight */
     struct io_uring_cqe *later; /* bulk receive completions of a reap */
     unsigned nlater;
+    size_t zc_min;         /* --uring-send-zc: 0 = off */
+    uint64_t zc_sends, zc_notifs;
     /* main thread (-n 0): the ring as a libevent event */
     struct event *ev;
     bool kicked;
@@ -262,6 +268,7 @@ int uring_worker_setup(struct worker *w, bool outer)
         (atoi(e) & (atoi(e) - 1)) == 0)
         uw->g[0].n = (unsigned)atoi(e);
     uw->g[0].sz = URING_BUFSZ;
+    uw->zc_min = (size_t)w->srv->opt.uring_send_zc;
     uw->g[1].n = URING_BULK_NBUFS;
     uw->g[1].sz = URING_BULK_BUFSZ;
     memset(&p, 0, sizeof(p));
@@ -559,9 +566,14 @@ int uring_conn_flush(struct conn *c)
     struct uconn *uc = c->uc;
     struct io_uring_sqe *sqe;
     size_t i, k;
+    bool zc;
 
     if (c->wr_busy || c->seghead == c->nseg)
         return 0;
+    /* --uring-send-zc: a reply of that size goes out of the records'
+     * pages themselves; they are released on the notification that the
+     * kernel is done with them (uw_on_send), not on the send's completion */
+    zc = uw->zc_min > 0 && !uc->no_zc && c->opending >= uw->zc_min;
     if (c->nseg - c->seghead > 1 && uc->iov == NULL) {
         uc->iov = mdc_malloc(URING_IOV_MAX * sizeof(*uc->iov));
         if (uc->iov == NULL)
@@ -574,8 +586,12 @@ int uring_conn_flush(struct conn *c)
         const struct oseg *s = &c->segs[c->seghead];
         const uint8_t *p = s->ptr != NULL ? s->ptr : c->obuf + s->off;
 
-        io_uring_prep_send(sqe, c->fd, p + c->headsent, s->len - c->headsent,
-                           MSG_NOSIGNAL);
+        if (zc)
+            io_uring_prep_send_zc(sqe, c->fd, p + c->headsent,
+                                  s->len - c->headsent, MSG_NOSIGNAL, 0);
+        else
+            io_uring_prep_send(sqe, c->fd, p + c->headsent,
+                               s->len - c->headsent, MSG_NOSIGNAL);
     } else {
         for (i = c->seghead, k = 0; i < c->nseg && k < URING_IOV_MAX;
              i++, k++) {
@@ -589,8 +605,13 @@ int uring_conn_flush(struct conn *c)
         memset(&uc->mh, 0, sizeof(uc->mh));
         uc->mh.msg_iov = uc->iov;
         uc->mh.msg_iovlen = k;
-        io_uring_prep_sendmsg(sqe, c->fd, &uc->mh, MSG_NOSIGNAL);
+        if (zc)
+            io_uring_prep_sendmsg_zc(sqe, c->fd, &uc->mh, MSG_NOSIGNAL);
+        else
+            io_uring_prep_sendmsg(sqe, c->fd, &uc->mh, MSG_NOSIGNAL);
     }
+    uc->zc = zc;
+    uw->zc_sends += zc;
     io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)c | UD_SEND);
     uc->ops++;
     c->wr_busy = true;
@@ -657,6 +678,28 @@ bool uring_conn_teardown(struct conn *c)
     uc->zombie = true;
     uc->z_next = uw->zombies;
     uw->zombies = c;
+    if (uc->zc) {
+        /* A zero-copy send: the socket's queue references the records'
+         * pages until it is purged, and a peer that reads nothing would
+         * keep them (and c) for ever.  Cancel by user data, and close now
+         * with a reset (the ring's own references keep the socket until
+         * its operations end; then its queue goes, and the notification
+         * comes). */
+        struct linger lg = {1, 0};
+
+        if (uc->recv_armed && (sqe = uw_sqe(uw)) != NULL) {
+            io_uring_prep_cancel64(sqe, uc->recv_ud, 0);
+            io_uring_sqe_set_data64(sqe, UD_IGNORE);
+        }
+        if (!uc->zc_wait && (sqe = uw_sqe(uw)) != NULL) {
+            io_uring_prep_cancel64(sqe, (uint64_t)(uintptr_t)c | UD_SEND, 0);
+            io_uring_sqe_set_data64(sqe, UD_IGNORE);
+        }
+        (void)setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+        close(c->fd);
+        c->fd = -1;
+        return true;
+    }
     /* end the receive and any send; their completions free c */
     sqe = uw_sqe(uw);
     if (sqe != NULL) {
@@ -761,6 +804,18 @@ bool uring_conn_bulk(const struct conn *c)
     return c->uc != NULL && c->uc->bulk;
 }
 
+bool uring_conn_zc_wait(const struct conn *c)
+{
+    return c->uc != NULL && c->uc->zc_wait;
+}
+
+void uring_zc_counts(const struct worker *w, uint64_t *sends,
+                     uint64_t *notifs)
+{
+    *sends = w->uring != NULL ? w->uring->zc_sends : 0;
+    *notifs = w->uring != NULL ? w->uring->zc_notifs : 0;
+}
+
 static bool uc_backlogged(const struct conn *c)
 {
     size_t avail = c->ilen - c->ioff;
@@ -855,8 +910,30 @@ static void uw_on_recv(struct uring_worker *uw, struct conn *c,
         conn_teardown(c);
 }
 
-static void uw_on_send(struct uring_worker *uw, struct conn *c, int res)
+static void uw_on_send(struct uring_worker *uw, struct conn *c,
+                       const struct io_uring_cqe *cqe)
 {
+    struct uconn *uc = c->uc;
+    int res = cqe->res;
+
+    if (cqe->flags & IORING_CQE_F_MORE) {
+        /* a zero-copy send's result: the notification follows, and
+         * until then the kernel may still read the records' pages */
+        uc->zc_res = res;
+        uc->zc_wait = true;
+        return;
+    }
+    if (cqe->flags & IORING_CQE_F_NOTIF) {
+        uw->zc_notifs++;
+        uc->zc_wait = false;
+        res = uc->zc_res;
+    }
+    if (uc->zc && (res == -EOPNOTSUPP || res == -EINVAL)) {
+        /* not on this socket (a Unix socket): plain sends from now */
+        uc->no_zc = true;
+        res = 0;
+    }
+    uc->zc = false;
     c->uc->ops--;
     c->wr_busy = false;
     if (c->uc->zombie) {
@@ -888,7 +965,7 @@ static void uw_dispatch(struct uring_worker *uw, const struct io_uring_cqe *cqe)
         uw_on_recv(uw, UD_PTR(ud), cqe, UD_TYPE(ud) == UD_RECV_BULK);
         break;
     case UD_SEND:
-        uw_on_send(uw, UD_PTR(ud), cqe->res);
+        uw_on_send(uw, UD_PTR(ud), cqe);
         break;
     case UD_WAKE:
         worker_inbox_run(uw->w);
