@@ -250,10 +250,12 @@ int uring_worker_setup(struct worker *w, bool outer)
     struct io_uring_params p;
     struct io_uring_buf_reg reg;
     const char *e = getenv("MDC_URING_NBUFS"); /* tests: exhaustion */
-    /* tests: a ring size the kernel refuses (the fallback to epoll) */
+    /* tests: a ring size the kernel refuses for the network threads, after
+     * the main thread's ring was made (the fallback to epoll) */
     const char *ent = getenv("MDC_URING_ENTRIES");
-    unsigned entries = ent != NULL && atoi(ent) > 0 ? (unsigned)atoi(ent)
-                                                   : URING_ENTRIES;
+    unsigned entries = outer && ent != NULL && atoi(ent) > 0
+                           ? (unsigned)atoi(ent)
+                           : URING_ENTRIES;
     size_t brsz;
     unsigned i, gi;
     int rc;
