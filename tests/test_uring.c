@@ -40,6 +40,7 @@
 
 #include <cmocka.h>
 
+#include "server/core/alloc.h"
 #include "server/core/store.h"
 #include "server/daemon.h"
 #include "server/net/conn.h"
@@ -459,6 +460,27 @@ static void test_send_zc_bytes(void **state)
         assert_memory_equal(buf, head, (size_t)h);
         assert_memory_equal(buf + h, v, vlen);
         assert_memory_equal(buf + h + vlen, "\r\nEND\r\n", 7);
+        /* the zero-allocation GET (tests/test_server_alloc.c) holds with
+         * zero-copy sends: a GET after the first allocates nothing */
+        if (mdc_alloc_counts_threads()) {
+            uint64_t a0 = mdc_thread_allocated(), a1;
+
+            assert_int_equal(write(peer, "get zc\r\n", 8), 8);
+            for (i = 0, got = 0; i < 500 && (got < want || c->wr_busy);
+                 i++) {
+                ssize_t k;
+
+                assert_true(uring_turn(&srv->workers[0], 5) >= 0);
+                while ((k = recv(peer, buf + got, vlen + 64 - got,
+                                 MSG_DONTWAIT)) > 0)
+                    got += (size_t)k;
+            }
+            a1 = mdc_thread_allocated();
+            assert_int_equal(got, want);
+            if (a1 != a0)
+                fail_msg("a zero-copy GET of %zu bytes allocated %llu bytes",
+                         vlen, (unsigned long long)(a1 - a0));
+        }
         free(v);
         free(buf);
     }
