@@ -14,7 +14,9 @@
 #   W=W2 uses TCP loopback instead of the Unix socket; V=N sets the value
 #   size, K=N the key count (prefill and run); SCPUS=LIST the servers'
 #   CPUs (taskset list, default 0); AB_SUMMARY=FILE appends
-#   the medians as one JSON line.
+#   the medians as one JSON line.  With W2, AB_HOST=ADDR listens and
+#   connects there instead of 127.0.0.1, and AB_WRAP=CMD prefixes each
+#   server's command (e.g. "ip netns exec NS": bench/send_zc.sh).
 set -eu
 ROUNDS=5
 DUR=3
@@ -47,14 +49,14 @@ for t in "$@"; do
     name=${t%%=*}
     cmd=${t#*=}
     if [ "$W" = W2 ]; then
-        addr=127.0.0.1:$((port + i))
-        listen="-l 127.0.0.1 -p $((port + i))"
+        addr=${AB_HOST:-127.0.0.1}:$((port + i))
+        listen="-l ${AB_HOST:-127.0.0.1} -p $((port + i))"
     else
         addr=$TMP/s$i.sock
         listen="-s $addr -p 0"
     fi
     # shellcheck disable=SC2086
-    taskset -c "${SCPUS:-0}" $cmd $listen >"$TMP/$name.log" 2>&1 &
+    taskset -c "${SCPUS:-0}" ${AB_WRAP:-} $cmd $listen >"$TMP/$name.log" 2>&1 &
     PIDS[i]=$!
     NAMES[i]=$name
     ADDRS[i]=$addr

@@ -108,6 +108,10 @@ done
 # mdcached-uring runs when this mdcached has --io and the kernel lets it
 HAVE_URING=0
 "$DAEMON" --io=uring -p 0 -s /nonexistent/x -h >/dev/null 2>&1 && "$DAEMON" -h 2>&1 | grep -q -- '--io' && HAVE_URING=1
+# "mdcached" and "mdcached-ref" stay the epoll backend (--io=auto is
+# io_uring now), so the two backends are side by side as before
+EPOLL=
+"$DAEMON" -h 2>&1 | grep -q -- '--io' && EPOLL=--io=epoll
 for c in memcached redis-server taskset; do
     command -v $c >/dev/null || { echo "compare.sh: $c missing (apt-get install memcached redis-server)" >&2; exit 1; }
 done
@@ -332,8 +336,8 @@ phase() {
     log "$w: starting servers ($tr socket), prefilling $keys keys of $vs bytes"
     start mc memcached "$tr" 1024
     start redis redis "$tr" 1024
-    start mdc1 mdcached "$tr" 1024 -n 1 -t 0
-    start mdc4 mdcached "$tr" 1024 -n 4 -t 0
+    start mdc1 mdcached "$tr" 1024 -n 1 -t 0 $EPOLL
+    start mdc4 mdcached "$tr" 1024 -n 4 -t 0 $EPOLL
     start floor floor "$tr" 0 -K 16 -v "$vs"
     prefill mc text "$keys" "$vs"
     prefill redis resp "$keys" "$vs"

@@ -25,6 +25,10 @@ while getopts r:D:B:o: o; do
     esac
 done
 DAEMON=$BUILD/server/mdcached
+# mdcached-n1/-n4 are the epoll backend (--io=auto is io_uring now), the
+# -uring targets the other
+EPOLL=
+"$DAEMON" -h 2>&1 | grep -q -- '--io' && EPOLL=--io=epoll
 mkdir -p "$(dirname "$OUT")"
 MAXF=$(mktemp)
 trap 'rm -f "$MAXF"' EXIT
@@ -36,8 +40,8 @@ for pct in 50 80; do
     rate=$((MAX * pct / 100))
     echo "== $pct % of it: $rate req/s offered"
     LOAD_ARGS="-R $rate" AB_SUMMARY=$OUT "$HERE/ab.sh" -r "$ROUNDS" -D "$DUR" \
-        -B "$BUILD" "mdcached-n1=$DAEMON -n 1 -t 0" \
-        "mdcached-n4=$DAEMON -n 4 -t 0" \
+        -B "$BUILD" "mdcached-n1=$DAEMON -n 1 -t 0 $EPOLL" \
+        "mdcached-n4=$DAEMON -n 4 -t 0 $EPOLL" \
         "memcached-t1=memcached -u nobody -U 0 -t 1" \
         "memcached-t4=memcached -u nobody -U 0 -t 4" \
         ${URING_TARGETS:+"mdcached-n1-uring=$DAEMON -n 1 -t 0 --io=uring"} \

@@ -42,7 +42,10 @@ struct opt_list {
       "payload (store) threads; 0 = requests run in the network threads")      \
     X(io, 0, "io", OT_STR, "auto", 0, 0, "auto|epoll|uring",                \
       "network I/O backend: epoll (libevent) or uring (io_uring); auto = "    \
-      "epoll")                                                                 \
+      "uring where the kernel allows it, else epoll")                          \
+    X(uring_send_zc, 0, "uring-send-zc", OT_SIZE, "0", 0, 1073741824, "SIZE",  \
+      "io_uring: send replies of at least SIZE bytes with zero-copy sends "   \
+      "(IORING_OP_SEND_ZC); 0 = off")                                          \
     X(memory_mb, 'm', "memory-limit", OT_UINT, "1024", 1, 16777216, "MiB",     \
       "memory for records and the tag index, in MiB")                          \
     X(no_evict, 'M', "no-evict", OT_FLAG, "off", 0, 1, NULL,                   \

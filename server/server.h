@@ -148,6 +148,7 @@ struct server {
     unsigned npqs;
     unsigned next_net;        /* round-robin for new connections */
     bool io_uring;            /* --io=uring in force (uring.c resolves it) */
+    bool io_uring_fallback;   /* --io=auto: epoll if a ring cannot be set up */
 
     struct listener *listeners;
     size_t nlisteners;

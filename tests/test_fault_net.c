@@ -282,6 +282,15 @@ static void test_text_never_reads(void **state)
     slow = tc_connect_rcvbuf(&s, 4096);
     assert_true(slow >= 0);
     tc_set_timeout_ms(slow, 300);
+    /* a batch first, so the server has several requests at once: on
+     * io_uring a connection runs no request while its send is in flight,
+     * so requests arriving one by one would each wait for the previous
+     * reply's send, which blocks, and the output would never reach
+     * --max-output (the slow client is dropped by --output-timeout all
+     * the same) */
+    for (i = 0; i < 64; i++)
+        memcpy(buf + 9 * i, "get big\r\n", 9);
+    assert_int_equal(tc_send_all(slow, buf, 9 * 64), 0);
     for (i = 0; i < 5000; i++)
         if (tc_send_all(slow, "get big\r\n", 9) < 0)
             break; /* the server stopped reading us */

@@ -1048,5 +1048,7 @@ int main(void)
     };
 
     signal(SIGPIPE, SIG_IGN);
+    if (getenv("MDC_TEST_FILTER") != NULL) /* e.g. "test_fair*" */
+        cmocka_set_test_filter(getenv("MDC_TEST_FILTER"));
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -23,6 +23,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -38,6 +40,7 @@
 
 #include <cmocka.h>
 
+#include "server/core/alloc.h"
 #include "server/core/store.h"
 #include "server/daemon.h"
 #include "server/net/conn.h"
@@ -182,18 +185,55 @@ static void test_seccomp_refusal(void **state)
     assert_int_equal(run_daemon(true, err, sizeof(err), a, NULL), 70);
     assert_non_null(strstr(err, "--io=uring: io_uring is not available here"));
     assert_non_null(strstr(err, "use --io=epoll"));
-    /* auto (the default, epoll): runs (stopped by SIGTERM once ready: 0),
-     * io_uring not even tried */
+    /* auto (the default): io_uring is tried, refused, and epoll serves
+     * (stopped by SIGTERM once ready: 0) */
     rc = run_daemon(true, err, sizeof(err), b, " ready: model");
     if (rc != 0)
         fail_msg("--io=auto under seccomp: exit %d: %s", rc, err);
-    assert_null(strstr(err, "io_uring"));
+    assert_non_null(strstr(err, "io_uring is not available (io_uring_setup "
+                                "failed"));
+    assert_non_null(strstr(err, "using epoll"));
+    assert_null(strstr(err, "network I/O: io_uring"));
+    /* and without the filter, auto is io_uring */
+    rc = run_daemon(false, err, sizeof(err), b, " ready: model");
+    if (rc != 0)
+        fail_msg("--io=auto: exit %d: %s", rc, err);
+    assert_non_null(strstr(err, "network I/O: io_uring"));
+    unlink(sock);
+}
+
+/* The probe passes but the rings of the threads cannot be set up (here a
+ * ring size the kernel refuses): auto goes back to epoll for every thread
+ * and serves; an explicit --io=uring stops. */
+static void test_ring_setup_fallback(void **state)
+{
+    char err[8192], sock[64];
+    int rc;
+    const char *const a[] = {"-p", "0", "-s", sock, "--io=uring", "-n", "2",
+                             NULL};
+    const char *const b[] = {"-p", "0", "-s", sock, "-n", "2", NULL};
+
+    (void)state;
+    snprintf(sock, sizeof(sock), "/tmp/mdc-test-uring-f%d.sock",
+             (int)getpid());
+    unlink(sock);
+    setenv("MDC_URING_ENTRIES", "1000000", 1);
+    rc = run_daemon(false, err, sizeof(err), b, " ready: model");
+    if (rc != 0)
+        fail_msg("--io=auto, no ring: exit %d: %s", rc, err);
+    assert_non_null(strstr(err, "a ring could not be set up: using epoll"));
+    rc = run_daemon(false, err, sizeof(err), a, " ready: model");
+    unsetenv("MDC_URING_ENTRIES");
+    if (rc == 0)
+        fail_msg("--io=uring, no ring: started: %s", err);
+    assert_null(strstr(err, "using epoll"));
     unlink(sock);
 }
 
 /* ---- in-process: the calling thread is the worker (-n 0) -------------- */
 
 static struct server *srv;
+static uint64_t zc_min; /* --uring-send-zc of the next start() */
 
 static struct server *start(const char *nbufs)
 {
@@ -210,6 +250,7 @@ static struct server *start(const char *nbufs)
     o.max_item_size = 8u << 20;
     o.reqs_per_event = 1000000;
     o.io = "uring";
+    o.uring_send_zc = zc_min;
     srv = server_setup(&o);
     unsetenv("MDC_URING_NBUFS");
     return srv;
@@ -235,6 +276,36 @@ static struct conn *open_conn(int *peer)
     assert_int_equal(conn_adopt(c), 0);
     assert_non_null(c->uc); /* on the ring */
     *peer = sv[1];
+    return c;
+}
+
+/* A connection over TCP on loopback (zero-copy sends need TCP). */
+static struct conn *open_tcp(int *peer)
+{
+    struct sockaddr_in sa;
+    socklen_t sl = sizeof(sa);
+    int lfd, cfd, sfd;
+    struct conn *c;
+
+    lfd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(lfd >= 0);
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    assert_int_equal(listen(lfd, 1), 0);
+    assert_int_equal(getsockname(lfd, (struct sockaddr *)&sa, &sl), 0);
+    cfd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_int_equal(connect(cfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    sfd = accept(lfd, NULL, NULL);
+    assert_true(sfd >= 0);
+    close(lfd);
+    fcntl(sfd, F_SETFL, O_NONBLOCK);
+    atomic_fetch_add(&srv->nconns, 1);
+    c = conn_setup(srv, &srv->workers[0], sfd, AF_INET);
+    assert_non_null(c);
+    assert_int_equal(conn_adopt(c), 0);
+    *peer = cfd;
     return c;
 }
 
@@ -348,6 +419,171 @@ static void test_server_drops_mid_reply(void **state)
     vanish(true);
 }
 
+/* --uring-send-zc: GETs of 64 KiB, 256 KiB and 1 MiB values go out with
+ * zero-copy sends, byte for byte, each followed by its notification. */
+static void test_send_zc_bytes(void **state)
+{
+    static const size_t sizes[] = {64u << 10, 256u << 10, 1u << 20};
+    size_t vlen, got, want, j, si;
+    char *v, *buf, head[64];
+    uint64_t sends, notifs;
+    struct conn *c;
+    int peer, i, h;
+
+    (void)state;
+    zc_min = 32u << 10;
+    assert_non_null(start(NULL));
+    zc_min = 0;
+    c = open_tcp(&peer);
+    assert_true(uring_turn(&srv->workers[0], 0) >= 0);
+    for (si = 0; si < 3; si++) {
+        vlen = sizes[si];
+        v = malloc(vlen);
+        buf = malloc(vlen + 64);
+        assert_non_null(v);
+        assert_non_null(buf);
+        for (j = 0; j < vlen; j++)
+            v[j] = (char)('a' + (j * 7 + si) % 26);
+        put("zc", v, vlen);
+        assert_int_equal(write(peer, "get zc\r\n", 8), 8);
+        h = snprintf(head, sizeof(head), "VALUE zc 0 %zu\r\n", vlen);
+        want = (size_t)h + vlen + 7;
+        for (i = 0, got = 0; i < 500 && got < want; i++) {
+            ssize_t k;
+
+            assert_true(uring_turn(&srv->workers[0], 5) >= 0);
+            while ((k = recv(peer, buf + got, vlen + 64 - got,
+                             MSG_DONTWAIT)) > 0)
+                got += (size_t)k;
+        }
+        assert_int_equal(got, want);
+        assert_memory_equal(buf, head, (size_t)h);
+        assert_memory_equal(buf + h, v, vlen);
+        assert_memory_equal(buf + h + vlen, "\r\nEND\r\n", 7);
+        /* the zero-allocation GET (tests/test_server_alloc.c) holds with
+         * zero-copy sends: a GET after the first allocates nothing */
+        if (mdc_alloc_counts_threads()) {
+            uint64_t a0 = mdc_thread_allocated(), a1;
+
+            assert_int_equal(write(peer, "get zc\r\n", 8), 8);
+            for (i = 0, got = 0; i < 500 && (got < want || c->wr_busy);
+                 i++) {
+                ssize_t k;
+
+                assert_true(uring_turn(&srv->workers[0], 5) >= 0);
+                while ((k = recv(peer, buf + got, vlen + 64 - got,
+                                 MSG_DONTWAIT)) > 0)
+                    got += (size_t)k;
+            }
+            a1 = mdc_thread_allocated();
+            assert_int_equal(got, want);
+            if (a1 != a0)
+                fail_msg("a zero-copy GET of %zu bytes allocated %llu bytes",
+                         vlen, (unsigned long long)(a1 - a0));
+        }
+        free(v);
+        free(buf);
+    }
+    for (i = 0; i < 100; i++) {
+        uring_zc_counts(&srv->workers[0], &sends, &notifs);
+        if (sends == notifs && !c->wr_busy)
+            break;
+        assert_true(uring_turn(&srv->workers[0], 5) >= 0);
+    }
+    fprintf(stderr, "zero-copy sends %llu, notifications %llu\n",
+            (unsigned long long)sends, (unsigned long long)notifs);
+    assert_true(sends >= 3);
+    assert_int_equal(notifs, sends);
+    conn_teardown(c);
+    close(peer);
+    stop();
+}
+
+/* A zero-copy GET in flight holds the record after a delete, through the
+ * send's completion, until the notification; then it is released.  The
+ * peer vanishing (or the server dropping it) mid-send leaks nothing. */
+static void zc_release(int how)
+{
+    size_t vlen = 4u << 20;
+    char *v = malloc(vlen), buf[65536];
+    uint64_t base, sends, notifs;
+    struct conn *c;
+    int peer, i, waits = 0;
+
+    zc_min = 64u << 10;
+    assert_non_null(start(NULL));
+    zc_min = 0;
+    base = store_bytes();
+    memset(v, 'z', vlen);
+    put("big", v, vlen);
+    free(v);
+    c = open_tcp(&peer);
+    assert_true(uring_turn(&srv->workers[0], 0) >= 0);
+    assert_int_equal(write(peer, "get big\r\n", 9), 9);
+    for (i = 0; i < 20 && !(c->wr_busy && c->opending > 0); i++)
+        assert_true(uring_turn(&srv->workers[0], 20) >= 0);
+    assert_true(c->wr_busy);
+    assert_int_equal(store_delete(srv->store, "big", 3, 0), ST_OK);
+    assert_true(store_bytes() >= base + vlen); /* the send holds it */
+    if (how == 0) {
+        /* read it all: every turn, a send whose notification has not
+         * come still holds the record */
+        size_t got = 0;
+
+        for (i = 0; i < 2000 && store_bytes() >= base + vlen; i++) {
+            ssize_t k;
+
+            assert_true(uring_turn(&srv->workers[0], 2) >= 0);
+            if (uring_conn_zc_wait(c)) {
+                waits++;
+                assert_true(store_bytes() >= base + vlen);
+            }
+            while ((k = recv(peer, buf, sizeof(buf), MSG_DONTWAIT)) > 0)
+                got += (size_t)k;
+        }
+        assert_true(got >= vlen);
+        fprintf(stderr, "turns with a notification pending: %d\n", waits);
+    } else if (how == 1) {
+        close(peer);
+    } else {
+        conn_teardown(c);
+    }
+    for (i = 0; i < 200 && store_bytes() >= base + vlen; i++)
+        assert_true(uring_turn(&srv->workers[0], 10) >= 0);
+    assert_true(store_bytes() < base + vlen); /* released */
+    uring_zc_counts(&srv->workers[0], &sends, &notifs);
+    assert_true(sends >= 1);
+    if (how == 0) {
+        assert_int_equal(notifs, sends);
+        conn_teardown(c);
+        close(peer);
+    } else if (how == 2) {
+        close(peer);
+    }
+    for (i = 0; i < 100 && atomic_load(&srv->nconns) > 0; i++)
+        assert_true(uring_turn(&srv->workers[0], 10) >= 0);
+    assert_int_equal(atomic_load(&srv->nconns), 0);
+    stop();
+}
+
+static void test_send_zc_release(void **state)
+{
+    (void)state;
+    zc_release(0);
+}
+
+static void test_send_zc_vanish(void **state)
+{
+    (void)state;
+    zc_release(1);
+}
+
+static void test_send_zc_drop(void **state)
+{
+    (void)state;
+    zc_release(2);
+}
+
 /* Accepting on the ring: a multishot accept per listener, no accept4(). */
 static void test_multishot_accept(void **state)
 {
@@ -394,6 +630,77 @@ static void test_multishot_accept(void **state)
     assert_int_equal(atomic_load(&srv->nconns), 0);
     net_close_all(srv);
     srv->opt.unix_socket = NULL;
+    stop();
+}
+
+#define NFLOOD 16
+#define VFLOOD (4u << 20)
+
+/* A GET beside connections that send long values as fast as the socket
+ * takes them: the bulk senders move to the bulk buffer group, and the GET
+ * is answered in the turn its bytes arrive, every time (on one shared
+ * group its receive found the buffers taken by the senders, ended with
+ * ENOBUFS and waited for a later turn). */
+static void test_light_beside_bulk(void **state)
+{
+    static struct conn *f[NFLOOD];
+    static int fpeer[NFLOOD];
+    static size_t fsent[NFLOOD];
+    static char junk[256 * 1024];
+    static const char want[] = "VALUE k 0 3\r\nabc\r\nEND\r\n";
+    struct conn *l;
+    int lpeer, i, round, t, worst = 0;
+    char buf[128];
+
+    (void)state;
+    assert_non_null(start(NULL));
+    put("k", "abc", 3);
+    memset(junk, 'b', sizeof(junk));
+    for (i = 0; i < NFLOOD; i++) {
+        char head[64];
+        int n = snprintf(head, sizeof(head), "set f%d 0 0 %u\r\n", i,
+                         VFLOOD);
+
+        f[i] = open_conn(&fpeer[i]);
+        assert_int_equal(write(fpeer[i], head, (size_t)n), n);
+    }
+    l = open_conn(&lpeer);
+    (void)l;
+    for (round = 0; round < 30; round++) {
+        assert_int_equal(write(lpeer, "get k\r\n", 7), 7);
+        for (t = 1; t <= 50; t++) {
+            struct pollfd p = {lpeer, POLLIN, 0};
+
+            for (i = 0; i < NFLOOD; i++) {
+                size_t left = VFLOOD - fsent[i];
+                ssize_t k = send(fpeer[i], junk,
+                                 left < sizeof(junk) ? left : sizeof(junk),
+                                 MSG_DONTWAIT);
+                if (k > 0)
+                    fsent[i] += (size_t)k;
+            }
+            assert_true(uring_turn(&srv->workers[0], 10) >= 0);
+            if (poll(&p, 1, 0) == 1)
+                break;
+        }
+        assert_int_equal(read(lpeer, buf, sizeof(buf)),
+                         (ssize_t)sizeof(want) - 1);
+        assert_memory_equal(buf, want, sizeof(want) - 1);
+        if (round >= 2 && t > worst) /* the first turns sort them out */
+            worst = t;
+    }
+    fprintf(stderr, "GET beside %d bulk senders: answered within %d turns\n",
+            NFLOOD, worst);
+    assert_true(worst <= 1);
+    for (i = 0; i < NFLOOD; i++)
+        assert_true(uring_conn_bulk(f[i])); /* they moved */
+    assert_false(uring_conn_bulk(l));
+    for (i = 0; i < NFLOOD; i++) {
+        conn_teardown(f[i]);
+        close(fpeer[i]);
+    }
+    conn_teardown(l);
+    close(lpeer);
     stop();
 }
 
@@ -459,11 +766,17 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_io_value),
         cmocka_unit_test(test_seccomp_refusal),
+        cmocka_unit_test(test_ring_setup_fallback),
         cmocka_unit_test(test_many_connections_one_turn),
         cmocka_unit_test(test_client_vanishes_mid_reply),
         cmocka_unit_test(test_server_drops_mid_reply),
         cmocka_unit_test(test_buffer_ring_exhaustion),
+        cmocka_unit_test(test_light_beside_bulk),
         cmocka_unit_test(test_multishot_accept),
+        cmocka_unit_test(test_send_zc_bytes),
+        cmocka_unit_test(test_send_zc_release),
+        cmocka_unit_test(test_send_zc_vanish),
+        cmocka_unit_test(test_send_zc_drop),
     };
     struct io_uring r;
     int rc = io_uring_queue_init(8, &r, 0);

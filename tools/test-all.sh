@@ -106,10 +106,11 @@ recheck() {
 
 step layers sh tools/check-layers.sh
 build_and_check normal CFLAGS="-O2 -g" --enable-debug-commands
-# the whole suite again with every daemon on io_uring (--io=uring through
-# MDC_TEST_IO, docs/options.md): both network backends pass the same tests
+# the whole suite again with every daemon on epoll (the default, --io=auto,
+# is io_uring; --io=epoll through MDC_TEST_IO, docs/options.md): both
+# network backends pass the same tests
 if [ -f "$B/normal/Makefile" ] && grep -q '^#define HAVE_LIBURING 1' "$B/normal/config.h"; then
-    recheck normal-uring "$B/normal" MDC_TEST_IO=uring
+    recheck normal-epoll "$B/normal" MDC_TEST_IO=epoll
 fi
 # kernel TLS in a virtual machine (docs/security.md, "Kernel TLS, and the
 # user-space fallback"): once, with the normal build's programs; exit 77

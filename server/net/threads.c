@@ -264,6 +264,31 @@ static void *worker_payload_main(void *arg)
     return NULL;
 }
 
+/* --io=auto and a ring could not be set up for worker upto (the probe of
+ * uring_resolve passed, yet the real rings failed: memory, limits): every
+ * worker goes back to libevent's loop.  0, or -1 when --io=uring was
+ * explicit. */
+static int threads_uring_fallback(struct server *srv, unsigned upto)
+{
+    struct timeval one = {1, 0};
+    unsigned j;
+
+    if (!srv->io_uring_fallback)
+        return -1;
+    log_warn("io_uring: a ring could not be set up: using epoll");
+    for (j = 0; j <= upto; j++) {
+        struct worker *w = &srv->workers[j];
+
+        if (w->uring == NULL)
+            continue;
+        uring_worker_teardown(w);
+        if (w->ev_tick != NULL && event_add(w->ev_tick, &one) < 0)
+            return -1;
+    }
+    srv->io_uring = false;
+    return 0;
+}
+
 int threads_setup(struct server *srv)
 {
     unsigned i, ncpu = threads_cpus();
@@ -306,7 +331,8 @@ int threads_setup(struct server *srv)
          * the main thread's ring (multishot accepts, and its connections
          * with -n 0) is polled from libevent's loop */
         if (srv->io_uring &&
-            uring_worker_setup(w, w->role == ROLE_NET) < 0)
+            uring_worker_setup(w, w->role == ROLE_NET) < 0 &&
+            threads_uring_fallback(srv, i) < 0)
             goto out;
         w->yield_turns = w->role == ROLE_NET && srv->nnet > ncpu;
         if (srv->npay > 0 && (w->role == ROLE_NET || srv->nnet == 0))

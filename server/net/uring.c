@@ -52,16 +52,26 @@
 #include "threads.h"
 #include "udp.h"
 
-/* The backend --io=auto picks: epoll, although io_uring measured cheaper
- * per request, until the receive fairness issue of docs/performance.md,
- * "The io_uring backend", is solved.  With 1, auto falls back to epoll
- * (with a warning) where the kernel refuses io_uring. */
-#define URING_DEFAULT_IS_URING 0
+/* The backend --io=auto picks: io_uring, measured cheaper per request
+ * (docs/performance.md, "The io_uring backend"); auto falls back to epoll
+ * (with a warning) where the kernel refuses io_uring or a ring cannot be
+ * set up.  0 makes auto mean epoll. */
+#define URING_DEFAULT_IS_URING 1
 
 #define URING_ENTRIES 512       /* submission queue; completions 2x */
-#define URING_BGID 1            /* provided-buffer group */
-#define URING_NBUFS 256         /* provided buffers per thread ... */
+#define URING_BGID 1            /* provided-buffer groups: 1 and 2 */
+#define URING_NBUFS 256         /* light group: buffers per thread ... */
 #define URING_BUFSZ 4096u       /* ... of this size (1 MiB per thread) */
+#define URING_BULK_NBUFS 64     /* bulk group: buffers per thread ... */
+#define URING_BULK_BUFSZ 16384u /* ... of this size (1 MiB per thread) */
+/* A connection that receives this much in one loop turn moves to the bulk
+ * group, and back after URING_BULK_IDLE seconds without input: bulk
+ * senders (long values, floods) then share their own buffers, and the
+ * light group stays free for the requests of everyone else (a multishot
+ * receive that finds its group empty ends with ENOBUFS and waits a turn;
+ * the kernel lets one connection take up to 32 buffers per pass). */
+#define URING_BULK_AT (64u * 1024)
+#define URING_BULK_IDLE 2
 #define URING_IOV_MAX 256       /* segments per sendmsg */
 #define URING_IN_MAX (1u << 20) /* unconsumed input that stops receiving */
 #define URING_STASH_MAX 64      /* buffers held for a connection in flight */
@@ -79,6 +89,7 @@ enum {
     UD_WAKE = 3,
     UD_UDP = 4,
     UD_ACCEPT = 5, /* listener index << 3 */
+    UD_RECV_BULK = 6, /* a receive on the bulk group */
 };
 #define UD_TYPE(u) ((unsigned)((u) & 7u))
 #define UD_PTR(u) ((void *)(uintptr_t)((u) & ~(uint64_t)7u))
@@ -92,12 +103,28 @@ struct uconn {
     struct conn *rq_next, *ra_next, *z_next;
     struct iovec *iov;    /* URING_IOV_MAX, allocated on first use */
     struct msghdr mh;
-    /* buffers received while a payload thread owns the input */
-    uint16_t *sbid;
+    bool bulk;            /* receives on the bulk group */
+    uint64_t recv_ud;     /* user data of the armed receive */
+    uint64_t last_rx;     /* w->now of the last input */
+    /* buffers received while a payload thread owns the input (group << 16
+     * | buffer id) */
+    uint32_t *sbid;
     uint32_t *slen;
     unsigned nstash, stashcap;
+    bool zc;              /* the send in flight is a zero-copy one ... */
+    bool zc_wait;         /* ... whose notification is still to come */
+    bool no_zc;           /* the socket refused a zero-copy send */
+    int zc_res;           /* the zero-copy send's result */
     uint64_t turn;        /* the loop turn turn_bytes counts in */
     size_t turn_bytes;    /* bytes received in that turn */
+};
+
+/* A provided-buffer group: 0 light, 1 bulk (buffer group id g + 1). */
+struct ugroup {
+    struct io_uring_buf_ring *br;
+    uint8_t *bufs;
+    unsigned n, sz;
+    unsigned held; /* buffers held in stashes */
 };
 
 struct uring_worker {
@@ -105,10 +132,7 @@ struct uring_worker {
     struct worker *w;
     bool outer;            /* runs the thread (uring_run) */
     bool exiting;          /* the ring is gone: buffers are not returned */
-    struct io_uring_buf_ring *br;
-    uint8_t *bufs;
-    unsigned nbufs, bufsz;
-    unsigned held;         /* buffers held in stashes */
+    struct ugroup g[2];
     int efd;               /* wake-ups from other threads */
     uint64_t efd_val;
     struct conn *rq_head, *rq_tail; /* connections to drive next turn */
@@ -117,6 +141,10 @@ struct uring_worker {
     bool deferred;         /* a receive waits for the next turn: no sleep */
     struct conn *ra;       /* connections whose receive needs arming */
     struct conn *zombies;  /* torn down, operations still in flight */
+    struct io_uring_cqe *later; /* bulk receive completions of a reap */
+    unsigned nlater;
+    size_t zc_min;         /* --uring-send-zc: 0 = off */
+    uint64_t zc_sends, zc_notifs;
     /* main thread (-n 0): the ring as a libevent event */
     struct event *ev;
     bool kicked;
@@ -175,6 +203,7 @@ int uring_resolve(struct server *srv)
     int rc;
 
     srv->io_uring = false;
+    srv->io_uring_fallback = false;
     /* the test suite's second pass (tools/test-all.sh): an unset --io
      * means this backend */
     if (!explicit_ && env != NULL && *env != '\0') {
@@ -208,6 +237,7 @@ int uring_resolve(struct server *srv)
         return 0;
     }
     srv->io_uring = true;
+    srv->io_uring_fallback = !explicit_;
     log_info("network I/O: io_uring");
     return 0;
 }
@@ -220,8 +250,14 @@ int uring_worker_setup(struct worker *w, bool outer)
     struct io_uring_params p;
     struct io_uring_buf_reg reg;
     const char *e = getenv("MDC_URING_NBUFS"); /* tests: exhaustion */
+    /* tests: a ring size the kernel refuses for the network threads, after
+     * the main thread's ring was made (the fallback to epoll) */
+    const char *ent = getenv("MDC_URING_ENTRIES");
+    unsigned entries = outer && ent != NULL && atoi(ent) > 0
+                           ? (unsigned)atoi(ent)
+                           : URING_ENTRIES;
     size_t brsz;
-    unsigned i;
+    unsigned i, gi;
     int rc;
 
     if (uw == NULL)
@@ -229,11 +265,14 @@ int uring_worker_setup(struct worker *w, bool outer)
     uw->w = w;
     uw->outer = outer;
     uw->efd = -1;
-    uw->nbufs = URING_NBUFS;
+    uw->g[0].n = URING_NBUFS;
     if (e != NULL && atoi(e) > 0 && atoi(e) <= 32768 &&
         (atoi(e) & (atoi(e) - 1)) == 0)
-        uw->nbufs = (unsigned)atoi(e);
-    uw->bufsz = URING_BUFSZ;
+        uw->g[0].n = (unsigned)atoi(e);
+    uw->g[0].sz = URING_BUFSZ;
+    uw->zc_min = (size_t)w->srv->opt.uring_send_zc;
+    uw->g[1].n = URING_BULK_NBUFS;
+    uw->g[1].sz = URING_BULK_BUFSZ;
     memset(&p, 0, sizeof(p));
     /* A network thread's ring is submitted to by that thread only, and its
      * completions are run when it waits (DEFER_TASKRUN): it is created
@@ -241,10 +280,10 @@ int uring_worker_setup(struct worker *w, bool outer)
     p.flags = outer ? IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN |
                           IORING_SETUP_R_DISABLED
                     : 0;
-    rc = io_uring_queue_init_params(URING_ENTRIES, &uw->ring, &p);
+    rc = io_uring_queue_init_params(entries, &uw->ring, &p);
     if (rc == -EINVAL && outer) {
         memset(&p, 0, sizeof(p));
-        rc = io_uring_queue_init_params(URING_ENTRIES, &uw->ring, &p);
+        rc = io_uring_queue_init_params(entries, &uw->ring, &p);
     }
     if (rc < 0) {
         log_error("io_uring_setup: %s", strerror(-rc));
@@ -252,33 +291,40 @@ int uring_worker_setup(struct worker *w, bool outer)
         return -1;
     }
     w->uring = uw;
-    brsz = uw->nbufs * sizeof(struct io_uring_buf);
-    brsz = (brsz + 4095) & ~(size_t)4095;
-    uw->br = mmap(NULL, brsz, PROT_READ | PROT_WRITE,
-                  MAP_ANONYMOUS | MAP_PRIVATE, -1, 0);
-    uw->bufs = mdc_malloc((size_t)uw->nbufs * uw->bufsz);
-    if (uw->br == MAP_FAILED || uw->bufs == NULL) {
-        if (uw->br == MAP_FAILED)
-            uw->br = NULL;
-        log_error("io_uring: out of memory for receive buffers");
+    uw->later = mdc_malloc(uw->ring.cq.ring_entries * sizeof(*uw->later));
+    if (uw->later == NULL)
         return -1;
+    for (gi = 0; gi < 2; gi++) {
+        struct ugroup *g = &uw->g[gi];
+
+        brsz = g->n * sizeof(struct io_uring_buf);
+        brsz = (brsz + 4095) & ~(size_t)4095;
+        g->br = mmap(NULL, brsz, PROT_READ | PROT_WRITE,
+                     MAP_ANONYMOUS | MAP_PRIVATE, -1, 0);
+        g->bufs = mdc_malloc((size_t)g->n * g->sz);
+        if (g->br == MAP_FAILED || g->bufs == NULL) {
+            if (g->br == MAP_FAILED)
+                g->br = NULL;
+            log_error("io_uring: out of memory for receive buffers");
+            return -1;
+        }
+        io_uring_buf_ring_init(g->br);
+        memset(&reg, 0, sizeof(reg));
+        reg.ring_addr = (uint64_t)(uintptr_t)g->br;
+        reg.ring_entries = g->n;
+        reg.bgid = (uint16_t)(URING_BGID + gi);
+        rc = io_uring_register_buf_ring(&uw->ring, &reg, 0);
+        if (rc < 0) {
+            log_error("io_uring: cannot register the buffer ring: %s",
+                      strerror(-rc));
+            return -1;
+        }
+        for (i = 0; i < g->n; i++)
+            io_uring_buf_ring_add(g->br, g->bufs + (size_t)i * g->sz, g->sz,
+                                  (unsigned short)i,
+                                  io_uring_buf_ring_mask(g->n), (int)i);
+        io_uring_buf_ring_advance(g->br, (int)g->n);
     }
-    io_uring_buf_ring_init(uw->br);
-    memset(&reg, 0, sizeof(reg));
-    reg.ring_addr = (uint64_t)(uintptr_t)uw->br;
-    reg.ring_entries = uw->nbufs;
-    reg.bgid = URING_BGID;
-    rc = io_uring_register_buf_ring(&uw->ring, &reg, 0);
-    if (rc < 0) {
-        log_error("io_uring: cannot register the buffer ring: %s",
-                  strerror(-rc));
-        return -1;
-    }
-    for (i = 0; i < uw->nbufs; i++)
-        io_uring_buf_ring_add(uw->br, uw->bufs + (size_t)i * uw->bufsz,
-                              uw->bufsz, (unsigned short)i,
-                              io_uring_buf_ring_mask(uw->nbufs), (int)i);
-    io_uring_buf_ring_advance(uw->br, (int)uw->nbufs);
     if (outer) {
         uw->efd = eventfd(0, EFD_CLOEXEC);
         if (uw->efd < 0) {
@@ -313,6 +359,7 @@ static void uw_free_zombies(struct uring_worker *uw)
 void uring_worker_teardown(struct worker *w)
 {
     struct uring_worker *uw = w->uring;
+    unsigned i;
 
     if (uw == NULL)
         return;
@@ -326,11 +373,16 @@ void uring_worker_teardown(struct worker *w)
     uw_free_zombies(uw);
     if (uw->efd >= 0)
         close(uw->efd);
-    if (uw->br != NULL) {
-        size_t brsz = uw->nbufs * sizeof(struct io_uring_buf);
-        munmap(uw->br, (brsz + 4095) & ~(size_t)4095);
+    for (i = 0; i < 2; i++) {
+        struct ugroup *g = &uw->g[i];
+
+        if (g->br != NULL) {
+            size_t brsz = g->n * sizeof(struct io_uring_buf);
+            munmap(g->br, (brsz + 4095) & ~(size_t)4095);
+        }
+        mdc_free(g->bufs);
     }
-    mdc_free(uw->bufs);
+    mdc_free(uw->later);
     mdc_free(uw);
     w->uring = NULL;
 }
@@ -351,14 +403,16 @@ static struct io_uring_sqe *uw_sqe(struct uring_worker *uw)
     return sqe;
 }
 
-static void uw_buf_put(struct uring_worker *uw, unsigned bid)
+static void uw_buf_put(struct uring_worker *uw, unsigned gi, unsigned bid)
 {
+    struct ugroup *g = &uw->g[gi];
+
     if (uw->exiting)
         return;
-    io_uring_buf_ring_add(uw->br, uw->bufs + (size_t)bid * uw->bufsz,
-                          uw->bufsz, (unsigned short)bid,
-                          io_uring_buf_ring_mask(uw->nbufs), 0);
-    io_uring_buf_ring_advance(uw->br, 1);
+    io_uring_buf_ring_add(g->br, g->bufs + (size_t)bid * g->sz, g->sz,
+                          (unsigned short)bid, io_uring_buf_ring_mask(g->n),
+                          0);
+    io_uring_buf_ring_advance(g->br, 1);
 }
 
 static int uc_arm_recv(struct uring_worker *uw, struct conn *c)
@@ -369,8 +423,10 @@ static int uc_arm_recv(struct uring_worker *uw, struct conn *c)
         return -1;
     io_uring_prep_recv_multishot(sqe, c->fd, NULL, 0, 0);
     sqe->flags |= IOSQE_BUFFER_SELECT;
-    sqe->buf_group = URING_BGID;
-    io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)c | UD_RECV);
+    sqe->buf_group = (uint16_t)(URING_BGID + (c->uc->bulk ? 1 : 0));
+    c->uc->recv_ud = (uint64_t)(uintptr_t)c |
+                     (c->uc->bulk ? UD_RECV_BULK : UD_RECV);
+    io_uring_sqe_set_data64(sqe, c->uc->recv_ud);
     c->uc->recv_armed = true;
     c->uc->ops++;
     return 0;
@@ -385,7 +441,7 @@ static void uc_cancel_recv(struct uring_worker *uw, struct conn *c)
     sqe = uw_sqe(uw);
     if (sqe == NULL)
         return;
-    io_uring_prep_cancel64(sqe, (uint64_t)(uintptr_t)c | UD_RECV, 0);
+    io_uring_prep_cancel64(sqe, c->uc->recv_ud, 0);
     io_uring_sqe_set_data64(sqe, UD_IGNORE);
     c->uc->recv_cancel = true;
 }
@@ -512,9 +568,14 @@ int uring_conn_flush(struct conn *c)
     struct uconn *uc = c->uc;
     struct io_uring_sqe *sqe;
     size_t i, k;
+    bool zc;
 
     if (c->wr_busy || c->seghead == c->nseg)
         return 0;
+    /* --uring-send-zc: a reply of that size goes out of the records'
+     * pages themselves; they are released on the notification that the
+     * kernel is done with them (uw_on_send), not on the send's completion */
+    zc = uw->zc_min > 0 && !uc->no_zc && c->opending >= uw->zc_min;
     if (c->nseg - c->seghead > 1 && uc->iov == NULL) {
         uc->iov = mdc_malloc(URING_IOV_MAX * sizeof(*uc->iov));
         if (uc->iov == NULL)
@@ -527,8 +588,12 @@ int uring_conn_flush(struct conn *c)
         const struct oseg *s = &c->segs[c->seghead];
         const uint8_t *p = s->ptr != NULL ? s->ptr : c->obuf + s->off;
 
-        io_uring_prep_send(sqe, c->fd, p + c->headsent, s->len - c->headsent,
-                           MSG_NOSIGNAL);
+        if (zc)
+            io_uring_prep_send_zc(sqe, c->fd, p + c->headsent,
+                                  s->len - c->headsent, MSG_NOSIGNAL, 0);
+        else
+            io_uring_prep_send(sqe, c->fd, p + c->headsent,
+                               s->len - c->headsent, MSG_NOSIGNAL);
     } else {
         for (i = c->seghead, k = 0; i < c->nseg && k < URING_IOV_MAX;
              i++, k++) {
@@ -542,8 +607,13 @@ int uring_conn_flush(struct conn *c)
         memset(&uc->mh, 0, sizeof(uc->mh));
         uc->mh.msg_iov = uc->iov;
         uc->mh.msg_iovlen = k;
-        io_uring_prep_sendmsg(sqe, c->fd, &uc->mh, MSG_NOSIGNAL);
+        if (zc)
+            io_uring_prep_sendmsg_zc(sqe, c->fd, &uc->mh, MSG_NOSIGNAL);
+        else
+            io_uring_prep_sendmsg(sqe, c->fd, &uc->mh, MSG_NOSIGNAL);
     }
+    uc->zc = zc;
+    uw->zc_sends += zc;
     io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)c | UD_SEND);
     uc->ops++;
     c->wr_busy = true;
@@ -610,6 +680,28 @@ bool uring_conn_teardown(struct conn *c)
     uc->zombie = true;
     uc->z_next = uw->zombies;
     uw->zombies = c;
+    if (uc->zc) {
+        /* A zero-copy send: the socket's queue references the records'
+         * pages until it is purged, and a peer that reads nothing would
+         * keep them (and c) for ever.  Cancel by user data, and close now
+         * with a reset (the ring's own references keep the socket until
+         * its operations end; then its queue goes, and the notification
+         * comes). */
+        struct linger lg = {1, 0};
+
+        if (uc->recv_armed && (sqe = uw_sqe(uw)) != NULL) {
+            io_uring_prep_cancel64(sqe, uc->recv_ud, 0);
+            io_uring_sqe_set_data64(sqe, UD_IGNORE);
+        }
+        if (!uc->zc_wait && (sqe = uw_sqe(uw)) != NULL) {
+            io_uring_prep_cancel64(sqe, (uint64_t)(uintptr_t)c | UD_SEND, 0);
+            io_uring_sqe_set_data64(sqe, UD_IGNORE);
+        }
+        (void)setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+        close(c->fd);
+        c->fd = -1;
+        return true;
+    }
     /* end the receive and any send; their completions free c */
     sqe = uw_sqe(uw);
     if (sqe != NULL) {
@@ -631,9 +723,10 @@ void uring_conn_free(struct conn *c)
         return;
     uw = c->owner->uring;
     if (uw != NULL) {
-        for (i = 0; i < uc->nstash; i++)
-            uw_buf_put(uw, uc->sbid[i]);
-        uw->held -= uc->nstash;
+        for (i = 0; i < uc->nstash; i++) {
+            uw_buf_put(uw, uc->sbid[i] >> 16, uc->sbid[i] & 0xffff);
+            uw->g[uc->sbid[i] >> 16].held--;
+        }
     }
     mdc_free(uc->sbid);
     mdc_free(uc->slen);
@@ -657,14 +750,14 @@ static void uw_zombie_done(struct uring_worker *uw, struct conn *c)
     conn_free(c);
 }
 
-static int uc_stash(struct uring_worker *uw, struct conn *c, unsigned bid,
-                    uint32_t len)
+static int uc_stash(struct uring_worker *uw, struct conn *c, unsigned gi,
+                    unsigned bid, uint32_t len)
 {
     struct uconn *uc = c->uc;
 
     if (uc->nstash == uc->stashcap) {
         unsigned cap = uc->stashcap ? uc->stashcap * 2 : 8;
-        uint16_t *b = mdc_realloc(uc->sbid, cap * sizeof(*b));
+        uint32_t *b = mdc_realloc(uc->sbid, cap * sizeof(*b));
         uint32_t *l;
 
         if (b == NULL)
@@ -676,10 +769,10 @@ static int uc_stash(struct uring_worker *uw, struct conn *c, unsigned bid,
         uc->slen = l;
         uc->stashcap = cap;
     }
-    uc->sbid[uc->nstash] = (uint16_t)bid;
+    uc->sbid[uc->nstash] = gi << 16 | bid;
     uc->slen[uc->nstash] = len;
     uc->nstash++;
-    uw->held++;
+    uw->g[gi].held++;
     if (uc->nstash >= URING_STASH_MAX)
         uc_cancel_recv(uw, c);
     return 0;
@@ -693,17 +786,36 @@ void uring_conn_returned(struct conn *c)
     int rc = 0;
 
     for (i = 0; i < uc->nstash; i++) {
+        struct ugroup *g = &uw->g[uc->sbid[i] >> 16];
+        unsigned bid = uc->sbid[i] & 0xffff;
+
         if (rc == 0)
-            rc = conn_in_append(c, uw->bufs + (size_t)uc->sbid[i] * uw->bufsz,
-                                uc->slen[i]);
-        uw_buf_put(uw, uc->sbid[i]);
+            rc = conn_in_append(c, g->bufs + (size_t)bid * g->sz, uc->slen[i]);
+        uw_buf_put(uw, uc->sbid[i] >> 16, bid);
+        g->held--;
     }
-    uw->held -= uc->nstash;
     uc->nstash = 0;
     if (rc < 0)
         c->dead = true;
     if (!uc->recv_armed)
         uw_want_rearm(uw, c);
+}
+
+bool uring_conn_bulk(const struct conn *c)
+{
+    return c->uc != NULL && c->uc->bulk;
+}
+
+bool uring_conn_zc_wait(const struct conn *c)
+{
+    return c->uc != NULL && c->uc->zc_wait;
+}
+
+void uring_zc_counts(const struct worker *w, uint64_t *sends,
+                     uint64_t *notifs)
+{
+    *sends = w->uring != NULL ? w->uring->zc_sends : 0;
+    *notifs = w->uring != NULL ? w->uring->zc_notifs : 0;
 }
 
 static bool uc_backlogged(const struct conn *c)
@@ -720,9 +832,10 @@ static bool uc_over_turn(const struct uring_worker *uw, const struct conn *c)
 }
 
 static void uw_on_recv(struct uring_worker *uw, struct conn *c,
-                       const struct io_uring_cqe *cqe)
+                       const struct io_uring_cqe *cqe, unsigned gi)
 {
     struct uconn *uc = c->uc;
+    struct ugroup *g = &uw->g[gi];
     int res = cqe->res;
     bool buf = (cqe->flags & IORING_CQE_F_BUFFER) != 0;
     unsigned bid = cqe->flags >> IORING_CQE_BUFFER_SHIFT;
@@ -734,7 +847,7 @@ static void uw_on_recv(struct uring_worker *uw, struct conn *c,
     }
     if (uc->zombie) {
         if (buf)
-            uw_buf_put(uw, bid);
+            uw_buf_put(uw, gi, bid);
         uw_zombie_done(uw, c);
         return;
     }
@@ -742,8 +855,8 @@ static void uw_on_recv(struct uring_worker *uw, struct conn *c,
         if (c->inflight) {
             /* a payload thread owns the input: keep the buffer until c
              * comes back (uring_conn_returned) */
-            if (uc_stash(uw, c, bid, (uint32_t)res) < 0) {
-                uw_buf_put(uw, bid);
+            if (uc_stash(uw, c, gi, bid, (uint32_t)res) < 0) {
+                uw_buf_put(uw, gi, bid);
                 c->dead = true;
             }
             return;
@@ -753,9 +866,18 @@ static void uw_on_recv(struct uring_worker *uw, struct conn *c,
             uc->turn_bytes = 0;
         }
         uc->turn_bytes += (size_t)res;
-        res = conn_in_append(c, uw->bufs + (size_t)bid * uw->bufsz,
-                             (size_t)res);
-        uw_buf_put(uw, bid);
+        /* light after a pause (the receive runs on the light group from
+         * the next arming), bulk after a turn's worth */
+        if (uc->bulk && c->owner->now - uc->last_rx >= URING_BULK_IDLE) {
+            uc->bulk = false;
+            uc_cancel_recv(uw, c);
+        } else if (!uc->bulk && uc->turn_bytes >= URING_BULK_AT) {
+            uc->bulk = true;
+            uc_cancel_recv(uw, c);
+        }
+        uc->last_rx = c->owner->now;
+        res = conn_in_append(c, g->bufs + (size_t)bid * g->sz, (size_t)res);
+        uw_buf_put(uw, gi, bid);
         if (res < 0) {
             conn_teardown(c);
             return;
@@ -768,7 +890,7 @@ static void uw_on_recv(struct uring_worker *uw, struct conn *c,
         return;
     }
     if (buf)
-        uw_buf_put(uw, bid);
+        uw_buf_put(uw, gi, bid);
     if (res == 0) { /* EOF */
         c->rd_shut = true;
         if (!c->inflight)
@@ -790,8 +912,30 @@ static void uw_on_recv(struct uring_worker *uw, struct conn *c,
         conn_teardown(c);
 }
 
-static void uw_on_send(struct uring_worker *uw, struct conn *c, int res)
+static void uw_on_send(struct uring_worker *uw, struct conn *c,
+                       const struct io_uring_cqe *cqe)
 {
+    struct uconn *uc = c->uc;
+    int res = cqe->res;
+
+    if (cqe->flags & IORING_CQE_F_MORE) {
+        /* a zero-copy send's result: the notification follows, and
+         * until then the kernel may still read the records' pages */
+        uc->zc_res = res;
+        uc->zc_wait = true;
+        return;
+    }
+    if (cqe->flags & IORING_CQE_F_NOTIF) {
+        uw->zc_notifs++;
+        uc->zc_wait = false;
+        res = uc->zc_res;
+    }
+    if (uc->zc && (res == -EOPNOTSUPP || res == -EINVAL)) {
+        /* not on this socket (a Unix socket): plain sends from now */
+        uc->no_zc = true;
+        res = 0;
+    }
+    uc->zc = false;
     c->uc->ops--;
     c->wr_busy = false;
     if (c->uc->zombie) {
@@ -819,10 +963,11 @@ static void uw_dispatch(struct uring_worker *uw, const struct io_uring_cqe *cqe)
 
     switch (UD_TYPE(ud)) {
     case UD_RECV:
-        uw_on_recv(uw, UD_PTR(ud), cqe);
+    case UD_RECV_BULK:
+        uw_on_recv(uw, UD_PTR(ud), cqe, UD_TYPE(ud) == UD_RECV_BULK);
         break;
     case UD_SEND:
-        uw_on_send(uw, UD_PTR(ud), cqe->res);
+        uw_on_send(uw, UD_PTR(ud), cqe);
         break;
     case UD_WAKE:
         worker_inbox_run(uw->w);
@@ -840,20 +985,35 @@ static void uw_dispatch(struct uring_worker *uw, const struct io_uring_cqe *cqe)
     }
 }
 
+/* Run the completions: the bulk group's receives last, after the sends
+ * that the others produced are on their way (one io_uring_enter more, in
+ * turns that have bulk input only): a request beside bulk input is
+ * answered before the bulk bytes are copied and parsed, and its next
+ * request makes the next turn. */
 static void uw_reap(struct uring_worker *uw)
 {
     struct io_uring_cqe *cqe;
-    unsigned head, n;
+    unsigned head, n, i;
 
     uw->turn++;
     do {
         n = 0;
+        uw->nlater = 0;
         io_uring_for_each_cqe(&uw->ring, head, cqe)
         {
-            uw_dispatch(uw, cqe);
+            if (UD_TYPE(cqe->user_data) == UD_RECV_BULK &&
+                uw->nlater < uw->ring.cq.ring_entries)
+                uw->later[uw->nlater++] = *cqe;
+            else
+                uw_dispatch(uw, cqe);
             n++;
         }
         io_uring_cq_advance(&uw->ring, n);
+        if (uw->nlater > 0) {
+            io_uring_submit(&uw->ring);
+            for (i = 0; i < uw->nlater; i++)
+                uw_dispatch(uw, &uw->later[i]);
+        }
     } while (n > 0);
 }
 
@@ -888,7 +1048,8 @@ static void uw_passes(struct uring_worker *uw)
             uc->in_ra = true;
             continue;
         }
-        if (c->inflight || uc_backlogged(c) || uw->held >= uw->nbufs) {
+        if (c->inflight || uc_backlogged(c) ||
+            uw->g[uc->bulk].held >= uw->g[uc->bulk].n) {
             uc->ra_next = keep; /* later */
             keep = c;
             uc->in_ra = true;

@@ -50,6 +50,13 @@ bool uring_conn_teardown(struct conn *c);
 void uring_conn_free(struct conn *c);
 /* c is back from a payload thread: input that arrived meanwhile goes in. */
 void uring_conn_returned(struct conn *c);
+/* c receives on the bulk buffer group (tests). */
+bool uring_conn_bulk(const struct conn *c);
+/* c's zero-copy send completed, its notification not yet (tests). */
+bool uring_conn_zc_wait(const struct conn *c);
+/* Zero-copy sends submitted and notifications seen by w's ring. */
+void uring_zc_counts(const struct worker *w, uint64_t *sends,
+                     uint64_t *notifs);
 #else
 static inline int uring_resolve(struct server *srv)
 {
@@ -105,6 +112,22 @@ static inline bool uring_conn_teardown(struct conn *c)
 }
 static inline void uring_conn_free(struct conn *c) { (void)c; }
 static inline void uring_conn_returned(struct conn *c) { (void)c; }
+static inline bool uring_conn_bulk(const struct conn *c)
+{
+    (void)c;
+    return false;
+}
+static inline bool uring_conn_zc_wait(const struct conn *c)
+{
+    (void)c;
+    return false;
+}
+static inline void uring_zc_counts(const struct worker *w, uint64_t *sends,
+                                   uint64_t *notifs)
+{
+    (void)w;
+    *sends = *notifs = 0;
+}
 #endif
 
 #endif
