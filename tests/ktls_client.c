@@ -71,6 +71,19 @@ struct counts {
 };
 
 static int failures;
+static int peer_key_updates; /* KeyUpdate messages received */
+
+/* counts the server's KeyUpdate handshake messages (type 24) */
+static void msg_cb(int write_p, int version, int content_type,
+                   const void *buf, size_t len, SSL *ssl, void *arg)
+{
+    (void)version;
+    (void)ssl;
+    (void)arg;
+    if (!write_p && content_type == SSL3_RT_HANDSHAKE && len > 0 &&
+        ((const unsigned char *)buf)[0] == SSL3_MT_KEY_UPDATE)
+        peer_key_updates++;
+}
 
 static void fail(const char *fmt, ...)
 {
@@ -323,6 +336,8 @@ static void run_suite(const char *host, int port, const char *ca,
     }
     /* TLS 1.3: a KeyUpdate that asks for the server's (RFC 8446, 4.6.3);
      * what follows must still be answered, under keys both sides agree on */
+    peer_key_updates = 0;
+    SSL_set_msg_callback(s, msg_cb);
     if (u->version == TLS1_3_VERSION &&
         (SSL_key_update(s, SSL_KEY_UPDATE_REQUESTED) != 1 ||
          do_get(s, "ktls-small", small, sizeof(small), want, got) < 0 ||
@@ -331,6 +346,10 @@ static void run_suite(const char *host, int port, const char *ca,
              u->cipher);
         goto out;
     }
+    if (u->version == TLS1_3_VERSION)
+        printf("ktls_client: %s %s: after a requested KeyUpdate: gets "
+               "answered; KeyUpdate messages from the server: %d\n",
+               u->version_name, u->cipher, peer_key_updates);
     fill(large, LARGE, (unsigned)u->version + (unsigned)strlen(u->cipher));
     if (do_set(s, "ktls-large", large, LARGE) < 0 ||
         do_get(s, "ktls-large", large, LARGE, want, got) < 0) {
