@@ -71,6 +71,19 @@ struct counts {
 };
 
 static int failures;
+static int peer_key_updates; /* KeyUpdate messages received */
+
+/* counts the server's KeyUpdate handshake messages (type 24) */
+static void msg_cb(int write_p, int version, int content_type,
+                   const void *buf, size_t len, SSL *ssl, void *arg)
+{
+    (void)version;
+    (void)ssl;
+    (void)arg;
+    if (!write_p && content_type == SSL3_RT_HANDSHAKE && len > 0 &&
+        ((const unsigned char *)buf)[0] == SSL3_MT_KEY_UPDATE)
+        peer_key_updates++;
+}
 
 static void fail(const char *fmt, ...)
 {
@@ -321,6 +334,22 @@ static void run_suite(const char *host, int port, const char *ca,
         fail("%s %s: 1 KiB set/get", u->version_name, u->cipher);
         goto out;
     }
+    /* TLS 1.3: a KeyUpdate that asks for the server's (RFC 8446, 4.6.3);
+     * what follows must still be answered, under keys both sides agree on */
+    peer_key_updates = 0;
+    SSL_set_msg_callback(s, msg_cb);
+    if (u->version == TLS1_3_VERSION &&
+        (SSL_key_update(s, SSL_KEY_UPDATE_REQUESTED) != 1 ||
+         do_get(s, "ktls-small", small, sizeof(small), want, got) < 0 ||
+         do_get(s, "ktls-small", small, sizeof(small), want, got) < 0)) {
+        fail("%s %s: a get after a requested KeyUpdate", u->version_name,
+             u->cipher);
+        goto out;
+    }
+    if (u->version == TLS1_3_VERSION)
+        printf("ktls_client: %s %s: after a requested KeyUpdate: gets "
+               "answered; KeyUpdate messages from the server: %d\n",
+               u->version_name, u->cipher, peer_key_updates);
     fill(large, LARGE, (unsigned)u->version + (unsigned)strlen(u->cipher));
     if (do_set(s, "ktls-large", large, LARGE) < 0 ||
         do_get(s, "ktls-large", large, LARGE, want, got) < 0) {
@@ -399,6 +428,68 @@ out:
         close(fd);
 }
 
+/*
+ * TLS 1.2 (kernel TLS receive on the server): a set whose data block
+ * arrives all but its last byte, so the server's input buffer, sized to
+ * the request, has room for one byte, then close_notify.  The server's
+ * one-byte read meets the 2-byte alert: it must still see close_notify
+ * (the end of the stream) and answer with its own, not take half an alert
+ * for an unknown record and close without one.
+ */
+static void close_notify_one_byte_room(const char *host, int port,
+                                       const char *ca, char *large)
+{
+    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+    SSL *s = NULL;
+    const size_t n = 100000; /* more than the server's first buffer */
+    char hdr[64];
+    int hl, fd = -1, r;
+
+    if (ctx == NULL) {
+        fail("SSL_CTX_new");
+        return;
+    }
+    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+    SSL_CTX_set_max_proto_version(ctx, TLS1_2_VERSION);
+    if (SSL_CTX_set_cipher_list(ctx, "ECDHE-ECDSA-AES128-GCM-SHA256") != 1 ||
+        SSL_CTX_load_verify_locations(ctx, ca, NULL) != 1) {
+        fail("one-byte room: cannot configure the client");
+        goto out;
+    }
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+    fd = connect_to(host, port);
+    s = SSL_new(ctx);
+    if (fd < 0 || s == NULL || SSL_set_fd(s, fd) != 1 ||
+        SSL_set1_host(s, "localhost") != 1 || SSL_connect(s) != 1) {
+        fail("one-byte room: connect/handshake");
+        goto out;
+    }
+    fill(large, n + 1, 3);
+    large[n] = '\r'; /* the block's "\r\n" without its '\n' */
+    hl = snprintf(hdr, sizeof(hdr), "set ktls-edge 0 0 %zu\r\n", n);
+    if (write_all(s, hdr, (size_t)hl) < 0 || write_all(s, large, n + 1) < 0) {
+        fail("one-byte room: the partial set");
+        goto out;
+    }
+    usleep(200000); /* the server reads it all: one byte of room left */
+    if (SSL_shutdown(s) != 0) {
+        fail("one-byte room: close_notify");
+        goto out;
+    }
+    r = SSL_shutdown(s);
+    if (r != 1)
+        fail("one-byte room: no close_notify from the server after ours "
+             "(SSL_shutdown %d, error %d)", r, SSL_get_error(s, r));
+    else
+        printf("ktls_client: close_notify read with one byte of room: "
+               "ok\n");
+out:
+    SSL_free(s);
+    SSL_CTX_free(ctx);
+    if (fd >= 0)
+        close(fd);
+}
+
 int main(int argc, char **argv)
 {
     /* TLS 1.3 receive needs OpenSSL 3.2's record layer */
@@ -436,6 +527,7 @@ int main(int argc, char **argv)
     for (i = 0; i < sizeof(suites) / sizeof(suites[0]); i++)
         run_suite(argv[1], atoi(argv[2]), argv[3], &suites[i], &prev, large,
                   want, got, pipe);
+    close_notify_one_byte_room(argv[1], atoi(argv[2]), argv[3], large);
     if (prev.tx < 1 || prev.rx < 1)
         fail("over all connections tls_ktls_send %lld, tls_ktls_recv %lld: "
              "both must be at least 1", prev.tx, prev.rx);

@@ -6,6 +6,8 @@ directory (two CAs, server certificates with known serials, client
 certificates: good, signed by the other CA, expired).  A real daemon runs
 on free ports with --tls-listen, --tls-ca (mutual TLS) and --metrics, and:
   - `openssl s_client` with a client certificate sets and gets a value;
+    a TLS 1.3 KeyUpdate it requests (its K command) is answered with the
+    server's own, and the connection goes on;
   - memcached text, the native protocol and the refusal of memcached's
     binary protocol all work over TLS (detection from the first decrypted
     byte);
@@ -29,6 +31,7 @@ on free ports with --tls-listen, --tls-ca (mutual TLS) and --metrics, and:
     it on, without --tls-ca it does.
 """
 import os
+import select
 import shutil
 import signal
 import socket
@@ -253,6 +256,21 @@ def refused(cert, what):
         pass
 
 
+def wait_out(p, buf, pat, timeout=20):
+    """Read p's stdout into buf[0] until pat is in it: True, or False on
+    timeout or EOF."""
+    end = time.monotonic() + timeout
+    while pat not in buf[0]:
+        left = end - time.monotonic()
+        if left <= 0 or not select.select([p.stdout], [], [], left)[0]:
+            return False
+        d = os.read(p.stdout.fileno(), 65536)
+        if not d:
+            return False
+        buf[0] += d
+    return True
+
+
 def serves(what):
     s = tls_conn()
     s.sendall(b"set alive 0 0 2\r\nok\r\nget alive\r\n")
@@ -272,6 +290,37 @@ try:
         capture_output=True, timeout=20)
     check(r.stdout == b"STORED\r\nVALUE sc 0 5\r\nhello\r\nEND\r\n",
           "s_client set/get: %r %r" % (r.stdout, r.stderr[-300:]))
+
+    # -- TLS 1.3 KeyUpdate with update_requested (s_client's K command,
+    #    a line of its own): the server answers with its KeyUpdate
+    #    (RFC 8446 4.6.3) and serves on, under the new keys both ways
+    p = subprocess.Popen(
+        ["openssl", "s_client", "-connect", "127.0.0.1:%d" % TP, "-tls1_3",
+         "-msg", "-verify_return_error", "-CAfile", path("ca1.pem"),
+         "-cert", path("cli.pem"), "-key", path("cli.key")],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT)
+    out = [b""]
+    try:
+        p.stdin.write(b"set ku 0 0 2\r\nok\r\n")
+        p.stdin.flush()
+        check(wait_out(p, out, b"STORED\r\n"), "KeyUpdate: set: %r"
+              % out[0][-500:])
+        p.stdin.write(b"K\n")
+        p.stdin.flush()
+        check(wait_out(p, out, b">>> TLS 1.3, Handshake [length 0005], "
+                       b"KeyUpdate"), "KeyUpdate: not sent: %r"
+              % out[0][-500:])
+        p.stdin.write(b"get ku\r\n")
+        p.stdin.flush()
+        check(wait_out(p, out, b"VALUE ku 0 2\r\nok\r\nEND\r\n"),
+              "KeyUpdate: the get after it: %r" % out[0][-500:])
+        check(b"<<< TLS 1.3, Handshake [length 0005], KeyUpdate" in out[0],
+              "KeyUpdate: the server did not answer with its own: %r"
+              % out[0][-800:])
+    finally:
+        p.kill()
+        p.wait()
 
     # -- native protocol over TLS: GET of what s_client stored
     s = tls_conn()

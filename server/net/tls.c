@@ -469,10 +469,12 @@ ssize_t tls_recv(struct conn *c, void *buf, size_t len, bool *drained)
 #define TLS_CT_APPLICATION_DATA 23
 #define TLS_ALERT_CLOSE_NOTIFY 0
 
-ssize_t tls_ktls_recv(struct conn *c, void *buf, size_t len)
-{
 #ifdef TLS_GET_RECORD_TYPE
-    struct tls_conn *t = c->tls;
+/* recvmsg() with room for the record-type control message: its type in
+ * *type (TLS_CT_APPLICATION_DATA when the kernel gave none) */
+static ssize_t tls_ktls_recvmsg(int fd, void *buf, size_t len, int flags,
+                                unsigned *type)
+{
     union {
         struct cmsghdr h;
         char b[CMSG_SPACE(sizeof(unsigned char))];
@@ -480,13 +482,8 @@ ssize_t tls_ktls_recv(struct conn *c, void *buf, size_t len)
     struct iovec iov;
     struct msghdr mh;
     struct cmsghdr *cm;
-    const uint8_t *rec = buf;
-    unsigned type;
     ssize_t n;
 
-    /* With a control buffer the kernel hands over a record of another type
-     * than application data (it stops before one, then returns it alone)
-     * and says its type; without one it fails the read with EIO. */
     memset(&mh, 0, sizeof(mh));
     iov.iov_base = buf;
     iov.iov_len = len;
@@ -494,15 +491,45 @@ ssize_t tls_ktls_recv(struct conn *c, void *buf, size_t len)
     mh.msg_iovlen = 1;
     mh.msg_control = cb.b;
     mh.msg_controllen = sizeof(cb.b);
-    n = recvmsg(c->fd, &mh, 0);
+    *type = TLS_CT_APPLICATION_DATA;
+    n = recvmsg(fd, &mh, flags);
     if (n < 0)
         return n;
     cm = CMSG_FIRSTHDR(&mh);
-    if (cm == NULL || cm->cmsg_level != SOL_TLS ||
-        cm->cmsg_type != TLS_GET_RECORD_TYPE)
-        return n; /* end of stream (0), or data */
-    type = *(const unsigned char *)CMSG_DATA(cm);
-    if (type == TLS_CT_APPLICATION_DATA)
+    if (cm != NULL && cm->cmsg_level == SOL_TLS &&
+        cm->cmsg_type == TLS_GET_RECORD_TYPE)
+        *type = *(const unsigned char *)CMSG_DATA(cm);
+    return n; /* end of stream (0), or a record's bytes */
+}
+#endif
+
+ssize_t tls_ktls_recv(struct conn *c, void *buf, size_t len)
+{
+#ifdef TLS_GET_RECORD_TYPE
+    struct tls_conn *t = c->tls;
+    uint8_t alert[2];
+    const uint8_t *rec = buf;
+    unsigned type;
+    ssize_t n;
+
+    /* With a control buffer the kernel hands over a record of another type
+     * than application data (it stops before one, then returns it alone)
+     * and says its type; without one it fails the read with EIO.  With
+     * room for less than an alert (2 bytes; the input buffer sized to a
+     * request's last byte), the next record's type is looked at first: a
+     * control record is read whole into alert[], never split. */
+    if (len < sizeof(alert)) {
+        n = tls_ktls_recvmsg(c->fd, alert, sizeof(alert), MSG_PEEK, &type);
+        if (n <= 0)
+            return n;
+        if (type != TLS_CT_APPLICATION_DATA) {
+            buf = alert;
+            len = sizeof(alert);
+            rec = alert;
+        }
+    }
+    n = tls_ktls_recvmsg(c->fd, buf, len, 0, &type);
+    if (n <= 0 || type == TLS_CT_APPLICATION_DATA)
         return n;
     if (type == TLS_CT_ALERT && n >= 2 && rec[1] == TLS_ALERT_CLOSE_NOTIFY)
         return 0; /* the peer's close_notify: the end of its stream */
