@@ -918,6 +918,30 @@ static void txt_refused_large(struct conn *c, struct worker *w,
 }
 
 /*
+ * The end of the key starting at k: the first byte at or below ' ' or DEL
+ * (the bytes mctext_parse() ends or refuses a key at), or end.  Eight
+ * bytes at a time while eight remain (any byte below 0x21, or equal to
+ * 0x7f, sets its top bit in the test word), then byte by byte.
+ */
+static const uint8_t *txt_key_end(const uint8_t *k, const uint8_t *end)
+{
+    const uint64_t ones = 0x0101010101010101ull, highs = ones << 7;
+    const uint8_t *p = k;
+
+    for (; end - p >= 8; p += 8) {
+        uint64_t x, d;
+
+        memcpy(&x, p, 8);
+        d = x ^ (ones * 0x7f);
+        if ((((x - ones * 0x21) & ~x) | ((d - ones) & ~d)) & highs)
+            break;
+    }
+    while (p < end && *p > ' ' && *p != 0x7f)
+        p++;
+    return p;
+}
+
+/*
  * The two commands a cache mostly sees, "get <key>\r\n" and
  * "mg <key> v\r\n", answered without the general parser (no tokenizing,
  * no request structure to clear).  Anything else -- another command, more
@@ -942,8 +966,7 @@ static size_t txt_fast(struct conn *c, struct worker *w, const uint8_t *b,
         return 0;
     if ((size_t)(end - k) > MCTEXT_KEY_MAX + 4)
         end = k + MCTEXT_KEY_MAX + 4;
-    for (p = k; p < end && *p > ' ' && *p != 0x7f; p++)
-        ;
+    p = txt_key_end(k, end);
     klen = (uint32_t)(p - k);
     if (klen == 0 || klen > MCTEXT_KEY_MAX)
         return 0;
@@ -980,10 +1003,25 @@ static size_t txt_fast(struct conn *c, struct worker *w, const uint8_t *b,
         conn_out_ref(c, record_value(r), vlen, r);
         (void)conn_out_bytes(c, "\r\n", 2);
     } else {
-        /* txt_value() and conn_out_ref() copy a small value into obuf, so
-         * the reply still leaves as one piece */
-        txt_value(c, r, false);
-        txt_str(c, MCTEXT_R_END);
+        uint32_t vlen = record_vlen(r);
+        size_t room = MCTEXT_VALUE_LINE_LEN(klen) + vlen + 7;
+
+        if (vlen <= CONN_COPY_MAX && room <= c->ocap - c->olen) {
+            /* a small value: the whole reply written and committed at
+             * once (conn_out_ref() would copy it anyway); the key is the
+             * request's, equal to the record's */
+            uint8_t *o = c->obuf + c->olen;
+            size_t n = mctext_value_line((char *)o, k, klen, record_flags(r),
+                                         vlen, false, 0);
+
+            memcpy(o + n, record_value(r), vlen);
+            memcpy(o + n + vlen, "\r\nEND\r\n", 7);
+            conn_out_commit(c, n + vlen + 7);
+            store_release(st, r);
+        } else {
+            txt_value(c, r, false);
+            txt_str(c, MCTEXT_R_END);
+        }
     }
     return (size_t)(p - b);
 }
