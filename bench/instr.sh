@@ -115,7 +115,7 @@ for l in open(sys.argv[1]):
         calls = int(f[3])
         print("  %-16s %10d  %.3f /req" % (f[-1], calls, calls / n))
     elif f and f[-1] == 'total':
-        print("  %-16s %10s  %.3f /req" % ('total', f[2], int(f[2]) / n))
+        print("  %-16s %10s  %.3f /req" % ('total', f[3], int(f[3]) / n))
 EOF
     [ -n "$OUT" ] && cp "$TMP/strace" "$OUT"
     exit 0
