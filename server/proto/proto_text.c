@@ -61,11 +61,36 @@ static void txt_number(struct conn *c, const char *prefix, uint64_t v)
 }
 
 /* VALUE line, the value in place, "\r\n".  Takes over the reference r. */
-static void txt_value(struct conn *c, struct record *r, bool with_cas)
+/* One VALUE reply of r, and "END\r\n" after it when end is set (a
+ * single-key get). */
+static void txt_value_end(struct conn *c, struct record *r, bool with_cas,
+                          bool end)
 {
     uint32_t klen = record_klen(r), vlen = record_vlen(r);
-    uint8_t *p = conn_out_reserve(c, MCTEXT_VALUE_LINE_LEN(klen));
+    size_t tail = end ? 7 : 2;
+    uint8_t *p;
 
+    if (vlen <= CONN_COPY_MAX &&
+        MCTEXT_VALUE_LINE_LEN(klen) + vlen + tail <= c->ocap - c->olen) {
+        /* a value conn_out_ref() would copy: the line, the value and
+         * what follows written at once, one commit (obuf has the room, so
+         * it does not grow: the same condition as conn_out_ref's copy) */
+        size_t n;
+
+        p = c->obuf + c->olen;
+        n = mctext_value_line((char *)p, record_key(r), klen,
+                              record_flags(r), vlen, with_cas,
+                              with_cas ? record_cas(r) : 0);
+        memcpy(p + n, record_value(r), vlen);
+        if (end) /* constant lengths: stores, not a memcpy() call */
+            memcpy(p + n + vlen, "\r\nEND\r\n", 7);
+        else
+            memcpy(p + n + vlen, "\r\n", 2);
+        conn_out_commit(c, n + vlen + tail);
+        store_release(c->srv->store, r);
+        return;
+    }
+    p = conn_out_reserve(c, MCTEXT_VALUE_LINE_LEN(klen));
     if (p == NULL) {
         store_release(c->srv->store, r);
         return;
@@ -75,6 +100,13 @@ static void txt_value(struct conn *c, struct record *r, bool with_cas)
                                          record_cas(r)));
     conn_out_ref(c, record_value(r), vlen, r);
     (void)conn_out_bytes(c, "\r\n", 2);
+    if (end)
+        txt_str(c, MCTEXT_R_END);
+}
+
+static void txt_value(struct conn *c, struct record *r, bool with_cas)
+{
+    txt_value_end(c, r, with_cas, false);
 }
 
 static void txt_meta(struct conn *c, const char *code, int64_t vlen,
@@ -1003,25 +1035,9 @@ static size_t txt_fast(struct conn *c, struct worker *w, const uint8_t *b,
         conn_out_ref(c, record_value(r), vlen, r);
         (void)conn_out_bytes(c, "\r\n", 2);
     } else {
-        uint32_t vlen = record_vlen(r);
-        size_t room = MCTEXT_VALUE_LINE_LEN(klen) + vlen + 7;
-
-        if (vlen <= CONN_COPY_MAX && room <= c->ocap - c->olen) {
-            /* a small value: the whole reply written and committed at
-             * once (conn_out_ref() would copy it anyway); the key is the
-             * request's, equal to the record's */
-            uint8_t *o = c->obuf + c->olen;
-            size_t n = mctext_value_line((char *)o, k, klen, record_flags(r),
-                                         vlen, false, 0);
-
-            memcpy(o + n, record_value(r), vlen);
-            memcpy(o + n + vlen, "\r\nEND\r\n", 7);
-            conn_out_commit(c, n + vlen + 7);
-            store_release(st, r);
-        } else {
-            txt_value(c, r, false);
-            txt_str(c, MCTEXT_R_END);
-        }
+        /* a small value is copied into obuf, so the reply leaves as one
+         * piece */
+        txt_value_end(c, r, false, true);
     }
     return (size_t)(p - b);
 }
