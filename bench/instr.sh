@@ -14,10 +14,12 @@
 # valgrind.  With -s the same window runs natively under strace -c -f
 # instead and the system calls per request are printed.
 #
-# usage: bench/instr.sh [-B BUILD] [-w W1|W2] [-D SECONDS] [-s] [-o OUT]
+# usage: bench/instr.sh [-B BUILD] [-w W1|W2] [-D SECONDS] [-s|-S] [-o OUT]
 #                       [-- extra mdcached options]
 #   -B  build directory (default .)      -w  workload (default W1)
 #   -D  measured seconds (default 10)    -s  strace -c instead of callgrind
+#   -S  the system calls counted by perf stat's tracepoints instead (the
+#       server at full speed, so epoll_wait batching is the real one)
 #   -o  keep callgrind.out / strace output as OUT (default: a temp dir)
 # prints: "W1 instr/req 5123.4 requests 81234 ..." and the top functions
 # (callgrind_annotate, inclusive) unless -s.
@@ -26,6 +28,7 @@ BUILD=.
 W=W1
 DUR=10
 STRACE=0
+PERFSYS=0
 OUT=
 while [ $# -gt 0 ]; do
     case $1 in
@@ -33,9 +36,10 @@ while [ $# -gt 0 ]; do
     -w) W=$2; shift ;;
     -D) DUR=$2; shift ;;
     -s) STRACE=1 ;;
+    -S) STRACE=1; PERFSYS=1 ;;
     -o) OUT=$2; shift ;;
     --) shift; break ;;
-    -h) sed -n '2,24p' "$0"; exit 0 ;;
+    -h) sed -n '2,26p' "$0"; exit 0 ;;
     *) echo "instr.sh: unknown option $1" >&2; exit 64 ;;
     esac
     shift
@@ -91,6 +95,31 @@ ASUSER=
 [ "$(id -u)" = 0 ] && ASUSER="-u root"
 LARGS=(-P text -s "$ADDR" -k 100000 -K 16 -v 32)
 
+if [ "$STRACE" = 1 ] && [ "$PERFSYS" = 1 ]; then
+    # system calls at full speed (strace slows the server, which changes
+    # how many connections one epoll_wait returns): perf's tracepoints
+    "$DAEMON" $ASUSER -n 1 -t 0 -m 1024 "${LISTEN[@]}" -v 1 "$@" > "$TMP/log" 2>&1 &
+    PID=$!
+    wait_up
+    "$LOAD" "${LARGS[@]}" -c 8 -f -D 0 -w 0 -q
+    before=$(stats_sum cmd_get cmd_set)
+    EV=raw_syscalls:sys_enter
+    for sc in recvfrom sendto sendmsg epoll_wait epoll_ctl read write; do
+        EV=$EV,syscalls:sys_enter_$sc
+    done
+    perf stat -x, -e "$EV" -p "$PID" -o "$TMP/perf" &
+    SPID=$!
+    sleep 0.5
+    "$LOAD" "${LARGS[@]}" -c 50 -r 90:10 -d 1 -D "$DUR" -w 0 -q
+    kill -INT $SPID; wait $SPID 2>/dev/null || true
+    after=$(stats_sum cmd_get cmd_set)
+    n=$((after - before))
+    echo "$W syscalls over $n requests (perf stat, tracepoints):"
+    awk -F, -v n="$n" '$3 ~ /sys_enter/ { sub(/.*sys_enter_?/, "", $3); if ($3 == "") $3 = "all";
+        printf "  %-16s %10d  %.3f /req\n", $3, $1, $1 / n }' "$TMP/perf"
+    [ -n "$OUT" ] && cp "$TMP/perf" "$OUT"
+    exit 0
+fi
 if [ "$STRACE" = 1 ]; then
     "$DAEMON" $ASUSER -n 1 -t 0 -m 1024 "${LISTEN[@]}" -v 1 "$@" > "$TMP/log" 2>&1 &
     PID=$!
