@@ -60,9 +60,8 @@ static void txt_number(struct conn *c, const char *prefix, uint64_t v)
     conn_out_commit(c, n);
 }
 
-/* VALUE line, the value in place, "\r\n".  Takes over the reference r. */
-/* One VALUE reply of r, and "END\r\n" after it when end is set (a
- * single-key get). */
+/* VALUE line, the value in place, "\r\n", and "END\r\n" after it when end
+ * is set (a single-key get).  Takes over the reference r. */
 static void txt_value_end(struct conn *c, struct record *r, bool with_cas,
                           bool end)
 {
