@@ -76,7 +76,7 @@ static enum mctext_cmd cmd_lookup(const struct tok *t)
 
     for (i = 0; i < sizeof(mct_cmds) / sizeof(mct_cmds[0]); i++) {
         const char *s = mct_cmds[i].name;
-        if (strlen(s) == t->n && memcmp(s, t->p, t->n) == 0)
+        if (s[0] == t->p[0] && strlen(s) == t->n && memcmp(s, t->p, t->n) == 0)
             return mct_cmds[i].cmd;
     }
     return MCT_NONE;
@@ -424,6 +424,8 @@ size_t mctext_line_limit(const void *buf, size_t len)
         b++;
         len--;
     }
+    if (len == 0 || (*b != 'g' && *b != 't'))
+        return MCTEXT_LINE_MAX; /* every long one starts with g or t */
     for (i = 0; i < sizeof(longs) / sizeof(longs[0]); i++) {
         size_t n = strlen(longs[i]);
         if (len >= n && memcmp(b, longs[i], n) == 0)
@@ -879,7 +881,8 @@ static bool looks_http(const char *b, const char *end)
         p++;
     n = (size_t)(p - s);
     for (i = 0; i < sizeof(methods) / sizeof(methods[0]); i++)
-        if (n == strlen(methods[i]) && memcmp(s, methods[i], n) == 0)
+        if (n > 0 && s[0] == methods[i][0] && n == strlen(methods[i]) &&
+            memcmp(s, methods[i], n) == 0)
             return true;
     if (n == 5 && (s[0] | 0x20) == 'h' && (s[1] | 0x20) == 'o' &&
         (s[2] | 0x20) == 's' && (s[3] | 0x20) == 't' && s[4] == ':')
@@ -973,15 +976,22 @@ ssize_t mctext_parse(const void *buf, size_t len,
 
 size_t mctext_u64(char *out, uint64_t v)
 {
-    char tmp[20];
-    size_t n = 0, i;
+    uint64_t t;
+    size_t n = 1, i;
 
-    do {
-        tmp[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v != 0);
-    for (i = 0; i < n; i++)
-        out[i] = tmp[n - 1 - i];
+    if (v < 10) { /* flags 0, the common case */
+        out[0] = (char)('0' + v);
+        return 1;
+    }
+    if (v < 100) { /* a short value's length */
+        out[0] = (char)('0' + v / 10);
+        out[1] = (char)('0' + v % 10);
+        return 2;
+    }
+    for (t = v; t >= 10; t /= 10)
+        n++;
+    for (i = n; i-- > 0; v /= 10)
+        out[i] = (char)('0' + v % 10);
     return n;
 }
 

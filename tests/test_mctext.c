@@ -11,6 +11,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -786,6 +787,26 @@ static void test_compose(void **state)
     assert_memory_equal(out, "18446744073709551615", 20);
     n = mctext_i64(out, INT64_MIN);
     assert_memory_equal(out, "-9223372036854775808", n);
+    {
+        /* every short path (one digit, two) and each length's edges,
+         * against snprintf */
+        char want[24];
+        uint64_t x, p10;
+
+        for (x = 0; x < 1100; x++) {
+            n = mctext_u64(out, x);
+            assert_int_equal(n, (size_t)snprintf(want, sizeof(want),
+                                                 "%" PRIu64, x));
+            assert_memory_equal(out, want, n);
+        }
+        for (p10 = 10; p10 <= UINT64_MAX / 10; p10 *= 10)
+            for (x = p10 - 1; x <= p10 + 1; x++) {
+                n = mctext_u64(out, x);
+                assert_int_equal(n, (size_t)snprintf(want, sizeof(want),
+                                                     "%" PRIu64, x));
+                assert_memory_equal(out, want, n);
+            }
+    }
 
     n = mctext_value_line(out, "foo", 3, 42, 3, false, 0);
     assert_int_equal(n, strlen("VALUE foo 42 3\r\n"));

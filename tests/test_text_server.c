@@ -977,6 +977,32 @@ static void test_get_mg_shortcut(void **state)
     assert_true(strncmp(want, "ERROR", 5) == 0 ||
                 strncmp(want, "CLIENT_ERROR", 12) == 0);
     xchg(fd, "mn\r\n", "MN\r\n");
+    /* the shortcut scans the key eight bytes at a time (txt_key_end):
+     * bytes 0x80-0xff belong to a key wherever they sit, and a control
+     * byte or DEL at any offset of a long key, in the middle of a word or
+     * in the tail, still sends the request to the general parser's
+     * CLIENT_ERROR instead of a lookup */
+    for (i = 0; i < 20; i++) {
+        static const char bad[] = {'\001', '\t', '\177'};
+        size_t j;
+
+        memset(k, 'h', 20);
+        k[20] = 0;
+        k[i] = (char)(i % 2 ? 0x80 : 0xff);
+        k[(i + 9) % 20] = (char)0xa0;
+        snprintf(b, sizeof(b), "set %s 0 0 2\r\nhi\r\n", k);
+        xchg(fd, b, "STORED\r\n");
+        snprintf(b, sizeof(b), "get %s\r\n", k);
+        snprintf(want, sizeof(want), "VALUE %s 0 2\r\nhi\r\nEND\r\n", k);
+        xchg(fd, b, want);
+        for (j = 0; j < sizeof(bad); j++) {
+            k[i] = bad[j];
+            snprintf(b, sizeof(b), "get %s\r\n", k);
+            send_str(fd, b);
+            recv_line(fd, want, sizeof(want));
+            assert_memory_equal(want, "CLIENT_ERROR", 12);
+        }
+    }
     close(fd);
 }
 

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 #include <arpa/inet.h>
@@ -244,6 +245,21 @@ static void conn_rd_drained(struct conn *c)
 
 static int conn_wr_blocked(struct conn *c);
 
+/* recv() and send() of a plain socket.  glibc's wrappers are thread
+ * cancellation points: in a multi-threaded process each call pays two
+ * atomic read-modify-writes around the system call.  mdcached never
+ * cancels a thread, so on Linux the calls go through syscall() (the same
+ * system calls, errno set the same way). */
+#if defined(__linux__) && defined(SYS_recvfrom) && defined(SYS_sendto)
+#define conn_sys_recv(fd, b, n) \
+    ((ssize_t)syscall(SYS_recvfrom, (fd), (b), (n), 0, NULL, NULL))
+#define conn_sys_send(fd, b, n, f) \
+    ((ssize_t)syscall(SYS_sendto, (fd), (b), (n), (f), NULL, 0))
+#else
+#define conn_sys_recv(fd, b, n) recv((fd), (b), (n), 0)
+#define conn_sys_send(fd, b, n, f) send((fd), (b), (n), (f))
+#endif
+
 /*
  * 1: got bytes, 0: nothing more for now (EAGAIN or EOF), -1: error.
  *
@@ -283,7 +299,7 @@ static int conn_read(struct conn *c)
     else if (c->tls != NULL) /* kernel TLS: a short read proves nothing */
         n = tls_ktls_recv(c, c->ibuf + c->ilen, room);
     else
-        n = recv(c->fd, c->ibuf + c->ilen, room, 0);
+        n = conn_sys_recv(c->fd, c->ibuf + c->ilen, room);
     if (n > 0) {
         c->ilen += (size_t)n;
         conn_in_arrived(c, (size_t)n);
@@ -526,7 +542,7 @@ static int conn_flush(struct conn *c)
             const uint8_t *p = s->ptr != NULL ? s->ptr : c->obuf + s->off;
 
             want = s->len - c->headsent;
-            n = send(c->fd, p + c->headsent, want, MSG_NOSIGNAL);
+            n = conn_sys_send(c->fd, p + c->headsent, want, MSG_NOSIGNAL);
             goto sent;
         }
         for (i = c->seghead, k = 0, want = 0;

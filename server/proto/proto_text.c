@@ -60,12 +60,36 @@ static void txt_number(struct conn *c, const char *prefix, uint64_t v)
     conn_out_commit(c, n);
 }
 
-/* VALUE line, the value in place, "\r\n".  Takes over the reference r. */
-static void txt_value(struct conn *c, struct record *r, bool with_cas)
+/* VALUE line, the value in place, "\r\n", and "END\r\n" after it when end
+ * is set (a single-key get).  Takes over the reference r. */
+static void txt_value_end(struct conn *c, struct record *r, bool with_cas,
+                          bool end)
 {
     uint32_t klen = record_klen(r), vlen = record_vlen(r);
-    uint8_t *p = conn_out_reserve(c, MCTEXT_VALUE_LINE_LEN(klen));
+    size_t tail = end ? 7 : 2;
+    uint8_t *p;
 
+    if (vlen <= CONN_COPY_MAX &&
+        MCTEXT_VALUE_LINE_LEN(klen) + vlen + tail <= c->ocap - c->olen) {
+        /* a value conn_out_ref() would copy: the line, the value and
+         * what follows written at once, one commit (obuf has the room, so
+         * it does not grow: the same condition as conn_out_ref's copy) */
+        size_t n;
+
+        p = c->obuf + c->olen;
+        n = mctext_value_line((char *)p, record_key(r), klen,
+                              record_flags(r), vlen, with_cas,
+                              with_cas ? record_cas(r) : 0);
+        memcpy(p + n, record_value(r), vlen);
+        if (end) /* constant lengths: stores, not a memcpy() call */
+            memcpy(p + n + vlen, "\r\nEND\r\n", 7);
+        else
+            memcpy(p + n + vlen, "\r\n", 2);
+        conn_out_commit(c, n + vlen + tail);
+        store_release(c->srv->store, r);
+        return;
+    }
+    p = conn_out_reserve(c, MCTEXT_VALUE_LINE_LEN(klen));
     if (p == NULL) {
         store_release(c->srv->store, r);
         return;
@@ -75,6 +99,13 @@ static void txt_value(struct conn *c, struct record *r, bool with_cas)
                                          record_cas(r)));
     conn_out_ref(c, record_value(r), vlen, r);
     (void)conn_out_bytes(c, "\r\n", 2);
+    if (end)
+        txt_str(c, MCTEXT_R_END);
+}
+
+static void txt_value(struct conn *c, struct record *r, bool with_cas)
+{
+    txt_value_end(c, r, with_cas, false);
 }
 
 static void txt_meta(struct conn *c, const char *code, int64_t vlen,
@@ -918,6 +949,30 @@ static void txt_refused_large(struct conn *c, struct worker *w,
 }
 
 /*
+ * The end of the key starting at k: the first byte at or below ' ' or DEL
+ * (the bytes mctext_parse() ends or refuses a key at), or end.  Eight
+ * bytes at a time while eight remain (any byte below 0x21, or equal to
+ * 0x7f, sets its top bit in the test word), then byte by byte.
+ */
+static const uint8_t *txt_key_end(const uint8_t *k, const uint8_t *end)
+{
+    const uint64_t ones = 0x0101010101010101ull, highs = ones << 7;
+    const uint8_t *p = k;
+
+    for (; end - p >= 8; p += 8) {
+        uint64_t x, d;
+
+        memcpy(&x, p, 8);
+        d = x ^ (ones * 0x7f);
+        if ((((x - ones * 0x21) & ~x) | ((d - ones) & ~d)) & highs)
+            break;
+    }
+    while (p < end && *p > ' ' && *p != 0x7f)
+        p++;
+    return p;
+}
+
+/*
  * The two commands a cache mostly sees, "get <key>\r\n" and
  * "mg <key> v\r\n", answered without the general parser (no tokenizing,
  * no request structure to clear).  Anything else -- another command, more
@@ -942,8 +997,7 @@ static size_t txt_fast(struct conn *c, struct worker *w, const uint8_t *b,
         return 0;
     if ((size_t)(end - k) > MCTEXT_KEY_MAX + 4)
         end = k + MCTEXT_KEY_MAX + 4;
-    for (p = k; p < end && *p > ' ' && *p != 0x7f; p++)
-        ;
+    p = txt_key_end(k, end);
     klen = (uint32_t)(p - k);
     if (klen == 0 || klen > MCTEXT_KEY_MAX)
         return 0;
@@ -980,10 +1034,9 @@ static size_t txt_fast(struct conn *c, struct worker *w, const uint8_t *b,
         conn_out_ref(c, record_value(r), vlen, r);
         (void)conn_out_bytes(c, "\r\n", 2);
     } else {
-        /* txt_value() and conn_out_ref() copy a small value into obuf, so
-         * the reply still leaves as one piece */
-        txt_value(c, r, false);
-        txt_str(c, MCTEXT_R_END);
+        /* a small value is copied into obuf, so the reply leaves as one
+         * piece */
+        txt_value_end(c, r, false, true);
     }
     return (size_t)(p - b);
 }
