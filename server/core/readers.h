@@ -51,7 +51,13 @@ static inline bool mdc_hold(const void *p)
     if (s == NULL)
         return false;
     for (int i = 0; i < MDC_HOLDS; i++) {
-        if (atomic_load_explicit(&s->hold[i], memory_order_relaxed) == NULL) {
+        /* Acquire: the NULL may be another thread's mdc_unhold_any() of a
+         * hold handed to it, and that thread read the old record's
+         * refcnt before it.  A scanner that later reads our store below
+         * (not an RMW, so it ends that CAS's release sequence) must still
+         * come after those reads before it frees the old record: the
+         * acquire here chains them (TSan found the gap in test_stress). */
+        if (atomic_load_explicit(&s->hold[i], memory_order_acquire) == NULL) {
             /* ordered before the release of the lock that protects p,
              * which a retirer's scan comes after (docs/threads.md) */
             atomic_store_explicit(&s->hold[i], p, memory_order_release);
