@@ -67,10 +67,15 @@ fi
 for line in Type=notify ProtectSystem=strict PrivateTmp=yes NoNewPrivileges=yes \
     'CapabilityBoundingSet=' 'RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX' \
     MemoryDenyWriteExecute=yes SystemCallFilter=@system-service \
+    'SystemCallFilter=io_uring_setup io_uring_enter io_uring_register' \
     StateDirectory=mdcached User=mdcached; do
     grep -qx "$line" "$S/dist/systemd/mdcached.service" ||
         fail "mdcached.service lacks '$line'"
 done
+# the default backend's calls, which @system-service lacks (else --io=auto
+# falls back to epoll under the unit: tests/test_uring.c's seccomp case)
+grep -qx 'SystemCallFilter=io_uring_setup io_uring_enter io_uring_register' \
+    "$S/dist/systemd/mdcached@.service" || fail "mdcached@.service does not allow io_uring"
 grep -qx 'ExecStart=/usr/sbin/mdcached -C /etc/mdcached/%i.conf' \
     "$S/dist/systemd/mdcached@.service" || fail "mdcached@.service: not one config per instance"
 x="$S/dist/systemd/xdp.conf"
