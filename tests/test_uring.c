@@ -704,6 +704,85 @@ static void test_light_beside_bulk(void **state)
     stop();
 }
 
+/* Send len bytes to peer while running turns; then run turns until want
+ * (NUL-terminated) has been read back whole. */
+static void roundtrip(int peer, const char *req, size_t len, const char *want)
+{
+    static char got[256];
+    size_t off = 0, glen = 0, wl = strlen(want);
+    int turn;
+
+    for (turn = 0; turn < 1000 && glen < wl; turn++) {
+        if (off < len) {
+            ssize_t k = send(peer, req + off, len - off, MSG_DONTWAIT);
+            if (k > 0)
+                off += (size_t)k;
+        }
+        assert_true(uring_turn(&srv->workers[0], 5) >= 0);
+        if (glen < wl) {
+            ssize_t k = recv(peer, got + glen, wl - glen, MSG_DONTWAIT);
+            if (k > 0)
+                glen += (size_t)k;
+        }
+    }
+    assert_int_equal(off, len);
+    assert_int_equal(glen, wl);
+    assert_memory_equal(got, want, wl);
+}
+
+/* A connection that sent one long value goes back to the light group once
+ * it has received under 16 KiB a turn for URING_BULK_IDLE seconds, even
+ * though it
+ * never stops sending small requests (a pooled client that is never idle
+ * for 2 s stayed on the bulk group for ever, its GETs competing with the
+ * floods for the bulk buffers and parsed after everyone else's). */
+static void test_bulk_returns_when_chatty(void **state)
+{
+    static char big[256 * 1024 + 64];
+    struct worker *w;
+    struct conn *c;
+    int peer, n, sec;
+
+    (void)state;
+    assert_non_null(start(NULL));
+    w = &srv->workers[0];
+    put("k", "abc", 3);
+    c = open_conn(&peer);
+    n = snprintf(big, sizeof(big), "set big 0 0 %u\r\n", 256u * 1024);
+    memset(big + n, 'v', 256 * 1024);
+    memcpy(big + n + 256 * 1024, "\r\n", 2);
+    roundtrip(peer, big, (size_t)n + 256 * 1024 + 2, "STORED\r\n");
+    assert_true(uring_conn_bulk(c)); /* a turn's worth: bulk */
+    /* 20 KB values every second: less than a light turn's worth, more
+     * than a bulk buffer: it stays bulk */
+    n = snprintf(big, sizeof(big), "set mid 0 0 20000\r\n");
+    memset(big + n, 'm', 20000);
+    memcpy(big + n + 20000, "\r\n", 2);
+    for (sec = 0; sec < 4; sec++) {
+        w->now++;
+        roundtrip(peer, big, (size_t)n + 20002, "STORED\r\n");
+        assert_true(uring_conn_bulk(c));
+    }
+    /* a GET every second for 4 s: never 2 s without input */
+    for (sec = 0; sec < 4; sec++) {
+        w->now++;
+        roundtrip(peer, "get k\r\n", 7, "VALUE k 0 3\r\nabc\r\nEND\r\n");
+    }
+    assert_false(uring_conn_bulk(c));
+    /* served on the light group after the switch */
+    roundtrip(peer, "get k\r\n", 7, "VALUE k 0 3\r\nabc\r\nEND\r\n");
+    assert_false(uring_conn_bulk(c));
+    /* and a long value moves it again */
+    n = snprintf(big, sizeof(big), "set big 0 0 %u\r\n", 256u * 1024);
+    memset(big + n, 'v', 256 * 1024);
+    memcpy(big + n + 256 * 1024, "\r\n", 2);
+    roundtrip(peer, big, (size_t)n + 256 * 1024 + 2, "STORED\r\n");
+    assert_true(uring_conn_bulk(c));
+    conn_teardown(c);
+    close(peer);
+    stop();
+}
+
 #define NEXH 32
 #define VEXH 20000
 
@@ -772,6 +851,7 @@ int main(void)
         cmocka_unit_test(test_server_drops_mid_reply),
         cmocka_unit_test(test_buffer_ring_exhaustion),
         cmocka_unit_test(test_light_beside_bulk),
+        cmocka_unit_test(test_bulk_returns_when_chatty),
         cmocka_unit_test(test_multishot_accept),
         cmocka_unit_test(test_send_zc_bytes),
         cmocka_unit_test(test_send_zc_release),

@@ -65,13 +65,19 @@
 #define URING_BULK_NBUFS 64     /* bulk group: buffers per thread ... */
 #define URING_BULK_BUFSZ 16384u /* ... of this size (1 MiB per thread) */
 /* A connection that receives this much in one loop turn moves to the bulk
- * group, and back after URING_BULK_IDLE seconds without input: bulk
+ * group, and back after URING_BULK_IDLE seconds without a turn of
+ * URING_BULK_KEEP bytes (idle, or small requests only): bulk
  * senders (long values, floods) then share their own buffers, and the
  * light group stays free for the requests of everyone else (a multishot
  * receive that finds its group empty ends with ENOBUFS and waits a turn;
  * the kernel lets one connection take up to 32 buffers per pass). */
 #define URING_BULK_AT (64u * 1024)
 #define URING_BULK_IDLE 2
+/* A turn in which a bulk connection receives this much (one bulk buffer
+ * filled) keeps it bulk: a flooder that shares the 64 bulk buffers with
+ * many others gets less than URING_BULK_AT per turn, and must not swing
+ * back to the light group and take 32 of its buffers every 2 s. */
+#define URING_BULK_KEEP URING_BULK_BUFSZ
 #define URING_IOV_MAX 256       /* segments per sendmsg */
 #define URING_IN_MAX (1u << 20) /* unconsumed input that stops receiving */
 #define URING_STASH_MAX 64      /* buffers held for a connection in flight */
@@ -105,7 +111,7 @@ struct uconn {
     struct msghdr mh;
     bool bulk;            /* receives on the bulk group */
     uint64_t recv_ud;     /* user data of the armed receive */
-    uint64_t last_rx;     /* w->now of the last input */
+    uint64_t last_bulk;   /* w->now of the last turn with URING_BULK_AT */
     /* buffers received while a payload thread owns the input (group << 16
      * | buffer id) */
     uint32_t *sbid;
@@ -866,16 +872,19 @@ static void uw_on_recv(struct uring_worker *uw, struct conn *c,
             uc->turn_bytes = 0;
         }
         uc->turn_bytes += (size_t)res;
-        /* light after a pause (the receive runs on the light group from
-         * the next arming), bulk after a turn's worth */
-        if (uc->bulk && c->owner->now - uc->last_rx >= URING_BULK_IDLE) {
+        /* bulk after a turn's worth, light after URING_BULK_IDLE seconds
+         * without one (idle, or small requests only: a client that never
+         * pauses for 2 s must not stay bulk for ever); the receive runs on
+         * the new group from the next arming */
+        if (uc->turn_bytes >= (uc->bulk ? URING_BULK_KEEP : URING_BULK_AT))
+            uc->last_bulk = c->owner->now;
+        if (uc->bulk && c->owner->now - uc->last_bulk >= URING_BULK_IDLE) {
             uc->bulk = false;
             uc_cancel_recv(uw, c);
         } else if (!uc->bulk && uc->turn_bytes >= URING_BULK_AT) {
             uc->bulk = true;
             uc_cancel_recv(uw, c);
         }
-        uc->last_rx = c->owner->now;
         res = conn_in_append(c, g->bufs + (size_t)bid * g->sz, (size_t)res);
         uw_buf_put(uw, gi, bid);
         if (res < 0) {
