@@ -858,15 +858,6 @@ static void uw_on_recv(struct uring_worker *uw, struct conn *c,
         return;
     }
     if (res > 0 && buf) {
-        if (c->inflight) {
-            /* a payload thread owns the input: keep the buffer until c
-             * comes back (uring_conn_returned) */
-            if (uc_stash(uw, c, gi, bid, (uint32_t)res) < 0) {
-                uw_buf_put(uw, gi, bid);
-                c->dead = true;
-            }
-            return;
-        }
         if (uc->turn != uw->turn) {
             uc->turn = uw->turn;
             uc->turn_bytes = 0;
@@ -875,7 +866,8 @@ static void uw_on_recv(struct uring_worker *uw, struct conn *c,
         /* bulk after a turn's worth, light after URING_BULK_IDLE seconds
          * without one (idle, or small requests only: a client that never
          * pauses for 2 s must not stay bulk for ever); the receive runs on
-         * the new group from the next arming */
+         * the new group from the next arming.  Input held while a payload
+         * thread owns c counts too: with -t most of a flood arrives so. */
         if (uc->turn_bytes >= (uc->bulk ? URING_BULK_KEEP : URING_BULK_AT))
             uc->last_bulk = c->owner->now;
         if (uc->bulk && c->owner->now - uc->last_bulk >= URING_BULK_IDLE) {
@@ -884,6 +876,15 @@ static void uw_on_recv(struct uring_worker *uw, struct conn *c,
         } else if (!uc->bulk && uc->turn_bytes >= URING_BULK_AT) {
             uc->bulk = true;
             uc_cancel_recv(uw, c);
+        }
+        if (c->inflight) {
+            /* a payload thread owns the input: keep the buffer until c
+             * comes back (uring_conn_returned) */
+            if (uc_stash(uw, c, gi, bid, (uint32_t)res) < 0) {
+                uw_buf_put(uw, gi, bid);
+                c->dead = true;
+            }
+            return;
         }
         res = conn_in_append(c, g->bufs + (size_t)bid * g->sz, (size_t)res);
         uw_buf_put(uw, gi, bid);
