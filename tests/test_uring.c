@@ -878,16 +878,20 @@ static void test_bulk_with_payload_thread(void **state)
     assert_non_null(srv);
     assert_int_equal(threads_start(srv), 0);
     c = open_conn(&peer);
+    i = 1 << 20;
+    (void)setsockopt(peer, SOL_SOCKET, SO_SNDBUF, &i, sizeof(i));
     for (turn = 0; turn < 20000 && got < total / 11 * 5 && !bulk; turn++) {
         ssize_t k;
 
-        if (sent < total) {
+        /* 256 KiB a turn where the socket takes it: well over 64 KiB */
+        for (i = 0; i < 4 && sent < total; i++) {
             size_t off = sent % (sizeof(req) / 11 * 11);
             size_t n = sizeof(req) / 11 * 11 - off;
 
             k = send(peer, req + off, n, MSG_DONTWAIT);
-            if (k > 0)
-                sent += (size_t)k;
+            if (k <= 0)
+                break;
+            sent += (size_t)k;
         }
         assert_true(uring_turn(&srv->workers[0], 1) >= 0);
         event_base_loop(srv->workers[0].base, EVLOOP_NONBLOCK);
