@@ -165,7 +165,7 @@ def start(extra, logname):
     p = subprocess.Popen([D, "-n", "2", "-v", "3", "--max-output", "1m"] +
                          extra, stdout=log, stderr=subprocess.STDOUT)
     procs.append(p)
-    for _ in range(200):
+    for _ in range(600):  # 30 s
         with open(path(logname)) as f:
             if " ready" in f.read():
                 return p
@@ -254,6 +254,19 @@ def refused(cert, what):
         s.close()
     except (ssl.SSLError, ConnectionError, OSError):
         pass
+
+
+def eventually(pred, timeout=30):
+    """Poll pred until it holds or timeout seconds pass; its last value.
+    The timeouts are generous: under distcheck beside other builds the
+    daemon's threads may not run for seconds, and what these tests prove
+    is that something happens, not how fast."""
+    end = time.monotonic() + timeout
+    while True:
+        v = pred()
+        if v or time.monotonic() >= end:
+            return v
+        time.sleep(0.05)
 
 
 def wait_out(p, buf, pat, timeout=20):
@@ -365,9 +378,8 @@ try:
     # -- backpressure: 12 gets of 4 MiB (48 MiB) unread, then read all
     before = int(unix_stats().get("output_paused", "0"))
     s.sendall(b"get big\r\n" * 12)
-    time.sleep(1.0)
-    check(int(unix_stats().get("output_paused", "0")) > before,
-          "backpressure: output_paused did not move")
+    check(eventually(lambda: int(unix_stats().get("output_paused", "0")) >
+                     before), "backpressure: output_paused did not move")
     one = hdr + big + b"\r\nEND\r\n"
     ok = True
     for i in range(12):
@@ -386,14 +398,8 @@ try:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
                      struct.pack("ii", 1, 0))
         s.close()
-    # Up to 30 s: on a loaded machine (distcheck beside other builds) the
-    # server's thread may not run for seconds; reclaiming is what is tested,
-    # not its speed.
-    for _ in range(600):
-        if int(unix_stats()["curr_connections"]) <= conns0:
-            break
-        time.sleep(0.05)
-    check(int(unix_stats()["curr_connections"]) <= conns0,
+    check(eventually(lambda: int(unix_stats()["curr_connections"]) <=
+                     conns0),
           "vanished clients not reclaimed: %s open, %d before" % (
               unix_stats()["curr_connections"], conns0))
     serves("after vanishing clients")
@@ -403,9 +409,7 @@ try:
     refused(None, "no client certificate")
     refused("cli-other", "a certificate of another CA")
     refused("cli-old", "an expired client certificate")
-    time.sleep(0.3)
-    lg = logtext("d.log")
-    check("certificate has expired" in lg,
+    check(eventually(lambda: "certificate has expired" in logtext("d.log")),
           "no log line naming the expired client certificate")
     serves("after refused certificates")
     # a plain-text client on the TLS port: one clear line, then closed
@@ -416,17 +420,19 @@ try:
           "plain client: %r" % d)
     p.close()
     # never starting the handshake: closed by --tls-handshake-timeout=1
-    p = socket.create_connection(("127.0.0.1", TP), timeout=6)
+    # (closed well before the 30 s receive timeout; 1 s on a quiet machine)
+    p = socket.create_connection(("127.0.0.1", TP), timeout=30)
     t0 = time.monotonic()
     try:
         d = p.recv(10)
     except OSError:
         d = b""
     waited = time.monotonic() - t0
-    check(d == b"" and waited < 5, "silent client: %r after %.1f s" % (
+    check(d == b"" and waited < 20, "silent client: %r after %.1f s" % (
         d, waited))
     p.close()
     serves("after the plain clients")
+    eventually(lambda: int(unix_stats()["tls_handshake_failures"]) >= f0 + 5)
     st = unix_stats()
     check(int(st["tls_handshake_failures"]) >= f0 + 5,
           "tls_handshake_failures %s, want >= %d" % (
@@ -455,13 +461,16 @@ try:
     s.sendall(struct.pack("<BBBBHHHHIIIQq", 0xB7, 1, 0x41, 0, 0, 0, 0, 0, 0,
                           1, 0, 0, 0))
     nat = b""
-    deadline = time.monotonic() + 5
-    s.settimeout(1)
+    deadline = time.monotonic() + 30
+    s.settimeout(30)
     while b"tls_userspace" not in nat and time.monotonic() < deadline:
         try:
-            nat += s.recv(65536)
+            d = s.recv(65536)
         except socket.timeout:
             break
+        if not d:
+            break
+        nat += d
     check(b"tls_userspace" in nat, "native stats lack tls_userspace")
     s.close()
     m = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % MP,
@@ -486,10 +495,7 @@ try:
     shutil.copy(path("srv2.pem"), path("srv.pem"))
     shutil.copy(path("srv2.key"), path("srv.key"))
     daemon.send_signal(signal.SIGHUP)
-    for _ in range(100):
-        if "reloaded" in logtext("d.log"):
-            break
-        time.sleep(0.05)
+    eventually(lambda: "reloaded" in logtext("d.log"))
     check(served_serial() == "serial=2002", "serial after reload")
     live.sendall(b"get alive\r\n")
     d = recv_until(live, b"END\r\n")
@@ -500,10 +506,7 @@ try:
     with open(path("srv.pem"), "w") as f:
         f.write("not a certificate\n")
     daemon.send_signal(signal.SIGHUP)
-    for _ in range(100):
-        if "TLS reload failed" in logtext("d.log"):
-            break
-        time.sleep(0.05)
+    eventually(lambda: "TLS reload failed" in logtext("d.log"))
     check("TLS reload failed" in logtext("d.log"), "no log of a failed reload")
     check(served_serial() == "serial=2002", "serial after a failed reload")
 

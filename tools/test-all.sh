@@ -138,7 +138,10 @@ if [ "${SKIP_SANITIZERS:-0}" != 1 ]; then
     build_and_check tsan --enable-tsan CFLAGS="-O1 -g"
 fi
 if [ "${SKIP_DISTCHECK:-0}" != 1 ] && [ -f "$B/normal/Makefile" ]; then
-    step distcheck sh -c "cd '$B/normal' && make -j$JOBS distcheck >distcheck.out 2>&1 || { tail -60 distcheck.out; exit 1; }"
+    # VERBOSE=1: the inner make check prints its test-suite.log (the
+    # failing tests' own logs) when it fails, before later steps remove
+    # the distdir
+    step distcheck sh -c "cd '$B/normal' && make -j$JOBS distcheck VERBOSE=1 >distcheck.out 2>&1 || { tail -250 distcheck.out; exit 1; }"
 fi
 # the Debian packages: build (nocheck: the suite ran above), lintian,
 # install, run, purge (docs/packaging.md)
