@@ -327,6 +327,103 @@ static void test_sighup_reload(void **state)
     usleep(300000);
 }
 
+/* A store over -I from a connection that has not authenticated is
+ * refused without touching the store: the record it names stays (an
+ * authenticated one would have been dropped as stale, as memcached does). */
+static void test_unauthed_oversize_store(void **state)
+{
+    const char *args[] = {"--auth-file", afile, "-n", "1", "-I", "1k", NULL};
+    static char big[2000];
+    struct tsrv s;
+    struct treq r;
+    struct tresp rsp;
+    char buf[512], req[2100];
+    char *v = NULL;
+    size_t vlen = 0;
+    int a, an, u, un, n;
+
+    (void)state;
+    memset(big, 'x', sizeof(big));
+    assert_int_equal(tsrv_start(&s, args), 0);
+    /* one connection per protocol and side: the first bytes of a
+     * connection decide its protocol */
+    a = tc_connect(&s);
+    an = tc_connect(&s);
+    u = tc_connect(&s);
+    un = tc_connect(&s);
+    assert_true(a >= 0 && an >= 0 && u >= 0 && un >= 0);
+    txt(a, "set auth 0 0 12\r\nalice s3cret\r\n", buf, sizeof(buf));
+    assert_string_equal(buf, "STORED\r\n");
+    txt(a, "set victim 0 0 4\r\nkeep\r\n", buf, sizeof(buf));
+    assert_string_equal(buf, "STORED\r\n");
+    memset(&r, 0, sizeof(r));
+    r.op = WIRE_OP_AUTH;
+    r.key = "alice";
+    r.klen = 5;
+    r.val = "s3cret";
+    r.vlen = 6;
+    assert_int_equal(tc_call(an, &r, &rsp), WIRE_S_OK);
+    tc_resp_free(&rsp);
+    assert_int_equal(tc_set(an, "nvictim", "keep", 4, NULL, 0), WIRE_S_OK);
+
+    /* text: set, ms and cas over -I, each refused and skipped whole */
+    {
+        static const char *const heads[] = {"set victim 0 0 2000\r\n",
+                                            "ms victim 2000 T0\r\n",
+                                            "cas victim 0 0 2000 1\r\n",
+                                            NULL};
+        int i;
+
+        for (i = 0; heads[i] != NULL; i++) {
+            n = snprintf(req, sizeof(req), "%s", heads[i]);
+            assert_int_equal(tc_send_all(u, req, (size_t)n), 0);
+            assert_int_equal(tc_send_all(u, big, sizeof(big)), 0);
+            txt(u, "\r\n", buf, sizeof(buf));
+            if (strncmp(buf, "SERVER_ERROR", 12) != 0 &&
+                strncmp(buf, "CLIENT_ERROR", 12) != 0)
+                fail_msg("%s: got \"%s\", want an error", heads[i], buf);
+        }
+    }
+    txt(u, "get victim\r\n", buf, sizeof(buf));
+    assert_string_equal(buf, "CLIENT_ERROR unauthenticated\r\n");
+
+    /* native: SET over -I is AUTH_REQUIRED, and the stream stays in sync */
+    memset(&r, 0, sizeof(r));
+    r.op = WIRE_OP_SET;
+    r.key = "nvictim";
+    r.klen = 7;
+    r.val = big;
+    r.vlen = sizeof(big);
+    assert_int_equal(tc_call(un, &r, &rsp), WIRE_S_AUTH_REQUIRED);
+    tc_resp_free(&rsp);
+    r.op = WIRE_OP_GET;
+    r.val = NULL;
+    r.vlen = 0;
+    assert_int_equal(tc_call(un, &r, &rsp), WIRE_S_AUTH_REQUIRED);
+    tc_resp_free(&rsp);
+
+    /* both records are still there */
+    txt(a, "get victim\r\n", buf, sizeof(buf));
+    assert_string_equal(buf, "VALUE victim 0 4\r\nkeep\r\nEND\r\n");
+    assert_int_equal(tc_get(an, "nvictim", &v, &vlen), WIRE_S_OK);
+    assert_int_equal(vlen, 4);
+    assert_memory_equal(v, "keep", 4);
+    free(v);
+    /* and an authenticated store over -I still drops the stale record */
+    n = snprintf(req, sizeof(req), "set victim 0 0 2000\r\n");
+    assert_int_equal(tc_send_all(a, req, (size_t)n), 0);
+    assert_int_equal(tc_send_all(a, big, sizeof(big)), 0);
+    txt(a, "\r\n", buf, sizeof(buf));
+    assert_int_equal(strncmp(buf, "SERVER_ERROR", 12), 0);
+    txt(a, "get victim\r\n", buf, sizeof(buf));
+    assert_string_equal(buf, "END\r\n");
+    close(a);
+    close(an);
+    close(u);
+    close(un);
+    assert_int_equal(tsrv_stop(&s), 0);
+}
+
 /* Without --auth-file, AUTH is refused as not supported and the text
  * "set" is an ordinary set. */
 static void test_no_auth_file(void **state)
@@ -414,6 +511,7 @@ int main(void)
         cmocka_unit_test(test_text_quit_and_failure),
         cmocka_unit_test(test_slowdown_and_stats),
         cmocka_unit_test(test_native),
+        cmocka_unit_test(test_unauthed_oversize_store),
         cmocka_unit_test(test_libmdcached),
         cmocka_unit_test(test_sighup_reload),
         cmocka_unit_test(test_no_auth_file),

@@ -705,6 +705,12 @@ static void nat_process(struct conn *c, struct worker *w)
             break;
         }
         total = WIRE_HDR_LEN + (size_t)wire_body_len(&m.hdr);
+        if (too_large && !c->authed) {
+            /* before authentication: refused, the store left alone */
+            nat_reply(c, &m.hdr, WIRE_S_AUTH_REQUIRED, 0, NULL, 0, NULL, 0);
+            conn_in_skip(c, total);
+            continue;
+        }
         if (too_large) {
             /* the key (after the tags) decides which record goes stale */
             size_t koff = WIRE_HDR_LEN + (size_t)m.hdr.ntags * WIRE_TAG_LEN;

@@ -1156,7 +1156,9 @@ static void proto_text_process(struct conn *c, struct worker *w)
                 conn_close_after_flush(c);
                 break;
             }
-            if (strcmp(req.err, MCTEXT_E_TOO_LARGE) == 0)
+            /* before authentication the store is not touched: the too
+             * large value is only refused (and skipped) */
+            if (c->authed && strcmp(req.err, MCTEXT_E_TOO_LARGE) == 0)
                 txt_refused_large(c, w, &req);
             txt_reply(c, &req, req.err);
             conn_in_skip(c, req.skip);
