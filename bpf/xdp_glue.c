@@ -195,6 +195,14 @@ int xdp_glue_setup(struct server *srv)
                   "(default nobody)", o->xdp);
         return EX_UNAVAILABLE;
     }
+    if (srv->protected_mode) {
+        /* the program answers before any check of the sender could run */
+        log_error("-x %s: protected mode is in force (a -l address is not "
+                  "loopback and there is no authentication), and XDP would "
+                  "answer GETs from any host: start with --protected-mode=no "
+                  "(and filter the UDP port) to use -x", o->xdp);
+        return EX_USAGE;
+    }
     if (xdp_addrs(srv, addrs, &naddrs, &on_if) < 0)
         return EX_USAGE;
     if (naddrs == 0) {

@@ -6,6 +6,7 @@
 #include "addr.h"
 
 #include <netdb.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -40,6 +41,21 @@ int addr_resolve_listen(const char *spec, unsigned long dport, const char *port,
         return -1;
     }
     return 0;
+}
+
+bool addr_is_loopback(const struct sockaddr *sa)
+{
+    if (sa->sa_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+        return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+    }
+    if (sa->sa_family == AF_INET6) {
+        const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+        if (IN6_IS_ADDR_LOOPBACK(a))
+            return true;
+        return IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127;
+    }
+    return sa->sa_family == AF_UNIX;
 }
 
 void addr_name(const struct addrinfo *ai, const char *port, char *out,

@@ -7,9 +7,11 @@
 #ifndef MDC_ADDR_H
 #define MDC_ADDR_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 struct addrinfo;
+struct sockaddr;
 
 /*
  * Resolve the -l value spec for passive sockets of socktype (SOCK_STREAM or
@@ -22,6 +24,10 @@ struct addrinfo;
 int addr_resolve_listen(const char *spec, unsigned long dport, const char *port,
                         int family, int socktype, const char *what,
                         char *portbuf, size_t portlen, struct addrinfo **res);
+
+/* A loopback address: 127.0.0.0/8, ::1, ::ffff:127.x.y.z, or AF_UNIX
+ * (protected mode, net/net.c and net/udp.c). */
+bool addr_is_loopback(const struct sockaddr *sa);
 
 /* The numeric "host:port" or "[v6]:port" of ai, for logs and stats. */
 void addr_name(const struct addrinfo *ai, const char *port, char *out,

@@ -727,6 +727,12 @@ static int opt_validate(struct options *o, FILE *err, const char *argv0)
                 "or no\n", argv0, o->protected_mode);
         return -1;
     }
+    if (o->auth_file != NULL && o->udp_port != 0) {
+        /* a datagram carries no login: -U would serve gets to anyone */
+        fprintf(err, "%s: -U cannot be used with --auth-file: UDP requests "
+                "are not authenticated (-U 0 to disable UDP)\n", argv0);
+        return -1;
+    }
     if (o->tls_listen.n > 0 && (o->tls_cert == NULL || o->tls_key == NULL)) {
         fprintf(err, "%s: --tls-listen needs --tls-cert and --tls-key\n",
                 argv0);

@@ -154,8 +154,9 @@ struct server {
     size_t nlisteners;
     bool accepting;
     struct event *ev_accept_resume;
-    /* Protected mode is in force (net.c): a listener on a non-loopback
-     * address, no authentication; only loopback peers are served. */
+    /* Protected mode is in force (net.c): a listener or UDP socket on a
+     * non-loopback address, no authentication; only loopback peers are
+     * served. */
     bool protected_mode;
     /* --auth-file: the credentials (auth.h), or NULL when not required */
     struct auth *auth;
@@ -204,6 +205,7 @@ struct server {
     struct mirror *mirror;    /* -x: the XDP mirror (bpf/mirror.h), or NULL */
     struct metrics *metrics;  /* --metrics (metrics.h), or NULL */
     unsigned nudp;            /* UDP sockets, over all network threads */
+    bool udp_public;          /* some UDP socket is not on loopback */
     udp_hit_hook_fn udp_hit_hook; /* see its typedef; NULL = off */
     void *udp_hit_ctx;
 };

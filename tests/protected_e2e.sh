@@ -9,6 +9,10 @@
 #  - --protected-mode=no: the remote client is served;
 #  - --auth-file: protected mode is off, the remote client must
 #    authenticate (memcached's "set" exchange) before anything else;
+#  - UDP (-U): under protected mode a datagram from the remote client is
+#    dropped unanswered and counted, one to 127.0.0.1 answered;
+#    --protected-mode=no answers the remote one; -U with --auth-file is
+#    refused at start (exit 64: UDP carries no login);
 #  - --tls-listen on the veth address with --tls-ca (mutual TLS): the
 #    remote client with a certificate is served over TLS while the plain
 #    listener stays protected; without --tls-ca the TLS listener is
@@ -124,7 +128,24 @@ stop() {
     wait "$DPID" 2>/dev/null
     DPID=
 }
+# udptalk HOST PORT KEY: one UDP get (memcached's 8-byte frame header),
+# print the reply's text, or <none> after 1 s of silence.
+cat >"$W/udptalk.py" <<'EOF'
+import socket, struct, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.settimeout(1.0)
+s.sendto(struct.pack(">HHHH", 7, 0, 1, 0) + b"get " + sys.argv[3].encode() +
+         b"\r\n", (sys.argv[1], int(sys.argv[2])))
+try:
+    d = s.recv(65536)
+    sys.stdout.write(d[8:].decode(errors="replace").replace("\r\n", "|"))
+except socket.timeout:
+    sys.stdout.write("<none>")
+EOF
+UPORT=11313
 remote() { ip netns exec "$C" python3 "$W/talk.py" $SRV $PORT "$@"; }
+uremote() { ip netns exec "$C" python3 "$W/udptalk.py" $SRV $UPORT "$@"; }
+ulocal() { ip netns exec "$S" python3 "$W/udptalk.py" 127.0.0.1 $UPORT "$@"; }
 local_() { ip netns exec "$S" python3 "$W/talk.py" 127.0.0.1 $PORT "$@"; }
 
 # ---- protected mode (the default) ------------------------------------------
@@ -158,6 +179,40 @@ case "$out" in
 *) fail "remote not served: '$out'" ;;
 esac
 stop
+
+# ---- UDP under protected mode -----------------------------------------------
+mode=udp-protected
+start -U $UPORT
+local_ "set k 0 0 2" "hi" >/dev/null
+out=$(uremote k)
+[ "$out" = "<none>" ] && ok "remote UDP get dropped" ||
+    fail "remote UDP get answered under protected mode: '$out'"
+out=$(ulocal k)
+[ "$out" = "VALUE k 0 2|hi|END|" ] && ok "loopback UDP get answered" ||
+    fail "loopback UDP get: '$out'"
+out=$(local_ "stats")
+echo "$out" | grep -q "STAT protected_mode_refusals 1" &&
+    ok "the dropped datagram counted" ||
+    fail "stats: $(echo "$out" | grep protected)"
+stop
+mode=udp-off
+start -U $UPORT --protected-mode=no
+local_ "set k 0 0 2" "hi" >/dev/null
+out=$(uremote k)
+[ "$out" = "VALUE k 0 2|hi|END|" ] && ok "remote UDP get answered" ||
+    fail "remote UDP get with --protected-mode=no: '$out'"
+stop
+mode=udp-auth
+printf 'alice:s3cret\n' >"$W/users"
+chmod 644 "$W/users"
+ip netns exec "$S" "$MDC" -l $SRV -p $PORT -U $UPORT --auth-file "$W/users" \
+    >"$W/ua.log" 2>&1
+rc=$?
+if [ $rc -eq 64 ] && grep -q "not authenticated" "$W/ua.log"; then
+    ok "-U with --auth-file refused: $(head -1 "$W/ua.log" | cut -c1-70)..."
+else
+    fail "-U with --auth-file: exit $rc: $(cat "$W/ua.log")"
+fi
 
 # ---- --auth-file: protected mode off, authentication first ----------------
 mode=auth

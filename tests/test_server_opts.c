@@ -103,7 +103,7 @@ static void test_help(void **state)
 
 static void test_bad_values_exit_64(void **state)
 {
-    static const char *const bad[][4] = {
+    static const char *const bad[][5] = {
         {"-n", "x"},          {"-n", "-1"},         {"-n", "100000"},
         {"-t", "999"},        {"-m", "0"},          {"-m", "12abc"},
         {"-I", "5q"},         {"-I", "10g"},        {"-I", "1"},
@@ -117,6 +117,7 @@ static void test_bad_values_exit_64(void **state)
         {"-l", "[::1"},       {"-l", "1.2.3.4:99999"},
         {"-u", "no-such-user-mdc"},
         {"--protected-mode", "maybe"},
+        {"-U", "11211", "--auth-file", "/dev/null"}, /* UDP has no login */
     };
     static char out[4096];
 

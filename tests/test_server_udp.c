@@ -805,7 +805,7 @@ static int ip_setup(void **state)
     if (bind(sfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
         getsockname(sfd, (struct sockaddr *)&sa, &sl) < 0)
         return -1;
-    if (udp_sock_add(&ip.srv->workers[0], sfd, "test") < 0)
+    if (udp_sock_add(&ip.srv->workers[0], sfd, "test", true) < 0)
         return -1;
     ip.cli = socket(AF_INET, SOCK_DGRAM, 0);
     if (connect(ip.cli, (struct sockaddr *)&sa, sizeof(sa)) < 0)

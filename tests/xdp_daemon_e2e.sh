@@ -4,7 +4,7 @@
 # pair; generic and native mode.
 #
 #  - refusals: -x without root (69), without -U (64), without the
-#    interface (69);
+#    interface (69), under protected mode (64);
 #  - tests/xdp_daemon_check check: hits answered by XDP (xdp_hits moves,
 #    udp_requests does not), misses by userspace, the same bytes; after
 #    set, append, prepend, incr, delete, expiry, touch, flush and a set that
@@ -118,7 +118,8 @@ if command -v setpriv >/dev/null 2>&1; then
     : >"$W/caps.log"
     ip netns exec "$S" setpriv --reuid=nobody --regid=nogroup --clear-groups \
         --inh-caps=+bpf,+net_admin,+perfmon --ambient-caps=+bpf,+net_admin,+perfmon \
-        "$MDC" -l $SRV -p $TPORT -U $UPORT -x "$VS" -n 1 -m 64 >"$W/caps.log" 2>&1 &
+        "$MDC" -l $SRV -p $TPORT -U $UPORT -x "$VS" --protected-mode=no -n 1 \
+        -m 64 >"$W/caps.log" 2>&1 &
     cp_=$!
     i=0
     while ! grep -q " ready" "$W/caps.log" && kill -0 $cp_ 2>/dev/null &&
@@ -133,6 +134,10 @@ if command -v setpriv >/dev/null 2>&1; then
 fi
 expect_exit 64 "needs -U" ip netns exec "$S" "$MDC" -l $SRV -p $TPORT \
     -x "$VS"
+# protected mode (a veth address, no authentication): XDP would answer any
+# host before the sender could be checked, so -x needs --protected-mode=no
+expect_exit 64 "protected mode is in force" ip netns exec "$S" "$MDC" \
+    -l $SRV -p $TPORT -U $UPORT -x "$VS"
 expect_exit 69 "no such network interface" ip netns exec "$S" "$MDC" \
     -l $SRV -p $TPORT -U $UPORT -x nosuch0
 if ip -n "$S" link show "$VS" | grep -q xdp; then

@@ -41,22 +41,6 @@ static const char net_protected_msg[] =
     "configure --auth-file=PATH (or --tls-ca on a --tls-listen address), "
     "or start it with --protected-mode=no (docs/security.md)\r\n";
 
-/* A loopback address: 127.0.0.0/8, ::1, or ::ffff:127.x.y.z. */
-static bool net_is_loopback(const struct sockaddr *sa)
-{
-    if (sa->sa_family == AF_INET) {
-        const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
-        return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
-    }
-    if (sa->sa_family == AF_INET6) {
-        const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
-        if (IN6_IS_ADDR_LOOPBACK(a))
-            return true;
-        return IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127;
-    }
-    return sa->sa_family == AF_UNIX;
-}
-
 /* Protected mode: a peer that is not on loopback gets one error line. */
 static bool net_protected_refuse(struct server *srv, struct listener *l,
                                  int fd)
@@ -67,7 +51,7 @@ static bool net_protected_refuse(struct server *srv, struct listener *l,
     if (!srv->protected_mode || l->loopback || (l->tls && srv->opt.tls_ca))
         return false; /* client certificates authenticate (mutual TLS) */
     if (getpeername(fd, (struct sockaddr *)&ss, &len) == 0 &&
-        net_is_loopback((struct sockaddr *)&ss))
+        addr_is_loopback((struct sockaddr *)&ss))
         return false;
     STAT_INC(&srv->workers[0].stats, protected_mode_refusals);
     log_debug("connection on %s refused: protected mode", l->name);
@@ -306,7 +290,7 @@ static int net_listen_tcp(struct server *srv, const char *spec, bool tls)
             close(fd);
             goto out;
         }
-        l->loopback = net_is_loopback(ai->ai_addr);
+        l->loopback = addr_is_loopback(ai->ai_addr);
         l->tls = tls;
         log_info("listening on %s%s", name, tls ? " (TLS)" : "");
         n++;
@@ -370,8 +354,10 @@ out:
 
 /*
  * Protected mode (docs/security.md): on unless --protected-mode=no, when
- * some TCP listener is on a non-loopback address and no authentication is
- * configured.  It then serves loopback peers only.
+ * some TCP listener or UDP socket is on a non-loopback address and no
+ * authentication is configured (--auth-file, which excludes -U; or
+ * --tls-ca for a --tls-listen listener).  It then serves loopback peers
+ * only.
  */
 static void net_protected_setup(struct server *srv)
 {
@@ -390,6 +376,15 @@ static void net_protected_setup(struct server *srv)
                      srv->listeners[i].name);
             return;
         }
+    /* UDP has no authentication at all: a socket on a non-loopback
+     * address puts it under protected mode too (udp.c drops datagrams
+     * from other hosts) */
+    if (srv->udp_public) {
+        srv->protected_mode = true;
+        log_warn("protected mode: UDP (-U) is on a non-loopback address; "
+                 "only datagrams from loopback will be answered "
+                 "(--protected-mode=no to serve everyone)");
+    }
 }
 
 int net_listen_all(struct server *srv)

@@ -77,6 +77,7 @@ struct udp_sock {
     struct worker *w;
     int fd;
     struct event *ev;
+    bool loopback;      /* bound to a loopback address */
     char name[128];
 };
 
@@ -513,6 +514,22 @@ static void udp_send(struct udp_worker *u, struct udp_sock *us)
 
 /* ---- receiving -------------------------------------------------------- */
 
+/* Protected mode (net.c): a datagram to a non-loopback address from
+ * another host is dropped unanswered (an error datagram would go to an
+ * address anyone can forge) and counted. */
+static bool udp_protected_drop(struct udp_worker *u, struct udp_sock *us,
+                               size_t slot)
+{
+    struct worker *w = us->w;
+
+    if (!w->srv->protected_mode || us->loopback ||
+        addr_is_loopback((const struct sockaddr *)&u->rxaddr[slot]))
+        return false;
+    STAT_INC(&w->stats, udp_datagrams_in);
+    STAT_INC(&w->stats, protected_mode_refusals);
+    return true;
+}
+
 static void udp_sock_serve(struct udp_sock *us)
 {
     struct worker *w = us->w;
@@ -532,6 +549,8 @@ static void udp_sock_serve(struct udp_sock *us)
             break;
         }
         for (i = 0; i < n; i++) {
+            if (udp_protected_drop(u, us, (size_t)i))
+                continue;
             udp_datagram(u, w, (size_t)i);
             if (u->textlen > UDP_COMPOSE_MAX)
                 udp_send(u, us); /* the slots stay valid until recvmmsg */
@@ -595,7 +614,7 @@ static struct udp_worker *udp_worker_setup(void)
     return u;
 }
 
-int udp_sock_add(struct worker *w, int fd, const char *name)
+int udp_sock_add(struct worker *w, int fd, const char *name, bool loopback)
 {
     struct udp_sock *us = NULL;
 
@@ -606,6 +625,7 @@ int udp_sock_add(struct worker *w, int fd, const char *name)
         goto fail;
     us->w = w;
     us->fd = fd;
+    us->loopback = loopback;
     snprintf(us->name, sizeof(us->name), "%s", name);
     us->ev = event_new(w->base, fd, EV_READ | EV_PERSIST, udp_read_cb, us);
     if (us->ev == NULL || event_add(us->ev, NULL) < 0)
@@ -700,11 +720,14 @@ static int udp_listen_addr(struct server *srv, const char *spec)
                 close(fd);
                 goto out;
             }
-            if (udp_sock_add(&srv->workers[i], fd, name) < 0) {
+            if (udp_sock_add(&srv->workers[i], fd, name,
+                             addr_is_loopback(ai->ai_addr)) < 0) {
                 log_error("out of memory for UDP %s", name);
                 goto out;
             }
         }
+        if (!addr_is_loopback(ai->ai_addr))
+            srv->udp_public = true;
         log_info("UDP on %s (%u socket%s)", name, last - first + 1,
                  last > first ? "s" : "");
     }

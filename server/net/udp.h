@@ -14,6 +14,7 @@
 #ifndef MDC_UDP_H
 #define MDC_UDP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -31,9 +32,11 @@ struct worker;
 /* A get whose reply would exceed --udp-reply-limit ends with this. */
 #define UDP_E_TOO_LARGE "SERVER_ERROR reply too large for UDP\r\n"
 
-/* Serve a socket fd (bound, any family) from w's loop; takes fd over.  For
- * udp_listen_all() and tests.  0 ok, -1 (fd closed). */
-int udp_sock_add(struct worker *w, int fd, const char *name);
+/* Serve a socket fd (bound, any family) from w's loop; takes fd over.
+ * loopback: fd is bound to a loopback address (protected mode lets every
+ * datagram to it through).  For udp_listen_all() and tests.  0 ok, -1
+ * (fd closed). */
+int udp_sock_add(struct worker *w, int fd, const char *name, bool loopback);
 /* Read and answer whatever is queued on w's sockets now (what the event
  * callback does), for tests that drive a worker without its loop. */
 void udp_serve(struct worker *w);
