@@ -651,22 +651,50 @@ static void opt_report_invalid(FILE *err, const char *argv0,
                 val ? val : "", d->lname, why);
 }
 
+/* The port of a --tls-listen address that names none (net.c's
+ * NET_TLS_PORT). */
+#define OPT_TLS_PORT 11312
+
+/*
+ * Check the syntax of every address of the list option name (-l or
+ * --tls-listen: "addr", "addr:port", "[v6]", "[v6]:port"), as net.c will
+ * split them.  0, or -1 with the reason on err.  *any_port is set when some
+ * address gets a port other than 0, its own or dport: net.c binds no TCP
+ * socket for an address whose port is 0 (never a random port).
+ */
+static int opt_check_listen(const struct opt_list *l, const char *name,
+                            unsigned long dport, bool *any_port, FILE *err,
+                            const char *argv0)
+{
+    size_t i;
+
+    for (i = 0; i < l->n; i++) {
+        char host[256], port[16];
+
+        if (options_split_listen(l->v[i], dport, host, sizeof(host), port,
+                                 sizeof(port)) < 0) {
+            fprintf(err, "%s: invalid value '%s' for --%s: want ADDR, "
+                    "ADDR:PORT, [V6ADDR] or [V6ADDR]:PORT\n", argv0,
+                    l->v[i], name);
+            return -1;
+        }
+        if (strcmp(port, "0") != 0)
+            *any_port = true;
+    }
+    return 0;
+}
+
 /* The checks that concern several options, after all are read: 0, or -1
  * with the reason written to err. */
 static int opt_validate(struct options *o, FILE *err, const char *argv0)
 {
-    size_t i;
+    bool tcp = false; /* some -l or --tls-listen address gets a TCP port */
 
-    for (i = 0; i < o->listen.n; i++) {
-        char host[256], port[16];
-        if (options_split_listen(o->listen.v[i], o->port, host, sizeof(host),
-                                 port, sizeof(port)) < 0) {
-            fprintf(err, "%s: invalid value '%s' for --listen: want ADDR, "
-                    "ADDR:PORT, [V6ADDR] or [V6ADDR]:PORT\n", argv0,
-                    o->listen.v[i]);
-            return -1;
-        }
-    }
+    if (opt_check_listen(&o->listen, "listen", o->port, &tcp, err,
+                         argv0) < 0 ||
+        opt_check_listen(&o->tls_listen, "tls-listen", OPT_TLS_PORT, &tcp,
+                         err, argv0) < 0)
+        return -1;
     if (o->user != NULL && getpwnam(o->user) == NULL) {
         fprintf(err, "%s: invalid value '%s' for --user: no such user\n",
                 argv0, o->user);
@@ -762,10 +790,16 @@ static int opt_validate(struct options *o, FILE *err, const char *argv0)
 #endif
     if (o->debug && o->verbose < 3)
         o->verbose = 3;
-    if (o->port == 0 && o->unix_socket == NULL && o->udp_port == 0 &&
-        o->tls_listen.n == 0) {
-        fprintf(err, "%s: nothing to listen on: -p 0 needs -s PATH or -U "
-                "PORT\n", argv0);
+    if (!tcp && o->unix_socket == NULL && o->udp_port == 0) {
+        /* -p 0, or port 0 on every address: no listener at all */
+        if (o->port == 0)
+            fprintf(err, "%s: nothing to listen on: -p 0 needs -l "
+                    "ADDR:PORT, -s PATH, -U PORT or --tls-listen "
+                    "ADDR[:PORT]\n", argv0);
+        else
+            fprintf(err, "%s: nothing to listen on: every -l address has "
+                    "port 0; give one a port, or -s PATH, -U PORT or "
+                    "--tls-listen ADDR[:PORT]\n", argv0);
         return -1;
     }
     return 0;

@@ -54,7 +54,7 @@ struct opt_list {
       "TCP address to listen on, repeatable; IPv6 allowed ([::1]); "           \
       "ADDR:PORT overrides -p")                                                \
     X(port, 'p', "port", OT_UINT, "11311", 0, 65535, "PORT",                   \
-      "TCP port; 0 = no TCP listener")                                         \
+      "TCP port; 0 = none for an -l address without its own port")             \
     X(udp_port, 'U', "udp-port", OT_UINT, "0", 0, 65535, "PORT",               \
       "UDP port for memcached get/gets on every -l address; 0 = off")          \
     X(udp_reply_limit, 0, "udp-reply-limit", OT_SIZE, "2m", 2048, 67108864,    \
