@@ -120,6 +120,7 @@ static void test_bad_values_exit_64(void **state)
         {"--tls-listen", "[::1", "--tls-cert", "c.pem", "--tls-key", "k.pem"},
         {"--tls-listen", "1.2.3.4:99999", "--tls-cert", "c.pem", "--tls-key",
          "k.pem"},
+        {"--no-evict=yes"},   {"--port"},
         {"-u", "no-such-user-mdc"},
         {"--protected-mode", "maybe"},
     };
@@ -157,13 +158,23 @@ static int parse_msg(struct options *o, const char *const *args, char *err,
     return rc;
 }
 
-/* A usage error's message names the option and the value given. */
+/* A usage error's message names the option (a long one by its full name)
+ * and the value it was given. */
 static void test_usage_messages(void **state)
 {
     static const struct {
         const char *args[8];
         const char *want;
     } cases[] = {
+        {{"--verbose", "9"}, "invalid value '9' for --verbose"},
+        {{"-v", "9"}, "invalid value '9' for --verbose"},
+        {{"--no-evict=yes"}, "option '--no-evict' takes no value"},
+        {{"--no-ev=yes"}, "option '--no-evict' takes no value"},
+        {{"--port"}, "missing value for option '--port'"},
+        {{"-p"}, "missing value for option -p"},
+        {{"--bogus=3"}, "unknown option '--bogus'"},
+        {{"-+"}, "unknown option -+"},
+        {{"--no=1"}, "ambiguous option '--no'"},
         {{"--tls-listen", "[::1", "--tls-cert", "c.pem", "--tls-key", "k.pem"},
          "invalid value '[::1' for --tls-listen"},
         {{"--tls-listen", "localhost:x", "--tls-cert", "c.pem", "--tls-key",
@@ -182,6 +193,48 @@ static void test_usage_messages(void **state)
             fail_msg("case %zu: want '%s' in: %s", i, cases[i].want, err);
         options_teardown(&o);
     }
+}
+
+static void flag_names(void *ctx, const char *name, const char *value)
+{
+    char *names = ctx;
+
+    /* the flags are the settings shown as "no" by default */
+    if (strcmp(value, "no") == 0 && strlen(names) + strlen(name) + 2 < 4096) {
+        strcat(names, name);
+        strcat(names, " ");
+    }
+}
+
+/* Every flag (and -h, --version) given a value, "--FLAG=yes", is told it
+ * takes none: getopt_long's '?' carries the flag's val in optopt, which
+ * is no unknown option. */
+static void test_flag_given_value(void **state)
+{
+    static char names[4096];
+    char err[1024], arg[128], want[160], *name, *save = NULL;
+    struct options o;
+    int n = 0;
+
+    (void)state;
+    names[0] = '\0';
+    options_defaults(&o);
+    options_visit(&o, flag_names, names);
+    options_teardown(&o);
+    strcat(names, "help version");
+    for (name = strtok_r(names, " ", &save); name != NULL;
+         name = strtok_r(NULL, " ", &save), n++) {
+        const char *args[] = {arg, NULL};
+
+        snprintf(arg, sizeof(arg), "--%s=yes", name);
+        snprintf(want, sizeof(want), "option '--%s' takes no value", name);
+        assert_int_equal(parse_msg(&o, args, err, sizeof(err)),
+                         OPTIONS_USAGE);
+        if (strstr(err, want) == NULL)
+            fail_msg("%s: want '%s' in: %s", arg, want, err);
+        options_teardown(&o);
+    }
+    assert_true(n >= 8); /* no-evict, debug, dump-on-exit, ... */
 }
 
 /* A parse that stops inside a cluster of short options ("-+vv": '+' is
@@ -470,6 +523,7 @@ int main(void)
         cmocka_unit_test(test_parse_forms),
         cmocka_unit_test(test_parse_after_error_mid_cluster),
         cmocka_unit_test(test_usage_messages),
+        cmocka_unit_test(test_flag_given_value),
         cmocka_unit_test(test_port_zero_with_listen_port),
         cmocka_unit_test(test_pidfile_signals),
         cmocka_unit_test(test_ipv6_listener),
