@@ -111,7 +111,7 @@ struct opt_list {
     X(enable_shutdown, 'A', "enable-shutdown", OT_FLAG, "off", 0, 1, NULL,    \
       "allow the shutdown command (memcached's -A)")                          \
     X(disable_flush_all, 'F', "disable-flush-all", OT_FLAG, "off", 0, 1, NULL, \
-      "refuse flush_all (memcached's -F)")                                     \
+      "refuse flush_all and the native FLUSH (memcached's -F)")                \
     X(prefix_delimiter, 'D', "prefix-delimiter", OT_STR, "", 0, 0, "CHAR",     \
       "count per key prefix ending with CHAR (stats detail); turns it on")     \
     X(reqs_per_event, 'R', "max-reqs-per-event", OT_UINT, "100", 1, 1000000,  \
