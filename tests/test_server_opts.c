@@ -76,6 +76,18 @@ static int run_binary(const char *const *args, char *out, size_t outlen)
     return WEXITSTATUS(status);
 }
 
+/* The -h line that names opt holds text. */
+static bool help_line_has(const char *out, const char *opt, const char *text)
+{
+    const char *p = strstr(out, opt), *e, *t;
+
+    if (p == NULL)
+        return false;
+    e = strchr(p, '\n');
+    t = strstr(p, text);
+    return t != NULL && (e == NULL || t < e);
+}
+
 static void test_help(void **state)
 {
     static const char *const names[] = {
@@ -97,6 +109,12 @@ static void test_help(void **state)
     assert_non_null(strstr(out, "(default: 11311)"));
     assert_non_null(strstr(out, "(default: 1024)"));
     assert_non_null(strstr(out, "(default: 127.0.0.1)"));
+    /* the help says what the options do: --output-timeout drops any
+     * stalled connection, not only a paused one; -d never backgrounds */
+    assert_true(help_line_has(out, "--output-timeout", "paused or not"));
+    assert_true(help_line_has(out, "--debug ", "debug log level"));
+    assert_null(strstr(out, "drop a paused connection"));
+    assert_null(strstr(out, "stay in the foreground"));
     assert_int_equal(run_binary(v, out, sizeof(out)), 0);
     assert_non_null(strstr(out, PACKAGE_VERSION));
 }
