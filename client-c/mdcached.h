@@ -660,7 +660,8 @@ int mdc_tstack_pop(mdc_t *m, struct mdc_tag tag, struct mdc_item **out);
 /**
  * Remove every record from the server.
  * @param m handle
- * @return MDC_OK or an error
+ * @return MDC_OK or an error; MDC_NOT_SUPPORTED when the server runs with
+ *         -F (--disable-flush-all), and nothing is removed
  */
 int mdc_flush(mdc_t *m);
 

@@ -79,15 +79,26 @@ int dumper_load(struct server *srv)
         log_info("dump %s: no such file, starting empty", path);
         return 0;
     }
-    if (rc < 0 && info.bad == 0) {
-        log_error("dump %s: %s", path, info.err);
-        return EX_NOINPUT;
-    }
-    if (rc < 0) {
+    /* Only strict refuses damage (exit 65, docs/dump.md).  repair skips
+     * every damaged place and starts, so when it fails (the file cannot
+     * be opened, mapped, or memory runs out) that is no verdict on the
+     * content: exit 66, naming the mode and any damage met before. */
+    if (rc < 0 && mode == DUMP_LOAD_STRICT && info.bad > 0) {
         log_error("dump %s: damaged at offset %" PRIu64 ": %s "
                   "(--dump-load=strict: not starting)",
                   path, info.err_offset, info.err);
         return EX_DATAERR;
+    }
+    if (rc < 0 && info.bad > 0) {
+        log_error("dump %s: cannot be loaded (--dump-load=%s) after %" PRIu64
+                  " damaged places, the first at offset %" PRIu64 ": %s",
+                  path, srv->opt.dump_load, info.bad, info.err_offset,
+                  info.err);
+        return EX_NOINPUT;
+    }
+    if (rc < 0) {
+        log_error("dump %s: %s", path, info.err);
+        return EX_NOINPUT;
     }
     srv->load_records = info.records;
     srv->load_ms = mono_ms() - t0;

@@ -372,9 +372,10 @@ void options_usage(FILE *f, const char *argv0)
     fprintf(f, "\nSee docs/options.md for details; mdcached(8).\n");
 }
 
-/* -v, -vv, -v3, --verbose, --verbose=3, -v 3. */
+/* -v, -vv, -v3, --verbose, --verbose=3, -v 3.  *used is set to the value
+ * read (optarg, or the next argument for "-v 3"), NULL when none. */
 static int opt_level(struct options *o, const struct opt_desc *d, int argc,
-                     char **argv, const char **why)
+                     char **argv, const char **why, const char **used)
 {
     const char *arg = optarg;
     size_t k;
@@ -382,6 +383,7 @@ static int opt_level(struct options *o, const struct opt_desc *d, int argc,
     if (arg == NULL && optind < argc && argv[optind][0] != '\0' &&
         strspn(argv[optind], "0123456789") == strlen(argv[optind]))
         arg = argv[optind++];
+    *used = arg;
     if (arg == NULL) {
         if (o->verbose < d->max)
             o->verbose++;
@@ -651,22 +653,50 @@ static void opt_report_invalid(FILE *err, const char *argv0,
                 val ? val : "", d->lname, why);
 }
 
+/* The port of a --tls-listen address that names none (net.c's
+ * NET_TLS_PORT). */
+#define OPT_TLS_PORT 11312
+
+/*
+ * Check the syntax of every address of the list option name (-l or
+ * --tls-listen: "addr", "addr:port", "[v6]", "[v6]:port"), as net.c will
+ * split them.  0, or -1 with the reason on err.  *any_port is set when some
+ * address gets a port other than 0, its own or dport: net.c binds no TCP
+ * socket for an address whose port is 0 (never a random port).
+ */
+static int opt_check_listen(const struct opt_list *l, const char *name,
+                            unsigned long dport, bool *any_port, FILE *err,
+                            const char *argv0)
+{
+    size_t i;
+
+    for (i = 0; i < l->n; i++) {
+        char host[256], port[16];
+
+        if (options_split_listen(l->v[i], dport, host, sizeof(host), port,
+                                 sizeof(port)) < 0) {
+            fprintf(err, "%s: invalid value '%s' for --%s: want ADDR, "
+                    "ADDR:PORT, [V6ADDR] or [V6ADDR]:PORT\n", argv0,
+                    l->v[i], name);
+            return -1;
+        }
+        if (strcmp(port, "0") != 0)
+            *any_port = true;
+    }
+    return 0;
+}
+
 /* The checks that concern several options, after all are read: 0, or -1
  * with the reason written to err. */
 static int opt_validate(struct options *o, FILE *err, const char *argv0)
 {
-    size_t i;
+    bool tcp = false; /* some -l or --tls-listen address gets a TCP port */
 
-    for (i = 0; i < o->listen.n; i++) {
-        char host[256], port[16];
-        if (options_split_listen(o->listen.v[i], o->port, host, sizeof(host),
-                                 port, sizeof(port)) < 0) {
-            fprintf(err, "%s: invalid value '%s' for --listen: want ADDR, "
-                    "ADDR:PORT, [V6ADDR] or [V6ADDR]:PORT\n", argv0,
-                    o->listen.v[i]);
-            return -1;
-        }
-    }
+    if (opt_check_listen(&o->listen, "listen", o->port, &tcp, err,
+                         argv0) < 0 ||
+        opt_check_listen(&o->tls_listen, "tls-listen", OPT_TLS_PORT, &tcp,
+                         err, argv0) < 0)
+        return -1;
     if (o->user != NULL && getpwnam(o->user) == NULL) {
         fprintf(err, "%s: invalid value '%s' for --user: no such user\n",
                 argv0, o->user);
@@ -768,13 +798,60 @@ static int opt_validate(struct options *o, FILE *err, const char *argv0)
 #endif
     if (o->debug && o->verbose < 3)
         o->verbose = 3;
-    if (o->port == 0 && o->unix_socket == NULL && o->udp_port == 0 &&
-        o->tls_listen.n == 0) {
-        fprintf(err, "%s: nothing to listen on: -p 0 needs -s PATH or -U "
-                "PORT\n", argv0);
+    if (!tcp && o->unix_socket == NULL && o->udp_port == 0) {
+        /* -p 0, or port 0 on every address: no listener at all */
+        if (o->port == 0)
+            fprintf(err, "%s: nothing to listen on: -p 0 needs -l "
+                    "ADDR:PORT, -s PATH, -U PORT or --tls-listen "
+                    "ADDR[:PORT]\n", argv0);
+        else
+            fprintf(err, "%s: nothing to listen on: every -l address has "
+                    "port 0; give one a port, or -s PATH, -U PORT or "
+                    "--tls-listen ADDR[:PORT]\n", argv0);
         return -1;
     }
     return 0;
+}
+
+/*
+ * Report getopt_long()'s error c ('?' or ':', opterr being 0).  The
+ * argument it stopped in is argv[optind - 1] when getopt_long moved past
+ * one (a long option, or the last letter of a short cluster), otherwise it
+ * is still inside a short cluster.  For a long option glibc sets optopt to
+ * the option's val when it knows the option: with '?' that option takes no
+ * value but was given one ("--no-evict=yes"), with ':' it needs one; 0 for
+ * an unknown or ambiguous name.  For a short option optopt is the letter.
+ */
+static void opt_report_getopt(FILE *err, const char *argv0, int c,
+                              char **argv, int before)
+{
+    const char *arg = optind > before ? argv[optind - 1] : NULL;
+    const struct opt_desc *d = optopt != 0 ? opt_of(optopt) : NULL;
+
+    if (arg != NULL && arg[0] == '-' && arg[1] == '-') {
+        size_t n = strcspn(arg + 2, "="), i, k = 0;
+
+        if (d != NULL && c == ':')
+            fprintf(err, "%s: missing value for option '--%s'\n", argv0,
+                    d->lname);
+        else if (d != NULL)
+            fprintf(err, "%s: option '--%s' takes no value (given '%s')\n",
+                    argv0, d->lname, arg);
+        else {
+            for (i = 0; i < OPT_ID__COUNT; i++)
+                k += strncmp(opt_table[i].lname, arg + 2, n) == 0;
+            fprintf(err, "%s: %s option '%.*s'\n", argv0,
+                    k > 1 && n > 0 ? "ambiguous" : "unknown", (int)n + 2,
+                    arg);
+        }
+        return;
+    }
+    if (optopt != 0 && optopt < OPT_LONG_BASE)
+        fprintf(err, "%s: %s option -%c\n", argv0,
+                c == ':' ? "missing value for" : "unknown", optopt);
+    else
+        fprintf(err, "%s: unknown option '%s'\n", argv0,
+                arg != NULL ? arg : "?");
 }
 
 /* The command line, option by option; 0, or -1 with the reason on err. */
@@ -790,19 +867,19 @@ static int opt_read_args(struct options *o, int argc, char **argv, FILE *err,
     opt_getopt_tables(lopts, shorts);
     optind = 0; /* glibc: 0 also resets getopt's state left by an earlier parse */
     opterr = 0;
-    while ((c = getopt_long(argc, argv, shorts, lopts, NULL)) != -1) {
+    for (;;) {
+        /* the argument getopt_long starts at (0 before the first call
+         * stands for 1) tells a long option's error from a short one's */
+        int before = optind > 0 ? optind : 1;
         const struct opt_desc *d;
-        const char *why = NULL;
+        const char *why = NULL, *val;
         int r;
 
+        c = getopt_long(argc, argv, shorts, lopts, NULL);
+        if (c == -1)
+            break;
         if (c == '?' || c == ':') {
-            const char *bad = argv[optind - 1];
-            if (optopt != 0 && optopt < OPT_LONG_BASE)
-                fprintf(err, "%s: %s option -%c\n", argv0,
-                        c == ':' ? "missing value for" : "unknown", optopt);
-            else
-                fprintf(err, "%s: %s option '%s'\n", argv0,
-                        c == ':' ? "missing value for" : "unknown", bad);
+            opt_report_getopt(err, argv0, c, argv, before);
             return -1;
         }
         d = opt_of(c);
@@ -815,12 +892,13 @@ static int opt_read_args(struct options *o, int argc, char **argv, FILE *err,
             l->n = 0;
             list_seen[d - opt_table] = true;
         }
+        val = optarg;
         if (d->kind == OT_LEVEL)
-            r = opt_level(o, d, argc, argv, &why);
+            r = opt_level(o, d, argc, argv, &why, &val);
         else
-            r = opt_set(o, d, optarg, &why);
+            r = opt_set(o, d, val, &why);
         if (r < 0) {
-            opt_report_invalid(err, argv0, d, optarg, why);
+            opt_report_invalid(err, argv0, d, val, why);
             return -1;
         }
     }

@@ -32,7 +32,8 @@ struct opt_list {
 /*
  * X(field, short, long, kind, default, min, max, metavar, help)
  * short is 0 for long-only options.  Short flags keep Bullet Cache's meaning
- * (-n network threads, -t payload threads, -d foreground with debug log).
+ * (-n network threads, -t payload threads, -d debug log; mdcached never
+ * backgrounds itself).
  */
 #define MDC_OPTIONS(X)                                                         \
     X(net_threads, 'n', "threads", OT_NCPU, "auto", 0, 256, "N",               \
@@ -54,7 +55,7 @@ struct opt_list {
       "TCP address to listen on, repeatable; IPv6 allowed ([::1]); "           \
       "ADDR:PORT overrides -p")                                                \
     X(port, 'p', "port", OT_UINT, "11311", 0, 65535, "PORT",                   \
-      "TCP port; 0 = no TCP listener")                                         \
+      "TCP port; 0 = none for an -l address without its own port")             \
     X(udp_port, 'U', "udp-port", OT_UINT, "0", 0, 65535, "PORT",               \
       "UDP port for memcached get/gets on every -l address; 0 = off")          \
     X(udp_reply_limit, 0, "udp-reply-limit", OT_SIZE, "2m", 2048, 67108864,    \
@@ -111,7 +112,7 @@ struct opt_list {
     X(enable_shutdown, 'A', "enable-shutdown", OT_FLAG, "off", 0, 1, NULL,    \
       "allow the shutdown command (memcached's -A)")                          \
     X(disable_flush_all, 'F', "disable-flush-all", OT_FLAG, "off", 0, 1, NULL, \
-      "refuse flush_all (memcached's -F)")                                     \
+      "refuse flush_all and the native FLUSH (memcached's -F)")                \
     X(prefix_delimiter, 'D', "prefix-delimiter", OT_STR, "", 0, 0, "CHAR",     \
       "count per key prefix ending with CHAR (stats detail); turns it on")     \
     X(reqs_per_event, 'R', "max-reqs-per-event", OT_UINT, "100", 1, 1000000,  \
@@ -120,7 +121,8 @@ struct opt_list {
     X(max_output, 0, "max-output", OT_SIZE, "1m", 4096, 1073741824, "SIZE",    \
       "pending output per connection before its reading is paused")           \
     X(output_timeout, 0, "output-timeout", OT_UINT, "30", 1, 86400, "SEC",     \
-      "drop a paused connection whose output made no progress this long")     \
+      "drop a connection whose pending output made no progress this long, "   \
+      "paused or not")                                                         \
     X(idle_timeout, 0, "idle-timeout", OT_UINT, "0", 0, 31536000, "SEC",       \
       "close connections idle this long; 0 = never")                           \
     X(sweep_interval, 0, "sweep-interval", OT_UINT, "1000", 0, 3600000, "MS",  \
@@ -138,7 +140,8 @@ struct opt_list {
       "loading -f at start: repair (keep the blocks that verify), strict "    \
       "(exit 65 on damage) or ignore (start empty)")                          \
     X(debug, 'd', "debug", OT_FLAG, "off", 0, 1, NULL,                         \
-      "stay in the foreground with the debug log level")                       \
+      "debug log level (at least -v 3); mdcached is in the foreground in "    \
+      "any case")                                                              \
     X(verbose, 'v', "verbose", OT_LEVEL, "2", 0, 4, "LEVEL",                   \
       "log level 0-4 (error, warn, info, debug, trace); -v adds one")          \
     X(log_file, 0, "log-file", OT_STR, "", 0, 0, "PATH",                       \

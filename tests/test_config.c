@@ -134,6 +134,24 @@ static void test_file_values_and_override(void **state)
     assert_int_equal(parse(&o, a1, err, sizeof(err)), OPTIONS_RUN);
     assert_false(o.no_evict);
     options_teardown(&o);
+
+    /* port = 0 with a listen line of its own port: that one listens */
+    write_file(path, "port = 0\nlisten = 127.0.0.1:7000\n");
+    assert_int_equal(parse(&o, a1, err, sizeof(err)), OPTIONS_RUN);
+    assert_int_equal(o.port, 0);
+    options_teardown(&o);
+    /* ... without one, nothing would: refused, naming every way out */
+    write_file(path, "port = 0\nlisten = 127.0.0.1\n");
+    assert_int_equal(parse(&o, a1, err, sizeof(err)), OPTIONS_USAGE);
+    assert_non_null(strstr(err, "nothing to listen on: -p 0 needs -l "
+                                "ADDR:PORT, -s PATH, -U PORT or --tls-listen"));
+    options_teardown(&o);
+    /* a tls-listen line is checked like a listen line */
+    write_file(path, "tls-listen = [::1\ntls-cert = c.pem\n"
+                     "tls-key = k.pem\n");
+    assert_int_equal(parse(&o, a1, err, sizeof(err)), OPTIONS_USAGE);
+    assert_non_null(strstr(err, "invalid value '[::1' for --tls-listen"));
+    options_teardown(&o);
 }
 
 static void test_file_errors_name_line(void **state)

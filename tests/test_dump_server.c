@@ -514,6 +514,38 @@ static void test_load_modes(void **state)
     assert_int_equal(start(&s, bad), 64);
 }
 
+/* repair never stops the start on damage: a file that is no dump at all
+ * is skipped whole (nothing loaded, kept as .corrupt-*), the server
+ * starts, and nothing in the log speaks of strict or exit 65; only strict
+ * refuses it (65). */
+static void test_repair_not_a_dump(void **state)
+{
+    (void)state;
+    clean();
+    struct srv s;
+    struct stat sb;
+    FILE *f = fopen(dpath, "w");
+    assert_non_null(f);
+    fputs("this is not an mdcached dump\n", f);
+    fclose(f);
+    const char *strict[] = {"--dump-load=strict", NULL};
+    assert_int_equal(start(&s, strict), 65);
+    assert_true(file_has(logp, "(--dump-load=strict: not starting)"));
+    clean();
+    f = fopen(dpath, "w");
+    assert_non_null(f);
+    fputs("this is not an mdcached dump\n", f);
+    fclose(f);
+    const char *rep[] = {"--no-dump-on-exit", NULL}; /* repair: the default */
+    assert_int_equal(start(&s, rep), 0);
+    assert_int_equal(stat_of(&s, "curr_items"), 0);
+    assert_true(file_has(logp, "damage at offset 0"));
+    assert_true(file_has(logp, ".corrupt-"));
+    assert_false(file_has(logp, "strict"));
+    assert_int_not_equal(stat(dpath, &sb), 0);
+    assert_int_equal(stop(&s, SIGTERM), 0);
+}
+
 /* ---- kill -9 in the middle of a dump ---------------------------------------- */
 static void test_kill9(void **state)
 {
@@ -619,6 +651,7 @@ int main(void)
         cmocka_unit_test(test_coalesce),
         cmocka_unit_test(test_dump_parked),
         cmocka_unit_test(test_load_modes),
+        cmocka_unit_test(test_repair_not_a_dump),
         cmocka_unit_test(test_kill9),
         cmocka_unit_test(test_full_disk),
     };

@@ -806,12 +806,41 @@ static void test_cache_memlimit(void **state)
     srv_stop(&s);
 }
 
+/* A native FLUSH (0x40) on its own connection: its status, after a SET of
+ * key "keep" and before a GET of it (*kept: the GET found it); the
+ * reply's value, if any, is copied into msg. */
+static int native_flush(const struct tsrv *s, bool *kept, char *msg,
+                        size_t msglen)
+{
+    struct treq r = {.op = WIRE_OP_FLUSH};
+    struct tresp resp;
+    char *v = NULL;
+    size_t vlen = 0;
+    int fd = tc_connect(s), st;
+
+    assert_true(fd >= 0);
+    tc_set_timeout_ms(fd, IO_MS);
+    assert_int_equal(tc_set(fd, "keep", "v", 1, NULL, 0), WIRE_S_OK);
+    st = tc_call(fd, &r, &resp);
+    assert_true(st >= 0);
+    snprintf(msg, msglen, "%.*s", (int)resp.h.vlen,
+             resp.val != NULL ? (const char *)resp.val : "");
+    tc_resp_free(&resp);
+    *kept = tc_get(fd, "keep", &v, &vlen) == WIRE_S_OK;
+    free(v);
+    close(fd);
+    return st;
+}
+
+/* -A allows shutdown; -F refuses flush_all and the native FLUSH alike,
+ * and the records stay. */
 static void test_shutdown_and_flush_switches(void **state)
 {
     const char *plain[] = {"-n", "1", NULL};
     const char *armed[] = {"-n", "1", "-A", "-F", NULL};
     struct tsrv s;
-    char buf[16];
+    char buf[16], msg[128];
+    bool kept;
     int fd, st, i;
 
     (void)state;
@@ -823,12 +852,21 @@ static void test_shutdown_and_flush_switches(void **state)
     assert_non_null(
         strstr(tx_stats_text(fd, "settings"), "STAT flush_enabled yes\n"));
     close(fd);
+    /* without -F the native FLUSH runs */
+    assert_int_equal(native_flush(&s, &kept, msg, sizeof(msg)), WIRE_S_OK);
+    assert_false(kept);
     srv_stop(&s);
 
     srv_start(&s, armed);
     fd = tx_open(&s);
     tx_cmd(fd, "flush_all", "CLIENT_ERROR flush_all not allowed");
     tx_cmd(fd, "flush_all 10", "CLIENT_ERROR flush_all not allowed");
+    /* -F refuses the native FLUSH too, with the reason; nothing is lost */
+    assert_int_equal(native_flush(&s, &kept, msg, sizeof(msg)),
+                     WIRE_S_NOT_SUPPORTED);
+    assert_true(kept);
+    assert_non_null(strstr(msg, "-F"));
+    assert_int_equal(tx_stat(fd, NULL, "cmd_flush"), 0);
     assert_non_null(
         strstr(tx_stats_text(fd, "settings"), "STAT flush_enabled no\n"));
     tx_cmd(fd, "shutdown now", "CLIENT_ERROR invalid shutdown mode");

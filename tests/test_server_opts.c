@@ -76,6 +76,18 @@ static int run_binary(const char *const *args, char *out, size_t outlen)
     return WEXITSTATUS(status);
 }
 
+/* The -h line that names opt holds text. */
+static bool help_line_has(const char *out, const char *opt, const char *text)
+{
+    const char *p = strstr(out, opt), *e, *t;
+
+    if (p == NULL)
+        return false;
+    e = strchr(p, '\n');
+    t = strstr(p, text);
+    return t != NULL && (e == NULL || t < e);
+}
+
 static void test_help(void **state)
 {
     static const char *const names[] = {
@@ -97,13 +109,19 @@ static void test_help(void **state)
     assert_non_null(strstr(out, "(default: 11311)"));
     assert_non_null(strstr(out, "(default: 1024)"));
     assert_non_null(strstr(out, "(default: 127.0.0.1)"));
+    /* the help says what the options do: --output-timeout drops any
+     * stalled connection, not only a paused one; -d never backgrounds */
+    assert_true(help_line_has(out, "--output-timeout", "paused or not"));
+    assert_true(help_line_has(out, "--debug ", "debug log level"));
+    assert_null(strstr(out, "drop a paused connection"));
+    assert_null(strstr(out, "stay in the foreground"));
     assert_int_equal(run_binary(v, out, sizeof(out)), 0);
     assert_non_null(strstr(out, PACKAGE_VERSION));
 }
 
 static void test_bad_values_exit_64(void **state)
 {
-    static const char *const bad[][5] = {
+    static const char *const bad[][7] = {
         {"-n", "x"},          {"-n", "-1"},         {"-n", "100000"},
         {"-t", "999"},        {"-m", "0"},          {"-m", "12abc"},
         {"-I", "5q"},         {"-I", "10g"},        {"-I", "1"},
@@ -114,7 +132,13 @@ static void test_bad_values_exit_64(void **state)
         {"-a", "999"},        {"--tag-buckets", "3"},
         {"--max-tags", "0"},  {"-u", ""},
         {"-p", "0"}, /* nothing to listen on */
+        {"-p", "0", "-l", "127.0.0.1"}, /* -l without its own port */
+        {"-l", "127.0.0.1:0"},
         {"-l", "[::1"},       {"-l", "1.2.3.4:99999"},
+        {"--tls-listen", "[::1", "--tls-cert", "c.pem", "--tls-key", "k.pem"},
+        {"--tls-listen", "1.2.3.4:99999", "--tls-cert", "c.pem", "--tls-key",
+         "k.pem"},
+        {"--no-evict=yes"},   {"--port"},
         {"-u", "no-such-user-mdc"},
         {"--protected-mode", "maybe"},
         {"-U", "11211", "--auth-file", "/dev/null"}, /* UDP has no login */
@@ -130,6 +154,106 @@ static void test_bad_values_exit_64(void **state)
         if (strlen(out) == 0 || strlen(out) > 1000)
             fail_msg("%s: no clear message", bad[i][0]);
     }
+}
+
+/* Parse argv (NULL-terminated) in-process; messages into err. */
+static int parse_msg(struct options *o, const char *const *args, char *err,
+                     size_t errlen)
+{
+    char *argv[16];
+    int argc = 0, rc;
+    FILE *f = fmemopen(err, errlen, "w");
+
+    assert_non_null(f);
+    argv[argc++] = (char *)"mdcached";
+    while (args[argc - 1] != NULL && argc < 15) {
+        argv[argc] = (char *)args[argc - 1];
+        argc++;
+    }
+    argv[argc] = NULL;
+    memset(err, 0, errlen);
+    rc = options_parse(o, argc, argv, f);
+    fclose(f);
+    return rc;
+}
+
+/* A usage error's message names the option (a long one by its full name)
+ * and the value it was given. */
+static void test_usage_messages(void **state)
+{
+    static const struct {
+        const char *args[8];
+        const char *want;
+    } cases[] = {
+        {{"--verbose", "9"}, "invalid value '9' for --verbose"},
+        {{"-v", "9"}, "invalid value '9' for --verbose"},
+        {{"--no-evict=yes"}, "option '--no-evict' takes no value"},
+        {{"--no-ev=yes"}, "option '--no-evict' takes no value"},
+        {{"--port"}, "missing value for option '--port'"},
+        {{"-p"}, "missing value for option -p"},
+        {{"--bogus=3"}, "unknown option '--bogus'"},
+        {{"-+"}, "unknown option -+"},
+        {{"--no=1"}, "ambiguous option '--no'"},
+        {{"--tls-listen", "[::1", "--tls-cert", "c.pem", "--tls-key", "k.pem"},
+         "invalid value '[::1' for --tls-listen"},
+        {{"--tls-listen", "localhost:x", "--tls-cert", "c.pem", "--tls-key",
+          "k.pem"}, "invalid value 'localhost:x' for --tls-listen"},
+        {{"-p", "0", "-l", "127.0.0.1"},
+         "-p 0 needs -l ADDR:PORT, -s PATH, -U PORT or --tls-listen"},
+    };
+    char err[1024];
+    struct options o;
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        assert_int_equal(parse_msg(&o, cases[i].args, err, sizeof(err)),
+                         OPTIONS_USAGE);
+        if (strstr(err, cases[i].want) == NULL)
+            fail_msg("case %zu: want '%s' in: %s", i, cases[i].want, err);
+        options_teardown(&o);
+    }
+}
+
+static void flag_names(void *ctx, const char *name, const char *value)
+{
+    char *names = ctx;
+
+    /* the flags are the settings shown as "no" by default */
+    if (strcmp(value, "no") == 0 && strlen(names) + strlen(name) + 2 < 4096) {
+        strcat(names, name);
+        strcat(names, " ");
+    }
+}
+
+/* Every flag (and -h, --version) given a value, "--FLAG=yes", is told it
+ * takes none: getopt_long's '?' carries the flag's val in optopt, which
+ * is no unknown option. */
+static void test_flag_given_value(void **state)
+{
+    static char names[4096];
+    char err[1024], arg[128], want[160], *name, *save = NULL;
+    struct options o;
+    int n = 0;
+
+    (void)state;
+    names[0] = '\0';
+    options_defaults(&o);
+    options_visit(&o, flag_names, names);
+    options_teardown(&o);
+    strcat(names, "help version");
+    for (name = strtok_r(names, " ", &save); name != NULL;
+         name = strtok_r(NULL, " ", &save), n++) {
+        const char *args[] = {arg, NULL};
+
+        snprintf(arg, sizeof(arg), "--%s=yes", name);
+        snprintf(want, sizeof(want), "option '--%s' takes no value", name);
+        assert_int_equal(parse_msg(&o, args, err, sizeof(err)),
+                         OPTIONS_USAGE);
+        if (strstr(err, want) == NULL)
+            fail_msg("%s: want '%s' in: %s", arg, want, err);
+        options_teardown(&o);
+    }
+    assert_true(n >= 8); /* no-evict, debug, dump-on-exit, ... */
 }
 
 /* A parse that stops inside a cluster of short options ("-+vv": '+' is
@@ -214,6 +338,104 @@ static bool wait_contains(const char *path, const char *needle, int ms)
         sleep_ms(10);
     }
     return false;
+}
+
+/* -p 0 with an -l ADDR:PORT listens there (that -l overrides -p); an -l
+ * without its own port gets no TCP socket then, not a random port. */
+static void test_port_zero_with_listen_port(void **state)
+{
+    static const char *const ok[][8] = {
+        {"-p", "0", "-l", "127.0.0.1:5999"},
+        {"-p", "0", "-l", "127.0.0.2", "-l", "[::1]:5999"},
+        {"-p", "0", "-s", "/tmp/x.sock"},
+        {"-p", "0", "-U", "5999"},
+    };
+    static const char *const nothing[][8] = {
+        {"-p", "0"},
+        {"-p", "0", "-l", "127.0.0.1"},
+        {"-p", "0", "-l", "127.0.0.1:0"},
+        {"-l", "127.0.0.1:0"},
+    };
+    char err[1024], dir[] = "/tmp/mdc-opts-XXXXXX", logf[128], port[32];
+    char buf[4096];
+    struct options o;
+    struct tsrv s;
+    const char *args[] = {"-p", "0", "-l", port, "-l", "127.0.0.2", "-n",
+                          "1", "-v", "2", "--log-file", logf, NULL};
+    const char *argv[16];
+    size_t n = 0;
+    FILE *f;
+    int fd, lines = 0;
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+        if (parse_msg(&o, ok[i], err, sizeof(err)) != OPTIONS_RUN)
+            fail_msg("ok case %zu: %s", i, err);
+        options_teardown(&o);
+    }
+    for (size_t i = 0; i < sizeof(nothing) / sizeof(nothing[0]); i++) {
+        assert_int_equal(parse_msg(&o, nothing[i], err, sizeof(err)),
+                         OPTIONS_USAGE);
+        if (strstr(err, "nothing to listen on") == NULL)
+            fail_msg("case %zu: %s", i, err);
+        options_teardown(&o);
+    }
+#ifdef HAVE_TLS
+    {
+        const char *tls[] = {"-p", "0", "--tls-listen", "127.0.0.1",
+                             "--tls-cert", "c.pem", "--tls-key", "k.pem",
+                             NULL};
+        assert_int_equal(parse_msg(&o, tls, err, sizeof(err)), OPTIONS_RUN);
+        options_teardown(&o);
+    }
+#endif
+
+    /* the daemon: one TCP listener, the -l ADDR:PORT one */
+    assert_non_null(mkdtemp(dir));
+    chmod(dir, 0777);
+    snprintf(logf, sizeof(logf), "%s/log", dir);
+    memset(&s, 0, sizeof(s));
+    snprintf(s.host, sizeof(s.host), "127.0.0.1");
+    {
+        struct sockaddr_in sa;
+        socklen_t sl = sizeof(sa);
+
+        fd = socket(AF_INET, SOCK_STREAM, 0);
+        memset(&sa, 0, sizeof(sa));
+        sa.sin_family = AF_INET;
+        sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+        assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
+        close(fd);
+        s.port = ntohs(sa.sin_port);
+    }
+    snprintf(port, sizeof(port), "127.0.0.1:%d", s.port);
+    argv[n++] = tsrv_binary();
+    for (size_t i = 0; args[i] != NULL; i++)
+        argv[n++] = args[i];
+    argv[n] = NULL;
+    s.pid = fork();
+    if (s.pid == 0) {
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    assert_true(s.pid > 0);
+    assert_true(wait_contains(logf, "ready", 5000));
+    fd = tc_connect(&s);
+    assert_true(fd >= 0);
+    close(fd);
+    f = fopen(logf, "r");
+    assert_non_null(f);
+    while (fgets(buf, sizeof(buf), f) != NULL)
+        if (strstr(buf, "listening on ") != NULL) {
+            lines++;
+            assert_non_null(strstr(buf, port));
+        }
+    fclose(f);
+    assert_int_equal(lines, 1);
+    assert_int_equal(tsrv_stop(&s), 0);
+    unlink(logf);
+    rmdir(dir);
 }
 
 /* Pid file, SIGHUP log reopen, SIGUSR1, SIGINT exit 0. */
@@ -319,6 +541,9 @@ int main(void)
         cmocka_unit_test(test_bad_values_exit_64),
         cmocka_unit_test(test_parse_forms),
         cmocka_unit_test(test_parse_after_error_mid_cluster),
+        cmocka_unit_test(test_usage_messages),
+        cmocka_unit_test(test_flag_given_value),
+        cmocka_unit_test(test_port_zero_with_listen_port),
         cmocka_unit_test(test_pidfile_signals),
         cmocka_unit_test(test_ipv6_listener),
     };

@@ -5,6 +5,7 @@
 #    of Documentation= on a private MANPATH);
 #  - `systemd-analyze security --offline=yes` scores mdcached.service at or
 #    below (safer than) Debian's memcached.service, when that is installed;
+#  - the units' comments name every setting a reload applies live;
 #  - the unit carries the sandboxing the packaging promises, and the -x
 #    drop-in grants CAP_BPF CAP_NET_ADMIN CAP_PERFMON, bpf and AF_NETLINK
 #    only (tests/xdp_daemon_e2e.sh shows that set is enough to attach);
@@ -40,6 +41,18 @@ if ! MANPATH="$T/man" systemd-analyze verify "$T/units/mdcached.service" \
         "$T/units/mdcached@.service" >"$T/verify" 2>&1; then
     fail "systemd-analyze verify: $(cat "$T/verify")"
 fi
+
+# the units' opening comments name every setting SIGHUP applies live
+# (server_reload_one in server/daemon.c), not the log level alone
+live=$(sed -n '/^static void server_reload_one/,/^}/s/.*strcmp(name, "\([a-z-]*\)").*/\1/p' \
+    "$S/server/daemon.c")
+[ -n "$live" ] || fail "no live settings found in server_reload_one (server/daemon.c)"
+for u in mdcached.service mdcached@.service; do
+    for n in $live; do
+        sed -n '/^\[Unit\]/q; p' "$S/dist/systemd/$u" | grep -q -- "$n" ||
+            fail "$u: its comment does not say that $n changes on reload"
+    done
+done
 
 score() { # unit file -> exposure level (a number)
     systemd-analyze security --offline=yes "$1" 2>/dev/null |

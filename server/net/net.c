@@ -405,7 +405,8 @@ int net_listen_all(struct server *srv)
         if (net_listen_tcp(srv, srv->opt.tls_listen.v[i], true) < 0)
             goto out;
     if (srv->nlisteners == 0 && srv->nudp == 0) {
-        log_error("no listener: give -p PORT, -s PATH or -U PORT");
+        log_error("no listener: give -l ADDR:PORT, -p PORT, -s PATH, -U PORT "
+                  "or --tls-listen ADDR[:PORT]");
         goto out;
     }
     net_protected_setup(srv);

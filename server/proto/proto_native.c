@@ -604,6 +604,12 @@ static void nat_exec(struct conn *c, struct worker *w, const struct wire_msg *m)
         nat_tstack(c, w, m);
         break;
     case WIRE_OP_FLUSH:
+        if (c->srv->opt.disable_flush_all) { /* -F, as the text flush_all */
+            static const char msg[] = "flush disabled (-F)";
+            nat_reply(c, h, WIRE_S_NOT_SUPPORTED, 0, NULL, 0, msg,
+                      (uint32_t)strlen(msg));
+            break;
+        }
         STAT_INC(&w->stats, cmd_flush);
         store_flush(c->srv->store);
         nat_status(c, h, WIRE_S_OK, 0);

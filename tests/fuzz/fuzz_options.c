@@ -30,6 +30,21 @@ static void visit(void *ctx, const char *name, const char *value)
     CHECK(value != NULL && strlen(value) < 512);
 }
 
+/* Something to listen on: an address of l whose port (its own, else
+ * dport) is not 0; every address must split. */
+static int some_port(const struct opt_list *l, unsigned long dport)
+{
+    char host[256], port[16];
+    int any = 0;
+
+    for (size_t i = 0; i < l->n; i++) {
+        CHECK(options_split_listen(l->v[i], dport, host, sizeof(host), port,
+                                   sizeof(port)) == 0);
+        any |= strcmp(port, "0") != 0;
+    }
+    return any;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char *buf, *argv[66];
@@ -66,7 +81,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         CHECK(o.verbose <= 4);
         CHECK(strcmp(o.protected_mode, "yes") == 0 ||
               strcmp(o.protected_mode, "no") == 0);
-        CHECK(o.port != 0 || o.unix_socket != NULL || o.udp_port != 0);
+        CHECK(o.unix_socket != NULL || o.udp_port != 0 ||
+              some_port(&o.listen, o.port) || some_port(&o.tls_listen, 11312));
         options_visit(&o, visit, NULL);
     }
     options_teardown(&o);
