@@ -92,6 +92,9 @@ struct opt_list {
       "TLS private key (PEM); SIGHUP reloads it")                              \
     X(tls_ca, 0, "tls-ca", OT_STR, "", 0, 0, "PATH",                           \
       "require client certificates signed by these CAs (PEM): mutual TLS")    \
+    X(auth_timeout, 0, "auth-timeout", OT_UINT, "30", 0, 3600, "SEC",         \
+      "with --auth-file, close a connection not authenticated by then; 0: "  \
+      "never")                                                                 \
     X(tls_handshake_timeout, 0, "tls-handshake-timeout", OT_UINT, "10", 1,     \
       3600, "SEC", "close a TLS connection whose handshake takes longer")     \
     X(max_conns, 'c', "max-conns", OT_UINT, "1024", 1, 1048576, "N",           \

@@ -102,6 +102,8 @@ struct worker {
     bool stopping;
     uint64_t stop_at;         /* coarse seconds when stopping began */
     uint64_t now;             /* coarse monotonic seconds, set by ev_tick */
+    uint64_t auth_log_at;     /* proto.c: second of the last failure logged */
+    unsigned auth_log_quiet;  /* failures since then not logged */
 
     /* payload role */
     struct mq *pq;            /* queue this payload thread consumes */

@@ -19,6 +19,7 @@
     X(protected_mode_refusals)                                                 \
     X(auth_cmds)                                                               \
     X(auth_errors)                                                             \
+    X(auth_timeouts)                                                           \
     X(closed_connections)                                                      \
     X(cmd_get)                                                                 \
     X(cmd_set)                                                                 \

@@ -424,6 +424,101 @@ static void test_unauthed_oversize_store(void **state)
     assert_int_equal(tsrv_stop(&s), 0);
 }
 
+/* Before authentication no request may be longer than a login
+ * (PROTO_PREAUTH_MAX): refused and closed instead of buffered. */
+static void test_preauth_request_bound(void **state)
+{
+    static char big[20000];
+    struct treq r;
+    struct tresp rsp;
+    char buf[512];
+    int fd;
+
+    (void)state;
+    memset(big, 'x', sizeof(big));
+    /* a storage command announcing 100 000 bytes */
+    fd = tc_connect(&srv);
+    assert_int_equal(tc_send_all(fd, "set a 0 0 100000\r\n", 18), 0);
+    assert_int_equal(tc_send_all(fd, big, 9000), 0);
+    txt(fd, NULL, buf, sizeof(buf));
+    assert_string_equal(buf,
+                        "CLIENT_ERROR request too long before authentication\r\n");
+    assert_true(tc_wait_eof(fd, 5000));
+    close(fd);
+    /* a line with no end */
+    fd = tc_connect(&srv);
+    assert_int_equal(tc_send_all(fd, "get ", 4), 0);
+    (void)tc_send_all(fd, big, sizeof(big));
+    txt(fd, NULL, buf, sizeof(buf));
+    assert_string_equal(buf,
+                        "CLIENT_ERROR request too long before authentication\r\n");
+    assert_true(tc_wait_eof(fd, 5000));
+    close(fd);
+    /* native: an AUTH whose password is 20 000 bytes */
+    fd = tc_connect(&srv);
+    memset(&r, 0, sizeof(r));
+    r.op = WIRE_OP_AUTH;
+    r.key = "alice";
+    r.klen = 5;
+    r.val = big;
+    r.vlen = sizeof(big);
+    assert_int_equal(tc_call(fd, &r, &rsp), WIRE_S_AUTH_REQUIRED);
+    tc_resp_free(&rsp);
+    assert_true(tc_wait_eof(fd, 5000));
+    close(fd);
+    /* once authenticated, the same sizes are ordinary requests */
+    fd = tc_connect(&srv);
+    txt(fd, "set a 0 0 12\r\nalice s3cret\r\n", buf, sizeof(buf));
+    assert_string_equal(buf, "STORED\r\n");
+    assert_int_equal(tc_send_all(fd, "set big 0 0 20000\r\n", 19), 0);
+    assert_int_equal(tc_send_all(fd, big, sizeof(big)), 0);
+    txt(fd, "\r\n", buf, sizeof(buf));
+    assert_string_equal(buf, "STORED\r\n");
+    close(fd);
+}
+
+/* --auth-timeout: a connection that has not logged in by then is closed
+ * (and counted); an authenticated one that stays idle is not. */
+static void test_auth_timeout(void **state)
+{
+    const char *args[] = {"--auth-file", afile, "-n", "1", "--auth-timeout",
+                          "1", NULL};
+    struct tsrv s;
+    char buf[8192];
+    char *p;
+    int idle, authed, talk;
+    size_t n;
+
+    (void)state;
+    assert_int_equal(tsrv_start(&s, args), 0);
+    authed = tc_connect(&s);
+    txt(authed, "set a 0 0 12\r\nalice s3cret\r\n", buf, sizeof(buf));
+    assert_string_equal(buf, "STORED\r\n");
+    idle = tc_connect(&s);
+    talk = tc_connect(&s);
+    assert_true(idle >= 0 && talk >= 0);
+    /* one that keeps talking without logging in is closed too */
+    txt(talk, "get k\r\n", buf, sizeof(buf));
+    assert_string_equal(buf, "CLIENT_ERROR unauthenticated\r\n");
+    assert_true(tc_wait_eof(idle, 15000));
+    assert_true(tc_wait_eof(talk, 15000));
+    /* the authenticated connection, idle as long, still works */
+    txt(authed, "stats\r\n", buf, sizeof(buf));
+    while (strstr(buf, "END\r\n") == NULL && (n = strlen(buf)) + 1 < sizeof(buf)) {
+        ssize_t k = recv(authed, buf + n, sizeof(buf) - 1 - n, 0);
+        if (k <= 0)
+            break;
+        buf[n + (size_t)k] = '\0';
+    }
+    p = strstr(buf, "STAT auth_timeouts ");
+    assert_non_null(p);
+    assert_int_equal(atoll(p + 19), 2);
+    close(idle);
+    close(talk);
+    close(authed);
+    assert_int_equal(tsrv_stop(&s), 0);
+}
+
 /* Without --auth-file, AUTH is refused as not supported and the text
  * "set" is an ordinary set. */
 static void test_no_auth_file(void **state)
@@ -512,6 +607,8 @@ int main(void)
         cmocka_unit_test(test_slowdown_and_stats),
         cmocka_unit_test(test_native),
         cmocka_unit_test(test_unauthed_oversize_store),
+        cmocka_unit_test(test_preauth_request_bound),
+        cmocka_unit_test(test_auth_timeout),
         cmocka_unit_test(test_libmdcached),
         cmocka_unit_test(test_sighup_reload),
         cmocka_unit_test(test_no_auth_file),

@@ -100,6 +100,7 @@ int conn_adopt(struct conn *c)
         goto out;
     }
     c->adopted = true;
+    c->born = w->now;
     __atomic_store_n(&c->last_active, w->now, __ATOMIC_RELAXED);
     pthread_mutex_lock(&w->conns_mu);
     c->link.prev = NULL;
@@ -811,6 +812,16 @@ void conn_tick(struct conn *c, uint64_t now)
         c->hold_until = 0;
         conn_drive(c);
         return; /* the connection may be gone */
+    }
+    if (!c->authed && o->auth_timeout > 0 && now - c->born >= o->auth_timeout) {
+        /* --auth-file: a connection that never logs in gives its -c slot
+         * back, however much it sends */
+        STAT_INC(&w->stats, auth_timeouts);
+        log_debug("conn %llu: not authenticated in %llu s, closed",
+                  (unsigned long long)c->id,
+                  (unsigned long long)o->auth_timeout);
+        conn_teardown(c);
+        return;
     }
     if (tls_handshake_expired(c, now)) {
         STAT_INC(&w->stats, tls_handshake_failures);

@@ -94,6 +94,7 @@ struct conn {
                               hold (conn_hold) */
     bool yielded;          /* process() stopped after -R requests with more
                               input waiting: let other connections run */
+    uint64_t born;         /* coarse seconds when the owner adopted it */
     uint64_t last_active;  /* coarse seconds of the last input (written by
                               the owner with relaxed atomics: stats conns
                               reads it from other threads) */

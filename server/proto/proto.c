@@ -42,8 +42,19 @@ bool proto_auth(struct conn *c, struct worker *w, const void *user,
     }
     STAT_INC(&w->stats, auth_errors);
     c->auth_fails++;
-    log_info("conn %llu: authentication failed (%u on this connection)",
-             (unsigned long long)c->id, c->auth_fails);
+    /* one line a second per thread at most: a flood of failures (new
+     * connections each time) must not turn into a flood of log writes */
+    if (w->auth_log_at != w->now || w->auth_log_at == 0) {
+        if (w->auth_log_quiet > 0)
+            log_info("%u more authentication failures not logged",
+                     w->auth_log_quiet);
+        log_info("conn %llu: authentication failed (%u on this connection)",
+                 (unsigned long long)c->id, c->auth_fails);
+        w->auth_log_at = w->now;
+        w->auth_log_quiet = 0;
+    } else {
+        w->auth_log_quiet++;
+    }
     if (c->auth_fails >= PROTO_AUTH_MAX_FAILS) {
         conn_close_after_flush(c);
         return false;

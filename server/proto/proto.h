@@ -26,6 +26,14 @@ extern const struct proto proto_text;
  * PROTO_AUTH_MAX_FAILS-th closes the connection.  Returns the outcome.
  */
 #define PROTO_AUTH_MAX_FAILS 10
+/*
+ * The most input one request may take before its connection has
+ * authenticated: a login is a short line (or header) and a user and
+ * password of at most 4 KiB together (auth.c's line limit).  A longer
+ * request is refused and the connection closed, so a client without
+ * credentials never makes the server buffer more than this.
+ */
+#define PROTO_PREAUTH_MAX 8192
 bool proto_auth(struct conn *c, struct worker *w, const void *user,
                 size_t ulen, const void *pass, size_t plen);
 

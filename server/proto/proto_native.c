@@ -711,6 +711,15 @@ static void nat_process(struct conn *c, struct worker *w)
             break;
         }
         total = WIRE_HDR_LEN + (size_t)wire_body_len(&m.hdr);
+        if (!c->authed && total > PROTO_PREAUTH_MAX) {
+            /* no login is that long: refused, and the connection closed
+             * rather than its body buffered or read */
+            STAT_INC(&w->stats, protocol_errors);
+            nat_reply(c, &m.hdr, WIRE_S_AUTH_REQUIRED, 0, NULL, 0, NULL, 0);
+            conn_in_consume(c, avail);
+            conn_close_after_flush(c);
+            break;
+        }
         if (too_large && !c->authed) {
             /* before authentication: refused, the store left alone */
             nat_reply(c, &m.hdr, WIRE_S_AUTH_REQUIRED, 0, NULL, 0, NULL, 0);

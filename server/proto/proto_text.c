@@ -808,6 +808,21 @@ static void txt_tpop(struct conn *c, struct worker *w,
 
 #define TXT_E_UNAUTH "CLIENT_ERROR unauthenticated\r\n"
 #define TXT_E_AUTHFAIL "CLIENT_ERROR authentication failure\r\n"
+#define TXT_E_PREAUTH_LONG                                                     \
+    "CLIENT_ERROR request too long before authentication\r\n"
+
+/* A request over PROTO_PREAUTH_MAX before authentication: refused, the
+ * input dropped, the connection closed. */
+static void txt_preauth_too_long(struct conn *c, struct worker *w)
+{
+    size_t avail;
+
+    STAT_INC(&w->stats, protocol_errors);
+    txt_str(c, TXT_E_PREAUTH_LONG);
+    (void)conn_in_data(c, &avail);
+    conn_in_consume(c, avail);
+    conn_close_after_flush(c);
+}
 
 /* Before a connection has authenticated: memcached 1.6's exchange, "set
  * <any> <flags> <exptime> <n>\r\n<user> <password>\r\n" (STORED on
@@ -1118,7 +1133,7 @@ static void proto_text_process(struct conn *c, struct worker *w)
             conn_yield(c);
             break;
         }
-        if (nreq++ == 1)
+        if (nreq++ == 1 && c->authed)
             txt_prefetch(c, buf, avail);
         /* the shortcut counts nothing but the get: not before the
          * connection has authenticated, nor while stats detail or
@@ -1135,6 +1150,10 @@ static void proto_text_process(struct conn *c, struct worker *w)
                  : NULL;
         if (nl == NULL) {
             c->iscan = avail;
+            if (!c->authed && avail > PROTO_PREAUTH_MAX) {
+                txt_preauth_too_long(c, w);
+                break;
+            }
             if (avail < mctext_line_limit(buf, avail)) {
                 conn_in_need(c, avail + 1);
                 break;
@@ -1144,10 +1163,18 @@ static void proto_text_process(struct conn *c, struct worker *w)
         }
         n = mctext_parse(buf, avail, &lim, &req);
         if (n == MCTEXT_AGAIN) {
+            if (!c->authed && req.need > PROTO_PREAUTH_MAX) {
+                txt_preauth_too_long(c, w);
+                break;
+            }
             conn_in_need(c, req.need);
             break;
         }
         if (n == MCTEXT_ERROR) {
+            if (!c->authed && req.skip > PROTO_PREAUTH_MAX) {
+                txt_preauth_too_long(c, w);
+                break;
+            }
             STAT_INC(&w->stats, protocol_errors);
             if (req.close) {
                 /* No newline within the limit: the stream is lost. */
