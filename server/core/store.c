@@ -246,7 +246,22 @@ uint32_t record_klen(const struct record *r) { return r->klen; }
 const void *record_value(const struct record *r) { return r->data + r->klen; }
 uint32_t record_vlen(const struct record *r) { return r->vlen; }
 uint32_t record_flags(const struct record *r) { return r->flags; }
-uint64_t record_cas(const struct record *r) { return r->cas; }
+uint64_t record_cas(const struct record *r)
+{
+    return __atomic_load_n(&r->cas, __ATOMIC_RELAXED);
+}
+bool record_stale(const struct record *r)
+{
+    return (rec_rflags(r) & R_STALE) != 0;
+}
+bool record_won(const struct record *r)
+{
+    return (rec_rflags(r) & R_WON) != 0;
+}
+bool record_meta_marked(const struct record *r)
+{
+    return (rec_rflags(r) & (R_STALE | R_WON)) != 0;
+}
 uint32_t record_ntags(const struct record *r)
 {
     if (!(rec_rflags(r) & R_TAGGED))
@@ -1164,6 +1179,176 @@ struct record *store_gat(struct store *st, const void *key, uint32_t klen,
     return r;
 }
 
+/* ---- meta get: vivify, recache, stale and win tokens ----------------------- */
+/* R's test: a deadline below the one R's TTL would give (memcached:
+ * exptime < realtime(token); never for a record without expiry). */
+static bool recache_due(struct store *st, const struct record *r,
+                        int64_t exptime)
+{
+    uint32_t d = __atomic_load_n(&r->deadline, __ATOMIC_RELAXED);
+    return d != 0 && exptime > 0 && d < deadline_of(st, exptime);
+}
+
+/* The hit half of store_mget, under the key's stripe (written when q
+ * touches): access state, recency, touch, then the win. */
+static void mget_hit(struct store *st, struct record *r, uint64_t h,
+                     uint64_t ns, const struct store_mget *q,
+                     struct store_mget_res *res)
+{
+    uint32_t t = tick_of(ns);
+    uint32_t at = __atomic_load_n(&r->atime, __ATOMIC_RELAXED);
+    uint8_t fl = rec_rflags(r);
+    bool want = false;
+
+    res->prev.hit_before = (fl & R_FETCHED) != 0;
+    res->prev.idle_s = (uint32_t)(((uint64_t)(t - at) << 20) / 1000000000u);
+    if (!q->no_bump) {
+        if (t - at >= ATIME_GRAIN)
+            __atomic_store_n(&r->atime, t, __ATOMIC_RELAXED);
+        if (!(fl & R_FETCHED))
+            rec_set_rflag(r, R_FETCHED);
+    }
+    if (res->created) { /* its expiry came from N; T then applies */
+        res->won = true;
+        if (q->touch)
+            set_deadline(st, r, deadline_of(st, q->exptime));
+        return;
+    }
+    if (q->recache && !q->recache_after_touch)
+        want = recache_due(st, r, q->recache_exptime);
+    if (q->touch) {
+        announce(st, EV_TOUCH, r, h);
+        set_deadline(st, r, deadline_of(st, q->exptime));
+    }
+    if (q->recache && q->recache_after_touch)
+        want = recache_due(st, r, q->recache_exptime);
+    if (fl & R_STALE) {
+        res->stale = true;
+        want = true;
+    }
+    if (fl & R_WON) {
+        res->pending = true;
+        return;
+    }
+    if (want) {
+        /* readers race here under the read lock: one fetch-or wins */
+        uint8_t was = __atomic_fetch_or(&r->rflags, R_WON, __ATOMIC_RELAXED);
+        if (was & R_WON)
+            res->pending = true;
+        else
+            res->won = true;
+    }
+}
+
+struct record *store_mget(struct store *st, const void *key, uint32_t klen,
+                          const struct store_mget *q,
+                          struct store_mget_res *res)
+{
+    memset(res, 0, sizeof(*res));
+    if (klen > STORE_MAX_KEY)
+        return NULL;
+    uint64_t h = store_hash(key, klen);
+    mdc_rwlock_t *l = stripe_of(st, h);
+    bool wr = q->touch; /* a touch writes the deadline */
+    struct record *fresh = NULL, *r;
+
+    for (;;) {
+        uint64_t ns = now_ns(st);
+        uint32_t now = secs_of(st, ns);
+        int expired = 0;
+        check_flush(st, now);
+        if (wr) {
+            mdc_wrlock(l);
+            r = do_find_live(st, h, key, klen);
+        } else {
+            mdc_rdlock(l);
+            r = do_find(st, h, key, klen);
+            if (r != NULL && rec_expired(r, now)) {
+                r = NULL;
+                expired = 1;
+            }
+        }
+        if (r == NULL && q->vivify) {
+            if (!wr || fresh == NULL) {
+                /* allocate with no lock held, then look again under the
+                 * write lock: a racing vivify may have linked first */
+                mdc_unlock(l);
+                if (fresh == NULL &&
+                    rec_alloc(st, key, klen, 0, 0, &fresh) != 0)
+                    return NULL;
+                wr = true;
+                continue;
+            }
+            r = fresh;
+            fresh = NULL;
+            r->deadline = deadline_of(st, q->vivify_exptime);
+            r->cas = next_cas();
+            r->rflags |= R_WON;
+            announce(st, EV_ADD, r, h);
+            if (do_link(st, h, r, NULL, 0) != 0) { /* no tags: cannot */
+                mdc_unlock(l);
+                store_release(st, r);
+                return NULL;
+            }
+            res->created = true;
+        }
+        if (r != NULL) {
+            mget_hit(st, r, h, ns, q, res);
+            rec_hold(r);
+        }
+        mdc_unlock(l);
+        if (expired) {
+            atomic_fetch_add_explicit(&st->get_expired, 1,
+                                      memory_order_relaxed);
+            mdc_wrlock(l);
+            (void)do_find_live(st, h, key, klen);
+            mdc_unlock(l);
+        }
+        break;
+    }
+    if (fresh != NULL)
+        store_release(st, fresh);
+    if (res->created)
+        maybe_grow(st);
+    return r;
+}
+
+/* Mark a linked record stale in place, under its stripe's write lock. */
+static void do_invalidate(struct store *st, struct record *r, uint64_t h,
+                          bool set_ttl, int64_t exptime)
+{
+    announce(st, EV_STALE, r, h);
+    if (set_ttl)
+        set_deadline(st, r, deadline_of(st, exptime));
+    rec_set_rflag(r, R_STALE);
+    rec_clear_rflag(r, R_WON); /* the next reader wins */
+    __atomic_store_n(&r->cas, next_cas(), __ATOMIC_RELAXED);
+}
+
+int store_invalidate(struct store *st, const void *key, uint32_t klen,
+                     uint64_t cas, bool set_ttl, int64_t exptime)
+{
+    if (klen > STORE_MAX_KEY)
+        return ST_KEY_INVALID;
+    uint64_t h = store_hash(key, klen);
+    mdc_rwlock_t *l = stripe_of(st, h);
+    int rc = ST_NOT_FOUND;
+
+    check_flush(st, now_s(st));
+    mdc_wrlock(l);
+    struct record *r = do_find_live(st, h, key, klen);
+    if (r != NULL) {
+        if (cas != 0 && r->cas != cas) {
+            rc = ST_EXISTS;
+        } else {
+            do_invalidate(st, r, h, set_ttl, exptime);
+            rc = ST_OK;
+        }
+    }
+    mdc_unlock(l);
+    return rc;
+}
+
 int store_touch(struct store *st, const void *key, uint32_t klen,
                 int64_t exptime)
 {
@@ -1275,6 +1460,10 @@ static int replace_derived(struct store *st, uint64_t h, struct record *old,
         return cur == NULL ? REPLACE_GONE : REPLACE_RETRY;
     }
     uint64_t ncas = r->cas; /* r may be replaced once unlocked */
+    /* a counter changes in place in memcached (stale state and win kept);
+     * append and prepend build a new item there (both dropped) */
+    if (ev == EV_INCR || ev == EV_ATOMIC)
+        rec_set_rflag(r, rec_rflags(old) & (R_STALE | R_WON));
     announce(st, ev, old, h);
     do_link(st, h, r, old, nt != 0);
     mdc_unlock(l);
@@ -1296,7 +1485,7 @@ static int put_concat(struct store *st, enum store_mode mode,
         if (old == NULL)
             return ST_NOT_STORED;
         int rc;
-        if (it->cas != 0 && old->cas != it->cas)
+        if (it->cas != 0 && record_cas(old) != it->cas)
             rc = ST_EXISTS;
         else if ((uint64_t)old->vlen + it->vlen > st->cfg.max_item_size)
             rc = ST_TOO_LARGE;
@@ -1401,7 +1590,15 @@ static int put_common(struct store *st, enum store_mode mode,
     case STORE_CAS:
         if (old == NULL)
             rc = ST_NOT_FOUND;
-        else if (old->cas != it->cas)
+        else if (old->cas == it->cas)
+            break;
+        else if (it->invalidate && it->cas < old->cas) {
+            /* memcached's ms I: an older version is stored, stale, for
+             * the old record's remaining life and with its win token */
+            uint8_t ofl = rec_rflags(old);
+            r->deadline = __atomic_load_n(&old->deadline, __ATOMIC_RELAXED);
+            rec_set_rflag(r, (uint8_t)(R_STALE | (ofl & R_WON)));
+        } else
             rc = ST_EXISTS;
         break;
     default:
@@ -1481,7 +1678,7 @@ static int counter_rmw_cas(struct store *st, enum store_event ev,
         if (old == NULL)
             return ST_NOT_FOUND;
         uint64_t cur, nv = 0, res = 0;
-        if (expect != 0 && old->cas != expect) {
+        if (expect != 0 && record_cas(old) != expect) {
             rc = ST_EXISTS;
         } else if (parse_u64(rec_val(old), old->vlen, &cur) != 0) {
             rc = ST_NOT_NUMBER;
@@ -1942,6 +2139,41 @@ out:
     return rc == ST_NO_MEMORY ? rc : ST_OK;
 }
 
+/*
+ * The stale mode: phase 1 as del_by_tag; in phase 2 the current record of
+ * each candidate's key that carries one of the tags is invalidated in
+ * place under the write lock (it stays linked, tags and all, so there is
+ * no phase 3).  The race rule is del_by_tag's with "marked stale" for
+ * "deleted" (docs/threads.md).
+ */
+int store_stale_by_tag(struct store *st, int32_t tkey, const int32_t *tvals,
+                       size_t ntvals, bool set_ttl, int64_t exptime,
+                       uint64_t *nmarked)
+{
+    if (ntvals > 0 && tvals == NULL)
+        return ST_INVALID;
+    uint64_t n = 0;
+    struct store_recset cand = {0};
+    int rc = tags_collect(st->tags, tkey, tvals, ntvals, &cand, 0);
+    check_flush(st, now_s(st));
+    for (size_t i = 0; i < cand.n; i++) {
+        struct record *c = cand.recs[i];
+        uint64_t h = store_hash(rec_key(c), c->klen);
+        mdc_rwlock_t *l = stripe_of(st, h);
+        mdc_wrlock(l);
+        struct record *r = do_find_live(st, h, rec_key(c), c->klen);
+        if (r != NULL && carries(r, tkey, tvals, ntvals)) {
+            do_invalidate(st, r, h, set_ttl, exptime);
+            n++;
+        }
+        mdc_unlock(l);
+    }
+    store_recset_release(st, &cand);
+    if (nmarked)
+        *nmarked = n;
+    return rc == ST_NO_MEMORY ? rc : ST_OK;
+}
+
 int store_tstack_push(struct store *st, struct mdc_tag tag, const void *value,
                       uint32_t vlen, uint32_t flags, int64_t exptime,
                       char *keybuf, uint32_t *klen_out, uint64_t *cas_out)
@@ -2246,6 +2478,8 @@ int store_restore(struct store *st, const struct store_restore *it,
     r->cas = it->cas;
     if (it->ntags)
         rec_set_tags(r, it->tags, it->ntags);
+    if (it->stale) /* its win token is not: the next reader wins */
+        r->rflags |= R_STALE;
     /* versions handed out later are above this one */
     uint64_t g = atomic_load(&cas_global);
     while (g <= it->cas &&

@@ -45,11 +45,17 @@
 #define R_LINKED 0x01  /* in the record forest (holds the index reference) */
 #define R_TAGGED 0x02  /* has a tag area */
 #define R_FETCHED 0x04 /* read at least once (for *_unfetched stats) */
+/* memcached's meta states (docs/protocol-text.md, "Stale records and win
+ * tokens"): R_STALE is set before the record is linked (ms I) or in place
+ * under the write lock (md I, stale tdel); R_WON is taken by one reader
+ * with an atomic fetch-or under the read lock, so exactly one gets W */
+#define R_STALE 0x08   /* marked stale: mg answers X */
+#define R_WON 0x10     /* a win token (W) went out: later readers get Z */
 
 struct record {
     MDC_RB_ENTRY_PACKED(record) rb; /* 28 */
     uint32_t hash32;                /* upper half of the key's 64-bit hash */
-    uint64_t cas;
+    uint64_t cas;      /* atomic: bumped in place by an invalidation */
     uint32_t vlen;
     uint32_t flags;    /* client flags */
     uint32_t deadline; /* store seconds (now_s() in store.c); 0 = never */

@@ -455,32 +455,35 @@ static void txt_mg(struct conn *c, struct worker *w,
                    const struct mctext_req *req)
 {
     struct store *st = c->srv->store;
+    const struct mctext_meta *m = &req->meta;
     struct mctext_meta_vals v;
     struct record *r;
-    struct store_access acc = {false, 0};
-    bool touch = MF('T') != 0;
+    struct store_mget q;
+    struct store_mget_res res;
 
-    if (MF('h') || MF('l')) {
-        /* the access state before this read, then the touch */
-        r = store_get_access(st, req->key, req->klen, &acc);
-        if (touch && r != NULL &&
-            store_touch(st, req->key, req->klen, req->meta.ttl) != ST_OK) {
-            store_release(st, r);
-            r = NULL;
-        }
-    } else if (touch)
-        r = store_gat(st, req->key, req->klen, req->meta.ttl);
-    else
-        r = store_get(st, req->key, req->klen);
-    stats_count_get(&w->stats, touch, r != NULL);
+    memset(&q, 0, sizeof(q));
+    q.no_bump = MF('u') != 0;
+    q.touch = MF('T') != 0;
+    q.exptime = m->ttl;
+    q.vivify = MF('N') != 0;
+    q.vivify_exptime = m->vivify;
+    q.recache = MF('R') != 0;
+    q.recache_exptime = m->recache;
+    q.recache_after_touch = m->recache_after_touch;
+    r = store_mget(st, req->key, req->klen, &q, &res);
+    /* a vivified record is the miss it stands for */
+    stats_count_get(&w->stats, q.touch, r != NULL && !res.created);
     if (r == NULL) {
         if (!MF('q'))
             txt_meta(c, "EN", -1, req, NULL);
         return;
     }
     txt_vals(st, r, &v);
-    v.hit_before = acc.hit_before;
-    v.last = acc.idle_s;
+    v.hit_before = res.prev.hit_before;
+    v.last = res.prev.idle_s;
+    v.pending = res.pending;
+    v.stale = res.stale;
+    v.won = res.won;
     if (!MF('v')) {
         txt_meta(c, "HD", -1, req, &v);
         store_release(st, r);
@@ -508,6 +511,7 @@ static void txt_ms(struct conn *c, struct worker *w,
     it.vlen = req->vlen;
     it.flags = req->meta.cflags;
     it.exptime = req->meta.ttl;
+    it.invalidate = MF('I') != 0; /* with C: an older cas stores stale */
     switch (req->meta.mode) {
     case 'E': mode = STORE_ADD; break;
     case 'A': mode = STORE_APPEND; break;
@@ -544,8 +548,12 @@ static void txt_ms(struct conn *c, struct worker *w,
 static void txt_md(struct conn *c, struct worker *w,
                    const struct mctext_req *req)
 {
-    int st = store_delete(c->srv->store, req->key, req->klen,
-                          MF('C') ? req->meta.cas : 0);
+    uint64_t cas = MF('C') ? req->meta.cas : 0;
+    /* I marks stale instead of deleting; T goes with I only (memcached
+     * ignores it otherwise) */
+    int st = MF('I') ? store_invalidate(c->srv->store, req->key, req->klen,
+                                        cas, MF('T') != 0, req->meta.ttl)
+                     : store_delete(c->srv->store, req->key, req->klen, cas);
 
     switch (st) {
     case ST_OK:
@@ -749,7 +757,11 @@ static void txt_tdel(struct conn *c, struct worker *w,
         txt_reply(c, req, TXT_E_OOM);
         return;
     }
-    rc = store_del_by_tag(c->srv->store, req->tkey, tv, req->nlist, &n);
+    if (req->stale) /* I [T<ttl>]: mark stale instead */
+        rc = store_stale_by_tag(c->srv->store, req->tkey, tv, req->nlist,
+                                req->stale_ttl, req->exptime, &n);
+    else
+        rc = store_del_by_tag(c->srv->store, req->tkey, tv, req->nlist, &n);
     STAT_ADD(&w->stats, del_by_tag_records, n);
     if (rc != ST_OK && rc != ST_NOT_FOUND)
         txt_reply(c, req, TXT_E_OOM);
@@ -992,8 +1004,9 @@ static const uint8_t *txt_key_end(const uint8_t *k, const uint8_t *end)
  * "mg <key> v\r\n", answered without the general parser (no tokenizing,
  * no request structure to clear).  Anything else -- another command, more
  * keys or flags, a bare "\n", a key the parser would refuse, a line not yet
- * whole -- returns 0 and takes the general path, which gives the same
- * reply for these two shapes.  Returns the bytes consumed.
+ * whole, an mg hit on a stale record or one whose win token went out --
+ * returns 0 and takes the general path, which gives the same reply for
+ * these two shapes.  Returns the bytes consumed.
  */
 static size_t txt_fast(struct conn *c, struct worker *w, const uint8_t *b,
                        size_t len)
@@ -1027,6 +1040,11 @@ static size_t txt_fast(struct conn *c, struct worker *w, const uint8_t *b,
         p += 2;
     }
     r = store_get(st, k, klen);
+    if (mg && r != NULL && record_meta_marked(r)) {
+        /* stale or its win out: the general path answers X, W, Z */
+        store_release(st, r);
+        return 0;
+    }
     stats_count_get(&w->stats, 0, r != NULL);
     if (r == NULL) {
         txt_str(c, mg ? "EN\r\n" : MCTEXT_R_END);
