@@ -29,6 +29,9 @@
 
 #include <cmocka.h>
 
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 #include "server/core/dump.h"
 #include "server/core/store.h"
 #include "testclock.h"
@@ -672,6 +675,114 @@ static void test_failed_write(void **state)
     store_teardown(a);
 }
 
+/* ---- stale records (version 2) and version 1 files ----------------------- */
+static void stale_state(struct store *st, const char *k, bool *stale,
+                        bool *won)
+{
+    struct store_mget q = {.no_bump = true};
+    struct store_mget_res res;
+    struct record *r = store_mget(st, k, (uint32_t)strlen(k), &q, &res);
+    assert_non_null(r);
+    *stale = res.stale;
+    *won = res.won;
+    store_release(st, r);
+}
+
+/* Relabel a dump image as format version v, with every checksum that
+ * covers the header made again (header, whole file, footer). */
+static void relabel(uint8_t *img, size_t len, uint8_t v)
+{
+    uint8_t *f = img + len - 48;
+    uint64_t h;
+    img[8] = v;
+    h = XXH3_64bits(img, 56);
+    for (int i = 0; i < 8; i++)
+        img[56 + i] = (uint8_t)(h >> (8 * i));
+    h = XXH3_64bits(img, len - 48 + 32);
+    for (int i = 0; i < 8; i++)
+        f[32 + i] = (uint8_t)(h >> (8 * i));
+    h = XXH3_64bits(f, 40);
+    for (int i = 0; i < 8; i++)
+        f[40 + i] = (uint8_t)(h >> (8 * i));
+}
+
+static void test_stale_kept(void **state)
+{
+    (void)state;
+    struct store *a = mkstore((size_t)64 << 20);
+    struct mdc_tag t = {3, 4};
+    struct store_item it = {.key = "s", .klen = 1, .value = "old", .vlen = 3,
+                            .tags = &t, .ntags = 1};
+    bool stale, won;
+    assert_int_equal(store_put(a, STORE_SET, &it, NULL), ST_OK);
+    it.key = "f";
+    assert_int_equal(store_put(a, STORE_SET, &it, NULL), ST_OK);
+    it.key = "w";
+    assert_int_equal(store_put(a, STORE_SET, &it, NULL), ST_OK);
+    assert_int_equal(store_invalidate(a, "s", 1, 0, false, 0), ST_OK);
+    assert_int_equal(store_invalidate(a, "w", 1, 0, true, 600), ST_OK);
+    stale_state(a, "w", &stale, &won); /* w's win is out when dumped */
+    assert_true(stale && won);
+    struct dump_info wi, li;
+    assert_int_equal(dump_write(a, path, &wi), 0);
+    size_t len;
+    uint8_t *img = slurp(path, &len);
+    assert_int_equal(le32(img + 8), 2);
+    /* the stale bits survive, the win does not: each next reader wins */
+    struct store *b = mkstore((size_t)64 << 20);
+    assert_int_equal(dump_load(b, path, DUMP_LOAD_STRICT, NULL, NULL, &li), 0);
+    assert_int_equal(li.records, 3);
+    stale_state(b, "s", &stale, &won);
+    assert_true(stale && won);
+    stale_state(b, "w", &stale, &won);
+    assert_true(stale && won);
+    stale_state(b, "w", &stale, &won);
+    assert_true(stale && !won);
+    stale_state(b, "f", &stale, &won);
+    assert_true(!stale && !won);
+    struct record *r = store_get(b, "w", 1);
+    assert_true(record_ttl(b, r) > 590);
+    store_release(b, r);
+    check_clean(b);
+    store_teardown(b);
+    /* the same file marked version 1 (with its header checksum): the
+     * stale bit is unknown there, damage */
+    relabel(img, len, 1);
+    b = mkstore((size_t)64 << 20);
+    assert_int_equal(dump_load_buf(b, img, len, DUMP_LOAD_STRICT, NULL, NULL,
+                                   &li), -1);
+    store_teardown(b);
+    b = mkstore((size_t)64 << 20); /* repair: that block is lost */
+    assert_int_equal(dump_load_buf(b, img, len, DUMP_LOAD_REPAIR, NULL, NULL,
+                                   &li), 0);
+    assert_true(li.bad > 0);
+    assert_int_equal(li.records, 0);
+    store_teardown(b);
+    free(img);
+    /* a version 1 file without stale records loads as before */
+    assert_int_equal(store_delete(a, "s", 1, 0), ST_OK);
+    assert_int_equal(store_delete(a, "w", 1, 0), ST_OK);
+    assert_int_equal(dump_write(a, path, &wi), 0);
+    img = slurp(path, &len);
+    relabel(img, len, 1);
+    b = mkstore((size_t)64 << 20);
+    assert_int_equal(dump_load_buf(b, img, len, DUMP_LOAD_STRICT, NULL, NULL,
+                                   &li), 0);
+    assert_int_equal(li.records, 1);
+    stale_state(b, "f", &stale, &won);
+    assert_true(!stale && !won);
+    check_clean(b);
+    store_teardown(b);
+    /* and version 3 is refused */
+    relabel(img, len, 3);
+    b = mkstore((size_t)64 << 20);
+    assert_int_equal(dump_load_buf(b, img, len, DUMP_LOAD_STRICT, NULL, NULL,
+                                   &li), -1);
+    store_teardown(b);
+    free(img);
+    store_teardown(a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -681,6 +792,7 @@ int main(void)
         cmocka_unit_test(test_concurrent),
         cmocka_unit_test(test_recency_limit),
         cmocka_unit_test(test_failed_write),
+        cmocka_unit_test(test_stale_kept),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

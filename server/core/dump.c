@@ -44,7 +44,8 @@
 #define RB_EXPIRY 0x02
 #define RB_IDLE 0x04
 #define RB_TAGS 0x08
-#define RB_KNOWN 0x0f
+#define RB_STALE 0x10 /* version 2: marked stale (a pending win is not kept) */
+#define RB_KNOWN 0x1f
 
 int dump_load_mode_of(const char *s)
 {
@@ -288,7 +289,8 @@ static void dw_record(void *ctx, struct store *st, const struct record *r)
     uint32_t idle = record_idle_ticks(st, r);
     uint8_t *p = w->blk + BLK_HDR + w->len, *p0 = p;
     uint8_t bits = (r->flags ? RB_FLAGS : 0) | (exp ? RB_EXPIRY : 0) |
-                   (idle != UINT32_MAX ? RB_IDLE : 0) | (nt ? RB_TAGS : 0);
+                   (idle != UINT32_MAX ? RB_IDLE : 0) | (nt ? RB_TAGS : 0) |
+                   (record_stale(r) ? RB_STALE : 0);
     *p++ = bits;
     p += put_var(p, r->klen);
     p += put_var(p, r->vlen);
@@ -556,6 +558,7 @@ struct dl {
     struct deferred *def;
     size_t ndef, capdef;
     uint32_t nexttag;
+    uint32_t version; /* the file's format version */
     uint64_t tstack_max;
     int nomem;
 };
@@ -632,7 +635,7 @@ static void insert(struct dl *l, const struct drec *d)
         .vlen = (uint32_t)d->vlen, .flags = (uint32_t)d->flags,
         .cas = d->cas, .expiry_wall = (int64_t)d->expiry,
         .idle_ticks = (uint32_t)d->idle, .tags = tags,
-        .ntags = (uint32_t)d->ntags,
+        .ntags = (uint32_t)d->ntags, .stale = (d->bits & RB_STALE) != 0,
     };
     struct record *tr = NULL;
     int rc = store_restore(l->st, &it, &tr);
@@ -681,7 +684,9 @@ static int do_block(struct dl *l, const uint8_t *pl, uint32_t len,
     const char *why = NULL;
     uint64_t prev = 0;
     for (uint32_t i = 0; i < nrec; i++) {
-        if (rec_decode(&p, end, &d, &prev, &why) < 0) {
+        if (rec_decode(&p, end, &d, &prev, &why) < 0 ||
+            (l->version == 1 && (d.bits & RB_STALE) &&
+             (why = "unknown record field bits") != NULL)) {
             damage(l, off, "block %u: record %u: %s", idx, i, why);
             return -1;
         }
@@ -727,13 +732,15 @@ static uint64_t scan(struct dl *l, const uint8_t *buf, size_t len)
         off = 0;
     } else if (get64(buf + 56) != XXH3_64bits(buf, 56)) {
         damage(l, 0, "header checksum mismatch");
-    } else if (get32(buf + 8) != DUMP_VERSION || get32(buf + 12) < HDR_SIZE ||
+    } else if (get32(buf + 8) < DUMP_VERSION_MIN ||
+               get32(buf + 8) > DUMP_VERSION || get32(buf + 12) < HDR_SIZE ||
                get32(buf + 12) > len) {
         damage(l, 8, "unsupported format version %u (header size %u)",
                get32(buf + 8), get32(buf + 12));
         return 0;
     } else {
         off = get32(buf + 12);
+        l->version = get32(buf + 8);
     }
     while (off < len) {
         const uint8_t *b = buf + off;

@@ -12,7 +12,8 @@
 
 struct store;
 
-#define DUMP_VERSION 1
+#define DUMP_VERSION 2     /* written; 2 added the stale record bit */
+#define DUMP_VERSION_MIN 1 /* the oldest read */
 
 enum dump_load_mode {
     DUMP_LOAD_REPAIR, /* keep every block that verifies */
