@@ -536,6 +536,7 @@ void stats_detail_dump(struct server *srv, stats_line_fn fn, void *ctx)
 struct cachedump {
     char *buf;       /* NUL-separated lines */
     size_t len, cap;
+    size_t out;      /* bytes of the reply: each line and "\r\n" */
     uint32_t limit, n;
     bool full;
 };
@@ -569,7 +570,7 @@ static void cachedump_record(void *ctx, struct store *st,
                  (int)klen, (const char *)k, record_vlen(r),
                  record_expiry_wall(st, r));
     /* each line goes out with "\r\n"; "END\r\n" follows */
-    if (n < 0 || d->len + (size_t)n + 2 + 5 > STATS_CACHEDUMP_MAX) {
+    if (n < 0 || d->out + (size_t)n + 2 + 5 > STATS_CACHEDUMP_MAX) {
         d->full = true;
         return;
     }
@@ -589,6 +590,7 @@ static void cachedump_record(void *ctx, struct store *st,
     }
     memcpy(d->buf + d->len, line, (size_t)n + 1);
     d->len += (size_t)n + 1;
+    d->out += (size_t)n + 2;
     if (++d->n == d->limit)
         d->full = true;
 }
@@ -596,7 +598,7 @@ static void cachedump_record(void *ctx, struct store *st,
 void stats_cachedump(struct server *srv, uint32_t cls, uint32_t limit,
                      stats_line_fn fn, void *ctx)
 {
-    struct cachedump d = {NULL, 0, 0, limit, 0, false};
+    struct cachedump d = {NULL, 0, 0, 0, limit, 0, false};
     uint32_t nclasses, c;
     size_t off;
 
