@@ -156,6 +156,11 @@ struct server {
     size_t nlisteners;
     bool accepting;
     struct event *ev_accept_resume;
+    /* accepting paused for lack of descriptors (net.c's backoff): since
+     * when (CLOCK_MONOTONIC us, 0 = not paused) and the paused time
+     * before (memcached's time_in_listen_disabled_us) */
+    _Atomic uint64_t listen_disabled_at_us;
+    _Atomic uint64_t listen_disabled_us;
     /* Protected mode is in force (net.c): a listener or UDP socket on a
      * non-loopback address, no authentication; only loopback peers are
      * served. */
@@ -200,6 +205,7 @@ struct server {
     pthread_mutex_t stats_mu;         /* guards the three below */
     struct thread_stats stats_base;   /* counters at the last stats reset */
     struct store_stats store_base;
+    uint64_t listen_disabled_base_us; /* time_in_listen_disabled_us then */
     struct prefix_stats *prefixes;    /* per-prefix counts, or NULL */
     atomic_bool detail_on;            /* stats detail on (or -D) */
     char prefix_delim;                /* -D, default ':' */

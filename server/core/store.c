@@ -230,6 +230,67 @@ static inline void announce(struct store *st, enum store_event ev,
 
 void store_flush(struct store *st);
 
+/* ---- get_flushed: the keys the last flush removed (store_int.h) ---------- */
+static inline uint64_t fmark_of(uint64_t h) { return h | 1; }
+
+/* Remember h (a flush, under h's stripe write lock). */
+static void fmarks_add(struct store *st, uint64_t h)
+{
+    struct flush_marks *m = &st->fmarks[(uint32_t)h & st->lmask];
+
+    if (atomic_fetch_add_explicit(&st->flush_total, 1, memory_order_relaxed) >=
+        FLUSH_MARKS_MAX)
+        return;
+    if (m->n == m->cap) {
+        uint32_t nc = m->cap ? m->cap * 2 : 8;
+        _Atomic uint64_t *nh = mdc_realloc(m->h, nc * sizeof(*nh));
+        if (nh == NULL)
+            return;
+        m->h = nh;
+        m->cap = nc;
+    }
+    atomic_store_explicit(&m->h[m->n++], fmark_of(h), memory_order_relaxed);
+    atomic_fetch_add_explicit(&st->flush_live, 1, memory_order_relaxed);
+}
+
+/* Consume h's mark if the last flush left one; under h's stripe lock, read
+ * (racing readers: the CAS lets one win) or write.  One relaxed load when
+ * no mark is left. */
+static bool fmarks_take(struct store *st, uint64_t h)
+{
+    if (atomic_load_explicit(&st->flush_live, memory_order_relaxed) == 0)
+        return false;
+    struct flush_marks *m = &st->fmarks[(uint32_t)h & st->lmask];
+    uint64_t want = fmark_of(h);
+    for (uint32_t i = 0; i < m->n; i++) {
+        uint64_t v = atomic_load_explicit(&m->h[i], memory_order_relaxed);
+        if (v == want && atomic_compare_exchange_strong(&m->h[i], &v, 0)) {
+            atomic_fetch_sub_explicit(&st->flush_live, 1,
+                                      memory_order_relaxed);
+            return true;
+        }
+    }
+    return false;
+}
+
+/* A new flush forgets the marks of the last one. */
+static void fmarks_reset(struct store *st)
+{
+    for (uint32_t i = 0; i <= st->lmask; i++) {
+        struct flush_marks *m = &st->fmarks[i];
+        uint64_t live = 0;
+        mdc_wrlock(&st->locks[i]);
+        for (uint32_t k = 0; k < m->n; k++)
+            live += atomic_load_explicit(&m->h[k], memory_order_relaxed) != 0;
+        m->n = 0;
+        mdc_unlock(&st->locks[i]);
+        if (live)
+            atomic_fetch_sub_explicit(&st->flush_live, live,
+                                      memory_order_relaxed);
+    }
+    atomic_store_explicit(&st->flush_total, 0, memory_order_relaxed);
+}
+
 /* Run a pending delayed flush once its moment has come (one relaxed load
  * on the common path). */
 static inline void check_flush(struct store *st, uint32_t now)
@@ -440,13 +501,20 @@ static int reserve(struct store *st, size_t size)
     if (m <= lim)
         return 0;
     if (!st->cfg.no_evict && (int64_t)size <= lim) {
+        int evicted = 0;
         /* bounded only against a livelock with concurrent stores */
         for (int i = 0; i < RETRY_LIMIT; i++) {
             if (atomic_load_explicit(&st->mem, memory_order_relaxed) <= lim)
-                return 0;
+                break;
             if (evict_one(st) < 0)
                 break;
+            evicted = 1;
         }
+        /* memcached's direct_reclaims: this store, not a background
+         * thread, made the room (here every eviction is such a one) */
+        if (evicted)
+            atomic_fetch_add_explicit(&st->direct_reclaims, 1,
+                                      memory_order_relaxed);
         if (atomic_load_explicit(&st->mem, memory_order_relaxed) <= lim)
             return 0;
         atomic_fetch_add_explicit(&st->nomem_held, 1, memory_order_relaxed);
@@ -602,6 +670,8 @@ static int do_link(struct store *st, uint64_t h, struct record *r,
     uint32_t nt = (rec_rflags(r) & R_TAGGED) ? rec_tags(r)->ntags : 0;
     struct tag_area *ta = nt ? rec_tags(r) : NULL;
     int64_t tmem = 0, d_items = 0, d_tagged = 0, d_links = 0, d_expiring = 0;
+
+    (void)fmarks_take(st, h); /* stored again: a later miss is no flush's */
 
     if (!keep_pos && nt)
         ta->lseq = atomic_fetch_add_explicit(&st->link_seq, 1,
@@ -763,12 +833,16 @@ struct store *store_setup(const struct store_config *cfg)
     st->epoch_ns = sys_mono_ns(NULL);
     st->buckets = mdc_huge_calloc((size_t)c->nbuckets * sizeof(*st->buckets));
     st->locks = mdc_calloc(c->nlocks, sizeof(*st->locks));
+    st->fmarks = mdc_calloc(c->nlocks, sizeof(*st->fmarks));
     st->tags = tags_setup(c->tag_buckets);
-    if (st->buckets == NULL || st->locks == NULL || st->tags == NULL)
+    if (st->buckets == NULL || st->locks == NULL || st->fmarks == NULL ||
+        st->tags == NULL)
         goto fail;
     for (uint32_t i = 0; i < c->nlocks; i++)
         mdc_rwlock_init(&st->locks[i]);
-    st->fixed_bytes = sizeof(*st) + (uint64_t)c->nlocks * sizeof(*st->locks) +
+    st->fixed_bytes = sizeof(*st) +
+                      (uint64_t)c->nlocks *
+                          (sizeof(*st->locks) + sizeof(*st->fmarks)) +
                       tags_fixed_bytes(st->tags); /* + buckets in use */
     atomic_store(&st->evict_seed, 0x9E3779B97F4A7C15ull);
     atomic_store(&st->mem_limit, (int64_t)c->mem_limit);
@@ -785,6 +859,7 @@ struct store *store_setup(const struct store_config *cfg)
 fail:
     if (st->locks)
         mdc_free(st->locks);
+    mdc_free(st->fmarks);
     mdc_huge_free(st->buckets, (size_t)c->nbuckets * sizeof(*st->buckets));
     if (st->tags != NULL) {
         int64_t tmem = 0;
@@ -841,6 +916,9 @@ void store_teardown(struct store *st)
     pthread_mutex_destroy(&st->grow_mu);
     pthread_cond_destroy(&st->sweep_cv);
     mdc_free(st->locks);
+    for (uint32_t i = 0; i <= st->lmask; i++)
+        mdc_free(st->fmarks[i].h);
+    mdc_free(st->fmarks);
     mdc_huge_free(st->buckets, (size_t)st->cfg.nbuckets * sizeof(*st->buckets));
     mdc_free(st);
 }
@@ -879,6 +957,9 @@ void store_get_stats(struct store *st, struct store_stats *o)
     o->evicted_unfetched = LD(evicted_unfetched);
     o->get_expired = LD(get_expired);
     o->nomem_held = LD(nomem_held);
+    o->direct_reclaims = LD(direct_reclaims);
+    o->lrutail_reflocked = LD(lrutail_reflocked);
+    o->get_flushed = LD(get_flushed);
     o->tagged_items = LD(tagged_items);
     o->tag_links = LD(tag_links);
 #undef LD
@@ -980,6 +1061,14 @@ static int evict_one(struct store *st)
         } else {
             announce(st, EV_EVICT, best, h);
             atomic_fetch_add_explicit(&st->evictions, 1, memory_order_relaxed);
+            /* memcached skips a referenced record at the LRU tail
+             * (lrutail_reflocked); here it goes, its memory comes back
+             * when the reader lets go (our pick holds one count) */
+            if ((__atomic_load_n(&best->refcnt, __ATOMIC_RELAXED) &
+                 ~REF_INDEX) > 1 ||
+                mdc_held_anywhere(best))
+                atomic_fetch_add_explicit(&st->lrutail_reflocked, 1,
+                                          memory_order_relaxed);
             if (!(rec_rflags(best) & R_FETCHED))
                 atomic_fetch_add_explicit(&st->evicted_unfetched, 1,
                                           memory_order_relaxed);
@@ -1054,6 +1143,8 @@ static struct record *get_hashed(struct store *st, uint64_t h,
     check_flush(st, secs_of(st, ns));
     mdc_rdlock(l);
     struct record *r = do_find(st, h, key, klen);
+    if (r == NULL && fmarks_take(st, h))
+        atomic_fetch_add_explicit(&st->get_flushed, 1, memory_order_relaxed);
     if (r != NULL) {
         if (rec_expired(r, secs_of(st, ns))) {
             r = NULL;
@@ -1174,6 +1265,8 @@ struct record *store_gat(struct store *st, const void *key, uint32_t klen,
         __atomic_store_n(&r->atime, now_tick(st), __ATOMIC_RELAXED);
         rec_set_rflag(r, R_FETCHED);
         rec_hold(r);
+    } else if (fmarks_take(st, h)) {
+        atomic_fetch_add_explicit(&st->get_flushed, 1, memory_order_relaxed);
     }
     mdc_unlock(l);
     return r;
@@ -1381,6 +1474,8 @@ int store_delete(struct store *st, const void *key, uint32_t klen,
 
     mdc_wrlock(l);
     struct record *r = do_find_live(st, h, key, klen);
+    if (r == NULL)
+        (void)fmarks_take(st, h); /* memcached unlinks the flushed item */
     if (r != NULL) {
         if (cas != 0 && r->cas != cas) {
             rc = ST_EXISTS;
@@ -1790,6 +1885,9 @@ int store_atomic(struct store *st, enum store_atomic_op op, const void *key,
 /* ---- flush and sweep ------------------------------------------------------------ */
 void store_flush(struct store *st)
 {
+    uint32_t now = now_s(st);
+
+    fmarks_reset(st);
     /* re-read the size each step: a bucket split behind the cursor moves
      * records ahead of it, never behind */
     for (uint32_t b = 0; b < nbuckets_now(st); b++) {
@@ -1797,7 +1895,10 @@ void store_flush(struct store *st)
         mdc_wrlock(l);
         struct record *r;
         while ((r = RB_ROOT(&st->buckets[b])) != NULL) {
-            announce(st, EV_FLUSH, r, store_hash(rec_key(r), r->klen));
+            uint64_t h = store_hash(rec_key(r), r->klen);
+            if (!rec_expired(r, now))
+                fmarks_add(st, h); /* a get of it counts get_flushed */
+            announce(st, EV_FLUSH, r, h);
             do_unlink_b(st, b, r);
         }
         mdc_unlock(l);

@@ -120,6 +120,16 @@ struct store_stats {
     uint64_t get_expired;     /* reads that found an expired record */
     uint64_t nomem_held;      /* stores refused although eviction is on:
                                * the memory is held by readers */
+    uint64_t direct_reclaims; /* stores that evicted records themselves to
+                               * fit under the limit (memcached's name) */
+    uint64_t lrutail_reflocked; /* evictions of a record a reader still
+                                 * referenced (its memory returns when the
+                                 * reader lets go) */
+    uint64_t get_flushed;     /* gets that found no record because a flush
+                               * had removed the key's record: the first
+                               * get of each key after the flush, until the
+                               * key is stored again (at most
+                               * FLUSH_MARKS_MAX keys per flush) */
     uint64_t tagged_items;    /* live records with at least one tag */
     uint64_t tag_links;       /* (record, tag) links in the tag index */
     uint64_t tag_values;      /* distinct (tkey, tval) in the index */

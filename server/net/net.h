@@ -16,4 +16,13 @@ int net_enable_accept(struct server *srv);
 void net_accepted(struct server *srv, size_t i, int fd);
 void net_disable_accept(struct server *srv);
 
+/* A listener as memcached's "stats conns" names it: tcp:ADDR:PORT,
+ * tcp6:[ADDR]:PORT or unix:PATH. */
+void net_listener_label(const struct listener *l, char *buf, size_t len);
+/* The label of the listener that accepted connection fd (of family), by
+ * its local address; "?" if none matches (the listeners are gone).  Takes
+ * srv->stats_mu: never call it holding that. */
+void net_listen_addr_of(struct server *srv, int fd, int family, char *buf,
+                        size_t len);
+
 #endif

@@ -17,6 +17,7 @@
 
 #include "udp.h"
 #include "compat.h"
+#include "conn.h"
 
 #include <errno.h>
 #include <netdb.h>
@@ -644,13 +645,38 @@ fail:
     return -1;
 }
 
+void udp_worker_visit(struct worker *w,
+                      void (*fn)(void *ctx, const struct conn_info *ci),
+                      void *ctx)
+{
+    struct conn_info ci;
+    struct udp_sock *us;
+
+    if (w->udp == NULL)
+        return;
+    memset(&ci, 0, sizeof(ci));
+    ci.kind = CI_UDP;
+    ci.state = "conn_read"; /* memcached's, for a UDP socket */
+    for (us = w->udp->socks; us != NULL; us = us->next) {
+        ci.fd = us->fd;
+        snprintf(ci.addr, sizeof(ci.addr), "%s:%s",
+                 us->name[0] == '[' ? "udp6" : "udp", us->name);
+        fn(ctx, &ci);
+    }
+}
+
 void udp_worker_close(struct worker *w)
 {
     struct udp_sock *us, *next;
 
     if (w->udp == NULL)
         return;
-    for (us = w->udp->socks; us != NULL; us = next) {
+    /* "stats conns" of another thread walks the list under conns_mu */
+    pthread_mutex_lock(&w->conns_mu);
+    us = w->udp->socks;
+    w->udp->socks = NULL;
+    pthread_mutex_unlock(&w->conns_mu);
+    for (; us != NULL; us = next) {
         next = us->next;
         event_free(us->ev);
         close(us->fd);

@@ -47,6 +47,12 @@ unsigned udp_worker_fds(struct worker *w, int *fds, unsigned max);
 
 /* Bind -U on every -l address, one SO_REUSEPORT socket per network thread. */
 int udp_listen_all(struct server *srv);
+/* "stats conns": fn(ctx, info) for each of w's UDP sockets (CI_UDP; w's
+ * conns_mu held by the caller, which udp_worker_close takes too). */
+struct conn_info;
+void udp_worker_visit(struct worker *w,
+                      void (*fn)(void *ctx, const struct conn_info *ci),
+                      void *ctx);
 /* Close w's UDP sockets (w's own thread, or before the threads start). */
 void udp_worker_close(struct worker *w);
 /* ... and free its buffers too. */

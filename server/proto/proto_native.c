@@ -748,7 +748,7 @@ static void nat_process(struct conn *c, struct worker *w)
             continue;
         }
         if (avail < total) {
-            conn_in_need(c, total);
+            conn_in_need_body(c, total); /* the header is in */
             break;
         }
         n = wire_parse(buf, avail, &m, srv->max_body);

@@ -354,8 +354,18 @@ static void txt_conn_info(void *ctx, const struct conn_info *ci)
     struct conn *c = ctx;
     char name[32], val[32];
 
+    /* memcached 1.6's lines: a UDP socket is marked, a connection names
+     * the listener that accepted it */
+    if (ci->kind == CI_UDP) {
+        snprintf(name, sizeof(name), "%d:UDP", ci->fd);
+        txt_stats_line(c, name, "UDP");
+    }
     snprintf(name, sizeof(name), "%d:addr", ci->fd);
     txt_stats_line(c, name, ci->addr);
+    if (ci->kind == CI_CONN) {
+        snprintf(name, sizeof(name), "%d:listen_addr", ci->fd);
+        txt_stats_line(c, name, ci->listen_addr);
+    }
     snprintf(name, sizeof(name), "%d:state", ci->fd);
     txt_stats_line(c, name, ci->state);
     snprintf(name, sizeof(name), "%d:secs_since_last_cmd", ci->fd);
@@ -378,13 +388,62 @@ static bool arg_is(const struct mctext_req *req, const char *s)
     return req->arglen == n && memcmp(req->arg, s, n) == 0;
 }
 
-/* stats [settings|threads|tags|items|slabs|sizes|conns|reset|detail
- * on|off|dump]; another group: ERROR (docs/protocol-text.md, "stats"). */
+/* One unsigned 32-bit decimal of a stats argument, from *p (spaces
+ * skipped); 1 read, 0 none left, -1 not a number. */
+static int stats_arg_u32(const char **p, const char *end, uint32_t *out)
+{
+    const char *s = *p;
+    uint64_t v = 0;
+
+    while (s < end && *s == ' ')
+        s++;
+    if (s == end)
+        return 0;
+    *p = s;
+    while (s < end && *s != ' ') {
+        if (*s < '0' || *s > '9' || v > UINT32_MAX / 10)
+            return -1;
+        v = v * 10 + (uint64_t)(*s - '0');
+        s++;
+    }
+    if (v > UINT32_MAX)
+        return -1;
+    *out = (uint32_t)v;
+    *p = s;
+    return 1;
+}
+
+/* stats cachedump <class> <limit>, memcached's replies to bad arguments. */
+static void txt_cachedump(struct conn *c, const struct mctext_req *req)
+{
+    const char *p = req->arg + 9, *end = req->arg + req->arglen;
+    uint32_t cls = 0, limit = 0;
+    int a = stats_arg_u32(&p, end, &cls);
+    int b = a > 0 ? stats_arg_u32(&p, end, &limit) : 0;
+
+    if (a < 0 || b < 0) {
+        txt_str(c, "CLIENT_ERROR bad command line format\r\n");
+        return;
+    }
+    if (a == 0 || b == 0) {
+        txt_str(c, "CLIENT_ERROR bad command line\r\n");
+        return;
+    }
+    if (cls >= STATS_CACHEDUMP_CLASSES) {
+        txt_str(c, "CLIENT_ERROR Illegal slab id\r\n");
+        return;
+    }
+    stats_cachedump(c->srv, cls, limit, txt_line, c);
+    txt_str(c, MCTEXT_R_END);
+}
+
+/* stats [settings|threads|tags|items|slabs|sizes|conns|cachedump|reset|
+ * detail on|off|dump]; another group: ERROR (docs/protocol-text.md,
+ * "stats"). */
 static void txt_stats(struct conn *c, struct worker *w,
                       const struct mctext_req *req)
 {
     struct server *srv = c->srv;
-    unsigned i;
 
     STAT_INC(&w->stats, cmd_stats);
     if (req->arg == NULL) {
@@ -410,19 +469,11 @@ static void txt_stats(struct conn *c, struct worker *w,
     } else if (arg_is(req, "sizes")) {
         txt_stats_line(c, "sizes_status", "disabled");
     } else if (arg_is(req, "conns")) {
-        pthread_mutex_lock(&srv->stats_mu); /* net_close_all frees them */
-        for (i = 0; i < srv->nlisteners; i++) {
-            char name[32];
-
-            if (srv->listeners[i].fd < 0)
-                continue;
-            snprintf(name, sizeof(name), "%d:addr", srv->listeners[i].fd);
-            txt_stats_line(c, name, srv->listeners[i].name);
-            snprintf(name, sizeof(name), "%d:state", srv->listeners[i].fd);
-            txt_stats_line(c, name, "conn_listening");
-        }
-        pthread_mutex_unlock(&srv->stats_mu);
         conn_visit_all(srv, txt_conn_info, c);
+    } else if (req->arglen >= 9 && memcmp(req->arg, "cachedump", 9) == 0 &&
+               (req->arglen == 9 || req->arg[9] == ' ')) {
+        txt_cachedump(c, req);
+        return;
     } else if (arg_is(req, "reset")) {
         stats_reset(srv);
         txt_str(c, "RESET\r\n");
@@ -1185,7 +1236,8 @@ static void proto_text_process(struct conn *c, struct worker *w)
                 txt_preauth_too_long(c, w);
                 break;
             }
-            conn_in_need(c, req.need);
+            /* a whole line before it: what is missing is the value */
+            conn_in_need_body(c, req.need);
             break;
         }
         if (n == MCTEXT_ERROR) {
