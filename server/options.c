@@ -27,6 +27,7 @@ enum opt_id {
 
 enum opt_kind {
     OT_UINT,
+    OT_PORT,
     OT_NCPU,
     OT_POW2,
     OT_SIZE,
@@ -117,7 +118,23 @@ int options_parse_size(const char *s, uint64_t *out)
     return 0;
 }
 
-/* Split "addr", "addr:port", "[v6]" or "[v6]:port" into host and port. */
+/* The PORT of ADDR:PORT: 0-65535 or "auto" (OPT_PORT_AUTO); 0 or -1. */
+static int opt_parse_port(const char *s, unsigned long *p)
+{
+    char *e;
+
+    if (strcmp(s, "auto") == 0) {
+        *p = OPT_PORT_AUTO;
+        return 0;
+    }
+    if (!isdigit((unsigned char)s[0]))
+        return -1;
+    *p = strtoul(s, &e, 10);
+    return *e != '\0' || *p > 65535 ? -1 : 0;
+}
+
+/* Split "addr", "addr:port", "[v6]" or "[v6]:port" into host and port
+ * ("auto" for OPT_PORT_AUTO). */
 int options_split_listen(const char *spec, unsigned long dport, char *host,
                      size_t hlen, char *port, size_t plen)
 {
@@ -133,18 +150,14 @@ int options_split_listen(const char *spec, unsigned long dport, char *host,
         h = spec + 1;
         n = (size_t)(end - h);
         if (end[1] == ':') {
-            char *e;
-            p = strtoul(end + 2, &e, 10);
-            if (*e != '\0' || end[2] == '\0' || p > 65535)
+            if (opt_parse_port(end + 2, &p) < 0)
                 return -1;
         } else if (end[1] != '\0') {
             return -1;
         }
     } else if (colon != NULL && strchr(spec, ':') == colon) {
-        char *e;
         n = (size_t)(colon - spec);
-        p = strtoul(colon + 1, &e, 10);
-        if (*e != '\0' || colon[1] == '\0' || p > 65535)
+        if (opt_parse_port(colon + 1, &p) < 0)
             return -1;
     } else {
         n = strlen(spec); /* a bare name, v4 address or v6 address */
@@ -153,7 +166,10 @@ int options_split_listen(const char *spec, unsigned long dport, char *host,
         return -1;
     memcpy(host, h, n);
     host[n] = '\0';
-    snprintf(port, plen, "%lu", p);
+    if (p == OPT_PORT_AUTO)
+        snprintf(port, plen, "auto");
+    else
+        snprintf(port, plen, "%lu", p);
     return 0;
 }
 
@@ -171,6 +187,12 @@ static int opt_set(struct options *o, const struct opt_desc *d,
             v = opt_ncpu();
             if (v > d->max)
                 v = d->max;
+            goto store_u64;
+        }
+        /* fall through */
+    case OT_PORT:
+        if (d->kind == OT_PORT && arg != NULL && strcmp(arg, "auto") == 0) {
+            v = OPT_PORT_AUTO;
             goto store_u64;
         }
         /* fall through */
@@ -286,6 +308,12 @@ static void opt_format(const struct options *o, const struct opt_desc *d,
     const char *p = (const char *)o + d->off;
 
     switch (d->kind) {
+    case OT_PORT:
+        if (*(const uint64_t *)(const void *)p == OPT_PORT_AUTO) {
+            snprintf(buf, len, "auto");
+            break;
+        }
+        /* fall through */
     case OT_UINT:
     case OT_NCPU:
     case OT_POW2:
@@ -643,11 +671,12 @@ static void opt_report_invalid(FILE *err, const char *argv0,
                                const char *why)
 {
     if (d->kind == OT_SIZE || d->kind == OT_UINT || d->kind == OT_POW2 ||
-        d->kind == OT_NCPU || d->kind == OT_LEVEL)
+        d->kind == OT_NCPU || d->kind == OT_LEVEL || d->kind == OT_PORT)
         fprintf(err,
                 "%s: invalid value '%s' for --%s: %s "
-                "(allowed %" PRIu64 "..%" PRIu64 ")\n",
-                argv0, val ? val : "", d->lname, why, d->min, d->max);
+                "(allowed %" PRIu64 "..%" PRIu64 "%s)\n",
+                argv0, val ? val : "", d->lname, why, d->min, d->max,
+                d->kind == OT_PORT ? " or auto" : "");
     else
         fprintf(err, "%s: invalid value '%s' for --%s: %s\n", argv0,
                 val ? val : "", d->lname, why);
@@ -705,6 +734,11 @@ static int opt_validate(struct options *o, FILE *err, const char *argv0)
     if (o->xdp != NULL && o->udp_port == 0) {
         fprintf(err, "%s: -x %s needs -U PORT: XDP answers memcached UDP "
                 "GETs only\n", argv0, o->xdp);
+        return -1;
+    }
+    if (o->xdp != NULL && o->udp_port == OPT_PORT_AUTO) {
+        fprintf(err, "%s: -x %s needs a fixed -U PORT, not auto: the XDP "
+                "program filters on it\n", argv0, o->xdp);
         return -1;
     }
     if (strcmp(o->xdp_mode, "auto") != 0 &&

@@ -170,6 +170,7 @@ struct server {
 
     struct event *ev_sig[5];
     bool pidfile_written;
+    bool portfile_written;    /* --port-file: removed at exit */
 
     /* The protocol of a new connection from its first byte (net/conn.h's
      * interface); daemon.c sets it to proto_detect() (proto/proto.h), so
