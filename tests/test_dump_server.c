@@ -52,7 +52,7 @@
 #endif
 
 static char dir[] = "/tmp/mdc-dumpsrv-XXXXXX";
-static char dpath[300], logp[300];
+static char dpath[300], logp[300], portp[300];
 
 struct srv {
     pid_t pid;
@@ -65,19 +65,19 @@ static void sleep_ms(int ms)
     nanosleep(&ts, NULL);
 }
 
-static int free_port(void)
+/* The TCP port the daemon picked (-p auto), from its --port-file: the
+ * "tcp 127.0.0.1:PORT" line; -1 while the file is not there. */
+static int port_from_file(void)
 {
-    struct sockaddr_in a;
-    socklen_t al = sizeof(a);
-    int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
-    memset(&a, 0, sizeof(a));
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
-        getsockname(fd, (struct sockaddr *)&a, &al) == 0)
-        port = ntohs(a.sin_port);
-    if (fd >= 0)
-        close(fd);
+    char line[256];
+    int port = -1;
+    FILE *f = fopen(portp, "r");
+    if (f == NULL)
+        return -1;
+    while (port < 0 && fgets(line, sizeof(line), f) != NULL)
+        if (strncmp(line, "tcp 127.0.0.1:", 14) == 0)
+            port = atoi(line + 14);
+    fclose(f);
     return port;
 }
 
@@ -102,15 +102,16 @@ static int conn(const struct srv *s)
 static int start(struct srv *s, const char *const *extra)
 {
     const char *argv[40];
-    char port[16];
     int n = 0;
-    s->port = free_port();
-    snprintf(port, sizeof(port), "%d", s->port);
+    s->port = -1;
+    unlink(portp); /* from the previous start */
     argv[n++] = MDCACHED_BIN;
     argv[n++] = "-l";
     argv[n++] = "127.0.0.1";
     argv[n++] = "-p";
-    argv[n++] = port;
+    argv[n++] = "auto";
+    argv[n++] = "--port-file";
+    argv[n++] = portp;
     argv[n++] = "-n";
     argv[n++] = "2";
     argv[n++] = "-f";
@@ -140,7 +141,9 @@ static int start(struct srv *s, const char *const *extra)
             s->pid = 0;
             return WIFEXITED(status) ? WEXITSTATUS(status) : 255;
         }
-        int fd = conn(s);
+        if (s->port < 0)
+            s->port = port_from_file();
+        int fd = s->port > 0 ? conn(s) : -1;
         if (fd >= 0) {
             close(fd);
             return 0;
@@ -270,6 +273,7 @@ static int setup(void **state)
         return -1;
     chmod(dir, 0777); /* as root, the daemon runs as nobody */
     snprintf(dpath, sizeof(dpath), "%s/cache.mdc", dir);
+    snprintf(portp, sizeof(portp), "%s/ports", dir);
     snprintf(logp, sizeof(logp), "%s/log", dir);
     return 0;
 }
