@@ -116,7 +116,21 @@ if ! grep -q '^#define HAVE_LIBSYSTEMD 1' "$B/config.h" 2>/dev/null; then
 else
     cat >"$T/notify.py" <<'EOF'
 import os, socket, sys, time
-sock_path, port, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+sock_path, ports, out = sys.argv[1], sys.argv[2], sys.argv[3]
+
+
+def port():
+    """the daemon's -p auto port, from its --port-file (0: not there)"""
+    try:
+        with open(ports) as f:
+            for line in f:
+                if line.startswith("tcp 127.0.0.1:"):
+                    return int(line.split(":")[1])
+    except OSError:
+        pass
+    return 0
+
+
 s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
 s.bind(sock_path)
 os.chmod(sock_path, 0o777)   # the daemon may have become nobody
@@ -130,7 +144,7 @@ with open(out, "w") as f:
             f.write("timeout\n"); break
         up = "no"
         try:
-            socket.create_connection(("127.0.0.1", port), 1).close(); up = "yes"
+            socket.create_connection(("127.0.0.1", port()), 1).close(); up = "yes"
         except OSError:
             pass
         for line in msg.split("\n"):
@@ -138,12 +152,11 @@ with open(out, "w") as f:
         if "STOPPING=1" in msg:
             break
 EOF
-    PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-    python3 "$T/notify.py" "$T/notify" "$PORT" "$T/msgs" &
+    python3 "$T/notify.py" "$T/notify" "$T/ports" "$T/msgs" &
     PY=$!
     i=0
     while ! grep -q bound "$T/msgs" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
-    NOTIFY_SOCKET="$T/notify" "$D" -p "$PORT" -n 2 -v 1 &
+    NOTIFY_SOCKET="$T/notify" "$D" -p auto --port-file "$T/ports" -n 2 -v 1 &
     DP=$!
     i=0
     while ! grep -q READY=1 "$T/msgs" && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
