@@ -38,6 +38,7 @@
 
 #include <cmocka.h>
 
+#include "dump_image.h"
 #include "protocol/wire.h"
 
 /* kill -9 needs a dump long enough to be caught in the middle */
@@ -518,6 +519,52 @@ static void test_load_modes(void **state)
     assert_int_equal(start(&s, bad), 64);
 }
 
+/* A file whose checksums all verify, with a record of an empty key (which
+ * tget would send as "VALUE  0 1") and one with a tag twice: strict does
+ * not start (65, naming the record), repair starts with the other records
+ * and logs each bad one. */
+static void test_load_invalid_record(void **state)
+{
+    static const int32_t tags[] = {1, 2, 1, 3}, dup[] = {1, 2, 1, 2};
+    const struct raw recs[] = {
+        {"a", 1, "va", 2, 0, tags, 2},
+        {"", 0, "x", 1, 0, tags, 1},
+        {"b", 1, "vb", 2, 0, dup, 2},
+        {"c", 1, "vc", 2, 0, NULL, 0},
+    };
+    uint64_t roff[4];
+    size_t len;
+    char out[4096], want[128];
+    struct srv s;
+    (void)state;
+    clean();
+    uint8_t *img = mk_image(recs, 4, &len, roff);
+    assert_non_null(img);
+    int fd = open(dpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, img, len), (ssize_t)len);
+    close(fd);
+    free(img);
+    const char *strict[] = {"--dump-load=strict", "--no-dump-on-exit", NULL};
+    int rc = start(&s, strict);
+    if (rc == 0)
+        stop(&s, SIGKILL); /* it started: do not leave it running */
+    assert_int_equal(rc, 65);
+    snprintf(want, sizeof(want), "damaged at offset %llu: block 0: record 1: "
+             "empty key", (unsigned long long)roff[1]);
+    assert_true(file_has(logp, want));
+    const char *rep[] = {"--dump-load=repair", "--no-dump-on-exit", NULL};
+    assert_int_equal(start(&s, rep), 0);
+    assert_int_equal(stat_of(&s, "curr_items"), 2);
+    cmd(&s, "get a b c\r\n", "END\r\n", out, sizeof(out));
+    assert_string_equal(out, "VALUE a 0 2\r\nva\r\nVALUE c 0 2\r\nvc\r\n"
+                             "END\r\n");
+    assert_true(file_has(logp, "block 0: record 1: empty key"));
+    assert_true(file_has(logp, "block 0: record 2: tag 1:2 twice"));
+    assert_true(file_has(logp, "2 of them records with an invalid field"));
+    assert_int_equal(stop(&s, SIGTERM), 0);
+}
+
 /* repair never stops the start on damage: a file that is no dump at all
  * is skipped whole (nothing loaded, kept as .corrupt-*), the server
  * starts, and nothing in the log speaks of strict or exit 65; only strict
@@ -656,6 +703,7 @@ int main(void)
         cmocka_unit_test(test_dump_parked),
         cmocka_unit_test(test_load_modes),
         cmocka_unit_test(test_repair_not_a_dump),
+        cmocka_unit_test(test_load_invalid_record),
         cmocka_unit_test(test_kill9),
         cmocka_unit_test(test_full_disk),
     };
