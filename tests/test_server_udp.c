@@ -633,6 +633,11 @@ static void test_stats_settings(void **state)
     /* the option as given: started with -U auto (start_udp) */
     snprintf(want, sizeof(want), "udp-port auto\n");
     assert_non_null(strstr((const char *)p.val, want));
+    /* memcached's name: the port it got */
+    snprintf(want, sizeof(want), "udpport %d\n", g_uport);
+    assert_non_null(strstr((const char *)p.val, want));
+    snprintf(want, sizeof(want), "tcpport %d\n", g_srv.port);
+    assert_non_null(strstr((const char *)p.val, want));
     assert_non_null(strstr((const char *)p.val, "udp-reply-limit 163840\n"));
 #ifdef MDC_UDP_REUSEPORT_LB
     /* one socket per network thread, balanced by the kernel */

@@ -340,6 +340,8 @@ static int net_listen_tcp(struct server *srv, const char *spec, bool tls)
         }
         l->loopback = addr_is_loopback(ai->ai_addr);
         l->tls = tls;
+        if (!tls && strcmp(port, "auto") == 0 && srv->auto_tcp_port == 0)
+            srv->auto_tcp_port = (unsigned)atoi(strrchr(name, ':') + 1);
         log_info("listening on %s%s", name, tls ? " (TLS)" : "");
         n++;
     }

@@ -24,6 +24,7 @@
 #include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -740,6 +741,9 @@ static int udp_listen_addr(struct server *srv, const char *spec)
                     goto out;
                 }
                 bound.ai_addrlen = sl;
+                if (srv->auto_udp_port == 0)
+                    srv->auto_udp_port =
+                        (unsigned)atoi(strrchr(name, ':') + 1);
             }
             if (udp_sock_add(&srv->workers[i], fd, name,
                              addr_is_loopback(ai->ai_addr)) < 0) {
