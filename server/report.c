@@ -227,8 +227,12 @@ static void stats_memcached_settings(struct server *srv, stats_visit_fn fn,
     store_get_stats(srv->store, &s);
     emit_u64(fn, ctx, "maxbytes", s.limit_maxbytes); /* cache_memlimit */
     emit_u64(fn, ctx, "maxconns", o->max_conns);
-    emit_u64(fn, ctx, "tcpport", o->port);
-    emit_u64(fn, ctx, "udpport", o->udp_port);
+    /* -p auto / -U auto: the port the kernel picked, as memcached shows
+     * its ephemeral one */
+    emit_u64(fn, ctx, "tcpport",
+             o->port == OPT_PORT_AUTO ? srv->auto_tcp_port : o->port);
+    emit_u64(fn, ctx, "udpport",
+             o->udp_port == OPT_PORT_AUTO ? srv->auto_udp_port : o->udp_port);
     fn(ctx, "inter", o->listen.n > 0 ? o->listen.v[0] : "NULL");
     emit_u64(fn, ctx, "verbosity", o->verbose);
     fn(ctx, "evictions", o->no_evict ? "off" : "on");

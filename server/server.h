@@ -175,6 +175,10 @@ struct server {
 
     struct event *ev_sig[5];
     bool pidfile_written;
+    bool portfile_written;    /* --port-file: removed at exit */
+    /* -p auto, -U auto: the first port the kernel picked (stats settings'
+     * tcpport and udpport) */
+    unsigned auto_tcp_port, auto_udp_port;
 
     /* The protocol of a new connection from its first byte (net/conn.h's
      * interface); daemon.c sets it to proto_detect() (proto/proto.h), so

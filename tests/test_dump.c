@@ -12,7 +12,12 @@
  *    tag: the loaded store passes store_check and every record in it was
  *    live at some moment of the dump;
  *  - loading more than -m: the most recently used records first;
- *  - a write that fails leaves the previous dump and no temporary file.
+ *  - a write that fails leaves the previous dump and no temporary file;
+ *  - records whose checksums verify but whose fields the protocol would
+ *    refuse (an empty key, tags twice or out of order, a key over 65534
+ *    bytes, flags over 32 bits, over the writer's -I or --max-tags) are
+ *    damage: strict refuses the file naming the record's offset, repair
+ *    skips that record only.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -29,9 +34,7 @@
 
 #include <cmocka.h>
 
-#define XXH_INLINE_ALL
-#include <xxhash.h>
-
+#include "dump_image.h"
 #include "server/core/dump.h"
 #include "server/core/store.h"
 #include "testclock.h"
@@ -783,6 +786,96 @@ static void test_stale_kept(void **state)
     store_teardown(a);
 }
 
+/* ---- fields the protocol would refuse ------------------------------------ */
+static void test_invalid_fields(void **state)
+{
+    (void)state;
+    static const int32_t t_ok[] = {1, 2, 1, 3, 5, -1};
+    static const int32_t t_dup[] = {1, 2, 1, 2};
+    static const int32_t t_unsorted[] = {2, 1, 1, 1};
+    static const int32_t t_unsorted_val[] = {7, 5, 7, 4};
+    static const int32_t t_many[] = {1, 1, 1, 2, 1, 3, 1, 4, 1, 5};
+    static char big[70000];
+    memset(big, 'k', sizeof(big));
+    static const struct {
+        struct raw bad;
+        const char *why;
+    } cases[] = {
+        {{"", 0, "v", 1, 0, NULL, 0}, "empty key"},
+        {{"", 0, "v", 1, 7, t_ok, 3}, "empty key"},
+        {{"dup", 3, "v", 1, 0, t_dup, 2}, "tag 1:2 twice"},
+        {{"uns", 3, "v", 1, 0, t_unsorted, 2}, "tags not sorted"},
+        {{"uns", 3, "v", 1, 0, t_unsorted_val, 2}, "tags not sorted"},
+        {{big, 65535, "v", 1, 0, NULL, 0}, "key of 65535 bytes, over 65534"},
+        {{"fl", 2, "v", 1, (uint64_t)1 << 32, NULL, 0},
+         "client flags over 32 bits"},
+        {{"big", 3, big, 1025, 0, NULL, 0},
+         "value of 1025 bytes, over the writer's -I 1024"},
+        {{"many", 4, "v", 1, 0, t_many, 5},
+         "5 tags, over the writer's --max-tags 4"},
+    };
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        struct raw recs[3] = {
+            {"a", 1, "1", 1, 0, t_ok, 3},
+            cases[c].bad,
+            {"c", 1, "3", 1, 9, NULL, 0},
+        };
+        uint64_t roff[3];
+        size_t len;
+        uint8_t *img = mk_image(recs, 3, &len, roff);
+        struct dump_info info;
+        assert_non_null(img);
+
+        /* strict: the file is refused, the record named by its offset */
+        struct store *s = mkstore((size_t)64 << 20);
+        assert_int_equal(dump_load_buf(s, img, len, DUMP_LOAD_STRICT, NULL,
+                                       NULL, &info), -1);
+        struct store_stats ss;
+        store_get_stats(s, &ss);
+        assert_int_equal(ss.curr_items, 0);
+        if (strstr(info.err, cases[c].why) == NULL)
+            fail_msg("case %zu: strict says '%s', want '%s'", c, info.err,
+                     cases[c].why);
+        assert_int_equal(info.err_offset, roff[1]);
+        store_teardown(s);
+
+        /* repair: that record only is skipped, counted and reported */
+        s = mkstore((size_t)64 << 20);
+        assert_int_equal(dump_load_buf(s, img, len, DUMP_LOAD_REPAIR, NULL,
+                                       NULL, &info), 0);
+        assert_int_equal(info.bad, 1);
+        assert_int_equal(info.invalid, 1);
+        assert_int_equal(info.records, 2);
+        assert_int_equal(info.err_offset, roff[1]);
+        store_get_stats(s, &ss);
+        assert_int_equal(ss.curr_items, 2);
+        struct record *r = store_get(s, "a", 1);
+        assert_non_null(r);
+        assert_int_equal(record_ntags(r), 3);
+        store_release(s, r);
+        r = store_get(s, "c", 1);
+        assert_non_null(r);
+        assert_int_equal(record_flags(r), 9);
+        store_release(s, r);
+        assert_null(store_get(s, "", 0));
+        check_clean(s);
+        store_teardown(s);
+
+        /* the same file without the bad record loads whole in strict */
+        recs[1] = recs[2];
+        free(img);
+        img = mk_image(recs, 2, &len, roff);
+        assert_non_null(img);
+        s = mkstore((size_t)64 << 20);
+        assert_int_equal(dump_load_buf(s, img, len, DUMP_LOAD_STRICT, NULL,
+                                       NULL, &info), 0);
+        assert_int_equal(info.records, 2);
+        assert_int_equal(info.bad, 0);
+        store_teardown(s);
+        free(img);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -793,6 +886,7 @@ int main(void)
         cmocka_unit_test(test_recency_limit),
         cmocka_unit_test(test_failed_write),
         cmocka_unit_test(test_stale_kept),
+        cmocka_unit_test(test_invalid_fields),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

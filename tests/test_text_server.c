@@ -45,6 +45,7 @@
 
 #define IO_TIMEOUT_MS 5000
 #define DAEMON_LOG "test_text_server-daemon.log"
+#define DAEMON_PORTS "test_text_server-daemon.ports"
 #define TAG_REPLY_LIMIT 4096 /* --tag-reply-limit of the spawned daemon */
 
 struct daemon {
@@ -59,20 +60,20 @@ static unsigned key_seq;
 
 /* ---- the daemon ---------------------------------------------------------- */
 
-static int free_port(void)
+/* The TCP port the daemon picked (-p auto), from its --port-file: the
+ * "tcp 127.0.0.1:PORT" line; -1 while the file is not there. */
+static int port_from_file(void)
 {
-    struct sockaddr_in a;
-    socklen_t al = sizeof(a);
-    int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
+    char line[256];
+    int port = -1;
+    FILE *f = fopen(DAEMON_PORTS, "r");
 
-    memset(&a, 0, sizeof(a));
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
-        getsockname(fd, (struct sockaddr *)&a, &al) == 0)
-        port = ntohs(a.sin_port);
-    if (fd >= 0)
-        close(fd);
+    if (f == NULL)
+        return -1;
+    while (port < 0 && fgets(line, sizeof(line), f) != NULL)
+        if (strncmp(line, "tcp 127.0.0.1:", 14) == 0)
+            port = atoi(line + 14);
+    fclose(f);
     return port;
 }
 
@@ -98,7 +99,6 @@ static int try_connect(void)
 static int daemon_start(const char *nnet, const char *npay)
 {
     const char *ext = getenv("MDC_TEST_TEXT_SERVER");
-    int tries;
 
     memset(&D, 0, sizeof(D));
     if (ext != NULL && *ext != '\0') {
@@ -111,14 +111,11 @@ static int daemon_start(const char *nnet, const char *npay)
         return 0;
     }
     snprintf(D.host, sizeof(D.host), "127.0.0.1");
-    for (tries = 0; tries < 5; tries++) {
-        char port[16], limit[16];
+    {
+        char limit[16];
         int i;
 
-        D.port = free_port();
-        if (D.port < 0)
-            return -1;
-        snprintf(port, sizeof(port), "%d", D.port);
+        unlink(DAEMON_PORTS);
         snprintf(limit, sizeof(limit), "%d", TAG_REPLY_LIMIT);
         D.pid = fork();
         if (D.pid < 0)
@@ -136,20 +133,25 @@ static int daemon_start(const char *nnet, const char *npay)
 #ifdef __linux__
             prctl(PR_SET_PDEATHSIG, SIGKILL); /* cleared if it drops root */
 #endif
-            execl(MDCACHED_BIN, MDCACHED_BIN, "-l", "127.0.0.1", "-p", port,
-                  "-n", nnet, "-t", npay, "-m", "64", "-v", "1",
-                  "--tag-reply-limit", limit, (char *)NULL);
+            /* -p auto: the kernel picks the port, the port file says it */
+            execl(MDCACHED_BIN, MDCACHED_BIN, "-l", "127.0.0.1", "-p", "auto",
+                  "--port-file", DAEMON_PORTS, "-n", nnet, "-t", npay, "-m",
+                  "64", "-v", "1", "--tag-reply-limit", limit, (char *)NULL);
             _exit(127);
         }
+        D.port = -1;
         for (i = 0; i < 200; i++) {
-            int fd = try_connect(), st;
+            int fd, st;
 
+            if (D.port < 0)
+                D.port = port_from_file();
+            fd = D.port > 0 ? try_connect() : -1;
             if (fd >= 0) {
                 close(fd);
                 return 0;
             }
             if (waitpid(D.pid, &st, WNOHANG) == D.pid)
-                break; /* exited: port taken meanwhile? try another */
+                return -1;
             usleep(25000);
         }
         kill(D.pid, SIGKILL);
@@ -158,7 +160,6 @@ static int daemon_start(const char *nnet, const char *npay)
     return -1;
 }
 
-/* A crashing test takes its daemon along. */
 static void on_crash(int sig)
 {
     if (D.pid > 0 && !D.external)

@@ -105,13 +105,14 @@ PHPV=$(php -r 'echo PHP_MAJOR_VERSION, ".", PHP_MINOR_VERSION;')
 [ -L "/etc/php/$PHPV/cli/conf.d/20-mdcached.ini" ] || fail "php-mdcached: not enabled for the cli SAPI (phpenmod)"
 php -m 2>&1 | grep -qx mdcached || fail "php-mdcached: php -m does not list mdcached: $(php -m 2>&1 | head -5)"
 
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-/usr/sbin/mdcached -C /etc/mdcached.conf -p "$PORT" -u mdcached >"$W/daemon.log" 2>&1 &
+# -p auto: the kernel picks the port, the port file says which
+/usr/sbin/mdcached -C /etc/mdcached.conf -p auto --port-file "$W/ports" -u mdcached >"$W/daemon.log" 2>&1 &
 DPID=$!
 i=0
 while ! grep -q " ready" "$W/daemon.log" && kill -0 $DPID 2>/dev/null && [ $i -lt 100 ]; do
     sleep 0.1; i=$((i + 1))
 done
+PORT=$(awk '$1 == "tcp" { sub(/.*:/, "", $2); print $2; exit }' "$W/ports" 2>/dev/null)
 grep -q "running as user mdcached" "$W/daemon.log" || fail "not running as mdcached: $(cat "$W/daemon.log")"
 T="/usr/bin/mdcached-tool -s 127.0.0.1:$PORT"
 $T set deb:check "from the package" -t 16:4 -t 16:5 >"$W/tool.out" 2>&1 || fail "installed tool: set: $(cat "$W/tool.out")"

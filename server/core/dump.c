@@ -506,8 +506,7 @@ static int rec_decode(const uint8_t **pp, const uint8_t *end, struct drec *d,
             }
         }
     }
-    if (d->klen > STORE_MAX_KEY || d->vlen > UINT32_MAX ||
-        d->flags > UINT32_MAX || d->idle > UINT32_MAX ||
+    if (d->vlen > UINT32_MAX || d->idle > UINT32_MAX ||
         d->link_age > UINT32_MAX || d->expiry > INT64_MAX || d->cas == 0) {
         *why = "field out of range";
         return -1;
@@ -524,6 +523,55 @@ static int rec_decode(const uint8_t **pp, const uint8_t *end, struct drec *d,
 trunc:
     *why = "record runs past the block's end";
     return -1;
+}
+
+/*
+ * A record that decodes, checked field by field as the protocol checks a
+ * request (docs/protocol.md): a key of 1..65534 bytes, flags of 32 bits,
+ * tags sorted and distinct (as the writer puts them), and nothing over
+ * the writer's own -I and --max-tags (the header's; 0: unknown).  NULL
+ * when valid, else what is wrong (in buf).
+ */
+static const char *rec_check(const struct drec *d, uint64_t max_item,
+                             uint64_t max_tags, char *buf, size_t len)
+{
+    const uint8_t *p = d->tags;
+    int64_t pk = 0, pv = 0;
+
+    if (d->klen == 0)
+        return "empty key";
+    if (d->klen > STORE_MAX_KEY) {
+        snprintf(buf, len, "key of %" PRIu64 " bytes, over %u", d->klen,
+                 STORE_MAX_KEY);
+        return buf;
+    }
+    if (d->flags > UINT32_MAX)
+        return "client flags over 32 bits";
+    if (max_item != 0 && d->vlen > max_item) {
+        snprintf(buf, len, "value of %" PRIu64 " bytes, over the writer's "
+                 "-I %" PRIu64, d->vlen, max_item);
+        return buf;
+    }
+    if (max_tags != 0 && d->ntags > max_tags) {
+        snprintf(buf, len, "%" PRIu64 " tags, over the writer's --max-tags %"
+                 PRIu64, d->ntags, max_tags);
+        return buf;
+    }
+    for (uint64_t i = 0; i < d->ntags; i++) {
+        uint64_t a = 0, b = 0;
+        (void)get_var(&p, p + 20, &a); /* verified by rec_decode */
+        (void)get_var(&p, p + 20, &b);
+        int64_t k = unzz(a), v = unzz(b);
+        if (i > 0 && (k < pk || (k == pk && v < pv)))
+            return "tags not sorted";
+        if (i > 0 && k == pk && v == pv) {
+            snprintf(buf, len, "tag %" PRId64 ":%" PRId64 " twice", k, v);
+            return buf;
+        }
+        pk = k;
+        pv = v;
+    }
+    return NULL;
 }
 
 struct deferred {
@@ -560,6 +608,7 @@ struct dl {
     uint32_t nexttag;
     uint32_t version; /* the file's format version */
     uint64_t tstack_max;
+    uint64_t max_item, max_tags; /* the writer's, from the header; 0 unknown */
     int nomem;
 };
 
@@ -675,13 +724,17 @@ static void insert(struct dl *l, const struct drec *d)
     }
 }
 
-/* A block whose checksums verify: check every record, then use them. */
+/* A block whose checksums verify: check every record, then use them.  A
+ * record that decodes but has a field the protocol would refuse (an empty
+ * key, tags out of order...) is damage at its own offset: strict refuses
+ * the file, repair skips that record and loads the rest of the block. */
 static int do_block(struct dl *l, const uint8_t *pl, uint32_t len,
                     uint32_t nrec, uint64_t off, uint32_t idx)
 {
     const uint8_t *p = pl, *end = pl + len;
     struct drec d;
     const char *why = NULL;
+    char buf[128];
     uint64_t prev = 0;
     for (uint32_t i = 0; i < nrec; i++) {
         if (rec_decode(&p, end, &d, &prev, &why) < 0 ||
@@ -695,16 +748,21 @@ static int do_block(struct dl *l, const uint8_t *pl, uint32_t len,
         damage(l, off, "block %u: bytes after its last record", idx);
         return -1;
     }
-    if (l->pass == 0)
-        return 0;
     p = pl;
     prev = 0;
     for (uint32_t i = 0; i < nrec; i++) {
+        const uint8_t *r0 = p;
         (void)rec_decode(&p, end, &d, &prev, &why);
-        if (l->pass == 1)
+        why = rec_check(&d, l->max_item, l->max_tags, buf, sizeof(buf));
+        if (why != NULL) {
+            l->info->invalid++;
+            damage(l, off + BLK_HDR + (uint64_t)(r0 - pl),
+                   "block %u: record %u: %s", idx, i, why);
+        } else if (l->pass == 1) {
             l->hist[idle_bin(d.idle)] += est_mem(&d);
-        else
+        } else if (l->pass == 2) {
             insert(l, &d);
+        }
     }
     return 0;
 }
@@ -741,6 +799,8 @@ static uint64_t scan(struct dl *l, const uint8_t *buf, size_t len)
     } else {
         off = get32(buf + 12);
         l->version = get32(buf + 8);
+        l->max_item = get32(buf + 32);
+        l->max_tags = get32(buf + 36);
     }
     while (off < len) {
         const uint8_t *b = buf + off;

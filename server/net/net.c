@@ -261,6 +261,44 @@ static struct listener *net_add(struct server *srv, int fd, int family,
     return l;
 }
 
+/* The name of a socket bound to port "auto": the port the kernel chose. */
+int net_bound_name(int fd, const struct addrinfo *ai, char *name, size_t len)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof(ss);
+    struct addrinfo bound = *ai;
+    char port[16];
+
+    if (getsockname(fd, (struct sockaddr *)&ss, &sl) < 0)
+        return -1;
+    bound.ai_addr = (struct sockaddr *)&ss;
+    bound.ai_addrlen = sl;
+    snprintf(port, sizeof(port), "%u",
+             ntohs(ss.ss_family == AF_INET6
+                       ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                       : ((struct sockaddr_in *)&ss)->sin_port));
+    addr_name(&bound, port, name, len);
+    return 0;
+}
+
+/* An address that an earlier -l or --tls-listen value already bound (the
+ * same value twice, or two names of one address): say so, rather than
+ * "Address already in use" as if another process held it. */
+static bool net_listed_twice(struct server *srv, const char *name, bool tls)
+{
+    size_t i;
+
+    for (i = 0; i < srv->nlisteners; i++) {
+        const struct listener *l = &srv->listeners[i];
+        if (l->family != AF_UNIX && strcmp(l->name, name) == 0) {
+            log_error("cannot listen on %s%s: the address was given twice "
+                      "(-l / --tls-listen)", name, tls ? " (TLS)" : "");
+            return true;
+        }
+    }
+    return false;
+}
+
 /* The port of a --tls-listen address that names none. */
 #define NET_TLS_PORT 11312
 
@@ -293,9 +331,19 @@ static int net_listen_tcp(struct server *srv, const char *spec, bool tls)
             (void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
         net_set_nodelay(fd); /* inherited by accepted sockets */
         addr_name(ai, port, name, sizeof(name));
+        if (net_listed_twice(srv, name, tls)) {
+            close(fd);
+            goto out;
+        }
         if (bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 ||
             listen(fd, (int)srv->opt.backlog) < 0) {
             log_error("cannot listen on %s: %s", name, strerror(errno));
+            close(fd);
+            goto out;
+        }
+        if (strcmp(port, "auto") == 0 && net_bound_name(fd, ai, name,
+                                                        sizeof(name)) < 0) {
+            log_error("cannot read the port of %s: %s", name, strerror(errno));
             close(fd);
             goto out;
         }
@@ -306,6 +354,8 @@ static int net_listen_tcp(struct server *srv, const char *spec, bool tls)
         }
         l->loopback = addr_is_loopback(ai->ai_addr);
         l->tls = tls;
+        if (!tls && strcmp(port, "auto") == 0 && srv->auto_tcp_port == 0)
+            srv->auto_tcp_port = (unsigned)atoi(strrchr(name, ':') + 1);
         log_info("listening on %s%s", name, tls ? " (TLS)" : "");
         n++;
     }
@@ -436,6 +486,48 @@ int net_listen_all(struct server *srv)
     rc = 0;
 out:
     return rc;
+}
+
+/*
+ * --port-file: one line per listener, "tcp ADDR:PORT", "tls ADDR:PORT",
+ * "udp ADDR:PORT" or "unix PATH", with the ports "auto" picked.  Written
+ * beside PATH and renamed, so a reader that finds the file finds it whole.
+ */
+int net_write_port_file(struct server *srv)
+{
+    const char *path = srv->opt.port_file;
+    char tmp[4096];
+    FILE *f;
+    size_t i;
+    int bad;
+
+    if (path == NULL)
+        return 0;
+    if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp)) {
+        log_error("port file path too long: %s", path);
+        return -1;
+    }
+    f = fopen(tmp, "we");
+    if (f == NULL) {
+        log_error("cannot write port file %s: %s", tmp, strerror(errno));
+        return -1;
+    }
+    for (i = 0; i < srv->nlisteners; i++) {
+        const struct listener *l = &srv->listeners[i];
+        fprintf(f, "%s %s\n",
+                l->family == AF_UNIX ? "unix" : l->tls ? "tls" : "tcp",
+                l->name);
+    }
+    udp_write_names(srv, f);
+    bad = ferror(f);
+    if (fclose(f) != 0 || bad || rename(tmp, path) < 0) {
+        log_error("cannot write port file %s: %s", path,
+                  strerror(bad ? EIO : errno));
+        (void)unlink(tmp);
+        return -1;
+    }
+    srv->portfile_written = true;
+    return 0;
 }
 
 int net_enable_accept(struct server *srv)

@@ -11,6 +11,13 @@
 int net_listen_all(struct server *srv);
 void net_close_all(struct server *srv);
 int net_enable_accept(struct server *srv);
+/* --port-file: every listener's address, with the ports "auto" picked;
+ * 0, or -1 logged. */
+int net_write_port_file(struct server *srv);
+struct addrinfo;
+/* "host:port" of fd, bound from ai (port auto: the port the kernel chose);
+ * 0, or -1 with errno. */
+int net_bound_name(int fd, const struct addrinfo *ai, char *name, size_t len);
 /* --io=uring (uring.c): listener i's multishot accept returned fd, or
  * -errno; a listener gone meanwhile (i out of range) closes fd. */
 void net_accepted(struct server *srv, size_t i, int fd);

@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "protocol/mctext.h" /* the frame: UDP_FRAME_HDR, UDP_DGRAM_MAX */
 
@@ -53,6 +54,8 @@ struct conn_info;
 void udp_worker_visit(struct worker *w,
                       void (*fn)(void *ctx, const struct conn_info *ci),
                       void *ctx);
+/* "udp ADDR:PORT" for every bound address (--port-file). */
+void udp_write_names(struct server *srv, FILE *f);
 /* Close w's UDP sockets (w's own thread, or before the threads start). */
 void udp_worker_close(struct worker *w);
 /* ... and free its buffers too. */
