@@ -5,6 +5,7 @@ use Symfony\Component\Cache\Adapter\TagAwareAdapterInterface;
 use Symfony\Contracts\Cache\ItemInterface;
 use Symfony\Contracts\Cache\TagAwareCacheInterface;
 
+/** @group symfony */
 final class SymfonyTagAwareAdapterTest extends TestCase
 {
     private Mdcached\Client $c;
