@@ -7,19 +7,25 @@ use Symfony\Component\Cache\CacheItem;
 
 /**
  * Symfony's TagAwareAdapterInterface and the contracts' TagAwareCacheInterface
- * on mdcached's server tags.  An item's Symfony tags become string tags of
- * its record (tag id "<namespace>:\0tags\0<tag>", hashed as documented in
- * docs/client-php.md), so:
+ * on mdcached's server tags (symfony/cache 5.4, 6.4 and 7.x: the return
+ * types are 7.x's, the parameters 5.4's or wider).  An item's Symfony tags
+ * become string tags of its record (tag id "<namespace>:\0tags\0<tag>",
+ * hashed as documented in docs/client-php.md), so:
  *   - a read is one get (getMulti for several items): no version keys;
  *   - invalidateTags() is one deleteByTag of all the tags (one request per
  *     server), which deletes the records atomically on the server;
  *   - there is no reverse index to maintain or leak: a record's tags go
  *     with the record, when it is deleted, replaced or expires.
  * Every record also carries the namespace's tag, so clear() deletes only
- * this namespace.
+ * this namespace.  clear($prefix) clears the whole namespace, as Symfony's
+ * adapters with versioning enabled do: the server keeps no key index to
+ * find a prefix by.  There is no prune(): the server expires records.
  */
 class SymfonyTagAwareAdapter extends AbstractTagAwareAdapter
 {
+    use FetchTrait;
+
+    /** before a Symfony tag in the server's string tags */
     private const TAGS_PREFIX = "\0tags\0";
 
     private Client $client;
@@ -32,29 +38,41 @@ class SymfonyTagAwareAdapter extends AbstractTagAwareAdapter
         $this->ns = $namespace === '' ? '' : $namespace . ':';
     }
 
+    /**
+     * The client of a DSN (Dsn::createClient: mdcached://host:port, several
+     * hosts, Unix sockets, credentials, TLS, persistent id), for service
+     * definitions as Symfony's MemcachedAdapter::createConnection().
+     *
+     * @param string|string[] $dsn
+     */
+    public static function createConnection(#[\SensitiveParameter] string|array $dsn, array $options = []): Client
+    {
+        return Dsn::createClient($dsn, $options);
+    }
+
     /*
      * Symfony checks keys only in assert() (off in production php.ini):
-     * check them here, so reserved characters are always rejected.
+     * check them here, so an int or reserved characters are always refused.
      */
-    public function getItem($key)
+    public function getItem($key): CacheItem
     {
         CacheItem::validateKey($key);
         return parent::getItem($key);
     }
 
-    public function getItems(array $keys = [])
+    public function getItems(array $keys = []): iterable
     {
         array_map([CacheItem::class, 'validateKey'], $keys);
         return parent::getItems($keys);
     }
 
-    public function hasItem($key)
+    public function hasItem($key): bool
     {
         CacheItem::validateKey($key);
         return parent::hasItem($key);
     }
 
-    public function deleteItem($key)
+    public function deleteItem($key): bool
     {
         CacheItem::validateKey($key);
         return parent::deleteItem($key);
@@ -66,43 +84,37 @@ class SymfonyTagAwareAdapter extends AbstractTagAwareAdapter
         return parent::deleteItems($keys);
     }
 
-    public function get(string $key, callable $callback, float $beta = null, array &$metadata = null)
+    public function get(string $key, callable $callback, ?float $beta = null, ?array &$metadata = null): mixed
     {
         CacheItem::validateKey($key);
         return parent::get($key, $callback, $beta, $metadata);
     }
 
-    private function nsTag(string $namespace): string
+    private function nsTag(): string
     {
-        return "mdcached:sfns:$namespace";
+        return "mdcached:sfns:{$this->ns}";
     }
 
-    protected function doFetch(array $ids)
+    protected function doFetch(array $ids): iterable
     {
-        if (!$ids) {
-            return [];
-        }
-        $r = $this->client->getMulti(array_values($ids));
-        if ($r === false) {
-            throw new CacheException('mdcached: get failed: ' . $this->client->getResultMessage());
-        }
-        return $r;
+        return self::fetchFrom($this->client, $ids);
     }
 
-    protected function doHave(string $id)
+    protected function doHave(string $id): bool
     {
         return (bool)$this->doFetch([$id]);
     }
 
-    protected function doClear(string $namespace)
+    /*
+     * $namespace is this adapter's namespace followed by clear()'s prefix:
+     * with or without a prefix, every record of the namespace goes.
+     */
+    protected function doClear(string $namespace): bool
     {
-        if ($namespace !== $this->ns) { // a sub-prefix: not indexed
-            return false;
-        }
-        return $this->client->deleteByTag($this->nsTag($namespace)) !== false;
+        return $this->client->deleteByTag($this->nsTag()) !== false;
     }
 
-    protected function doDelete(array $ids)
+    protected function doDelete(array $ids): bool
     {
         foreach ($this->client->deleteMulti(array_values($ids)) as $r) {
             if ($r !== true && $r !== Client::RES_NOTFOUND) {
@@ -116,7 +128,7 @@ class SymfonyTagAwareAdapter extends AbstractTagAwareAdapter
     {
         $failed = [];
         $exp = $lifetime > 2592000 ? time() + $lifetime : $lifetime;
-        $nsTag = $this->nsTag($this->ns);
+        $nsTag = $this->nsTag();
         // records with the same tag set go out in one setMulti
         $groups = [];
         foreach ($values as $id => $v) {
@@ -124,13 +136,14 @@ class SymfonyTagAwareAdapter extends AbstractTagAwareAdapter
             foreach ($v['tags'] ?? [] as $t) {
                 $tags[] = $this->ns . self::TAGS_PREFIX . $t;
             }
-            $groups[implode("\n", $tags)][1][$id] = $v;
-            $groups[implode("\n", $tags)][0] = $tags;
+            $g = implode("\n", $tags);
+            $groups[$g][0] = $tags;
+            $groups[$g][1][$id] = $v;
         }
         foreach ($groups as [$tags, $items]) {
             if (!$this->client->setMulti($items, $exp, $tags)) {
                 foreach ($items as $id => $v) {
-                    if (!$this->client->set($id, $v, $exp, $tags)) {
+                    if (!$this->client->set((string)$id, $v, $exp, $tags)) {
                         $failed[] = $id;
                     }
                 }
@@ -153,7 +166,24 @@ class SymfonyTagAwareAdapter extends AbstractTagAwareAdapter
 
     protected function doInvalidate(array $tagIds): bool
     {
-        // one deleteByTag for all the tags: the tag ids are the string tags
-        return $this->client->deleteByTag(array_values($tagIds)) !== false;
+        // one deleteByTag for all the tags, as doSave() named them
+        $p = $this->ns . self::parentTagsPrefix();
+        $tags = [];
+        foreach ($tagIds as $id) {
+            $tags[] = strncmp($id, $p, strlen($p)) === 0
+                ? $this->ns . self::TAGS_PREFIX . substr($id, strlen($p)) : $id;
+        }
+        return $this->client->deleteByTag($tags) !== false;
+    }
+
+    /*
+     * The prefix Symfony's tag ids carry ("\0tags\0" in 5.4, "\1tags\1"
+     * since 6.0): the server tags use TAGS_PREFIX whatever the version, so
+     * applications on different Symfony versions share their tags.
+     */
+    private static function parentTagsPrefix(): string
+    {
+        static $p = null;
+        return $p ??= (new \ReflectionClassConstant(AbstractTagAwareAdapter::class, 'TAGS_PREFIX'))->getValue();
     }
 }
