@@ -22,6 +22,12 @@ if ($setAutoload !== false && $setAutoload !== '') {
     }
 } else {
     require __DIR__ . '/../autoload.php';
+    // what the framework-bundle and illuminate-container groups use
+    foreach (['Symfony/Bundle/FrameworkBundle', 'Illuminate/Container'] as $d) {
+        if (($f = stream_resolve_include_path("$d/autoload.php")) !== false) {
+            require_once $f;
+        }
+    }
 }
 require_once 'PHPUnit/Autoload.php';
 
