@@ -154,6 +154,27 @@ final class Dsn
         return $b;
     }
 
+    /**
+     * "250" is 250, "true" true; a name is the Client constant it ends:
+     * serializer=igbinary is SERIALIZER_IGBINARY, compression_type=zstd
+     * COMPRESSION_ZSTD; any other string stays one (prefix=app:).
+     */
+    private static function optionValue(string $name, string $v)
+    {
+        if (preg_match('/^-?[0-9]+$/', $v)) {
+            return (int)$v;
+        }
+        if (preg_match('/^[A-Za-z0-9_]+$/', $v)) {
+            $first = strtok($name, '_');
+            foreach (["{$name}_$v", "{$first}_$v", $v] as $k) {
+                if (defined($c = Client::class . '::' . strtoupper($k))) {
+                    return constant($c);
+                }
+            }
+        }
+        return filter_var($v, FILTER_VALIDATE_BOOLEAN, FILTER_NULL_ON_FAILURE) ?? $v;
+    }
+
     private static function redact(string $dsn): string
     {
         return preg_replace('#^(mdcached://[^:@/?]*):[^@/?]*@#', '$1:****@', $dsn);
@@ -187,14 +208,8 @@ final class Dsn
             if (!is_string($name) || !defined($c)) {
                 throw new InvalidArgumentException("mdcached DSN: unknown option \"$name\"");
             }
-            if (is_string($v) && preg_match('/^-?[0-9]+$/', $v)) {
-                $v = (int)$v;
-            } elseif (is_string($v) && defined($k = Client::class . '::' . strtoupper("{$name}_$v"))) {
-                $v = constant($k); // serializer=igbinary: SERIALIZER_IGBINARY
-            } elseif (is_string($v) && defined($k = Client::class . '::' . strtoupper($v))) {
-                $v = constant($k); // compression_type=compression_zstd
-            } elseif (is_string($v) && ($b = filter_var($v, FILTER_VALIDATE_BOOLEAN, FILTER_NULL_ON_FAILURE)) !== null) {
-                $v = $b;
+            if (is_string($v)) {
+                $v = self::optionValue($name, $v);
             }
             $clientOpts[constant($c)] = $v;
         }

@@ -77,6 +77,11 @@ final class DsnTest extends TestCase
             Dsn::createClient(["mdcached://127.0.0.1:$p", "mdcached://$sock"])->getServerList()));
     }
 
+    private function rawClient(): Client
+    {
+        return mdc_test_client();
+    }
+
     public function testOptions(): void
     {
         $p = self::port();
@@ -85,6 +90,12 @@ final class DsnTest extends TestCase
         $this->assertTrue($a->isPersistent());
         $this->assertSame(321, $a->getOption(Client::OPT_CONNECT_TIMEOUT));
         $this->assertSame(Client::SERIALIZER_IGBINARY, $a->getOption(Client::OPT_SERIALIZER));
+        $z = Dsn::createClient("mdcached://127.0.0.1:$p?compression=true&compression_type=zstd&prefix=app_");
+        $this->assertTrue($z->getOption(Client::OPT_COMPRESSION));
+        $this->assertSame(Client::COMPRESSION_ZSTD, $z->getOption(Client::OPT_COMPRESSION_TYPE));
+        $this->assertSame('app_', $z->getOption(Client::OPT_PREFIX));
+        $this->assertTrue($z->set('zk', str_repeat('z', 5000)));
+        $this->assertSame(str_repeat('z', 5000), $this->rawClient()->get('app_zk'));
         $b = Dsn::createClient("mdcached://127.0.0.1:$p", ['persistent_id' => $pid]);
         $this->assertCount(1, $b->getServerList(), 'the persistent client holds its server once');
         $this->assertSame(200, Dsn::createClient("mdcached://127.0.0.1:$p", ['read_timeout' => 200])->getOption(Client::OPT_READ_TIMEOUT), '$options');

@@ -40,7 +40,7 @@ final class FrameworkBundleTest extends TestCase
         $kernel->boot();
         $container = $kernel->getContainer();
 
-        $pool = $container->get('app.tagged');
+        $pool = $container->get('test.app.tagged');
         $this->assertInstanceOf(SymfonyTagAwareAdapter::class, $pool);
         $calls = 0;
         $compute = function (ItemInterface $item) use (&$calls) {
@@ -53,13 +53,13 @@ final class FrameworkBundleTest extends TestCase
         $this->assertSame(2, $pool->get('page', $compute));
 
         // each pool has its own namespace (FrameworkBundle's seed)
-        $other = $container->get('app.other');
+        $other = $container->get('test.app.other');
         $other->save($other->getItem('page')->set('other'));
         $this->assertSame(2, $pool->get('page', $compute));
         $this->assertSame('other', $other->getItem('page')->get());
 
         // cache.app is the adapter too, and the pool clearer clears a pool
-        $app = $container->get('test.service_container')->get('cache.app');
+        $app = $container->get('test.cache.app');
         $this->assertInstanceOf(SymfonyTagAwareAdapter::class, $app);
         $app->save($app->getItem('a')->set('A'));
         $this->assertTrue($container->get('cache.global_clearer')->clearPool('app.tagged'));
@@ -67,11 +67,23 @@ final class FrameworkBundleTest extends TestCase
         $this->assertTrue($other->hasItem('page'));
         $this->assertTrue($app->hasItem('a'));
 
-        // default_lifetime: 1 from the pool's configuration
-        $pool->save($pool->getItem('short')->set(1));
+        // default_lifetime from the pool's configuration
+        $short = $container->get('test.app.short');
+        $short->save($short->getItem('short')->set(1));
+        $pool->save($pool->getItem('long')->set(1));
         sleep(2);
-        $this->assertFalse($pool->hasItem('short'));
+        $this->assertFalse($short->hasItem('short'));
+        $this->assertTrue($pool->hasItem('long'));
         $this->assertTrue($other->hasItem('page'));
         $kernel->shutdown();
+    }
+
+    public function testTheDocumentHoldsTheseFiles(): void
+    {
+        $doc = file_get_contents(__DIR__ . '/../../../docs/client-php.md');
+        foreach (['services.yaml', 'cache.yaml'] as $f) {
+            $block = preg_replace('/^/m', '    ', rtrim(file_get_contents(__DIR__ . "/fixtures/symfony/$f"))) . "\n";
+            $this->assertStringContainsString($block, $doc, "docs/client-php.md shows fixtures/symfony/$f");
+        }
     }
 }
