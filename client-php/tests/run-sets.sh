@@ -18,8 +18,9 @@
 #   test, or in a file only a group's test requires).
 # - The sets: "debian" (the system's /usr/share/php: PSR 1.0, Symfony 5.4,
 #   Laravel 8; client-php/lib/autoload.php) and psr1, symfony64, symfony7,
-#   laravel11, laravel12: Composer vendor/ trees in $MDC_PHP_COMPAT,
-#   default ../shared/php-compat beside the source tree's top.  For those
+#   laravel11, laravel12: Composer vendor/ trees in $MDC_PHP_COMPAT, else
+#   configure's MDC_PHP_COMPAT_DIR (make check sets it), else
+#   ../shared/php-compat beside the source tree's top.  For those
 #   the bootstrap requires <set>/vendor/autoload.php first and autoloads
 #   Mdcached\Cache by client-php/lib/composer.json's PSR-4 map; no Debian
 #   autoloader is registered.  Tests see MDC_PHP_SET (the set's name).
@@ -38,7 +39,7 @@ so=$top/client-php/ext/modules/mdcached.so
 bin=$top/server/mdcached
 PHP=$(php-config --php-binary 2>/dev/null || command -v php)
 PHPUNIT=$(command -v phpunit || echo /usr/bin/phpunit)
-COMPAT=${MDC_PHP_COMPAT:-$srctop/../shared/php-compat}
+COMPAT=${MDC_PHP_COMPAT:-${MDC_PHP_COMPAT_DIR:-$srctop/../shared/php-compat}}
 SETS=${MDC_PHP_SETS:-debian psr1 symfony64 symfony7 laravel11 laravel12}
 [ -f "$so" ] || { echo "FAIL: $so not built"; exit 1; }
 [ -x "$bin" ] || { echo "FAIL: $bin not built"; exit 1; }
