@@ -27,6 +27,7 @@
 # - A skipped, incomplete or risky test is a failure.  A group a set should
 #   provide but cannot (e.g. a package missing) and a missing set directory
 #   print SKIP; with CI=true they fail the run.
+# - First, composer validate --strict on client-php/lib/composer.json.
 # - MDC_PHP_SETS="debian symfony7" runs only those sets; PHPUNIT_ARGS are
 #   passed to phpunit (e.g. --filter).
 # Each run prints the set, the versions it ran against and its counts.
@@ -97,10 +98,23 @@ versions() {
     fi
 }
 
-PU="$PHP -d extension=$so $PHPUNIT --do-not-cache-result --fail-on-skipped
-    --fail-on-incomplete --fail-on-risky --bootstrap $lib/tests/bootstrap.php"
 fail=0
 skip=0
+# the Composer package: composer.json valid (Debian's composer, offline)
+if command -v composer >/dev/null 2>&1; then
+    if COMPOSER_HOME=$tmp/composer COMPOSER_ALLOW_SUPERUSER=1 composer validate \
+            --no-interaction --strict "$lib/composer.json" >"$tmp/validate.out" 2>&1; then
+        echo "composer validate client-php/lib/composer.json: valid"
+    else
+        cat "$tmp/validate.out"; echo "FAIL: composer validate client-php/lib/composer.json"; fail=1
+    fi
+else
+    echo "SKIP: composer not installed: client-php/lib/composer.json not validated"
+    skip=$((skip + 1))
+fi
+
+PU="$PHP -d extension=$so $PHPUNIT --do-not-cache-result --fail-on-skipped
+    --fail-on-incomplete --fail-on-risky --bootstrap $lib/tests/bootstrap.php"
 summary=""
 used=""
 for set in $SETS; do
