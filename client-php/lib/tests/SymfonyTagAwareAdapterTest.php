@@ -120,7 +120,7 @@ final class SymfonyTagAwareAdapterTest extends TestCase
         // nothing findable by the tag, and invalidating it finds nothing
         $this->assertSame([], $this->c->getByTag("sf:\0tags\0exp"));
         $this->assertSame(0, $this->c->deleteByTag("sf:\0tags\0exp"));
-        // the server's expiry sweep (run-phpunit.sh: every 100 ms, a tenth
+        // the server's expiry sweep (run-sets.sh: every 100 ms, a tenth
         // of the buckets each time) reclaims the records and their links
         for ($i = 0; $i < 50 && mdc_stat($this->c, 'tag_links') > 0; $i++) {
             usleep(100000);
