@@ -2,8 +2,10 @@
 namespace Mdcached\Cache;
 
 use Mdcached\Client;
+use Psr\Cache\CacheItemInterface;
 use Symfony\Component\Cache\Adapter\AbstractTagAwareAdapter;
 use Symfony\Component\Cache\CacheItem;
+use Symfony\Contracts\Cache\ItemInterface;
 
 /**
  * Symfony's TagAwareAdapterInterface and the contracts' TagAwareCacheInterface
@@ -84,10 +86,87 @@ class SymfonyTagAwareAdapter extends AbstractTagAwareAdapter
         return parent::deleteItems($keys);
     }
 
+    /**
+     * The contracts' get().  A hit that is not elected for early
+     * recomputation is answered here from the one GET, without Symfony's
+     * item objects, generators and callbacks (most of the client's CPU per
+     * read otherwise); the value, the metadata and the $beta test are
+     * Symfony's (ContractsTrait, CacheTrait).  A miss, an early
+     * recomputation, deferred items or versioning take Symfony's own path,
+     * which finds the record already read instead of asking again.
+     */
     public function get(string $key, callable $callback, ?float $beta = null, ?array &$metadata = null): mixed
     {
         CacheItem::validateKey($key);
-        return parent::get($key, $callback, $beta, $metadata);
+        if ($this->plainIds && ($beta ?? 1.0) >= 0.0 && $beta !== INF) {
+            $id = $this->ns . $key;
+            if ($this->maxIdLength === null || strlen($id) <= $this->maxIdLength) {
+                $r = self::fetchFrom($this->client, [$id]);
+                $v = $r[$id] ?? null;
+                if (is_array($v) && array_key_exists('value', $v)) {
+                    $tags = $v['tags'] ?? [];
+                    // 5.4 stores tag => tag, 6.0 and later a list
+                    $meta = [ItemInterface::METADATA_TAGS => $tags && array_is_list($tags) ? array_combine($tags, $tags) : $tags];
+                    if (isset($v['meta'])) {
+                        $u = unpack('Ve/Nc', $v['meta']);
+                        $expiry = $u['e'] + self::expiryOffset();
+                        $ctime = $u['c'];
+                        $meta[ItemInterface::METADATA_EXPIRY] = $expiry;
+                        $meta[ItemInterface::METADATA_CTIME] = $ctime;
+                        if ($ctime && $expiry && $expiry <= microtime(true) - $ctime / 1000 * ($beta ?? 1.0)
+                                * log(random_int(1, PHP_INT_MAX) / PHP_INT_MAX)) {
+                            $beta = INF; // elected: Symfony's path recomputes it
+                        }
+                    }
+                    if ($beta !== INF) {
+                        $metadata = $meta;
+                        return $v['value'];
+                    }
+                }
+                $this->prefetched = [$id, $r];
+            }
+        }
+        try {
+            return parent::get($key, $callback, $beta, $metadata);
+        } finally {
+            $this->prefetched = null;
+            $this->plainIds = $this->versioning === false;
+        }
+    }
+
+    /** @var bool no deferred item and no versioning: a key's id is namespace:key */
+    private bool $plainIds = true;
+    private bool $versioning = false;
+    /** @var array|null [id, doFetch() answer] read by get() for Symfony's path */
+    private ?array $prefetched = null;
+
+    public function saveDeferred(CacheItemInterface $item): bool
+    {
+        $this->plainIds = false; // Symfony's path commits first
+        return parent::saveDeferred($item);
+    }
+
+    public function commit(): bool
+    {
+        try {
+            return parent::commit();
+        } finally {
+            $this->plainIds = !$this->versioning;
+        }
+    }
+
+    public function enableVersioning(bool $enable = true): bool
+    {
+        $this->versioning = $enable;
+        $this->plainIds = $this->plainIds && !$enable;
+        return parent::enableVersioning($enable);
+    }
+
+    /** CacheItem::METADATA_EXPIRY_OFFSET (private): the base of the packed expiry */
+    private static function expiryOffset(): int
+    {
+        static $o = null;
+        return $o ??= (new \ReflectionClassConstant(CacheItem::class, 'METADATA_EXPIRY_OFFSET'))->getValue();
     }
 
     private function nsTag(): string
@@ -97,6 +176,11 @@ class SymfonyTagAwareAdapter extends AbstractTagAwareAdapter
 
     protected function doFetch(array $ids): iterable
     {
+        if ($this->prefetched !== null && count($ids) === 1 && reset($ids) === $this->prefetched[0]) {
+            $r = $this->prefetched[1];
+            $this->prefetched = null;
+            return $r;
+        }
         return self::fetchFrom($this->client, $ids);
     }
 

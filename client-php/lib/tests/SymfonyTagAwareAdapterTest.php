@@ -308,4 +308,51 @@ final class SymfonyTagAwareAdapterTest extends TestCase
         $this->assertSame(1, $this->c->deleteByTag("sf:\0tags\0v"));
         $this->assertFalse($p->hasItem('x'));
     }
+
+    public function testGetRequestsAndSameAnswersAsSymfonysPath(): void
+    {
+        $p = $this->pool();
+        $cb = function (ItemInterface $item) {
+            $item->tag(['g1', 'g2'])->expiresAfter(600);
+            usleep(2000);
+            return ['computed'];
+        };
+        $get = fn() => mdc_stat($this->c, 'cmd_get');
+        $set = fn() => mdc_stat($this->c, 'cmd_set');
+        [$g0, $s0] = [$get(), $set()];
+        $this->assertSame(['computed'], $p->get('r', $cb));
+        $this->assertSame([1, 1], [$get() - $g0, $set() - $s0], 'a miss: one get, one set');
+        [$g0, $s0] = [$get(), $set()];
+        $m = null;
+        $this->assertSame(['computed'], $p->get('r', $cb, 1.0, $m));
+        $this->assertSame([1, 0], [$get() - $g0, $set() - $s0], 'a hit: one get');
+        $item = $this->pool()->getItem('r');
+        $this->assertSame($item->getMetadata(), $m, 'the metadata Symfony gives');
+        $p->save($p->getItem('plain')->set(0));
+        $m = null;
+        $this->assertSame(0, $p->get('plain', fn() => 1, null, $m));
+        $this->assertSame($this->pool()->getItem('plain')->getMetadata(), $m, 'untagged, no expiry');
+        // deferred items come first, as in Symfony
+        $p->saveDeferred($p->getItem('r')->set('deferred'));
+        $this->assertSame('deferred', $p->get('r', $cb));
+        $this->assertSame('deferred', $this->pool()->get('r', $cb), 'committed by get()');
+        // a record that is not this adapter's is recomputed, as in Symfony
+        $this->c->set('sf:foreign', 'raw');
+        $this->assertSame(['computed'], $p->get('foreign', $cb));
+    }
+
+    public function testEarlyRecomputationElected(): void
+    {
+        $p = $this->pool();
+        $calls = 0;
+        $cb = function (ItemInterface $item) use (&$calls) {
+            $item->expiresAfter(2);
+            usleep(50000); // ctime 50 ms
+            return ++$calls;
+        };
+        $this->assertSame(1, $p->get('e', $cb));
+        // with a huge beta, expiry 2 s away is "soon" against 50 ms x beta
+        $this->assertSame(2, $p->get('e', $cb, 1e6), 'elected for early recomputation');
+        $this->assertSame(2, $p->get('e', $cb, 0.0));
+    }
 }
