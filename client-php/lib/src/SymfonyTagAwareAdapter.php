@@ -32,10 +32,13 @@ class SymfonyTagAwareAdapter extends AbstractTagAwareAdapter
 
     private Client $client;
     private string $ns;
+    /** the default lifetime (Symfony's own copy is private) */
+    private int $lifetime;
 
     public function __construct(Client $client, string $namespace = '', int $defaultLifetime = 0)
     {
         parent::__construct($namespace, $defaultLifetime);
+        $this->lifetime = $defaultLifetime;
         $this->client = $client;
         $this->ns = $namespace === '' ? '' : $namespace . ':';
     }
@@ -139,6 +142,55 @@ class SymfonyTagAwareAdapter extends AbstractTagAwareAdapter
     private bool $versioning = false;
     /** @var array|null [id, doFetch() answer] read by get() for Symfony's path */
     private ?array $prefetched = null;
+
+    /**
+     * save() with no other item deferred: the record Symfony's commit()
+     * would write (value, tags, packed expiry and ctime, as its
+     * mergeByLifetime), written at once by doSave(), without the deferred
+     * queue and its per-lifetime grouping.  Tags are stored as tag => tag,
+     * which every Symfony version reads back.
+     */
+    public function save(CacheItemInterface $item): bool
+    {
+        if (!$this->plainIds || !$item instanceof CacheItem) {
+            return parent::save($item);
+        }
+        static $record = null;
+        $record ??= \Closure::bind(static function (CacheItem $item, int $defaultLifetime, int $offset): array {
+            if (null === $item->expiry) {
+                $ttl = 0 < $defaultLifetime ? $defaultLifetime : 0;
+            } elseif (!$item->expiry) {
+                $ttl = 0;
+            } elseif (0 >= $ttl = (int)(0.1 + $item->expiry - microtime(true))) {
+                return [(string)$item->key, null, 0];
+            }
+            $metadata = $item->newMetadata;
+            $tags = $metadata[CacheItem::METADATA_TAGS] ?? [];
+            unset($metadata[CacheItem::METADATA_TAGS]);
+            $value = ['value' => $item->value, 'tags' => $tags];
+            if ($metadata) {
+                $value['meta'] = pack('VN', (int)(0.1 + $metadata[CacheItem::METADATA_EXPIRY] - $offset),
+                                      $metadata[CacheItem::METADATA_CTIME]);
+            }
+            $item->metadata = $item->newMetadata;
+            return [(string)$item->key, $value, $ttl];
+        }, null, CacheItem::class);
+        [$key, $value, $ttl] = $record($item, $this->lifetime, self::expiryOffset());
+        $id = $this->ns . $key;
+        if ($this->maxIdLength !== null && strlen($id) > $this->maxIdLength) {
+            return parent::save($item);
+        }
+        try {
+            if ($value === null) { // already expired
+                return $this->doDelete([$id]);
+            }
+            return $this->doSave([$id => $value], $ttl) === [];
+        } catch (\Exception $e) {
+            CacheItem::log($this->logger ?? null, 'Failed to save key "{key}": ' . $e->getMessage(),
+                           ['key' => $key, 'exception' => $e, 'cache-adapter' => get_debug_type($this)]);
+            return false;
+        }
+    }
 
     public function saveDeferred(CacheItemInterface $item): bool
     {

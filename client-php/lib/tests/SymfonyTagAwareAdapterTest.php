@@ -355,4 +355,35 @@ final class SymfonyTagAwareAdapterTest extends TestCase
         $this->assertSame(2, $p->get('e', $cb, 1e6), 'elected for early recomputation');
         $this->assertSame(2, $p->get('e', $cb, 0.0));
     }
+
+    public function testSaveWritesWhatCommitWrites(): void
+    {
+        $p = $this->pool();
+        $sets = mdc_stat($this->c, 'cmd_set');
+        $a = $p->getItem('a')->set(['A'])->tag(['t1', 't2'])->expiresAfter(300);
+        $this->assertTrue($p->save($a));
+        $this->assertSame(1, mdc_stat($this->c, 'cmd_set') - $sets, 'one set');
+        $this->assertSame(['t1' => 't1', 't2' => 't2'], $a->getMetadata()[ItemInterface::METADATA_TAGS], 'the item knows its saved tags');
+        $q = $this->pool();
+        $q->saveDeferred($q->getItem('b')->set(['A'])->tag(['t1', 't2'])->expiresAfter(300));
+        $this->assertTrue($q->commit());
+        $ra = $this->pool()->getItem('a');
+        $rb = $this->pool()->getItem('b');
+        $this->assertTrue($ra->isHit());
+        $this->assertSame($rb->get(), $ra->get());
+        $this->assertSame($rb->getMetadata(), $ra->getMetadata());
+        // a computed item carries expiry and ctime, read back through getItem()
+        $p->get('c', function (ItemInterface $i) { $i->expiresAfter(300)->tag('t1'); usleep(10000); return 'C'; });
+        $m = $this->pool()->getItem('c')->getMetadata();
+        $this->assertEqualsWithDelta(time() + 300, $m[ItemInterface::METADATA_EXPIRY], 2);
+        $this->assertGreaterThanOrEqual(5, $m[ItemInterface::METADATA_CTIME]);
+        $this->assertTrue($p->invalidateTags(['t1']));
+        foreach (['a', 'b', 'c'] as $k) {
+            $this->assertFalse($p->hasItem($k), "$k invalidated");
+        }
+        // an expired item is deleted, not written
+        $p->save($p->getItem('x')->set(1));
+        $this->assertTrue($p->save($p->getItem('x')->set(2)->expiresAt(new DateTime('-1 second'))));
+        $this->assertFalse($p->hasItem('x'));
+    }
 }
