@@ -27,6 +27,12 @@ class SymfonyTagAwareAdapter extends AbstractTagAwareAdapter
 {
     use FetchTrait;
 
+    /**
+     * Symfony's versioning (enableVersioning()) reads static::NS_SEPARATOR,
+     * which AbstractAdapter defines and AbstractTagAwareAdapter does not.
+     */
+    protected const NS_SEPARATOR = ':';
+
     /** before a Symfony tag in the server's string tags */
     private const TAGS_PREFIX = "\0tags\0";
 
@@ -132,8 +138,7 @@ class SymfonyTagAwareAdapter extends AbstractTagAwareAdapter
         try {
             return parent::get($key, $callback, $beta, $metadata);
         } finally {
-            $this->prefetched = null;
-            $this->plainIds = $this->versioning === false;
+            $this->prefetched = null; // commit() (Symfony's getItem() calls it) resets plainIds
         }
     }
 
@@ -202,6 +207,15 @@ class SymfonyTagAwareAdapter extends AbstractTagAwareAdapter
     {
         try {
             return parent::commit();
+        } finally {
+            $this->plainIds = !$this->versioning;
+        }
+    }
+
+    public function clear(string $prefix = ''): bool
+    {
+        try {
+            return parent::clear($prefix); // drops the deferred items
         } finally {
             $this->plainIds = !$this->versioning;
         }

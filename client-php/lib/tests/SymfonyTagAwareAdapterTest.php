@@ -386,4 +386,21 @@ final class SymfonyTagAwareAdapterTest extends TestCase
         $this->assertTrue($p->save($p->getItem('x')->set(2)->expiresAt(new DateTime('-1 second'))));
         $this->assertFalse($p->hasItem('x'));
     }
+
+    public function testVersioningAndDeferredWithGet(): void
+    {
+        $p = $this->pool();
+        $this->assertFalse($p->enableVersioning());
+        $n = 0;
+        $cb = function () use (&$n) { return ++$n; };
+        $this->assertSame(1, $p->get('v', $cb));
+        $this->assertSame(1, $p->get('v', $cb));
+        $this->assertTrue($p->clear());
+        $this->assertSame(2, $p->get('v', $cb), 'versioned ids: a clear() is seen by get()');
+        $q = $this->pool('dq');
+        $q->saveDeferred($q->getItem('d')->set('pending'));
+        $this->assertTrue($q->clear(), 'clear() drops the deferred item');
+        $this->assertSame('computed', $q->get('d', fn() => 'computed'));
+        $this->assertSame('computed', $this->pool('dq')->get('d', fn() => 'other'));
+    }
 }
