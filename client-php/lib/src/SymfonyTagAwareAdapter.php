@@ -65,10 +65,43 @@ class SymfonyTagAwareAdapter extends AbstractTagAwareAdapter
      * Symfony checks keys only in assert() (off in production php.ini):
      * check them here, so an int or reserved characters are always refused.
      */
+    /*
+     * One item read from one GET (or from the record get() read), made as
+     * Symfony's createCacheItem makes it; deferred items, versioning or
+     * hashed ids take Symfony's path.
+     */
     public function getItem($key): CacheItem
     {
         CacheItem::validateKey($key);
-        return parent::getItem($key);
+        if (($id = $this->plainId($key)) === null) {
+            return parent::getItem($key);
+        }
+        if ($this->prefetched !== null && $this->prefetched[0] === $id) {
+            $r = $this->prefetched[1];
+            $this->prefetched = null;
+        } else {
+            try {
+                $r = self::fetchFrom($this->client, [$id]);
+            } catch (\Exception $e) {
+                CacheItem::log($this->logger ?? null, 'Failed to fetch key "{key}": ' . $e->getMessage(),
+                               ['key' => $key, 'exception' => $e, 'cache-adapter' => get_debug_type($this)]);
+                $r = [];
+            }
+        }
+        static $make = null;
+        $make ??= \Closure::bind(static function (string $key, $v, ?array $meta): CacheItem {
+            $item = new CacheItem();
+            $item->key = $key;
+            $item->isTaggable = true;
+            if ($meta !== null) {
+                $item->isHit = true;
+                $item->value = $v['value'];
+                $item->metadata = $meta;
+            }
+            return $item;
+        }, null, CacheItem::class);
+        $v = $r[$id] ?? null;
+        return $make($key, $v, is_array($v) && array_key_exists('value', $v) ? self::metadataOf($v) : null);
     }
 
     public function getItems(array $keys = []): iterable
@@ -107,30 +140,24 @@ class SymfonyTagAwareAdapter extends AbstractTagAwareAdapter
     public function get(string $key, callable $callback, ?float $beta = null, ?array &$metadata = null): mixed
     {
         CacheItem::validateKey($key);
-        if ($this->plainIds && ($beta ?? 1.0) >= 0.0 && $beta !== INF) {
-            $id = $this->ns . $key;
-            if ($this->maxIdLength === null || strlen($id) <= $this->maxIdLength) {
+        if (($id = $this->plainId($key)) !== null && ($beta ?? 1.0) >= 0.0 && $beta !== INF) {
+            try {
                 $r = self::fetchFrom($this->client, [$id]);
+            } catch (\Exception $e) {
+                $r = null; // Symfony's path logs it and computes the value
+            }
+            if ($r !== null) {
                 $v = $r[$id] ?? null;
                 if (is_array($v) && array_key_exists('value', $v)) {
-                    $tags = $v['tags'] ?? [];
-                    // 5.4 stores tag => tag, 6.0 and later a list
-                    $meta = [ItemInterface::METADATA_TAGS => $tags && array_is_list($tags) ? array_combine($tags, $tags) : $tags];
-                    if (isset($v['meta'])) {
-                        $u = unpack('Ve/Nc', $v['meta']);
-                        $expiry = $u['e'] + self::expiryOffset();
-                        $ctime = $u['c'];
-                        $meta[ItemInterface::METADATA_EXPIRY] = $expiry;
-                        $meta[ItemInterface::METADATA_CTIME] = $ctime;
-                        if ($ctime && $expiry && $expiry <= microtime(true) - $ctime / 1000 * ($beta ?? 1.0)
-                                * log(random_int(1, PHP_INT_MAX) / PHP_INT_MAX)) {
-                            $beta = INF; // elected: Symfony's path recomputes it
-                        }
-                    }
-                    if ($beta !== INF) {
+                    $meta = self::metadataOf($v);
+                    $expiry = $meta[ItemInterface::METADATA_EXPIRY] ?? false;
+                    $ctime = $meta[ItemInterface::METADATA_CTIME] ?? false;
+                    if (!($ctime && $expiry && $expiry <= microtime(true) - $ctime / 1000 * ($beta ?? 1.0)
+                            * log(random_int(1, PHP_INT_MAX) / PHP_INT_MAX))) {
                         $metadata = $meta;
                         return $v['value'];
                     }
+                    $beta = INF; // elected: Symfony's path recomputes it
                 }
                 $this->prefetched = [$id, $r];
             }
@@ -140,6 +167,30 @@ class SymfonyTagAwareAdapter extends AbstractTagAwareAdapter
         } finally {
             $this->prefetched = null; // commit() (Symfony's getItem() calls it) resets plainIds
         }
+    }
+
+    /** The server key of $key when it is namespace:key (no deferred items, versioning or hashing). */
+    private function plainId(string $key): ?string
+    {
+        if (!$this->plainIds) {
+            return null;
+        }
+        $id = $this->ns . $key;
+        return $this->maxIdLength === null || strlen($id) <= $this->maxIdLength ? $id : null;
+    }
+
+    /** A record's metadata as Symfony's createCacheItem gives it: tags, then expiry and ctime. */
+    private static function metadataOf(array $v): array
+    {
+        $tags = $v['tags'] ?? [];
+        // 5.4 stores tag => tag, 6.0 and later a list
+        $meta = [ItemInterface::METADATA_TAGS => $tags && array_is_list($tags) ? array_combine($tags, $tags) : $tags];
+        if (isset($v['meta'])) {
+            $u = unpack('Ve/Nc', $v['meta']);
+            $meta[ItemInterface::METADATA_EXPIRY] = $u['e'] + self::expiryOffset();
+            $meta[ItemInterface::METADATA_CTIME] = $u['c'];
+        }
+        return $meta;
     }
 
     /** @var bool no deferred item and no versioning: a key's id is namespace:key */

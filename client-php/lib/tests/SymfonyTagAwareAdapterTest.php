@@ -403,4 +403,18 @@ final class SymfonyTagAwareAdapterTest extends TestCase
         $this->assertSame('computed', $q->get('d', fn() => 'computed'));
         $this->assertSame('computed', $this->pool('dq')->get('d', fn() => 'other'));
     }
+
+    public function testServerDownIsAMissAsInSymfony(): void
+    {
+        $dead = new Mdcached\Client();
+        $s = stream_socket_server('tcp://127.0.0.1:0');
+        $port = (int)substr(strrchr(stream_socket_get_name($s, false), ':'), 1);
+        fclose($s);
+        $dead->addServer('127.0.0.1', $port);
+        $p = new SymfonyTagAwareAdapter($dead, 'down');
+        $this->assertSame('computed', $p->get('k', fn() => 'computed'), 'get() computes, as Symfony adapters do');
+        $this->assertFalse($p->getItem('k')->isHit());
+        $this->assertFalse($p->hasItem('k'));
+        $this->assertFalse($p->save($p->getItem('k')->set(1)));
+    }
 }
