@@ -140,7 +140,9 @@ class SymfonyTagAwareAdapter extends AbstractTagAwareAdapter
     public function get(string $key, callable $callback, ?float $beta = null, ?array &$metadata = null): mixed
     {
         CacheItem::validateKey($key);
-        if (($id = $this->plainId($key)) !== null && ($beta ?? 1.0) >= 0.0 && $beta !== INF) {
+        if ($this->plainIds && ($beta ?? 1.0) >= 0.0 && $beta !== INF
+                && ($this->maxIdLength === null || strlen($this->ns . $key) <= $this->maxIdLength)) {
+            $id = $this->ns . $key;
             try {
                 $r = self::fetchFrom($this->client, [$id]);
             } catch (\Exception $e) {
