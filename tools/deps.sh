@@ -12,7 +12,7 @@ PKGS="build-essential autoconf automake libtool pkg-config
   debhelper dpkg-dev lintian adduser prometheus dh-php
   php-dev php-cgi php-igbinary php-msgpack zlib1g-dev libzstd-dev
   phpunit php-psr-simple-cache php-psr-cache php-symfony-cache
-  php-illuminate-cache php-redis
+  php-illuminate-cache php-redis composer php-symfony-framework-bundle php-symfony-yaml
   libssl-dev openssl socat
   qemu-system-x86 busybox-static"
 if [ "$(id -u)" -ne 0 ]; then

@@ -12,6 +12,9 @@ foreach (['Psr/SimpleCache', 'Psr/Cache', 'Symfony/Component/Cache', 'Illuminate
     }
 }
 spl_autoload_register(function (string $class) {
+    if ($class === 'Mdcached\\Client') { // the extension is not loaded
+        require __DIR__ . '/ext-check/Client.php';
+    }
     if (strncmp($class, 'Mdcached\\Cache\\', 15) === 0) {
         $f = __DIR__ . '/src/' . substr($class, 15) . '.php';
         if (is_file($f)) {

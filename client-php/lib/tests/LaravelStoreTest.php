@@ -3,6 +3,7 @@ use Illuminate\Cache\Repository;
 use Mdcached\Cache\LaravelStore;
 use PHPUnit\Framework\TestCase;
 
+/** @group laravel */
 final class LaravelStoreTest extends TestCase
 {
     private Mdcached\Client $c;
