@@ -114,6 +114,22 @@ trait LaravelProviderChecks
         $this->assertInstanceOf(LaravelStore::class, $app['cache']->store('mdcached')->getStore());
     }
 
+    public function testWithoutTheExtensionAClearError(): void
+    {
+        // a PHP without the extension (-n: no ini, so no extension=)
+        $cmd = escapeshellarg(PHP_BINARY) . ' -n -r ' . escapeshellarg('
+            require $argv[1];
+            try {
+                Mdcached\Cache\LaravelStore::connect(["servers" => [["host" => "127.0.0.1", "port" => 1]]]);
+                echo "connected\n";
+            } catch (Throwable $e) {
+                echo get_class($e), ": ", $e->getMessage(), "\n";
+            }') . ' ' . escapeshellarg(__DIR__ . '/bootstrap.php') . ' 2>&1';
+        $out = shell_exec($cmd);
+        $this->assertStringContainsString('Mdcached\Cache\CacheException: ', $out);
+        $this->assertStringContainsString('extension mdcached', $out);
+    }
+
     public function testBadConfigIsAClearError(): void
     {
         $app = $this->app(self::cacheConfig(['stores' => ['empty' => ['driver' => 'mdcached']]]));
