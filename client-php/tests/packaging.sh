@@ -15,7 +15,10 @@
 #  3. PIE's composer.json of the extension (client-php/composer.json):
 #     `composer validate --strict' clean, and its php-ext section as PIE
 #     reads it (extension-name, priority, configure-options that config.m4
-#     defines).
+#     defines);
+#  4. the library's Composer package (client-php/lib/composer.json) installed
+#     by `composer install' from a path repository (offline: Packagist off,
+#     the PSR packages from Debian's copies) and loaded by vendor/autoload.php.
 # Needs pecl (php-pear, php-xml) and composer: without them SKIP (77),
 # under CI=true a failure.  Exit 0 pass, 1 fail.
 set -u
@@ -159,7 +162,46 @@ echo "php-ext: extension-name mdcached, ", count($x["configure-options"] ?? []),
     "$cj" "$srctop/client-php/config.m4" >"$tmp/phpext.out" 2>&1 || fail "composer.json php-ext: $(cat "$tmp/phpext.out")"
 sed 's/^/  /' "$tmp/phpext.out"
 
+# ---- 4. the library with Composer, from a path repository -------------------------
+# as docs/client-php.md "Composer (the library)" says, offline: Packagist
+# off, psr/cache and psr/simple-cache from Debian's copies as local packages
+echo "== composer install of mdcached/cache from a path repository"
+if [ ! -f "$srctop/client-php/lib/composer.json" ]; then
+    fail "client-php/lib/composer.json missing"
+else
+    app=$tmp/app
+    mkdir -p "$app"
+    psr=$("$PHP" -r 'echo stream_resolve_include_path("Psr/Cache/CacheItemPoolInterface.php");')
+    psr=${psr%/Cache/CacheItemPoolInterface.php}
+    "$PHP" -r '
+        $pkg = fn($name, $dir, $ns) => ["type" => "package", "package" => [
+            "name" => $name, "version" => "1.0.1", "dist" => ["type" => "path", "url" => $dir],
+            "autoload" => ["psr-4" => [$ns => ""]]]];
+        echo json_encode(["name" => "mdcached-test/app",
+            "repositories" => [["type" => "path", "url" => $argv[1]],
+                $pkg("psr/cache", $argv[2] . "/Cache", "Psr\\Cache\\"),
+                $pkg("psr/simple-cache", $argv[2] . "/SimpleCache", "Psr\\SimpleCache\\"),
+                ["packagist.org" => false]],
+            "require" => ["mdcached/cache" => "*@dev"]], JSON_PRETTY_PRINT | JSON_UNESCAPED_SLASHES), "\n";' \
+        "$srctop/client-php/lib" "$psr" >"$app/composer.json"
+    # composer's PHP has the extension, as the platform check (ext-mdcached) wants
+    if (cd "$app" && "$PHP" -d extension="$so" "$(command -v composer)" install) >"$tmp/composer.out" 2>&1; then
+        "$PHP" -d extension="$so" -r '
+            require $argv[2] . "/vendor/autoload.php";
+            $c = new Mdcached\Client();
+            $c->addServer("127.0.0.1", (int)$argv[1]);
+            $s = new Mdcached\Cache\SimpleCache($c, "composer");
+            if (!$s->set("k", "v", 60) || $s->get("k") !== "v") { echo "PSR-16 round trip\n"; exit(1); }
+            echo "vendor/autoload.php loads ", (new ReflectionClass($s))->getFileName(), "\n";' "$port" "$app" \
+            >"$tmp/app.out" 2>&1 || fail "the Composer-installed library: $(cat "$tmp/app.out")"
+        sed 's/^/  /' "$tmp/app.out"
+    else
+        cat "$tmp/composer.out"
+        fail "composer install of mdcached/cache from a path repository"
+    fi
+fi
+
 kill -0 "$pid" 2>/dev/null || fail "the daemon died"
 [ $fails -eq 0 ] || { echo "packaging: $fails failure(s)"; exit 1; }
-echo "packaging: library installed and loaded, PECL package built, installed and loaded, composer.json valid"
+echo "packaging: library installed (make install, Composer) and loaded, PECL package built, installed and loaded, composer.json valid"
 exit 0
