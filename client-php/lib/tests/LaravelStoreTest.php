@@ -194,6 +194,40 @@ final class LaravelStoreTest extends TestCase
         $this->assertTrue($cache->tags('people')->clear(), 'clear() of a tagged cache flushes its tags');
     }
 
+    /** Events of a tagged flush: illuminate/cache 12 announces it; 8 and 11 have no such events. */
+    public function testTaggedFlushEvents(): void
+    {
+        $events = new class () implements Illuminate\Contracts\Events\Dispatcher {
+            public array $seen = [];
+            public function listen($events, $listener = null) {}
+            public function hasListeners($eventName) { return true; }
+            public function subscribe($subscriber) {}
+            public function until($event, $payload = []) { return $this->dispatch($event, $payload, true); }
+            public function dispatch($event, $payload = [], $halt = false)
+            {
+                $this->seen[] = is_object($event) ? (new ReflectionClass($event))->getShortName() : $event;
+                return null;
+            }
+            public function push($event, $payload = []) {}
+            public function flush($event) {}
+            public function forget($event) {}
+            public function forgetPushed() {}
+        };
+        $cache = new Repository($this->store);
+        $cache->setEventDispatcher($events);
+        $t = $cache->tags(['ev']);
+        $t->put('k', 1, 60);
+        $events->seen = [];
+        $this->assertTrue($t->flush());
+        $this->assertNull($cache->get('k'));
+        $flushEvents = array_values(array_filter($events->seen, fn($e) => str_starts_with($e, 'CacheFlush')));
+        if (class_exists('Illuminate\\Cache\\Events\\CacheFlushing')) {
+            $this->assertSame(['CacheFlushing', 'CacheFlushed'], $flushEvents);
+        } else {
+            $this->assertSame([], $flushEvents);
+        }
+    }
+
     public function testTaggedFlushDeletesAtomicallyOnServer(): void
     {
         $cache = new Repository($this->store);
