@@ -2,7 +2,8 @@
 # client-php/tests/packaging.sh - how PHP users install mdcached, checked:
 #  1. the PHP library as `make install' installs it (the Debian package
 #     php-mdcached-cache ships the same files): every class of
-#     client-php/lib/src and autoload.php in $(datadir)/php/Mdcached/Cache,
+#     client-php/lib/src, and beside them autoload.php and every other
+#     PHP file of client-php/lib but the tests, in $(datadir)/php/Mdcached/Cache,
 #     and `require "Mdcached/Cache/autoload.php"' through PHP's include path
 #     loads them (PSR-16 round trip with the daemon, Laravel store);
 #  2. the PECL package: client-php/package.xml names the version of
@@ -65,9 +66,12 @@ if [ -z "$auto" ]; then
 else
     incdir=${auto%/Mdcached/Cache/autoload.php}
     echo "installed in ${incdir#"$tmp/inst"}/Mdcached/Cache"
-    for f in "$srctop"/client-php/lib/src/*.php; do
-        [ -f "$incdir/Mdcached/Cache/$(basename "$f")" ] ||
-            fail "client-php/lib/src/$(basename "$f") is not installed (PHPLIB_INSTALL in client-php/include.am)"
+    # every PHP file of the library but its tests: src/X.php as X.php beside
+    # autoload.php, anything else (e.g. DIR/X.php) at its own relative path
+    for f in $(cd "$srctop/client-php/lib" && find . -name '*.php' ! -path './tests/*' ! -path './vendor/*' | sed 's|^\./||'); do
+        case $f in src/*) to=${f#src/} ;; *) to=$f ;; esac
+        [ -f "$incdir/Mdcached/Cache/$to" ] ||
+            fail "client-php/lib/$f is not installed as Mdcached/Cache/$to (PHPLIB_INSTALL in client-php/include.am)"
     done
     [ -e "$incdir/Mdcached/Cache/src" ] && fail "installed with a src/ directory: the classes go beside autoload.php"
     "$PHP" -d extension="$so" -d include_path=".:$incdir:$(php -r 'echo get_include_path();')" -r '
