@@ -58,8 +58,9 @@ fi
 
 # ---- 1. the library as make install installs it -------------------------------
 echo "== make install of the PHP library"
-make -s -C "$top" install-phpmdcDATA DESTDIR="$tmp/inst" >"$tmp/install.out" 2>&1 ||
-    { cat "$tmp/install.out"; fail "make install-phpmdcDATA"; }
+# install-data: every data directory (the library's and its subdirectories')
+make -s -C "$top" install-data DESTDIR="$tmp/inst" >"$tmp/install.out" 2>&1 ||
+    { cat "$tmp/install.out"; fail "make install-data"; }
 auto=$(find "$tmp/inst" -path '*/php/Mdcached/Cache/autoload.php' | head -n 1)
 if [ -z "$auto" ]; then
     fail "no Mdcached/Cache/autoload.php installed"
