@@ -519,6 +519,99 @@ static void test_auth_timeout(void **state)
     assert_int_equal(tsrv_stop(&s), 0);
 }
 
+/* curr_connections, read over fd (an authenticated text connection). */
+static long long curr_conns(int fd)
+{
+    char st[8192];
+    char *p;
+    size_t n;
+
+    txt(fd, "stats\r\n", st, sizeof(st));
+    while (strstr(st, "END\r\n") == NULL && (n = strlen(st)) + 1 < sizeof(st)) {
+        ssize_t k = recv(fd, st + n, sizeof(st) - 1 - n, 0);
+        if (k <= 0)
+            break;
+        st[n + (size_t)k] = '\0';
+    }
+    p = strstr(st, "STAT curr_connections ");
+    assert_non_null(p);
+    return atoll(p + 22);
+}
+
+/* A failed-login loop (connect, wrong AUTH, close) must not fill -c: a
+ * connection whose peer closed during the hold after a failure gives its
+ * slot back at once, on every backend.  With -c 32, 300 such logins (the
+ * text form and the native AUTH in turn) leave room for good logins all
+ * along, and curr_connections is back to the watcher alone well before a
+ * hold (>= 1 s) could have ended. */
+static void test_failed_login_loop(void **state)
+{
+    const char *args[] = {"--auth-file", afile, "-n", "1", "-c", "32", NULL};
+    struct tsrv s;
+    char buf[512];
+    int i, watch, refused = 0, good_failed = 0;
+    long long cur = -1;
+    double t_end;
+
+    (void)state;
+    assert_int_equal(tsrv_start(&s, args), 0);
+    for (i = 0; i < 300; i++) {
+        int fd = tc_connect(&s);
+
+        if (fd < 0) {
+            refused++;
+            continue;
+        }
+        if (i % 2 == 0) {
+            txt(fd, "set a 0 0 9\r\nalice bad\r\n", buf, sizeof(buf));
+            if (strcmp(buf, "CLIENT_ERROR authentication failure\r\n") != 0) {
+                if (strncmp(buf, "ERROR Too many", 14) != 0)
+                    fail_msg("bad login %d: \"%s\"", i, buf);
+                refused++;
+            }
+        } else {
+            struct treq r;
+            struct tresp rsp;
+            int st;
+
+            memset(&r, 0, sizeof(r));
+            r.op = WIRE_OP_AUTH;
+            r.key = "alice";
+            r.klen = 5;
+            r.val = "wrong!";
+            r.vlen = 6;
+            st = tc_call(fd, &r, &rsp);
+            if (st == WIRE_S_AUTH_FAILED)
+                tc_resp_free(&rsp);
+            else
+                refused++; /* the text refusal is no native frame */
+        }
+        close(fd); /* during the hold the failure started */
+        if (i % 25 == 24) {
+            fd = tc_connect(&s);
+            txt(fd, "set a 0 0 12\r\nalice s3cret\r\n", buf, sizeof(buf));
+            if (strcmp(buf, "STORED\r\n") != 0)
+                good_failed++;
+            close(fd);
+        }
+    }
+    t_end = now_s();
+    watch = tc_connect(&s);
+    txt(watch, "set a 0 0 12\r\nalice s3cret\r\n", buf, sizeof(buf));
+    assert_string_equal(buf, "STORED\r\n");
+    /* only the watcher left, long before the last hold (>= 1 s) ends */
+    while (now_s() - t_end < 0.7 && (cur = curr_conns(watch)) != 1)
+        usleep(20000);
+    t_end = now_s() - t_end;
+    close(watch);
+    assert_int_equal(tsrv_stop(&s), 0);
+    if (refused > 0 || good_failed > 0 || cur != 1)
+        fail_msg("%d of 300 bad logins refused for want of a slot, %d of 12 "
+                 "good logins failed, curr_connections %lld %.2f s after the "
+                 "last (want 0, 0, 1)",
+                 refused, good_failed, cur, t_end);
+}
+
 /* Without --auth-file, AUTH is refused as not supported and the text
  * "set" is an ordinary set. */
 static void test_no_auth_file(void **state)
@@ -609,6 +702,7 @@ int main(void)
         cmocka_unit_test(test_unauthed_oversize_store),
         cmocka_unit_test(test_preauth_request_bound),
         cmocka_unit_test(test_auth_timeout),
+        cmocka_unit_test(test_failed_login_loop),
         cmocka_unit_test(test_libmdcached),
         cmocka_unit_test(test_sighup_reload),
         cmocka_unit_test(test_no_auth_file),

@@ -667,6 +667,12 @@ void conn_drive(struct conn *c)
             }
             continue;
         }
+        /* The peer hung up during a failed login's hold (conn_hold): its
+         * requests would never be answered, so its -c slot goes now, not
+         * when the hold ends (a connect, wrong AUTH, close loop would fill
+         * -c otherwise).  The io_uring receive sees the EOF as rd_shut. */
+        if (c->rd_hup && c->hold_until != 0)
+            c->rd_shut = true;
         if (c->closing || c->rd_shut) {
             if (c->opending == 0)
                 goto kill;
