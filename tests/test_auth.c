@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -519,6 +520,91 @@ static void test_auth_timeout(void **state)
     assert_int_equal(tsrv_stop(&s), 0);
 }
 
+/* Poll the fds for dur_s seconds (or until each has seen EOF), noting in
+ * eof[i] the time an EOF came on fds[i] (those with eof[i] != 0 already
+ * are not polled). */
+static void poll_eofs(const int *fds, double *eof, int n, double dur_s)
+{
+    double end = now_s() + dur_s;
+    int i, left;
+
+    for (;;) {
+        struct pollfd pf[64];
+
+        for (i = 0, left = 0; i < n; i++) {
+            pf[i].fd = eof[i] == 0 ? fds[i] : -1;
+            pf[i].events = POLLIN;
+            left += eof[i] == 0;
+        }
+        if (left == 0 || now_s() >= end)
+            return;
+        if (poll(pf, (nfds_t)n, 10) <= 0)
+            continue;
+        for (i = 0; i < n; i++) {
+            char b[256];
+
+            if (pf[i].fd >= 0 && pf[i].revents != 0 &&
+                recv(fds[i], b, sizeof(b), MSG_DONTWAIT) <= 0)
+                eof[i] = now_s();
+        }
+    }
+}
+
+/* --auth-timeout SEC closes no connection earlier than SEC seconds after
+ * it was accepted (the once-a-second tick may make it up to a second
+ * late); one that logs in 50 ms after connecting is never closed.  The
+ * connections are spread over a second so that some open just before a
+ * second of the clock turns, where a timeout counted in whole seconds of
+ * the tick fired almost a second early. */
+static void test_auth_timeout_not_early(void **state)
+{
+    enum { N = 20 };
+    const char *args[] = {"--auth-file", afile, "-n", "1", "--auth-timeout",
+                          "1", NULL};
+    struct tsrv s;
+    char buf[512];
+    int silent[N], good[N], i, early = 0, late = 0, closed_good = 0;
+    double t0[N], eof[N], worst_early = 10, worst_late = 0;
+
+    (void)state;
+    assert_int_equal(tsrv_start(&s, args), 0);
+    for (i = 0; i < N; i++) {
+        t0[i] = now_s(); /* before connect(): the accept is later */
+        silent[i] = tc_connect(&s);
+        good[i] = tc_connect(&s);
+        assert_true(silent[i] >= 0 && good[i] >= 0);
+        eof[i] = 0;
+        /* 50 ms, timing the EOFs of the earlier ones meanwhile */
+        poll_eofs(silent, eof, i, 0.05);
+        txt(good[i], "set a 0 0 12\r\nalice s3cret\r\n", buf, sizeof(buf));
+        if (strcmp(buf, "STORED\r\n") != 0)
+            closed_good++;
+    }
+    poll_eofs(silent, eof, N, 10);
+    for (i = 0; i < N; i++) {
+        double dt = eof[i] - t0[i];
+
+        if (eof[i] == 0 || dt > 4.0) /* 1 s + the tick's second + slack */
+            late++;
+        else if (dt < 1.0)
+            early++;
+        if (eof[i] != 0 && dt < worst_early)
+            worst_early = dt;
+        if (dt > worst_late)
+            worst_late = dt;
+    }
+    for (i = 0; i < N; i++) {
+        close(silent[i]);
+        close(good[i]);
+    }
+    assert_int_equal(tsrv_stop(&s), 0);
+    if (early > 0 || late > 0 || closed_good > 0)
+        fail_msg("--auth-timeout 1: %d of %d closed early (first after %.3f "
+                 "s), %d late (last after %.3f s); %d of %d logins 50 ms "
+                 "after connecting failed",
+                 early, N, worst_early, late, worst_late, closed_good, N);
+}
+
 /* curr_connections, read over fd (an authenticated text connection). */
 static long long curr_conns(int fd)
 {
@@ -703,6 +789,7 @@ int main(void)
         cmocka_unit_test(test_preauth_request_bound),
         cmocka_unit_test(test_auth_timeout),
         cmocka_unit_test(test_failed_login_loop),
+        cmocka_unit_test(test_auth_timeout_not_early),
         cmocka_unit_test(test_libmdcached),
         cmocka_unit_test(test_sighup_reload),
         cmocka_unit_test(test_no_auth_file),
