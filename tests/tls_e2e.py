@@ -348,11 +348,15 @@ try:
           body[-vlen:] == b"hello", "native GET over TLS: %r %r" % (h, body))
     s.close()
 
-    # -- memcached binary protocol: its clear refusal, over TLS
+    # -- memcached binary protocol: refused in its own terms (status 0x0081
+    #    "unknown command", opcode and opaque echoed), then EOF, over TLS
     s = tls_conn()
-    s.sendall(bytes([0x80, 0x00]) + bytes(22))
-    d = recv_until(s, b"\r\n")
-    check(b"binary protocol is not supported" in d, "binary over TLS: %r" % d)
+    s.sendall(struct.pack(">BBHBBHIIQ", 0x80, 0x00, 0, 0, 0, 0, 0, 0x1234, 0))
+    d = recv_n(s, 24 + 15)
+    check(d == struct.pack(">BBHBBHIIQ", 0x81, 0x00, 0, 0, 0, 0x81, 15,
+                           0x1234, 0) + b"Unknown command",
+          "binary over TLS: %r" % d)
+    check(s.recv(10) == b"", "binary over TLS: not closed")
     s.close()
 
     # -- pipelined: 500 gets in one write
