@@ -16,6 +16,7 @@
 #include "conn.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -607,6 +608,19 @@ static void conn_requeue(struct conn *c)
         event_active(c->ev, EV_TIMEOUT, 0);
 }
 
+/* Nothing is read during a hold, so a readiness edge then may be the
+ * peer's FIN (EV_CLOSED) or its reset: libevent reports EPOLLHUP and
+ * EPOLLERR as EV_READ|EV_WRITE, without EV_CLOSED, and a client that
+ * closes with our answer unread sends a reset.  poll() tells both apart
+ * from input, whatever is queued. */
+static bool conn_peer_gone(const struct conn *c)
+{
+    struct pollfd p = {c->fd, POLLRDHUP, 0};
+
+    return c->rd_hup || (poll(&p, 1, 0) == 1 &&
+                         (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0);
+}
+
 void conn_drive(struct conn *c)
 {
     struct worker *w = c->owner;
@@ -672,8 +686,10 @@ void conn_drive(struct conn *c)
         /* The peer hung up during a failed login's hold (conn_hold): its
          * requests would never be answered, so its -c slot goes now, not
          * when the hold ends (a connect, wrong AUTH, close loop would fill
-         * -c otherwise).  The io_uring receive sees the EOF as rd_shut. */
-        if (c->rd_hup && c->hold_until != 0)
+         * -c otherwise).  The io_uring receive sees the EOF or the reset
+         * itself. */
+        if (c->hold_until != 0 && c->rd_ready && c->uc == NULL &&
+            conn_peer_gone(c))
             c->rd_shut = true;
         if (c->closing || c->rd_shut) {
             if (c->opending == 0)
