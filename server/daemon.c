@@ -77,7 +77,8 @@ uint64_t server_coarse_res_ms(void)
 
     if (clock_getres(CLOCK_MONOTONIC_COARSE, &ts) != 0)
         return 1000;
-    return (uint64_t)ts.tv_sec * 1000 + ((uint64_t)ts.tv_nsec + 999999) / 1000000;
+    return (uint64_t)ts.tv_sec * 1000 +
+           ((uint64_t)ts.tv_nsec + 999999) / 1000000; /* rounded up */
 }
 
 uint64_t server_uptime(const struct server *srv)

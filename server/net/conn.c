@@ -831,13 +831,14 @@ void conn_shutdown(struct conn *c)
  * The once-a-second tick makes it up to a second late. */
 static bool conn_elapsed(uint64_t now_ms, uint64_t stamp, uint64_t secs)
 {
-    static uint64_t res; /* racy but idempotent: every thread stores the
-                            same value */
+    static uint64_t res_ms; /* set once; every thread stores the same */
+    uint64_t res = __atomic_load_n(&res_ms, __ATOMIC_RELAXED);
 
-    if (__atomic_load_n(&res, __ATOMIC_RELAXED) == 0)
-        __atomic_store_n(&res, server_coarse_res_ms(), __ATOMIC_RELAXED);
-    return now_ms >= stamp &&
-           now_ms - stamp >= secs * 1000 + __atomic_load_n(&res, __ATOMIC_RELAXED);
+    if (res == 0) {
+        res = server_coarse_res_ms();
+        __atomic_store_n(&res_ms, res, __ATOMIC_RELAXED);
+    }
+    return now_ms >= stamp && now_ms - stamp >= secs * 1000 + res;
 }
 
 void conn_tick(struct conn *c, uint64_t now)
