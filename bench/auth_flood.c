@@ -4,13 +4,17 @@
  *
  * Flood threads connect, send a wrong login (memcached's text form and the
  * native AUTH in turn), and close without waiting for the answer, paced to
- * RATE connections a second in all.  Meanwhile one thread logs in with the
+ * RATE connections a second in all.  With -w they wait for the answer
+ * first (TLS: read it; plain: leave it unread, so the close is a reset):
+ * over TLS a client that closes at once leaves the server's session
+ * tickets unread, and its reset comes before the server has read the
+ * login, so no failure and no hold would happen at all.  Meanwhile one thread logs in with the
  * right password every GOOD_MS milliseconds (connect, login, read the
  * answer, close) and counts the logins answered STORED within 5 s.  With
  * -T every connection is TLS (server certificate not verified).
  *
  * usage: auth_flood -p PORT [-H HOST] [-r RATE] [-d SECS] [-j THREADS]
- *                   [-g GOOD_MS] [-u USER] [-P PASS] [-T]
+ *                   [-g GOOD_MS] [-u USER] [-P PASS] [-T] [-w]
  * Prints one line: the flood's rate reached, the good logins that
  * succeeded of those tried, and their slowest answer.  Exit 0.
  */
@@ -40,7 +44,7 @@
 static const char *host = "127.0.0.1";
 static int port, rate = 10000, secs = 10, nthreads = 2, good_ms = 100;
 static const char *user = "alice", *pass = "s3cret";
-static bool use_tls;
+static bool use_tls, wait_answer;
 static double t_end;
 static atomic_ulong bad_done, bad_errors;
 #ifdef HAVE_TLS
@@ -195,7 +199,18 @@ static void *flood(void *arg)
         }
         n = i++ % 2 == 0 ? text_login((char *)req, sizeof(req), user, "bad")
                          : native_login(req, sizeof(req), user, "wrong!");
-        (void)link_send(&l, req, n);
+        if (link_send(&l, req, n) == 0 && wait_answer) {
+#ifdef HAVE_TLS
+            if (l.ssl != NULL) {
+                (void)SSL_read(l.ssl, req, sizeof(req));
+                ERR_clear_error();
+            } else
+#endif
+            {
+                struct pollfd p = {l.fd, POLLIN, 0};
+                (void)poll(&p, 1, 5000);
+            }
+        }
         link_close(&l);
         atomic_fetch_add(&bad_done, 1);
     }
@@ -211,7 +226,7 @@ int main(int argc, char **argv)
     size_t llen;
     int o, i;
 
-    while ((o = getopt(argc, argv, "H:p:r:d:j:g:u:P:T")) != -1) {
+    while ((o = getopt(argc, argv, "H:p:r:d:j:g:u:P:Tw")) != -1) {
         switch (o) {
         case 'H': host = optarg; break;
         case 'p': port = atoi(optarg); break;
@@ -222,9 +237,11 @@ int main(int argc, char **argv)
         case 'u': user = optarg; break;
         case 'P': pass = optarg; break;
         case 'T': use_tls = true; break;
+        case 'w': wait_answer = true; break;
         default:
             fprintf(stderr, "usage: %s -p PORT [-H HOST] [-r RATE] [-d SECS] "
-                    "[-j THREADS] [-g GOOD_MS] [-u USER] [-P PASS] [-T]\n",
+                    "[-j THREADS] [-g GOOD_MS] [-u USER] [-P PASS] [-T] "
+                    "[-w]\n",
                     argv[0]);
             return 64;
         }
