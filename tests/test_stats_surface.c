@@ -288,9 +288,21 @@ static void test_conns(void **state)
     /* b and u wait for the rest of a value */
     assert_int_equal(tc_send_all(b, "set nr 0 0 10\r\nabc", 18), 0);
     assert_int_equal(tc_send_all(u, "set nu 0 0 10\r\nab", 17), 0);
-    sleep_ms(200);
-    r = txt(a, "stats conns\r\n", "END\r\n");
-    assert_non_null(r);
+    /* until the server has read both (a slow, sanitized build on a busy
+     * machine can take longer than any fixed sleep): two conn_nread */
+    for (attempt = 0; attempt < 200; attempt++) {
+        const char *p;
+        int n = 0;
+
+        r = txt(a, "stats conns\r\n", "END\r\n");
+        assert_non_null(r);
+        for (p = r; (p = strstr(p, " conn_nread\r\n")) != NULL; p++)
+            n++;
+        if (n >= 2 || attempt == 199)
+            break;
+        free(r);
+        sleep_ms(25);
+    }
     /* listeners: tcp: and unix: prefixes, memcached's state */
     snprintf(addr, sizeof(addr), "tcp:0.0.0.0:%d", S.port);
     fl = conn_fd_of(r, addr);
