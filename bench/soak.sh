@@ -24,7 +24,7 @@ for f in "$MDC" "$LOAD"; do
     [ -x "$f" ] || { echo "FAIL: $f not built"; exit 1; }
 done
 W=$(mktemp -d)
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+PORT=  # -p auto: the kernel picks it, the port file says which
 DPID=
 cleanup() {
     [ -n "$DPID" ] && kill -9 "$DPID" 2>/dev/null
@@ -56,11 +56,13 @@ PY
 rss() { awk '/^VmRSS/ {print $2}' /proc/$DPID/status; }
 nfds() { ls /proc/$DPID/fd | wc -l; }
 
-"$MDC" -l 127.0.0.1 -p "$PORT" -n 2 -m 64 -c 4096 >"$W/d.log" 2>&1 &
+"$MDC" -l 127.0.0.1 -p auto --port-file "$W/ports" -n 2 -m 64 -c 4096 >"$W/d.log" 2>&1 &
 DPID=$!
 i=0
 while ! grep -q " ready" "$W/d.log" && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
 grep -q " ready" "$W/d.log" || { echo "FAIL: daemon did not start"; cat "$W/d.log"; exit 1; }
+PORT=$(awk '$1 == "tcp" { sub(/.*:/, "", $2); print $2; exit }' "$W/ports")
+[ -n "$PORT" ] || { echo "FAIL: no tcp line in the port file"; cat "$W/ports"; exit 1; }
 fd0=$(nfds)
 # 10x overfill: keys x 4.5 KiB average = 10 x 64 MiB
 KEYS=150000

@@ -91,11 +91,16 @@ int metrics_parse_addr(const char *spec, char *host, size_t hlen,
 
     if (spec == NULL || spec[0] == '\0')
         return -1;
-    if (strspn(spec, "0123456789") == strlen(spec)) {
+    if (strspn(spec, "0123456789") == strlen(spec) ||
+        strcmp(spec, "auto") == 0) {
         snprintf(host, hlen, "127.0.0.1"); /* loopback unless told */
         snprintf(p, sizeof(p), "%s", spec);
     } else if (options_split_listen(spec, 0, host, hlen, p, sizeof(p)) < 0) {
         return -1;
+    }
+    if (strcmp(p, "auto") == 0) {
+        *port = 0; /* the kernel picks; --port-file reports it */
+        return 0;
     }
     errno = 0;
     v = strtoul(p, &end, 10);
@@ -520,9 +525,31 @@ static void metrics_other_cb(struct evhttp_request *req, void *arg)
     evhttp_send_error(req, 404, "see /metrics");
 }
 
+/* The port the kernel picked for --metrics ADDR:auto. */
+static int metrics_bound_port(struct evhttp_bound_socket *bound,
+                              uint16_t *port)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+
+    if (getsockname(evhttp_bound_socket_get_fd(bound), (struct sockaddr *)&ss,
+                    &len) < 0)
+        return -1;
+    *port = ntohs(ss.ss_family == AF_INET6
+                      ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                      : ((struct sockaddr_in *)&ss)->sin_port);
+    return 0;
+}
+
+const char *metrics_name(const struct server *srv)
+{
+    return srv->metrics != NULL ? srv->metrics->name : NULL;
+}
+
 int metrics_setup(struct server *srv)
 {
     const char *spec = srv->opt.metrics;
+    struct evhttp_bound_socket *bound;
     struct metrics *m;
     char host[256];
     uint16_t port = 0;
@@ -551,9 +578,17 @@ int metrics_setup(struct server *srv)
     evhttp_set_cb(m->http, "/metrics", metrics_http_cb, srv);
     evhttp_set_gencb(m->http, metrics_other_cb, srv);
     evhttp_set_timeout(m->http, 10);
-    if (evhttp_bind_socket(m->http, host, port) != 0) {
+    bound = evhttp_bind_socket_with_handle(m->http, host, port);
+    if (bound == NULL) {
         log_error("--metrics %s: cannot listen on %s port %u: %s", spec, host,
                   (unsigned)port, strerror(errno));
+        srv->metrics = m;
+        metrics_teardown(srv);
+        return -1;
+    }
+    if (port == 0 && metrics_bound_port(bound, &port) < 0) {
+        log_error("--metrics %s: cannot read the port bound: %s", spec,
+                  strerror(errno));
         srv->metrics = m;
         metrics_teardown(srv);
         return -1;

@@ -43,13 +43,18 @@ enum metrics_cmd {
 /* Bucket bounds 1, 2, 5 x 10^k microseconds, 1 us .. 1 s, then +Inf. */
 #define METRICS_NBOUNDS 19
 
-/* Parse --metrics: "ADDR:PORT", "[V6]:PORT" or "PORT" (loopback).  0 ok. */
+/* Parse --metrics: "ADDR:PORT", "[V6]:PORT" or "PORT" (loopback), the port
+ * "auto" (alone: loopback) giving *port 0, a free port the kernel picks.
+ * 0 ok. */
 int metrics_parse_addr(const char *spec, char *host, size_t hlen,
                        uint16_t *port);
 
 /* With --metrics: bind the HTTP listener (call with the other listeners,
  * before privileges are dropped); 0 ok or without --metrics, -1 logged. */
 int metrics_setup(struct server *srv);
+/* "ADDR:PORT" the metrics listener is bound to (the port "auto" picked),
+ * NULL without --metrics (--port-file). */
+const char *metrics_name(const struct server *srv);
 /* Start / stop the HTTP thread (after threads_start / at teardown). */
 int metrics_start_thread(struct server *srv);
 void metrics_teardown(struct server *srv);

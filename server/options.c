@@ -844,14 +844,19 @@ static int opt_validate(struct options *o, FILE *err, const char *argv0)
     if (o->metrics != NULL) {
         char host[256], port[16];
         const char *m = o->metrics;
-        bool digits = strspn(m, "0123456789") == strlen(m);
+        const char *p = port; /* "auto": a free port the kernel picks */
 
-        if ((!digits && options_split_listen(m, 0, host, sizeof(host), port,
-                                             sizeof(port)) < 0) ||
-            (digits ? strtoul(m, NULL, 10) : strtoul(port, NULL, 10)) == 0 ||
-            (digits ? strtoul(m, NULL, 10) : strtoul(port, NULL, 10)) > 65535) {
+        if (strcmp(m, "auto") == 0 || strspn(m, "0123456789") == strlen(m))
+            p = m; /* a port alone: loopback */
+        else if (options_split_listen(m, 0, host, sizeof(host), port,
+                                      sizeof(port)) < 0)
+            p = NULL;
+        if (p == NULL ||
+            (strcmp(p, "auto") != 0 &&
+             (strtoul(p, NULL, 10) == 0 || strtoul(p, NULL, 10) > 65535))) {
             fprintf(err, "%s: invalid value '%s' for --metrics: want "
-                    "ADDR:PORT, [V6ADDR]:PORT or PORT\n", argv0, m);
+                    "ADDR:PORT, [V6ADDR]:PORT or PORT (PORT may be auto)\n",
+                    argv0, m);
             return -1;
         }
     }

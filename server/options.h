@@ -165,7 +165,7 @@ struct opt_list {
       "write the process id to this file")                                     \
     X(metrics, 0, "metrics", OT_STR, "", 0, 0, "ADDR:PORT",                    \
       "serve Prometheus metrics at http://ADDR:PORT/metrics; a PORT alone "   \
-      "binds 127.0.0.1")                                                       \
+      "binds 127.0.0.1; PORT auto: a free port (see --port-file)")            \
     X(config, 'C', "config", OT_STR, "", 0, 0, "PATH",                         \
       "read long-option = value lines from this file (mdcached.conf(5)); "    \
       "the command line overrides it; SIGHUP re-reads it")                    \

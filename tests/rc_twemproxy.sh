@@ -24,6 +24,13 @@ start_mdc B3
 echo "mdcached backends on ports $B1_PORT $B2_PORT $B3_PORT"
 
 NC_LOG="$RC_TMP/nutcracker.log"
+# nutcracker cannot take a port of the kernel's choosing nor report one:
+# its ports are probed, and another process may bind one before nutcracker
+# does.  So the start counts only when nutcracker itself holds both
+# listening sockets (mc.py owns reads /proc: a connect could reach the
+# other process); otherwise (it exits on "Address already in use") it is
+# started again on fresh ports.  The race can cost a retry, and five in a
+# row to fail the test.
 try=0
 while :; do
     try=$((try + 1))
@@ -42,8 +49,10 @@ while :; do
         -p "$RC_TMP/nutcracker.pid" -o "$NC_LOG" -v 4 &
     NC_PID=$!
     RC_PIDS="$RC_PIDS $NC_PID"
-    rc_py wait 127.0.0.1 "$PROXY_PORT" 10 "$NC_PID" && break
+    rc_py owns "$NC_PID" 10 "$PROXY_PORT" "$STATS_PORT" && break
     kill "$NC_PID" 2>/dev/null
+    wait "$NC_PID" 2>/dev/null
+    echo "nutcracker did not hold ports $PROXY_PORT/$STATS_PORT (try $try): $(grep -i 'fail\|in use' "$NC_LOG" | tail -2)"
     if [ $try -ge 5 ]; then
         fail "nutcracker did not start; its log:"
         cat "$NC_LOG"

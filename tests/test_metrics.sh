@@ -1,6 +1,8 @@
 #!/bin/sh
 # tests/test_metrics.sh - --metrics (docs/packaging.md, "Prometheus"):
-#  - off by default; a PORT alone binds loopback; a bad value exits 64;
+#  - off by default; a PORT alone and `auto' bind loopback; ADDR:auto and
+#    auto take a free port, named in the log and --port-file; a bad value
+#    exits 64;
 #  - after known traffic (native and text protocols) /metrics carries
 #    memcached_exporter's memcached_commands_total{command,status} per
 #    thread with the exact counts, the tag-index gauges, per-command
@@ -34,7 +36,7 @@ freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0
 waitlog() { i=0; while ! grep -q "$1" "$2" && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done; }
 
 # bad values exit 64
-for bad in "x:y" "0" "127.0.0.1:70000" "[::1"; do
+for bad in "x:y" "0" "127.0.0.1:70000" "[::1" "autox" "127.0.0.1:0"; do
     "$D" -p 0 -s "$T/s0" --metrics="$bad" >"$T/out" 2>&1
     rc=$?
     [ $rc -eq 64 ] || fail "--metrics=$bad: exit $rc, want 64"
@@ -49,13 +51,68 @@ grep -q "metrics on" "$T/off.log" && fail "metrics served without --metrics"
 "$TOOL" -s "unix:$T/s1" settings | grep -qx "metrics " || fail "settings: metrics not empty by default"
 kill $DPID; wait $DPID; DPID=
 
-MP=$(freeport)
-: >"$T/d.log"
-"$D" -p 0 -s "$T/sock" -n 2 -v 2 --metrics="$MP" >"$T/d.log" 2>&1 &
+# a PORT alone binds loopback.  That needs a fixed port, so one is probed:
+# if another process takes it before mdcached binds it, mdcached exits 69
+# ("Address already in use") and the check is run again on a fresh port,
+# so the race costs a retry and cannot fail the test.  Every other daemon
+# here uses --metrics auto and reads its port from the port file.
+waitports() { # PORTFILE PID: the port file once written, or the daemon gone
+    i=0
+    while [ ! -s "$1" ] && kill -0 "$2" 2>/dev/null && [ $i -lt 200 ]; do
+        sleep 0.05; i=$((i + 1))
+    done
+    [ -s "$1" ]
+}
+metricsport() { awk '$1 == "metrics" { sub(/.*:/, "", $2); print $2; exit }' "$1"; }
+n=0; done_=
+while [ $n -lt 5 ] && [ -z "$done_" ]; do
+    n=$((n + 1))
+    P=$(freeport)
+    "$D" -p 0 -s "$T/s2" -n 1 -v 2 --metrics="$P" --port-file "$T/p.ports" \
+        >"$T/p.log" 2>&1 &
+    DPID=$!
+    if waitports "$T/p.ports" $DPID; then
+        done_=1
+        grep -qx "metrics 127.0.0.1:$P" "$T/p.ports" ||
+            fail "--metrics $P: port file $(cat "$T/p.ports")"
+        grep -q "metrics on http://127.0.0.1:$P/metrics" "$T/p.log" ||
+            fail "a PORT alone must bind 127.0.0.1: $(grep metrics "$T/p.log")"
+    elif ! grep -q "Address already in use" "$T/p.log"; then
+        done_=1
+        fail "--metrics $P: no port file: $(cat "$T/p.log")"
+    fi
+    kill $DPID 2>/dev/null; wait $DPID 2>/dev/null; DPID=
+done
+[ -n "$done_" ] || fail "--metrics PORT: 5 probed ports taken meanwhile"
+
+# ADDR:auto: a free port the kernel picks, in the port file and the log
+"$D" -p 0 -s "$T/s3" -n 1 -v 2 --metrics=127.0.0.1:auto \
+    --port-file "$T/a.ports" >"$T/a.log" 2>&1 &
 DPID=$!
+if waitports "$T/a.ports" $DPID; then
+    AP=$(metricsport "$T/a.ports")
+    case "$AP" in
+    '' | 0 | *[!0-9]*) fail "--metrics 127.0.0.1:auto: port file $(cat "$T/a.ports")" ;;
+    *) grep -q "metrics on http://127.0.0.1:$AP/metrics" "$T/a.log" ||
+        fail "127.0.0.1:auto: log $(grep metrics "$T/a.log")"
+       python3 -c 'import sys, urllib.request; r = urllib.request.urlopen("http://127.0.0.1:%s/metrics" % sys.argv[1], timeout=5); assert r.status == 200' "$AP" ||
+        fail "127.0.0.1:auto: no scrape on port $AP" ;;
+    esac
+else
+    fail "--metrics 127.0.0.1:auto: no port file: $(cat "$T/a.log")"
+fi
+kill $DPID 2>/dev/null; wait $DPID 2>/dev/null; DPID=
+
+# the daemon the rest of the test scrapes: --metrics auto (loopback)
+: >"$T/d.log"
+"$D" -p 0 -s "$T/sock" -n 2 -v 2 --metrics=auto --port-file "$T/d.ports" \
+    >"$T/d.log" 2>&1 &
+DPID=$!
+waitports "$T/d.ports" $DPID || { cat "$T/d.log"; fail "--metrics auto: no port file"; exit 1; }
 waitlog " ready" "$T/d.log"
+MP=$(metricsport "$T/d.ports")
 grep -q "metrics on http://127.0.0.1:$MP/metrics" "$T/d.log" ||
-    fail "a PORT alone must bind 127.0.0.1: $(grep metrics "$T/d.log")"
+    fail "--metrics auto must bind 127.0.0.1: $(grep metrics "$T/d.log"), port file $(cat "$T/d.ports")"
 
 tool() { "$TOOL" -s "unix:$T/sock" "$@" >/dev/null 2>&1; }
 # first a flushed record: a set, flush_all, a get that finds it gone

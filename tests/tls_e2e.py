@@ -62,14 +62,6 @@ def check(cond, msg):
     return cond
 
 
-def freeport():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
-
-
 def run(*args, **kw):
     return subprocess.run(list(args), check=True, capture_output=True, **kw)
 
@@ -198,13 +190,13 @@ def logtext(name):
         return f.read()
 
 
-MP = freeport()  # --metrics has no auto port (yet): probed
 SOCK = path("sock")
 daemon = start(["-p", "0", "-s", SOCK, "--tls-listen=127.0.0.1:auto",
                 "--tls-cert", path("srv.pem"), "--tls-key", path("srv.key"),
                 "--tls-ca", path("ca1.pem"), "--tls-handshake-timeout", "1",
-                "--metrics", str(MP), "-I", "8m", "-m", "128"], "d.log")
+                "--metrics", "auto", "-I", "8m", "-m", "128"], "d.log")
 TP = port_of("d.log", "tls", "127.0.0.1")
+MP = port_of("d.log", "metrics", "127.0.0.1")  # --metrics auto
 
 
 def ctx(cert="cli", verify=True, ca="ca1"):

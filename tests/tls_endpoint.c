@@ -112,22 +112,26 @@ void tls_certs_remove(struct tls_certs *c)
     c->dir[0] = '\0';
 }
 
-static int free_port(void)
+/* socat -d -d logs "socat[PID] N listening on AF=2 127.0.0.1:PORT" with
+ * the port the kernel picked for OPENSSL-LISTEN:0: that port of socat pid
+ * (the endpoints of a test share one log), or -1 while there is none. */
+static int socat_port(const char *log, pid_t pid)
 {
-    struct sockaddr_in sa;
-    socklen_t len = sizeof(sa);
-    int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
+    static const char pat[] = " listening on AF=2 127.0.0.1:";
+    char line[512], me[32];
+    int port = -1;
+    FILE *f = fopen(log, "r");
 
-    if (fd < 0)
+    if (f == NULL)
         return -1;
-    memset(&sa, 0, sizeof(sa));
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
-        getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
-        port = ntohs(sa.sin_port);
-    close(fd);
-    return port;
+    snprintf(me, sizeof(me), "socat[%ld] ", (long)pid);
+    while (port < 0 && fgets(line, sizeof(line), f) != NULL) {
+        const char *p = strstr(line, pat);
+        if (p != NULL && strstr(line, me) != NULL)
+            port = atoi(p + sizeof(pat) - 1);
+    }
+    fclose(f);
+    return port > 0 ? port : -1;
 }
 
 /* Accepting TCP connections on 127.0.0.1:port? */
@@ -203,19 +207,18 @@ int tls_ep_start(struct tls_ep *e, const char *dir, int backend_port,
             argv[n] = NULL;
             spawn(e, argv);
         } else {
-            /* socat cannot say which port it got: probe one, and try
-             * again when socat could not bind it */
-            e->port = free_port();
-            if (e->port <= 0)
-                continue;
+            /* port 0: the kernel picks one when socat binds, and socat's
+             * log names it (socat_port); no probed port another process
+             * could take meanwhile */
+            e->port = 0;
             snprintf(a1, sizeof(a1),
-                     "OPENSSL-LISTEN:%d,bind=127.0.0.1,reuseaddr,fork,"
+                     "OPENSSL-LISTEN:0,bind=127.0.0.1,reuseaddr,fork,"
                      "cert=%s,key=%s,%s%s%s",
-                     e->port, cert, key, client_ca ? "cafile=" : "",
+                     cert, key, client_ca ? "cafile=" : "",
                      client_ca ? client_ca : "",
                      client_ca ? ",verify=1" : "verify=0");
             snprintf(a2, sizeof(a2), "TCP:127.0.0.1:%d", backend_port);
-            char *argv[] = {"socat", a1, a2, NULL};
+            char *argv[] = {"socat", "-d", "-d", a1, a2, NULL};
             spawn(e, argv);
         }
         if (e->pid < 0)
@@ -227,6 +230,8 @@ int tls_ep_start(struct tls_ep *e, const char *dir, int backend_port,
             }
             if (own && e->port <= 0)
                 e->port = tsrv_port_file_port(ports, "tls", "127.0.0.1");
+            else if (!own && e->port <= 0)
+                e->port = socat_port(e->log, e->pid);
             if (e->port > 0 && accepts(e->port))
                 return 0;
             struct timespec ts = {0, 10 * 1000000L};

@@ -41,7 +41,8 @@ struct tls_ep {
     char log[160];
 };
 
-/* Start a TLS endpoint on 127.0.0.1:<free port> with cert/key, relaying
+/* Start a TLS endpoint on 127.0.0.1 (a port the kernel picks, read back
+ * from socat's log or mdcached's port file) with cert/key, relaying
  * to the plain daemon at 127.0.0.1:backend_port; client_ca non-NULL asks
  * for and verifies client certificates.  daemon_args (NULL-terminated, or
  * NULL) are the backend daemon's own arguments, given to the daemon that

@@ -32,14 +32,22 @@ register_shutdown_function(function () {
 /* a socat TLS endpoint in front of the suite's daemon; returns [proc, port] */
 function endpoint(string $d, string $cert, string $key): array
 {
+    /* OPENSSL-LISTEN:0: the kernel picks the port, socat -d -d logs it
+     * ("socat[PID] N listening on AF=2 127.0.0.1:PORT"; no probed port
+     * another process could take meanwhile) */
     for ($try = 0; $try < 5; $try++) {
-        $p = mdc_free_port();
-        $proc = proc_open(['socat', "OPENSSL-LISTEN:$p,bind=127.0.0.1,reuseaddr,fork,cert=$d/$cert,key=$d/$key,verify=0",
+        $p = null;
+        $proc = proc_open(['socat', '-d', '-d', "OPENSSL-LISTEN:0,bind=127.0.0.1,reuseaddr,fork,cert=$d/$cert,key=$d/$key,verify=0",
                            'TCP:' . getenv('MDC_TEST_HOST') . ':' . getenv('MDC_TEST_PORT')],
                           [0 => ['file', '/dev/null', 'r'], 1 => ['file', "$d/socat.log", 'a'],
                            2 => ['file', "$d/socat.log", 'a']], $pipes);
+        $pid = proc_get_status($proc)['pid'];
         for ($i = 0; $i < 100; $i++) {
-            $s = @fsockopen('127.0.0.1', $p, $e, $m, 0.2);
+            if ($p === null && preg_match('/socat\[' . $pid . '\] N listening on AF=2 127\.0\.0\.1:(\d+)/',
+                                          (string)@file_get_contents("$d/socat.log"), $m)) {
+                $p = (int)$m[1];
+            }
+            $s = $p === null ? false : @fsockopen('127.0.0.1', $p, $e, $m, 0.2);
             if ($s) {
                 fclose($s);
                 $GLOBALS['tls_eps'][] = $proc;

@@ -11,7 +11,28 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#ifdef HAVE_JEMALLOC
+/*
+ * A sanitizer's runtime (the libFuzzer targets: -fsanitize=fuzzer,address)
+ * replaces malloc, free and malloc_usable_size for the whole process, also
+ * when jemalloc is linked: jemalloc's own entry points (nallocx, sdallocx,
+ * mallctl) would then size and free memory jemalloc never handed out (a
+ * record's size from its header differs from its allocation, store_check
+ * fails; sdallocx frees a foreign pointer).  Such objects use the libc
+ * interface only, as the sanitizer builds do.
+ */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define MDC_MALLOC_REPLACED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
+    __has_feature(memory_sanitizer)
+#define MDC_MALLOC_REPLACED 1
+#endif
+#endif
+#if defined(HAVE_JEMALLOC) && !defined(MDC_MALLOC_REPLACED)
+#define USE_JEMALLOC 1
+#endif
+
+#ifdef USE_JEMALLOC
 #include <jemalloc/jemalloc.h>
 /*
  * Records are small and looked up at random over gigabytes: with 4 KiB
@@ -135,7 +156,7 @@ size_t mdc_usable_size(const void *p)
 
 size_t mdc_alloc_size(const void *p, size_t req)
 {
-#ifdef HAVE_JEMALLOC
+#ifdef USE_JEMALLOC
     (void)p;
     return nallocx(req == 0 ? 1 : req, 0);
 #else
@@ -146,7 +167,7 @@ size_t mdc_alloc_size(const void *p, size_t req)
 
 void mdc_free_sized(void *p, size_t req)
 {
-#ifdef HAVE_JEMALLOC
+#ifdef USE_JEMALLOC
     if (p != NULL)
         sdallocx(p, req == 0 ? 1 : req, 0);
 #else
@@ -157,7 +178,7 @@ void mdc_free_sized(void *p, size_t req)
 
 size_t mdc_good_size(size_t size)
 {
-#ifdef HAVE_JEMALLOC
+#ifdef USE_JEMALLOC
     return nallocx(size == 0 ? 1 : size, 0);
 #else
     return size;
@@ -166,7 +187,7 @@ size_t mdc_good_size(size_t size)
 
 uint64_t mdc_thread_allocated(void)
 {
-#ifdef HAVE_JEMALLOC
+#ifdef USE_JEMALLOC
     uint64_t v = 0;
     size_t sz = sizeof(v);
     if (mallctl("thread.allocated", &v, &sz, NULL, 0) != 0)
@@ -179,7 +200,7 @@ uint64_t mdc_thread_allocated(void)
 
 int mdc_alloc_counts_threads(void)
 {
-#ifdef HAVE_JEMALLOC
+#ifdef USE_JEMALLOC
     return 1;
 #else
     return 0;
@@ -188,7 +209,7 @@ int mdc_alloc_counts_threads(void)
 
 const char *mdc_allocator_name(void)
 {
-#ifdef HAVE_JEMALLOC
+#ifdef USE_JEMALLOC
     return "jemalloc";
 #else
     return "libc";

@@ -8,6 +8,11 @@
                                     wait for mdcached's --port-file, print
                                     the port of its "KIND 127.0.0.1:PORT"
   mc.py wait HOST PORT SECS [PID]   wait until HOST:PORT accepts (PID alive)
+  mc.py owns PID SECS PORT...       wait until process PID holds a TCP socket
+                                    listening on 127.0.0.1:PORT for every
+                                    PORT (read from /proc: not some other
+                                    process that took a probed port); 1 when
+                                    PID dies or SECS pass first
   mc.py locate KEYFILE PORT...      for each key of KEYFILE (one a line) ask
                                     every backend directly with "get"; print
                                     "KEY VALUE PORT" per hit
@@ -65,6 +70,41 @@ def wait(host, port, secs, pid=None):
             return 0
         except OSError:
             time.sleep(0.05)
+    return 1
+
+
+def listen_inodes(port):
+    """Inodes of the TCP sockets listening on 127.0.0.1:port."""
+    want = "0100007F:%04X" % int(port)
+    out = set()
+    with open("/proc/net/tcp") as f:
+        next(f)
+        for line in f:
+            col = line.split()
+            if col[1] == want and col[3] == "0A":  # 0A: LISTEN
+                out.add(col[9])
+    return out
+
+
+def owns(pid, secs, *ports):
+    end = time.monotonic() + float(secs)
+    while time.monotonic() < end:
+        if not alive(pid):
+            return 1
+        held = set()
+        try:
+            for fd in os.listdir("/proc/%d/fd" % int(pid)):
+                try:
+                    t = os.readlink("/proc/%d/fd/%s" % (int(pid), fd))
+                except OSError:
+                    continue
+                if t.startswith("socket:["):
+                    held.add(t[8:-1])
+        except OSError:
+            return 1
+        if all(listen_inodes(p) & held for p in ports):
+            return 0
+        time.sleep(0.05)
     return 1
 
 
@@ -161,6 +201,8 @@ def main(a):
         return portfile(*a[1:])
     if a[0] == "wait":
         return wait(*a[1:])
+    if a[0] == "owns":
+        return owns(*a[1:])
     if a[0] == "locate":
         return locate(a[1], a[2:])
     if a[0] == "send":
