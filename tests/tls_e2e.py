@@ -587,10 +587,10 @@ try:
     with open(path("users"), "w") as f:
         f.write("alice:s3cret\n")
     os.chmod(path("users"), 0o644)
-    TPA = freeport()
     da = start(["-p", "0", "-c", "32", "--auth-file", path("users"),
-                "--tls-listen=127.0.0.1:%d" % TPA, "--tls-cert",
+                "--tls-listen=127.0.0.1:auto", "--tls-cert",
                 path("srv1.pem"), "--tls-key", path("srv1.key")], "da.log")
+    TPA = port_of("da.log", "tls", "127.0.0.1")
 
     def tls_auth_conn():
         raw = socket.create_connection(("127.0.0.1", TPA), timeout=10)
