@@ -155,7 +155,11 @@ for TR in $TRACES; do
 		HELD=$(field held_bytes "$r")
 
 		port=$(free_port)
-		memcached -l 127.0.0.1 -p "$port" -U 0 -m "$MIB" -u nobody 2>>"$OUT/memcached.err" &
+		# memcached refuses an -m below twice its item size limit (1 MiB)
+		ilim=
+		[ "$MIB" -ge 2 ] || ilim="-I 512k"
+		# shellcheck disable=SC2086
+		memcached -l 127.0.0.1 -p "$port" -U 0 -m "$MIB" $ilim -u nobody 2>>"$OUT/memcached.err" &
 		PIDS=($!)
 		wait_port "$port" "${PIDS[0]}"
 		r=$(replay memcached "$port" text)
@@ -189,5 +193,8 @@ for TR in $TRACES; do
 	rm -f "$TRACE.oracle"
 done
 
-python3 "$SRC/bench/missratio/report.py" "$RESULTS" "$OUT/missratio.png"
+# the report wants matplotlib for its plot: the system's python3 has it
+PY=python3
+python3 -c 'import matplotlib' 2>/dev/null || { [ -x /usr/bin/python3 ] && PY=/usr/bin/python3; }
+"$PY" "$SRC/bench/missratio/report.py" "$RESULTS" "$OUT/missratio.png"
 echo "results: $RESULTS, plot: $OUT/missratio.png" >&2
