@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""Print run.sh's results side by side (markdown) and plot them.
+
+    report.py RESULTS.tsv [PLOT.png]
+"""
+import csv
+import sys
+
+COLS = ["mdcached", "memcached", "redis-lru", "redis-lfu",
+        "sim-LRU", "sim-SIEVE", "sim-S3-FIFO", "sim-W-TinyLFU"]
+HEAD = ["mdcached", "memcached", "Redis LRU", "Redis LFU",
+        "LRU sim", "SIEVE sim", "S3-FIFO sim", "W-TinyLFU sim"]
+SERVERS = ["mdcached", "memcached", "redis-lru", "redis-lfu"]
+
+
+def main():
+    rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
+    cells = {}
+    order = []
+    for r in rows:
+        k = (r["trace"], int(r["pct"]))
+        if k not in cells:
+            order.append(k)
+            cells[k] = {"mib": r["mib"]}
+        cells[k][r["server"]] = r
+    print("| trace | size | -m MiB | " + " | ".join(HEAD) + " |")
+    print("|---" * (3 + len(HEAD)) + "|")
+    for k in order:
+        c = cells[k]
+        mr = [c[s]["miss_ratio"] if s in c and c[s]["miss_ratio"] else "–" for s in COLS]
+        print("| %s | %d %% | %s | %s |" % (k[0], k[1], c["mib"], " | ".join(mr)))
+    print()
+    print("Records held / key + value bytes held (MB) after the replay:")
+    print()
+    print("| trace | size | " + " | ".join(SERVERS) + " | mdcached `stats bytes` (MB) |")
+    print("|---" * (3 + len(SERVERS)) + "|")
+    for k in order:
+        c = cells[k]
+        held = []
+        for s in SERVERS:
+            if s in c and c[s]["records"] not in ("", "-"):
+                held.append("%s / %.1f" % (c[s]["records"], int(c[s]["object_bytes"]) / 1e6))
+            else:
+                held.append("–")
+        sb = c.get("mdcached", {}).get("stats_bytes", "")
+        sb = "%.1f" % (int(sb) / 1e6) if sb.isdigit() else "–"
+        print("| %s | %d %% | %s | %s |" % (k[0], k[1], " | ".join(held), sb))
+
+    if len(sys.argv) < 3:
+        return
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("(no matplotlib: no plot)", file=sys.stderr)
+        return
+    traces = []
+    for t, _ in order:
+        if t not in traces:
+            traces.append(t)
+    fig, axes = plt.subplots(1, len(traces), figsize=(4 * len(traces), 3.6), squeeze=False)
+    for ax, t in zip(axes[0], traces):
+        pcts = sorted(p for tt, p in order if tt == t)
+        for s, label in zip(COLS, HEAD):
+            xs, ys = [], []
+            for p in pcts:
+                r = cells[(t, p)].get(s)
+                if r and r["miss_ratio"] not in ("", "-"):
+                    xs.append(p)
+                    ys.append(float(r["miss_ratio"]))
+            if xs:
+                style = "-o" if s in SERVERS else "--x"
+                ax.plot(xs, ys, style, label=label, markersize=4)
+        ax.set_xscale("log")
+        ax.set_xticks(pcts)
+        ax.set_xticklabels(["%d %%" % p for p in pcts])
+        ax.set_title(t)
+        ax.set_xlabel("cache size, share of the working set")
+        ax.grid(True, alpha=0.3)
+    axes[0][0].set_ylabel("miss ratio (after warm-up)")
+    axes[0][-1].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(sys.argv[2], dpi=100)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,200 @@
+#!/bin/bash
+# The miss-ratio bench (bench/missratio/README.md): per trace and per cache
+# size, the same read-through replay against mdcached, memcached and Redis
+# (allkeys-lru, allkeys-lfu), and the same trace through libCacheSim's LRU,
+# SIEVE, S3-FIFO and W-TinyLFU given the key + value bytes mdcached held.
+#
+#   bench/missratio/run.sh [BUILD_DIR]      (default _build/dev)
+#
+# Environment (defaults in brackets):
+#   MR_REQUESTS [10000000]  requests per trace
+#   MR_OBJECTS  [1000000]   Zipf population N
+#   MR_TRACES   [z0.8 z1.0 z1.2 scan]
+#   MR_SIZES    [1 5 20]    cache sizes, % of the trace's working set
+#   MR_WARMUP   [0.2]       share of the trace replayed before counting
+#   MR_BATCH    [64]        requests per pipelined batch
+#   MR_SEED     [1]
+#   MR_OUT      [a new /tmp/mr-bench.XXXXXX]  traces, logs, results.tsv, plot
+#   MR_VENV     [$MR_OUT/venv]  libcachesim's venv (reuse one to save time)
+#
+# Servers listen on 127.0.0.1 only and run one at a time; every replay is
+# bounded by `timeout`.
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+SRC=$PWD
+BUILD=${1:-_build/dev}
+GEN=$BUILD/bench/missratio/mr-gen
+REPLAY=$BUILD/bench/missratio/mr-replay
+MDC=$BUILD/server/mdcached
+for f in "$GEN" "$REPLAY" "$MDC"; do
+	[ -x "$f" ] || { echo "run.sh: $f not built (make in $BUILD)" >&2; exit 1; }
+done
+command -v memcached >/dev/null || { echo "run.sh: memcached not found" >&2; exit 1; }
+command -v redis-server >/dev/null || { echo "run.sh: redis-server not found" >&2; exit 1; }
+
+REQUESTS=${MR_REQUESTS:-10000000}
+OBJECTS=${MR_OBJECTS:-1000000}
+TRACES=${MR_TRACES:-z0.8 z1.0 z1.2 scan}
+SIZES=${MR_SIZES:-1 5 20}
+WARMUP=${MR_WARMUP:-0.2}
+BATCH=${MR_BATCH:-64}
+SEED=${MR_SEED:-1}
+OUT=${MR_OUT:-$(mktemp -d /tmp/mr-bench.XXXXXX)}
+VENV=${MR_VENV:-$OUT/venv}
+mkdir -p "$OUT" || exit 1
+RESULTS=$OUT/results.tsv
+LIMIT=900	# seconds per replay
+
+PIDS=()
+cleanup() {
+	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# libCacheSim, pinned, in a venv of the bench's own
+SIM=
+if [ -x "$VENV/bin/python" ] && "$VENV/bin/python" -c 'import libcachesim' 2>/dev/null; then
+	SIM=$VENV/bin/python
+elif python3 -m venv "$VENV" >"$OUT/venv.log" 2>&1 &&
+	"$VENV/bin/pip" install -q libcachesim==0.3.5 >>"$OUT/venv.log" 2>&1; then
+	SIM=$VENV/bin/python
+else
+	echo "run.sh: libcachesim 0.3.5 did not install; simulated columns left out:" >&2
+	tail -5 "$OUT/venv.log" >&2
+fi
+
+free_port() {
+	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# wait_port PORT PID: until the server answers, or give up after 10 s
+wait_port() {
+	local i
+	for i in $(seq 100); do
+		kill -0 "$2" 2>/dev/null || return 1
+		(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# stat PORT NAME: one field of a memcached-text `stats`
+srvstat() {
+	python3 - "$1" "$2" <<'EOF'
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
+s.sendall(b"stats\r\n")
+buf = b""
+while not buf.endswith(b"END\r\n"):
+    d = s.recv(65536)
+    if not d:
+        break
+    buf += d
+for l in buf.decode().split("\r\n"):
+    f = l.split()
+    if len(f) == 3 and f[1] == sys.argv[2]:
+        print(f[2])
+EOF
+}
+
+stop() {
+	kill "$1" 2>/dev/null
+	wait "$1" 2>/dev/null
+	PIDS=()
+}
+
+# replay NAME PORT PROTO: one replay with the probe; appends to $ROW
+replay() {
+	local r
+	r=$(timeout "$LIMIT" "$REPLAY" -t "$TRACE" -p "$2" -P "$3" -b "$BATCH" -w "$WARMUP" -x \
+		2>>"$OUT/replay.err")
+	echo "$TR $PCT $1 $r" >>"$OUT/replay.log"
+	echo "$r"
+}
+
+field() {	# field NAME LINE
+	sed -n "s/.*\\b$1=\\([^ ]*\\).*/\\1/p" <<<"$2"
+}
+
+printf 'trace\tpct\tmib\tserver\tmiss_ratio\trecords\tobject_bytes\tstats_bytes\n' >"$RESULTS"
+row() {	# server miss records objbytes statsbytes
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$TR" "$PCT" "$MIB" "$1" "$2" "$3" "$4" "$5" >>"$RESULTS"
+}
+
+for TR in $TRACES; do
+	case $TR in
+	z0.8) args="-a 0.8 -w 0.1 -d 0.01" ;;
+	z1.0) args="-a 1.0 -w 0.1 -d 0.01" ;;
+	z1.2) args="-a 1.2 -w 0.1 -d 0.01" ;;
+	scan) args="-a 1.0 -w 0.1 -d 0.01 -s 0.2 -L 10000" ;;
+	*) echo "run.sh: unknown trace $TR" >&2; exit 1 ;;
+	esac
+	TRACE=$OUT/$TR.trace
+	# shellcheck disable=SC2086
+	"$GEN" -o "$TRACE" -n "$REQUESTS" -N "$OBJECTS" -S "$SEED" $args || exit 1
+	[ -n "$SIM" ] && { "$GEN" --oracle "$TRACE" "$TRACE.oracle" || exit 1; }
+	WS=$("$GEN" --info "$TRACE" | sed -n 's/^working_set_bytes=//p')
+	echo "trace $TR: $("$GEN" --info "$TRACE" | tr '\n' ' ')" >&2
+	for PCT in $SIZES; do
+		MIB=$(( (WS * PCT / 100 + 1048575) / 1048576 ))
+		[ "$MIB" -ge 1 ] || MIB=1
+		echo "trace $TR, $PCT % = $MIB MiB" >&2
+
+		rm -f "$OUT/mdc.port"
+		"$MDC" -n 4 -t 0 -m "$MIB" -l 127.0.0.1 -p auto --port-file "$OUT/mdc.port" \
+			2>>"$OUT/mdcached.err" &
+		PIDS=($!)
+		for _ in $(seq 100); do [ -s "$OUT/mdc.port" ] && break; sleep 0.1; done
+		port=$(awk '$1 == "tcp" { sub(/.*:/, "", $2); print $2; exit }' "$OUT/mdc.port" 2>/dev/null)
+		r=$(replay mdcached "$port" text)
+		sb=$(srvstat "$port" bytes)
+		stop "${PIDS[0]}"
+		row mdcached "$(field miss_ratio "$r")" "$(field held_records "$r")" \
+			"$(field held_bytes "$r")" "$sb"
+		HELD=$(field held_bytes "$r")
+
+		port=$(free_port)
+		# memcached refuses an -m below twice its item size limit (1 MiB)
+		ilim=
+		[ "$MIB" -ge 2 ] || ilim="-I 512k"
+		# shellcheck disable=SC2086
+		memcached -l 127.0.0.1 -p "$port" -U 0 -m "$MIB" $ilim -u nobody 2>>"$OUT/memcached.err" &
+		PIDS=($!)
+		wait_port "$port" "${PIDS[0]}"
+		r=$(replay memcached "$port" text)
+		sb=$(srvstat "$port" bytes)
+		stop "${PIDS[0]}"
+		row memcached "$(field miss_ratio "$r")" "$(field held_records "$r")" \
+			"$(field held_bytes "$r")" "$sb"
+
+		for pol in lru lfu; do
+			port=$(free_port)
+			redis-server --bind 127.0.0.1 --port "$port" --save '' --appendonly no \
+				--maxmemory "${MIB}mb" --maxmemory-policy "allkeys-$pol" \
+				>>"$OUT/redis.log" 2>&1 &
+			PIDS=($!)
+			wait_port "$port" "${PIDS[0]}"
+			r=$(replay "redis-$pol" "$port" resp)
+			stop "${PIDS[0]}"
+			row "redis-$pol" "$(field miss_ratio "$r")" "$(field held_records "$r")" \
+				"$(field held_bytes "$r")" -
+		done
+
+		if [ -n "$SIM" ] && [ -n "$HELD" ] && [ "$HELD" -gt 0 ]; then
+			warm=$(python3 -c "print(int($WARMUP * $REQUESTS))")
+			s=$(timeout "$LIMIT" "$SIM" "$SRC/bench/missratio/mr_sim.py" "$TRACE.oracle" \
+				"$HELD" "$warm" 2>>"$OUT/sim.err")
+			for pol in LRU SIEVE S3-FIFO W-TinyLFU; do
+				row "sim-$pol" "$(field "$pol" "$s")" - "$HELD" -
+			done
+		fi
+	done
+	rm -f "$TRACE.oracle"
+done
+
+# the report wants matplotlib for its plot: the system's python3 has it
+PY=python3
+python3 -c 'import matplotlib' 2>/dev/null || { [ -x /usr/bin/python3 ] && PY=/usr/bin/python3; }
+"$PY" "$SRC/bench/missratio/report.py" "$RESULTS" "$OUT/missratio.png"
+echo "results: $RESULTS, plot: $OUT/missratio.png" >&2
