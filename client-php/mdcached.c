@@ -1337,6 +1337,77 @@ PHP_METHOD(Mdcached_Client, get)
     }
 }
 
+/* leaseGet(key, vivifyTtl, recacheTtl, &state, flags): a get that hands
+ * one caller per record the recompute (docs/client-php.md, "Leases").
+ * $state gets the LEASE_* bits; an empty vivified record (ours to fill, or
+ * another caller's pending) reads as null. */
+PHP_METHOD(Mdcached_Client, leaseGet)
+{
+    zend_string *key;
+    zend_long vivify = 0, recache = 0, flags = 0;
+    zval *state = NULL;
+    ZEND_PARSE_PARAMETERS_START(1, 5)
+        Z_PARAM_STR(key)
+        Z_PARAM_OPTIONAL
+        Z_PARAM_LONG(vivify)
+        Z_PARAM_LONG(recache)
+        Z_PARAM_ZVAL(state)
+        Z_PARAM_LONG(flags)
+    ZEND_PARSE_PARAMETERS_END();
+    if (state != NULL)
+        ZEND_TRY_ASSIGN_REF_LONG(state, 0);
+    if (vivify < 0 || recache < 0) {
+        zend_argument_value_error(vivify < 0 ? 2 : 3,
+                                  "must be greater than or equal to 0");
+        RETURN_THROWS();
+    }
+    MDCX_THIS();
+    mdcx_key k;
+    if (mdcx_key_make(o, ZSTR_VAL(key), ZSTR_LEN(key), &k) != 0) {
+        mdcx_bad_key(o, ZSTR_LEN(key));
+        RETURN_FALSE;
+    }
+    mdc_t *h = mdcx_pick(o, &k);
+    if (h == NULL) {
+        mdcx_key_free(&k);
+        RETURN_FALSE;
+    }
+    struct mdc_item *it = NULL;
+    int rc = mdc_lease_get(h, k.p, k.len, vivify, recache, &it);
+    mdcx_key_free(&k);
+    if (rc != MDC_OK) {
+        mdcx_result_h(o, h, rc);
+        RETURN_FALSE;
+    }
+    zend_long st = (zend_long)it->state;
+    /* a vivified placeholder: no value, the win or a pending win, never
+     * stale (a stale "" is a value: it was stored) */
+    bool empty = it->vlen == 0 && it->flags == 0 && !(st & MDC_ITEM_STALE) &&
+                 (st & (MDC_ITEM_WIN | MDC_ITEM_PENDING));
+    int r = 0;
+    if (!empty) {
+        r = mdcx_item_zval(o, it, flags, return_value);
+    } else if (flags & GET_EXTENDED) {
+        array_init(return_value);
+        add_assoc_null(return_value, "value");
+        add_assoc_long(return_value, "cas", (zend_long)it->cas);
+        add_assoc_long(return_value, "flags", 0);
+        zval tags;
+        array_init(&tags);
+        zend_hash_str_update(Z_ARRVAL_P(return_value), "tags", 4, &tags);
+    } else {
+        ZVAL_NULL(return_value);
+    }
+    mdc_item_free(it);
+    if (r != 0)
+        RETURN_FALSE;
+    if (flags & GET_EXTENDED)
+        add_assoc_long(return_value, "state", st);
+    if (state != NULL)
+        ZEND_TRY_ASSIGN_REF_LONG(state, st);
+    mdcx_result(o, MDC_OK, NULL);
+}
+
 PHP_METHOD(Mdcached_Client, getMulti)
 {
     HashTable *keys;
@@ -1682,6 +1753,34 @@ PHP_METHOD(Mdcached_Client, delete)
     RETURN_BOOL(rc == MDC_OK);
 }
 
+/* deleteStale(key, ttl): memcached's md I [T]: the record stays readable,
+ * stale, and the next leaseGet() of it wins the recompute */
+PHP_METHOD(Mdcached_Client, deleteStale)
+{
+    zend_string *key;
+    zend_long ttl = 0;
+    ZEND_PARSE_PARAMETERS_START(1, 2)
+        Z_PARAM_STR(key)
+        Z_PARAM_OPTIONAL
+        Z_PARAM_LONG(ttl)
+    ZEND_PARSE_PARAMETERS_END();
+    if (ttl < 0) {
+        zend_argument_value_error(2, "must be greater than or equal to 0");
+        RETURN_THROWS();
+    }
+    MDCX_THIS();
+    mdcx_key k;
+    if (mdcx_key_make(o, ZSTR_VAL(key), ZSTR_LEN(key), &k) != 0) {
+        mdcx_bad_key(o, ZSTR_LEN(key));
+        RETURN_FALSE;
+    }
+    mdc_t *h = mdcx_pick(o, &k);
+    int rc = h ? mdcx_result_h(o, h, mdc_delete_stale(h, k.p, k.len, 0, ttl))
+               : MDC_ERR_NO_SERVERS;
+    mdcx_key_free(&k);
+    RETURN_BOOL(rc == MDC_OK);
+}
+
 PHP_METHOD(Mdcached_Client, deleteMulti)
 {
     HashTable *keys;
@@ -1977,19 +2076,27 @@ PHP_METHOD(Mdcached_Client, getByTag)
         mdcx_result_pool(o, rc);
 }
 
-PHP_METHOD(Mdcached_Client, deleteByTag)
+/* deleteByTag(tag, tvals) and deleteByTagStale(tag, tvals, ttl): one
+ * argument parser and selector; stale marks instead of deleting. */
+static void mdcx_del_by_tag(INTERNAL_FUNCTION_PARAMETERS, bool stale)
 {
     zval *tag, *tvals = NULL;
-    ZEND_PARSE_PARAMETERS_START(1, 2)
+    zend_long ttl = 0;
+    ZEND_PARSE_PARAMETERS_START(1, stale ? 3 : 2)
         Z_PARAM_ZVAL(tag)
         Z_PARAM_OPTIONAL
         Z_PARAM_ZVAL_OR_NULL(tvals)
+        Z_PARAM_LONG(ttl)
     ZEND_PARSE_PARAMETERS_END();
     if (!mdcx_arg_types(1, tag, TY(IS_LONG) | TY(IS_STRING) | TY(IS_ARRAY),
                         "array|string|int") ||
         !mdcx_arg_types(2, tvals, TY(IS_LONG) | TY(IS_ARRAY) | TY(IS_NULL),
                         "array|int|null"))
         RETURN_THROWS();
+    if (ttl < 0) {
+        zend_argument_value_error(3, "must be greater than or equal to 0");
+        RETURN_THROWS();
+    }
     MDCX_THIS();
     mdcx_tags t;
     int32_t tkey;
@@ -2002,8 +2109,12 @@ PHP_METHOD(Mdcached_Client, deleteByTag)
     size_t n = mdc_pool_count(o->c->pool);
     int *rcs = ecalloc(n ? n : 1, sizeof(int));
     uint64_t deleted = 0;
-    int rc = n ? mdc_pool_del_by_tag(o->c->pool, tkey, tv, t.n, &deleted, rcs)
-               : MDC_ERR_NO_SERVERS;
+    int rc = MDC_ERR_NO_SERVERS;
+    if (n && stale)
+        rc = mdc_pool_del_by_tag_stale(o->c->pool, tkey, tv, t.n, ttl,
+                                       &deleted, rcs);
+    else if (n)
+        rc = mdc_pool_del_by_tag(o->c->pool, tkey, tv, t.n, &deleted, rcs);
     mdcx_server_results(o, rcs);
     efree(rcs);
     efree(tv);
@@ -2018,6 +2129,16 @@ PHP_METHOD(Mdcached_Client, deleteByTag)
     if (EG(exception))
         RETURN_THROWS();
     RETURN_LONG((zend_long)deleted);
+}
+
+PHP_METHOD(Mdcached_Client, deleteByTag)
+{
+    mdcx_del_by_tag(INTERNAL_FUNCTION_PARAM_PASSTHRU, false);
+}
+
+PHP_METHOD(Mdcached_Client, deleteByTagStale)
+{
+    mdcx_del_by_tag(INTERNAL_FUNCTION_PARAM_PASSTHRU, true);
 }
 
 /* the stack's tag: string tag, or int tkey with tval */
@@ -2380,6 +2501,9 @@ PHP_MINIT_FUNCTION(mdcached)
     mdcx_const("COMPRESSION_ZLIB", COMP_ZLIB);
     mdcx_const("COMPRESSION_ZSTD", COMP_ZSTD);
     mdcx_const("GET_EXTENDED", GET_EXTENDED);
+    mdcx_const("LEASE_WIN", MDC_ITEM_WIN);
+    mdcx_const("LEASE_STALE", MDC_ITEM_STALE);
+    mdcx_const("LEASE_PENDING", MDC_ITEM_PENDING);
     mdcx_const("STRING_TAG_KEY", MDCX_STRING_TAG_KEY);
 
     mdcx_const("RES_SUCCESS", MDC_OK);

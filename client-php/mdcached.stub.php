@@ -42,6 +42,9 @@ namespace Mdcached {
 
         public function get(string $key, ?callable $cacheCallback = null, int $flags = 0): mixed {}
 
+        /** @param int $state */
+        public function leaseGet(string $key, int $vivifyTtl = 0, int $recacheTtl = 0, &$state = null, int $flags = 0): mixed {}
+
         public function getMulti(array $keys, int $flags = 0): array|false {}
 
         public function set(string $key, mixed $value, int $ttl = 0, array $tags = []): bool {}
@@ -60,6 +63,8 @@ namespace Mdcached {
 
         public function delete(string $key): bool {}
 
+        public function deleteStale(string $key, int $ttl = 0): bool {}
+
         public function deleteMulti(array $keys): array {}
 
         public function increment(string $key, int $offset = 1, int $initialValue = 0, int $ttl = 0): int|false {}
@@ -77,6 +82,8 @@ namespace Mdcached {
         public function getByTag(int|string|array $tag, int|array|null $tvals = null): array|false {}
 
         public function deleteByTag(int|string|array $tag, int|array|null $tvals = null): int|false {}
+
+        public function deleteByTagStale(int|string|array $tag, int|array|null $tvals = null, int $ttl = 0): int|false {}
 
         public function tagPush(int|string $tag, mixed $value, int $ttl = 0, int|null $tval = null): string|false {}
 

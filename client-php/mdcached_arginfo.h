@@ -1,5 +1,5 @@
 /* This is a generated file, edit the .stub.php file instead.
- * Stub hash: 6e6e086c251425879921a199a9cd8c2ec0e165c9 */
+ * Stub hash: 34cfccbb10a7eba7e884004ec1448f7b73ae5d71 */
 
 ZEND_BEGIN_ARG_INFO_EX(arginfo_class_Mdcached_Client___construct, 0, 0, 0)
 	ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(0, persistentId, IS_STRING, 1, "null")
@@ -56,6 +56,14 @@ ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_class_Mdcached_Client_get, 0, 1,
 	ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(0, flags, IS_LONG, 0, "0")
 ZEND_END_ARG_INFO()
 
+ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_class_Mdcached_Client_leaseGet, 0, 1, IS_MIXED, 0)
+	ZEND_ARG_TYPE_INFO(0, key, IS_STRING, 0)
+	ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(0, vivifyTtl, IS_LONG, 0, "0")
+	ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(0, recacheTtl, IS_LONG, 0, "0")
+	ZEND_ARG_INFO_WITH_DEFAULT_VALUE(1, state, "null")
+	ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(0, flags, IS_LONG, 0, "0")
+ZEND_END_ARG_INFO()
+
 ZEND_BEGIN_ARG_WITH_RETURN_TYPE_MASK_EX(arginfo_class_Mdcached_Client_getMulti, 0, 1, MAY_BE_ARRAY|MAY_BE_FALSE)
 	ZEND_ARG_TYPE_INFO(0, keys, IS_ARRAY, 0)
 	ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(0, flags, IS_LONG, 0, "0")
@@ -97,6 +105,11 @@ ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_class_Mdcached_Client_delete, 0,
 	ZEND_ARG_TYPE_INFO(0, key, IS_STRING, 0)
 ZEND_END_ARG_INFO()
 
+ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_class_Mdcached_Client_deleteStale, 0, 1, _IS_BOOL, 0)
+	ZEND_ARG_TYPE_INFO(0, key, IS_STRING, 0)
+	ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(0, ttl, IS_LONG, 0, "0")
+ZEND_END_ARG_INFO()
+
 ZEND_BEGIN_ARG_WITH_RETURN_TYPE_INFO_EX(arginfo_class_Mdcached_Client_deleteMulti, 0, 1, IS_ARRAY, 0)
 	ZEND_ARG_TYPE_INFO(0, keys, IS_ARRAY, 0)
 ZEND_END_ARG_INFO()
@@ -134,6 +147,12 @@ ZEND_END_ARG_INFO()
 ZEND_BEGIN_ARG_WITH_RETURN_TYPE_MASK_EX(arginfo_class_Mdcached_Client_deleteByTag, 0, 1, MAY_BE_LONG|MAY_BE_FALSE)
 	ZEND_ARG_TYPE_MASK(0, tag, MAY_BE_LONG|MAY_BE_STRING|MAY_BE_ARRAY, NULL)
 	ZEND_ARG_TYPE_MASK(0, tvals, MAY_BE_LONG|MAY_BE_ARRAY|MAY_BE_NULL, "null")
+ZEND_END_ARG_INFO()
+
+ZEND_BEGIN_ARG_WITH_RETURN_TYPE_MASK_EX(arginfo_class_Mdcached_Client_deleteByTagStale, 0, 1, MAY_BE_LONG|MAY_BE_FALSE)
+	ZEND_ARG_TYPE_MASK(0, tag, MAY_BE_LONG|MAY_BE_STRING|MAY_BE_ARRAY, NULL)
+	ZEND_ARG_TYPE_MASK(0, tvals, MAY_BE_LONG|MAY_BE_ARRAY|MAY_BE_NULL, "null")
+	ZEND_ARG_TYPE_INFO_WITH_DEFAULT_VALUE(0, ttl, IS_LONG, 0, "0")
 ZEND_END_ARG_INFO()
 
 ZEND_BEGIN_ARG_WITH_RETURN_TYPE_MASK_EX(arginfo_class_Mdcached_Client_tagPush, 0, 2, MAY_BE_STRING|MAY_BE_FALSE)
@@ -194,6 +213,7 @@ ZEND_METHOD(Mdcached_Client, getResultCode);
 ZEND_METHOD(Mdcached_Client, getResultMessage);
 ZEND_METHOD(Mdcached_Client, getServerResults);
 ZEND_METHOD(Mdcached_Client, get);
+ZEND_METHOD(Mdcached_Client, leaseGet);
 ZEND_METHOD(Mdcached_Client, getMulti);
 ZEND_METHOD(Mdcached_Client, set);
 ZEND_METHOD(Mdcached_Client, setMulti);
@@ -203,6 +223,7 @@ ZEND_METHOD(Mdcached_Client, cas);
 ZEND_METHOD(Mdcached_Client, append);
 ZEND_METHOD(Mdcached_Client, prepend);
 ZEND_METHOD(Mdcached_Client, delete);
+ZEND_METHOD(Mdcached_Client, deleteStale);
 ZEND_METHOD(Mdcached_Client, deleteMulti);
 ZEND_METHOD(Mdcached_Client, increment);
 ZEND_METHOD(Mdcached_Client, decrement);
@@ -212,6 +233,7 @@ ZEND_METHOD(Mdcached_Client, getStats);
 ZEND_METHOD(Mdcached_Client, getVersion);
 ZEND_METHOD(Mdcached_Client, getByTag);
 ZEND_METHOD(Mdcached_Client, deleteByTag);
+ZEND_METHOD(Mdcached_Client, deleteByTagStale);
 ZEND_METHOD(Mdcached_Client, tagPush);
 ZEND_METHOD(Mdcached_Client, tagPop);
 ZEND_METHOD(Mdcached_Client, cmpSet);
@@ -239,6 +261,7 @@ static const zend_function_entry class_Mdcached_Client_methods[] = {
 	ZEND_ME(Mdcached_Client, getResultMessage, arginfo_class_Mdcached_Client_getResultMessage, ZEND_ACC_PUBLIC)
 	ZEND_ME(Mdcached_Client, getServerResults, arginfo_class_Mdcached_Client_getServerResults, ZEND_ACC_PUBLIC)
 	ZEND_ME(Mdcached_Client, get, arginfo_class_Mdcached_Client_get, ZEND_ACC_PUBLIC)
+	ZEND_ME(Mdcached_Client, leaseGet, arginfo_class_Mdcached_Client_leaseGet, ZEND_ACC_PUBLIC)
 	ZEND_ME(Mdcached_Client, getMulti, arginfo_class_Mdcached_Client_getMulti, ZEND_ACC_PUBLIC)
 	ZEND_ME(Mdcached_Client, set, arginfo_class_Mdcached_Client_set, ZEND_ACC_PUBLIC)
 	ZEND_ME(Mdcached_Client, setMulti, arginfo_class_Mdcached_Client_setMulti, ZEND_ACC_PUBLIC)
@@ -248,6 +271,7 @@ static const zend_function_entry class_Mdcached_Client_methods[] = {
 	ZEND_ME(Mdcached_Client, append, arginfo_class_Mdcached_Client_append, ZEND_ACC_PUBLIC)
 	ZEND_ME(Mdcached_Client, prepend, arginfo_class_Mdcached_Client_prepend, ZEND_ACC_PUBLIC)
 	ZEND_ME(Mdcached_Client, delete, arginfo_class_Mdcached_Client_delete, ZEND_ACC_PUBLIC)
+	ZEND_ME(Mdcached_Client, deleteStale, arginfo_class_Mdcached_Client_deleteStale, ZEND_ACC_PUBLIC)
 	ZEND_ME(Mdcached_Client, deleteMulti, arginfo_class_Mdcached_Client_deleteMulti, ZEND_ACC_PUBLIC)
 	ZEND_ME(Mdcached_Client, increment, arginfo_class_Mdcached_Client_increment, ZEND_ACC_PUBLIC)
 	ZEND_ME(Mdcached_Client, decrement, arginfo_class_Mdcached_Client_decrement, ZEND_ACC_PUBLIC)
@@ -257,6 +281,7 @@ static const zend_function_entry class_Mdcached_Client_methods[] = {
 	ZEND_ME(Mdcached_Client, getVersion, arginfo_class_Mdcached_Client_getVersion, ZEND_ACC_PUBLIC)
 	ZEND_ME(Mdcached_Client, getByTag, arginfo_class_Mdcached_Client_getByTag, ZEND_ACC_PUBLIC)
 	ZEND_ME(Mdcached_Client, deleteByTag, arginfo_class_Mdcached_Client_deleteByTag, ZEND_ACC_PUBLIC)
+	ZEND_ME(Mdcached_Client, deleteByTagStale, arginfo_class_Mdcached_Client_deleteByTagStale, ZEND_ACC_PUBLIC)
 	ZEND_ME(Mdcached_Client, tagPush, arginfo_class_Mdcached_Client_tagPush, ZEND_ACC_PUBLIC)
 	ZEND_ME(Mdcached_Client, tagPop, arginfo_class_Mdcached_Client_tagPop, ZEND_ACC_PUBLIC)
 	ZEND_ME(Mdcached_Client, cmpSet, arginfo_class_Mdcached_Client_cmpSet, ZEND_ACC_PUBLIC)

@@ -36,7 +36,8 @@ class LaravelServiceProvider extends ServiceProvider
     {
         $manager->extend('mdcached', function ($app, array $config) use ($manager) {
             $prefix = $config['prefix'] ?? $app['config']['cache.prefix'] ?? '';
-            $store = new LaravelStore(LaravelStore::connect($config), (string)$prefix);
+            $store = new LaravelStore(LaravelStore::connect($config), (string)$prefix, [],
+                                      (bool)($config['stale_invalidation'] ?? false));
             return $manager->repository($store, $config);
         });
     }

@@ -19,6 +19,12 @@ use Mdcached\Client;
  * Laravel's own tagged caches, a key names the same record whatever tags
  * are used to reach it.
  *
+ * With $staleInvalidation (config "stale_invalidation"), a tagged flush()
+ * marks the records stale (deleteByTagStale) instead of deleting them, and
+ * reads are leaseGets: the one reader per record that wins sees a miss, so
+ * remember() recomputes and stores it; the others get the stale value
+ * meanwhile, across every PHP worker (docs/client-php.md, "Leases").
+ *
  * The store is a LockProvider (LaravelLock: add to acquire, compare and
  * delete to release).
  */
@@ -30,11 +36,26 @@ class LaravelStore extends TaggableStore implements Store, LockProvider
     /** @var string[] tag names attached by this store's writes */
     protected array $tagNames;
 
-    public function __construct(Client $client, string $prefix = '', array $tagNames = [])
+    /** tagged flushes mark stale, reads lease */
+    protected bool $stale;
+
+    public function __construct(Client $client, string $prefix = '', array $tagNames = [],
+                                bool $staleInvalidation = false)
     {
         $this->client = $client;
         $this->setPrefix($prefix);
         $this->tagNames = array_values($tagNames);
+        $this->stale = $staleInvalidation;
+    }
+
+    public function setStaleInvalidation(bool $on): void
+    {
+        $this->stale = $on;
+    }
+
+    public function getStaleInvalidation(): bool
+    {
+        return $this->stale;
     }
 
     /**
@@ -104,12 +125,42 @@ class LaravelStore extends TaggableStore implements Store, LockProvider
 
     public function get($key)
     {
+        if ($this->stale && strncmp((string)$key, self::FLEXIBLE_CREATED, strlen(self::FLEXIBLE_CREATED)) !== 0) {
+            return $this->leaseGet($key);
+        }
         $v = $this->client->get($this->prefix . $key);
         return $v === false && $this->client->getResultCode() !== Client::RES_SUCCESS ? null : $v;
     }
 
+    /**
+     * flexible()'s "created" records are read plainly: its value record's
+     * lease decides who recomputes, and a stale value keeps its creation
+     * time, so flexible() serves it as it serves any value.
+     */
+    private const FLEXIBLE_CREATED = 'illuminate:cache:flexible:created:';
+
+    /**
+     * The read of stale mode: the winner of a stale record (the one reader
+     * to recompute it) gets a miss, the others its value.
+     */
+    protected function leaseGet($key)
+    {
+        $v = $this->client->leaseGet($this->prefix . $key, 0, 0, $state);
+        if ($this->client->getResultCode() !== Client::RES_SUCCESS || $state & Client::LEASE_WIN) {
+            return null;
+        }
+        return $v;
+    }
+
     public function many(array $keys)
     {
+        if ($this->stale) {
+            $out = [];
+            foreach ($keys as $k) {
+                $out[$k] = $this->get($k);
+            }
+            return $out;
+        }
         $ids = [];
         foreach ($keys as $k) {
             $ids[] = $this->prefix . $k;
@@ -207,14 +258,23 @@ class LaravelStore extends TaggableStore implements Store, LockProvider
      */
     public function flush()
     {
-        $tags = $this->tagNames ? array_slice($this->tagStrings(), 1) : [$this->prefixTag()];
-        return $this->deleteTags($tags);
+        if (!$this->tagNames) {
+            return $this->deleteTags([$this->prefixTag()], false); // a flush clears, stale mode or not
+        }
+        return $this->deleteTags(array_slice($this->tagStrings(), 1));
     }
 
-    /** One deleteByTag of the given string tags (every server in parallel). */
-    public function deleteTags(array $tags): bool
+    /**
+     * One deleteByTag of the given string tags (every server in parallel);
+     * deleteByTagStale with $stale, by default in stale mode.
+     */
+    public function deleteTags(array $tags, ?bool $stale = null): bool
     {
-        return !$tags || $this->client->deleteByTag(array_values($tags)) !== false;
+        if (!$tags) {
+            return true;
+        }
+        return (($stale ?? $this->stale) ? $this->client->deleteByTagStale(array_values($tags))
+                                          : $this->client->deleteByTag(array_values($tags))) !== false;
     }
 
     public function getPrefix()

@@ -18,6 +18,11 @@ use Symfony\Contracts\Cache\ItemInterface;
  *     server), which deletes the records atomically on the server;
  *   - there is no reverse index to maintain or leak: a record's tags go
  *     with the record, when it is deleted, replaced or expires.
+ * With $staleInvalidation, invalidateTags() marks the records stale
+ * (deleteByTagStale) instead of deleting them, and get($key, $callback)
+ * reads with leaseGet: the one reader per record that wins recomputes and
+ * stores, the others are served the stale value meanwhile, across every
+ * PHP worker (docs/client-php.md, "Leases").
  * Every record also carries the namespace's tag, so clear() deletes only
  * this namespace.  clear($prefix) clears the whole namespace, as Symfony's
  * adapters with versioning enabled do: the server keeps no key index to
@@ -41,12 +46,17 @@ class SymfonyTagAwareAdapter extends AbstractTagAwareAdapter
     /** the default lifetime (Symfony's own copy is private) */
     private int $lifetime;
 
-    public function __construct(Client $client, string $namespace = '', int $defaultLifetime = 0)
+    /** invalidateTags() marks stale; get() with a callback leases */
+    private bool $stale;
+
+    public function __construct(Client $client, string $namespace = '', int $defaultLifetime = 0,
+                                bool $staleInvalidation = false)
     {
         parent::__construct($namespace, $defaultLifetime);
         $this->lifetime = $defaultLifetime;
         $this->client = $client;
         $this->ns = $namespace === '' ? '' : $namespace . ':';
+        $this->stale = $staleInvalidation;
     }
 
     /**
@@ -136,6 +146,9 @@ class SymfonyTagAwareAdapter extends AbstractTagAwareAdapter
      * Symfony's (ContractsTrait, CacheTrait).  A miss, an early
      * recomputation, deferred items or versioning take Symfony's own path,
      * which finds the record already read instead of asking again.
+     * With staleInvalidation the read is a leaseGet: a stale record's
+     * winner recomputes (Symfony's path, as an elected early expiration),
+     * a stale record another reader is recomputing is served as it is.
      */
     public function get(string $key, callable $callback, ?float $beta = null, ?array &$metadata = null): mixed
     {
@@ -143,15 +156,22 @@ class SymfonyTagAwareAdapter extends AbstractTagAwareAdapter
         if ($this->plainIds && ($beta ?? 1.0) >= 0.0 && $beta !== INF
                 && ($this->maxIdLength === null || strlen($this->ns . $key) <= $this->maxIdLength)) {
             $id = $this->ns . $key;
+            $state = 0;
             try {
-                $r = self::fetchFrom($this->client, [$id]);
+                $r = $this->stale ? $this->leaseFetch($id, $state) : self::fetchFrom($this->client, [$id]);
             } catch (\Exception $e) {
                 $r = null; // Symfony's path logs it and computes the value
             }
             if ($r !== null) {
                 $v = $r[$id] ?? null;
-                if (is_array($v) && array_key_exists('value', $v)) {
+                if (is_array($v) && array_key_exists('value', $v) && $state & Client::LEASE_WIN) {
+                    $beta = INF; // this reader recomputes for all
+                } elseif (is_array($v) && array_key_exists('value', $v)) {
                     $meta = self::metadataOf($v);
+                    if ($state & Client::LEASE_PENDING) {
+                        $metadata = $meta; // another reader is recomputing it
+                        return $v['value'];
+                    }
                     $expiry = $meta[ItemInterface::METADATA_EXPIRY] ?? false;
                     $ctime = $meta[ItemInterface::METADATA_CTIME] ?? false;
                     if (!($ctime && $expiry && $expiry <= microtime(true) - $ctime / 1000 * ($beta ?? 1.0)
@@ -169,6 +189,28 @@ class SymfonyTagAwareAdapter extends AbstractTagAwareAdapter
         } finally {
             $this->prefetched = null; // commit() (Symfony's getItem() calls it) resets plainIds
         }
+    }
+
+    /**
+     * fetchFrom() of one id by leaseGet, its LEASE_* bits in $state; a
+     * value that cannot be unserialized is a miss (Symfony's path reads it
+     * again and computes).  null: take Symfony's path.
+     */
+    private function leaseFetch(string $id, int &$state): ?array
+    {
+        try {
+            $v = $this->client->leaseGet($id, 0, 0, $state);
+        } catch (\Mdcached\Exception $e) {
+            return null;
+        } catch (\Throwable $e) {
+            $state = 0;
+            return null;
+        }
+        $rc = $this->client->getResultCode();
+        if ($rc === Client::RES_SUCCESS) {
+            return [$id => $v];
+        }
+        return $rc === Client::RES_NOTFOUND ? [] : null;
     }
 
     /** The server key of $key when it is namespace:key (no deferred items, versioning or hashing). */
@@ -376,7 +418,8 @@ class SymfonyTagAwareAdapter extends AbstractTagAwareAdapter
             $tags[] = strncmp($id, $p, strlen($p)) === 0
                 ? $this->ns . self::TAGS_PREFIX . substr($id, strlen($p)) : $id;
         }
-        return $this->client->deleteByTag($tags) !== false;
+        return ($this->stale ? $this->client->deleteByTagStale($tags)
+                             : $this->client->deleteByTag($tags)) !== false;
     }
 
     /*

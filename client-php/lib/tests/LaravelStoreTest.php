@@ -353,4 +353,72 @@ final class LaravelStoreTest extends TestCase
         $this->assertFalse($mine->release(), 'the record changed after the read: not released');
         $this->assertSame('theirs', $this->c->get('lv:race'), 'the new owner keeps the lock');
     }
+
+    /**
+     * stale_invalidation: after a tagged flush one reader per record (the
+     * lease's winner) runs remember()'s callback; a second client reading
+     * while it recomputes gets the stale value without running its own.
+     */
+    public function testStaleTaggedFlushRecomputesOnce(): void
+    {
+        $c2 = mdc_test_client();
+        $r1 = new Repository(new LaravelStore($this->c, 'lv', [], true));
+        $r2 = new Repository(new LaravelStore($c2, 'lv', [], true));
+        foreach (['a', 'b', 'c'] as $k) {
+            $this->assertTrue($r1->tags(['page'])->put($k, "old$k", 60));
+        }
+        $this->assertTrue($r1->tags(['page'])->flush());
+        foreach (['a', 'b', 'c'] as $k) {
+            $runs = 0;
+            $inner = null;
+            $v = $r1->tags(['page'])->remember($k, 60, function () use ($r2, $k, &$runs, &$inner) {
+                $runs++;
+                // another worker reads while this one recomputes
+                $inner = $r2->tags(['page'])->remember($k, 60, function () use (&$runs) {
+                    $runs++;
+                    return 'second';
+                });
+                return "new$k";
+            });
+            $this->assertSame("new$k", $v);
+            $this->assertSame("old$k", $inner, 'the other reader gets the stale value');
+            $this->assertSame(1, $runs, 'one callback per record across both clients');
+            $this->assertSame("new$k", $r2->get($k), 'stored: a hit for everyone');
+        }
+        // flexible() (illuminate/cache 11.23+): one recompute, the stale value for the other
+        if (method_exists(Repository::class, 'flexible')) {
+            $this->assertSame('f1', $r1->tags(['page'])->flexible('f', [60, 120], fn() => 'f1'));
+            $this->assertTrue($r1->tags(['page'])->flush());
+            $runs = 0;
+            $inner = null;
+            $v = $r1->tags(['page'])->flexible('f', [60, 120], function () use ($r2, &$runs, &$inner) {
+                $runs++;
+                $inner = $r2->tags(['page'])->flexible('f', [60, 120], function () use (&$runs) {
+                    $runs++;
+                    return 'second';
+                });
+                return 'f2';
+            });
+            $this->assertSame(['f2', 'f1', 1], [$v, $inner, $runs]);
+            $this->assertSame('f2', $r2->tags(['page'])->flexible('f', [60, 120], fn() => 'no'));
+        }
+        // an untagged flush still clears
+        $this->assertTrue($r1->flush());
+        $this->assertFalse($this->c->get('lv:a'));
+        // without the option a tagged flush deletes: both clients recompute
+        $q1 = new Repository(new LaravelStore($this->c, 'lv'));
+        $q2 = new Repository(new LaravelStore($c2, 'lv'));
+        $q1->tags(['page'])->put('d', 'old', 60);
+        $this->assertTrue($q1->tags(['page'])->flush());
+        $runs = 0;
+        $q1->tags(['page'])->remember('d', 60, function () use ($q2, &$runs) {
+            $runs++;
+            $q2->tags(['page'])->remember('d', 60, function () use (&$runs) {
+                $runs++;
+                return 'second';
+            });
+            return 'first';
+        });
+        $this->assertSame(2, $runs, 'plain flush: no lease, both compute');
+    }
 }

@@ -417,4 +417,69 @@ final class SymfonyTagAwareAdapterTest extends TestCase
         $this->assertFalse($p->hasItem('k'));
         $this->assertFalse($p->save($p->getItem('k')->set(1)));
     }
+
+    /**
+     * staleInvalidation: after invalidateTags() one reader per record (the
+     * lease's winner) runs the callback; a second client reading while it
+     * recomputes gets the stale value without running its own.
+     */
+    public function testStaleInvalidationRecomputesOnce(): void
+    {
+        $c2 = mdc_test_client();
+        $p1 = new SymfonyTagAwareAdapter($this->c, 'sf', 0, true);
+        $p2 = new SymfonyTagAwareAdapter($c2, 'sf', 0, true);
+        $keys = ['a', 'b', 'c'];
+        foreach ($keys as $k) {
+            $this->assertSame("old$k", $p1->get($k, function (ItemInterface $i) use ($k) {
+                $i->tag('page');
+                return "old$k";
+            }));
+        }
+        $this->assertSame('oldb', $p2->get('b', fn() => $this->fail('a fresh hit runs no callback')));
+        $this->assertTrue($p1->invalidateTags(['page']));
+        foreach ($keys as $k) {
+            $runs = 0;
+            $inner = null;
+            $v = $p1->get($k, function (ItemInterface $i) use ($p2, $k, &$runs, &$inner) {
+                $runs++;
+                // another worker reads while this one recomputes
+                $inner = $p2->get($k, function () use (&$runs) {
+                    $runs++;
+                    return 'second';
+                });
+                $i->tag('page');
+                return "new$k";
+            });
+            $this->assertSame("new$k", $v);
+            $this->assertSame("old$k", $inner, 'the other reader gets the stale value');
+            $this->assertSame(1, $runs, 'one callback per record across both clients');
+            $this->assertSame("new$k", $p2->get($k, fn() => $this->fail('stored: a hit for everyone')));
+        }
+        // the other reader gets the stale value's metadata, tags included
+        $this->assertTrue($p2->invalidateTags(['page']));
+        $meta = null;
+        $this->assertSame('x', $p1->get('a', function (ItemInterface $i) use ($p2, &$meta) {
+            $this->assertSame('newa', $p2->get('a', fn() => $this->fail('pending'), null, $meta));
+            return 'x';
+        }));
+        $this->assertSame(['page' => 'page'], $meta[ItemInterface::METADATA_TAGS]);
+        // $beta still works: INF recomputes, 0 never expires early
+        $this->assertSame('beta', $p1->get('b', fn() => 'beta', INF));
+        $this->assertSame('beta', $p1->get('b', fn() => $this->fail('beta 0'), 0.0));
+        // without the option invalidateTags() deletes: both clients recompute
+        $q1 = new SymfonyTagAwareAdapter($this->c, 'sf');
+        $q2 = new SymfonyTagAwareAdapter($c2, 'sf');
+        $this->assertTrue($q1->invalidateTags(['page']));
+        $runs = 0;
+        $q1->get('c', function (ItemInterface $i) use ($q2, &$runs) {
+            $runs++;
+            $q2->get('c', function () use (&$runs) {
+                $runs++;
+                return 'second';
+            });
+            return 'first';
+        });
+        $this->assertSame(2, $runs, 'plain invalidation: no lease, both compute');
+        $this->assertFalse($this->c->get('sf:a') === false, 'stale mode keeps the records');
+    }
 }
