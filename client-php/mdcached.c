@@ -652,25 +652,44 @@ static int mdcx_encode(mdcx_obj *o, zval *v, smart_str *out, uint32_t *flags)
 enum { MP_NIL, MP_INT, MP_STR, MP_CONTAINER, MP_OTHER };
 #define MP_MAX_DEPTH 1024 /* msgpack-php's own nesting limit */
 
-static bool mdcx_mp_value(const unsigned char *p, size_t len, size_t *pos,
-                          int depth, int *kind, int64_t *ival);
+/* msgpack-php numbers the arrays and maps from 1 in the order they start
+ * and a back reference names one by number; bad[i] marks those whose
+ * zval it frees or moves before a reference could copy it. */
+typedef struct {
+    unsigned char *bad;
+    size_t n;
+} mdcx_mp;
+
+static bool mdcx_mp_value(mdcx_mp *m, const unsigned char *p, size_t len,
+                          size_t *pos, int depth, bool unstable, int *kind,
+                          int64_t *ival);
 
 /* A map's entries.  msgpack-php marks objects and references with nil
  * keys and uses their values unchecked, so only the shapes its packer
  * writes pass: first {nil: 1} (a reference), then {nil: "Class"}, then
- * {nil: [...]} (__serialize data); or exactly {nil: 2|4|5, key: index}
+ * {nil: [...]} (__serialize data); or exactly {nil: 2|4|5, key: number}
  * (a back reference) or {nil: 3, "Class": "data"} (Serializable).  Other
- * keys are strings or integers. */
-static bool mdcx_mp_map(const unsigned char *p, size_t len, size_t *pos,
-                        int depth, size_t n)
+ * keys are strings or integers.  A back reference may name only a
+ * container that stays where msgpack-php recorded it: not __serialize
+ * data (freed once the object has it) nor anything in it, not another
+ * back reference, not a child of a map of more than 8 entries (the
+ * table it was put in grows and moves). */
+static bool mdcx_mp_map(mdcx_mp *m, const unsigned char *p, size_t len,
+                        size_t *pos, int depth, bool unstable, size_t self,
+                        size_t n)
 {
-    int64_t type = 0;   /* the {nil: int} of entry 0 */
+    int64_t type = 0; /* the {nil: int} of entry 0 */
     bool prev_class = false;
     for (size_t i = 0; i < n; i++) {
         int kk, vk;
         int64_t kv, vv;
-        if (!mdcx_mp_value(p, len, pos, depth, &kk, &kv) ||
-            !mdcx_mp_value(p, len, pos, depth, &vk, &vv))
+        if (!mdcx_mp_value(m, p, len, pos, depth, true, &kk, &kv))
+            return false;
+        if (kk != MP_NIL && kk != MP_INT && kk != MP_STR)
+            return false;
+        size_t first = m->n; /* the containers the value starts */
+        if (!mdcx_mp_value(m, p, len, pos, depth, unstable || n > 8, &vk,
+                           &vv))
             return false;
         bool cls = false;
         if (kk == MP_NIL) {
@@ -678,18 +697,21 @@ static bool mdcx_mp_map(const unsigned char *p, size_t len, size_t *pos,
                 type = vv;
                 if (type != 1 && n != 2)
                     return false;
+                if (type != 1 && type != 3)
+                    m->bad[self] = 1;
             } else if (vk == MP_STR && (i == 0 || (i == 1 && type == 1))) {
                 cls = true;
-            } else if (!(vk == MP_CONTAINER && prev_class)) {
+            } else if (vk == MP_CONTAINER && prev_class) {
+                memset(m->bad + first, 1, m->n - first);
+            } else {
                 return false;
             }
-        } else if (kk != MP_INT && kk != MP_STR) {
-            return false;
         } else if (type == 3) {
             if (kk != MP_STR || vk != MP_STR)
                 return false;
         } else if (type >= 2) {
-            if (vk != MP_INT || vv < 1)
+            if (vk != MP_INT || vv < 1 || (uint64_t)vv > m->n ||
+                m->bad[vv - 1])
                 return false;
         }
         prev_class = cls;
@@ -698,9 +720,11 @@ static bool mdcx_mp_map(const unsigned char *p, size_t len, size_t *pos,
 }
 
 /* One msgpack value at *pos: its kind, and for an integer its value
- * (saturated; only small ones matter). */
-static bool mdcx_mp_value(const unsigned char *p, size_t len, size_t *pos,
-                          int depth, int *kind, int64_t *ival)
+ * (saturated; only small ones matter).  unstable: a container starting
+ * here may not be named by a back reference. */
+static bool mdcx_mp_value(mdcx_mp *m, const unsigned char *p, size_t len,
+                          size_t *pos, int depth, bool unstable, int *kind,
+                          int64_t *ival)
 {
     if (*pos >= len || depth > MP_MAX_DEPTH)
         return false;
@@ -749,7 +773,7 @@ static bool mdcx_mp_value(const unsigned char *p, size_t len, size_t *pos,
             *pos += w;
             *kind = MP_INT;
             if (b >= 0xd0 && (u >> (8 * w - 1)))
-                *ival = -1;                /* negative: never an index */
+                *ival = -1;                /* negative: never a number */
             else if (u > INT64_MAX)
                 *ival = INT64_MAX;
             else
@@ -786,29 +810,37 @@ static bool mdcx_mp_value(const unsigned char *p, size_t len, size_t *pos,
     *kind = MP_CONTAINER;
     if (n > (len - *pos) / per) /* each value takes a byte at least */
         return false;
+    size_t self = m->n++; /* at most one container per byte: fits bad */
+    m->bad[self] = unstable;
     if (per == 2)
-        return mdcx_mp_map(p, len, pos, depth + 1, n);
+        return mdcx_mp_map(m, p, len, pos, depth + 1, unstable, self, n);
     for (size_t i = 0; i < n; i++) {
         int k;
         int64_t v;
-        if (!mdcx_mp_value(p, len, pos, depth + 1, &k, &v))
+        if (!mdcx_mp_value(m, p, len, pos, depth + 1,
+                           unstable || n > (1u << 16), &k, &v))
             return false;
     }
     return true;
 }
 
 /* Whether p holds one msgpack value that msgpack_unpack can be given:
- * complete, nothing after it, and objects and references only in the
- * shapes msgpack-php writes (mdcx_mp_map).  msgpack-php trusts its
- * input: a map cut short after a nil key (82 c0 81 fe fb), or nil keys
- * elsewhere, corrupt PHP's heap and a later allocation crashes
- * (robust.phpt's random bytes did; msgpack_garbage.phpt). */
+ * complete, nothing after it, objects and references only in the shapes
+ * msgpack-php writes and back references only to what it keeps in place
+ * (mdcx_mp_map).  msgpack-php trusts its input: a map cut short after a
+ * nil key (82 c0 81 fe fb), nil keys elsewhere, or a back reference to
+ * freed __serialize data corrupt PHP's heap and a later allocation
+ * crashes (robust.phpt's random bytes did; msgpack_garbage.phpt). */
 static bool mdcx_msgpack_ok(const unsigned char *p, size_t len)
 {
+    mdcx_mp m = {emalloc(len + 1), 0};
     size_t pos = 0;
     int k;
     int64_t v;
-    return mdcx_mp_value(p, len, &pos, 0, &k, &v) && pos == len;
+    bool ok = mdcx_mp_value(&m, p, len, &pos, 0, false, &k, &v) &&
+              pos == len;
+    efree(m.bad);
+    return ok;
 }
 
 /* Decode a record's value into rv.  0, or MDCX_RES_PAYLOAD_FAILURE. */

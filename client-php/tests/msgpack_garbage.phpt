@@ -18,6 +18,12 @@ $bad = [
     'trail' => '81c081fefbc0',  // a whole map, then a byte more
     'trunc' => 'dc0003c0c0',    // array16 of 3 with 2 elements
     'str' => 'd9ff6162',        // str8 of 255 with 2 bytes
+    // whole values that crash msgpack-php too: nil keys where its packer
+    // never writes them (a map as a key, {nil: fixext}, ...)
+    'nilkeys' => '8383c084ff80c080c080c084c0d064c0e9c0c202d0d8c083c0d018c0f284c001c0d4a97cc0cb702ef26f0a17bdd1c001e7c0e283c093d09f078400e7c0c0c0a3889939a466b61051acff3e5bb259c19fe183759c75c08294f6c7015474a4b10f06860683c0a982a487c591e1b505a8c701365503cb23d6cff3880cf01dcb1f1cd9c383b3bd9ec081c0a31b689ec007c007d08f81c0c0',
+    // an ArrayObject, then {nil: 4, 0: 3}: a back reference to its
+    // __serialize data, which msgpack-php freed
+    'serref' => '9482c0ab41727261794f626a656374c09400910190c082c004000382c001a1780182c0020007',
 ];
 // well-formed msgpack written by other clients still decodes
 $good = [
@@ -59,6 +65,17 @@ check($o[0] instanceof ArrayObject && $o[0][0] === 1 && $o[1]->x === [true], 'ob
 $c->setOption(Client::OPT_SERIALIZER, Client::SERIALIZER_MSGPACK);
 $v = ['n' => new ArrayObject(['k' => 'v']), 'l' => range(1, 40), 'm' => [[]]];
 check($c->set('own', $v) && $c->get('own') == $v, 'own msgpack value round trip');
+// shared and recursive objects and references still decode as shared
+class W { public $p = 1; public $q; }
+$o = new W;
+$o->q = $o;
+$a = ['x' => 1];
+$r = $c->set('shared', [$o, $o, &$a, &$a, new ArrayObject([2])]) ? $c->get('shared') : null;
+check(is_array($r) && $r[0] === $r[1] && $r[0]->q === $r[0], 'shared objects: ' . $c->getResultMessage());
+if (is_array($r)) {
+    $r[2]['x'] = 5;
+    check($r[3]['x'] === 5 && $r[4][0] === 2, 'references');
+}
 echo "done\n";
 ?>
 --EXPECT--
