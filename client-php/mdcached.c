@@ -648,6 +648,201 @@ static int mdcx_encode(mdcx_obj *o, zval *v, smart_str *out, uint32_t *flags)
     return 0;
 }
 
+/* msgpack values as the check below sees them */
+enum { MP_NIL, MP_INT, MP_STR, MP_CONTAINER, MP_OTHER };
+#define MP_MAX_DEPTH 1024 /* msgpack-php's own nesting limit */
+
+/* msgpack-php numbers the arrays and maps from 1 in the order they start
+ * and a back reference names one by number; bad[i] marks those whose
+ * zval it frees or moves before a reference could copy it. */
+typedef struct {
+    unsigned char *bad;
+    size_t n;
+} mdcx_mp;
+
+static bool mdcx_mp_value(mdcx_mp *m, const unsigned char *p, size_t len,
+                          size_t *pos, int depth, bool unstable, int *kind,
+                          int64_t *ival);
+
+/* A map's entries.  msgpack-php marks objects and references with nil
+ * keys and uses their values unchecked, so only the shapes its packer
+ * writes pass: first {nil: 1} (a reference), then {nil: "Class"}, then
+ * {nil: [...]} (__serialize data); or exactly {nil: 2|4|5, key: number}
+ * (a back reference) or {nil: 3, "Class": "data"} (Serializable).  Other
+ * keys are strings or integers.  A back reference may name only a
+ * container that stays where msgpack-php recorded it: not __serialize
+ * data (freed once the object has it) nor anything in it, not another
+ * back reference, not a child of a map of more than 8 entries (the
+ * table it was put in grows and moves). */
+static bool mdcx_mp_map(mdcx_mp *m, const unsigned char *p, size_t len,
+                        size_t *pos, int depth, bool unstable, size_t self,
+                        size_t n)
+{
+    int64_t type = 0; /* the {nil: int} of entry 0 */
+    bool prev_class = false;
+    for (size_t i = 0; i < n; i++) {
+        int kk, vk;
+        int64_t kv, vv;
+        if (!mdcx_mp_value(m, p, len, pos, depth, true, &kk, &kv))
+            return false;
+        if (kk != MP_NIL && kk != MP_INT && kk != MP_STR)
+            return false;
+        size_t first = m->n; /* the containers the value starts */
+        if (!mdcx_mp_value(m, p, len, pos, depth, unstable || n > 8, &vk,
+                           &vv))
+            return false;
+        bool cls = false;
+        if (kk == MP_NIL) {
+            if (i == 0 && vk == MP_INT && vv >= 1 && vv <= 5) {
+                type = vv;
+                if (type != 1 && n != 2)
+                    return false;
+                if (type != 1 && type != 3)
+                    m->bad[self] = 1;
+            } else if (vk == MP_STR && (i == 0 || (i == 1 && type == 1))) {
+                cls = true;
+            } else if (vk == MP_CONTAINER && prev_class) {
+                memset(m->bad + first, 1, m->n - first);
+            } else {
+                return false;
+            }
+        } else if (type == 3) {
+            if (kk != MP_STR || vk != MP_STR)
+                return false;
+        } else if (type >= 2) {
+            if (vk != MP_INT || vv < 1 || (uint64_t)vv > m->n ||
+                m->bad[vv - 1])
+                return false;
+        }
+        prev_class = cls;
+    }
+    return true;
+}
+
+/* One msgpack value at *pos: its kind, and for an integer its value
+ * (saturated; only small ones matter).  unstable: a container starting
+ * here may not be named by a back reference. */
+static bool mdcx_mp_value(mdcx_mp *m, const unsigned char *p, size_t len,
+                          size_t *pos, int depth, bool unstable, int *kind,
+                          int64_t *ival)
+{
+    if (*pos >= len || depth > MP_MAX_DEPTH)
+        return false;
+    unsigned b = p[(*pos)++];
+    size_t lb = 0, skip = 0, n = 0;
+    int per = 0; /* values per element: 1 array, 2 map */
+    *kind = MP_OTHER;
+    *ival = 0;
+    if (b <= 0x7f) {
+        *kind = MP_INT, *ival = b;
+        return true;
+    }
+    if (b >= 0xe0) {
+        *kind = MP_INT, *ival = (int64_t)b - 256;
+        return true;
+    }
+    if (b <= 0x8f) {
+        n = b & 0xf, per = 2;
+    } else if (b <= 0x9f) {
+        n = b & 0xf, per = 1;
+    } else if (b <= 0xbf) {
+        *kind = MP_STR, skip = b & 0x1f;
+    } else {
+        switch (b) {
+        case 0xc0: *kind = MP_NIL; return true;
+        case 0xc2: case 0xc3: return true;                /* bool */
+        case 0xd9: *kind = MP_STR; /* fall through */
+        case 0xc4: lb = 1; break;                         /* bin8, str8 */
+        case 0xda: *kind = MP_STR; /* fall through */
+        case 0xc5: lb = 2; break;
+        case 0xdb: *kind = MP_STR; /* fall through */
+        case 0xc6: lb = 4; break;
+        case 0xc7: lb = 1, skip = 1; break;               /* ext: + type */
+        case 0xc8: lb = 2, skip = 1; break;
+        case 0xc9: lb = 4, skip = 1; break;
+        case 0xca: skip = 4; break;                       /* float32 */
+        case 0xcb: skip = 8; break;
+        case 0xcc: case 0xcd: case 0xce: case 0xcf:       /* uint8..64 */
+        case 0xd0: case 0xd1: case 0xd2: case 0xd3: {     /* int8..64 */
+            size_t w = (size_t)1 << (b & 3);
+            if (w > len - *pos)
+                return false;
+            uint64_t u = 0;
+            for (size_t i = 0; i < w; i++)
+                u = (u << 8) | p[*pos + i];
+            *pos += w;
+            *kind = MP_INT;
+            if (b >= 0xd0 && (u >> (8 * w - 1)))
+                *ival = -1;                /* negative: never a number */
+            else if (u > INT64_MAX)
+                *ival = INT64_MAX;
+            else
+                *ival = (int64_t)u;
+            return true;
+        }
+        case 0xd4: skip = 2; break;                       /* fixext */
+        case 0xd5: skip = 3; break;
+        case 0xd6: skip = 5; break;
+        case 0xd7: skip = 9; break;
+        case 0xd8: skip = 17; break;
+        case 0xdc: lb = 2, per = 1; break;                /* array16 */
+        case 0xdd: lb = 4, per = 1; break;
+        case 0xde: lb = 2, per = 2; break;                /* map16 */
+        case 0xdf: lb = 4, per = 2; break;
+        default: return false;                            /* 0xc1 */
+        }
+    }
+    if (lb > len - *pos)
+        return false;
+    size_t l = 0;
+    for (size_t i = 0; i < lb; i++)
+        l = (l << 8) | p[*pos + i];
+    *pos += lb;
+    if (!per) {
+        skip += l;
+        if (skip > len - *pos)
+            return false;
+        *pos += skip;
+        return true;
+    }
+    if (lb)
+        n = l;
+    *kind = MP_CONTAINER;
+    if (n > (len - *pos) / per) /* each value takes a byte at least */
+        return false;
+    size_t self = m->n++; /* at most one container per byte: fits bad */
+    m->bad[self] = unstable;
+    if (per == 2)
+        return mdcx_mp_map(m, p, len, pos, depth + 1, unstable, self, n);
+    for (size_t i = 0; i < n; i++) {
+        int k;
+        int64_t v;
+        if (!mdcx_mp_value(m, p, len, pos, depth + 1,
+                           unstable || n > (1u << 16), &k, &v))
+            return false;
+    }
+    return true;
+}
+
+/* Whether p holds one msgpack value that msgpack_unpack can be given:
+ * complete, nothing after it, objects and references only in the shapes
+ * msgpack-php writes and back references only to what it keeps in place
+ * (mdcx_mp_map).  msgpack-php trusts its input: a map cut short after a
+ * nil key (82 c0 81 fe fb), nil keys elsewhere, or a back reference to
+ * freed __serialize data corrupt PHP's heap and a later allocation
+ * crashes (robust.phpt's random bytes did; msgpack_garbage.phpt). */
+static bool mdcx_msgpack_ok(const unsigned char *p, size_t len)
+{
+    mdcx_mp m = {emalloc(len + 1), 0};
+    size_t pos = 0;
+    int k;
+    int64_t v;
+    bool ok = mdcx_mp_value(&m, p, len, &pos, 0, false, &k, &v) &&
+              pos == len;
+    efree(m.bad);
+    return ok;
+}
+
 /* Decode a record's value into rv.  0, or MDCX_RES_PAYLOAD_FAILURE. */
 static int mdcx_decode(mdcx_obj *o, const char *p, size_t len, uint32_t flags,
                        zval *rv)
@@ -766,6 +961,9 @@ static int mdcx_decode(mdcx_obj *o, const char *p, size_t len, uint32_t flags,
                                "payload failure: the value needs %s, which "
                                "is not loaded", fn);
         }
+        if ((flags & 0xf) == VT_MSGPACK &&
+            !mdcx_msgpack_ok((const unsigned char *)p, len))
+            goto bad;
         ZVAL_STRINGL(&arg, p, len);
         /* bad data is reported by the result code, not by the
          * serializer's own warnings */
