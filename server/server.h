@@ -78,6 +78,20 @@ struct conn_link {
     struct conn *prev, *next;
 };
 
+/* Buffers a network thread lends its connections while they have bytes to
+ * parse or to send, and takes back once they have none (server/net/conn.c,
+ * "Buffers lent per thread"; docs/threads-models.md).  Only the owning
+ * thread takes and gives; lent is read by stats from any thread. */
+#define CONN_POOL_MAX 64 /* free buffers of each kind kept per thread */
+struct conn_pool {
+    void *in[CONN_POOL_MAX];   /* input buffers of CONN_IBUF_INIT */
+    void *out[CONN_POOL_MAX];  /* output buffers of CONN_OBUF_INIT */
+    void *segs[CONN_POOL_MAX]; /* segment arrays of CONN_SEGS_INIT */
+    unsigned nin, nout, nsegs;
+    uint64_t lent;             /* input and output buffers lent out now
+                                  (relaxed atomic, for stats) */
+};
+
 struct worker {
     struct thread_stats stats; /* written only by this thread */
     struct server *srv;
@@ -107,6 +121,9 @@ struct worker {
 
     /* payload role */
     struct mq *pq;            /* queue this payload thread consumes */
+
+    /* connection buffers lent by this thread (network role and main) */
+    struct conn_pool pool;
 
     /* request scratch (tags of one request), grown on demand */
     struct mdc_tag *tagbuf;

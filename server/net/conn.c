@@ -8,8 +8,10 @@
  * goes into obuf, the value is queued as a reference to the record and sent
  * from where it lies; the reference is released once its last byte is out.
  * A value of at most CONN_COPY_MAX is copied into obuf instead (one piece,
- * one send()).  obuf, the segment array and ibuf are reused, so a GET hit
- * allocates nothing (tests/test_server_alloc.c).
+ * one send()).  obuf, the segment array and ibuf are lent by the thread's
+ * pool while the connection has bytes to parse or to send, and given back
+ * once it has none (an idle connection holds no buffer); a pooled buffer
+ * is reused, so a GET hit allocates nothing (tests/test_server_alloc.c).
  */
 #include "config.h"
 
@@ -59,23 +61,190 @@ struct conn *conn_setup(struct server *srv, struct worker *w, int fd,
     c->id = atomic_fetch_add_explicit(&next_id, 1, memory_order_relaxed);
     c->need = 1;
     c->authed = srv->auth == NULL;
-    c->ibuf = mdc_malloc(CONN_IBUF_INIT);
-    c->obuf = mdc_malloc(CONN_OBUF_INIT);
-    c->segs = mdc_malloc(CONN_SEGS_INIT * sizeof(*c->segs));
-    if (c->ibuf == NULL || c->obuf == NULL || c->segs == NULL)
-        goto fail;
-    c->icap = CONN_IBUF_INIT;
-    c->ocap = CONN_OBUF_INIT;
-    c->segcap = CONN_SEGS_INIT;
+    /* no buffer yet: lent when bytes arrive or a reply is composed */
     return c;
 fail:
-    if (c != NULL) {
-        mdc_free(c->ibuf);
-        mdc_free(c->obuf);
-        mdc_free(c->segs);
-        mdc_free(c);
-    }
     return NULL;
+}
+
+/* ---- buffers lent per thread ------------------------------------------- */
+
+/*
+ * A connection holds ibuf while it has unconsumed input, obuf and the
+ * segment array while it has output queued or in flight; otherwise they
+ * are back in its owner's pool (struct conn_pool), so an idle connection
+ * costs its struct alone.  The pool keeps at most CONN_POOL_MAX free
+ * buffers of each kind of the standard size; a larger one (grown for a
+ * long request or reply) is freed when given back.  A take from an empty
+ * pool allocates and counts conn_buffer_pool_misses.  Only the owner
+ * thread takes and gives: the buffers of a connection in flight stay with
+ * it (a payload thread may grow them, never give them).
+ */
+static void *conn_pool_get(struct worker *w, void **stack, unsigned *n,
+                           size_t size)
+{
+    void *p;
+
+    if (*n > 0) {
+        p = stack[--*n];
+    } else {
+        p = mdc_malloc(size);
+        if (p == NULL)
+            return NULL;
+        STAT_INC(&w->stats, conn_buffer_pool_misses);
+    }
+    return p;
+}
+
+static void conn_pool_put(void **stack, unsigned *n, void *p, bool standard)
+{
+    if (standard && *n < CONN_POOL_MAX)
+        stack[(*n)++] = p;
+    else
+        mdc_free(p);
+}
+
+static void conn_lent_add(struct worker *w, int d)
+{
+    __atomic_store_n(&w->pool.lent,
+                     __atomic_load_n(&w->pool.lent, __ATOMIC_RELAXED) +
+                         (uint64_t)(int64_t)d,
+                     __ATOMIC_RELAXED);
+}
+
+/* Lend c an input buffer of at least want bytes; -1 out of memory. */
+static int conn_in_take(struct conn *c, size_t want)
+{
+    struct conn_pool *pl = &c->owner->pool;
+    uint8_t *b;
+    size_t cap = want > CONN_IBUF_INIT ? want : CONN_IBUF_INIT;
+
+    if (cap == CONN_IBUF_INIT)
+        b = conn_pool_get(c->owner, pl->in, &pl->nin, cap);
+    else
+        b = mdc_malloc(cap); /* a long request: its own size, not pooled */
+    if (b == NULL)
+        return -1;
+    conn_lent_add(c->owner, 1);
+    c->ibuf = b;
+    c->icap = cap;
+    c->ioff = c->ilen = 0;
+    return 0;
+}
+
+/* Give the input buffer back (no unconsumed input). */
+static void conn_in_give(struct conn *c)
+{
+    struct conn_pool *pl = &c->owner->pool;
+
+    if (c->ibuf == NULL)
+        return;
+    if (c->in_ext) {
+        c->in_ext = false; /* the backend's buffer: it takes it back */
+    } else {
+        conn_pool_put(pl->in, &pl->nin, c->ibuf, c->icap == CONN_IBUF_INIT);
+        conn_lent_add(c->owner, -1);
+    }
+    c->ibuf = NULL;
+    c->icap = c->ioff = c->ilen = 0;
+    c->iscan = 0;
+}
+
+int conn_out_take(struct conn *c)
+{
+    struct conn_pool *pl = &c->owner->pool;
+
+    if (c->obuf == NULL) {
+        c->obuf = conn_pool_get(c->owner, pl->out, &pl->nout, CONN_OBUF_INIT);
+        if (c->obuf == NULL)
+            return -1;
+        conn_lent_add(c->owner, 1);
+        c->ocap = CONN_OBUF_INIT;
+        c->olen = 0;
+    }
+    if (c->segs == NULL) {
+        c->segs = conn_pool_get(c->owner, pl->segs, &pl->nsegs,
+                                CONN_SEGS_INIT * sizeof(*c->segs));
+        if (c->segs == NULL)
+            return -1;
+        c->segcap = CONN_SEGS_INIT;
+    }
+    return 0;
+}
+
+/* Give the output buffer and the segment array back (nothing queued, no
+ * send in flight). */
+static void conn_out_give(struct conn *c)
+{
+    struct conn_pool *pl = &c->owner->pool;
+
+    if (c->segs != NULL) {
+        conn_pool_put(pl->segs, &pl->nsegs, c->segs,
+                      c->segcap == CONN_SEGS_INIT);
+        c->segs = NULL;
+        c->segcap = 0;
+    }
+    if (c->obuf != NULL) {
+        conn_pool_put(pl->out, &pl->nout, c->obuf, c->ocap == CONN_OBUF_INIT);
+        conn_lent_add(c->owner, -1);
+        c->obuf = NULL;
+    }
+    c->ocap = c->olen = 0;
+}
+
+/* Whatever c does not need now goes back to the pool (owner thread). */
+static void conn_bufs_idle(struct conn *c)
+{
+    if (c->inflight)
+        return;
+    if (c->ibuf != NULL && c->ilen == c->ioff)
+        conn_in_give(c);
+    if ((c->obuf != NULL || c->segs != NULL) && c->seghead == c->nseg &&
+        !c->wr_busy) {
+        c->nseg = c->seghead = c->headsent = 0;
+        conn_out_give(c);
+    }
+}
+
+int conn_bufs_take(struct conn *c)
+{
+    if (c->ibuf == NULL && conn_in_take(c, CONN_IBUF_INIT) < 0)
+        return -1;
+    return conn_out_take(c);
+}
+
+/* Input lent in place by the backend (in_ext) that a partial request
+ * leaves: copied into a buffer of the pool before the backend takes its
+ * buffer back.  -1 out of memory. */
+static int conn_in_settle(struct conn *c)
+{
+    const uint8_t *p = c->ibuf + c->ioff;
+    size_t avail = c->ilen - c->ioff;
+
+    if (!c->in_ext)
+        return 0;
+    c->in_ext = false;
+    c->ibuf = NULL;
+    c->icap = c->ilen = c->ioff = 0;
+    if (avail == 0)
+        return 0;
+    if (conn_in_take(c, c->need > avail ? c->need : avail) < 0)
+        return -1;
+    memcpy(c->ibuf, p, avail);
+    c->ilen = avail;
+    return 0;
+}
+
+void conn_pool_free(struct worker *w)
+{
+    struct conn_pool *pl = &w->pool;
+
+    while (pl->nin > 0)
+        mdc_free(pl->in[--pl->nin]);
+    while (pl->nout > 0)
+        mdc_free(pl->out[--pl->nout]);
+    while (pl->nsegs > 0)
+        mdc_free(pl->segs[--pl->nsegs]);
 }
 
 int conn_adopt(struct conn *c)
@@ -163,15 +332,16 @@ void conn_free(struct conn *c)
     tls_conn_free(c);
     if (c->fd >= 0)
         close(c->fd);
-    mdc_free(c->ibuf);
-    mdc_free(c->obuf);
-    mdc_free(c->segs);
+    c->ilen = c->ioff = 0;
+    conn_in_give(c);
+    conn_out_give(c);
     mdc_free(c);
 }
 
 size_t conn_mem(const struct conn *c)
 {
-    return sizeof(*c) + c->icap + c->ocap + c->segcap * sizeof(*c->segs);
+    return sizeof(*c) + (c->in_ext ? 0 : c->icap) + c->ocap +
+           c->segcap * sizeof(*c->segs);
 }
 
 /* ---- input ------------------------------------------------------------ */
@@ -202,6 +372,10 @@ static size_t conn_in_room(struct conn *c)
     size_t avail = c->ilen - c->ioff;
     size_t want = c->need > avail ? c->need : avail + 1;
 
+    if (c->in_ext && conn_in_settle(c) < 0)
+        return 0;
+    if (c->ibuf == NULL) /* lent from the pool as bytes arrive */
+        return conn_in_take(c, want) < 0 ? 0 : c->icap;
     if (avail == 0 && c->icap > CONN_SHRINK_AT && want <= CONN_IBUF_INIT) {
         uint8_t *nb = mdc_realloc(c->ibuf, CONN_IBUF_INIT);
         if (nb != NULL) {
@@ -350,10 +524,24 @@ int conn_in_append(struct conn *c, const void *p, size_t n)
     return 0;
 }
 
+void conn_in_lend(struct conn *c, const uint8_t *p, size_t n)
+{
+    c->ibuf = (uint8_t *)p; /* the ring's buffer: writable memory */
+    c->icap = c->ilen = n;
+    c->ioff = 0;
+    c->iscan = 0;
+    c->in_ext = true;
+    conn_in_arrived(c, n);
+    if (c->skip > 0)
+        conn_apply_skip(c);
+}
+
 /* ---- output ------------------------------------------------------------ */
 
 static int conn_seg_push(struct conn *c, const struct oseg *s)
 {
+    if (c->segs == NULL && conn_out_take(c) < 0)
+        return -1;
     if (c->nseg == c->segcap) {
         size_t cap = c->segcap * 2;
         struct oseg *ns = mdc_realloc(c->segs, cap * sizeof(*ns));
@@ -369,6 +557,12 @@ static int conn_seg_push(struct conn *c, const struct oseg *s)
 
 uint8_t *conn_out_reserve(struct conn *c, size_t n)
 {
+    /* taken before process() runs (conn_drive); here for a reply composed
+     * outside it */
+    if (c->obuf == NULL && conn_out_take(c) < 0) {
+        c->closing = true;
+        return NULL;
+    }
     if (c->ocap - c->olen < n) {
         size_t cap = c->ocap * 2;
         uint8_t *nb;
@@ -637,7 +831,13 @@ void conn_drive(struct conn *c)
         if (c->proto == NULL && c->ilen > c->ioff)
             c->proto = c->srv->proto_detect(c->ibuf[c->ioff]);
         if (conn_has_work(c)) {
+            /* the reply's buffers, lent before anyone composes into them
+             * (a payload thread never takes from the pool) */
+            if (conn_out_take(c) < 0)
+                goto kill;
             if (w->payload_q != NULL) {
+                if (conn_in_settle(c) < 0)
+                    goto kill;
                 c->inflight = true;
                 STAT_INC(&w->stats, payload_handoffs);
                 mq_push(w->payload_q, &c->qnode);
@@ -648,6 +848,8 @@ void conn_drive(struct conn *c)
             if (c->park != NULL) {
                 /* the request waits for another thread: c is its until
                  * it comes back through the inbox (conn_returned) */
+                if (conn_in_settle(c) < 0)
+                    goto kill;
                 c->inflight = true;
                 conn_park_run(c);
                 return;
@@ -694,6 +896,9 @@ void conn_drive(struct conn *c)
         }
         break;
     }
+    if (conn_in_settle(c) < 0)
+        goto kill;
+    conn_bufs_idle(c);
     __atomic_store_n(&c->state,
                      c->closing ? CS_CLOSING
                      : c->opending > 0 && !c->wr_ready ? CS_MWRITE

@@ -79,6 +79,7 @@
  * back to the light group and take 32 of its buffers every 2 s. */
 #define URING_BULK_KEEP URING_BULK_BUFSZ
 #define URING_IOV_MAX 256       /* segments per sendmsg */
+#define URING_IOV_POOL 64       /* free iovec arrays kept per thread */
 #define URING_IN_MAX (1u << 20) /* unconsumed input that stops receiving */
 #define URING_STASH_MAX 64      /* buffers held for a connection in flight */
 /* Bytes one connection may receive in one loop turn before its multishot
@@ -107,7 +108,7 @@ struct uconn {
     bool zombie;          /* torn down: freed when ops reaches 0 */
     bool in_rq, in_ra;    /* on the requeue / rearm list */
     struct conn *rq_next, *ra_next, *z_next;
-    struct iovec *iov;    /* URING_IOV_MAX, allocated on first use */
+    struct iovec *iov;    /* URING_IOV_MAX, lent for a sendmsg in flight */
     struct msghdr mh;
     bool bulk;            /* receives on the bulk group */
     uint64_t recv_ud;     /* user data of the armed receive */
@@ -150,6 +151,10 @@ struct uring_worker {
     struct io_uring_cqe *later; /* bulk receive completions of a reap */
     unsigned nlater;
     size_t zc_min;         /* --uring-send-zc: 0 = off */
+    /* iovec arrays lent to connections for a sendmsg in flight, so an
+     * idle connection holds none (4 KiB each) */
+    struct iovec *iovfree[URING_IOV_POOL];
+    unsigned niovfree;
     uint64_t zc_sends, zc_notifs;
     /* main thread (-n 0): the ring as a libevent event */
     struct event *ev;
@@ -388,6 +393,8 @@ void uring_worker_teardown(struct worker *w)
         }
         mdc_free(g->bufs);
     }
+    while (uw->niovfree > 0)
+        mdc_free(uw->iovfree[--uw->niovfree]);
     mdc_free(uw->later);
     mdc_free(uw);
     w->uring = NULL;
@@ -583,7 +590,9 @@ int uring_conn_flush(struct conn *c)
      * kernel is done with them (uw_on_send), not on the send's completion */
     zc = uw->zc_min > 0 && !uc->no_zc && c->opending >= uw->zc_min;
     if (c->nseg - c->seghead > 1 && uc->iov == NULL) {
-        uc->iov = mdc_malloc(URING_IOV_MAX * sizeof(*uc->iov));
+        uc->iov = uw->niovfree > 0
+                      ? uw->iovfree[--uw->niovfree]
+                      : mdc_malloc(URING_IOV_MAX * sizeof(*uc->iov));
         if (uc->iov == NULL)
             return -1;
     }
@@ -719,6 +728,15 @@ bool uring_conn_teardown(struct conn *c)
     return true;
 }
 
+/* The send is done: its iovec array goes back to the thread. */
+static void uc_iov_give(struct uring_worker *uw, struct uconn *uc)
+{
+    if (uc->iov != NULL && !uw->exiting && uw->niovfree < URING_IOV_POOL) {
+        uw->iovfree[uw->niovfree++] = uc->iov;
+        uc->iov = NULL;
+    }
+}
+
 void uring_conn_free(struct conn *c)
 {
     struct uconn *uc = c->uc;
@@ -736,6 +754,8 @@ void uring_conn_free(struct conn *c)
     }
     mdc_free(uc->sbid);
     mdc_free(uc->slen);
+    if (uw != NULL)
+        uc_iov_give(uw, uc);
     mdc_free(uc->iov);
     mdc_free(uc);
     c->uc = NULL;
@@ -886,6 +906,19 @@ static void uw_on_recv(struct uring_worker *uw, struct conn *c,
             }
             return;
         }
+        if (c->ibuf == NULL) {
+            /* Nothing buffered: the requests are parsed where the kernel
+             * put them, and conn_drive() copies what a partial one leaves
+             * into a lent buffer (the ring is the thread's input pool). */
+            conn_in_lend(c, g->bufs + (size_t)bid * g->sz, (size_t)res);
+            if (uc_over_turn(uw, c))
+                uc_cancel_recv(uw, c);
+            if (!uc->recv_armed)
+                uw_want_rearm(uw, c);
+            conn_drive(c); /* may free c */
+            uw_buf_put(uw, gi, bid);
+            return;
+        }
         res = conn_in_append(c, g->bufs + (size_t)bid * g->sz, (size_t)res);
         uw_buf_put(uw, gi, bid);
         if (res < 0) {
@@ -948,6 +981,7 @@ static void uw_on_send(struct uring_worker *uw, struct conn *c,
     uc->zc = false;
     c->uc->ops--;
     c->wr_busy = false;
+    uc_iov_give(uw, uc);
     if (c->uc->zombie) {
         uw_zombie_done(uw, c);
         return;
