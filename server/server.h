@@ -82,14 +82,13 @@ struct conn_link {
  * parse or to send, and takes back once they have none (server/net/conn.c,
  * "Buffers lent per thread"; docs/threads-models.md).  Only the owning
  * thread takes and gives; lent is read by stats from any thread. */
-#define CONN_POOL_MAX 64 /* free buffers of each kind kept per thread */
+#define CONN_POOL_KINDS 5 /* enum conn_pool_kind (conn.c) */
+#define CONN_POOL_MAX 64  /* free buffers a thread keeps of a kind, at most */
 struct conn_pool {
-    void *in[CONN_POOL_MAX];   /* input buffers of CONN_IBUF_INIT */
-    void *out[CONN_POOL_MAX];  /* output buffers of CONN_OBUF_INIT */
-    void *segs[CONN_POOL_MAX]; /* segment arrays of CONN_SEGS_INIT */
-    unsigned nin, nout, nsegs;
-    uint64_t lent;             /* input and output buffers lent out now
-                                  (relaxed atomic, for stats) */
+    void *free[CONN_POOL_KINDS][CONN_POOL_MAX];
+    unsigned n[CONN_POOL_KINDS];
+    uint64_t lent;        /* input and output buffers lent out now
+                             (relaxed atomic, for stats) */
 };
 
 struct worker {

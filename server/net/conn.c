@@ -39,6 +39,8 @@
 #define CONN_IBUF_INIT 16384u
 #define CONN_OBUF_INIT 16384u
 #define CONN_SEGS_INIT 256u
+#define CONN_OBUF_SMALL 2048u /* output lent first (a reply or two) ... */
+#define CONN_SEGS_SMALL 16u   /* ... with this many segments */
 #define CONN_SHRINK_AT (4 * CONN_IBUF_INIT) /* shrink idle buffers above */
 #define CONN_READ_BUDGET 16                  /* reads per turn, for fairness */
 #define CONN_READ_BYTES_BUDGET (256u * 1024) /* and bytes read per turn */
@@ -73,33 +75,47 @@ fail:
  * A connection holds ibuf while it has unconsumed input, obuf and the
  * segment array while it has output queued or in flight; otherwise they
  * are back in its owner's pool (struct conn_pool), so an idle connection
- * costs its struct alone.  The pool keeps at most CONN_POOL_MAX free
- * buffers of each kind of the standard size; a larger one (grown for a
- * long request or reply) is freed when given back.  A take from an empty
- * pool allocates and counts conn_buffer_pool_misses.  Only the owner
- * thread takes and gives: the buffers of a connection in flight stay with
- * it (a payload thread may grow them, never give them).
+ * costs its struct alone.  Output starts small (CONN_OBUF_SMALL bytes,
+ * CONN_SEGS_SMALL segments: a reply or two) and moves to the full size
+ * from the pool when a batch needs more: under io_uring the buffers of a
+ * reply stay lent until its send completes, so one loop turn may hold one
+ * per connection it answered.  The pool keeps at most conn_pool_max[k]
+ * free buffers of each kind; a buffer of another size (grown for a long
+ * request or reply) is freed when given back.  A take from an empty pool
+ * allocates and counts conn_buffer_pool_misses.  Only the owner thread
+ * takes and gives: while c->inflight a payload thread owns the buffers and
+ * may grow them with realloc, never through the pool.
  */
-static void *conn_pool_get(struct worker *w, void **stack, unsigned *n,
-                           size_t size)
+enum conn_pool_kind { PK_IN, PK_OUT_S, PK_OUT, PK_SEGS_S, PK_SEGS };
+
+static const size_t conn_pool_size[CONN_POOL_KINDS] = {
+    CONN_IBUF_INIT, CONN_OBUF_SMALL, CONN_OBUF_INIT,
+    CONN_SEGS_SMALL * sizeof(struct oseg), CONN_SEGS_INIT * sizeof(struct oseg)};
+/* the small ones are what a turn of many connections holds at once */
+static const unsigned conn_pool_max[CONN_POOL_KINDS] = {16, CONN_POOL_MAX, 16,
+                                                        CONN_POOL_MAX, 16};
+
+static void *conn_pool_get(struct worker *w, enum conn_pool_kind k)
 {
+    struct conn_pool *pl = &w->pool;
     void *p;
 
-    if (*n > 0) {
-        p = stack[--*n];
-    } else {
-        p = mdc_malloc(size);
-        if (p == NULL)
-            return NULL;
+    if (pl->n[k] > 0)
+        return pl->free[k][--pl->n[k]];
+    p = mdc_malloc(conn_pool_size[k]);
+    if (p != NULL)
         STAT_INC(&w->stats, conn_buffer_pool_misses);
-    }
     return p;
 }
 
-static void conn_pool_put(void **stack, unsigned *n, void *p, bool standard)
+/* Give p (of size bytes) back: pooled if it is of kind k's size. */
+static void conn_pool_put(struct worker *w, enum conn_pool_kind k, void *p,
+                          size_t size)
 {
-    if (standard && *n < CONN_POOL_MAX)
-        stack[(*n)++] = p;
+    struct conn_pool *pl = &w->pool;
+
+    if (size == conn_pool_size[k] && pl->n[k] < conn_pool_max[k])
+        pl->free[k][pl->n[k]++] = p;
     else
         mdc_free(p);
 }
@@ -115,12 +131,11 @@ static void conn_lent_add(struct worker *w, int d)
 /* Lend c an input buffer of at least want bytes; -1 out of memory. */
 static int conn_in_take(struct conn *c, size_t want)
 {
-    struct conn_pool *pl = &c->owner->pool;
     uint8_t *b;
     size_t cap = want > CONN_IBUF_INIT ? want : CONN_IBUF_INIT;
 
     if (cap == CONN_IBUF_INIT)
-        b = conn_pool_get(c->owner, pl->in, &pl->nin, cap);
+        b = conn_pool_get(c->owner, PK_IN);
     else
         b = mdc_malloc(cap); /* a long request: its own size, not pooled */
     if (b == NULL)
@@ -135,14 +150,12 @@ static int conn_in_take(struct conn *c, size_t want)
 /* Give the input buffer back (no unconsumed input). */
 static void conn_in_give(struct conn *c)
 {
-    struct conn_pool *pl = &c->owner->pool;
-
     if (c->ibuf == NULL)
         return;
     if (c->in_ext) {
         c->in_ext = false; /* the backend's buffer: it takes it back */
     } else {
-        conn_pool_put(pl->in, &pl->nin, c->ibuf, c->icap == CONN_IBUF_INIT);
+        conn_pool_put(c->owner, PK_IN, c->ibuf, c->icap);
         conn_lent_add(c->owner, -1);
     }
     c->ibuf = NULL;
@@ -152,23 +165,74 @@ static void conn_in_give(struct conn *c)
 
 int conn_out_take(struct conn *c)
 {
-    struct conn_pool *pl = &c->owner->pool;
-
     if (c->obuf == NULL) {
-        c->obuf = conn_pool_get(c->owner, pl->out, &pl->nout, CONN_OBUF_INIT);
+        c->obuf = conn_pool_get(c->owner, PK_OUT_S);
         if (c->obuf == NULL)
             return -1;
         conn_lent_add(c->owner, 1);
-        c->ocap = CONN_OBUF_INIT;
+        c->ocap = CONN_OBUF_SMALL;
         c->olen = 0;
     }
     if (c->segs == NULL) {
-        c->segs = conn_pool_get(c->owner, pl->segs, &pl->nsegs,
-                                CONN_SEGS_INIT * sizeof(*c->segs));
+        c->segs = conn_pool_get(c->owner, PK_SEGS_S);
         if (c->segs == NULL)
             return -1;
-        c->segcap = CONN_SEGS_INIT;
+        c->segcap = CONN_SEGS_SMALL;
     }
+    return 0;
+}
+
+/* Output buffer of at least need bytes: the small one moves to the full
+ * size from the pool (owner thread); beyond, or in a payload thread,
+ * realloc.  0, or -1 out of memory. */
+static int conn_out_grow(struct conn *c, size_t need)
+{
+    size_t cap = c->ocap * 2;
+    uint8_t *nb;
+
+    if (c->ocap == CONN_OBUF_SMALL && need <= CONN_OBUF_INIT) {
+        if (!c->inflight) {
+            nb = conn_pool_get(c->owner, PK_OUT);
+            if (nb == NULL)
+                return -1;
+            memcpy(nb, c->obuf, c->olen);
+            conn_pool_put(c->owner, PK_OUT_S, c->obuf, c->ocap);
+            c->obuf = nb;
+            c->ocap = CONN_OBUF_INIT;
+            return 0;
+        }
+        cap = CONN_OBUF_INIT; /* pooled once given back */
+    }
+    if (cap < need)
+        cap = need;
+    nb = mdc_realloc(c->obuf, cap);
+    if (nb == NULL)
+        return -1;
+    c->obuf = nb;
+    c->ocap = cap;
+    return 0;
+}
+
+/* The segment array, one size up (as conn_out_grow()). */
+static int conn_segs_grow(struct conn *c)
+{
+    size_t cap = c->segcap == CONN_SEGS_SMALL ? CONN_SEGS_INIT : c->segcap * 2;
+    struct oseg *ns;
+
+    if (c->segcap == CONN_SEGS_SMALL && !c->inflight) {
+        ns = conn_pool_get(c->owner, PK_SEGS);
+        if (ns == NULL)
+            return -1;
+        memcpy(ns, c->segs, c->nseg * sizeof(*ns));
+        conn_pool_put(c->owner, PK_SEGS_S, c->segs,
+                      c->segcap * sizeof(*c->segs));
+    } else {
+        ns = mdc_realloc(c->segs, cap * sizeof(*ns));
+        if (ns == NULL)
+            return -1;
+    }
+    c->segs = ns;
+    c->segcap = cap;
     return 0;
 }
 
@@ -176,16 +240,17 @@ int conn_out_take(struct conn *c)
  * send in flight). */
 static void conn_out_give(struct conn *c)
 {
-    struct conn_pool *pl = &c->owner->pool;
-
     if (c->segs != NULL) {
-        conn_pool_put(pl->segs, &pl->nsegs, c->segs,
-                      c->segcap == CONN_SEGS_INIT);
+        conn_pool_put(c->owner,
+                      c->segcap == CONN_SEGS_SMALL ? PK_SEGS_S : PK_SEGS,
+                      c->segs, c->segcap * sizeof(*c->segs));
         c->segs = NULL;
         c->segcap = 0;
     }
     if (c->obuf != NULL) {
-        conn_pool_put(pl->out, &pl->nout, c->obuf, c->ocap == CONN_OBUF_INIT);
+        conn_pool_put(c->owner,
+                      c->ocap == CONN_OBUF_SMALL ? PK_OUT_S : PK_OUT, c->obuf,
+                      c->ocap);
         conn_lent_add(c->owner, -1);
         c->obuf = NULL;
     }
@@ -237,14 +302,11 @@ static int conn_in_settle(struct conn *c)
 
 void conn_pool_free(struct worker *w)
 {
-    struct conn_pool *pl = &w->pool;
+    unsigned k;
 
-    while (pl->nin > 0)
-        mdc_free(pl->in[--pl->nin]);
-    while (pl->nout > 0)
-        mdc_free(pl->out[--pl->nout]);
-    while (pl->nsegs > 0)
-        mdc_free(pl->segs[--pl->nsegs]);
+    for (k = 0; k < CONN_POOL_KINDS; k++)
+        while (w->pool.n[k] > 0)
+            mdc_free(w->pool.free[k][--w->pool.n[k]]);
 }
 
 int conn_adopt(struct conn *c)
@@ -542,14 +604,8 @@ static int conn_seg_push(struct conn *c, const struct oseg *s)
 {
     if (c->segs == NULL && conn_out_take(c) < 0)
         return -1;
-    if (c->nseg == c->segcap) {
-        size_t cap = c->segcap * 2;
-        struct oseg *ns = mdc_realloc(c->segs, cap * sizeof(*ns));
-        if (ns == NULL)
-            return -1;
-        c->segs = ns;
-        c->segcap = cap;
-    }
+    if (c->nseg == c->segcap && conn_segs_grow(c) < 0)
+        return -1;
     c->segs[c->nseg++] = *s;
     c->opending += s->len;
     return 0;
@@ -563,19 +619,9 @@ uint8_t *conn_out_reserve(struct conn *c, size_t n)
         c->closing = true;
         return NULL;
     }
-    if (c->ocap - c->olen < n) {
-        size_t cap = c->ocap * 2;
-        uint8_t *nb;
-
-        if (cap < c->olen + n)
-            cap = c->olen + n;
-        nb = mdc_realloc(c->obuf, cap);
-        if (nb == NULL) {
-            c->closing = true;
-            return NULL;
-        }
-        c->obuf = nb;
-        c->ocap = cap;
+    if (c->ocap - c->olen < n && conn_out_grow(c, c->olen + n) < 0) {
+        c->closing = true;
+        return NULL;
     }
     return c->obuf + c->olen;
 }
@@ -615,7 +661,10 @@ int conn_out_ref(struct conn *c, const void *p, size_t len,
 {
     struct oseg s = {p, rec, 0, (uint32_t)len};
 
-    if (len <= CONN_COPY_MAX && len > 0 && len <= c->ocap - c->olen) {
+    /* the small buffer counts as the full one it moves to */
+    if (len <= CONN_COPY_MAX && len > 0 &&
+        len <= (c->ocap == CONN_OBUF_SMALL ? CONN_OBUF_INIT : c->ocap) -
+                   c->olen) {
         int rc = conn_out_bytes(c, p, len);
 
         if (rec != NULL)
