@@ -107,10 +107,9 @@ struct uconn {
     bool recv_cancel;     /* it is being cancelled (too much input) */
     bool zombie;          /* torn down: freed when ops reaches 0 */
     bool in_rq, in_ra;    /* on the requeue / rearm list */
-    struct conn *rq_next, *ra_next, *z_next;
-    struct iovec *iov;    /* URING_IOV_MAX, lent for a sendmsg in flight */
-    struct msghdr mh;
     bool bulk;            /* receives on the bulk group */
+    struct conn *rq_next, *ra_next, *z_next;
+    struct usend *snd;    /* lent for a sendmsg in flight */
     uint64_t recv_ud;     /* user data of the armed receive */
     uint64_t last_bulk;   /* w->now of the last turn with URING_BULK_AT */
     /* buffers received while a payload thread owns the input (group << 16
@@ -124,6 +123,13 @@ struct uconn {
     int zc_res;           /* the zero-copy send's result */
     uint64_t turn;        /* the loop turn turn_bytes counts in */
     size_t turn_bytes;    /* bytes received in that turn */
+};
+
+/* What a sendmsg in flight needs to stay put (4 KiB): lent by the thread
+ * for the send only, so an idle connection holds none. */
+struct usend {
+    struct msghdr mh;
+    struct iovec iov[URING_IOV_MAX];
 };
 
 /* A provided-buffer group: 0 light, 1 bulk (buffer group id g + 1). */
@@ -153,7 +159,7 @@ struct uring_worker {
     size_t zc_min;         /* --uring-send-zc: 0 = off */
     /* iovec arrays lent to connections for a sendmsg in flight, so an
      * idle connection holds none (4 KiB each) */
-    struct iovec *iovfree[URING_IOV_POOL];
+    struct usend *iovfree[URING_IOV_POOL];
     unsigned niovfree;
     uint64_t zc_sends, zc_notifs;
     /* main thread (-n 0): the ring as a libevent event */
@@ -312,7 +318,14 @@ int uring_worker_setup(struct worker *w, bool outer)
         brsz = (brsz + 4095) & ~(size_t)4095;
         g->br = mmap(NULL, brsz, PROT_READ | PROT_WRITE,
                      MAP_ANONYMOUS | MAP_PRIVATE, -1, 0);
-        g->bufs = mdc_malloc((size_t)g->n * g->sz);
+        /* pages of their own, not the allocator's: its huge pages
+         * (alloc.c) would make the first receive fault in 2 MiB, both
+         * groups at once, where the light group's 4 KiB buffers touch
+         * only what the kernel fills */
+        g->bufs = mmap(NULL, (size_t)g->n * g->sz, PROT_READ | PROT_WRITE,
+                       MAP_ANONYMOUS | MAP_PRIVATE, -1, 0);
+        if (g->bufs == MAP_FAILED)
+            g->bufs = NULL;
         if (g->br == MAP_FAILED || g->bufs == NULL) {
             if (g->br == MAP_FAILED)
                 g->br = NULL;
@@ -391,7 +404,8 @@ void uring_worker_teardown(struct worker *w)
             size_t brsz = g->n * sizeof(struct io_uring_buf);
             munmap(g->br, (brsz + 4095) & ~(size_t)4095);
         }
-        mdc_free(g->bufs);
+        if (g->bufs != NULL)
+            munmap(g->bufs, (size_t)g->n * g->sz);
     }
     while (uw->niovfree > 0)
         mdc_free(uw->iovfree[--uw->niovfree]);
@@ -589,11 +603,10 @@ int uring_conn_flush(struct conn *c)
      * pages themselves; they are released on the notification that the
      * kernel is done with them (uw_on_send), not on the send's completion */
     zc = uw->zc_min > 0 && !uc->no_zc && c->opending >= uw->zc_min;
-    if (c->nseg - c->seghead > 1 && uc->iov == NULL) {
-        uc->iov = uw->niovfree > 0
-                      ? uw->iovfree[--uw->niovfree]
-                      : mdc_malloc(URING_IOV_MAX * sizeof(*uc->iov));
-        if (uc->iov == NULL)
+    if (c->nseg - c->seghead > 1 && uc->snd == NULL) {
+        uc->snd = uw->niovfree > 0 ? uw->iovfree[--uw->niovfree]
+                                   : mdc_malloc(sizeof(*uc->snd));
+        if (uc->snd == NULL)
             return -1;
     }
     sqe = uw_sqe(uw);
@@ -616,16 +629,16 @@ int uring_conn_flush(struct conn *c)
             const uint8_t *p = s->ptr != NULL ? s->ptr : c->obuf + s->off;
             size_t skip = i == c->seghead ? c->headsent : 0;
 
-            uc->iov[k].iov_base = (void *)(p + skip);
-            uc->iov[k].iov_len = s->len - skip;
+            uc->snd->iov[k].iov_base = (void *)(p + skip);
+            uc->snd->iov[k].iov_len = s->len - skip;
         }
-        memset(&uc->mh, 0, sizeof(uc->mh));
-        uc->mh.msg_iov = uc->iov;
-        uc->mh.msg_iovlen = k;
+        memset(&uc->snd->mh, 0, sizeof(uc->snd->mh));
+        uc->snd->mh.msg_iov = uc->snd->iov;
+        uc->snd->mh.msg_iovlen = k;
         if (zc)
-            io_uring_prep_sendmsg_zc(sqe, c->fd, &uc->mh, MSG_NOSIGNAL);
+            io_uring_prep_sendmsg_zc(sqe, c->fd, &uc->snd->mh, MSG_NOSIGNAL);
         else
-            io_uring_prep_sendmsg(sqe, c->fd, &uc->mh, MSG_NOSIGNAL);
+            io_uring_prep_sendmsg(sqe, c->fd, &uc->snd->mh, MSG_NOSIGNAL);
     }
     uc->zc = zc;
     uw->zc_sends += zc;
@@ -728,12 +741,12 @@ bool uring_conn_teardown(struct conn *c)
     return true;
 }
 
-/* The send is done: its iovec array goes back to the thread. */
+/* The send is done: its msghdr and iovec array go back to the thread. */
 static void uc_iov_give(struct uring_worker *uw, struct uconn *uc)
 {
-    if (uc->iov != NULL && !uw->exiting && uw->niovfree < URING_IOV_POOL) {
-        uw->iovfree[uw->niovfree++] = uc->iov;
-        uc->iov = NULL;
+    if (uc->snd != NULL && !uw->exiting && uw->niovfree < URING_IOV_POOL) {
+        uw->iovfree[uw->niovfree++] = uc->snd;
+        uc->snd = NULL;
     }
 }
 
@@ -756,7 +769,7 @@ void uring_conn_free(struct conn *c)
     mdc_free(uc->slen);
     if (uw != NULL)
         uc_iov_give(uw, uc);
-    mdc_free(uc->iov);
+    mdc_free(uc->snd);
     mdc_free(uc);
     c->uc = NULL;
 }
