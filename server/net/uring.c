@@ -744,10 +744,13 @@ bool uring_conn_teardown(struct conn *c)
 /* The send is done: its msghdr and iovec array go back to the thread. */
 static void uc_iov_give(struct uring_worker *uw, struct uconn *uc)
 {
-    if (uc->snd != NULL && !uw->exiting && uw->niovfree < URING_IOV_POOL) {
+    if (uc->snd == NULL)
+        return;
+    if (!uw->exiting && uw->niovfree < URING_IOV_POOL)
         uw->iovfree[uw->niovfree++] = uc->snd;
-        uc->snd = NULL;
-    }
+    else
+        mdc_free(uc->snd);
+    uc->snd = NULL;
 }
 
 void uring_conn_free(struct conn *c)
@@ -769,7 +772,7 @@ void uring_conn_free(struct conn *c)
     mdc_free(uc->slen);
     if (uw != NULL)
         uc_iov_give(uw, uc);
-    mdc_free(uc->snd);
+    mdc_free(uc->snd); /* NULL unless the ring is gone */
     mdc_free(uc);
     c->uc = NULL;
 }
