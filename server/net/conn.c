@@ -55,7 +55,7 @@ struct conn *conn_setup(struct server *srv, struct worker *w, int fd,
     struct conn *c = mdc_calloc(1, sizeof(*c));
 
     if (c == NULL)
-        goto fail;
+        return NULL;
     c->srv = srv;
     c->owner = w;
     c->fd = fd;
@@ -65,8 +65,6 @@ struct conn *conn_setup(struct server *srv, struct worker *w, int fd,
     c->authed = srv->auth == NULL;
     /* no buffer yet: lent when bytes arrive or a reply is composed */
     return c;
-fail:
-    return NULL;
 }
 
 /* ---- buffers lent per thread ------------------------------------------- */
