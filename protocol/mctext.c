@@ -809,7 +809,7 @@ static ssize_t parse_simple(struct mctext_req *req, const struct tok *t,
             return fail(req, MCTEXT_R_ERROR, req->linelen);
         req->noreply = last_noreply;
         if (n - req->noreply >= 2 && !tok_i64(&t[1], &req->exptime))
-            return fail(req, MCTEXT_E_FORMAT, req->linelen); /* memcached */
+            return fail(req, MCTEXT_E_EXPTIME, req->linelen); /* memcached */
         break;
     case MCT_CACHE_MEMLIMIT:
         if (n != 2 && n != 3)

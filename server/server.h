@@ -230,6 +230,11 @@ struct server {
 
 /* Coarse monotonic seconds, never 0 (0 means "unset"). */
 uint64_t server_mono_s(void);
+/* Monotonic milliseconds from the kernel's coarse clock (a few ns to read,
+ * behind the true time by at most server_coarse_res_ms()), never 0: the
+ * stamps of the connection timeouts (--auth-timeout, --idle-timeout). */
+uint64_t server_coarse_ms(void);
+uint64_t server_coarse_res_ms(void);
 /* Seconds since the server started (monotonic). */
 uint64_t server_uptime(const struct server *srv);
 

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -519,6 +520,209 @@ static void test_auth_timeout(void **state)
     assert_int_equal(tsrv_stop(&s), 0);
 }
 
+/* Poll the fds for dur_s seconds (or until each has seen EOF), noting in
+ * eof[i] the time an EOF came on fds[i] (those with eof[i] != 0 already
+ * are not polled). */
+static void poll_eofs(const int *fds, double *eof, int n, double dur_s)
+{
+    double end = now_s() + dur_s;
+    int i, left;
+
+    for (;;) {
+        struct pollfd pf[64];
+
+        for (i = 0, left = 0; i < n; i++) {
+            pf[i].fd = eof[i] == 0 ? fds[i] : -1;
+            pf[i].events = POLLIN;
+            left += eof[i] == 0;
+        }
+        if (left == 0 || now_s() >= end)
+            return;
+        if (poll(pf, (nfds_t)n, 10) <= 0)
+            continue;
+        for (i = 0; i < n; i++) {
+            char b[256];
+
+            if (pf[i].fd >= 0 && pf[i].revents != 0 &&
+                recv(fds[i], b, sizeof(b), MSG_DONTWAIT) <= 0)
+                eof[i] = now_s();
+        }
+    }
+}
+
+/* --auth-timeout SEC closes no connection earlier than SEC seconds after
+ * it was accepted (the once-a-second tick may make it up to a second
+ * late); one that logs in 50 ms after connecting is never closed.  The
+ * connections are spread over a second so that some open just before a
+ * second of the clock turns, where a timeout counted in whole seconds of
+ * the tick fired almost a second early. */
+static void test_auth_timeout_not_early(void **state)
+{
+    enum { N = 20 };
+    const char *args[] = {"--auth-file", afile, "-n", "1", "--auth-timeout",
+                          "1", NULL};
+    struct tsrv s;
+    char buf[512];
+    int silent[N], good[N], i, early = 0, late = 0, closed_good = 0;
+    double t0[N], eof[N], worst_early = 10, worst_late = 0;
+
+    (void)state;
+    assert_int_equal(tsrv_start(&s, args), 0);
+    for (i = 0; i < N; i++) {
+        t0[i] = now_s(); /* before connect(): the accept is later */
+        silent[i] = tc_connect(&s);
+        good[i] = tc_connect(&s);
+        assert_true(silent[i] >= 0 && good[i] >= 0);
+        eof[i] = 0;
+        /* 50 ms, timing the EOFs of the earlier ones meanwhile */
+        poll_eofs(silent, eof, i, 0.05);
+        txt(good[i], "set a 0 0 12\r\nalice s3cret\r\n", buf, sizeof(buf));
+        if (strcmp(buf, "STORED\r\n") != 0)
+            closed_good++;
+    }
+    poll_eofs(silent, eof, N, 10);
+    for (i = 0; i < N; i++) {
+        double dt = eof[i] - t0[i];
+
+        if (eof[i] == 0 || dt > 4.0) /* 1 s + the tick's second + slack */
+            late++;
+        else if (dt < 1.0)
+            early++;
+        if (eof[i] != 0 && dt < worst_early)
+            worst_early = dt;
+        if (dt > worst_late)
+            worst_late = dt;
+    }
+    for (i = 0; i < N; i++) {
+        close(silent[i]);
+        close(good[i]);
+    }
+    assert_int_equal(tsrv_stop(&s), 0);
+    if (early > 0 || late > 0 || closed_good > 0)
+        fail_msg("--auth-timeout 1: %d of %d closed early (first after %.3f "
+                 "s), %d late (last after %.3f s); %d of %d logins 50 ms "
+                 "after connecting failed",
+                 early, N, worst_early, late, worst_late, closed_good, N);
+}
+
+/* curr_connections, read over fd (an authenticated text connection). */
+static long long curr_conns(int fd)
+{
+    char st[8192];
+    char *p;
+    size_t n;
+
+    txt(fd, "stats\r\n", st, sizeof(st));
+    while (strstr(st, "END\r\n") == NULL && (n = strlen(st)) + 1 < sizeof(st)) {
+        ssize_t k = recv(fd, st + n, sizeof(st) - 1 - n, 0);
+        if (k <= 0)
+            break;
+        st[n + (size_t)k] = '\0';
+    }
+    p = strstr(st, "STAT curr_connections ");
+    assert_non_null(p);
+    return atoll(p + 22);
+}
+
+/* A wrong login on fd: memcached's text form or the native AUTH.  With
+ * read, its answer is read before returning, so the close that follows is
+ * a FIN; without, the answer is waited for but left unread, so the close
+ * is a reset.  False when the answer is the -c refusal instead. */
+static bool bad_login(int fd, bool text, bool read)
+{
+    char buf[512];
+
+    if (text)
+        assert_int_equal(tc_send_all(fd, "set a 0 0 9\r\nalice bad\r\n", 24),
+                         0);
+    else {
+        struct treq r;
+        uint8_t *m;
+        size_t n;
+
+        memset(&r, 0, sizeof(r));
+        r.op = WIRE_OP_AUTH;
+        r.key = "alice";
+        r.klen = 5;
+        r.val = "wrong!";
+        r.vlen = 6;
+        m = tc_compose(&r, &n);
+        assert_non_null(m);
+        assert_int_equal(tc_send_all(fd, m, n), 0);
+        free(m);
+    }
+    if (read && text) {
+        txt(fd, NULL, buf, sizeof(buf));
+    } else if (read) {
+        struct tresp rsp;
+
+        if (tc_recv(fd, &rsp) < 0)
+            return false;
+        tc_resp_free(&rsp);
+        return rsp.h.status == WIRE_S_AUTH_FAILED;
+    } else {
+        struct pollfd p = {fd, POLLIN, 0};
+        ssize_t k;
+
+        if (poll(&p, 1, 5000) != 1)
+            return false;
+        k = recv(fd, buf, 20, MSG_PEEK);
+        buf[k > 0 ? k : 0] = '\0';
+    }
+    return text ? strncmp(buf, "CLIENT_ERROR authentication failure", 20) == 0
+                : (uint8_t)buf[0] == 0xB7;
+}
+
+/* A failed-login loop (connect, wrong login, close) must not fill -c: a
+ * connection whose peer hangs up during the hold after a failure gives
+ * its slot back at once, on every backend.  With -c 32, 300 such logins
+ * (the text form and the native AUTH in turn, closed after reading the
+ * answer, a FIN, or with it unread, a reset) leave room for good logins
+ * all along, and curr_connections is back to the watcher alone well
+ * before a hold (>= 1 s) could have ended. */
+static void test_failed_login_loop(void **state)
+{
+    const char *args[] = {"--auth-file", afile, "-n", "1", "-c", "32", NULL};
+    struct tsrv s;
+    char buf[512];
+    int i, watch, refused = 0, good_failed = 0;
+    long long cur = -1;
+    double t_end;
+
+    (void)state;
+    assert_int_equal(tsrv_start(&s, args), 0);
+    for (i = 0; i < 300; i++) {
+        int fd = tc_connect(&s);
+
+        if (fd < 0 || !bad_login(fd, i % 2 == 0, i % 4 < 2))
+            refused++;
+        if (fd >= 0)
+            close(fd); /* during the hold the failure started */
+        if (i % 25 == 24) {
+            fd = tc_connect(&s);
+            txt(fd, "set a 0 0 12\r\nalice s3cret\r\n", buf, sizeof(buf));
+            if (strcmp(buf, "STORED\r\n") != 0)
+                good_failed++;
+            close(fd);
+        }
+    }
+    t_end = now_s();
+    watch = tc_connect(&s);
+    txt(watch, "set a 0 0 12\r\nalice s3cret\r\n", buf, sizeof(buf));
+    /* only the watcher left, long before the last hold (>= 1 s) ends */
+    if (strcmp(buf, "STORED\r\n") == 0)
+        while (now_s() - t_end < 0.7 && (cur = curr_conns(watch)) != 1)
+            usleep(20000);
+    t_end = now_s() - t_end;
+    close(watch);
+    assert_int_equal(tsrv_stop(&s), 0);
+    if (refused > 0 || good_failed > 0 || cur != 1)
+        fail_msg("%d of 300 bad logins refused for want of a slot, %d of 12 "
+                 "good logins failed, curr_connections %lld %.2f s after the "
+                 "last (want 0, 0, 1)",
+                 refused, good_failed, cur, t_end);
+}
+
 /* Without --auth-file, AUTH is refused as not supported and the text
  * "set" is an ordinary set. */
 static void test_no_auth_file(void **state)
@@ -609,6 +813,8 @@ int main(void)
         cmocka_unit_test(test_unauthed_oversize_store),
         cmocka_unit_test(test_preauth_request_bound),
         cmocka_unit_test(test_auth_timeout),
+        cmocka_unit_test(test_failed_login_loop),
+        cmocka_unit_test(test_auth_timeout_not_early),
         cmocka_unit_test(test_libmdcached),
         cmocka_unit_test(test_sighup_reload),
         cmocka_unit_test(test_no_auth_file),

@@ -328,7 +328,12 @@ static void test_admin(void **state)
     parse_all("flush_all -1 noreply\r\n", &req);
     assert_int_equal(req.exptime, -1);
     assert_true(req.noreply);
-    parse_err("flush_all x\r\n", MCTEXT_E_FORMAT, &req); /* memcached */
+    /* memcached 1.6: "CLIENT_ERROR invalid exptime argument" */
+    parse_err("flush_all x\r\n", MCTEXT_E_EXPTIME, &req);
+    parse_err("flush_all invalid\r\n", MCTEXT_E_EXPTIME, &req);
+    parse_err("flush_all 1x noreply\r\n", MCTEXT_E_EXPTIME, &req);
+    assert_true(req.noreply); /* kept back, as memcached does */
+    parse_err("flush_all 99999999999999999999\r\n", MCTEXT_E_EXPTIME, &req);
     parse_err("verbosity x\r\n", MCTEXT_E_FORMAT, &req);
     parse_err("verbosity 1 x\r\n", MCTEXT_E_FORMAT, &req);
     parse_err("cache_memlimit x\r\n", MCTEXT_E_FORMAT, &req);

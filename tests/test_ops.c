@@ -861,6 +861,13 @@ static void test_shutdown_and_flush_switches(void **state)
     fd = tx_open(&s);
     tx_cmd(fd, "flush_all", "CLIENT_ERROR flush_all not allowed");
     tx_cmd(fd, "flush_all 10", "CLIENT_ERROR flush_all not allowed");
+    tx_cmd(fd, "flush_all soon", "CLIENT_ERROR flush_all not allowed");
+    /* noreply, with or without a delay: refused without a word, so a
+     * pipelining client stays in step (memcached -F does the same) */
+    tx_str(fd, "flush_all noreply\r\nflush_all 10 noreply\r\nversion\r\n");
+    assert_true(tx_line(fd, msg, sizeof(msg)));
+    if (strncmp(msg, "VERSION ", 8) != 0)
+        fail_msg("-F, flush_all noreply: got \"%s\", want VERSION", msg);
     /* -F refuses the native FLUSH too, with the reason; nothing is lost */
     assert_int_equal(native_flush(&s, &kept, msg, sizeof(msg)),
                      WIRE_S_NOT_SUPPORTED);
@@ -895,7 +902,13 @@ static void test_bad_numbers_and_fields(void **state)
     fd = tx_open(&s);
     tx_cmd(fd, "verbosity x", "CLIENT_ERROR bad command line format");
     tx_cmd(fd, "verbosity 1 2", "CLIENT_ERROR bad command line format");
-    tx_cmd(fd, "flush_all soon", "CLIENT_ERROR bad command line format");
+    /* memcached 1.6's wording for a flush_all delay that is no number */
+    tx_cmd(fd, "flush_all soon", "CLIENT_ERROR invalid exptime argument");
+    tx_cmd(fd, "flush_all invalid", "CLIENT_ERROR invalid exptime argument");
+    tx_cmd(fd, "flush_all 1x", "CLIENT_ERROR invalid exptime argument");
+    /* and under noreply nothing: the next reply is the next request's */
+    tx_str(fd, "flush_all invalid noreply\r\n");
+    tx_cmd(fd, "flush_all 0 x", "OK"); /* extra words ignored, as memcached */
     tx_cmd(fd, "set k 0 0 2147483647", "CLIENT_ERROR bad command line format");
     tx_cmd(fd, "set k 0 0 -1", "CLIENT_ERROR bad command line format");
     tx_cmd(fd, "incr k x", "CLIENT_ERROR invalid numeric delta argument");

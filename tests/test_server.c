@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <poll.h>
 #include <sched.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -749,14 +750,24 @@ static void expect_line_then_eof(int fd, const char *prefix)
 
 static void test_foreign_protocols(void **state)
 {
-    static const uint8_t mcbin[24] = {0x80, 0x00};
+    static const uint8_t mcbin[24] = {0x80, 0x00, [12] = 1, 2, 3, 4};
+    uint8_t rsp[24 + 15];
     int fd;
 
     (void)state;
+    /* memcached's binary protocol: its own "unknown command" response
+     * (magic 0x81, the request's opcode and opaque, status 0x0081), then
+     * EOF (tests/test_text_server.c checks it byte by byte) */
     fd = tc_connect(&g_srv);
     assert_true(fd >= 0);
     assert_int_equal(tc_send_all(fd, mcbin, sizeof(mcbin)), 0);
-    expect_line_then_eof(fd, "SERVER_ERROR memcached binary protocol");
+    assert_int_equal(tc_read_full(fd, rsp, sizeof(rsp)), 0);
+    assert_int_equal(rsp[0], 0x81);
+    assert_int_equal(rsp[1], 0x00);
+    assert_int_equal(rsp[6] << 8 | rsp[7], 0x0081);
+    assert_memory_equal(rsp + 12, mcbin + 12, 4);
+    assert_memory_equal(rsp + 24, "Unknown command", 15);
+    assert_true(tc_wait_eof(fd, 5000));
     close(fd);
     /* printable ASCII selects memcached's text protocol: a text line comes
      * back (its own tests live with the text protocol) */
@@ -1267,6 +1278,84 @@ static void test_idle_timeout(void **state)
     assert_int_equal(tsrv_stop(&s), 0);
 }
 
+static double mono_now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* --idle-timeout SEC closes no connection earlier than SEC seconds after
+ * its last input (the once-a-second tick may make it up to a second
+ * late).  The requests are spread over a second, so that some come just
+ * before a second of the clock turns, where a timeout counted in whole
+ * seconds of the tick fired almost a second early. */
+static void test_idle_timeout_not_early(void **state)
+{
+    enum { N = 10 };
+    struct tsrv s;
+    static const char *const args[] = {"-n", "1", "--idle-timeout", "2",
+                                       NULL};
+    int fds[N], i, early = 0, late = 0;
+    double t0[N], worst = 10;
+
+    (void)state;
+    if (tsrv_external())
+        skip();
+    assert_int_equal(tsrv_start(&s, args), 0);
+    for (i = 0; i < N; i++) {
+        fds[i] = tc_connect(&s);
+        assert_true(fds[i] >= 0);
+        t0[i] = mono_now(); /* before the request: its arrival is later */
+        assert_int_equal(status_of(fds[i], WIRE_OP_NOOP, NULL, NULL, 0, 0, 0),
+                         0);
+        sleep_ms(50); /* half a second in all: none is due before the end */
+    }
+    /* all at once: an EOF is timed when it comes, not when its turn is */
+    {
+        double end = mono_now() + 8, eof[N] = {0};
+        int left = N;
+
+        while (left > 0 && mono_now() < end) {
+            struct pollfd pf[N];
+
+            for (i = 0; i < N; i++) {
+                pf[i].fd = eof[i] == 0 ? fds[i] : -1;
+                pf[i].events = POLLIN;
+            }
+            if (poll(pf, N, 50) <= 0)
+                continue;
+            for (i = 0; i < N; i++) {
+                char b[256];
+
+                if (pf[i].fd >= 0 && pf[i].revents != 0 &&
+                    recv(fds[i], b, sizeof(b), MSG_DONTWAIT) <= 0) {
+                    eof[i] = mono_now();
+                    left--;
+                }
+            }
+        }
+        for (i = 0; i < N; i++) {
+            if (eof[i] == 0) {
+                late++;
+                continue;
+            }
+            if (eof[i] - t0[i] < worst)
+                worst = eof[i] - t0[i];
+            if (eof[i] - t0[i] < 2.0)
+                early++;
+        }
+    }
+    for (i = 0; i < N; i++)
+        close(fds[i]);
+    assert_int_equal(tsrv_stop(&s), 0);
+    if (early > 0 || late > 0)
+        fail_msg("--idle-timeout 2: %d of %d closed early (first %.3f s "
+                 "after its last request), %d not closed in 8 s",
+                 early, N, worst, late);
+}
+
 /* SIGTERM while a large reply is being sent: the reply completes, exit 0. */
 static void test_sigterm_finishes_inflight(void **state)
 {
@@ -1401,6 +1490,7 @@ static const struct CMUnitTest own_daemon_tests[] = {
     cmocka_unit_test(test_max_connections),
     cmocka_unit_test(test_slow_reader),
     cmocka_unit_test(test_idle_timeout),
+    cmocka_unit_test(test_idle_timeout_not_early),
     cmocka_unit_test(test_sigterm_finishes_inflight),
     cmocka_unit_test(test_thread_models),
     cmocka_unit_test(test_oversubscribed_loops_yield),

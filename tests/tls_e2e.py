@@ -28,7 +28,9 @@ on free ports with --tls-listen, --tls-ca (mutual TLS) and --metrics, and:
     and where kernel TLS is missing every connection is counted as user
     space;
   - protected mode: a non-loopback --tls-listen with --tls-ca does not turn
-    it on, without --tls-ca it does.
+    it on, without --tls-ca it does;
+  - a failed-login loop (connect, wrong login, close) over TLS gives every
+    -c slot back at once: good logins go on, curr_connections drops.
 """
 import os
 import select
@@ -348,11 +350,15 @@ try:
           body[-vlen:] == b"hello", "native GET over TLS: %r %r" % (h, body))
     s.close()
 
-    # -- memcached binary protocol: its clear refusal, over TLS
+    # -- memcached binary protocol: refused in its own terms (status 0x0081
+    #    "unknown command", opcode and opaque echoed), then EOF, over TLS
     s = tls_conn()
-    s.sendall(bytes([0x80, 0x00]) + bytes(22))
-    d = recv_until(s, b"\r\n")
-    check(b"binary protocol is not supported" in d, "binary over TLS: %r" % d)
+    s.sendall(struct.pack(">BBHBBHIIQ", 0x80, 0x00, 0, 0, 0, 0, 0, 0x1234, 0))
+    d = recv_n(s, 24 + 15)
+    check(d == struct.pack(">BBHBBHIIQ", 0x81, 0x00, 0, 0, 0, 0x81, 15,
+                           0x1234, 0) + b"Unknown command",
+          "binary over TLS: %r" % d)
+    check(s.recv(10) == b"", "binary over TLS: not closed")
     s.close()
 
     # -- pipelined: 500 gets in one write
@@ -567,6 +573,82 @@ try:
           in r.stderr, "--io=uring with --tls-listen: exit %d %r" %
           (r.returncode, r.stderr[-200:]))
 
+    # -- a failed-login loop over TLS (connect, wrong login, close) gives
+    #    each -c slot back at once: with -c 32, 150 of them (text and
+    #    native in turn, the answer read or left unread) leave room for good logins all along, and
+    #    curr_connections is back to the watcher alone well before a hold
+    #    after a failure (>= 1 s) could have ended
+    with open(path("users"), "w") as f:
+        f.write("alice:s3cret\n")
+    os.chmod(path("users"), 0o644)
+    TPA = freeport()
+    da = start(["-p", "0", "-c", "32", "--auth-file", path("users"),
+                "--tls-listen=127.0.0.1:%d" % TPA, "--tls-cert",
+                path("srv1.pem"), "--tls-key", path("srv1.key")], "da.log")
+
+    def tls_auth_conn():
+        raw = socket.create_connection(("127.0.0.1", TPA), timeout=10)
+        return ctx(None).wrap_socket(raw, server_hostname="localhost")
+
+    def good_login(s):
+        s.sendall(b"set a 0 0 12\r\nalice s3cret\r\n")
+        return recv_until(s, b"\r\n") == b"STORED\r\n"
+
+    bad_refused = good_failed = 0
+    for i in range(150):
+        try:
+            s = tls_auth_conn()
+            if i % 2 == 0:
+                s.sendall(b"set a 0 0 9\r\nalice bad\r\n")
+            else:
+                s.sendall(struct.pack("<BBBBHHHHIIIQq", 0xB7, 1, 0x45, 0, 0,
+                                      5, 0, 0, 6, i, 0, 0, 0) +
+                          b"alicewrong!")
+            if i % 4 >= 2:
+                # the answer left unread: the close is a reset
+                ok = select.select([s], [], [], 10)[0] != []
+            elif i % 2 == 0:
+                ok = recv_until(s, b"\r\n") == \
+                    b"CLIENT_ERROR authentication failure\r\n"
+            else:
+                h = recv_n(s, 40)
+                ok = len(h) == 40 and struct.unpack_from("<H", h, 4)[0] == \
+                    0x0087
+            s.close()
+        except (ssl.SSLError, OSError):
+            ok = False
+        bad_refused += not ok
+        if i % 25 == 24:
+            try:
+                s = tls_auth_conn()
+                good_failed += not good_login(s)
+                s.close()
+            except (ssl.SSLError, OSError):
+                good_failed += 1
+    t_end = time.monotonic()
+    cur = None
+    try:
+        w = tls_auth_conn()
+        if check(good_login(w), "login flood over TLS: no watcher login"):
+            while time.monotonic() - t_end < 0.7:
+                w.sendall(b"stats\r\n")
+                st = recv_until(w, b"END\r\n").decode()
+                cur = int(st.split("STAT curr_connections ")[1]
+                          .split("\r\n")[0])
+                if cur == 1:
+                    break
+                time.sleep(0.02)
+        w.close()
+    except (ssl.SSLError, OSError) as e:
+        fail("login flood over TLS: the watcher: %s" % e)
+    check(bad_refused == 0 and good_failed == 0 and cur == 1,
+          "login flood over TLS: %d of 150 bad logins not answered, %d of 6 "
+          "good logins failed, curr_connections %s %.2f s after the last "
+          "(want 0, 0, 1)" % (bad_refused, good_failed, cur,
+                              time.monotonic() - t_end))
+    da.terminate()
+    da.wait()
+
     # -- protected mode: mutual TLS on a non-loopback address counts as
     #    authentication; TLS without client certificates does not
     for ca, want in ((True, False), (False, True)):
@@ -589,7 +671,7 @@ finally:
             except subprocess.TimeoutExpired:
                 p.kill()
     if FAILS:
-        for n in ("d.log", "d2.log", "d3.log"):
+        for n in ("d.log", "d2.log", "d3.log", "da.log"):
             if os.path.exists(path(n)):
                 print("---- " + n)
                 print(logtext(n)[-3000:])

@@ -18,6 +18,7 @@
 #include "conn.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -329,8 +330,10 @@ int conn_adopt(struct conn *c)
         goto out;
     }
     c->adopted = true;
-    c->born = w->now;
-    __atomic_store_n(&c->last_active, w->now, __ATOMIC_RELAXED);
+    /* milliseconds, not w->now: the tick's seconds may be a second
+     * behind, and a timeout must not fire early (conn_tick) */
+    c->born = server_coarse_ms();
+    __atomic_store_n(&c->last_active, c->born, __ATOMIC_RELAXED);
     pthread_mutex_lock(&w->conns_mu);
     c->link.prev = NULL;
     c->link.next = w->conns;
@@ -512,7 +515,7 @@ static int conn_wr_blocked(struct conn *c);
  * the connection is active, and they count as read. */
 static void conn_in_arrived(struct conn *c, size_t n)
 {
-    __atomic_store_n(&c->last_active, c->owner->now, __ATOMIC_RELAXED);
+    __atomic_store_n(&c->last_active, server_coarse_ms(), __ATOMIC_RELAXED);
     STAT_ADD(&c->owner->stats, bytes_read, n);
 }
 
@@ -846,6 +849,19 @@ static void conn_requeue(struct conn *c)
         event_active(c->ev, EV_TIMEOUT, 0);
 }
 
+/* Nothing is read during a hold, so a readiness edge then may be the
+ * peer's FIN (EV_CLOSED) or its reset: libevent reports EPOLLHUP and
+ * EPOLLERR as EV_READ|EV_WRITE, without EV_CLOSED, and a client that
+ * closes with our answer unread sends a reset.  poll() tells both apart
+ * from input, whatever is queued. */
+static bool conn_peer_gone(const struct conn *c)
+{
+    struct pollfd p = {c->fd, POLLRDHUP, 0};
+
+    return c->rd_hup || (poll(&p, 1, 0) == 1 &&
+                         (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0);
+}
+
 void conn_drive(struct conn *c)
 {
     struct worker *w = c->owner;
@@ -916,6 +932,14 @@ void conn_drive(struct conn *c)
             }
             continue;
         }
+        /* The peer hung up during a failed login's hold (conn_hold): its
+         * requests would never be answered, so its -c slot goes now, not
+         * when the hold ends (a connect, wrong AUTH, close loop would fill
+         * -c otherwise).  The io_uring receive sees the EOF or the reset
+         * itself. */
+        if (c->hold_until != 0 && c->rd_ready && c->uc == NULL &&
+            conn_peer_gone(c))
+            c->rd_shut = true;
         if (c->closing || c->rd_shut) {
             if (c->opending == 0)
                 goto kill;
@@ -1053,10 +1077,26 @@ void conn_shutdown(struct conn *c)
     conn_drive(c);
 }
 
+/* ms elapsed since stamp is at least secs seconds.  Both readings come
+ * from the coarse clock, each behind the true time by less than its
+ * resolution: adding that resolution keeps a timeout from firing early.
+ * The once-a-second tick makes it up to a second late. */
+static bool conn_elapsed(uint64_t now_ms, uint64_t stamp, uint64_t secs)
+{
+    static uint64_t res; /* racy but idempotent: every thread stores the
+                            same value */
+
+    if (__atomic_load_n(&res, __ATOMIC_RELAXED) == 0)
+        __atomic_store_n(&res, server_coarse_res_ms(), __ATOMIC_RELAXED);
+    return now_ms >= stamp &&
+           now_ms - stamp >= secs * 1000 + __atomic_load_n(&res, __ATOMIC_RELAXED);
+}
+
 void conn_tick(struct conn *c, uint64_t now)
 {
     const struct options *o = &c->srv->opt;
     struct worker *w = c->owner;
+    uint64_t now_ms = server_coarse_ms();
 
     if (c->inflight)
         return;
@@ -1065,7 +1105,8 @@ void conn_tick(struct conn *c, uint64_t now)
         conn_drive(c);
         return; /* the connection may be gone */
     }
-    if (!c->authed && o->auth_timeout > 0 && now - c->born >= o->auth_timeout) {
+    if (!c->authed && o->auth_timeout > 0 &&
+        conn_elapsed(now_ms, c->born, o->auth_timeout)) {
         /* --auth-file: a connection that never logs in gives its -c slot
          * back, however much it sends */
         STAT_INC(&w->stats, auth_timeouts);
@@ -1093,8 +1134,9 @@ void conn_tick(struct conn *c, uint64_t now)
         return;
     }
     if (o->idle_timeout > 0 && c->opending == 0 &&
-        now - __atomic_load_n(&c->last_active, __ATOMIC_RELAXED) >=
-            o->idle_timeout) {
+        conn_elapsed(now_ms,
+                     __atomic_load_n(&c->last_active, __ATOMIC_RELAXED),
+                     o->idle_timeout)) {
         STAT_INC(&w->stats, idle_kicks);
         log_debug("conn %llu idle, closed", (unsigned long long)c->id);
         conn_teardown(c);
@@ -1134,7 +1176,7 @@ void conn_visit_all(struct server *srv, conn_info_fn fn, void *ctx)
 {
     static const char *const names[] = {"conn_waiting", "conn_parse_cmd",
                                         "conn_mwrite", "conn_closing"};
-    uint64_t now = server_mono_s();
+    uint64_t now = server_coarse_ms();
     unsigned i;
 
     for (i = 0; i < srv->nworkers; i++) {
@@ -1152,7 +1194,7 @@ void conn_visit_all(struct server *srv, conn_info_fn fn, void *ctx)
             ci.fd = c->fd;
             conn_peer_name(c, ci.addr, sizeof(ci.addr));
             ci.state = names[st < 4 ? st : 0];
-            ci.idle_s = now > la ? now - la : 0;
+            ci.idle_s = now > la ? (now - la) / 1000 : 0;
             fn(ctx, &ci);
         }
         pthread_mutex_unlock(&w->conns_mu);

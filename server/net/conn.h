@@ -97,10 +97,10 @@ struct conn {
                               hold (conn_hold) */
     bool yielded;          /* process() stopped after -R requests with more
                               input waiting: let other connections run */
-    uint64_t born;         /* coarse seconds when the owner adopted it */
-    uint64_t last_active;  /* coarse seconds of the last input (written by
-                              the owner with relaxed atomics: stats conns
-                              reads it from other threads) */
+    uint64_t born;         /* server_coarse_ms() when the owner adopted it */
+    uint64_t last_active;  /* server_coarse_ms() of the last input (written
+                              by the owner with relaxed atomics: stats
+                              conns reads it from other threads) */
     uint8_t state;         /* enum conn_state, relaxed atomic, for stats */
     uint64_t blocked_since; /* coarse seconds output stalled; 0 = not */
 

@@ -1,10 +1,11 @@
 /*
  * proto.c - protocol selection by the first byte of a connection, and the
- * refusal of memcached's binary protocol (0x80, deprecated upstream: a
- * clear error line, then close).  Any first byte that is neither 0x80 nor
- * printable ASCII goes to the native handler, which answers a wrong magic
- * with status "bad magic" in a native frame.  daemon.c injects
- * proto_detect() into the network layer (struct server's proto_detect).
+ * refusal of memcached's binary protocol (0x80, deprecated upstream: an
+ * error response in that protocol, then close).  Any first byte that is
+ * neither 0x80 nor printable ASCII goes to the native handler, which
+ * answers a wrong magic with status "bad magic" in a native frame.
+ * daemon.c injects proto_detect() into the network layer (struct
+ * server's proto_detect).
  */
 #include "config.h"
 
@@ -15,17 +16,6 @@
 #include "server/auth.h"
 #include "server/log.h"
 #include "server/stats.h"
-
-static void proto_refuse(struct conn *c, struct worker *w, const char *line)
-{
-    size_t len;
-
-    (void)conn_in_data(c, &len);
-    conn_in_consume(c, len);
-    STAT_INC(&w->stats, protocol_errors);
-    (void)conn_out_bytes(c, line, strlen(line));
-    conn_close_after_flush(c);
-}
 
 bool proto_auth(struct conn *c, struct worker *w, const void *user,
                 size_t ulen, const void *pass, size_t plen)
@@ -64,10 +54,48 @@ bool proto_auth(struct conn *c, struct worker *w, const void *user,
     return false;
 }
 
+/* memcached's binary protocol: a 24-byte request header (magic 0x80,
+ * opcode at 1, body length at 8, opaque at 12, big-endian). */
+#define MCBIN_HDR 24
+
+/*
+ * Refuse it in its own terms, as memcached answers an opcode it does not
+ * know: a response header (magic 0x81, the request's opcode and opaque,
+ * status 0x0081 "unknown command") with the body "Unknown command", then
+ * close.  A binary client reads an error instead of waiting for a header
+ * that a text line cannot give it.  The first request is read whole when
+ * its body is short (a login's size at most), so that closing with it
+ * unread does not reset the connection before the client has the answer.
+ */
 static void proto_mcbin_process(struct conn *c, struct worker *w)
 {
-    proto_refuse(c, w,
-                 "SERVER_ERROR memcached binary protocol is not supported\r\n");
+    static const char msg[] = "Unknown command";
+    uint8_t rsp[MCBIN_HDR + sizeof(msg) - 1];
+    size_t len;
+    const uint8_t *b = conn_in_data(c, &len);
+    uint32_t body;
+
+    if (len < MCBIN_HDR) {
+        conn_in_need(c, MCBIN_HDR);
+        return;
+    }
+    body = (uint32_t)b[8] << 24 | (uint32_t)b[9] << 16 | (uint32_t)b[10] << 8 |
+           b[11];
+    if (body <= PROTO_PREAUTH_MAX && len < MCBIN_HDR + body) {
+        conn_in_need(c, MCBIN_HDR + body);
+        return;
+    }
+    memset(rsp, 0, MCBIN_HDR);
+    rsp[0] = 0x81;
+    rsp[1] = b[1];               /* opcode */
+    rsp[7] = 0x81;               /* status 0x0081: unknown command */
+    rsp[11] = sizeof(msg) - 1;   /* total body length */
+    memcpy(rsp + 12, b + 12, 4); /* opaque */
+    memcpy(rsp + MCBIN_HDR, msg, sizeof(msg) - 1);
+    conn_in_consume(c, len);
+    STAT_INC(&w->stats, protocol_errors);
+    (void)conn_out_bytes(c, rsp, sizeof(rsp));
+    conn_close_after_flush(c);
 }
 
 const struct proto proto_mcbin_reject = {"memcached-binary",

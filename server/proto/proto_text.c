@@ -323,7 +323,9 @@ static void txt_flush(struct conn *c, struct worker *w,
                       const struct mctext_req *req)
 {
     if (c->srv->opt.disable_flush_all) { /* -F */
-        txt_str(c, MCTEXT_E_FLUSH_OFF);
+        /* refused, and like every reply kept back under noreply: a
+         * pipelining client must not pair it with its next request */
+        txt_reply(c, req, MCTEXT_E_FLUSH_OFF);
         return;
     }
     STAT_INC(&w->stats, cmd_flush);
@@ -1187,6 +1189,12 @@ static void proto_text_process(struct conn *c, struct worker *w)
              * large value is only refused (and skipped) */
             if (c->authed && strcmp(req.err, MCTEXT_E_TOO_LARGE) == 0)
                 txt_refused_large(c, w, &req);
+            /* -F refuses flush_all before looking at its delay, as
+             * memcached does */
+            if (req.cmd == MCT_FLUSH_ALL &&
+                strcmp(req.err, MCTEXT_E_EXPTIME) == 0 &&
+                c->srv->opt.disable_flush_all)
+                req.err = MCTEXT_E_FLUSH_OFF;
             txt_reply(c, &req, req.err);
             conn_in_skip(c, req.skip);
             continue;
