@@ -402,13 +402,37 @@ static bool mdcx_int32(zval *z, int32_t *out)
     return true;
 }
 
-/* Parse a tags array: [tkey => tval], [tkey => [tval, ...]] or a list of
- * strings (string tags), mixed freely.  0, or MDCX_RES_BAD_TAG. */
+/* A [tkey, tval] pair (what GET_EXTENDED returns): exactly two int32s at
+ * keys 0 and 1.  0, or MDCX_RES_BAD_TAG. */
+static int mdcx_tag_pair(mdcx_obj *o, HashTable *pair, mdcx_tags *t)
+{
+    zval *k = zend_hash_index_find(pair, 0), *v = zend_hash_index_find(pair, 1);
+    int32_t tkey, tval;
+    if (zend_hash_num_elements(pair) != 2 || k == NULL || v == NULL)
+        return mdcx_result(o, MDCX_RES_BAD_TAG,
+                           "bad tag: in a list of tags an array must be a "
+                           "[tkey, tval] pair, as GET_EXTENDED returns");
+    ZVAL_DEREF(k);
+    ZVAL_DEREF(v);
+    if (!mdcx_int32(k, &tkey) || !mdcx_int32(v, &tval))
+        return mdcx_result(o, MDCX_RES_BAD_TAG,
+                           "bad tag: a [tkey, tval] pair must hold two int32");
+    mdcx_tags_push(t, tkey, tval);
+    return 0;
+}
+
+/* Parse a tags array: [tkey => tval], [tkey => [tval, ...]], a list of
+ * strings (string tags), mixed freely, or a list of [tkey, tval] pairs.
+ * In a list (keys 0, 1, ...) an array element is always a pair, so the
+ * tags GET_EXTENDED returns can be written back as they were read (read
+ * as [tkey => [tvals]] they named tag keys 0, 1, ... instead).
+ * 0, or MDCX_RES_BAD_TAG. */
 static int mdcx_tags_parse(mdcx_obj *o, HashTable *ht, mdcx_tags *t)
 {
     zend_ulong ik;
     zend_string *sk;
     zval *v;
+    bool list = zend_array_is_list(ht);
     ZEND_HASH_FOREACH_KEY_VAL(ht, ik, sk, v) {
         ZVAL_DEREF(v);
         if (Z_TYPE_P(v) == IS_STRING) {
@@ -417,6 +441,11 @@ static int mdcx_tags_parse(mdcx_obj *o, HashTable *ht, mdcx_tags *t)
                                    "bad tag: empty string tag");
             mdcx_tags_push(t, MDCX_STRING_TAG_KEY,
                            mdcx_string_tval(Z_STRVAL_P(v), Z_STRLEN_P(v)));
+            continue;
+        }
+        if (list && Z_TYPE_P(v) == IS_ARRAY) {
+            if (mdcx_tag_pair(o, Z_ARRVAL_P(v), t) != 0)
+                return MDCX_RES_BAD_TAG;
             continue;
         }
         if (sk != NULL || (zend_long)ik < INT32_MIN ||

@@ -561,7 +561,48 @@ static ssize_t parse_retrieval(struct mctext_req *req, const char *p,
     return (ssize_t)req->linelen;
 }
 
-/* tget/tgets <tkey> <tval>+; tdel <tkey> <tval>+ [noreply] */
+/*
+ * tdel's stale mode: "I" and "T<ttl>" after the tvals, in either order,
+ * each once, T only with I (as md's).  Returns where the tvals end; *bad
+ * gets a token the grammar does not allow (bad->p NULL: none).
+ */
+static const char *tdel_flags(struct mctext_req *req, const char *more,
+                              const char *end, struct tok *bad)
+{
+    struct tok ttok = {NULL, 0};
+
+    bad->p = NULL;
+    for (;;) {
+        const char *q = end, *s;
+
+        while (q > more && q[-1] == ' ')
+            q--;
+        s = q;
+        while (s > more && s[-1] != ' ')
+            s--;
+        /* the first token is a tval (count_tvals names it if not) */
+        if (s == q || s == more || (*s != 'I' && *s != 'T'))
+            break;
+        if (*s == 'I' && q - s == 1 && !req->stale) {
+            req->stale = true;
+        } else if (*s == 'T' && !req->stale_ttl &&
+                   parse_i64(s + 1, (uint32_t)(q - s - 1), &req->exptime)) {
+            req->stale_ttl = true;
+            ttok.p = s;
+            ttok.n = (uint32_t)(q - s);
+        } else {
+            bad->p = s;
+            bad->n = (uint32_t)(q - s);
+            return end;
+        }
+        end = s;
+    }
+    if (req->stale_ttl && !req->stale)
+        *bad = ttok;
+    return end;
+}
+
+/* tget/tgets <tkey> <tval>+; tdel <tkey> <tval>+ [I [T<ttl>]] [noreply] */
 static ssize_t parse_tag_list(struct mctext_req *req, const char *p,
                               const char *end)
 {
@@ -580,6 +621,9 @@ static ssize_t parse_tag_list(struct mctext_req *req, const char *p,
             req->noreply = true;
             end = q - 7;
         }
+        end = tdel_flags(req, more, end, &bad);
+        if (bad.p != NULL)
+            return fail_tok(req, &bad, req->linelen);
     }
     if (!tok_i32(&t[1], &req->tkey))
         return fail_tok(req, &t[1], req->linelen);
@@ -606,13 +650,13 @@ struct meta_rules {
 static const struct meta_rules *meta_rules_of(enum mctext_cmd cmd)
 {
     static const struct meta_rules mg = {
-        "bcfhklOqstuvTPL", "cfhklOst",         MCTEXT_E_INVALID_FLAG,
+        "bcfhklOqstuvNRTPL", "cfhklOst",       MCTEXT_E_INVALID_FLAG,
         MCTEXT_E_DUP_FLAG, MCTEXT_E_BAD_TOKEN, NULL};
     static const struct meta_rules ms = {
-        "bcCFkOqTMPL",         "ckO",
+        "bcCFIkOqTMPL",        "ckO",
         MCTEXT_E_INVALID_FLAG, MCTEXT_E_DUP_FLAG,
         MCTEXT_E_BAD_TOKEN,    MCTEXT_E_MS_MODE};
-    static const struct meta_rules md = {"bCkOqPL",
+    static const struct meta_rules md = {"bCIkOqTPL",
                                          "kO",
                                          MCTEXT_E_INVALID_DUP,
                                          MCTEXT_E_INVALID_DUP,
@@ -681,6 +725,11 @@ static const char *meta_flags(struct mctext_req *req, const struct tok *t,
         case 'N':
             if (!parse_i64(arg, alen, &m->vivify))
                 return r->e_token;
+            break;
+        case 'R':
+            if (!parse_i64(arg, alen, &m->recache))
+                return r->e_token;
+            m->recache_after_touch = (m->flags & MCTEXT_MF('T')) != 0;
             break;
         case 'J':
             if (!parse_u64(arg, alen, &m->initial))
@@ -1069,6 +1118,20 @@ size_t mctext_meta_line(char *out, const char *code, int64_t vlen,
         case 's': p += mctext_u64(p, v->size); break;
         case 't': p += mctext_i64(p, v->ttl); break;
         default: break;
+        }
+    }
+    if (v != NULL) { /* after the flags asked for, as memcached */
+        if (v->pending) {
+            memcpy(p, " Z", 2);
+            p += 2;
+        }
+        if (v->stale) {
+            memcpy(p, " X", 2);
+            p += 2;
+        }
+        if (v->won) {
+            memcpy(p, " W", 2);
+            p += 2;
         }
     }
     *p++ = '\r';

@@ -101,6 +101,8 @@ struct mctext_meta {
     uint32_t cflags;  /* F */
     int64_t ttl;      /* T */
     int64_t vivify;   /* N: TTL of an auto-created item */
+    int64_t recache;  /* R: win when the TTL left is below this */
+    bool recache_after_touch; /* mg: T came before R (R tests the new TTL) */
     uint64_t cas;     /* C */
     uint64_t initial; /* J */
     uint64_t delta;   /* D, default 1 */
@@ -123,6 +125,8 @@ struct mctext_req {
     uint64_t delta;       /* incr/decr */
     uint32_t level;       /* verbosity; cache_memlimit MiB */
     int32_t tkey, tval;   /* tget/tdel tkey; tpush/tpop tag */
+    bool stale;           /* tdel I: mark stale instead of deleting */
+    bool stale_ttl;       /* tdel I T<ttl>: with that expiry (exptime) */
     const char *arg;      /* stats group, or NULL */
     uint32_t arglen;
     size_t linelen;  /* the command line with its newline */
@@ -182,12 +186,16 @@ struct mctext_meta_vals {
     uint32_t size;
     uint32_t last;   /* l: seconds since last access */
     bool hit_before; /* h */
+    bool pending;    /* Z: another client holds the win */
+    bool stale;      /* X: the record is stale */
+    bool won;        /* W: this client is to recache */
 };
 
 /*
  * A meta reply line: code ("VA", "HD", "EN", "NF", "NS", "EX"), " <vlen>"
  * when vlen >= 0, then the flags the request asked back, in its order
- * (k and O always; c, f, s, t only when v is not NULL), and "\r\n".  out
+ * (k and O always; c, f, s, t only when v is not NULL), then Z, X and W
+ * as v says (memcached's order), and "\r\n".  out
  * needs MCTEXT_META_LINE_MAX bytes.
  */
 size_t mctext_meta_line(char *out, const char *code, int64_t vlen,

@@ -18,7 +18,8 @@
 #define SSIZE_MAX PTRDIFF_MAX
 #endif
 
-#define F_RESERVED ((uint8_t) ~(WIRE_F_QUIET | WIRE_F_MORE | WIRE_F_RESPONSE))
+#define F_RESERVED                                                             \
+    ((uint8_t) ~(WIRE_F_QUIET | WIRE_F_MORE | WIRE_F_STALE | WIRE_F_RESPONSE))
 
 int wire_parse_header(const uint8_t *buf, size_t len, struct wire_hdr *h,
                       size_t max_body)
@@ -58,6 +59,10 @@ int wire_parse_header(const uint8_t *buf, size_t len, struct wire_hdr *h,
     if (!wire_opcode_known(h->opcode))
         return WIRE_EOPCODE;
     if (h->flags & F_RESERVED)
+        return WIRE_EFLAGS;
+    /* STALE: a DEL_BY_TAG request's only */
+    if ((h->flags & WIRE_F_STALE) &&
+        ((h->flags & WIRE_F_RESPONSE) || h->opcode != WIRE_OP_DEL_BY_TAG))
         return WIRE_EFLAGS;
     if (h->flags & WIRE_F_RESPONSE) {
         if (h->flags & WIRE_F_QUIET)
@@ -251,7 +256,9 @@ int wire_check_request(const struct wire_msg *m)
         return WIRE_EFIELD;
     if (h->cas == 0 && (r->allow & A_CASREQ))
         return WIRE_EFIELD;
-    if (h->expiry != 0 && !(r->allow & A_EXPIRY))
+    /* a stale DEL_BY_TAG may give the records' TTL */
+    if (h->expiry != 0 && !(r->allow & A_EXPIRY) &&
+        !(h->flags & WIRE_F_STALE))
         return WIRE_EFIELD;
     return WIRE_OK;
 }

@@ -44,8 +44,11 @@
 /* Header flags. */
 #define WIRE_F_QUIET 0x01    /* request: suppress the uninteresting reply */
 #define WIRE_F_MORE 0x02     /* response: more responses follow for it */
+#define WIRE_F_STALE 0x04    /* request, DEL_BY_TAG only: mark the records
+                              * stale instead of deleting them; a non-zero
+                              * expiry becomes their TTL (docs/protocol.md) */
 #define WIRE_F_RESPONSE 0x80 /* set in every response, never in requests */
-#define WIRE_F_REQ_MASK WIRE_F_QUIET
+#define WIRE_F_REQ_MASK (WIRE_F_QUIET | WIRE_F_STALE)
 #define WIRE_F_RSP_MASK (WIRE_F_RESPONSE | WIRE_F_MORE)
 
 /* Opcodes: X(name, value, text).  Gaps are unassigned. */

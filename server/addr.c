@@ -34,7 +34,9 @@ int addr_resolve_listen(const char *spec, unsigned long dport, const char *port,
     hints.ai_family = family;
     hints.ai_socktype = socktype;
     hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-    e = getaddrinfo(host, portbuf, &hints, res);
+    /* "auto": port 0, the kernel picks one when the socket is bound */
+    e = getaddrinfo(host, strcmp(portbuf, "auto") == 0 ? "0" : portbuf,
+                    &hints, res);
     if (e != 0) {
         log_error("%s '%s': %s", what, spec, gai_strerror(e));
         *res = NULL;

@@ -17,7 +17,8 @@ struct sockaddr;
  * Resolve the -l value spec for passive sockets of socktype (SOCK_STREAM or
  * SOCK_DGRAM) and family (AF_UNSPEC, or AF_INET for IPv4 only).  The port is
  * port when not NULL, else spec's own port, else dport; its text goes to
- * portbuf.  On success *res holds the addresses (freeaddrinfo()) and 0 is
+ * portbuf ("auto" for OPT_PORT_AUTO: the addresses then carry port 0, and
+ * the caller learns the port with getsockname() once bound).  On success *res holds the addresses (freeaddrinfo()) and 0 is
  * returned; on failure -1, with the reason logged under the name what
  * (e.g. "listen address").
  */

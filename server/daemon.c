@@ -430,7 +430,7 @@ int server_run(struct server *srv)
         log_error("cannot install signal handlers");
         goto out;
     }
-    if (server_write_pidfile(srv) < 0)
+    if (server_write_pidfile(srv) < 0 || net_write_port_file(srv) < 0)
         goto out;
     if (server_drop_privileges(srv) < 0)
         goto out;
@@ -466,5 +466,7 @@ stop:
 out:
     if (srv->pidfile_written && unlink(srv->opt.pid_file) < 0)
         log_debug("cannot remove pid file: %s", strerror(errno));
+    if (srv->portfile_written && unlink(srv->opt.port_file) < 0)
+        log_debug("cannot remove port file: %s", strerror(errno));
     return rc;
 }

@@ -110,9 +110,10 @@ int dumper_load(struct server *srv)
             log_error("dump %s: cannot keep the damaged file as %s: %s",
                       path, dest, strerror(errno));
         else
-            log_warn("dump %s: %" PRIu64 " damaged places skipped, %" PRIu64
+            log_warn("dump %s: %" PRIu64 " damaged places skipped (%" PRIu64
+                     " of them records with an invalid field), %" PRIu64
                      " intact blocks loaded; the damaged file is kept as %s",
-                     path, info.bad, info.blocks, dest);
+                     path, info.bad, info.invalid, info.blocks, dest);
     }
     if (info.over_limit > 0)
         log_warn("dump %s: memory limit (-m %" PRIu64 " MiB) reached: %"

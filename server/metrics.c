@@ -135,14 +135,48 @@ static const struct tmap tmaps[] = {
      "Connections refused over --max-conns."},
     {"bytes_read", "memcached_read_bytes_total", "", "Bytes received."},
     {"bytes_written", "memcached_written_bytes_total", "", "Bytes sent."},
+    {"conn_yields", "memcached_connections_yielded_total", "",
+     "Times a connection gave the loop up after -R requests."},
+    {"listen_disabled_num", "memcached_connections_listener_disabled_total", "",
+     "Times accepting was paused (descriptors exhausted)."},
+    {"store_too_large", "memcached_item_too_large_total", "",
+     "Stores refused: the value is over --max-item-size."},
+    {"store_no_memory", "memcached_item_no_memory_total", "",
+     "Stores refused for lack of memory."},
 };
 
-/* General stats: memcached_exporter's name, or NULL for mdcached_<name>. */
+/* General stats under memcached_exporter's names (where the meaning
+ * matches) or a name of ours with the type the value has; a counter is
+ * named *_total.  The other numeric stats are gauges mdcached_<name>. */
 struct gmap {
     const char *stat, *name, *type, *help;
 };
 static const struct gmap gmaps[] = {
+    /* a gauge, not the exporter's counter: it is not named _total */
     {"uptime", "memcached_uptime_seconds", "gauge", "Seconds since the server started."},
+    {"time", "memcached_time_seconds", "gauge", "The server's Unix time."},
+    {"rusage_user", "memcached_process_user_cpu_seconds_total", "counter",
+     "CPU seconds the process spent in user mode."},
+    {"rusage_system", "memcached_process_system_cpu_seconds_total", "counter",
+     "CPU seconds the process spent in the kernel."},
+    {"accepting_conns", "memcached_accepting_connections", "gauge",
+     "1 while new connections are accepted."},
+    {"reclaimed", "memcached_items_reclaimed_total", "counter",
+     "Expired records reclaimed (memcached: stores reusing an expired item's memory)."},
+    {"direct_reclaims", "memcached_direct_reclaims_total", "counter",
+     "Stores that evicted records themselves to fit under the memory limit."},
+    {"total_malloced", "memcached_malloced_bytes", "gauge",
+     "Bytes allocated to records and the tag index."},
+    {"get_flushed", "mdcached_get_flushed_total", "counter",
+     "Gets that found a record a flush_all had invalidated."},
+    {"dumps", "mdcached_dumps_total", "counter", "Dumps written."},
+    {"dump_failures", "mdcached_dump_failures_total", "counter", "Dumps that failed."},
+    {"store_no_memory_held", "mdcached_store_no_memory_held_total", "counter",
+     "Stores refused although eviction is on: the memory is held by readers."},
+    {"lrutail_reflocked", "mdcached_lrutail_reflocked_total", "counter",
+     "Evictions of a record a reader still referenced."},
+    {"time_in_listen_disabled_us", "mdcached_listen_disabled_seconds_total", "counter",
+     "Seconds accepting was paused."},
     {"curr_connections", "memcached_current_connections", "gauge", "Open connections."},
     {"max_connections", "memcached_max_connections", "gauge", "--max-conns."},
     {"curr_items", "memcached_current_items", "gauge", "Records stored."},
@@ -203,17 +237,103 @@ static bool is_number(const char *s)
     return s[0] != '\0' && strspn(s, "0123456789") == strlen(s);
 }
 
+/* An unsigned decimal, with a fraction or not (rusage_user: "1.230000"). */
+static bool is_decimal(const char *s)
+{
+    size_t i = strspn(s, "0123456789");
+
+    if (i == 0)
+        return false;
+    if (s[i] == '.' && strspn(s + i + 1, "0123456789") > 0)
+        i += 1 + strspn(s + i + 1, "0123456789");
+    return s[i] == '\0';
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+
+    return n > k && strcmp(s + n - k, suffix) == 0;
+}
+
+/* The XDP program's and the mirror writer's counters (stats_xdp(), -x);
+ * its other figures are gauges. */
+static bool is_xdp_counter(const char *name)
+{
+    static const char *const gauges[] = {"xdp_verified_insns", "xdp_items",
+                                         "xdp_item_bytes", "xdp_slot_bytes",
+                                         "xdp_mem_bytes"};
+    size_t i;
+
+    if (strncmp(name, "xdp_", 4) != 0)
+        return false;
+    for (i = 0; i < sizeof(gauges) / sizeof(gauges[0]); i++)
+        if (strcmp(name, gauges[i]) == 0)
+            return false;
+    return true;
+}
+
+static const struct gmap *gmap_find(const char *stat)
+{
+    size_t j;
+
+    for (j = 0; j < sizeof(gmaps) / sizeof(gmaps[0]); j++)
+        if (strcmp(gmaps[j].stat, stat) == 0)
+            return &gmaps[j];
+    return NULL;
+}
+
+static void render_mapped(FILE *f, const struct gmap *m, const char *value)
+{
+    fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", m->name, m->help, m->name,
+            m->type);
+    if (ends_with(m->stat, "_us")) { /* Prometheus wants seconds */
+        unsigned long long us = strtoull(value, NULL, 10);
+
+        fprintf(f, "%s %llu.%06llu\n", m->name, us / 1000000, us % 1000000);
+    } else
+        fprintf(f, "%s %s\n", m->name, value);
+}
+
+static void render_stat(FILE *f, const struct gstat *s)
+{
+    const struct gmap *m = gmap_find(s->name);
+
+    if (m != NULL) {
+        if (is_decimal(s->value))
+            render_mapped(f, m, s->value);
+    } else if (!is_number(s->value)) {
+        return;
+    } else if (ends_with(s->name, "_ms")) {
+        /* a duration in milliseconds: Prometheus wants seconds */
+        int bl = (int)strlen(s->name) - 3;
+        unsigned long long ms = strtoull(s->value, NULL, 10);
+
+        fprintf(f, "# HELP mdcached_%.*s_seconds The \"%s\" statistic, "
+                   "in seconds.\n# TYPE mdcached_%.*s_seconds gauge\n"
+                   "mdcached_%.*s_seconds %llu.%03llu\n",
+                bl, s->name, s->name, bl, s->name, bl, s->name, ms / 1000,
+                ms % 1000);
+    } else if (is_xdp_counter(s->name)) {
+        fprintf(f, "# HELP mdcached_%s_total The \"%s\" counter.\n"
+                   "# TYPE mdcached_%s_total counter\nmdcached_%s_total %s\n",
+                s->name, s->name, s->name, s->name, s->value);
+    } else
+        fprintf(f, "# HELP mdcached_%s The \"%s\" statistic.\n"
+                   "# TYPE mdcached_%s gauge\nmdcached_%s %s\n",
+                s->name, s->name, s->name, s->name, s->value);
+}
+
 static void render_general(struct server *srv, FILE *f)
 {
-    struct gcollect g = {NULL, 0, 0};
-    size_t i, j;
+    struct gcollect g = {NULL, 0, 0}, sl = {NULL, 0, 0};
+    size_t i;
 
     stats_collect(srv, gcollect_fn, &g);
     fprintf(f, "# HELP memcached_up Whether the server answered (always 1).\n"
                "# TYPE memcached_up gauge\nmemcached_up 1\n");
     for (i = 0; i < g.n; i++) {
         const struct gstat *s = &g.v[i];
-        const struct gmap *m = NULL;
 
         if (strcmp(s->name, "version") == 0) {
             fprintf(f, "# HELP memcached_version The server's version.\n"
@@ -221,32 +341,17 @@ static void render_general(struct server *srv, FILE *f)
                        "memcached_version{version=\"%s\"} 1\n", s->value);
             continue;
         }
-        if (is_thread_field(s->name) || !is_number(s->value) ||
-            strcmp(s->name, "pid") == 0 || strcmp(s->name, "time") == 0 ||
+        if (is_thread_field(s->name) || strcmp(s->name, "pid") == 0 ||
             strcmp(s->name, "pointer_size") == 0)
             continue;
-        for (j = 0; j < sizeof(gmaps) / sizeof(gmaps[0]); j++)
-            if (strcmp(gmaps[j].stat, s->name) == 0)
-                m = &gmaps[j];
-        if (m != NULL) {
-            fprintf(f, "# HELP %s %s\n# TYPE %s %s\n%s %s\n", m->name, m->help,
-                    m->name, m->type, m->name, s->value);
-        } else if (strlen(s->name) > 3 &&
-                   strcmp(s->name + strlen(s->name) - 3, "_ms") == 0) {
-            /* a duration in milliseconds: Prometheus wants seconds */
-            int bl = (int)strlen(s->name) - 3;
-            unsigned long long ms = strtoull(s->value, NULL, 10);
-
-            fprintf(f, "# HELP mdcached_%.*s_seconds The \"%s\" statistic, "
-                       "in seconds.\n# TYPE mdcached_%.*s_seconds gauge\n"
-                       "mdcached_%.*s_seconds %llu.%03llu\n",
-                    bl, s->name, s->name, bl, s->name, bl, s->name, ms / 1000,
-                    ms % 1000);
-        } else
-            fprintf(f, "# HELP mdcached_%s The \"%s\" statistic.\n"
-                       "# TYPE mdcached_%s gauge\nmdcached_%s %s\n",
-                    s->name, s->name, s->name, s->name, s->value);
+        render_stat(f, s);
     }
+    /* memcached_exporter reads total_malloced from "stats slabs" */
+    stats_collect_slabs(srv, gcollect_fn, &sl);
+    for (i = 0; i < sl.n; i++)
+        if (strcmp(sl.v[i].name, "total_malloced") == 0)
+            render_stat(f, &sl.v[i]);
+    free(sl.v);
     free(g.v);
 }
 

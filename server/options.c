@@ -16,6 +16,7 @@
 #include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 enum opt_id {
@@ -27,6 +28,7 @@ enum opt_id {
 
 enum opt_kind {
     OT_UINT,
+    OT_PORT,
     OT_NCPU,
     OT_POW2,
     OT_SIZE,
@@ -117,7 +119,23 @@ int options_parse_size(const char *s, uint64_t *out)
     return 0;
 }
 
-/* Split "addr", "addr:port", "[v6]" or "[v6]:port" into host and port. */
+/* The PORT of ADDR:PORT: 0-65535 or "auto" (OPT_PORT_AUTO); 0 or -1. */
+static int opt_parse_port(const char *s, unsigned long *p)
+{
+    char *e;
+
+    if (strcmp(s, "auto") == 0) {
+        *p = OPT_PORT_AUTO;
+        return 0;
+    }
+    if (!isdigit((unsigned char)s[0]))
+        return -1;
+    *p = strtoul(s, &e, 10);
+    return *e != '\0' || *p > 65535 ? -1 : 0;
+}
+
+/* Split "addr", "addr:port", "[v6]" or "[v6]:port" into host and port
+ * ("auto" for OPT_PORT_AUTO). */
 int options_split_listen(const char *spec, unsigned long dport, char *host,
                      size_t hlen, char *port, size_t plen)
 {
@@ -133,18 +151,14 @@ int options_split_listen(const char *spec, unsigned long dport, char *host,
         h = spec + 1;
         n = (size_t)(end - h);
         if (end[1] == ':') {
-            char *e;
-            p = strtoul(end + 2, &e, 10);
-            if (*e != '\0' || end[2] == '\0' || p > 65535)
+            if (opt_parse_port(end + 2, &p) < 0)
                 return -1;
         } else if (end[1] != '\0') {
             return -1;
         }
     } else if (colon != NULL && strchr(spec, ':') == colon) {
-        char *e;
         n = (size_t)(colon - spec);
-        p = strtoul(colon + 1, &e, 10);
-        if (*e != '\0' || colon[1] == '\0' || p > 65535)
+        if (opt_parse_port(colon + 1, &p) < 0)
             return -1;
     } else {
         n = strlen(spec); /* a bare name, v4 address or v6 address */
@@ -153,7 +167,10 @@ int options_split_listen(const char *spec, unsigned long dport, char *host,
         return -1;
     memcpy(host, h, n);
     host[n] = '\0';
-    snprintf(port, plen, "%lu", p);
+    if (p == OPT_PORT_AUTO)
+        snprintf(port, plen, "auto");
+    else
+        snprintf(port, plen, "%lu", p);
     return 0;
 }
 
@@ -171,6 +188,12 @@ static int opt_set(struct options *o, const struct opt_desc *d,
             v = opt_ncpu();
             if (v > d->max)
                 v = d->max;
+            goto store_u64;
+        }
+        /* fall through */
+    case OT_PORT:
+        if (d->kind == OT_PORT && arg != NULL && strcmp(arg, "auto") == 0) {
+            v = OPT_PORT_AUTO;
             goto store_u64;
         }
         /* fall through */
@@ -286,6 +309,12 @@ static void opt_format(const struct options *o, const struct opt_desc *d,
     const char *p = (const char *)o + d->off;
 
     switch (d->kind) {
+    case OT_PORT:
+        if (*(const uint64_t *)(const void *)p == OPT_PORT_AUTO) {
+            snprintf(buf, len, "auto");
+            break;
+        }
+        /* fall through */
     case OT_UINT:
     case OT_NCPU:
     case OT_POW2:
@@ -427,9 +456,16 @@ static char *opt_slurp(const char *path)
     FILE *f = fopen(path, "r");
     char *buf = NULL;
     size_t len = 0, cap = 0, k;
+    struct stat st;
+    int e = 0;
 
     if (f == NULL)
         return NULL;
+    /* a directory opens, and its read fails with EISDIR: say that */
+    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+        errno = EISDIR;
+        goto out;
+    }
     for (;;) {
         if (cap - len < 4096) {
             char *nb = realloc(buf, cap + 65536);
@@ -442,10 +478,13 @@ static char *opt_slurp(const char *path)
             buf = nb;
             cap += 65536;
         }
+        errno = 0;
         k = fread(buf + len, 1, cap - len - 1, f);
         len += k;
-        if (k == 0)
+        if (k == 0) {
+            e = errno;
             break;
+        }
         if (len > (1u << 20)) {
             free(buf);
             buf = NULL;
@@ -456,12 +495,14 @@ static char *opt_slurp(const char *path)
     if (ferror(f)) {
         free(buf);
         buf = NULL;
-        errno = EIO;
+        errno = e != 0 ? e : EIO;
         goto out;
     }
     buf[len] = '\0';
 out:
+    e = errno;
     fclose(f);
+    errno = e;
     return buf;
 }
 
@@ -474,7 +515,7 @@ out:
 static int opt_load_file(struct options *o, const bool *cli_seen,
                          const char *argv0, FILE *err)
 {
-    bool file_seen[OPT_ID__COUNT];
+    unsigned file_seen[OPT_ID__COUNT]; /* the line it was first on */
     char *line, *next;
     unsigned lineno = 0;
     const char *path = o->config;
@@ -524,6 +565,16 @@ static int opt_load_file(struct options *o, const bool *cli_seen,
             return -1;
         }
         id = (size_t)(d - opt_table);
+        if (file_seen[id] != 0 && d->kind != OT_LIST) {
+            /* one value: which line was meant? (listen, tls-listen
+             * repeat) */
+            fprintf(err, "%s: %s:%u: %s given twice (first on line %u); "
+                    "it takes one value\n", argv0, path, lineno, key,
+                    file_seen[id]);
+            return -1;
+        }
+        if (file_seen[id] == 0)
+            file_seen[id] = lineno;
         if (cli_seen[id])
             continue; /* the command line wins */
         if (d->kind == OT_FLAG) {
@@ -548,11 +599,10 @@ static int opt_load_file(struct options *o, const bool *cli_seen,
                     path, lineno, key, key, d->meta ? d->meta : "VALUE");
             return -1;
         }
-        if (d->kind == OT_LIST && !file_seen[id]) {
+        if (d->kind == OT_LIST && file_seen[id] == lineno) {
             /* the file's first line replaces the default */
             ((struct opt_list *)((char *)o + d->off))->n = 0;
         }
-        file_seen[id] = true;
         if (opt_set(o, d, val, &why) < 0) {
             if (d->kind == OT_STR || d->kind == OT_LIST || d->kind == OT_MODE)
                 fprintf(err, "%s: %s:%u: invalid value '%s' for %s: %s\n",
@@ -643,11 +693,12 @@ static void opt_report_invalid(FILE *err, const char *argv0,
                                const char *why)
 {
     if (d->kind == OT_SIZE || d->kind == OT_UINT || d->kind == OT_POW2 ||
-        d->kind == OT_NCPU || d->kind == OT_LEVEL)
+        d->kind == OT_NCPU || d->kind == OT_LEVEL || d->kind == OT_PORT)
         fprintf(err,
                 "%s: invalid value '%s' for --%s: %s "
-                "(allowed %" PRIu64 "..%" PRIu64 ")\n",
-                argv0, val ? val : "", d->lname, why, d->min, d->max);
+                "(allowed %" PRIu64 "..%" PRIu64 "%s)\n",
+                argv0, val ? val : "", d->lname, why, d->min, d->max,
+                d->kind == OT_PORT ? " or auto" : "");
     else
         fprintf(err, "%s: invalid value '%s' for --%s: %s\n", argv0,
                 val ? val : "", d->lname, why);
@@ -686,6 +737,53 @@ static int opt_check_listen(const struct opt_list *l, const char *name,
     return 0;
 }
 
+/* The host and port of entry i of -l then --tls-listen (as net.c binds
+ * them); false when it gets no socket (port 0). */
+static bool opt_listen_at(const struct options *o, size_t i, char *host,
+                          size_t hlen, char *port, size_t plen,
+                          const char **spec, const char **name)
+{
+    bool tls = i >= o->listen.n;
+
+    *spec = tls ? o->tls_listen.v[i - o->listen.n] : o->listen.v[i];
+    *name = tls ? "--tls-listen" : "-l";
+    return options_split_listen(*spec, tls ? OPT_TLS_PORT : o->port, host,
+                                hlen, port, plen) == 0 &&
+           strcmp(port, "0") != 0;
+}
+
+/*
+ * The same address and port twice among -l and --tls-listen (a repeated
+ * -l, or a listen line repeated in the config file): the second bind would
+ * fail with "Address already in use", as if another process held it.
+ * "auto" ports are all different.  0, or -1 with the reason on err.
+ */
+static int opt_check_listen_twice(const struct options *o, FILE *err,
+                                  const char *argv0)
+{
+    size_t n = o->listen.n + o->tls_listen.n, i, j;
+
+    for (i = 0; i < n; i++) {
+        char hi[256], pi[16], hj[256], pj[16];
+        const char *si, *ni, *sj, *nj;
+
+        if (!opt_listen_at(o, i, hi, sizeof(hi), pi, sizeof(pi), &si, &ni) ||
+            strcmp(pi, "auto") == 0)
+            continue;
+        for (j = i + 1; j < n; j++) {
+            if (!opt_listen_at(o, j, hj, sizeof(hj), pj, sizeof(pj), &sj,
+                               &nj) ||
+                strcmp(hi, hj) != 0 || strcmp(pi, pj) != 0)
+                continue;
+            fprintf(err, "%s: the address %s%s%s:%s was given twice (%s %s "
+                    "and %s %s)\n", argv0, strchr(hi, ':') ? "[" : "", hi,
+                    strchr(hi, ':') ? "]" : "", pi, ni, si, nj, sj);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* The checks that concern several options, after all are read: 0, or -1
  * with the reason written to err. */
 static int opt_validate(struct options *o, FILE *err, const char *argv0)
@@ -695,7 +793,8 @@ static int opt_validate(struct options *o, FILE *err, const char *argv0)
     if (opt_check_listen(&o->listen, "listen", o->port, &tcp, err,
                          argv0) < 0 ||
         opt_check_listen(&o->tls_listen, "tls-listen", OPT_TLS_PORT, &tcp,
-                         err, argv0) < 0)
+                         err, argv0) < 0 ||
+        opt_check_listen_twice(o, err, argv0) < 0)
         return -1;
     if (o->user != NULL && getpwnam(o->user) == NULL) {
         fprintf(err, "%s: invalid value '%s' for --user: no such user\n",
@@ -705,6 +804,11 @@ static int opt_validate(struct options *o, FILE *err, const char *argv0)
     if (o->xdp != NULL && o->udp_port == 0) {
         fprintf(err, "%s: -x %s needs -U PORT: XDP answers memcached UDP "
                 "GETs only\n", argv0, o->xdp);
+        return -1;
+    }
+    if (o->xdp != NULL && o->udp_port == OPT_PORT_AUTO) {
+        fprintf(err, "%s: -x %s needs a fixed -U PORT, not auto: the XDP "
+                "program filters on it\n", argv0, o->xdp);
         return -1;
     }
     if (strcmp(o->xdp_mode, "auto") != 0 &&

@@ -14,6 +14,7 @@
 
 /* Value kinds.  Each kind K has a C type OPT_CTYPE_K and a parser. */
 #define OPT_CTYPE_OT_UINT uint64_t   /* decimal in [min, max] */
+#define OPT_CTYPE_OT_PORT uint64_t   /* decimal in [min, max] or "auto" */
 #define OPT_CTYPE_OT_NCPU uint64_t   /* decimal or "auto" (online CPUs) */
 #define OPT_CTYPE_OT_POW2 uint64_t   /* 0 or a power of two in [min, max] */
 #define OPT_CTYPE_OT_SIZE uint64_t   /* bytes, with k/m/g suffix */
@@ -23,6 +24,10 @@
 #define OPT_CTYPE_OT_STR const char *
 #define OPT_CTYPE_OT_LIST struct opt_list /* repeatable string */
 #define OPT_CTYPE_OT_ACTION bool     /* -h, --version */
+
+/* A port given as "auto" (-p, -U, ADDR:auto): the kernel picks a free one
+ * when the socket is bound; --port-file reports it. */
+#define OPT_PORT_AUTO 65536u
 
 struct opt_list {
     const char **v;
@@ -53,11 +58,16 @@ struct opt_list {
       "when memory is full refuse stores instead of evicting")                 \
     X(listen, 'l', "listen", OT_LIST, "127.0.0.1", 0, 0, "ADDR",               \
       "TCP address to listen on, repeatable; IPv6 allowed ([::1]); "           \
-      "ADDR:PORT overrides -p")                                                \
-    X(port, 'p', "port", OT_UINT, "11311", 0, 65535, "PORT",                   \
-      "TCP port; 0 = none for an -l address without its own port")             \
-    X(udp_port, 'U', "udp-port", OT_UINT, "0", 0, 65535, "PORT",               \
-      "UDP port for memcached get/gets on every -l address; 0 = off")          \
+      "ADDR:PORT overrides -p; [::] is IPv6 only")                             \
+    X(port, 'p', "port", OT_PORT, "11311", 0, 65535, "PORT",                   \
+      "TCP port; 0 = none for an -l address without its own port; auto = "    \
+      "a free port the kernel picks (see --port-file)")                        \
+    X(udp_port, 'U', "udp-port", OT_PORT, "0", 0, 65535, "PORT",               \
+      "UDP port for memcached get/gets on every -l address; 0 = off; auto "   \
+      "= a free port")                                                         \
+    X(port_file, 0, "port-file", OT_STR, "", 0, 0, "PATH",                     \
+      "once bound, write every listener's address (tcp/tls/udp/unix "         \
+      "ADDR:PORT lines) to this file: the ports auto picked")                 \
     X(udp_reply_limit, 0, "udp-reply-limit", OT_SIZE, "2m", 2048, 67108864,    \
       "SIZE", "largest UDP reply; a longer one ends with SERVER_ERROR")        \
     X(xdp, 'x', "xdp", OT_STR, "", 0, 0, "IFACE",                              \
@@ -205,7 +215,8 @@ void options_diff(const struct options *cur, const struct options *next,
 void options_visit(const struct options *o, options_visit_fn fn, void *ctx);
 
 /* Split a -l value: "addr", "addr:port", "[v6]", "[v6]:port" or a bare v6
- * address, into host and port text (dport when none); 0 ok, -1 invalid. */
+ * address, into host and port text (dport when none; "auto" for a port of
+ * auto or OPT_PORT_AUTO); 0 ok, -1 invalid. */
 int options_split_listen(const char *spec, unsigned long dport, char *host,
                          size_t hlen, char *port, size_t plen);
 

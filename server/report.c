@@ -99,6 +99,24 @@ static uint64_t stats_buffers_lent(struct server *srv, unsigned own)
     return n > own ? n - own : 0;
 }
 
+/* Time accepting was paused (net.c's backoff), the pause going on
+ * included, in microseconds. */
+static uint64_t listen_disabled_us(struct server *srv)
+{
+    uint64_t at = atomic_load(&srv->listen_disabled_at_us);
+    uint64_t us = atomic_load(&srv->listen_disabled_us);
+    struct timespec ts;
+
+    if (at != 0) {
+        uint64_t now;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        now = (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+        us += now > at ? now - at : 0;
+    }
+    return us;
+}
+
 void stats_collect(struct server *srv, stats_visit_fn fn, void *ctx)
 {
     stats_collect_conn(srv, fn, ctx, 0);
@@ -113,6 +131,7 @@ void stats_collect_conn(struct server *srv, stats_visit_fn fn, void *ctx,
 
     struct thread_stats tb;
     struct store_stats sb;
+    uint64_t tb_listen_us;
     struct rusage ru;
     char buf[64];
 
@@ -121,6 +140,7 @@ void stats_collect_conn(struct server *srv, stats_visit_fn fn, void *ctx,
     pthread_mutex_lock(&srv->stats_mu);
     tb = srv->stats_base;
     sb = srv->store_base;
+    tb_listen_us = srv->listen_disabled_base_us;
     pthread_mutex_unlock(&srv->stats_mu);
     /* every thread counter counts up: what stats reset zeroes */
 #define X(n) t.n -= tb.n;
@@ -133,6 +153,9 @@ void stats_collect_conn(struct server *srv, stats_visit_fn fn, void *ctx,
     s.evicted_unfetched -= sb.evicted_unfetched;
     s.get_expired -= sb.get_expired;
     s.nomem_held -= sb.nomem_held;
+    s.direct_reclaims -= sb.direct_reclaims;
+    s.lrutail_reflocked -= sb.lrutail_reflocked;
+    s.get_flushed -= sb.get_flushed;
 
     emit_u64(fn, ctx, "pid", (uint64_t)getpid());
     emit_u64(fn, ctx, "uptime", server_uptime(srv));
@@ -156,12 +179,21 @@ void stats_collect_conn(struct server *srv, stats_visit_fn fn, void *ctx,
              atomic_load_explicit(&srv->nconns, memory_order_relaxed));
     emit_u64(fn, ctx, "accepting_conns",
              __atomic_load_n(&srv->accepting, __ATOMIC_RELAXED) ? 1 : 0);
-    /* a flush removes the records at its moment: no read ever finds one */
-    emit_u64(fn, ctx, "get_flushed", 0);
+    /* a flush removes the records at once; the store remembers their keys
+     * so that the first get of each counts here, as memcached's lazily
+     * invalidated items do (store.h, struct store_stats) */
+    emit_u64(fn, ctx, "get_flushed", s.get_flushed);
 #define X(n) emit_u64(fn, ctx, #n, t.n);
     STATS_THREAD_FIELDS(X)
 #undef X
     emit_u64(fn, ctx, "conn_buffers_lent", stats_buffers_lent(srv, own));
+    emit_u64(fn, ctx, "time_in_listen_disabled_us",
+             listen_disabled_us(srv) - tb_listen_us);
+    /* evictions of a record a reader still held (memcached counts the
+     * referenced items its LRU tail search skips) */
+    emit_u64(fn, ctx, "lrutail_reflocked", s.lrutail_reflocked);
+    /* stores that evicted to make room themselves: all of ours */
+    emit_u64(fn, ctx, "direct_reclaims", s.direct_reclaims);
     /* memcached's "get that found an expired item" (also in get_misses) */
     emit_u64(fn, ctx, "get_expired", s.get_expired);
     emit_u64(fn, ctx, "curr_items", s.curr_items);
@@ -214,8 +246,12 @@ static void stats_memcached_settings(struct server *srv, stats_visit_fn fn,
     store_get_stats(srv->store, &s);
     emit_u64(fn, ctx, "maxbytes", s.limit_maxbytes); /* cache_memlimit */
     emit_u64(fn, ctx, "maxconns", o->max_conns);
-    emit_u64(fn, ctx, "tcpport", o->port);
-    emit_u64(fn, ctx, "udpport", o->udp_port);
+    /* -p auto / -U auto: the port the kernel picked, as memcached shows
+     * its ephemeral one */
+    emit_u64(fn, ctx, "tcpport",
+             o->port == OPT_PORT_AUTO ? srv->auto_tcp_port : o->port);
+    emit_u64(fn, ctx, "udpport",
+             o->udp_port == OPT_PORT_AUTO ? srv->auto_udp_port : o->udp_port);
     fn(ctx, "inter", o->listen.n > 0 ? o->listen.v[0] : "NULL");
     emit_u64(fn, ctx, "verbosity", o->verbose);
     fn(ctx, "evictions", o->no_evict ? "off" : "on");
@@ -234,6 +270,10 @@ static void stats_memcached_settings(struct server *srv, stats_visit_fn fn,
         fn(ctx, "stat_key_prefix", d);
     }
     fn(ctx, "detail_enabled", stats_detail_on(srv) ? "yes" : "no");
+    /* no SASL (it is binary-protocol only); --auth-file is memcached's
+     * ASCII authentication (a "set" carrying "user password") */
+    fn(ctx, "auth_enabled_sasl", "no");
+    fn(ctx, "auth_enabled_ascii", srv->auth != NULL ? "yes" : "no");
 }
 
 void stats_collect_settings(struct server *srv, stats_visit_fn fn, void *ctx)
@@ -374,6 +414,7 @@ void stats_reset(struct server *srv)
     pthread_mutex_lock(&srv->stats_mu);
     srv->stats_base = t;
     srv->store_base = s;
+    srv->listen_disabled_base_us = listen_disabled_us(srv);
     prefix_clear(srv);
     pthread_mutex_unlock(&srv->stats_mu);
 }
@@ -511,4 +552,85 @@ void stats_detail_dump(struct server *srv, stats_line_fn fn, void *ctx)
         }
     }
     pthread_mutex_unlock(&srv->stats_mu);
+}
+
+/* ---- stats cachedump ------------------------------------------------------ */
+
+struct cachedump {
+    char *buf;       /* NUL-separated lines */
+    size_t len, cap;
+    size_t out;      /* bytes of the reply: each line and "\r\n" */
+    uint32_t limit, n;
+    bool full;
+};
+
+static bool cachedump_key_ok(const unsigned char *k, uint32_t klen)
+{
+    uint32_t i;
+
+    if (klen == 0 || klen > 250)
+        return false;
+    for (i = 0; i < klen; i++)
+        if (k[i] <= ' ' || k[i] == 0x7f)
+            return false;
+    return true;
+}
+
+/* Under a class's read lock: format into the buffer, call nothing else. */
+static void cachedump_record(void *ctx, struct store *st,
+                             const struct record *r)
+{
+    struct cachedump *d = ctx;
+    const unsigned char *k = record_key(r);
+    uint32_t klen = record_klen(r);
+    char line[320];
+    int n;
+
+    if (d->full || !cachedump_key_ok(k, klen))
+        return;
+    n = snprintf(line, sizeof(line), "ITEM %.*s [%" PRIu32 " b; %" PRId64
+                                     " s]",
+                 (int)klen, (const char *)k, record_vlen(r),
+                 record_expiry_wall(st, r));
+    /* each line goes out with "\r\n"; "END\r\n" follows */
+    if (n < 0 || d->out + (size_t)n + 2 + 5 > STATS_CACHEDUMP_MAX) {
+        d->full = true;
+        return;
+    }
+    if (d->len + (size_t)n + 1 > d->cap) {
+        size_t nc = d->cap ? d->cap * 2 : 4096;
+        char *nb;
+
+        while (nc < d->len + (size_t)n + 1)
+            nc *= 2;
+        nb = mdc_realloc(d->buf, nc);
+        if (nb == NULL) {
+            d->full = true;
+            return;
+        }
+        d->buf = nb;
+        d->cap = nc;
+    }
+    memcpy(d->buf + d->len, line, (size_t)n + 1);
+    d->len += (size_t)n + 1;
+    d->out += (size_t)n + 2;
+    if (++d->n == d->limit)
+        d->full = true;
+}
+
+void stats_cachedump(struct server *srv, uint32_t cls, uint32_t limit,
+                     stats_line_fn fn, void *ctx)
+{
+    struct cachedump d = {NULL, 0, 0, 0, limit, 0, false};
+    uint32_t nclasses, c;
+    size_t off;
+
+    if (cls != 1)
+        return;
+    nclasses = store_walk_classes(srv->store);
+    for (c = 0; c < nclasses && !d.full; c++)
+        store_walk_class(srv->store, nclasses, c, cachedump_record, &d);
+    for (off = 0; off < d.len; off += strlen(d.buf + off) + 1)
+        fn(ctx, d.buf + off);
+    mdc_free(d.buf);
 }

@@ -64,4 +64,19 @@ void stats_detail_count(struct server *srv, const char *key, uint32_t klen,
 typedef void (*stats_line_fn)(void *ctx, const char *line);
 void stats_detail_dump(struct server *srv, stats_line_fn fn, void *ctx);
 
+/*
+ * memcached's "stats cachedump <class> <limit>": one "ITEM <key> [<bytes> b;
+ * <expiry> s]" line per live record (expiry as Unix time, 0 = never), at
+ * most limit of them (0: no count limit) and at most STATS_CACHEDUMP_MAX
+ * bytes of lines, as memcached bounds its reply.  Every record is in class
+ * 1 (stats slabs); another class has none.  Records whose key the text
+ * protocol cannot carry (over 250 bytes, a space or control byte) are left
+ * out.  The store is walked class by class under read locks and the lines
+ * sent once the walk is over.
+ */
+#define STATS_CACHEDUMP_MAX (2u << 20)
+#define STATS_CACHEDUMP_CLASSES 64 /* memcached: "Illegal slab id" from it */
+void stats_cachedump(struct server *srv, uint32_t cls, uint32_t limit,
+                     stats_line_fn fn, void *ctx);
+
 #endif

@@ -172,6 +172,11 @@ struct server {
     size_t nlisteners;
     bool accepting;
     struct event *ev_accept_resume;
+    /* accepting paused for lack of descriptors (net.c's backoff): since
+     * when (CLOCK_MONOTONIC us, 0 = not paused) and the paused time
+     * before (memcached's time_in_listen_disabled_us) */
+    _Atomic uint64_t listen_disabled_at_us;
+    _Atomic uint64_t listen_disabled_us;
     /* Protected mode is in force (net.c): a listener or UDP socket on a
      * non-loopback address, no authentication; only loopback peers are
      * served. */
@@ -186,6 +191,10 @@ struct server {
 
     struct event *ev_sig[5];
     bool pidfile_written;
+    bool portfile_written;    /* --port-file: removed at exit */
+    /* -p auto, -U auto: the first port the kernel picked (stats settings'
+     * tcpport and udpport) */
+    unsigned auto_tcp_port, auto_udp_port;
 
     /* The protocol of a new connection from its first byte (net/conn.h's
      * interface); daemon.c sets it to proto_detect() (proto/proto.h), so
@@ -216,6 +225,7 @@ struct server {
     pthread_mutex_t stats_mu;         /* guards the three below */
     struct thread_stats stats_base;   /* counters at the last stats reset */
     struct store_stats store_base;
+    uint64_t listen_disabled_base_us; /* time_in_listen_disabled_us then */
     struct prefix_stats *prefixes;    /* per-prefix counts, or NULL */
     atomic_bool detail_on;            /* stats detail on (or -D) */
     char prefix_delim;                /* -D, default ':' */

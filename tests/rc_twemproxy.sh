@@ -1,11 +1,18 @@
 #!/bin/sh
 # rc_twemproxy.sh - twemproxy (Debian's nutcracker) in front of three
-# mdcached instances: ketama distribution, memcached protocol,
-# auto_eject_hosts false (tests/realclients/nutcracker.yml.in).  300 keys
-# set through the proxy and read back through it, multi-gets across the
-# backends, gets/cas, incr/decr, delete; each key found on exactly one
-# backend by asking the backends directly, all three holding some
-# (tests/realclients/proxy_check.py).  Exit 0 pass, 1 fail, 77 skip.
+# mdcached instances: md5, ketama distribution, servers without names,
+# memcached protocol, auto_eject_hosts false
+# (tests/realclients/nutcracker.yml.in).  300 keys set through the proxy
+# and read back through it, multi-gets across the backends, gets/cas,
+# incr/decr, delete; each key found on exactly one backend by asking the
+# backends directly, all three holding some
+# (tests/realclients/proxy_check.py).  Then the placement: 300 more keys
+# set through the proxy are each on the backend libmdcached's ketama picks
+# for the same server list, and a get through libmdcached's pool finds
+# them; records stored with tags through libmdcached are found by tag
+# through it and by plain gets through the proxy
+# (tests/realclients/placement_check.py, tests/realclients/ketama_place).
+# Exit 0 pass, 1 fail, 77 skip.
 set -u
 . "$(dirname "$0")/realclients/common.sh"
 PATH=$PATH:/usr/sbin:/sbin  # nutcracker is in /usr/sbin
@@ -50,6 +57,17 @@ $T python3 "$RC_DIR/proxy_check.py" "$PROXY_PORT" "$B1_PORT" "$B2_PORT" "$B3_POR
 r=$?
 check "proxy_check.py" 0 $r
 [ $r -eq 0 ] || { echo "---- nutcracker log"; tail -30 "$NC_LOG"; }
+
+PLACE=${MDC_BUILDDIR:-.}/tests/realclients/ketama_place
+if [ -x "$PLACE" ]; then
+    $T python3 "$RC_DIR/placement_check.py" "$PROXY_PORT" "$PLACE" \
+        "$B1_PORT" "$B2_PORT" "$B3_PORT"
+    r=$?
+    check "placement_check.py" 0 $r
+    [ $r -eq 0 ] || { echo "---- nutcracker log"; tail -30 "$NC_LOG"; }
+else
+    fail "$PLACE not built"
+fi
 
 for n in B1 B2 B3; do
     eval "pid=\$${n}_PID"

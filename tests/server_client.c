@@ -41,22 +41,26 @@ bool tsrv_external(void)
     return e != NULL && e[0] != '\0';
 }
 
-static int free_port(void)
+int tsrv_port_file_port(const char *path, const char *kind,
+                        const char *host)
 {
-    struct sockaddr_in sa;
-    socklen_t len = sizeof(sa);
-    int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
+    char line[256], want[160];
+    FILE *f = fopen(path, "r");
+    int port = -1;
 
-    if (fd < 0)
+    if (f == NULL)
         return -1;
-    memset(&sa, 0, sizeof(sa));
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
-        getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
-        port = ntohs(sa.sin_port);
-    close(fd);
-    return port;
+    snprintf(want, sizeof(want), "%s %s:", kind, host);
+    while (port < 0 && fgets(line, sizeof(line), f) != NULL)
+        if (strncmp(line, want, strlen(want)) == 0)
+            port = atoi(line + strlen(want));
+    fclose(f);
+    return port > 0 ? port : -1;
+}
+
+int tsrv_port_of(const struct tsrv *s, const char *kind, const char *host)
+{
+    return tsrv_port_file_port(s->port_file, kind, host);
 }
 
 static void sleep_ms(int ms)
@@ -76,14 +80,16 @@ static int try_connect(const struct tsrv *s)
 static int tsrv_spawn(struct tsrv *s, const char *const *args)
 {
     const char *argv[64];
-    char port[16];
     size_t n = 0;
     int i, status;
 
-    snprintf(port, sizeof(port), "%d", s->port);
+    /* "-p auto": a port the kernel picks at bind time, read back from the
+     * port file; no free port is probed (another test could take it) */
     argv[n++] = tsrv_binary();
     argv[n++] = "-p";
-    argv[n++] = port;
+    argv[n++] = "auto";
+    argv[n++] = "--port-file";
+    argv[n++] = s->port_file;
     argv[n++] = "-s";
     argv[n++] = s->unix_path;
     argv[n++] = "-v";
@@ -100,14 +106,23 @@ static int tsrv_spawn(struct tsrv *s, const char *const *args)
         fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
         _exit(127);
     }
-    /* Ready when it accepts; gone if the port was taken meanwhile. */
+    /* Ready once the port file is there (written after every listener is
+     * bound); then it accepts on the TCP port, if it has one. */
     for (i = 0; i < 500; i++) {
         if (waitpid(s->pid, &status, WNOHANG) == s->pid) {
             s->pid = 0;
             return -1;
         }
-        if (try_connect(s) == 0)
-            return 0;
+        if (access(s->port_file, F_OK) == 0) {
+            s->port = tsrv_port_of(s, "tcp", s->host);
+            s->udp_port = tsrv_port_of(s, "udp", s->host);
+            if (s->port < 0) {
+                s->port = 0;
+                return 0; /* no TCP on 127.0.0.1 (-p 0, other -l) */
+            }
+            if (try_connect(s) == 0)
+                return 0;
+        }
         sleep_ms(10);
     }
     kill(s->pid, SIGKILL);
@@ -118,8 +133,6 @@ static int tsrv_spawn(struct tsrv *s, const char *const *args)
 
 int tsrv_start(struct tsrv *s, const char *const *args)
 {
-    int attempt;
-
     memset(s, 0, sizeof(*s));
     snprintf(s->host, sizeof(s->host), "127.0.0.1");
     snprintf(s->dir, sizeof(s->dir), "/tmp/mdc-test-XXXXXX");
@@ -128,11 +141,10 @@ int tsrv_start(struct tsrv *s, const char *const *args)
     /* The daemon may drop to nobody after binding: let it reach the dir. */
     chmod(s->dir, 0755);
     snprintf(s->unix_path, sizeof(s->unix_path), "%s/sock", s->dir);
-    for (attempt = 0; attempt < 5; attempt++) {
-        s->port = free_port();
-        if (s->port > 0 && tsrv_spawn(s, args) == 0)
-            return 0;
-    }
+    snprintf(s->port_file, sizeof(s->port_file), "%s/ports", s->dir);
+    if (tsrv_spawn(s, args) == 0)
+        return 0;
+    unlink(s->port_file);
     rmdir(s->dir);
     return -1;
 }
@@ -180,6 +192,7 @@ int tsrv_stop(struct tsrv *s)
 out:
     s->pid = 0;
     unlink(s->unix_path);
+    unlink(s->port_file);
     rmdir(s->dir);
     return rc;
 }

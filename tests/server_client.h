@@ -1,6 +1,7 @@
 /*
  * server_client.h - helpers for the black-box daemon tests: start a real
- * mdcached on a free port (or use the one MDC_TEST_SERVER=host:port names),
+ * mdcached on a port it picks itself (-p auto, read back from its
+ * --port-file; or use the one MDC_TEST_SERVER=host:port names),
  * stop it with SIGTERM and collect its exit status, and a tiny blocking
  * native-protocol client built on wire.h.
  */
@@ -18,9 +19,11 @@ struct tsrv {
     pid_t pid;          /* 0 when external */
     bool external;      /* MDC_TEST_SERVER */
     char host[128];
-    int port;
+    int port;           /* TCP on host: the one -p auto picked */
+    int udp_port;       /* UDP on host (-U auto), or -1 */
     char unix_path[108];
     char dir[64];       /* temporary directory of this daemon */
+    char port_file[80]; /* --port-file: dir/ports */
 };
 
 /* Path of the mdcached binary: $MDC_BUILDDIR/server/mdcached or
@@ -30,6 +33,12 @@ const char *tsrv_binary(void);
 bool tsrv_external(void);
 /* Start a daemon with extra arguments (NULL-terminated); 0 ok. */
 int tsrv_start(struct tsrv *s, const char *const *args);
+/* The port of the "KIND HOST:PORT" line of a --port-file (kind tcp, tls,
+ * udp; host as the daemon names it: 127.0.0.1, [::1]), or -1. */
+int tsrv_port_file_port(const char *path, const char *kind,
+                        const char *host);
+/* The same for the daemon s started. */
+int tsrv_port_of(const struct tsrv *s, const char *kind, const char *host);
 /* Use MDC_TEST_SERVER if set, else start a daemon with args. */
 int tsrv_start_or_external(struct tsrv *s, const char *const *args);
 /* SIGTERM, wait; returns the exit status (0..255) or -1 (signal/timeout). */

@@ -568,16 +568,19 @@ static void stop_fully(pid_t pid)
 
 /* ---- failures ------------------------------------------------------------ */
 
-static int free_port(void)
+/* A port nothing listens on: bound (so no other test can take it) but not
+ * listening, so a connect is refused.  The socket is kept until *fd is
+ * closed. */
+static int refused_port(int *fd)
 {
     struct sockaddr_in sa = {.sin_family = AF_INET};
     socklen_t len = sizeof(sa);
-    int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
+    int port = -1;
+    *fd = socket(AF_INET, SOCK_STREAM, 0);
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
-        getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
+    if (bind(*fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+        getsockname(*fd, (struct sockaddr *)&sa, &len) == 0)
         port = ntohs(sa.sin_port);
-    close(fd);
     return port;
 }
 
@@ -585,7 +588,8 @@ static void test_refused_and_down(void **state)
 {
     (void)state;
     char s[64];
-    snprintf(s, sizeof(s), "127.0.0.1:%d", free_port());
+    int hold;
+    snprintf(s, sizeof(s), "127.0.0.1:%d", refused_port(&hold));
     mdc_t *m = mdc_create(s);
     struct mdc_item *it = NULL;
     assert_int_equal(mdc_get(m, K("k"), &it), MDC_ERR_CONNECT);
@@ -603,6 +607,7 @@ static void test_refused_and_down(void **state)
     assert_int_equal(mdc_set_timeouts(m, 0, 1), MDC_ERR_ARG);
     assert_int_equal(mdc_set_retry_delay(m, -1), MDC_ERR_ARG);
     mdc_destroy(m);
+    close(hold);
 }
 
 /* A fake server: accepts one connection and runs a behaviour on it. */

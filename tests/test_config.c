@@ -168,6 +168,12 @@ static void test_file_errors_name_line(void **state)
         {"help\n", ":1: 'help' is not allowed"},
         {"config = /etc/x\n", ":1: 'config' is not allowed"},
         {"-p = 5\n", ":1: unknown option '-p'"},
+        /* one value each: a second line is an error, not "last wins" */
+        {"port = 1\nmemory-limit = 5\n\nport = 2\n",
+         ":4: port given twice (first on line 1)"},
+        {"memory-limit = 64\n# again\nmemory-limit = 128\n",
+         ":3: memory-limit given twice (first on line 1)"},
+        {"no-evict\nno-evict = no\n", ":2: no-evict given twice"},
     };
     char path[128], err[1024], want[256];
     struct options o;
@@ -187,6 +193,53 @@ static void test_file_errors_name_line(void **state)
     snprintf(path, sizeof(path), "%s/missing.conf", tdir);
     assert_int_equal(parse(&o, a, err, sizeof(err)), OPTIONS_USAGE);
     assert_non_null(strstr(err, "cannot read config file"));
+    options_teardown(&o);
+    /* a directory: said so, not "Input/output error" */
+    snprintf(path, sizeof(path), "%s", tdir);
+    assert_int_equal(parse(&o, a, err, sizeof(err)), OPTIONS_USAGE);
+    snprintf(want, sizeof(want), "cannot read config file %s: Is a "
+             "directory", tdir);
+    if (strstr(err, want) == NULL)
+        fail_msg("want '%s' in: %s", want, err);
+    options_teardown(&o);
+}
+
+/* A listen address repeated (in the file, on the command line, or as -l
+ * and --tls-listen) is named as given twice: exit 64, not a bind failure
+ * "Address already in use" (exit 69) as if another process held it. */
+static void test_listen_twice(void **state)
+{
+    char path[128], err[1024];
+    struct options o;
+    const char *a[] = {"-C", path, NULL};
+    const char *cli[] = {"-l", "127.0.0.1", "-l", "127.0.0.1:11311", NULL};
+    const char *cli6[] = {"-l", "[::1]:7000", "-l", "::1", "-p", "7000",
+                          NULL};
+    const char *auto2[] = {"-l", "127.0.0.1:auto", "-l", "127.0.0.1:auto",
+                           NULL};
+
+    (void)state;
+    snprintf(path, sizeof(path), "%s/twice.conf", tdir);
+    write_file(path, "listen = 127.0.0.1:7000\nlisten = 127.0.0.1:7000\n");
+    assert_int_equal(parse(&o, a, err, sizeof(err)), OPTIONS_USAGE);
+    assert_non_null(strstr(err, "the address 127.0.0.1:7000 was given "
+                                "twice"));
+    options_teardown(&o);
+    assert_int_equal(parse(&o, cli, err, sizeof(err)), OPTIONS_USAGE);
+    assert_non_null(strstr(err, "the address 127.0.0.1:11311 was given "
+                                "twice (-l 127.0.0.1 and -l "
+                                "127.0.0.1:11311)"));
+    options_teardown(&o);
+    assert_int_equal(parse(&o, cli6, err, sizeof(err)), OPTIONS_USAGE);
+    assert_non_null(strstr(err, "[::1]:7000 was given twice"));
+    options_teardown(&o);
+    /* auto ports differ: two listeners */
+    assert_int_equal(parse(&o, auto2, err, sizeof(err)), OPTIONS_RUN);
+    options_teardown(&o);
+    /* different ports on one address are two listeners */
+    write_file(path, "listen = 127.0.0.1:7000\nlisten = 127.0.0.1:7001\n");
+    assert_int_equal(parse(&o, a, err, sizeof(err)), OPTIONS_RUN);
+    assert_int_equal(o.listen.n, 2);
     options_teardown(&o);
 }
 
@@ -220,29 +273,21 @@ static void test_binary_exit_64(void **state)
 }
 
 /* tsrv_start() passes -v, which would override the file's level: start
- * the daemon with only -C and the listener (from the file too). */
+ * the daemon with only -C and the listener (from the file too: port auto,
+ * its port read from the port file). */
 static int start_with_conf(struct tsrv *s, const char *conf)
 {
-    struct sockaddr_in sa;
-    socklen_t sl = sizeof(sa);
     int fd, i;
 
     memset(s, 0, sizeof(*s));
     snprintf(s->host, sizeof(s->host), "127.0.0.1");
-    fd = socket(AF_INET, SOCK_STREAM, 0);
-    memset(&sa, 0, sizeof(sa));
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-        getsockname(fd, (struct sockaddr *)&sa, &sl) < 0)
-        return -1;
-    close(fd);
-    s->port = ntohs(sa.sin_port);
+    snprintf(s->port_file, sizeof(s->port_file), "%s/live.ports", tdir);
+    unlink(s->port_file);
     {
         FILE *f = fopen(conf, "a");
         if (f == NULL)
             return -1;
-        fprintf(f, "port = %d\n", s->port);
+        fprintf(f, "port = auto\nport-file = %s\n", s->port_file);
         fclose(f);
     }
     s->pid = fork();
@@ -251,7 +296,8 @@ static int start_with_conf(struct tsrv *s, const char *conf)
         _exit(127);
     }
     for (i = 0; i < 500; i++) {
-        fd = tc_connect(s);
+        s->port = tsrv_port_of(s, "tcp", "127.0.0.1");
+        fd = s->port > 0 ? tc_connect(s) : -1;
         if (fd >= 0) {
             close(fd);
             return 0;
@@ -297,7 +343,8 @@ static void test_sighup_reload(void **state)
     /* the level and max-conns change live; the memory limit waits for a
      * restart */
     snprintf(text, sizeof(text), "verbose = 3\nthreads = 1\nlog-file = %s\n"
-             "memory-limit = 128\nport = %d\nmax-conns = 1\n", logf, s.port);
+             "memory-limit = 128\nport = auto\nport-file = %s\n"
+             "max-conns = 1\n", logf, s.port_file);
     write_file(path, text);
     kill(s.pid, SIGHUP);
     assert_true(wait_contains(logf, "memory-limit = 128 ignored", 3000));
@@ -347,6 +394,7 @@ int main(void)
         cmocka_unit_test(test_file_values_and_override),
         cmocka_unit_test(test_file_errors_name_line),
         cmocka_unit_test(test_binary_exit_64),
+        cmocka_unit_test(test_listen_twice),
         cmocka_unit_test(test_sighup_reload),
     };
 

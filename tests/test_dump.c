@@ -12,7 +12,12 @@
  *    tag: the loaded store passes store_check and every record in it was
  *    live at some moment of the dump;
  *  - loading more than -m: the most recently used records first;
- *  - a write that fails leaves the previous dump and no temporary file.
+ *  - a write that fails leaves the previous dump and no temporary file;
+ *  - records whose checksums verify but whose fields the protocol would
+ *    refuse (an empty key, tags twice or out of order, a key over 65534
+ *    bytes, flags over 32 bits, over the writer's -I or --max-tags) are
+ *    damage: strict refuses the file naming the record's offset, repair
+ *    skips that record only.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -29,6 +34,7 @@
 
 #include <cmocka.h>
 
+#include "dump_image.h"
 #include "server/core/dump.h"
 #include "server/core/store.h"
 #include "testclock.h"
@@ -672,6 +678,204 @@ static void test_failed_write(void **state)
     store_teardown(a);
 }
 
+/* ---- stale records (version 2) and version 1 files ----------------------- */
+static void stale_state(struct store *st, const char *k, bool *stale,
+                        bool *won)
+{
+    struct store_mget q = {.no_bump = true};
+    struct store_mget_res res;
+    struct record *r = store_mget(st, k, (uint32_t)strlen(k), &q, &res);
+    assert_non_null(r);
+    *stale = res.stale;
+    *won = res.won;
+    store_release(st, r);
+}
+
+/* Relabel a dump image as format version v, with every checksum that
+ * covers the header made again (header, whole file, footer). */
+static void relabel(uint8_t *img, size_t len, uint8_t v)
+{
+    uint8_t *f = img + len - 48;
+    uint64_t h;
+    img[8] = v;
+    h = XXH3_64bits(img, 56);
+    for (int i = 0; i < 8; i++)
+        img[56 + i] = (uint8_t)(h >> (8 * i));
+    h = XXH3_64bits(img, len - 48 + 32);
+    for (int i = 0; i < 8; i++)
+        f[32 + i] = (uint8_t)(h >> (8 * i));
+    h = XXH3_64bits(f, 40);
+    for (int i = 0; i < 8; i++)
+        f[40 + i] = (uint8_t)(h >> (8 * i));
+}
+
+static void test_stale_kept(void **state)
+{
+    (void)state;
+    struct store *a = mkstore((size_t)64 << 20);
+    struct mdc_tag t = {3, 4};
+    struct store_item it = {.key = "s", .klen = 1, .value = "old", .vlen = 3,
+                            .tags = &t, .ntags = 1};
+    bool stale, won;
+    assert_int_equal(store_put(a, STORE_SET, &it, NULL), ST_OK);
+    it.key = "f";
+    assert_int_equal(store_put(a, STORE_SET, &it, NULL), ST_OK);
+    it.key = "w";
+    assert_int_equal(store_put(a, STORE_SET, &it, NULL), ST_OK);
+    assert_int_equal(store_invalidate(a, "s", 1, 0, false, 0), ST_OK);
+    assert_int_equal(store_invalidate(a, "w", 1, 0, true, 600), ST_OK);
+    stale_state(a, "w", &stale, &won); /* w's win is out when dumped */
+    assert_true(stale && won);
+    struct dump_info wi, li;
+    assert_int_equal(dump_write(a, path, &wi), 0);
+    size_t len;
+    uint8_t *img = slurp(path, &len);
+    assert_int_equal(le32(img + 8), 2);
+    /* the stale bits survive, the win does not: each next reader wins */
+    struct store *b = mkstore((size_t)64 << 20);
+    assert_int_equal(dump_load(b, path, DUMP_LOAD_STRICT, NULL, NULL, &li), 0);
+    assert_int_equal(li.records, 3);
+    stale_state(b, "s", &stale, &won);
+    assert_true(stale && won);
+    stale_state(b, "w", &stale, &won);
+    assert_true(stale && won);
+    stale_state(b, "w", &stale, &won);
+    assert_true(stale && !won);
+    stale_state(b, "f", &stale, &won);
+    assert_true(!stale && !won);
+    struct record *r = store_get(b, "w", 1);
+    assert_true(record_ttl(b, r) > 590);
+    store_release(b, r);
+    check_clean(b);
+    store_teardown(b);
+    /* the same file marked version 1 (with its header checksum): the
+     * stale bit is unknown there, damage */
+    relabel(img, len, 1);
+    b = mkstore((size_t)64 << 20);
+    assert_int_equal(dump_load_buf(b, img, len, DUMP_LOAD_STRICT, NULL, NULL,
+                                   &li), -1);
+    store_teardown(b);
+    b = mkstore((size_t)64 << 20); /* repair: that block is lost */
+    assert_int_equal(dump_load_buf(b, img, len, DUMP_LOAD_REPAIR, NULL, NULL,
+                                   &li), 0);
+    assert_true(li.bad > 0);
+    assert_int_equal(li.records, 0);
+    store_teardown(b);
+    free(img);
+    /* a version 1 file without stale records loads as before */
+    assert_int_equal(store_delete(a, "s", 1, 0), ST_OK);
+    assert_int_equal(store_delete(a, "w", 1, 0), ST_OK);
+    assert_int_equal(dump_write(a, path, &wi), 0);
+    img = slurp(path, &len);
+    relabel(img, len, 1);
+    b = mkstore((size_t)64 << 20);
+    assert_int_equal(dump_load_buf(b, img, len, DUMP_LOAD_STRICT, NULL, NULL,
+                                   &li), 0);
+    assert_int_equal(li.records, 1);
+    stale_state(b, "f", &stale, &won);
+    assert_true(!stale && !won);
+    check_clean(b);
+    store_teardown(b);
+    /* and version 3 is refused */
+    relabel(img, len, 3);
+    b = mkstore((size_t)64 << 20);
+    assert_int_equal(dump_load_buf(b, img, len, DUMP_LOAD_STRICT, NULL, NULL,
+                                   &li), -1);
+    store_teardown(b);
+    free(img);
+    store_teardown(a);
+}
+
+/* ---- fields the protocol would refuse ------------------------------------ */
+static void test_invalid_fields(void **state)
+{
+    (void)state;
+    static const int32_t t_ok[] = {1, 2, 1, 3, 5, -1};
+    static const int32_t t_dup[] = {1, 2, 1, 2};
+    static const int32_t t_unsorted[] = {2, 1, 1, 1};
+    static const int32_t t_unsorted_val[] = {7, 5, 7, 4};
+    static const int32_t t_many[] = {1, 1, 1, 2, 1, 3, 1, 4, 1, 5};
+    static char big[70000];
+    memset(big, 'k', sizeof(big));
+    static const struct {
+        struct raw bad;
+        const char *why;
+    } cases[] = {
+        {{"", 0, "v", 1, 0, NULL, 0}, "empty key"},
+        {{"", 0, "v", 1, 7, t_ok, 3}, "empty key"},
+        {{"dup", 3, "v", 1, 0, t_dup, 2}, "tag 1:2 twice"},
+        {{"uns", 3, "v", 1, 0, t_unsorted, 2}, "tags not sorted"},
+        {{"uns", 3, "v", 1, 0, t_unsorted_val, 2}, "tags not sorted"},
+        {{big, 65535, "v", 1, 0, NULL, 0}, "key of 65535 bytes, over 65534"},
+        {{"fl", 2, "v", 1, (uint64_t)1 << 32, NULL, 0},
+         "client flags over 32 bits"},
+        {{"big", 3, big, 1025, 0, NULL, 0},
+         "value of 1025 bytes, over the writer's -I 1024"},
+        {{"many", 4, "v", 1, 0, t_many, 5},
+         "5 tags, over the writer's --max-tags 4"},
+    };
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        struct raw recs[3] = {
+            {"a", 1, "1", 1, 0, t_ok, 3},
+            cases[c].bad,
+            {"c", 1, "3", 1, 9, NULL, 0},
+        };
+        uint64_t roff[3];
+        size_t len;
+        uint8_t *img = mk_image(recs, 3, &len, roff);
+        struct dump_info info;
+        assert_non_null(img);
+
+        /* strict: the file is refused, the record named by its offset */
+        struct store *s = mkstore((size_t)64 << 20);
+        assert_int_equal(dump_load_buf(s, img, len, DUMP_LOAD_STRICT, NULL,
+                                       NULL, &info), -1);
+        struct store_stats ss;
+        store_get_stats(s, &ss);
+        assert_int_equal(ss.curr_items, 0);
+        if (strstr(info.err, cases[c].why) == NULL)
+            fail_msg("case %zu: strict says '%s', want '%s'", c, info.err,
+                     cases[c].why);
+        assert_int_equal(info.err_offset, roff[1]);
+        store_teardown(s);
+
+        /* repair: that record only is skipped, counted and reported */
+        s = mkstore((size_t)64 << 20);
+        assert_int_equal(dump_load_buf(s, img, len, DUMP_LOAD_REPAIR, NULL,
+                                       NULL, &info), 0);
+        assert_int_equal(info.bad, 1);
+        assert_int_equal(info.invalid, 1);
+        assert_int_equal(info.records, 2);
+        assert_int_equal(info.err_offset, roff[1]);
+        store_get_stats(s, &ss);
+        assert_int_equal(ss.curr_items, 2);
+        struct record *r = store_get(s, "a", 1);
+        assert_non_null(r);
+        assert_int_equal(record_ntags(r), 3);
+        store_release(s, r);
+        r = store_get(s, "c", 1);
+        assert_non_null(r);
+        assert_int_equal(record_flags(r), 9);
+        store_release(s, r);
+        assert_null(store_get(s, "", 0));
+        check_clean(s);
+        store_teardown(s);
+
+        /* the same file without the bad record loads whole in strict */
+        recs[1] = recs[2];
+        free(img);
+        img = mk_image(recs, 2, &len, roff);
+        assert_non_null(img);
+        s = mkstore((size_t)64 << 20);
+        assert_int_equal(dump_load_buf(s, img, len, DUMP_LOAD_STRICT, NULL,
+                                       NULL, &info), 0);
+        assert_int_equal(info.records, 2);
+        assert_int_equal(info.bad, 0);
+        store_teardown(s);
+        free(img);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -681,6 +885,8 @@ int main(void)
         cmocka_unit_test(test_concurrent),
         cmocka_unit_test(test_recency_limit),
         cmocka_unit_test(test_failed_write),
+        cmocka_unit_test(test_stale_kept),
+        cmocka_unit_test(test_invalid_fields),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

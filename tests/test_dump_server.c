@@ -38,6 +38,7 @@
 
 #include <cmocka.h>
 
+#include "dump_image.h"
 #include "protocol/wire.h"
 
 /* kill -9 needs a dump long enough to be caught in the middle */
@@ -52,7 +53,7 @@
 #endif
 
 static char dir[] = "/tmp/mdc-dumpsrv-XXXXXX";
-static char dpath[300], logp[300];
+static char dpath[300], logp[300], portp[300];
 
 struct srv {
     pid_t pid;
@@ -65,19 +66,19 @@ static void sleep_ms(int ms)
     nanosleep(&ts, NULL);
 }
 
-static int free_port(void)
+/* The TCP port the daemon picked (-p auto), from its --port-file: the
+ * "tcp 127.0.0.1:PORT" line; -1 while the file is not there. */
+static int port_from_file(void)
 {
-    struct sockaddr_in a;
-    socklen_t al = sizeof(a);
-    int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
-    memset(&a, 0, sizeof(a));
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
-        getsockname(fd, (struct sockaddr *)&a, &al) == 0)
-        port = ntohs(a.sin_port);
-    if (fd >= 0)
-        close(fd);
+    char line[256];
+    int port = -1;
+    FILE *f = fopen(portp, "r");
+    if (f == NULL)
+        return -1;
+    while (port < 0 && fgets(line, sizeof(line), f) != NULL)
+        if (strncmp(line, "tcp 127.0.0.1:", 14) == 0)
+            port = atoi(line + 14);
+    fclose(f);
     return port;
 }
 
@@ -102,15 +103,16 @@ static int conn(const struct srv *s)
 static int start(struct srv *s, const char *const *extra)
 {
     const char *argv[40];
-    char port[16];
     int n = 0;
-    s->port = free_port();
-    snprintf(port, sizeof(port), "%d", s->port);
+    s->port = -1;
+    unlink(portp); /* from the previous start */
     argv[n++] = MDCACHED_BIN;
     argv[n++] = "-l";
     argv[n++] = "127.0.0.1";
     argv[n++] = "-p";
-    argv[n++] = port;
+    argv[n++] = "auto";
+    argv[n++] = "--port-file";
+    argv[n++] = portp;
     argv[n++] = "-n";
     argv[n++] = "2";
     argv[n++] = "-f";
@@ -140,7 +142,9 @@ static int start(struct srv *s, const char *const *extra)
             s->pid = 0;
             return WIFEXITED(status) ? WEXITSTATUS(status) : 255;
         }
-        int fd = conn(s);
+        if (s->port < 0)
+            s->port = port_from_file();
+        int fd = s->port > 0 ? conn(s) : -1;
         if (fd >= 0) {
             close(fd);
             return 0;
@@ -270,6 +274,7 @@ static int setup(void **state)
         return -1;
     chmod(dir, 0777); /* as root, the daemon runs as nobody */
     snprintf(dpath, sizeof(dpath), "%s/cache.mdc", dir);
+    snprintf(portp, sizeof(portp), "%s/ports", dir);
     snprintf(logp, sizeof(logp), "%s/log", dir);
     return 0;
 }
@@ -514,6 +519,52 @@ static void test_load_modes(void **state)
     assert_int_equal(start(&s, bad), 64);
 }
 
+/* A file whose checksums all verify, with a record of an empty key (which
+ * tget would send as "VALUE  0 1") and one with a tag twice: strict does
+ * not start (65, naming the record), repair starts with the other records
+ * and logs each bad one. */
+static void test_load_invalid_record(void **state)
+{
+    static const int32_t tags[] = {1, 2, 1, 3}, dup[] = {1, 2, 1, 2};
+    const struct raw recs[] = {
+        {"a", 1, "va", 2, 0, tags, 2},
+        {"", 0, "x", 1, 0, tags, 1},
+        {"b", 1, "vb", 2, 0, dup, 2},
+        {"c", 1, "vc", 2, 0, NULL, 0},
+    };
+    uint64_t roff[4];
+    size_t len;
+    char out[4096], want[128];
+    struct srv s;
+    (void)state;
+    clean();
+    uint8_t *img = mk_image(recs, 4, &len, roff);
+    assert_non_null(img);
+    int fd = open(dpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, img, len), (ssize_t)len);
+    close(fd);
+    free(img);
+    const char *strict[] = {"--dump-load=strict", "--no-dump-on-exit", NULL};
+    int rc = start(&s, strict);
+    if (rc == 0)
+        stop(&s, SIGKILL); /* it started: do not leave it running */
+    assert_int_equal(rc, 65);
+    snprintf(want, sizeof(want), "damaged at offset %llu: block 0: record 1: "
+             "empty key", (unsigned long long)roff[1]);
+    assert_true(file_has(logp, want));
+    const char *rep[] = {"--dump-load=repair", "--no-dump-on-exit", NULL};
+    assert_int_equal(start(&s, rep), 0);
+    assert_int_equal(stat_of(&s, "curr_items"), 2);
+    cmd(&s, "get a b c\r\n", "END\r\n", out, sizeof(out));
+    assert_string_equal(out, "VALUE a 0 2\r\nva\r\nVALUE c 0 2\r\nvc\r\n"
+                             "END\r\n");
+    assert_true(file_has(logp, "block 0: record 1: empty key"));
+    assert_true(file_has(logp, "block 0: record 2: tag 1:2 twice"));
+    assert_true(file_has(logp, "2 of them records with an invalid field"));
+    assert_int_equal(stop(&s, SIGTERM), 0);
+}
+
 /* repair never stops the start on damage: a file that is no dump at all
  * is skipped whole (nothing loaded, kept as .corrupt-*), the server
  * starts, and nothing in the log speaks of strict or exit 65; only strict
@@ -652,6 +703,7 @@ int main(void)
         cmocka_unit_test(test_dump_parked),
         cmocka_unit_test(test_load_modes),
         cmocka_unit_test(test_repair_not_a_dump),
+        cmocka_unit_test(test_load_invalid_record),
         cmocka_unit_test(test_kill9),
         cmocka_unit_test(test_full_disk),
     };

@@ -116,6 +116,47 @@ OP(atomic_read_clear)
 OP(touch) { assert_int_equal(store_touch(st, "u", 1, 100), 0); }
 OP(gat) { store_release(st, store_gat(st, "u", 1, 100)); }
 OP(delete) { assert_int_equal(store_delete(st, "u", 1, 0), 0); }
+OP(invalidate)
+{
+    assert_int_equal(store_invalidate(st, "u", 1, 0, true, 30), 0);
+}
+OP(stale_by_tag)
+{
+    int32_t tv = 1;
+    uint64_t n = 0;
+    assert_int_equal(store_stale_by_tag(st, 1, &tv, 1, false, 0, &n), 0);
+    assert_int_equal(n, 1);
+}
+OP(cas_invalidate)
+{
+    struct store_item it = {.key = "u", .klen = 1, .value = "z", .vlen = 1,
+                            .cas = 1, .invalidate = true};
+    assert_int_equal(store_put(st, STORE_CAS, &it, NULL), ST_OK);
+}
+static void mget_op(struct store *st, const char *k,
+                    const struct store_mget *q, bool want_win)
+{
+    struct store_mget_res res;
+    struct record *r = store_mget(st, k, (uint32_t)strlen(k), q, &res);
+    assert_non_null(r);
+    assert_int_equal(res.won, want_win);
+    store_release(st, r);
+}
+OP(mget_vivify)
+{
+    struct store_mget q = {.vivify = true, .vivify_exptime = 30};
+    mget_op(st, "n", &q, true);
+}
+OP(mget_touch)
+{
+    struct store_mget q = {.touch = true, .exptime = 30};
+    mget_op(st, "u", &q, false);
+}
+OP(mget_recache_win)
+{
+    struct store_mget q = {.recache = true, .recache_exptime = 30};
+    mget_op(st, "e", &q, true);
+}
 OP(tstack_push)
 {
     char kb[STORE_TSTACK_KEYMAX];
@@ -236,6 +277,13 @@ static const struct row rows[] = {
     {"flush", op_flush, EV_FLUSH, NULL, 99},
     {"flush_all with a delay", op_flush_delayed, EV_FLUSH, "*", 0},
     {"del_by_tag", op_del_by_tag, EV_DEL_BY_TAG, "k", -1},
+    {"md I (invalidate)", op_invalidate, EV_STALE, "u", 0},
+    {"stale del_by_tag", op_stale_by_tag, EV_STALE, "k", 0},
+    {"ms I (cas older, stored stale)", op_cas_invalidate, EV_CAS, "u", 0},
+    {"mg N (vivify)", op_mget_vivify, EV_ADD, "n", 1},
+    {"mg T", op_mget_touch, EV_TOUCH, "u", 0},
+    /* a win token changes nothing a copy of the record holds */
+    {"mg R (a win)", op_mget_recache_win, -1, NULL, 0},
     {"get", op_get, -1, NULL, 0},
     {"get miss", op_get_miss, -1, NULL, 0},
     {"get_by_tag", op_get_by_tag, -1, NULL, 0},

@@ -88,17 +88,15 @@ grep -q '^#define MDC_TSAN 1' "$B/config.h" 2>/dev/null && SAN="-fsanitize=threa
 cc() { command cc $SAN "$@"; }
 if cc -I"$S/client-c" -o "$T/ex" "$T/ex.c" -L"$LIBDIR" -lmdcached \
     -Wl,-rpath,"$(cd "$LIBDIR" && pwd)" 2>"$T/cc.err"; then
-    PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    # -p auto: the kernel picks the port (no probe another test could race)
+    "$D" -p auto --port-file "$T/ports" -n 1 -v 0 &
+    DPID=$!
+    i=0
+    while [ ! -e "$T/ports" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+    PORT=$(awk '$1 == "tcp" { sub(/.*:/, "", $2); print $2; exit }' "$T/ports")
     sed "s/127.0.0.1:11311/127.0.0.1:$PORT/" "$T/ex.c" >"$T/ex2.c"
     cc -I"$S/client-c" -o "$T/ex2" "$T/ex2.c" -L"$LIBDIR" -lmdcached \
         -Wl,-rpath,"$(cd "$LIBDIR" && pwd)"
-    "$D" -p "$PORT" -n 1 -v 0 &
-    DPID=$!
-    python3 -c 'import socket, sys, time
-for _ in range(100):
-    try:
-        socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1).close(); break
-    except OSError: time.sleep(0.05)' "$PORT"
     "$T/ex2" >"$T/exout" 2>&1
     grep -q "^1 records$" "$T/exout" || fail "libmdcached(3) example: $(cat "$T/exout")"
 else

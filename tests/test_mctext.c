@@ -536,10 +536,29 @@ static void test_meta_get(void **state)
     parse_err("mg foo Tx\r\n", MCTEXT_E_BAD_TOKEN, &req);
     parse_err("mg foo Oxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\r\n", MCTEXT_E_OPAQUE,
               &req);
-    /* Unsupported flags (no store support): invalid, never ignored. */
-    parse_err("mg foo N30\r\n", MCTEXT_E_INVALID_FLAG, &req);
-    parse_err("mg foo R30\r\n", MCTEXT_E_INVALID_FLAG, &req);
+    /* Unsupported flags: invalid, never ignored. */
     parse_err("mg foo E5\r\n", MCTEXT_E_INVALID_FLAG, &req);
+    parse_err("ms foo 2 E5\r\nhi\r\n", MCTEXT_E_INVALID_FLAG, &req);
+    parse_err("md foo x\r\n", MCTEXT_E_INVALID_DUP, &req);
+    /* N, R (R after T tests the touched TTL), ms I, md I T */
+    parse_all("mg foo N30 R-2 v\r\n", &req);
+    assert_true(req.meta.flags & MCTEXT_MF('N'));
+    assert_int_equal(req.meta.vivify, 30);
+    assert_int_equal(req.meta.recache, -2);
+    assert_false(req.meta.recache_after_touch);
+    parse_all("mg foo T5 R30\r\n", &req);
+    assert_true(req.meta.recache_after_touch);
+    parse_all("mg foo R30 T5\r\n", &req);
+    assert_false(req.meta.recache_after_touch);
+    parse_err("mg foo Rx\r\n", MCTEXT_E_BAD_TOKEN, &req);
+    parse_err("mg foo N\r\n", MCTEXT_E_BAD_TOKEN, &req);
+    parse_all("ms foo 2 I C5\r\nhi\r\n", &req);
+    assert_true(req.meta.flags & MCTEXT_MF('I'));
+    parse_all("md foo I T30 q\r\n", &req);
+    assert_true(req.meta.flags & MCTEXT_MF('I'));
+    assert_int_equal(req.meta.ttl, 30);
+    parse_err("md foo I I\r\n", MCTEXT_E_INVALID_DUP, &req);
+    parse_err("md foo Tx\r\n", MCTEXT_E_INVALID_DUP, &req);
     /* O may be empty. */
     parse_all("mg foo O\r\n", &req);
     assert_int_equal(req.meta.olen, 0);
@@ -604,7 +623,7 @@ static void test_meta_set(void **state)
     parse_err("ms foo 2 F-1\r\nhi\r\n", MCTEXT_E_FORMAT, &req);
     parse_err("ms foo 2 F4294967296\r\nhi\r\n", MCTEXT_E_FORMAT, &req);
     parse_err("ms foo 2 q q\r\nhi\r\n", MCTEXT_E_DUP_FLAG, &req);
-    parse_err("ms foo 2 I\r\nhi\r\n", MCTEXT_E_INVALID_FLAG, &req);
+    parse_err("ms foo 2 I I\r\nhi\r\n", MCTEXT_E_DUP_FLAG, &req);
     parse_all("ms foo 2 ME\r\nhi\r\n", &req);
     assert_int_equal(req.meta.mode, 'E');
     parse_err("ms foo 2 MS MR\r\nhi\r\n", MCTEXT_E_DUP_FLAG, &req);
@@ -623,7 +642,7 @@ static void test_meta_delete_arith(void **state)
     parse_err("md foo x\r\n", MCTEXT_E_INVALID_DUP, &req);
     parse_err("md foo C\r\n", MCTEXT_E_INVALID_DUP, &req);
     parse_err("md foo q q\r\n", MCTEXT_E_INVALID_DUP, &req);
-    parse_err("md foo I\r\n", MCTEXT_E_INVALID_DUP, &req);
+    parse_err("md foo E5\r\n", MCTEXT_E_INVALID_DUP, &req);
 
     parse_all("ma foo\r\n", &req);
     assert_int_equal(req.cmd, MCT_MA);
@@ -747,6 +766,28 @@ static void test_tags(void **state)
     parse_err("tdel 42 noreply\r\n", TOK("noreply"), &req);
     parse_err("tdel 42 1 x noreply\r\n", TOK("x"), &req);
     parse_err("tdel 42 1:2\r\n", TOK("1:2"), &req);
+    assert_false(req.stale);
+    /* the stale mode: I [T<ttl>] after the tvals, either order */
+    parse_all("tdel 42 1 2 I T-5 noreply\r\n", &req);
+    assert_true(req.stale && req.stale_ttl && req.noreply);
+    assert_int_equal(req.exptime, -5);
+    assert_int_equal(req.nlist, 2);
+    parse_all("tdel 42 3 T60 I\r\n", &req);
+    assert_true(req.stale && req.stale_ttl && !req.noreply);
+    assert_int_equal(req.exptime, 60);
+    assert_int_equal(req.nlist, 1);
+    parse_all("tdel 42 3 I\r\n", &req);
+    assert_true(req.stale && !req.stale_ttl);
+    parse_all("tdel 42 3\r\n", &req);
+    assert_false(req.stale || req.stale_ttl);
+    parse_err("tdel 42 3 T60\r\n", TOK("T60"), &req);
+    parse_err("tdel 42 3 I I\r\n", TOK("I"), &req);
+    parse_err("tdel 42 3 I T1 T2\r\n", TOK("T1"), &req);
+    parse_err("tdel 42 3 I Tx\r\n", TOK("Tx"), &req);
+    parse_err("tdel 42 3 Ix\r\n", TOK("Ix"), &req);
+    parse_err("tdel 42 I\r\n", TOK("I"), &req);
+    parse_err("tdel 42 I 3\r\n", TOK("I"), &req);
+    parse_err("tget 42 3 I\r\n", TOK("I"), &req);
 
     parse_all("tpush 5 -6 7 8 3\r\none\r\n", &req);
     assert_int_equal(req.cmd, MCT_TPUSH);

@@ -1016,9 +1016,9 @@ static void test_meta_flags(void **state)
     tx_expect(fd, "6");
     tx_expect(fd, "END");
     /* flags memcached acts on that mdcached does not: an explicit error */
-    tx_cmd(fd, "mg k R30", "CLIENT_ERROR invalid flag");
+    tx_cmd(fd, "mg k E30", "CLIENT_ERROR invalid flag");
     tx_cmd(fd, "md k x", "CLIENT_ERROR invalid or duplicate flag");
-    tx_cmd(fd, "ms k 2 I\r\nhi", "CLIENT_ERROR invalid flag");
+    tx_cmd(fd, "ms k 2 E5\r\nhi", "CLIENT_ERROR invalid flag");
     tx_cmd(fd, "ma n E5", "CLIENT_ERROR invalid or duplicate flag");
     close(fd);
     srv_stop(&s);

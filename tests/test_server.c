@@ -380,6 +380,59 @@ static void test_tags(void **state)
     close(fd);
 }
 
+/* DEL_BY_TAG with STALE: the records stay, stale (X, and one W, in the
+ * text protocol's mg), with the expiry given as their TTL. */
+static void test_tags_stale(void **state)
+{
+    char k1[64], k2[64], line[64];
+    int32_t tk = (int32_t)(g_uniq + 2000003u);
+    struct wire_tag t1[1] = {{tk, 1}};
+    struct tresp p;
+    struct treq r;
+    uint64_t cas;
+    int fd = tc_connect(&g_srv);
+
+    (void)state;
+    assert_true(fd >= 0);
+    ukey(k1, sizeof(k1), "stale1");
+    ukey(k2, sizeof(k2), "stale2");
+    assert_int_equal(tc_set(fd, k1, "one", 3, t1, 1), 0);
+    assert_int_equal(tc_set(fd, k2, "two", 3, t1, 1), 0);
+    r = (struct treq){.op = WIRE_OP_GET, .key = k1, .klen = strlen(k1)};
+    assert_int_equal(tc_call(fd, &r, &p), 0);
+    cas = p.h.cas;
+    tc_resp_free(&p);
+    /* an expiry without STALE, STALE on another opcode: malformed */
+    r = (struct treq){.op = WIRE_OP_DEL_BY_TAG, .tags = t1, .ntags = 1,
+                      .exp = 30};
+    assert_int_equal(tc_call(fd, &r, NULL), WIRE_S_MALFORMED);
+    r = (struct treq){.op = WIRE_OP_GET, .flags = WIRE_F_STALE, .key = k1,
+                      .klen = strlen(k1)};
+    assert_int_equal(tc_call(fd, &r, NULL), WIRE_S_MALFORMED);
+    r = (struct treq){.op = WIRE_OP_DEL_BY_TAG, .flags = WIRE_F_STALE,
+                      .tags = t1, .ntags = 1, .exp = 30};
+    assert_int_equal(tc_call(fd, &r, &p), 0);
+    assert_int_equal(u64_of(&p), 2);
+    tc_resp_free(&p);
+    /* still there, value kept, a new CAS, the TTL given */
+    r = (struct treq){.op = WIRE_OP_GET, .key = k1, .klen = strlen(k1)};
+    assert_int_equal(tc_call(fd, &r, &p), 0);
+    assert_true(p.h.cas > cas);
+    assert_true(p.h.expiry == 30 || p.h.expiry == 29);
+    assert_int_equal(p.h.vlen, 3);
+    tc_resp_free(&p);
+    /* the same port speaks text: the first mg wins, the next sees Z */
+    close(fd);
+    fd = tc_connect(&g_srv);
+    assert_true(fd >= 0);
+    snprintf(line, sizeof(line), "mg %s s\r\nmg %s s\r\n", k2, k2);
+    assert_int_equal(tc_send_all(fd, line, strlen(line)), 0);
+    memset(line, 0, sizeof(line));
+    assert_int_equal(tc_read_full(fd, line, 22), 0);
+    assert_string_equal(line, "HD s3 X W\r\nHD s3 Z X\r\n");
+    close(fd);
+}
+
 static void test_tag_reply_truncated(void **state)
 {
     static char big[1000];
@@ -1116,6 +1169,7 @@ static const struct CMUnitTest functional_tests[] = {
     cmocka_unit_test(test_expiry_touch_gat),
     cmocka_unit_test(test_counters),
     cmocka_unit_test(test_tags),
+        cmocka_unit_test(test_tags_stale),
     cmocka_unit_test(test_tag_reply_truncated),
     cmocka_unit_test(test_tstack),
     cmocka_unit_test(test_stats_version_noop),

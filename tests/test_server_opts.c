@@ -142,6 +142,10 @@ static void test_bad_values_exit_64(void **state)
         {"-u", "no-such-user-mdc"},
         {"--protected-mode", "maybe"},
         {"-U", "11211", "--auth-file", "/dev/null"}, /* UDP has no login */
+        {"-p", "automatic"},  {"-U", "auto1"},      {"-l", "127.0.0.1:aut"},
+        {"-x", "lo", "-U", "auto"}, /* XDP filters on a fixed port */
+        {"-l", "127.0.0.1", "-l", "127.0.0.1"},   /* given twice */
+        {"-C", "/tmp"},                            /* a directory */
     };
     static char out[4096];
 
@@ -357,11 +361,12 @@ static void test_port_zero_with_listen_port(void **state)
         {"-l", "127.0.0.1:0"},
     };
     char err[1024], dir[] = "/tmp/mdc-opts-XXXXXX", logf[128], port[32];
-    char buf[4096];
+    char buf[4096], pf[128];
     struct options o;
     struct tsrv s;
-    const char *args[] = {"-p", "0", "-l", port, "-l", "127.0.0.2", "-n",
-                          "1", "-v", "2", "--log-file", logf, NULL};
+    const char *args[] = {"-p", "0", "-l", "127.0.0.1:auto", "-l",
+                          "127.0.0.2", "-n", "1", "-v", "2", "--log-file",
+                          logf, "--port-file", pf, NULL};
     const char *argv[16];
     size_t n = 0;
     FILE *f;
@@ -394,22 +399,9 @@ static void test_port_zero_with_listen_port(void **state)
     assert_non_null(mkdtemp(dir));
     chmod(dir, 0777);
     snprintf(logf, sizeof(logf), "%s/log", dir);
+    snprintf(pf, sizeof(pf), "%s/ports", dir);
     memset(&s, 0, sizeof(s));
     snprintf(s.host, sizeof(s.host), "127.0.0.1");
-    {
-        struct sockaddr_in sa;
-        socklen_t sl = sizeof(sa);
-
-        fd = socket(AF_INET, SOCK_STREAM, 0);
-        memset(&sa, 0, sizeof(sa));
-        sa.sin_family = AF_INET;
-        sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-        assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
-        close(fd);
-        s.port = ntohs(sa.sin_port);
-    }
-    snprintf(port, sizeof(port), "127.0.0.1:%d", s.port);
     argv[n++] = tsrv_binary();
     for (size_t i = 0; args[i] != NULL; i++)
         argv[n++] = args[i];
@@ -421,6 +413,9 @@ static void test_port_zero_with_listen_port(void **state)
     }
     assert_true(s.pid > 0);
     assert_true(wait_contains(logf, "ready", 5000));
+    s.port = tsrv_port_file_port(pf, "tcp", "127.0.0.1");
+    assert_true(s.port > 0);
+    snprintf(port, sizeof(port), "127.0.0.1:%d", s.port);
     fd = tc_connect(&s);
     assert_true(fd >= 0);
     close(fd);
@@ -435,6 +430,97 @@ static void test_port_zero_with_listen_port(void **state)
     assert_int_equal(lines, 1);
     assert_int_equal(tsrv_stop(&s), 0);
     unlink(logf);
+    unlink(pf);
+    rmdir(dir);
+}
+
+/* -p auto / -U auto / ADDR:auto: the kernel picks the ports when the
+ * sockets are bound, --port-file and the log say which.  Two daemons
+ * started at once get different ports, and each serves on its own: no
+ * test needs to probe a free port (and race whoever takes it first). */
+static void test_port_auto(void **state)
+{
+    char dir[] = "/tmp/mdc-opts-XXXXXX", pf[2][128], logf[2][128];
+    char want[64], line[256];
+    pid_t pid[2];
+    int tcp[2], udp[2], k, i;
+
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    chmod(dir, 0777);
+    for (k = 0; k < 2; k++) {
+        snprintf(pf[k], sizeof(pf[k]), "%s/ports%d", dir, k);
+        snprintf(logf[k], sizeof(logf[k]), "%s/log%d", dir, k);
+    }
+    for (k = 0; k < 2; k++) { /* both started before either is waited for */
+        pid[k] = fork();
+        assert_true(pid[k] >= 0);
+        if (pid[k] == 0) {
+            execl(tsrv_binary(), tsrv_binary(), "-l", "127.0.0.1", "-p",
+                  "auto", "-U", "auto", "-n", "1", "-v", "2", "--log-file",
+                  logf[k], "--port-file", pf[k], (char *)NULL);
+            _exit(127);
+        }
+    }
+    for (k = 0; k < 2; k++) {
+        for (i = 0; i < 500 && access(pf[k], F_OK) != 0; i++)
+            sleep_ms(10);
+        tcp[k] = tsrv_port_file_port(pf[k], "tcp", "127.0.0.1");
+        udp[k] = tsrv_port_file_port(pf[k], "udp", "127.0.0.1");
+        if (tcp[k] <= 0 || udp[k] <= 0)
+            fail_msg("daemon %d: no tcp/udp line in its port file", k);
+        /* the log names the port bound, not "auto" */
+        snprintf(want, sizeof(want), "listening on 127.0.0.1:%d", tcp[k]);
+        assert_true(wait_contains(logf[k], want, 2000));
+        snprintf(want, sizeof(want), "UDP on 127.0.0.1:%d", udp[k]);
+        assert_true(wait_contains(logf[k], want, 2000));
+    }
+    assert_int_not_equal(tcp[0], tcp[1]);
+    assert_int_not_equal(udp[0], udp[1]);
+    /* each port is its own daemon's: a record set through one is not in
+     * the other */
+    for (k = 0; k < 2; k++) {
+        struct tsrv s;
+        struct tresp r;
+        struct treq set = {.op = WIRE_OP_SET, .key = "k", .klen = 1,
+                           .val = k ? "b" : "a", .vlen = 1};
+        struct treq get = {.op = WIRE_OP_GET, .key = "k", .klen = 1};
+        int fd;
+
+        memset(&s, 0, sizeof(s));
+        snprintf(s.host, sizeof(s.host), "127.0.0.1");
+        s.port = tcp[k];
+        fd = tc_connect(&s);
+        assert_true(fd >= 0);
+        if (k == 0) {
+            assert_int_equal(tc_call(fd, &set, &r), WIRE_S_OK);
+            tc_resp_free(&r);
+        }
+        assert_int_equal(tc_call(fd, &get, &r),
+                         k == 0 ? WIRE_S_OK : WIRE_S_NOT_FOUND);
+        tc_resp_free(&r);
+        close(fd);
+    }
+    /* one line per listener */
+    {
+        FILE *f = fopen(pf[0], "r");
+        int n = 0;
+
+        assert_non_null(f);
+        while (fgets(line, sizeof(line), f) != NULL)
+            n++;
+        fclose(f);
+        assert_int_equal(n, 2); /* tcp and udp: one address */
+    }
+    for (k = 0; k < 2; k++) {
+        int st;
+
+        kill(pid[k], SIGTERM);
+        assert_int_equal(waitpid(pid[k], &st, 0), pid[k]);
+        assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        unlink(pf[k]);
+        unlink(logf[k]);
+    }
     rmdir(dir);
 }
 
@@ -521,7 +607,8 @@ static void test_ipv6_listener(void **state)
     } else {
         close(fd);
         assert_int_equal(tsrv_start(&s, args6), 0);
-        sa.sin6_port = htons((uint16_t)s.port);
+        /* -p auto: each address has a port of its own */
+        sa.sin6_port = htons((uint16_t)tsrv_port_of(&s, "tcp", "[::1]"));
         fd = socket(AF_INET6, SOCK_STREAM, 0);
         assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
         {
@@ -544,6 +631,7 @@ int main(void)
         cmocka_unit_test(test_usage_messages),
         cmocka_unit_test(test_flag_given_value),
         cmocka_unit_test(test_port_zero_with_listen_port),
+        cmocka_unit_test(test_port_auto),
         cmocka_unit_test(test_pidfile_signals),
         cmocka_unit_test(test_ipv6_listener),
     };

@@ -53,43 +53,22 @@ static char *ukey(char *buf, size_t len, const char *what)
 
 /* ---- a small memcached UDP client -------------------------------------- */
 
-static int free_udp_port(void)
-{
-    struct sockaddr_in sa;
-    socklen_t len = sizeof(sa);
-    int fd = socket(AF_INET, SOCK_DGRAM, 0), port = -1;
-
-    memset(&sa, 0, sizeof(sa));
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
-        getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
-        port = ntohs(sa.sin_port);
-    if (fd >= 0)
-        close(fd);
-    return port;
-}
-
-/* Start a daemon with -U on a free port (retrying if it was taken). */
+/* Start a daemon with -U auto: the UDP port it picked (on 127.0.0.1) is
+ * read back from its port file (server_client.c). */
 static int start_udp(struct tsrv *s, int *uport, const char *const *extra)
 {
     const char *args[32];
-    char port[16];
-    int attempt, i, n;
+    int i, n = 0;
 
-    for (attempt = 0; attempt < 5; attempt++) {
-        *uport = free_udp_port();
-        snprintf(port, sizeof(port), "%d", *uport);
-        n = 0;
-        args[n++] = "-U";
-        args[n++] = port;
-        for (i = 0; extra != NULL && extra[i] != NULL && n < 30; i++)
-            args[n++] = extra[i];
-        args[n] = NULL;
-        if (tsrv_start(s, args) == 0)
-            return 0;
-    }
-    return -1;
+    args[n++] = "-U";
+    args[n++] = "auto";
+    for (i = 0; extra != NULL && extra[i] != NULL && n < 30; i++)
+        args[n++] = extra[i];
+    args[n] = NULL;
+    if (tsrv_start(s, args) != 0)
+        return -1;
+    *uport = s->udp_port;
+    return *uport > 0 ? 0 : -1;
 }
 
 /* A UDP socket connected to host:port, 2 s receive timeout, big buffer. */
@@ -651,7 +630,13 @@ static void test_stats_settings(void **state)
     (void)state;
     assert_true(fd >= 0);
     assert_int_equal(tc_call(fd, &r, &p), 0);
-    snprintf(want, sizeof(want), "udp-port %d\n", g_uport);
+    /* the option as given: started with -U auto (start_udp) */
+    snprintf(want, sizeof(want), "udp-port auto\n");
+    assert_non_null(strstr((const char *)p.val, want));
+    /* memcached's name: the port it got */
+    snprintf(want, sizeof(want), "udpport %d\n", g_uport);
+    assert_non_null(strstr((const char *)p.val, want));
+    snprintf(want, sizeof(want), "tcpport %d\n", g_srv.port);
     assert_non_null(strstr((const char *)p.val, want));
     assert_non_null(strstr((const char *)p.val, "udp-reply-limit 163840\n"));
 #ifdef MDC_UDP_REUSEPORT_LB
@@ -736,6 +721,8 @@ static void test_ipv6(void **state)
         close(fd);
     }
     assert_int_equal(start_udp(&s, &port, args), 0);
+    port = tsrv_port_of(&s, "udp", "[::1]"); /* each address its own */
+    assert_true(port > 0);
     fd = uc_open("::1", port);
     assert_true(fd >= 0);
     uc_send(fd, 0x6666, "get six\r\n");

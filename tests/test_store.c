@@ -710,6 +710,332 @@ static void test_visit(void **state)
     store_teardown(st);
 }
 
+/* ---- memcached's meta states: vivify, recache, stale, win tokens ------- */
+static struct record *mg(struct store *st, const char *k,
+                         const struct store_mget *q,
+                         struct store_mget_res *res)
+{
+    static const struct store_mget none;
+    return store_mget(st, k, (uint32_t)strlen(k), q ? q : &none, res);
+}
+
+/* the (W, X, Z) of one plain mg, the record released */
+static void expect_wxz(struct store *st, const char *k, bool w, bool x,
+                       bool z)
+{
+    struct store_mget_res res;
+    struct record *r = mg(st, k, NULL, &res);
+    assert_non_null(r);
+    assert_int_equal(res.won, w);
+    assert_int_equal(res.stale, x);
+    assert_int_equal(res.pending, z);
+    store_release(st, r);
+}
+
+static void test_mget_vivify(void **state)
+{
+    (void)state;
+    struct testclock tc;
+    struct store *st = mk(0, false, &tc);
+    struct store_mget q = {.vivify = true, .vivify_exptime = 30};
+    struct store_mget_res res;
+    char b[64];
+
+    /* a miss without N stays a miss and creates nothing */
+    assert_null(mg(st, "v", NULL, &res));
+    assert_null(val(st, "v", b, sizeof b));
+    /* the first N miss creates an empty record and wins */
+    struct record *r = mg(st, "v", &q, &res);
+    assert_non_null(r);
+    assert_true(res.won && res.created);
+    assert_false(res.pending || res.stale);
+    assert_int_equal(record_vlen(r), 0);
+    assert_int_equal(record_flags(r), 0);
+    assert_int_equal(record_ttl(st, r), 30);
+    store_release(st, r);
+    /* everyone after: Z, with or without N; get sees the empty value */
+    r = mg(st, "v", &q, &res);
+    assert_true(res.pending && !res.won && !res.created);
+    store_release(st, r);
+    expect_wxz(st, "v", false, false, true);
+    assert_string_equal(val(st, "v", b, sizeof b), "");
+    /* the winner's store ends the pending win */
+    assert_int_equal(put(st, STORE_SET, "v", "data", NULL, 0, 0), ST_OK);
+    expect_wxz(st, "v", false, false, false);
+    /* the stub expires as any record (N's TTL) */
+    r = mg(st, "w", &q, &res);
+    store_release(st, r);
+    testclock_advance(&tc, 31);
+    assert_null(val(st, "w", b, sizeof b));
+    r = mg(st, "w", &q, &res); /* expired: vivified again, won again */
+    assert_true(res.won && res.created);
+    store_release(st, r);
+    check(st);
+    store_teardown(st);
+}
+
+static void test_mget_recache(void **state)
+{
+    (void)state;
+    struct testclock tc;
+    struct store *st = mk(0, false, &tc);
+    struct store_mget q = {.recache = true, .recache_exptime = 30};
+    struct store_mget_res res;
+    struct record *r;
+
+    assert_int_equal(put(st, STORE_SET, "r", "x", NULL, 0, 100), ST_OK);
+    assert_int_equal(put(st, STORE_SET, "never", "x", NULL, 0, 0), ST_OK);
+    r = mg(st, "r", &q, &res); /* 100 s left: no win */
+    assert_false(res.won || res.pending);
+    store_release(st, r);
+    r = mg(st, "never", &q, &res); /* no expiry: never a recache win */
+    assert_false(res.won || res.pending);
+    store_release(st, r);
+    testclock_advance(&tc, 71); /* 29 s left, below 30 */
+    r = mg(st, "r", &q, &res);
+    assert_true(res.won && !res.pending && !res.stale);
+    store_release(st, r);
+    r = mg(st, "r", &q, &res);
+    assert_true(!res.won && res.pending);
+    store_release(st, r);
+    expect_wxz(st, "r", false, false, true);
+    /* T before R: R tests the TTL T gave (memcached's order) */
+    assert_int_equal(put(st, STORE_SET, "t", "x", NULL, 0, 100), ST_OK);
+    struct store_mget qt = {.recache = true, .recache_exptime = 30,
+                            .touch = true, .exptime = 10};
+    r = mg(st, "t", &qt, &res); /* R first: 100 s left, then touched */
+    assert_false(res.won);
+    assert_int_equal(record_ttl(st, r), 10);
+    store_release(st, r);
+    assert_int_equal(put(st, STORE_SET, "t", "x", NULL, 0, 100), ST_OK);
+    qt.recache_after_touch = true;
+    r = mg(st, "t", &qt, &res);
+    assert_true(res.won);
+    store_release(st, r);
+    check(st);
+    store_teardown(st);
+}
+
+static void test_invalidate(void **state)
+{
+    (void)state;
+    struct testclock tc;
+    struct store *st = mk(0, false, &tc);
+    char b[64];
+
+    assert_int_equal(store_invalidate(st, "s", 1, 0, false, 0), ST_NOT_FOUND);
+    assert_int_equal(put(st, STORE_SET, "s", "old", NULL, 0, 0), ST_OK);
+    struct record *r = store_get(st, "s", 1);
+    uint64_t cas = record_cas(r);
+    store_release(st, r);
+    assert_int_equal(store_invalidate(st, "s", 1, cas + 1, false, 0),
+                     ST_EXISTS);
+    expect_wxz(st, "s", false, false, false);
+    assert_int_equal(store_invalidate(st, "s", 1, cas, true, 20), ST_OK);
+    /* still there, value kept, a new CAS, the TTL T gave */
+    assert_string_equal(val(st, "s", b, sizeof b), "old");
+    r = store_get(st, "s", 1);
+    assert_true(record_cas(r) > cas);
+    assert_int_equal(record_ttl(st, r), 20);
+    assert_true(record_stale(r));
+    store_release(st, r);
+    /* the classic get above took no win: the next mg does */
+    expect_wxz(st, "s", true, true, false);
+    expect_wxz(st, "s", false, true, true);
+    expect_wxz(st, "s", false, true, true);
+    /* invalidating again hands the win out again */
+    assert_int_equal(store_invalidate(st, "s", 1, 0, false, 0), ST_OK);
+    expect_wxz(st, "s", true, true, false);
+    /* a counter changes in place (memcached): stale and win kept */
+    assert_int_equal(put(st, STORE_SET, "n", "5", NULL, 0, 0), ST_OK);
+    assert_int_equal(store_invalidate(st, "n", 1, 0, false, 0), ST_OK);
+    assert_int_equal(store_incr(st, "n", 1, 1, false, NULL, NULL), ST_OK);
+    expect_wxz(st, "n", true, true, false);
+    assert_int_equal(store_incr(st, "n", 1, 1, false, NULL, NULL), ST_OK);
+    expect_wxz(st, "n", false, true, true);
+    /* append builds a new item in memcached: fresh */
+    assert_int_equal(put(st, STORE_APPEND, "s", "!", NULL, 0, 0), ST_OK);
+    expect_wxz(st, "s", false, false, false);
+    /* the winner's store: fresh again */
+    assert_int_equal(store_invalidate(st, "s", 1, 0, false, 0), ST_OK);
+    expect_wxz(st, "s", true, true, false);
+    assert_int_equal(put(st, STORE_SET, "s", "new", NULL, 0, 0), ST_OK);
+    expect_wxz(st, "s", false, false, false);
+    /* a stale record expires at its deadline as any other */
+    assert_int_equal(store_invalidate(st, "s", 1, 0, true, 5), ST_OK);
+    testclock_advance(&tc, 6);
+    assert_null(val(st, "s", b, sizeof b));
+    /* T < 0 with I: expired at once (memcached) */
+    assert_int_equal(put(st, STORE_SET, "e", "x", NULL, 0, 0), ST_OK);
+    assert_int_equal(store_invalidate(st, "e", 1, 0, true, -1), ST_OK);
+    assert_null(val(st, "e", b, sizeof b));
+    check(st);
+    store_teardown(st);
+}
+
+static void test_cas_invalidate(void **state)
+{
+    (void)state;
+    struct testclock tc;
+    struct store *st = mk(0, false, &tc);
+    uint64_t c1 = 0, c2 = 0, c3 = 0;
+    struct store_item it = {.key = "c", .klen = 1, .value = "v1", .vlen = 2,
+                            .exptime = 100};
+    assert_int_equal(store_put(st, STORE_SET, &it, &c1), ST_OK);
+    it.value = "v2";
+    it.exptime = 0;
+    assert_int_equal(store_put(st, STORE_SET, &it, &c2), ST_OK);
+    assert_int_equal(store_invalidate(st, "c", 1, 0, false, 0), ST_OK);
+    expect_wxz(st, "c", true, true, false); /* the win is out */
+    /* an older CAS without I: EXISTS; with I: stored, stale, keeping the
+     * old record's expiry and its win token */
+    it.value = "v3";
+    it.exptime = 500;
+    it.cas = c1;
+    assert_int_equal(store_put(st, STORE_CAS, &it, &c3), ST_EXISTS);
+    it.invalidate = true;
+    assert_int_equal(store_put(st, STORE_CAS, &it, &c3), ST_OK);
+    struct record *r = store_get(st, "c", 1);
+    assert_memory_equal(record_value(r), "v3", 2);
+    assert_int_equal(record_ttl(st, r), -1);
+    assert_int_equal(record_cas(r), c3);
+    store_release(st, r);
+    expect_wxz(st, "c", false, true, true);
+    /* a newer CAS than the record's: EXISTS even with I */
+    it.cas = c3 + 1000;
+    assert_int_equal(store_put(st, STORE_CAS, &it, NULL), ST_EXISTS);
+    /* the current CAS: an ordinary cas store, fresh */
+    it.cas = c3;
+    assert_int_equal(store_put(st, STORE_CAS, &it, NULL), ST_OK);
+    expect_wxz(st, "c", false, false, false);
+    check(st);
+    store_teardown(st);
+}
+
+static void test_mget_no_bump(void **state)
+{
+    (void)state;
+    struct testclock tc;
+    struct store *st = mk(0, false, &tc);
+    struct store_mget u = {.no_bump = true};
+    struct store_mget_res res;
+    struct record *r;
+
+    /* the hit bit: u leaves it unset */
+    assert_int_equal(put(st, STORE_SET, "h", "x", NULL, 0, 0), ST_OK);
+    for (int i = 0; i < 2; i++) {
+        r = mg(st, "h", &u, &res);
+        assert_false(res.prev.hit_before);
+        store_release(st, r);
+    }
+    r = mg(st, "h", NULL, &res);
+    assert_false(res.prev.hit_before);
+    store_release(st, r);
+    r = mg(st, "h", NULL, &res); /* the plain mg recorded the hit */
+    assert_true(res.prev.hit_before);
+    store_release(st, r);
+    /* the access stamp: u does not refresh it */
+    r = mg(st, "h", NULL, &res);
+    store_release(st, r);
+    testclock_advance(&tc, 5);
+    r = mg(st, "h", &u, &res);
+    assert_in_range(res.prev.idle_s, 4, 6);
+    store_release(st, r);
+    testclock_advance(&tc, 5);
+    r = mg(st, "h", &u, &res);
+    assert_in_range(res.prev.idle_s, 9, 11);
+    store_release(st, r);
+    r = mg(st, "h", NULL, &res);
+    assert_in_range(res.prev.idle_s, 9, 11);
+    store_release(st, r);
+    r = mg(st, "h", NULL, &res);
+    assert_in_range(res.prev.idle_s, 0, 1);
+    store_release(st, r);
+    store_teardown(st);
+}
+
+static void test_stale_by_tag(void **state)
+{
+    (void)state;
+    struct testclock tc;
+    struct store *st = mk(0, false, &tc);
+    struct mdc_tag t5 = T(1, 5), t6 = T(1, 6);
+    char k[16];
+    uint64_t n = 0;
+    int32_t tv = 5;
+
+    for (int i = 0; i < 10; i++) {
+        snprintf(k, sizeof k, "k%d", i);
+        assert_int_equal(put(st, STORE_SET, k, "v", i < 6 ? &t5 : &t6, 1, 0),
+                         ST_OK);
+    }
+    assert_int_equal(put(st, STORE_SET, "plain", "v", NULL, 0, 0), ST_OK);
+    assert_int_equal(store_stale_by_tag(st, 1, &tv, 1, true, 60, &n), ST_OK);
+    assert_int_equal(n, 6);
+    for (int i = 0; i < 10; i++) {
+        snprintf(k, sizeof k, "k%d", i);
+        struct store_mget_res res;
+        struct record *r = mg(st, k, NULL, &res);
+        assert_non_null(r); /* nothing deleted */
+        assert_int_equal(res.stale, i < 6);
+        assert_int_equal(res.won, i < 6); /* one winner per record */
+        assert_int_equal(record_ttl(st, r), i < 6 ? 60 : -1);
+        store_release(st, r);
+        if (i < 6)
+            expect_wxz(st, k, false, true, true);
+    }
+    expect_wxz(st, "plain", false, false, false);
+    /* the records stay tagged: tget still finds them */
+    struct store_recset set;
+    assert_int_equal(store_get_by_tag(st, 1, &tv, 1, &set), ST_OK);
+    assert_int_equal(set.n, 6);
+    store_recset_release(st, &set);
+    /* the winner stores: that record is fresh, the others still stale */
+    assert_int_equal(put(st, STORE_SET, "k0", "new", &t5, 1, 0), ST_OK);
+    expect_wxz(st, "k0", false, false, false);
+    expect_wxz(st, "k1", false, true, true);
+    /* again: every win handed out anew; without T the TTL stays */
+    assert_int_equal(store_stale_by_tag(st, 1, &tv, 1, false, 0, &n), ST_OK);
+    assert_int_equal(n, 6);
+    expect_wxz(st, "k1", true, true, false);
+    tv = 99;
+    assert_int_equal(store_stale_by_tag(st, 1, &tv, 1, false, 0, &n), ST_OK);
+    assert_int_equal(n, 0);
+    check(st);
+    store_teardown(st);
+}
+
+static void test_stale_evicted(void **state)
+{
+    (void)state;
+    size_t limit = 128 * 1024;
+    struct store *st = mk(limit, false, NULL);
+    char k[32], v[200];
+    memset(v, 'x', sizeof v - 1);
+    v[sizeof v - 1] = 0;
+    /* stale records get no protection from eviction (memcached) */
+    for (int i = 0; i < 100; i++) {
+        snprintf(k, sizeof k, "s%d", i);
+        assert_int_equal(put(st, STORE_SET, k, v, NULL, 0, 0), ST_OK);
+        assert_int_equal(store_invalidate(st, k, (uint32_t)strlen(k), 0,
+                                          false, 0), ST_OK);
+    }
+    for (int i = 0; i < 3000; i++) {
+        snprintf(k, sizeof k, "f%d", i);
+        assert_int_equal(put(st, STORE_SET, k, v, NULL, 0, 0), ST_OK);
+    }
+    int left = 0;
+    for (int i = 0; i < 100; i++) {
+        snprintf(k, sizeof k, "s%d", i);
+        struct record *r = store_get(st, k, (uint32_t)strlen(k));
+        left += r != NULL;
+        store_release(st, r);
+    }
+    assert_true(left < 100);
+    check(st);
+    store_teardown(st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -730,6 +1056,13 @@ int main(void)
         cmocka_unit_test(test_visit),
         cmocka_unit_test(test_flush_at),
         cmocka_unit_test(test_growth),
+        cmocka_unit_test(test_mget_vivify),
+        cmocka_unit_test(test_mget_recache),
+        cmocka_unit_test(test_invalidate),
+        cmocka_unit_test(test_cas_invalidate),
+        cmocka_unit_test(test_mget_no_bump),
+        cmocka_unit_test(test_stale_by_tag),
+        cmocka_unit_test(test_stale_evicted),
     };
     return cmocka_run_group_tests_name("store", tests, NULL, NULL);
 }

@@ -3,7 +3,9 @@
  * deletes, gets, get_by_tag, del_by_tag, counters, tstack and eviction for
  * a bounded time; then both indexes must agree exactly and a flush must
  * bring accounted memory back to zero.  A second test checks del_by_tag's
- * race rule against a concurrent writer.
+ * race rule against a concurrent writer; two more the stale mode's: one
+ * winner per record among concurrent readers, and no version stored before
+ * a stale tag delete read fresh after it.
  *
  * MDC_STRESS_SECONDS sets the duration of each phase (default 2).
  */
@@ -340,11 +342,189 @@ static void test_del_by_tag_race(void **state)
     store_teardown(r.st);
 }
 
+/* ---- stale tag deletes: one winner per record, and the race rule --------- */
+#define WKEYS 64
+#define WREADERS 4
+struct wins {
+    struct store *st;
+    pthread_barrier_t go, done;
+    atomic_int stop;
+    atomic_uint won[WKEYS];   /* W handed out this round, per key */
+    atomic_uint other[WKEYS]; /* replies without W: must carry Z and X */
+    atomic_uint bad;
+};
+
+static void *win_reader(void *arg)
+{
+    struct wins *w = arg;
+    char key[16];
+    struct store_mget q = {0};
+    for (;;) {
+        pthread_barrier_wait(&w->go);
+        if (atomic_load(&w->stop))
+            return NULL;
+        for (int i = 0; i < WKEYS; i++) {
+            struct store_mget_res res;
+            int kl = snprintf(key, sizeof key, "w%d", i);
+            struct record *r = store_mget(w->st, key, (uint32_t)kl, &q, &res);
+            if (r == NULL || !res.stale)
+                atomic_fetch_add(&w->bad, 1);
+            else if (res.won)
+                atomic_fetch_add(&w->won[i], 1);
+            else if (res.pending)
+                atomic_fetch_add(&w->other[i], 1);
+            else
+                atomic_fetch_add(&w->bad, 1);
+            store_release(w->st, r);
+        }
+        pthread_barrier_wait(&w->done);
+    }
+}
+
+static void test_stale_one_winner(void **state)
+{
+    (void)state;
+    struct store_config cfg = {.nbuckets = 1024};
+    struct wins w;
+    memset(&w, 0, sizeof w);
+    w.st = store_setup(&cfg);
+    pthread_barrier_init(&w.go, NULL, WREADERS + 1);
+    pthread_barrier_init(&w.done, NULL, WREADERS + 1);
+    struct mdc_tag t = {9, 9};
+    for (int i = 0; i < WKEYS; i++) {
+        char key[16];
+        int kl = snprintf(key, sizeof key, "w%d", i);
+        struct store_item it = {.key = key, .klen = (uint32_t)kl,
+                                .value = "v", .vlen = 1, .tags = &t,
+                                .ntags = 1};
+        assert_int_equal(store_put(w.st, STORE_SET, &it, NULL), ST_OK);
+    }
+    pthread_t th[WREADERS];
+    for (int i = 0; i < WREADERS; i++)
+        pthread_create(&th[i], NULL, win_reader, &w);
+    double end = now() + seconds() / 2;
+    unsigned long rounds = 0;
+    while (now() < end || rounds < 10) {
+        int32_t tv = 9;
+        uint64_t n = 0;
+        assert_int_equal(store_stale_by_tag(w.st, 9, &tv, 1, false, 0, &n),
+                         ST_OK);
+        assert_int_equal(n, WKEYS);
+        for (int i = 0; i < WKEYS; i++) {
+            atomic_store(&w.won[i], 0);
+            atomic_store(&w.other[i], 0);
+        }
+        pthread_barrier_wait(&w.go);
+        pthread_barrier_wait(&w.done);
+        assert_int_equal(atomic_load(&w.bad), 0);
+        for (int i = 0; i < WKEYS; i++) {
+            if (atomic_load(&w.won[i]) != 1)
+                fail_msg("round %lu: key w%d had %u winners", rounds, i,
+                         atomic_load(&w.won[i]));
+            assert_int_equal(atomic_load(&w.other[i]), WREADERS - 1);
+        }
+        rounds++;
+    }
+    atomic_store(&w.stop, 1);
+    pthread_barrier_wait(&w.go);
+    for (int i = 0; i < WREADERS; i++)
+        pthread_join(th[i], NULL);
+    print_message("  %lu stale rounds, one winner each\n", rounds);
+    pthread_barrier_destroy(&w.go);
+    pthread_barrier_destroy(&w.done);
+    store_teardown(w.st);
+}
+
+/* A writer storing versions (set only: an append would make a record
+ * fresh, as in memcached) and readers taking wins, against stale tag
+ * deletes: after each, no version acknowledged before it began may be
+ * read fresh. */
+static void *stale_writer(void *arg)
+{
+    struct race *r = arg;
+    char key[16], v[24];
+    struct mdc_tag t = {7, 7};
+    for (unsigned long seq = 1; !atomic_load(&r->stop); seq++) {
+        int kl = snprintf(key, sizeof key, "r%lu", seq % RKEYS);
+        int vl = snprintf(v, sizeof v, "%lu", seq);
+        struct store_item it = {.key = key, .klen = (uint32_t)kl, .value = v,
+                                .vlen = (uint32_t)vl, .tags = &t, .ntags = 1};
+        if (store_put(r->st, STORE_SET, &it, NULL) == ST_OK)
+            atomic_store(&r->completed, seq);
+    }
+    return NULL;
+}
+
+static void *stale_reader(void *arg)
+{
+    struct race *r = arg;
+    char key[16];
+    struct store_mget q = {0};
+    for (unsigned i = 0; !atomic_load(&r->stop); i++) {
+        struct store_mget_res res;
+        int kl = snprintf(key, sizeof key, "r%u", i % RKEYS);
+        store_release(r->st, store_mget(r->st, key, (uint32_t)kl, &q, &res));
+    }
+    return NULL;
+}
+
+static void test_stale_by_tag_race(void **state)
+{
+    (void)state;
+    struct store_config cfg = {.nbuckets = 1024};
+    struct race r = {0};
+    r.st = store_setup(&cfg);
+    pthread_t w, rd[2];
+    pthread_create(&w, NULL, stale_writer, &r);
+    for (int i = 0; i < 2; i++)
+        pthread_create(&rd[i], NULL, stale_reader, &r);
+    double end = now() + seconds() / 2;
+    unsigned long rounds = 0, checked = 0;
+    while (now() < end) {
+        unsigned long snap = atomic_load(&r.completed);
+        int32_t tv = 7;
+        assert_int_equal(store_stale_by_tag(r.st, 7, &tv, 1, false, 0, NULL),
+                         ST_OK);
+        for (int i = 0; i < RKEYS; i++) {
+            char key[16];
+            int kl = snprintf(key, sizeof key, "r%d", i);
+            struct store_mget q = {.no_bump = true};
+            struct store_mget_res res;
+            struct record *rec = store_mget(r.st, key, (uint32_t)kl, &q, &res);
+            if (rec == NULL)
+                continue;
+            char v[24] = {0};
+            memcpy(v, record_value(rec), record_vlen(rec) < 23
+                                             ? record_vlen(rec) : 23);
+            unsigned long seq = strtoul(v, NULL, 10);
+            store_release(r.st, rec);
+            if (seq <= snap && !res.stale)
+                fail_msg("key %s holds seq %lu fresh, acknowledged before "
+                         "the stale tdel began (snapshot %lu)", key, seq,
+                         snap);
+            checked++;
+        }
+        rounds++;
+    }
+    atomic_store(&r.stop, 1);
+    pthread_join(w, NULL);
+    for (int i = 0; i < 2; i++)
+        pthread_join(rd[i], NULL);
+    print_message("  %lu stale tdel rounds, %lu reads checked\n", rounds,
+                  checked);
+    char msg[256];
+    if (store_check(r.st, msg, sizeof msg) != 0)
+        fail_msg("indexes disagree: %s", msg);
+    store_teardown(r.st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mixed),
         cmocka_unit_test(test_del_by_tag_race),
+        cmocka_unit_test(test_stale_one_winner),
+        cmocka_unit_test(test_stale_by_tag_race),
     };
     return cmocka_run_group_tests_name("stress", tests, NULL, NULL);
 }

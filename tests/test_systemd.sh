@@ -5,6 +5,10 @@
 #    of Documentation= on a private MANPATH);
 #  - `systemd-analyze security --offline=yes` scores mdcached.service at or
 #    below (safer than) Debian's memcached.service, when that is installed;
+#  - every program a unit runs (Exec*=) is mdcached's own or belongs to an
+#    Essential package or to one of mdcached's Depends in debian/control
+#    (dpkg -S, dpkg-query): /bin/kill is procps', not on a minimal system;
+#  - ExecReload, run as systemd runs it with $MAINPID, sends SIGHUP;
 #  - the units' comments name every setting a reload applies live;
 #  - the unit carries the sandboxing the packaging promises, and the -x
 #    drop-in grants CAP_BPF CAP_NET_ADMIN CAP_PERFMON, bpf and AF_NETLINK
@@ -41,6 +45,81 @@ if ! MANPATH="$T/man" systemd-analyze verify "$T/units/mdcached.service" \
         "$T/units/mdcached@.service" >"$T/verify" 2>&1; then
     fail "systemd-analyze verify: $(cat "$T/verify")"
 fi
+
+# every program a unit runs (Exec*=, the drop-in included) is the package's
+# own, or belongs to an Essential package or to one mdcached depends on in
+# debian/control: on a minimal system /bin/kill (procps) is missing, and
+# `systemctl reload` (and systemd-analyze verify) fails
+if command -v dpkg-query >/dev/null 2>&1 && [ -f "$S/debian/control" ]; then
+    # mdcached's Depends (continuation lines too), one name a line
+    deps=$(awk '/^Package: mdcached$/ { p = 1; next }
+        p && /^$/ { exit }
+        p && /^Depends:/ { d = 1; sub(/^Depends:/, ""); print; next }
+        p && d && /^[ \t]/ { print; next }
+        { d = 0 }' "$S/debian/control" | tr ',|' '\n\n' |
+        sed 's/(.*)//; s/\[.*\]//; s/^[[:space:]]*//; s/[[:space:]]*$//' |
+        grep -v '^\${' | grep -v '^$')
+    for u in "$S"/dist/systemd/*.service "$S"/dist/systemd/*.conf; do
+        sed -n 's/^Exec[A-Za-z]*=//p' "$u" | while read -r prog _; do
+            prog=$(printf '%s' "$prog" | sed 's/^[-@:+!]*//')
+            [ -n "$prog" ] || continue
+            # the package's own programs (debian/mdcached.install)
+            if grep -qx "${prog#/}" "$S/debian/mdcached.install"; then
+                continue
+            fi
+            pkg=
+            for p in "$prog" "/usr$prog" "${prog#/usr}"; do
+                pkg=$(dpkg -S "$p" 2>/dev/null | grep -v '^diversion' |
+                    sed -n '1s/: .*//p' | sed 's/:[a-z0-9]*$//')
+                [ -n "$pkg" ] && break
+            done
+            if [ -z "$pkg" ]; then
+                echo "FAIL: $(basename "$u"): $prog belongs to no installed package"
+                continue
+            fi
+            ess=$(dpkg-query -W -f='${Essential}' "$pkg" 2>/dev/null)
+            if [ "$ess" = yes ]; then
+                continue
+            fi
+            if printf '%s\n' $deps | grep -qx "$pkg"; then
+                continue
+            fi
+            echo "FAIL: $(basename "$u"): $prog is in $pkg, which is neither Essential nor a dependency of mdcached"
+        done
+    done >"$T/progs"
+    if [ -s "$T/progs" ]; then
+        cat "$T/progs"
+        fails=$((fails + $(wc -l <"$T/progs")))
+    fi
+elif [ "${CI:-}" = true ]; then
+    fail "dpkg-query not found: the units' programs are unchecked"
+else
+    echo "note: no dpkg: the units' programs are not checked against the packages"
+fi
+
+# ExecReload, run as systemd runs it (its words split as systemd quotes them,
+# MAINPID in the environment), sends the daemon SIGHUP
+: >"$T/r.log"
+chmod 666 "$T/r.log" # reopened by the daemon's user (nobody, as root)
+"$D" -p 0 -s "$T/rsock" -n 1 -v 2 --log-file "$T/r.log" &
+RP=$!
+i=0
+while ! grep -q " ready" "$T/r.log" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+for u in mdcached.service mdcached@.service; do
+    n0=$(grep -c "log file reopened" "$T/r.log")
+    MAINPID=$RP python3 -c 'import os, shlex, subprocess, sys
+line = [l for l in open(sys.argv[1]) if l.startswith("ExecReload=")][0]
+sys.exit(subprocess.call(shlex.split(line[len("ExecReload="):])))' \
+        "$S/dist/systemd/$u" || fail "$u: ExecReload exited $?"
+    i=0
+    while [ "$(grep -c "log file reopened" "$T/r.log")" -le "$n0" ] && [ $i -lt 100 ]; do
+        sleep 0.05; i=$((i + 1))
+    done
+    [ "$(grep -c "log file reopened" "$T/r.log")" -gt "$n0" ] ||
+        fail "$u: ExecReload did not send SIGHUP: $(tail -3 "$T/r.log")"
+done
+kill -TERM $RP
+wait $RP
 
 # the units' opening comments name every setting SIGHUP applies live
 # (server_reload_one in server/daemon.c), not the log level alone
@@ -116,7 +195,21 @@ if ! grep -q '^#define HAVE_LIBSYSTEMD 1' "$B/config.h" 2>/dev/null; then
 else
     cat >"$T/notify.py" <<'EOF'
 import os, socket, sys, time
-sock_path, port, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+sock_path, ports, out = sys.argv[1], sys.argv[2], sys.argv[3]
+
+
+def port():
+    """the daemon's -p auto port, from its --port-file (0: not there)"""
+    try:
+        with open(ports) as f:
+            for line in f:
+                if line.startswith("tcp 127.0.0.1:"):
+                    return int(line.split(":")[1])
+    except OSError:
+        pass
+    return 0
+
+
 s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
 s.bind(sock_path)
 os.chmod(sock_path, 0o777)   # the daemon may have become nobody
@@ -130,7 +223,7 @@ with open(out, "w") as f:
             f.write("timeout\n"); break
         up = "no"
         try:
-            socket.create_connection(("127.0.0.1", port), 1).close(); up = "yes"
+            socket.create_connection(("127.0.0.1", port()), 1).close(); up = "yes"
         except OSError:
             pass
         for line in msg.split("\n"):
@@ -138,12 +231,11 @@ with open(out, "w") as f:
         if "STOPPING=1" in msg:
             break
 EOF
-    PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-    python3 "$T/notify.py" "$T/notify" "$PORT" "$T/msgs" &
+    python3 "$T/notify.py" "$T/notify" "$T/ports" "$T/msgs" &
     PY=$!
     i=0
     while ! grep -q bound "$T/msgs" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
-    NOTIFY_SOCKET="$T/notify" "$D" -p "$PORT" -n 2 -v 1 &
+    NOTIFY_SOCKET="$T/notify" "$D" -p auto --port-file "$T/ports" -n 2 -v 1 &
     DP=$!
     i=0
     while ! grep -q READY=1 "$T/msgs" && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done

@@ -45,6 +45,7 @@
 
 #define IO_TIMEOUT_MS 5000
 #define DAEMON_LOG "test_text_server-daemon.log"
+#define DAEMON_PORTS "test_text_server-daemon.ports"
 #define TAG_REPLY_LIMIT 4096 /* --tag-reply-limit of the spawned daemon */
 
 struct daemon {
@@ -59,20 +60,20 @@ static unsigned key_seq;
 
 /* ---- the daemon ---------------------------------------------------------- */
 
-static int free_port(void)
+/* The TCP port the daemon picked (-p auto), from its --port-file: the
+ * "tcp 127.0.0.1:PORT" line; -1 while the file is not there. */
+static int port_from_file(void)
 {
-    struct sockaddr_in a;
-    socklen_t al = sizeof(a);
-    int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
+    char line[256];
+    int port = -1;
+    FILE *f = fopen(DAEMON_PORTS, "r");
 
-    memset(&a, 0, sizeof(a));
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
-        getsockname(fd, (struct sockaddr *)&a, &al) == 0)
-        port = ntohs(a.sin_port);
-    if (fd >= 0)
-        close(fd);
+    if (f == NULL)
+        return -1;
+    while (port < 0 && fgets(line, sizeof(line), f) != NULL)
+        if (strncmp(line, "tcp 127.0.0.1:", 14) == 0)
+            port = atoi(line + 14);
+    fclose(f);
     return port;
 }
 
@@ -98,7 +99,6 @@ static int try_connect(void)
 static int daemon_start(const char *nnet, const char *npay)
 {
     const char *ext = getenv("MDC_TEST_TEXT_SERVER");
-    int tries;
 
     memset(&D, 0, sizeof(D));
     if (ext != NULL && *ext != '\0') {
@@ -111,14 +111,11 @@ static int daemon_start(const char *nnet, const char *npay)
         return 0;
     }
     snprintf(D.host, sizeof(D.host), "127.0.0.1");
-    for (tries = 0; tries < 5; tries++) {
-        char port[16], limit[16];
+    {
+        char limit[16];
         int i;
 
-        D.port = free_port();
-        if (D.port < 0)
-            return -1;
-        snprintf(port, sizeof(port), "%d", D.port);
+        unlink(DAEMON_PORTS);
         snprintf(limit, sizeof(limit), "%d", TAG_REPLY_LIMIT);
         D.pid = fork();
         if (D.pid < 0)
@@ -136,20 +133,25 @@ static int daemon_start(const char *nnet, const char *npay)
 #ifdef __linux__
             prctl(PR_SET_PDEATHSIG, SIGKILL); /* cleared if it drops root */
 #endif
-            execl(MDCACHED_BIN, MDCACHED_BIN, "-l", "127.0.0.1", "-p", port,
-                  "-n", nnet, "-t", npay, "-m", "64", "-v", "1",
-                  "--tag-reply-limit", limit, (char *)NULL);
+            /* -p auto: the kernel picks the port, the port file says it */
+            execl(MDCACHED_BIN, MDCACHED_BIN, "-l", "127.0.0.1", "-p", "auto",
+                  "--port-file", DAEMON_PORTS, "-n", nnet, "-t", npay, "-m",
+                  "64", "-v", "1", "--tag-reply-limit", limit, (char *)NULL);
             _exit(127);
         }
+        D.port = -1;
         for (i = 0; i < 200; i++) {
-            int fd = try_connect(), st;
+            int fd, st;
 
+            if (D.port < 0)
+                D.port = port_from_file();
+            fd = D.port > 0 ? try_connect() : -1;
             if (fd >= 0) {
                 close(fd);
                 return 0;
             }
             if (waitpid(D.pid, &st, WNOHANG) == D.pid)
-                break; /* exited: port taken meanwhile? try another */
+                return -1;
             usleep(25000);
         }
         kill(D.pid, SIGKILL);
@@ -158,7 +160,6 @@ static int daemon_start(const char *nnet, const char *npay)
     return -1;
 }
 
-/* A crashing test takes its daemon along. */
 static void on_crash(int sig)
 {
     if (D.pid > 0 && !D.external)
@@ -1165,6 +1166,258 @@ static void test_get_mg_shortcut(void **state)
     close(fd);
 }
 
+/*
+ * memcached's stale records and win tokens (docs/protocol-text.md, "Stale
+ * records and win tokens"): mg N vivifies, R hands out a recache win, md I
+ * marks stale, ms I stores an older version stale, u leaves no trace, and
+ * the "mg <key> v" shortcut defers to them.
+ */
+static void test_meta_stale(void **state)
+{
+    char k[64], b[1024], w[1024];
+    uint64_t cas;
+    int fd = conn_open();
+    (void)state;
+
+    /* N: the first miss wins an empty record, the others see Z */
+    ukey(k, sizeof(k), "viv");
+    snprintf(b, sizeof(b), "mg %s s v N30\r\nmg %s s v N30\r\nmg %s v\r\n"
+             "get %s\r\n", k, k, k, k);
+    snprintf(w, sizeof(w), "VA 0 s0 W\r\n\r\nVA 0 s0 Z\r\n\r\nVA 0 Z\r\n\r\n"
+             "VALUE %s 0 0\r\n\r\nEND\r\n", k);
+    xchg(fd, b, w);
+    snprintf(b, sizeof(b), "mg %s t q\r\n", k);
+    send_str(fd, b);
+    expect_ttl_line(fd, "HD t%d Z\r\n", 30);
+    /* the winner's store: fresh */
+    snprintf(b, sizeof(b), "ms %s 2\r\nok\r\nmg %s v\r\n", k, k);
+    xchg(fd, b, "HD\r\nVA 2\r\nok\r\n");
+    /* R: a TTL left below R's wins once */
+    ukey(k, sizeof(k), "rec");
+    snprintf(b, sizeof(b), "ms %s 1 T100\r\nx\r\nmg %s R30\r\nmg %s R200\r\n"
+             "mg %s R200\r\nmg %s\r\n", k, k, k, k, k);
+    xchg(fd, b, "HD\r\nHD\r\nHD W\r\nHD Z\r\nHD Z\r\n");
+    /* md I [T]: stale, value kept, new CAS, the next reader wins */
+    ukey(k, sizeof(k), "stale");
+    snprintf(b, sizeof(b), "ms %s 3\r\nold\r\n", k);
+    xchg(fd, b, "HD\r\n");
+    cas = gets_cas(fd, k);
+    snprintf(b, sizeof(b), "md %s I C%llu\r\nmd %s I T40 q\r\nmn\r\n", k,
+             (unsigned long long)cas + 1, k);
+    xchg(fd, b, "EX\r\nMN\r\n");
+    snprintf(b, sizeof(b), "mg %s v\r\nmg %s v\r\nget %s\r\nmg %s k v\r\n", k,
+             k, k, k);
+    snprintf(w, sizeof(w), "VA 3 X W\r\nold\r\nVA 3 Z X\r\nold\r\n"
+             "VALUE %s 0 3\r\nold\r\nEND\r\nVA 3 k%s Z X\r\nold\r\n", k, k);
+    xchg(fd, b, w);
+    assert_true(gets_cas(fd, k) > cas);
+    snprintf(b, sizeof(b), "mg %s t\r\n", k);
+    send_str(fd, b);
+    expect_ttl_line(fd, "HD t%d Z X\r\n", 40);
+    /* ms I with an older CAS: stored, still stale, win still out */
+    snprintf(b, sizeof(b), "ms %s 3 C%llu\r\nmid\r\nms %s 3 C%llu I\r\nmid\r\n"
+             "mg %s v\r\n", k, (unsigned long long)cas, k,
+             (unsigned long long)cas, k);
+    xchg(fd, b, "EX\r\nHD\r\nVA 3 Z X\r\nmid\r\n");
+    /* any store ends it */
+    snprintf(b, sizeof(b), "ms %s 3\r\nnew\r\nmg %s v\r\n", k, k);
+    xchg(fd, b, "HD\r\nVA 3\r\nnew\r\n");
+    /* md T without I deletes, as memcached */
+    snprintf(b, sizeof(b), "md %s T30\r\nmg %s v\r\nmd %s I\r\n", k, k, k);
+    xchg(fd, b, "HD\r\nEN\r\nNF\r\n");
+    /* u: no hit recorded */
+    ukey(k, sizeof(k), "nobump");
+    snprintf(b, sizeof(b), "ms %s 1\r\nx\r\nmg %s h u\r\nmg %s h u\r\n"
+             "mg %s h\r\nmg %s h\r\n", k, k, k, k, k);
+    xchg(fd, b, "HD\r\nHD h0\r\nHD h0\r\nHD h0\r\nHD h1\r\n");
+    close(fd);
+}
+
+/* tdel I [T<ttl>]: every record of the tag stale, one winner each. */
+static void test_tdel_stale(void **state)
+{
+    char k[3][64], b[1024], w[1024];
+    int fd = conn_open(), i;
+    int32_t tk = (int32_t)getpid() + (int32_t)key_seq * 7 + 1000003;
+    (void)state;
+
+    for (i = 0; i < 3; i++)
+        ukey(k[i], sizeof(k[i]), "tstale");
+    snprintf(b, sizeof(b),
+             "tset %s 0 0 2 %d:1\r\naa\r\ntset %s 0 0 2 %d:1,%d:2\r\nbb\r\n"
+             "tset %s 0 0 2 %d:2\r\ncc\r\n",
+             k[0], tk, k[1], tk, tk, k[2], tk);
+    xchg(fd, b, "STORED\r\nSTORED\r\nSTORED\r\n");
+    snprintf(b, sizeof(b), "tdel %d 1 I T50\r\n", tk);
+    xchg(fd, b, "DELETED 2\r\n");
+    for (i = 0; i < 2; i++) {
+        snprintf(b, sizeof(b), "mg %s v t\r\n", k[i]);
+        send_str(fd, b);
+        expect_ttl_line(fd, "VA 2 t%d X W\r\n", 50);
+        expect_str(fd, i ? "bb\r\n" : "aa\r\n");
+        snprintf(b, sizeof(b), "mg %s v\r\n", k[i]);
+        snprintf(w, sizeof(w), "VA 2 Z X\r\n%s\r\n", i ? "bb" : "aa");
+        xchg(fd, b, w);
+    }
+    snprintf(b, sizeof(b), "mg %s v t\r\n", k[2]);
+    xchg(fd, b, "VA 2 t-1\r\ncc\r\n");
+    /* the records keep their tags: tget still finds both */
+    snprintf(b, sizeof(b), "tget %d 1\r\n", tk);
+    send_str(fd, b);
+    for (i = 0; i < 5; i++)
+        recv_line(fd, w, sizeof(w));
+    assert_string_equal(w, "END\r\n");
+    /* again, any flag order, noreply; a winner's store is fresh */
+    snprintf(b, sizeof(b), "tset %s 0 0 2 %d:1\r\nAA\r\nmg %s v\r\n"
+             "tdel %d 1 2 T0 I noreply\r\nmg %s v t\r\nmg %s v t\r\n",
+             k[0], tk, k[0], tk, k[0], k[2]);
+    xchg(fd, b, "STORED\r\nVA 2\r\nAA\r\nVA 2 t-1 X W\r\nAA\r\n"
+                "VA 2 t-1 X W\r\ncc\r\n");
+    /* the plain form is unchanged */
+    snprintf(b, sizeof(b), "tdel %d 2\r\nmg %s v\r\n", tk, k[2]);
+    xchg(fd, b, "DELETED 2\r\nEN\r\n");
+    /* its grammar: T only with I, each once, nothing else */
+    snprintf(b, sizeof(b), "tdel %d 1 T5\r\n", tk);
+    xchg(fd, b, "CLIENT_ERROR invalid token 'T5'\r\n");
+    snprintf(b, sizeof(b), "tdel %d 1 I I\r\n", tk);
+    xchg(fd, b, "CLIENT_ERROR invalid token 'I'\r\n");
+    snprintf(b, sizeof(b), "tdel %d 1 I Tx\r\n", tk);
+    xchg(fd, b, "CLIENT_ERROR invalid token 'Tx'\r\n");
+    snprintf(b, sizeof(b), "tdel %d I\r\n", tk);
+    xchg(fd, b, "CLIENT_ERROR invalid token 'I'\r\n");
+    close(fd);
+}
+
+#define WIN_CLIENTS 8
+#define WIN_KEYS 200
+
+/*
+ * One client of test_meta_one_winner, in a child process: wait for the
+ * start byte, send one mg per key in a pipeline (reply "HD <flags>"), and
+ * report per key 'W' (won), 'Z' (another won), '?' (neither) on out.
+ */
+static void win_client(int start, int out, const char *prefix,
+                       const char *flags)
+{
+    static char req[WIN_KEYS * 128], rep[WIN_KEYS * 64];
+    char res[WIN_KEYS], c;
+    size_t n = 0, got = 0;
+    int fd = try_connect(), lines = 0, i;
+    int per = strchr(flags, 'v') ? 2 : 1; /* v: a value line follows */
+
+    if (fd < 0 || read(start, &c, 1) != 1)
+        _exit(2);
+    for (i = 0; i < WIN_KEYS; i++)
+        n += (size_t)snprintf(req + n, sizeof(req) - n, "mg %s%d %s\r\n",
+                              prefix, i, flags);
+    if (send(fd, req, n, MSG_NOSIGNAL) != (ssize_t)n)
+        _exit(3);
+    while (lines < per * WIN_KEYS && got < sizeof(rep)) {
+        ssize_t k = recv(fd, rep + got, sizeof(rep) - got, 0);
+        if (k <= 0)
+            _exit(4);
+        for (ssize_t j = 0; j < k; j++)
+            lines += rep[got + (size_t)j] == '\n';
+        got += (size_t)k;
+    }
+    char *p = rep;
+    for (i = 0; i < WIN_KEYS; i++) {
+        char *e = strchr(p, '\n');
+        if (e == NULL)
+            _exit(5);
+        *e = '\0';
+        res[i] = strstr(p, " W") ? 'W' : strstr(p, " Z") ? 'Z' : '?';
+        p = e + 1;
+        if (per == 2 && (e = strchr(p, '\n')) != NULL)
+            p = e + 1;
+    }
+    _exit(write(out, res, sizeof(res)) == (ssize_t)sizeof(res) ? 0 : 6);
+}
+
+/* Run WIN_CLIENTS clients at once; every key must have exactly one W and
+ * every other reply Z. */
+static void win_round(const char *prefix, const char *flags)
+{
+    int start[2], out[2], i, j, status;
+    pid_t kids[WIN_CLIENTS];
+    char res[WIN_CLIENTS][WIN_KEYS];
+    int wins[WIN_KEYS] = {0};
+
+    assert_int_equal(pipe(start), 0);
+    assert_int_equal(pipe(out), 0);
+    for (i = 0; i < WIN_CLIENTS; i++) {
+        kids[i] = fork();
+        assert_true(kids[i] >= 0);
+        if (kids[i] == 0) {
+            close(start[1]);
+            close(out[0]);
+            win_client(start[0], out[1], prefix, flags);
+        }
+    }
+    close(start[0]);
+    close(out[1]);
+    for (i = 0; i < WIN_CLIENTS; i++) /* all go at once */
+        assert_int_equal(write(start[1], "g", 1), 1);
+    close(start[1]);
+    for (i = 0; i < WIN_CLIENTS; i++) {
+        size_t got = 0;
+        while (got < WIN_KEYS) {
+            ssize_t k = read(out[0], res[i] + got, WIN_KEYS - got);
+            if (k <= 0)
+                fail_msg("client %d reported %zu of %d keys", i, got,
+                         WIN_KEYS);
+            got += (size_t)k;
+        }
+    }
+    close(out[0]);
+    for (i = 0; i < WIN_CLIENTS; i++) {
+        assert_int_equal(waitpid(kids[i], &status, 0), kids[i]);
+        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
+    for (i = 0; i < WIN_CLIENTS; i++)
+        for (j = 0; j < WIN_KEYS; j++) {
+            if (res[i][j] == '?')
+                fail_msg("%s%d: a reply without W or Z", prefix, j);
+            wins[j] += res[i][j] == 'W';
+        }
+    for (j = 0; j < WIN_KEYS; j++)
+        if (wins[j] != 1)
+            fail_msg("%s%d: %d winners (%s)", prefix, j, wins[j], flags);
+}
+
+/* Concurrent clients: exactly one winner per record, on vivify and after
+ * a stale tag delete. */
+static void test_meta_one_winner(void **state)
+{
+    char prefix[64], b[256];
+    int fd = conn_open(), i;
+    int32_t tk = (int32_t)getpid() + 2000003;
+    (void)state;
+
+    ukey(prefix, sizeof(prefix), "win");
+    strcat(prefix, "_");
+    win_round(prefix, "N30");
+    /* the same records, stored with a tag, then stale by tag */
+    for (i = 0; i < WIN_KEYS; i++) {
+        snprintf(b, sizeof(b), "tset %s%d 0 0 1 %d:1 noreply\r\nv\r\n",
+                 prefix, i, tk);
+        send_str(fd, b);
+    }
+    snprintf(b, sizeof(b), "tdel %d 1 I\r\n", tk);
+    send_str(fd, b);
+    snprintf(b, sizeof(b), "DELETED %d\r\n", WIN_KEYS);
+    expect_str(fd, b);
+    win_round(prefix, "s");
+    /* and once more through md I */
+    for (i = 0; i < WIN_KEYS; i++) {
+        snprintf(b, sizeof(b), "md %s%d I q\r\n", prefix, i);
+        send_str(fd, b);
+    }
+    xchg(fd, "mn\r\n", "MN\r\n");
+    win_round(prefix, "v");
+    close(fd);
+}
+
 #define SUITE                                                                  \
     cmocka_unit_test(test_storage_commands),                                   \
         cmocka_unit_test(test_counters_touch_delete),                          \
@@ -1179,7 +1432,10 @@ static void test_get_mg_shortcut(void **state)
         cmocka_unit_test(test_binary_refused),                                 \
         cmocka_unit_test(test_pipelined_burst),                                \
         cmocka_unit_test(test_get_mg_shortcut),                                \
-        cmocka_unit_test(test_idle_conns_hold_no_buffers)
+        cmocka_unit_test(test_idle_conns_hold_no_buffers),                     \
+        cmocka_unit_test(test_meta_stale),                                     \
+        cmocka_unit_test(test_tdel_stale),                                     \
+        cmocka_unit_test(test_meta_one_winner)
 
 int main(void)
 {

@@ -621,6 +621,31 @@ static void test_request_rules(void **state)
     assert_int_equal(wire_check_request(&m), WIRE_ETAGS);
     assert_true(wire_err_in_sync(WIRE_ETAGS));
     assert_true(wire_err_in_sync(WIRE_EFIELD));
+
+    /* STALE: DEL_BY_TAG requests only, and it allows an expiry */
+    struct wire_tag one = {1, 1};
+    wire_hdr_request(&h, WIRE_OP_DEL_BY_TAG);
+    h.ntags = 1;
+    h.expiry = 30;
+    n = wire_compose(buf, sizeof(buf), &h, &one, NULL, NULL);
+    assert_int_equal(wire_parse(buf, (size_t)n, &m, NO_LIMIT), n);
+    assert_int_equal(wire_check_request(&m), WIRE_EFIELD);
+    h.flags = WIRE_F_STALE;
+    n = wire_compose(buf, sizeof(buf), &h, &one, NULL, NULL);
+    assert_int_equal(wire_parse(buf, (size_t)n, &m, NO_LIMIT), n);
+    assert_int_equal(wire_check_request(&m), WIRE_OK);
+    h.flags = WIRE_F_STALE | WIRE_F_QUIET;
+    n = wire_compose(buf, sizeof(buf), &h, &one, NULL, NULL);
+    assert_int_equal(wire_parse(buf, (size_t)n, &m, NO_LIMIT), n);
+    assert_int_equal(wire_check_request(&m), WIRE_OK);
+    h.flags = WIRE_F_STALE | WIRE_F_RESPONSE;
+    n = wire_compose(buf, sizeof(buf), &h, &one, NULL, NULL);
+    assert_int_equal(wire_parse(buf, (size_t)n, &m, NO_LIMIT), WIRE_EFLAGS);
+    wire_hdr_request(&h, WIRE_OP_GET_BY_TAG);
+    h.ntags = 1;
+    h.flags = WIRE_F_STALE;
+    n = wire_compose(buf, sizeof(buf), &h, &one, NULL, NULL);
+    assert_int_equal(wire_parse(buf, (size_t)n, &m, NO_LIMIT), WIRE_EFLAGS);
 }
 
 static void test_compose_nospace(void **state)

@@ -163,8 +163,11 @@ procs = []
 
 
 def start(extra, logname):
+    """Start mdcached; its ports (auto: picked by the kernel, no probe that
+    a parallel test could race) are in the port file, see port_of()."""
     log = open(path(logname), "w")
-    p = subprocess.Popen([D, "-n", "2", "-v", "3", "--max-output", "1m"] +
+    p = subprocess.Popen([D, "-n", "2", "-v", "3", "--max-output", "1m",
+                          "--port-file", path(logname + ".ports")] +
                          extra, stdout=log, stderr=subprocess.STDOUT)
     procs.append(p)
     for _ in range(600):  # 30 s
@@ -179,18 +182,29 @@ def start(extra, logname):
     raise SystemExit("FAIL: daemon did not start")
 
 
+def port_of(logname, kind, host):
+    """The port of the "KIND HOST:PORT" line of a daemon's port file."""
+    with open(path(logname + ".ports")) as f:
+        for line in f:
+            k, addr = line.split()
+            if k == kind and addr.rsplit(":", 1)[0] == host:
+                return int(addr.rsplit(":", 1)[1])
+    raise SystemExit("FAIL: no %s %s listener in %s.ports" %
+                     (kind, host, logname))
+
+
 def logtext(name):
     with open(path(name)) as f:
         return f.read()
 
 
-TP = freeport()
-MP = freeport()
+MP = freeport()  # --metrics has no auto port (yet): probed
 SOCK = path("sock")
-daemon = start(["-p", "0", "-s", SOCK, "--tls-listen=127.0.0.1:%d" % TP,
+daemon = start(["-p", "0", "-s", SOCK, "--tls-listen=127.0.0.1:auto",
                 "--tls-cert", path("srv.pem"), "--tls-key", path("srv.key"),
                 "--tls-ca", path("ca1.pem"), "--tls-handshake-timeout", "1",
                 "--metrics", str(MP), "-I", "8m", "-m", "128"], "d.log")
+TP = port_of("d.log", "tls", "127.0.0.1")
 
 
 def ctx(cert="cli", verify=True, ca="ca1"):
@@ -517,21 +531,21 @@ try:
     check(served_serial() == "serial=2002", "serial after a failed reload")
 
     # -- an expired server certificate: a verifying client refuses it
-    TP2 = freeport()
     v6 = socket.has_ipv6
     if v6:
         try:
             t6 = socket.socket(socket.AF_INET6)
             t6.bind(("::1", 0))
-            TP6 = t6.getsockname()[1]
             t6.close()
         except OSError:
             v6 = False
-    extra6 = ["--tls-listen=[::1]:%d" % TP6] if v6 else []
-    d2 = start(["-p", "0", "--tls-listen=127.0.0.1:%d" % TP2, "--tls-cert",
+    extra6 = ["--tls-listen=[::1]:auto"] if v6 else []
+    d2 = start(["-p", "0", "--tls-listen=127.0.0.1:auto", "--tls-cert",
                 path("srv-old.pem"), "--tls-key", path("srv-old.key")] +
                extra6, "d2.log")
+    TP2 = port_of("d2.log", "tls", "127.0.0.1")
     if v6:  # a second, IPv6 TLS listener (brackets) serves TLS too
+        TP6 = port_of("d2.log", "tls", "[::1]")
         raw = socket.create_connection(("::1", TP6), timeout=5)
         try:
             ctx(None, verify=False).wrap_socket(raw).close()
@@ -556,16 +570,16 @@ try:
     d2.terminate()
     d2.wait()
     # a bad key at start: exit 78 (EX_CONFIG)
-    r = subprocess.run([D, "-p", "0", "--tls-listen=127.0.0.1:%d" % TP2,
+    r = subprocess.run([D, "-p", "0", "--tls-listen=127.0.0.1:auto",
                         "--tls-cert", path("srv1.pem"), "--tls-key",
                         path("srv2.key")], capture_output=True, timeout=20)
     check(r.returncode == 78, "mismatched key: exit %d" % r.returncode)
-    r = subprocess.run([D, "-p", "0", "--tls-listen=127.0.0.1:%d" % TP2],
+    r = subprocess.run([D, "-p", "0", "--tls-listen=127.0.0.1:auto"],
                        capture_output=True, timeout=20)
     check(r.returncode == 64, "--tls-listen without cert: exit %d" %
           r.returncode)
     # the io_uring backend does not carry TLS: a usage error, said clearly
-    r = subprocess.run([D, "-p", "0", "--tls-listen=127.0.0.1:%d" % TP2,
+    r = subprocess.run([D, "-p", "0", "--tls-listen=127.0.0.1:auto",
                         "--tls-cert", path("srv1.pem"), "--tls-key",
                         path("srv1.key"), "--io=uring"],
                        capture_output=True, timeout=20)
@@ -652,7 +666,7 @@ try:
     # -- protected mode: mutual TLS on a non-loopback address counts as
     #    authentication; TLS without client certificates does not
     for ca, want in ((True, False), (False, True)):
-        args = ["-p", "0", "--tls-listen=0.0.0.0:%d" % freeport(),
+        args = ["-p", "0", "--tls-listen=0.0.0.0:auto",
                 "--tls-cert", path("srv1.pem"), "--tls-key", path("srv1.key")]
         if ca:
             args += ["--tls-ca", path("ca1.pem")]

@@ -172,26 +172,28 @@ int tls_ep_start(struct tls_ep *e, const char *dir, int backend_port,
     bool own = mode != NULL && strcmp(mode, "mdcached") == 0;
 
     memset(e, 0, sizeof(*e));
+    char ports[300];
+
     snprintf(e->log, sizeof(e->log), "%s/endpoint.log", dir);
+    snprintf(ports, sizeof(ports), "%s/endpoint.ports", dir);
     for (int attempt = 0; attempt < 5; attempt++) {
-        char a1[1024], a2[64], a3[160], a4[160], a5[160], a6[16];
+        char a1[1024], a2[64], a3[160], a4[160], a5[160], a6[330];
         int status;
 
-        e->port = free_port();
-        if (e->port <= 0)
-            continue;
         if (own) {
-            /* the server's own TLS listener (mdcached --tls-listen) */
-            int plain = free_port();
-            snprintf(a2, sizeof(a2), "--tls-listen=127.0.0.1:%d", e->port);
+            /* the server's own TLS listener (mdcached --tls-listen), on
+             * ports it picks itself: read back from its port file */
+            e->port = 0;
+            unlink(ports);
+            snprintf(a2, sizeof(a2), "--tls-listen=127.0.0.1:auto");
             snprintf(a3, sizeof(a3), "--tls-cert=%s", cert);
             snprintf(a4, sizeof(a4), "--tls-key=%s", key);
             snprintf(a5, sizeof(a5), "--tls-ca=%s",
                      client_ca ? client_ca : "");
-            snprintf(a6, sizeof(a6), "%d", plain);
+            snprintf(a6, sizeof(a6), "--port-file=%s", ports);
             char *argv[32] = {(char *)tsrv_binary(), "-l", "127.0.0.1", "-p",
-                              a6, a2, a3, a4};
-            size_t n = 8;
+                              "auto", a6, a2, a3, a4};
+            size_t n = 9;
             if (client_ca != NULL)
                 argv[n++] = a5;
             for (size_t i = 0; daemon_args != NULL && daemon_args[i] != NULL &&
@@ -201,6 +203,11 @@ int tls_ep_start(struct tls_ep *e, const char *dir, int backend_port,
             argv[n] = NULL;
             spawn(e, argv);
         } else {
+            /* socat cannot say which port it got: probe one, and try
+             * again when socat could not bind it */
+            e->port = free_port();
+            if (e->port <= 0)
+                continue;
             snprintf(a1, sizeof(a1),
                      "OPENSSL-LISTEN:%d,bind=127.0.0.1,reuseaddr,fork,"
                      "cert=%s,key=%s,%s%s%s",
@@ -218,7 +225,9 @@ int tls_ep_start(struct tls_ep *e, const char *dir, int backend_port,
                 e->pid = 0;
                 break;
             }
-            if (accepts(e->port))
+            if (own && e->port <= 0)
+                e->port = tsrv_port_file_port(ports, "tls", "127.0.0.1");
+            if (e->port > 0 && accepts(e->port))
                 return 0;
             struct timespec ts = {0, 10 * 1000000L};
             nanosleep(&ts, NULL);

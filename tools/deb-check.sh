@@ -8,7 +8,13 @@
 #     /etc/mdcached.conf outside systemd, as the mdcached user the package
 #     created; a tagged record round-tripped with the installed
 #     mdcached-tool and through the installed PHP extension (php-mdcached,
-#     enabled with phpenmod: `php -m' lists it); the daemon stopped;
+#     enabled with phpenmod: `php -m' lists it); the PHP library
+#     (php-mdcached-cache) loaded by require 'Mdcached/Cache/autoload.php'
+#     and used with the daemon; the extension's PECL package made from the
+#     release tree and `pecl install'ed against the installed libmdcached-dev
+#     (client-php/tests/pecl-install.sh, into a private PEAR directory), then
+#     loaded with php -n -d extension= and used with the daemon; the daemon
+#     stopped;
 #  4. dpkg --purge of every package, then no file is left: nothing of
 #     `dpkg -L' (taken while installed) exists any more, except directories
 #     that existed before, /etc/mdcached*, /var/lib/mdcached are gone, and
@@ -20,13 +26,13 @@ set -u
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 BD=${1:-$TOP/_build/normal}
 W="$BD/deb"
-PKGS="php-mdcached mdcached libmdcached-dev libmdcached0"
+PKGS="php-mdcached-cache php-mdcached mdcached libmdcached-dev libmdcached0"
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 DPID=
 
 [ "$(id -u)" -eq 0 ] || { echo "deb-check: needs root (dpkg -i)"; exit 1; }
-for c in dpkg-buildpackage lintian dh dh_php php; do
+for c in dpkg-buildpackage lintian dh dh_php php pecl pear phpize; do
     command -v $c >/dev/null 2>&1 || { echo "deb-check: $c missing (tools/deps.sh)"; exit 1; }
 done
 
@@ -105,13 +111,14 @@ PHPV=$(php -r 'echo PHP_MAJOR_VERSION, ".", PHP_MINOR_VERSION;')
 [ -L "/etc/php/$PHPV/cli/conf.d/20-mdcached.ini" ] || fail "php-mdcached: not enabled for the cli SAPI (phpenmod)"
 php -m 2>&1 | grep -qx mdcached || fail "php-mdcached: php -m does not list mdcached: $(php -m 2>&1 | head -5)"
 
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-/usr/sbin/mdcached -C /etc/mdcached.conf -p "$PORT" -u mdcached >"$W/daemon.log" 2>&1 &
+# -p auto: the kernel picks the port, the port file says which
+/usr/sbin/mdcached -C /etc/mdcached.conf -p auto --port-file "$W/ports" -u mdcached >"$W/daemon.log" 2>&1 &
 DPID=$!
 i=0
 while ! grep -q " ready" "$W/daemon.log" && kill -0 $DPID 2>/dev/null && [ $i -lt 100 ]; do
     sleep 0.1; i=$((i + 1))
 done
+PORT=$(awk '$1 == "tcp" { sub(/.*:/, "", $2); print $2; exit }' "$W/ports" 2>/dev/null)
 grep -q "running as user mdcached" "$W/daemon.log" || fail "not running as mdcached: $(cat "$W/daemon.log")"
 T="/usr/bin/mdcached-tool -s 127.0.0.1:$PORT"
 $T set deb:check "from the package" -t 16:4 -t 16:5 >"$W/tool.out" 2>&1 || fail "installed tool: set: $(cat "$W/tool.out")"
@@ -138,6 +145,37 @@ $c->addServer("127.0.0.1", (int)$argv[1]);
 $n = $c->deleteByTag(16, 6);
 if ($n !== 1 || $c->get("deb:php") !== false) { echo "deleteByTag: ", var_export($n, true), "\n"; exit(1); }' "$PORT" \
     >"$W/php.out" 2>&1 || fail "php-mdcached: deleteByTag: $(cat "$W/php.out")"
+# the PHP library (php-mdcached-cache), from PHP's include path
+[ -f /usr/share/php/Mdcached/Cache/autoload.php ] || fail "php-mdcached-cache: no /usr/share/php/Mdcached/Cache/autoload.php"
+php -r '
+require "Mdcached/Cache/autoload.php";
+$c = new Mdcached\Client();
+$c->addServer("127.0.0.1", (int)$argv[1]);
+$s = new Mdcached\Cache\SimpleCache($c, "deb");
+if (!$s->set("k", ["v"], 60) || $s->get("k") !== ["v"] || !$s->clear() || $s->get("k") !== null) { echo "PSR-16\n"; exit(1); }
+$p = new Mdcached\Cache\CacheItemPool($c, "deb");
+$p->save($p->getItem("i")->set(42));
+if ($p->getItem("i")->get() !== 42) { echo "PSR-6\n"; exit(1); }
+$cache = new Illuminate\Cache\Repository(new Mdcached\Cache\LaravelStore($c, "deb"));
+$cache->tags(["t"])->put("l", "v", 60);
+if (!$cache->tags(["t"]) instanceof Illuminate\Cache\TaggedCache || $cache->get("l") !== "v"
+    || !$cache->tags("t")->flush() || $cache->get("l") !== null) { echo "Laravel store\n"; exit(1); }
+if (!$cache->lock("x", 5)->get(fn() => true)) { echo "Laravel lock\n"; exit(1); }
+echo (new ReflectionClass(Mdcached\Cache\SimpleCache::class))->getFileName(), "\n";' "$PORT" \
+    >"$W/phplib.out" 2>&1 || fail "php-mdcached-cache: $(cat "$W/phplib.out")"
+grep -qx /usr/share/php/Mdcached/Cache/SimpleCache.php "$W/phplib.out" ||
+    fail "php-mdcached-cache: classes not loaded from /usr/share/php: $(cat "$W/phplib.out")"
+# PECL: the package made from the release tree, installed against the
+# installed libmdcached-dev (configure finds it by pkg-config)
+if sh "$TOP/client-php/tests/pecl-install.sh" "$W/mdcached-$V" "$W/pecl" "" "$PORT" >"$W/pecl.out" 2>&1; then
+    sed 's/^/   pecl: /' "$W/pecl.out"
+    so=$(tail -n 1 "$W/pecl.out")
+    ldd "$so" | grep -q "libmdcached.so.0 => /usr/lib/" ||
+        fail "pecl: $so is not linked with the installed libmdcached: $(ldd "$so" | grep mdcached)"
+else
+    cat "$W/pecl.out"
+    fail "pecl package / pecl install against libmdcached-dev"
+fi
 kill -TERM $DPID
 wait $DPID || fail "installed daemon: exit $? after SIGTERM"
 DPID=
@@ -167,4 +205,4 @@ if [ -s "$W/find.new" ]; then
 fi
 
 [ $fails -eq 0 ] || { echo "deb-check: $fails failure(s)"; exit 1; }
-echo "deb-check: packages built, lintian clean of errors, installed, round-trip (tool and PHP), purged clean"
+echo "deb-check: packages built, lintian clean of errors, installed, round-trip (tool, PHP extension, PHP library, PECL build), purged clean"

@@ -12,8 +12,9 @@ PKGS="build-essential autoconf automake libtool pkg-config
   debhelper dpkg-dev lintian adduser prometheus dh-php
   php-dev php-cgi php-igbinary php-msgpack zlib1g-dev libzstd-dev
   phpunit php-psr-simple-cache php-psr-cache php-symfony-cache
-  php-illuminate-cache php-redis
+  php-illuminate-cache php-redis composer php-symfony-framework-bundle php-symfony-yaml
   libssl-dev openssl socat
+  php-illuminate-container php-illuminate-config php-pear php-xml
   qemu-system-x86 busybox-static"
 if [ "$(id -u)" -ne 0 ]; then
     echo "tools/deps.sh: must run as root (apt-get install)" >&2

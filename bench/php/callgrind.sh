@@ -4,7 +4,8 @@
 # (population + OPS operations) minus (population alone), divided by OPS.
 # Deterministic where wall-clock and CPU time are not (a shared machine).
 # Run from the build top; starts the servers like run.sh (it reuses run.sh
-# with a wrapper around php).  Environment: ITEMS (2000), OPS (2000).
+# with a wrapper around php).  Environment: ITEMS (2000), OPS (2000),
+# WHOS ("a b c"), SET (as run.sh: a Composer set's vendor/autoload.php).
 set -eu
 top=$(pwd)
 src=$(cd "$(dirname "$0")/../.." && pwd)
@@ -22,7 +23,7 @@ valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.out" /usr/bin/php "\$@" 
 echo "{\"test\":\"callgrind\",\"ir\":\$(sed -n 's/^summary: //p' "$tmp/cg.out")}"
 EOS
 chmod +x "$tmp/php"
-for who in a b c; do
+for who in ${WHOS:-a b c}; do
     for only in mixed,populate-only mixed; do
         r=$(OUT="$tmp/out.jsonl" PATH="$tmp:$PATH" WHO=$who ONLY=$only ROUNDS=1 sh "$src/bench/php/run.sh" 2>/dev/null |
             sed -n 's/.*"test":"callgrind","ir":\([0-9]*\).*/\1/p' | head -1)

@@ -6,6 +6,8 @@
 # bench/results/php-tags-<date>.jsonl, then prints the summary
 # (bench/php/summary.php).  Run from the build top after `make`.
 # Environment: ITEMS OPS ROUNDS BIGTAG GETS ONLY WHO EXPIRY_WAIT (tagbench.php);
+# SET=<set>/vendor/autoload.php runs on a Composer set (e.g. symfony/cache
+# 7.1) instead of Debian's 5.4;
 # OUT overrides the results file.
 set -eu
 top=$(pwd)

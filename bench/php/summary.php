@@ -8,6 +8,9 @@ function rng(array $v): string { return sprintf('%.2f-%.2f', min($v), max($v)); 
 $names = ['a' => '(a) TagAware+Memcached', 'b' => '(b) RedisTagAware', 'c' => '(c) mdcached adapter'];
 $by = [];
 foreach ($rows as $r) {
+    if ($r['test'] === 'versions') {
+        echo 'Versions: ', json_encode(array_diff_key($r, ['test' => 1])), "\n";
+    }
     $by[$r['test']][] = $r;
 }
 if (isset($by['mixed'])) {
@@ -16,11 +19,12 @@ if (isset($by['mixed'])) {
         $m[$r['round']][$r['who']] = $r;
     }
     echo "Mixed workload (90% get, 8% save, 2% invalidateTags), per contender: median over rounds\n";
-    printf("%-26s %10s %12s %12s %12s\n", '', 'ops/s', 'client us/op', 'server us/op', 'total us/op');
+    printf("%-26s %10s %12s %12s %12s %9s %s\n", '', 'ops/s', 'client us/op', 'server us/op', 'total us/op', 'req/op', 'misses');
     foreach ($names as $k => $n) {
-        $col = fn($f) => med(array_map(fn($r) => $r[$k][$f], $m));
-        printf("%-26s %10.0f %12.1f %12.1f %12.1f\n", $n, $col('ops_per_s'), $col('client_us_per_op'),
-               $col('server_us_per_op'), med(array_map(fn($r) => $r[$k]['client_us_per_op'] + $r[$k]['server_us_per_op'], $m)));
+        $col = fn($f) => med(array_map(fn($r) => $r[$k][$f] ?? 0, $m));
+        printf("%-26s %10.0f %12.1f %12.1f %12.1f %9.2f %s\n", $n, $col('ops_per_s'), $col('client_us_per_op'),
+               $col('server_us_per_op'), med(array_map(fn($r) => $r[$k]['client_us_per_op'] + $r[$k]['server_us_per_op'], $m)),
+               $col('requests_per_op'), implode('/', array_map(fn($r) => $r[$k]['misses'], $m)));
     }
     foreach (['a', 'b'] as $o) {
         $thr = array_map(fn($r) => $r['c']['ops_per_s'] / $r[$o]['ops_per_s'], $m);

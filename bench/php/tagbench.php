@@ -22,7 +22,25 @@
  * client CPU (getrusage of this process) and server CPU (utime+stime of the
  * server process from /proc/<pid>/stat) per operation.
  */
-require __DIR__ . '/../../client-php/lib/autoload.php';
+// SET=<dir>/vendor/autoload.php: a Composer set (symfony/cache 7.1: the
+// symfony7 set of the PHP tests) with Mdcached\Cache by composer.json's
+// PSR-4 map; else Debian's (symfony/cache 5.4) through autoload.php
+if (($set = getenv('SET')) !== false && $set !== '') {
+    require $set;
+    $composer = json_decode(file_get_contents(__DIR__ . '/../../client-php/lib/composer.json'), true);
+    foreach ($composer['autoload']['psr-4'] as $prefix => $dir) {
+        spl_autoload_register(function (string $class) use ($prefix, $dir) {
+            if (strncmp($class, $prefix, strlen($prefix)) === 0) {
+                $f = __DIR__ . '/../../client-php/lib/' . $dir . str_replace('\\', '/', substr($class, strlen($prefix))) . '.php';
+                if (is_file($f)) {
+                    require $f;
+                }
+            }
+        });
+    }
+} else {
+    require __DIR__ . '/../../client-php/lib/autoload.php';
+}
 
 use Symfony\Component\Cache\Adapter\MemcachedAdapter;
 use Symfony\Component\Cache\Adapter\RedisAdapter;
@@ -68,11 +86,30 @@ function mdc_client(): Mdcached\Client
     $c->setOption(Mdcached\Client::OPT_COMPRESSION, false);
     return $c;
 }
+/* requests each server counted: memcached and mdcached per key (gets,
+ * sets, deletes, touches, arithmetic, CAS, and mdcached's tag requests),
+ * Redis per command */
+function server_requests(string $x): int
+{
+    global $memcached, $redis, $mdc, $mcPort;
+    if ($x === 'b') {
+        return (int)$redis->info('stats')['total_commands_processed'];
+    }
+    $s = $x === 'a' ? $memcached->getStats()["127.0.0.1:$mcPort"] : array_values($mdc->getStats())[0];
+    $n = 0;
+    foreach (['cmd_get', 'cmd_set', 'cmd_touch', 'delete_hits', 'delete_misses', 'incr_hits', 'incr_misses',
+              'decr_hits', 'decr_misses', 'cas_hits', 'cas_misses', 'cas_badval', 'cmd_get_by_tag',
+              'cmd_del_by_tag', 'cmd_atomic'] as $k) {
+        $n += (int)($s[$k] ?? 0);
+    }
+    return $n;
+}
 $memcached = MemcachedAdapter::createConnection("memcached://127.0.0.1:$mcPort");
 $redis = RedisAdapter::createConnection("redis://127.0.0.1:$rdPort");
 $mdc = mdc_client();
 $make = [
-    'a' => fn(string $ns) => new TagAwareAdapter(new MemcachedAdapter($memcached, $ns)),
+    // knownTagVersionsTtl 0: no tag versions kept in PHP between operations
+    'a' => fn(string $ns) => new TagAwareAdapter(new MemcachedAdapter($memcached, $ns), null, 0),
     'b' => fn(string $ns) => new RedisTagAwareAdapter($redis, $ns),
     'c' => fn(string $ns) => new Mdcached\Cache\SymfonyTagAwareAdapter($mdc, $ns),
 ];
@@ -135,6 +172,16 @@ function mixed_round($pool, int $ops, int $items, int $seed): array
     return ['misses' => $misses, 'invalidations' => $inv];
 }
 
+$versions = ['test' => 'versions', 'php' => PHP_VERSION];
+if (class_exists(Composer\InstalledVersions::class)) {
+    foreach (['symfony/cache', 'symfony/cache-contracts', 'psr/cache'] as $p) {
+        $versions[$p] = Composer\InstalledVersions::getPrettyVersion($p);
+    }
+} else {
+    $versions['symfony/cache'] = 'Debian ' . trim((string)shell_exec("dpkg-query -W -f '\${Version}' php-symfony-cache 2>/dev/null"));
+}
+out($versions);
+
 $order = str_split(getenv('WHO') ?: 'abc'); // a subset, e.g. for callgrind
 $mixedOps = str_contains($only, 'populate-only') ? 0 : $OPS;
 if (str_contains($only, 'mixed')) {
@@ -145,6 +192,7 @@ if (str_contains($only, 'mixed')) {
     for ($round = 1; $round <= $ROUNDS; $round++) {
         foreach ($order as $x) {
             $pool = $make[$x]('mix');
+            $q0 = server_requests($x);
             $s0 = server_cpu($pids[$x]);
             $c0 = self_cpu();
             $t0 = hrtime(true);
@@ -152,7 +200,9 @@ if (str_contains($only, 'mixed')) {
             $wall = (hrtime(true) - $t0) / 1e9;
             $c1 = self_cpu();
             $s1 = server_cpu($pids[$x]);
+            $q1 = server_requests($x) - ($x === 'b' ? 1 : 0); // the INFO itself
             out(['test' => 'mixed', 'round' => $round, 'who' => $x, 'ops' => $OPS, 'secs' => $wall,
+                 'requests_per_op' => ($q1 - $q0) / max(1, $mixedOps),
                  'ops_per_s' => $OPS / $wall, 'client_us_per_op' => ($c1 - $c0) / $OPS * 1e6,
                  'server_us_per_op' => ($s1 - $s0) / $OPS * 1e6] + $info);
         }

@@ -1,4 +1,4 @@
-# client-php/tests/daemon.sh - sourced by run-phpt.sh and run-phpunit.sh:
+# client-php/tests/daemon.sh - sourced by run-phpt.sh and run-sets.sh:
 # start an mdcached daemon on a free loopback port and a Unix socket in a
 # scratch directory, stop it and remove the directory on exit.  Sets tmp,
 # pid, port; needs PHP and bin.

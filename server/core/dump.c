@@ -44,7 +44,8 @@
 #define RB_EXPIRY 0x02
 #define RB_IDLE 0x04
 #define RB_TAGS 0x08
-#define RB_KNOWN 0x0f
+#define RB_STALE 0x10 /* version 2: marked stale (a pending win is not kept) */
+#define RB_KNOWN 0x1f
 
 int dump_load_mode_of(const char *s)
 {
@@ -288,7 +289,8 @@ static void dw_record(void *ctx, struct store *st, const struct record *r)
     uint32_t idle = record_idle_ticks(st, r);
     uint8_t *p = w->blk + BLK_HDR + w->len, *p0 = p;
     uint8_t bits = (r->flags ? RB_FLAGS : 0) | (exp ? RB_EXPIRY : 0) |
-                   (idle != UINT32_MAX ? RB_IDLE : 0) | (nt ? RB_TAGS : 0);
+                   (idle != UINT32_MAX ? RB_IDLE : 0) | (nt ? RB_TAGS : 0) |
+                   (record_stale(r) ? RB_STALE : 0);
     *p++ = bits;
     p += put_var(p, r->klen);
     p += put_var(p, r->vlen);
@@ -504,8 +506,7 @@ static int rec_decode(const uint8_t **pp, const uint8_t *end, struct drec *d,
             }
         }
     }
-    if (d->klen > STORE_MAX_KEY || d->vlen > UINT32_MAX ||
-        d->flags > UINT32_MAX || d->idle > UINT32_MAX ||
+    if (d->vlen > UINT32_MAX || d->idle > UINT32_MAX ||
         d->link_age > UINT32_MAX || d->expiry > INT64_MAX || d->cas == 0) {
         *why = "field out of range";
         return -1;
@@ -522,6 +523,55 @@ static int rec_decode(const uint8_t **pp, const uint8_t *end, struct drec *d,
 trunc:
     *why = "record runs past the block's end";
     return -1;
+}
+
+/*
+ * A record that decodes, checked field by field as the protocol checks a
+ * request (docs/protocol.md): a key of 1..65534 bytes, flags of 32 bits,
+ * tags sorted and distinct (as the writer puts them), and nothing over
+ * the writer's own -I and --max-tags (the header's; 0: unknown).  NULL
+ * when valid, else what is wrong (in buf).
+ */
+static const char *rec_check(const struct drec *d, uint64_t max_item,
+                             uint64_t max_tags, char *buf, size_t len)
+{
+    const uint8_t *p = d->tags;
+    int64_t pk = 0, pv = 0;
+
+    if (d->klen == 0)
+        return "empty key";
+    if (d->klen > STORE_MAX_KEY) {
+        snprintf(buf, len, "key of %" PRIu64 " bytes, over %u", d->klen,
+                 STORE_MAX_KEY);
+        return buf;
+    }
+    if (d->flags > UINT32_MAX)
+        return "client flags over 32 bits";
+    if (max_item != 0 && d->vlen > max_item) {
+        snprintf(buf, len, "value of %" PRIu64 " bytes, over the writer's "
+                 "-I %" PRIu64, d->vlen, max_item);
+        return buf;
+    }
+    if (max_tags != 0 && d->ntags > max_tags) {
+        snprintf(buf, len, "%" PRIu64 " tags, over the writer's --max-tags %"
+                 PRIu64, d->ntags, max_tags);
+        return buf;
+    }
+    for (uint64_t i = 0; i < d->ntags; i++) {
+        uint64_t a = 0, b = 0;
+        (void)get_var(&p, p + 20, &a); /* verified by rec_decode */
+        (void)get_var(&p, p + 20, &b);
+        int64_t k = unzz(a), v = unzz(b);
+        if (i > 0 && (k < pk || (k == pk && v < pv)))
+            return "tags not sorted";
+        if (i > 0 && k == pk && v == pv) {
+            snprintf(buf, len, "tag %" PRId64 ":%" PRId64 " twice", k, v);
+            return buf;
+        }
+        pk = k;
+        pv = v;
+    }
+    return NULL;
 }
 
 struct deferred {
@@ -556,7 +606,9 @@ struct dl {
     struct deferred *def;
     size_t ndef, capdef;
     uint32_t nexttag;
+    uint32_t version; /* the file's format version */
     uint64_t tstack_max;
+    uint64_t max_item, max_tags; /* the writer's, from the header; 0 unknown */
     int nomem;
 };
 
@@ -632,7 +684,7 @@ static void insert(struct dl *l, const struct drec *d)
         .vlen = (uint32_t)d->vlen, .flags = (uint32_t)d->flags,
         .cas = d->cas, .expiry_wall = (int64_t)d->expiry,
         .idle_ticks = (uint32_t)d->idle, .tags = tags,
-        .ntags = (uint32_t)d->ntags,
+        .ntags = (uint32_t)d->ntags, .stale = (d->bits & RB_STALE) != 0,
     };
     struct record *tr = NULL;
     int rc = store_restore(l->st, &it, &tr);
@@ -672,16 +724,22 @@ static void insert(struct dl *l, const struct drec *d)
     }
 }
 
-/* A block whose checksums verify: check every record, then use them. */
+/* A block whose checksums verify: check every record, then use them.  A
+ * record that decodes but has a field the protocol would refuse (an empty
+ * key, tags out of order...) is damage at its own offset: strict refuses
+ * the file, repair skips that record and loads the rest of the block. */
 static int do_block(struct dl *l, const uint8_t *pl, uint32_t len,
                     uint32_t nrec, uint64_t off, uint32_t idx)
 {
     const uint8_t *p = pl, *end = pl + len;
     struct drec d;
     const char *why = NULL;
+    char buf[128];
     uint64_t prev = 0;
     for (uint32_t i = 0; i < nrec; i++) {
-        if (rec_decode(&p, end, &d, &prev, &why) < 0) {
+        if (rec_decode(&p, end, &d, &prev, &why) < 0 ||
+            (l->version == 1 && (d.bits & RB_STALE) &&
+             (why = "unknown record field bits") != NULL)) {
             damage(l, off, "block %u: record %u: %s", idx, i, why);
             return -1;
         }
@@ -690,16 +748,21 @@ static int do_block(struct dl *l, const uint8_t *pl, uint32_t len,
         damage(l, off, "block %u: bytes after its last record", idx);
         return -1;
     }
-    if (l->pass == 0)
-        return 0;
     p = pl;
     prev = 0;
     for (uint32_t i = 0; i < nrec; i++) {
+        const uint8_t *r0 = p;
         (void)rec_decode(&p, end, &d, &prev, &why);
-        if (l->pass == 1)
+        why = rec_check(&d, l->max_item, l->max_tags, buf, sizeof(buf));
+        if (why != NULL) {
+            l->info->invalid++;
+            damage(l, off + BLK_HDR + (uint64_t)(r0 - pl),
+                   "block %u: record %u: %s", idx, i, why);
+        } else if (l->pass == 1) {
             l->hist[idle_bin(d.idle)] += est_mem(&d);
-        else
+        } else if (l->pass == 2) {
             insert(l, &d);
+        }
     }
     return 0;
 }
@@ -727,13 +790,17 @@ static uint64_t scan(struct dl *l, const uint8_t *buf, size_t len)
         off = 0;
     } else if (get64(buf + 56) != XXH3_64bits(buf, 56)) {
         damage(l, 0, "header checksum mismatch");
-    } else if (get32(buf + 8) != DUMP_VERSION || get32(buf + 12) < HDR_SIZE ||
+    } else if (get32(buf + 8) < DUMP_VERSION_MIN ||
+               get32(buf + 8) > DUMP_VERSION || get32(buf + 12) < HDR_SIZE ||
                get32(buf + 12) > len) {
         damage(l, 8, "unsupported format version %u (header size %u)",
                get32(buf + 8), get32(buf + 12));
         return 0;
     } else {
         off = get32(buf + 12);
+        l->version = get32(buf + 8);
+        l->max_item = get32(buf + 32);
+        l->max_tags = get32(buf + 36);
     }
     while (off < len) {
         const uint8_t *b = buf + off;

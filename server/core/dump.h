@@ -12,7 +12,8 @@
 
 struct store;
 
-#define DUMP_VERSION 1
+#define DUMP_VERSION 2     /* written; 2 added the stale record bit */
+#define DUMP_VERSION_MIN 1 /* the oldest read */
 
 enum dump_load_mode {
     DUMP_LOAD_REPAIR, /* keep every block that verifies */
@@ -27,6 +28,8 @@ struct dump_info {
     uint64_t bytes;      /* file size */
     uint64_t blocks;     /* written, or intact blocks read */
     uint64_t bad;        /* load: damaged places found */
+    uint64_t invalid;    /* load: of them, records with a field the
+                          * protocol would refuse (skipped in repair) */
     uint64_t expired;    /* load: records whose expiry had passed */
     uint64_t over_limit; /* load: records left out at the memory limit */
     uint64_t refused;    /* load: records the store would not take */

@@ -230,6 +230,67 @@ static inline void announce(struct store *st, enum store_event ev,
 
 void store_flush(struct store *st);
 
+/* ---- get_flushed: the keys the last flush removed (store_int.h) ---------- */
+static inline uint64_t fmark_of(uint64_t h) { return h | 1; }
+
+/* Remember h (a flush, under h's stripe write lock). */
+static void fmarks_add(struct store *st, uint64_t h)
+{
+    struct flush_marks *m = &st->fmarks[(uint32_t)h & st->lmask];
+
+    if (atomic_fetch_add_explicit(&st->flush_total, 1, memory_order_relaxed) >=
+        FLUSH_MARKS_MAX)
+        return;
+    if (m->n == m->cap) {
+        uint32_t nc = m->cap ? m->cap * 2 : 8;
+        _Atomic uint64_t *nh = mdc_realloc(m->h, nc * sizeof(*nh));
+        if (nh == NULL)
+            return;
+        m->h = nh;
+        m->cap = nc;
+    }
+    atomic_store_explicit(&m->h[m->n++], fmark_of(h), memory_order_relaxed);
+    atomic_fetch_add_explicit(&st->flush_live, 1, memory_order_relaxed);
+}
+
+/* Consume h's mark if the last flush left one; under h's stripe lock, read
+ * (racing readers: the CAS lets one win) or write.  One relaxed load when
+ * no mark is left. */
+static bool fmarks_take(struct store *st, uint64_t h)
+{
+    if (atomic_load_explicit(&st->flush_live, memory_order_relaxed) == 0)
+        return false;
+    struct flush_marks *m = &st->fmarks[(uint32_t)h & st->lmask];
+    uint64_t want = fmark_of(h);
+    for (uint32_t i = 0; i < m->n; i++) {
+        uint64_t v = atomic_load_explicit(&m->h[i], memory_order_relaxed);
+        if (v == want && atomic_compare_exchange_strong(&m->h[i], &v, 0)) {
+            atomic_fetch_sub_explicit(&st->flush_live, 1,
+                                      memory_order_relaxed);
+            return true;
+        }
+    }
+    return false;
+}
+
+/* A new flush forgets the marks of the last one. */
+static void fmarks_reset(struct store *st)
+{
+    for (uint32_t i = 0; i <= st->lmask; i++) {
+        struct flush_marks *m = &st->fmarks[i];
+        uint64_t live = 0;
+        mdc_wrlock(&st->locks[i]);
+        for (uint32_t k = 0; k < m->n; k++)
+            live += atomic_load_explicit(&m->h[k], memory_order_relaxed) != 0;
+        m->n = 0;
+        mdc_unlock(&st->locks[i]);
+        if (live)
+            atomic_fetch_sub_explicit(&st->flush_live, live,
+                                      memory_order_relaxed);
+    }
+    atomic_store_explicit(&st->flush_total, 0, memory_order_relaxed);
+}
+
 /* Run a pending delayed flush once its moment has come (one relaxed load
  * on the common path). */
 static inline void check_flush(struct store *st, uint32_t now)
@@ -246,7 +307,22 @@ uint32_t record_klen(const struct record *r) { return r->klen; }
 const void *record_value(const struct record *r) { return r->data + r->klen; }
 uint32_t record_vlen(const struct record *r) { return r->vlen; }
 uint32_t record_flags(const struct record *r) { return r->flags; }
-uint64_t record_cas(const struct record *r) { return r->cas; }
+uint64_t record_cas(const struct record *r)
+{
+    return __atomic_load_n(&r->cas, __ATOMIC_RELAXED);
+}
+bool record_stale(const struct record *r)
+{
+    return (rec_rflags(r) & R_STALE) != 0;
+}
+bool record_won(const struct record *r)
+{
+    return (rec_rflags(r) & R_WON) != 0;
+}
+bool record_meta_marked(const struct record *r)
+{
+    return (rec_rflags(r) & (R_STALE | R_WON)) != 0;
+}
 uint32_t record_ntags(const struct record *r)
 {
     if (!(rec_rflags(r) & R_TAGGED))
@@ -425,13 +501,20 @@ static int reserve(struct store *st, size_t size)
     if (m <= lim)
         return 0;
     if (!st->cfg.no_evict && (int64_t)size <= lim) {
+        int evicted = 0;
         /* bounded only against a livelock with concurrent stores */
         for (int i = 0; i < RETRY_LIMIT; i++) {
             if (atomic_load_explicit(&st->mem, memory_order_relaxed) <= lim)
-                return 0;
+                break;
             if (evict_one(st) < 0)
                 break;
+            evicted = 1;
         }
+        /* memcached's direct_reclaims: this store, not a background
+         * thread, made the room (here every eviction is such a one) */
+        if (evicted)
+            atomic_fetch_add_explicit(&st->direct_reclaims, 1,
+                                      memory_order_relaxed);
         if (atomic_load_explicit(&st->mem, memory_order_relaxed) <= lim)
             return 0;
         atomic_fetch_add_explicit(&st->nomem_held, 1, memory_order_relaxed);
@@ -587,6 +670,8 @@ static int do_link(struct store *st, uint64_t h, struct record *r,
     uint32_t nt = (rec_rflags(r) & R_TAGGED) ? rec_tags(r)->ntags : 0;
     struct tag_area *ta = nt ? rec_tags(r) : NULL;
     int64_t tmem = 0, d_items = 0, d_tagged = 0, d_links = 0, d_expiring = 0;
+
+    (void)fmarks_take(st, h); /* stored again: a later miss is no flush's */
 
     if (!keep_pos && nt)
         ta->lseq = atomic_fetch_add_explicit(&st->link_seq, 1,
@@ -748,12 +833,16 @@ struct store *store_setup(const struct store_config *cfg)
     st->epoch_ns = sys_mono_ns(NULL);
     st->buckets = mdc_huge_calloc((size_t)c->nbuckets * sizeof(*st->buckets));
     st->locks = mdc_calloc(c->nlocks, sizeof(*st->locks));
+    st->fmarks = mdc_calloc(c->nlocks, sizeof(*st->fmarks));
     st->tags = tags_setup(c->tag_buckets);
-    if (st->buckets == NULL || st->locks == NULL || st->tags == NULL)
+    if (st->buckets == NULL || st->locks == NULL || st->fmarks == NULL ||
+        st->tags == NULL)
         goto fail;
     for (uint32_t i = 0; i < c->nlocks; i++)
         mdc_rwlock_init(&st->locks[i]);
-    st->fixed_bytes = sizeof(*st) + (uint64_t)c->nlocks * sizeof(*st->locks) +
+    st->fixed_bytes = sizeof(*st) +
+                      (uint64_t)c->nlocks *
+                          (sizeof(*st->locks) + sizeof(*st->fmarks)) +
                       tags_fixed_bytes(st->tags); /* + buckets in use */
     atomic_store(&st->evict_seed, 0x9E3779B97F4A7C15ull);
     atomic_store(&st->mem_limit, (int64_t)c->mem_limit);
@@ -770,6 +859,7 @@ struct store *store_setup(const struct store_config *cfg)
 fail:
     if (st->locks)
         mdc_free(st->locks);
+    mdc_free(st->fmarks);
     mdc_huge_free(st->buckets, (size_t)c->nbuckets * sizeof(*st->buckets));
     if (st->tags != NULL) {
         int64_t tmem = 0;
@@ -826,6 +916,9 @@ void store_teardown(struct store *st)
     pthread_mutex_destroy(&st->grow_mu);
     pthread_cond_destroy(&st->sweep_cv);
     mdc_free(st->locks);
+    for (uint32_t i = 0; i <= st->lmask; i++)
+        mdc_free(st->fmarks[i].h);
+    mdc_free(st->fmarks);
     mdc_huge_free(st->buckets, (size_t)st->cfg.nbuckets * sizeof(*st->buckets));
     mdc_free(st);
 }
@@ -864,6 +957,9 @@ void store_get_stats(struct store *st, struct store_stats *o)
     o->evicted_unfetched = LD(evicted_unfetched);
     o->get_expired = LD(get_expired);
     o->nomem_held = LD(nomem_held);
+    o->direct_reclaims = LD(direct_reclaims);
+    o->lrutail_reflocked = LD(lrutail_reflocked);
+    o->get_flushed = LD(get_flushed);
     o->tagged_items = LD(tagged_items);
     o->tag_links = LD(tag_links);
 #undef LD
@@ -965,6 +1061,14 @@ static int evict_one(struct store *st)
         } else {
             announce(st, EV_EVICT, best, h);
             atomic_fetch_add_explicit(&st->evictions, 1, memory_order_relaxed);
+            /* memcached skips a referenced record at the LRU tail
+             * (lrutail_reflocked); here it goes, its memory comes back
+             * when the reader lets go (our pick holds one count) */
+            if ((__atomic_load_n(&best->refcnt, __ATOMIC_RELAXED) &
+                 ~REF_INDEX) > 1 ||
+                mdc_held_anywhere(best))
+                atomic_fetch_add_explicit(&st->lrutail_reflocked, 1,
+                                          memory_order_relaxed);
             if (!(rec_rflags(best) & R_FETCHED))
                 atomic_fetch_add_explicit(&st->evicted_unfetched, 1,
                                           memory_order_relaxed);
@@ -1039,6 +1143,8 @@ static struct record *get_hashed(struct store *st, uint64_t h,
     check_flush(st, secs_of(st, ns));
     mdc_rdlock(l);
     struct record *r = do_find(st, h, key, klen);
+    if (r == NULL && fmarks_take(st, h))
+        atomic_fetch_add_explicit(&st->get_flushed, 1, memory_order_relaxed);
     if (r != NULL) {
         if (rec_expired(r, secs_of(st, ns))) {
             r = NULL;
@@ -1159,9 +1265,181 @@ struct record *store_gat(struct store *st, const void *key, uint32_t klen,
         __atomic_store_n(&r->atime, now_tick(st), __ATOMIC_RELAXED);
         rec_set_rflag(r, R_FETCHED);
         rec_hold(r);
+    } else if (fmarks_take(st, h)) {
+        atomic_fetch_add_explicit(&st->get_flushed, 1, memory_order_relaxed);
     }
     mdc_unlock(l);
     return r;
+}
+
+/* ---- meta get: vivify, recache, stale and win tokens ----------------------- */
+/* R's test: a deadline below the one R's TTL would give (memcached:
+ * exptime < realtime(token); never for a record without expiry). */
+static bool recache_due(struct store *st, const struct record *r,
+                        int64_t exptime)
+{
+    uint32_t d = __atomic_load_n(&r->deadline, __ATOMIC_RELAXED);
+    return d != 0 && exptime > 0 && d < deadline_of(st, exptime);
+}
+
+/* The hit half of store_mget, under the key's stripe (written when q
+ * touches): access state, recency, touch, then the win. */
+static void mget_hit(struct store *st, struct record *r, uint64_t h,
+                     uint64_t ns, const struct store_mget *q,
+                     struct store_mget_res *res)
+{
+    uint32_t t = tick_of(ns);
+    uint32_t at = __atomic_load_n(&r->atime, __ATOMIC_RELAXED);
+    uint8_t fl = rec_rflags(r);
+    bool want = false;
+
+    res->prev.hit_before = (fl & R_FETCHED) != 0;
+    res->prev.idle_s = (uint32_t)(((uint64_t)(t - at) << 20) / 1000000000u);
+    if (!q->no_bump) {
+        if (t - at >= ATIME_GRAIN)
+            __atomic_store_n(&r->atime, t, __ATOMIC_RELAXED);
+        if (!(fl & R_FETCHED))
+            rec_set_rflag(r, R_FETCHED);
+    }
+    if (res->created) { /* its expiry came from N; T then applies */
+        res->won = true;
+        if (q->touch)
+            set_deadline(st, r, deadline_of(st, q->exptime));
+        return;
+    }
+    if (q->recache && !q->recache_after_touch)
+        want = recache_due(st, r, q->recache_exptime);
+    if (q->touch) {
+        announce(st, EV_TOUCH, r, h);
+        set_deadline(st, r, deadline_of(st, q->exptime));
+    }
+    if (q->recache && q->recache_after_touch)
+        want = recache_due(st, r, q->recache_exptime);
+    if (fl & R_STALE) {
+        res->stale = true;
+        want = true;
+    }
+    if (fl & R_WON) {
+        res->pending = true;
+        return;
+    }
+    if (want) {
+        /* readers race here under the read lock: one fetch-or wins */
+        uint8_t was = __atomic_fetch_or(&r->rflags, R_WON, __ATOMIC_RELAXED);
+        if (was & R_WON)
+            res->pending = true;
+        else
+            res->won = true;
+    }
+}
+
+struct record *store_mget(struct store *st, const void *key, uint32_t klen,
+                          const struct store_mget *q,
+                          struct store_mget_res *res)
+{
+    memset(res, 0, sizeof(*res));
+    if (klen > STORE_MAX_KEY)
+        return NULL;
+    uint64_t h = store_hash(key, klen);
+    mdc_rwlock_t *l = stripe_of(st, h);
+    bool wr = q->touch; /* a touch writes the deadline */
+    struct record *fresh = NULL, *r;
+
+    for (;;) {
+        uint64_t ns = now_ns(st);
+        uint32_t now = secs_of(st, ns);
+        int expired = 0;
+        check_flush(st, now);
+        if (wr) {
+            mdc_wrlock(l);
+            r = do_find_live(st, h, key, klen);
+        } else {
+            mdc_rdlock(l);
+            r = do_find(st, h, key, klen);
+            if (r != NULL && rec_expired(r, now)) {
+                r = NULL;
+                expired = 1;
+            }
+        }
+        if (r == NULL && q->vivify) {
+            if (!wr || fresh == NULL) {
+                /* allocate with no lock held, then look again under the
+                 * write lock: a racing vivify may have linked first */
+                mdc_unlock(l);
+                if (fresh == NULL &&
+                    rec_alloc(st, key, klen, 0, 0, &fresh) != 0)
+                    return NULL;
+                wr = true;
+                continue;
+            }
+            r = fresh;
+            fresh = NULL;
+            r->deadline = deadline_of(st, q->vivify_exptime);
+            r->cas = next_cas();
+            r->rflags |= R_WON;
+            announce(st, EV_ADD, r, h);
+            if (do_link(st, h, r, NULL, 0) != 0) { /* no tags: cannot */
+                mdc_unlock(l);
+                store_release(st, r);
+                return NULL;
+            }
+            res->created = true;
+        }
+        if (r != NULL) {
+            mget_hit(st, r, h, ns, q, res);
+            rec_hold(r);
+        }
+        mdc_unlock(l);
+        if (expired) {
+            atomic_fetch_add_explicit(&st->get_expired, 1,
+                                      memory_order_relaxed);
+            mdc_wrlock(l);
+            (void)do_find_live(st, h, key, klen);
+            mdc_unlock(l);
+        }
+        break;
+    }
+    if (fresh != NULL)
+        store_release(st, fresh);
+    if (res->created)
+        maybe_grow(st);
+    return r;
+}
+
+/* Mark a linked record stale in place, under its stripe's write lock. */
+static void do_invalidate(struct store *st, struct record *r, uint64_t h,
+                          bool set_ttl, int64_t exptime)
+{
+    announce(st, EV_STALE, r, h);
+    if (set_ttl)
+        set_deadline(st, r, deadline_of(st, exptime));
+    rec_set_rflag(r, R_STALE);
+    rec_clear_rflag(r, R_WON); /* the next reader wins */
+    __atomic_store_n(&r->cas, next_cas(), __ATOMIC_RELAXED);
+}
+
+int store_invalidate(struct store *st, const void *key, uint32_t klen,
+                     uint64_t cas, bool set_ttl, int64_t exptime)
+{
+    if (klen > STORE_MAX_KEY)
+        return ST_KEY_INVALID;
+    uint64_t h = store_hash(key, klen);
+    mdc_rwlock_t *l = stripe_of(st, h);
+    int rc = ST_NOT_FOUND;
+
+    check_flush(st, now_s(st));
+    mdc_wrlock(l);
+    struct record *r = do_find_live(st, h, key, klen);
+    if (r != NULL) {
+        if (cas != 0 && r->cas != cas) {
+            rc = ST_EXISTS;
+        } else {
+            do_invalidate(st, r, h, set_ttl, exptime);
+            rc = ST_OK;
+        }
+    }
+    mdc_unlock(l);
+    return rc;
 }
 
 int store_touch(struct store *st, const void *key, uint32_t klen,
@@ -1196,6 +1474,8 @@ int store_delete(struct store *st, const void *key, uint32_t klen,
 
     mdc_wrlock(l);
     struct record *r = do_find_live(st, h, key, klen);
+    if (r == NULL)
+        (void)fmarks_take(st, h); /* memcached unlinks the flushed item */
     if (r != NULL) {
         if (cas != 0 && r->cas != cas) {
             rc = ST_EXISTS;
@@ -1275,6 +1555,10 @@ static int replace_derived(struct store *st, uint64_t h, struct record *old,
         return cur == NULL ? REPLACE_GONE : REPLACE_RETRY;
     }
     uint64_t ncas = r->cas; /* r may be replaced once unlocked */
+    /* a counter changes in place in memcached (stale state and win kept);
+     * append and prepend build a new item there (both dropped) */
+    if (ev == EV_INCR || ev == EV_ATOMIC)
+        rec_set_rflag(r, rec_rflags(old) & (R_STALE | R_WON));
     announce(st, ev, old, h);
     do_link(st, h, r, old, nt != 0);
     mdc_unlock(l);
@@ -1296,7 +1580,7 @@ static int put_concat(struct store *st, enum store_mode mode,
         if (old == NULL)
             return ST_NOT_STORED;
         int rc;
-        if (it->cas != 0 && old->cas != it->cas)
+        if (it->cas != 0 && record_cas(old) != it->cas)
             rc = ST_EXISTS;
         else if ((uint64_t)old->vlen + it->vlen > st->cfg.max_item_size)
             rc = ST_TOO_LARGE;
@@ -1401,7 +1685,15 @@ static int put_common(struct store *st, enum store_mode mode,
     case STORE_CAS:
         if (old == NULL)
             rc = ST_NOT_FOUND;
-        else if (old->cas != it->cas)
+        else if (old->cas == it->cas)
+            break;
+        else if (it->invalidate && it->cas < old->cas) {
+            /* memcached's ms I: an older version is stored, stale, for
+             * the old record's remaining life and with its win token */
+            uint8_t ofl = rec_rflags(old);
+            r->deadline = __atomic_load_n(&old->deadline, __ATOMIC_RELAXED);
+            rec_set_rflag(r, (uint8_t)(R_STALE | (ofl & R_WON)));
+        } else
             rc = ST_EXISTS;
         break;
     default:
@@ -1481,7 +1773,7 @@ static int counter_rmw_cas(struct store *st, enum store_event ev,
         if (old == NULL)
             return ST_NOT_FOUND;
         uint64_t cur, nv = 0, res = 0;
-        if (expect != 0 && old->cas != expect) {
+        if (expect != 0 && record_cas(old) != expect) {
             rc = ST_EXISTS;
         } else if (parse_u64(rec_val(old), old->vlen, &cur) != 0) {
             rc = ST_NOT_NUMBER;
@@ -1593,6 +1885,9 @@ int store_atomic(struct store *st, enum store_atomic_op op, const void *key,
 /* ---- flush and sweep ------------------------------------------------------------ */
 void store_flush(struct store *st)
 {
+    uint32_t now = now_s(st);
+
+    fmarks_reset(st);
     /* re-read the size each step: a bucket split behind the cursor moves
      * records ahead of it, never behind */
     for (uint32_t b = 0; b < nbuckets_now(st); b++) {
@@ -1600,7 +1895,10 @@ void store_flush(struct store *st)
         mdc_wrlock(l);
         struct record *r;
         while ((r = RB_ROOT(&st->buckets[b])) != NULL) {
-            announce(st, EV_FLUSH, r, store_hash(rec_key(r), r->klen));
+            uint64_t h = store_hash(rec_key(r), r->klen);
+            if (!rec_expired(r, now))
+                fmarks_add(st, h); /* a get of it counts get_flushed */
+            announce(st, EV_FLUSH, r, h);
             do_unlink_b(st, b, r);
         }
         mdc_unlock(l);
@@ -1942,6 +2240,41 @@ out:
     return rc == ST_NO_MEMORY ? rc : ST_OK;
 }
 
+/*
+ * The stale mode: phase 1 as del_by_tag; in phase 2 the current record of
+ * each candidate's key that carries one of the tags is invalidated in
+ * place under the write lock (it stays linked, tags and all, so there is
+ * no phase 3).  The race rule is del_by_tag's with "marked stale" for
+ * "deleted" (docs/threads.md).
+ */
+int store_stale_by_tag(struct store *st, int32_t tkey, const int32_t *tvals,
+                       size_t ntvals, bool set_ttl, int64_t exptime,
+                       uint64_t *nmarked)
+{
+    if (ntvals > 0 && tvals == NULL)
+        return ST_INVALID;
+    uint64_t n = 0;
+    struct store_recset cand = {0};
+    int rc = tags_collect(st->tags, tkey, tvals, ntvals, &cand, 0);
+    check_flush(st, now_s(st));
+    for (size_t i = 0; i < cand.n; i++) {
+        struct record *c = cand.recs[i];
+        uint64_t h = store_hash(rec_key(c), c->klen);
+        mdc_rwlock_t *l = stripe_of(st, h);
+        mdc_wrlock(l);
+        struct record *r = do_find_live(st, h, rec_key(c), c->klen);
+        if (r != NULL && carries(r, tkey, tvals, ntvals)) {
+            do_invalidate(st, r, h, set_ttl, exptime);
+            n++;
+        }
+        mdc_unlock(l);
+    }
+    store_recset_release(st, &cand);
+    if (nmarked)
+        *nmarked = n;
+    return rc == ST_NO_MEMORY ? rc : ST_OK;
+}
+
 int store_tstack_push(struct store *st, struct mdc_tag tag, const void *value,
                       uint32_t vlen, uint32_t flags, int64_t exptime,
                       char *keybuf, uint32_t *klen_out, uint64_t *cas_out)
@@ -2246,6 +2579,8 @@ int store_restore(struct store *st, const struct store_restore *it,
     r->cas = it->cas;
     if (it->ntags)
         rec_set_tags(r, it->tags, it->ntags);
+    if (it->stale) /* its win token is not: the next reader wins */
+        r->rflags |= R_STALE;
     /* versions handed out later are above this one */
     uint64_t g = atomic_load(&cas_global);
     while (g <= it->cas &&

@@ -78,7 +78,8 @@ struct store_config {
     X(EV_EXPIRE, "expire")                                                     \
     X(EV_EVICT, "evict")                                                       \
     X(EV_FLUSH, "flush")                                                       \
-    X(EV_DEL_BY_TAG, "del_by_tag")
+    X(EV_DEL_BY_TAG, "del_by_tag")                                             \
+    X(EV_STALE, "stale")
 
 enum store_event {
 #define X(e, s) e,
@@ -119,6 +120,16 @@ struct store_stats {
     uint64_t get_expired;     /* reads that found an expired record */
     uint64_t nomem_held;      /* stores refused although eviction is on:
                                * the memory is held by readers */
+    uint64_t direct_reclaims; /* stores that evicted records themselves to
+                               * fit under the limit (memcached's name) */
+    uint64_t lrutail_reflocked; /* evictions of a record a reader still
+                                 * referenced (its memory returns when the
+                                 * reader lets go) */
+    uint64_t get_flushed;     /* gets that found no record because a flush
+                               * had removed the key's record: the first
+                               * get of each key after the flush, until the
+                               * key is stored again (at most
+                               * FLUSH_MARKS_MAX keys per flush) */
     uint64_t tagged_items;    /* live records with at least one tag */
     uint64_t tag_links;       /* (record, tag) links in the tag index */
     uint64_t tag_values;      /* distinct (tkey, tval) in the index */
@@ -171,6 +182,9 @@ struct store_item {
     uint64_t cas;            /* STORE_CAS: expected version */
     const struct mdc_tag *tags;
     uint32_t ntags;          /* ignored (tags kept) by append/prepend */
+    bool invalidate;         /* STORE_CAS (memcached's ms I): a cas older
+                              * than the record's still stores, keeping its
+                              * expiry and win token, marked stale */
 };
 
 /* Store one item; on success *cas_out (if not NULL) gets the new version. */
@@ -199,6 +213,53 @@ struct store_access {
 };
 struct record *store_get_access(struct store *st, const void *key,
                                 uint32_t klen, struct store_access *prev);
+/*
+ * memcached's mg with its record-changing flags (docs/protocol-text.md,
+ * "Stale records and win tokens").  One lookup, atomic with the win:
+ *  - N (vivify): a miss links an empty record (flags 0, expiry N) and its
+ *    caller wins (W); a racing miss finds that record instead;
+ *  - R: a record whose TTL left is below R's TTL hands out a win once;
+ *  - a stale record (X) hands out a win to its first reader;
+ *  - a record whose win went out answers Z (the winner does not);
+ *  - T touches (the write lock is taken then), before or after R's test
+ *    as the request ordered them (recache_after_touch);
+ *  - no_bump (u): neither the access stamp nor the hit bit change.
+ * Returns a reference, or NULL on a miss without N.
+ */
+struct store_mget {
+    bool no_bump;
+    bool touch;
+    int64_t exptime;        /* T */
+    bool vivify;
+    int64_t vivify_exptime; /* N */
+    bool recache;
+    int64_t recache_exptime; /* R: protocol expiry, as exptime */
+    bool recache_after_touch;
+};
+struct store_mget_res {
+    struct store_access prev; /* before this read, as store_get_access */
+    bool won;     /* W: this caller is to recompute */
+    bool stale;   /* X */
+    bool pending; /* Z: another caller holds the win */
+    bool created; /* the record was vivified by this call */
+};
+struct record *store_mget(struct store *st, const void *key, uint32_t klen,
+                          const struct store_mget *q,
+                          struct store_mget_res *res);
+/* Whether a referenced record is stale / its win token went out (racy
+ * looks, for reports). */
+bool record_stale(const struct record *r);
+bool record_won(const struct record *r);
+/* Either of the two: an mg reply carries X, W or Z. */
+bool record_meta_marked(const struct record *r);
+/*
+ * memcached's md I: mark the live record stale instead of deleting it -
+ * a new CAS, the win token taken back (the next reader wins), and with
+ * set_ttl the expiry exptime.  cas != 0: only that version (ST_EXISTS).
+ * ST_NOT_FOUND on a miss.
+ */
+int store_invalidate(struct store *st, const void *key, uint32_t klen,
+                     uint64_t cas, bool set_ttl, int64_t exptime);
 /* Change the memory limit live (memcached's cache_memlimit); lowering it
  * evicts down to the new limit now (unless only records readers hold are
  * left: ST_NO_MEMORY, the limit is set anyway).  ST_INVALID for 0. */
@@ -293,6 +354,13 @@ int store_get_by_tag(struct store *st, int32_t tkey, const int32_t *tvals,
                      size_t ntvals, struct store_recset *out);
 int store_del_by_tag(struct store *st, int32_t tkey, const int32_t *tvals,
                      size_t ntvals, uint64_t *ndeleted);
+/* The stale mode of del_by_tag: every live record carrying one of the tags
+ * is invalidated as store_invalidate() does (with set_ttl, its expiry
+ * becomes exptime) instead of deleted; the race rule is del_by_tag's
+ * (docs/threads.md).  *nmarked gets the count. */
+int store_stale_by_tag(struct store *st, int32_t tkey, const int32_t *tvals,
+                       size_t ntvals, bool set_ttl, int64_t exptime,
+                       uint64_t *nmarked);
 
 /* The n tags carrying the most records, largest first (ties by tkey,
  * tval); returns how many were written.  Walks the tag index under each
@@ -353,6 +421,7 @@ struct store_restore {
     uint32_t idle_ticks;   /* as record_idle_ticks() */
     const struct mdc_tag *tags;
     uint32_t ntags;
+    bool stale;            /* restored stale; a win token never is */
 };
 /*
  * Insert a record with its own CAS, expiry and recency, never evicting:

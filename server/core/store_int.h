@@ -45,11 +45,17 @@
 #define R_LINKED 0x01  /* in the record forest (holds the index reference) */
 #define R_TAGGED 0x02  /* has a tag area */
 #define R_FETCHED 0x04 /* read at least once (for *_unfetched stats) */
+/* memcached's meta states (docs/protocol-text.md, "Stale records and win
+ * tokens"): R_STALE is set before the record is linked (ms I) or in place
+ * under the write lock (md I, stale tdel); R_WON is taken by one reader
+ * with an atomic fetch-or under the read lock, so exactly one gets W */
+#define R_STALE 0x08   /* marked stale: mg answers X */
+#define R_WON 0x10     /* a win token (W) went out: later readers get Z */
 
 struct record {
     MDC_RB_ENTRY_PACKED(record) rb; /* 28 */
     uint32_t hash32;                /* upper half of the key's 64-bit hash */
-    uint64_t cas;
+    uint64_t cas;      /* atomic: bumped in place by an invalidation */
     uint32_t vlen;
     uint32_t flags;    /* client flags */
     uint32_t deadline; /* store seconds (now_s() in store.c); 0 = never */
@@ -72,6 +78,13 @@ struct tag_area {
 
 RB_HEAD(rtree, record);
 
+/* One stripe's flushed keys (struct store, fmarks). */
+struct flush_marks {
+    _Atomic uint64_t *h; /* hash | 1 (0: consumed) */
+    uint32_t n, cap;
+};
+#define FLUSH_MARKS_MAX 65536u
+
 struct store {
     struct store_config cfg;
     uint32_t bmask; /* of the reserved array (cfg.nbuckets, the maximum) */
@@ -90,6 +103,14 @@ struct store {
     /* read on every operation, written rarely: apart from the counters */
     _Atomic uint32_t flush_at; /* store second of a pending flush; 0 none */
     _Atomic int64_t mem_limit; /* cfg.mem_limit, changed live */
+    /* the keys (hashes) of records the last flush removed, per stripe,
+     * written under the stripe's write lock; an entry is consumed (set to
+     * 0 with a CAS, readers may race) by the first get of its key, which
+     * counts get_flushed, or by a store of the key.  At most
+     * FLUSH_MARKS_MAX in all; flush_live: entries not yet consumed. */
+    struct flush_marks *fmarks; /* [nlocks] */
+    _Atomic uint64_t flush_live;
+    _Atomic uint64_t flush_total;
 
     /* counters every write updates: on lines of their own, so that the
      * read-mostly fields above and the retire list's below are not
@@ -112,6 +133,9 @@ struct store {
     _Atomic uint64_t sweep_cursor;
     _Atomic uint64_t evict_seed;
     _Atomic uint64_t nomem_held; /* refusals with eviction on (reserve) */
+    _Atomic uint64_t direct_reclaims; /* stores that evicted (reserve) */
+    _Atomic uint64_t lrutail_reflocked; /* evictions of referenced records */
+    _Atomic uint64_t get_flushed; /* gets of records a flush removed */
     uint64_t fixed_bytes;
 
     /* unlinked records no counted token keeps but a hold slot still does

@@ -31,7 +31,9 @@
 #include <event2/event.h>
 
 #include "server/core/alloc.h"
+#include "net.h"
 #include "threads.h"
+#include "udp.h"
 #include "tls.h"
 #include "uring.h"
 #include "server/log.h"
@@ -973,7 +975,9 @@ void conn_drive(struct conn *c)
     __atomic_store_n(&c->state,
                      c->closing ? CS_CLOSING
                      : c->opending > 0 && !c->wr_ready ? CS_MWRITE
-                                                       : CS_WAITING,
+                     : c->need_body && c->ilen - c->ioff < c->need
+                         ? CS_NREAD
+                         : CS_WAITING,
                      __ATOMIC_RELAXED);
     if (conn_out_full(c)) {
         if (!c->paused) {
@@ -1175,10 +1179,33 @@ static void conn_peer_name(const struct conn *c, char *buf, size_t len)
 void conn_visit_all(struct server *srv, conn_info_fn fn, void *ctx)
 {
     static const char *const names[] = {"conn_waiting", "conn_parse_cmd",
-                                        "conn_mwrite", "conn_closing"};
+                                        "conn_mwrite", "conn_closing",
+                                        "conn_nread"};
     uint64_t now = server_coarse_ms();
+    struct conn_info ci;
     unsigned i;
 
+    memset(&ci, 0, sizeof(ci));
+    ci.kind = CI_LISTENER;
+    ci.state = "conn_listening";
+    pthread_mutex_lock(&srv->stats_mu); /* net_close_all frees them */
+    for (i = 0; i < srv->nlisteners; i++) {
+        if (srv->listeners[i].fd < 0)
+            continue;
+        ci.fd = srv->listeners[i].fd;
+        net_listener_label(&srv->listeners[i], ci.addr, sizeof(ci.addr));
+        fn(ctx, &ci);
+    }
+    pthread_mutex_unlock(&srv->stats_mu);
+    for (i = 0; i < srv->nworkers; i++) {
+        struct worker *w = &srv->workers[i];
+
+        if (w->role == ROLE_PAYLOAD)
+            continue;
+        pthread_mutex_lock(&w->conns_mu);
+        udp_worker_visit(w, fn, ctx);
+        pthread_mutex_unlock(&w->conns_mu);
+    }
     for (i = 0; i < srv->nworkers; i++) {
         struct worker *w = &srv->workers[i];
         struct conn *c;
@@ -1187,13 +1214,15 @@ void conn_visit_all(struct server *srv, conn_info_fn fn, void *ctx)
             continue;
         pthread_mutex_lock(&w->conns_mu);
         for (c = w->conns; c != NULL; c = c->link.next) {
-            struct conn_info ci;
             uint64_t la = __atomic_load_n(&c->last_active, __ATOMIC_RELAXED);
             uint8_t st = __atomic_load_n(&c->state, __ATOMIC_RELAXED);
 
+            ci.kind = CI_CONN;
             ci.fd = c->fd;
             conn_peer_name(c, ci.addr, sizeof(ci.addr));
-            ci.state = names[st < 4 ? st : 0];
+            ci.state = names[st <= CS_NREAD ? st : 0];
+            net_listen_addr_of(srv, c->fd, c->family, ci.listen_addr,
+                               sizeof(ci.listen_addr));
             ci.idle_s = now > la ? (now - la) / 1000 : 0;
             fn(ctx, &ci);
         }

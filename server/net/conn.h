@@ -102,6 +102,8 @@ struct conn {
                               by the owner with relaxed atomics: stats
                               conns reads it from other threads) */
     uint8_t state;         /* enum conn_state, relaxed atomic, for stats */
+    bool need_body;        /* the protocol waits for the rest of a
+                              request's value (conn_in_need_body) */
     uint64_t blocked_since; /* coarse seconds output stalled; 0 = not */
 
     /* parking (conn_park): a request that waits for another thread */
@@ -131,19 +133,25 @@ enum conn_state {
     CS_PARSE,       /* conn_parse_cmd: running requests */
     CS_MWRITE,      /* conn_mwrite: output blocked on the socket */
     CS_CLOSING,     /* conn_closing */
+    CS_NREAD,       /* conn_nread: waiting for the rest of a value */
 };
 
-/* One connection as "stats conns" lists it. */
+/* One connection, listener or UDP socket as "stats conns" lists it. */
+enum conn_info_kind { CI_CONN, CI_LISTENER, CI_UDP };
 struct conn_info {
+    enum conn_info_kind kind;
     int fd;
-    char addr[128];   /* tcp:HOST:PORT, tcp6:[HOST]:PORT or unix:PATH */
+    char addr[140];   /* tcp:HOST:PORT, tcp6:[HOST]:PORT or unix:PATH */
+    char listen_addr[140]; /* CI_CONN: its listener's, as
+                              net_listener_label() */
     const char *state;
     uint64_t idle_s;  /* seconds since its last input */
 };
 typedef void (*conn_info_fn)(void *ctx, const struct conn_info *ci);
-/* Visit every open connection of every thread (any thread may call it;
- * each thread's list is held under its conns_mu while visited, so fn must
- * not block or call back into the network layer). */
+/* Visit every listener, UDP socket and open connection of every thread, in
+ * that order (any thread may call it; the listeners are held under
+ * stats_mu, each thread's lists under its conns_mu while visited, so fn
+ * must not block or call back into the network layer). */
 void conn_visit_all(struct server *srv, conn_info_fn fn, void *ctx);
 
 /* Allocate a connection for fd, to be run by network worker w. */
@@ -210,6 +218,14 @@ static inline void conn_in_consume(struct conn *c, size_t n)
 static inline void conn_in_need(struct conn *c, size_t total)
 {
     c->need = total > 0 ? total : 1;
+    c->need_body = false;
+}
+/* The same, the request's line (or header) being in: what is missing is
+ * its value ("stats conns" shows conn_nread meanwhile). */
+static inline void conn_in_need_body(struct conn *c, size_t total)
+{
+    conn_in_need(c, total);
+    c->need_body = true;
 }
 /* Discard n bytes of input: what is buffered now, the rest as it comes. */
 void conn_in_skip(struct conn *c, uint64_t n);

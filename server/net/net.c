@@ -18,6 +18,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -99,12 +100,23 @@ static void net_accepted_nodelay(int fd)
         net_set_nodelay(fd);
 }
 
+static uint64_t net_mono_us(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
 static void net_accept_resume_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct server *srv = arg;
+    uint64_t at = atomic_exchange(&srv->listen_disabled_at_us, 0);
 
     (void)fd;
     (void)what;
+    if (at != 0)
+        atomic_fetch_add(&srv->listen_disabled_us, net_mono_us() - at);
     if (!atomic_load(&srv->stop))
         net_enable_accept(srv);
 }
@@ -116,6 +128,8 @@ static void net_accept_backoff(struct server *srv)
 
     net_disable_accept(srv);
     STAT_INC(&srv->workers[0].stats, listen_disabled_num);
+    if (atomic_load(&srv->listen_disabled_at_us) == 0)
+        atomic_store(&srv->listen_disabled_at_us, net_mono_us());
     if (srv->ev_accept_resume == NULL)
         srv->ev_accept_resume = evtimer_new(srv->workers[0].base,
                                             net_accept_resume_cb, srv);
@@ -247,6 +261,44 @@ static struct listener *net_add(struct server *srv, int fd, int family,
     return l;
 }
 
+/* The name of a socket bound to port "auto": the port the kernel chose. */
+int net_bound_name(int fd, const struct addrinfo *ai, char *name, size_t len)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof(ss);
+    struct addrinfo bound = *ai;
+    char port[16];
+
+    if (getsockname(fd, (struct sockaddr *)&ss, &sl) < 0)
+        return -1;
+    bound.ai_addr = (struct sockaddr *)&ss;
+    bound.ai_addrlen = sl;
+    snprintf(port, sizeof(port), "%u",
+             ntohs(ss.ss_family == AF_INET6
+                       ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                       : ((struct sockaddr_in *)&ss)->sin_port));
+    addr_name(&bound, port, name, len);
+    return 0;
+}
+
+/* An address that an earlier -l or --tls-listen value already bound (the
+ * same value twice, or two names of one address): say so, rather than
+ * "Address already in use" as if another process held it. */
+static bool net_listed_twice(struct server *srv, const char *name, bool tls)
+{
+    size_t i;
+
+    for (i = 0; i < srv->nlisteners; i++) {
+        const struct listener *l = &srv->listeners[i];
+        if (l->family != AF_UNIX && strcmp(l->name, name) == 0) {
+            log_error("cannot listen on %s%s: the address was given twice "
+                      "(-l / --tls-listen)", name, tls ? " (TLS)" : "");
+            return true;
+        }
+    }
+    return false;
+}
+
 /* The port of a --tls-listen address that names none. */
 #define NET_TLS_PORT 11312
 
@@ -279,9 +331,19 @@ static int net_listen_tcp(struct server *srv, const char *spec, bool tls)
             (void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
         net_set_nodelay(fd); /* inherited by accepted sockets */
         addr_name(ai, port, name, sizeof(name));
+        if (net_listed_twice(srv, name, tls)) {
+            close(fd);
+            goto out;
+        }
         if (bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 ||
             listen(fd, (int)srv->opt.backlog) < 0) {
             log_error("cannot listen on %s: %s", name, strerror(errno));
+            close(fd);
+            goto out;
+        }
+        if (strcmp(port, "auto") == 0 && net_bound_name(fd, ai, name,
+                                                        sizeof(name)) < 0) {
+            log_error("cannot read the port of %s: %s", name, strerror(errno));
             close(fd);
             goto out;
         }
@@ -292,6 +354,8 @@ static int net_listen_tcp(struct server *srv, const char *spec, bool tls)
         }
         l->loopback = addr_is_loopback(ai->ai_addr);
         l->tls = tls;
+        if (!tls && strcmp(port, "auto") == 0 && srv->auto_tcp_port == 0)
+            srv->auto_tcp_port = (unsigned)atoi(strrchr(name, ':') + 1);
         log_info("listening on %s%s", name, tls ? " (TLS)" : "");
         n++;
     }
@@ -424,6 +488,48 @@ out:
     return rc;
 }
 
+/*
+ * --port-file: one line per listener, "tcp ADDR:PORT", "tls ADDR:PORT",
+ * "udp ADDR:PORT" or "unix PATH", with the ports "auto" picked.  Written
+ * beside PATH and renamed, so a reader that finds the file finds it whole.
+ */
+int net_write_port_file(struct server *srv)
+{
+    const char *path = srv->opt.port_file;
+    char tmp[4096];
+    FILE *f;
+    size_t i;
+    int bad;
+
+    if (path == NULL)
+        return 0;
+    if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp)) {
+        log_error("port file path too long: %s", path);
+        return -1;
+    }
+    f = fopen(tmp, "we");
+    if (f == NULL) {
+        log_error("cannot write port file %s: %s", tmp, strerror(errno));
+        return -1;
+    }
+    for (i = 0; i < srv->nlisteners; i++) {
+        const struct listener *l = &srv->listeners[i];
+        fprintf(f, "%s %s\n",
+                l->family == AF_UNIX ? "unix" : l->tls ? "tls" : "tcp",
+                l->name);
+    }
+    udp_write_names(srv, f);
+    bad = ferror(f);
+    if (fclose(f) != 0 || bad || rename(tmp, path) < 0) {
+        log_error("cannot write port file %s: %s", path,
+                  strerror(bad ? EIO : errno));
+        (void)unlink(tmp);
+        return -1;
+    }
+    srv->portfile_written = true;
+    return 0;
+}
+
 int net_enable_accept(struct server *srv)
 {
     size_t i;
@@ -454,6 +560,84 @@ void net_disable_accept(struct server *srv)
             event_del(srv->listeners[i].ev);
     }
     __atomic_store_n(&srv->accepting, false, __ATOMIC_RELAXED);
+}
+
+void net_listener_label(const struct listener *l, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s:%s",
+             l->family == AF_UNIX    ? "unix"
+             : l->family == AF_INET6 ? "tcp6"
+                                     : "tcp",
+             l->name);
+}
+
+/* Does a listener bound to la take connections to me?  Same port, and the
+ * same address or the wildcard. */
+static int net_addr_match(const struct sockaddr_storage *la,
+                          const struct sockaddr_storage *me)
+{
+    if (la->ss_family != me->ss_family)
+        return 0;
+    if (la->ss_family == AF_INET) {
+        const struct sockaddr_in *a = (const void *)la, *b = (const void *)me;
+        if (a->sin_port != b->sin_port)
+            return 0;
+        if (a->sin_addr.s_addr == b->sin_addr.s_addr)
+            return 2;
+        return a->sin_addr.s_addr == htonl(INADDR_ANY);
+    }
+    if (la->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *a = (const void *)la, *b = (const void *)me;
+        if (a->sin6_port != b->sin6_port)
+            return 0;
+        if (memcmp(&a->sin6_addr, &b->sin6_addr, sizeof(a->sin6_addr)) == 0)
+            return 2;
+        return memcmp(&a->sin6_addr, &in6addr_any, sizeof(in6addr_any)) == 0;
+    }
+    return 0;
+}
+
+void net_listen_addr_of(struct server *srv, int fd, int family, char *buf,
+                        size_t len)
+{
+    struct sockaddr_storage me, la;
+    socklen_t ml = sizeof(me), ll;
+    const struct listener *best = NULL;
+    int best_m = 0;
+    size_t i;
+
+    snprintf(buf, len, "?");
+    memset(&me, 0, sizeof(me));
+    if (family != AF_UNIX &&
+        getsockname(fd, (struct sockaddr *)&me, &ml) < 0)
+        return;
+    pthread_mutex_lock(&srv->stats_mu); /* net_close_all frees them */
+    for (i = 0; i < srv->nlisteners; i++) {
+        const struct listener *l = &srv->listeners[i];
+        int m;
+
+        if (l->fd < 0)
+            continue;
+        if (family == AF_UNIX) {
+            if (l->family == AF_UNIX) {
+                best = l;
+                break;
+            }
+            continue;
+        }
+        ll = sizeof(la);
+        memset(&la, 0, sizeof(la));
+        if (getsockname(l->fd, (struct sockaddr *)&la, &ll) < 0)
+            continue;
+        m = net_addr_match(&la, &me);
+        if (m > best_m) {
+            best = l;
+            best_m = m;
+        }
+    }
+    if (best != NULL)
+        net_listener_label(best, buf, len);
+    pthread_mutex_unlock(&srv->stats_mu);
 }
 
 void net_close_all(struct server *srv)

@@ -17,6 +17,7 @@
 
 #include "udp.h"
 #include "compat.h"
+#include "conn.h"
 
 #include <errno.h>
 #include <netdb.h>
@@ -24,6 +25,7 @@
 #include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -32,6 +34,7 @@
 #include <event2/event.h>
 
 #include "server/core/alloc.h"
+#include "net.h"
 #include "server/server.h"
 #include "server/addr.h"
 #include "server/log.h"
@@ -644,13 +647,38 @@ fail:
     return -1;
 }
 
+void udp_worker_visit(struct worker *w,
+                      void (*fn)(void *ctx, const struct conn_info *ci),
+                      void *ctx)
+{
+    struct conn_info ci;
+    struct udp_sock *us;
+
+    if (w->udp == NULL)
+        return;
+    memset(&ci, 0, sizeof(ci));
+    ci.kind = CI_UDP;
+    ci.state = "conn_read"; /* memcached's, for a UDP socket */
+    for (us = w->udp->socks; us != NULL; us = us->next) {
+        ci.fd = us->fd;
+        snprintf(ci.addr, sizeof(ci.addr), "%s:%s",
+                 us->name[0] == '[' ? "udp6" : "udp", us->name);
+        fn(ctx, &ci);
+    }
+}
+
 void udp_worker_close(struct worker *w)
 {
     struct udp_sock *us, *next;
 
     if (w->udp == NULL)
         return;
-    for (us = w->udp->socks; us != NULL; us = next) {
+    /* "stats conns" of another thread walks the list under conns_mu */
+    pthread_mutex_lock(&w->conns_mu);
+    us = w->udp->socks;
+    w->udp->socks = NULL;
+    pthread_mutex_unlock(&w->conns_mu);
+    for (; us != NULL; us = next) {
         next = us->next;
         event_free(us->ev);
         close(us->fd);
@@ -690,12 +718,20 @@ static int udp_listen_addr(struct server *srv, const char *spec)
 #ifndef MDC_UDP_REUSEPORT_LB
     last = first;
 #endif
-    snprintf(uport, sizeof(uport), "%llu",
-             (unsigned long long)srv->opt.udp_port);
+    if (srv->opt.udp_port == OPT_PORT_AUTO)
+        snprintf(uport, sizeof(uport), "auto");
+    else
+        snprintf(uport, sizeof(uport), "%llu",
+                 (unsigned long long)srv->opt.udp_port);
     if (addr_resolve_listen(spec, srv->opt.port, uport, AF_UNSPEC, SOCK_DGRAM,
                             "UDP address", port, sizeof(port), &res) < 0)
         goto out;
     for (ai = res; ai != NULL; ai = ai->ai_next) {
+        struct sockaddr_storage sa; /* -U auto: the port the first took */
+        struct addrinfo bound = *ai;
+
+        memcpy(&sa, ai->ai_addr, ai->ai_addrlen);
+        bound.ai_addr = (struct sockaddr *)&sa;
         addr_name(ai, port, name, sizeof(name));
         for (i = first; i <= last; i++) {
             int one = 1;
@@ -715,10 +751,25 @@ static int udp_listen_addr(struct server *srv, const char *spec)
             if (ai->ai_family == AF_INET6)
                 (void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one,
                                  sizeof(one));
-            if (bind(fd, ai->ai_addr, ai->ai_addrlen) < 0) {
+            if (bind(fd, bound.ai_addr, bound.ai_addrlen) < 0) {
                 log_error("cannot bind UDP %s: %s", name, strerror(errno));
                 close(fd);
                 goto out;
+            }
+            if (i == first && strcmp(port, "auto") == 0) {
+                /* the other threads' sockets share the port it got */
+                socklen_t sl = sizeof(sa);
+                if (getsockname(fd, (struct sockaddr *)&sa, &sl) < 0 ||
+                    net_bound_name(fd, ai, name, sizeof(name)) < 0) {
+                    log_error("cannot read the port of UDP %s: %s", name,
+                              strerror(errno));
+                    close(fd);
+                    goto out;
+                }
+                bound.ai_addrlen = sl;
+                if (srv->auto_udp_port == 0)
+                    srv->auto_udp_port =
+                        (unsigned)atoi(strrchr(name, ':') + 1);
             }
             if (udp_sock_add(&srv->workers[i], fd, name,
                              addr_is_loopback(ai->ai_addr)) < 0) {
@@ -736,6 +787,18 @@ out:
     if (res != NULL)
         freeaddrinfo(res);
     return rc;
+}
+
+void udp_write_names(struct server *srv, FILE *f)
+{
+    /* every address has a socket in the first network thread */
+    struct worker *w = &srv->workers[srv->nnet == 0 ? 0 : 1];
+    struct udp_sock *us;
+
+    if (w->udp == NULL)
+        return;
+    for (us = w->udp->socks; us != NULL; us = us->next)
+        fprintf(f, "udp %s\n", us->name);
 }
 
 int udp_listen_all(struct server *srv)

@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "protocol/mctext.h" /* the frame: UDP_FRAME_HDR, UDP_DGRAM_MAX */
 
@@ -47,6 +48,14 @@ unsigned udp_worker_fds(struct worker *w, int *fds, unsigned max);
 
 /* Bind -U on every -l address, one SO_REUSEPORT socket per network thread. */
 int udp_listen_all(struct server *srv);
+/* "stats conns": fn(ctx, info) for each of w's UDP sockets (CI_UDP; w's
+ * conns_mu held by the caller, which udp_worker_close takes too). */
+struct conn_info;
+void udp_worker_visit(struct worker *w,
+                      void (*fn)(void *ctx, const struct conn_info *ci),
+                      void *ctx);
+/* "udp ADDR:PORT" for every bound address (--port-file). */
+void udp_write_names(struct server *srv, FILE *f);
 /* Close w's UDP sockets (w's own thread, or before the threads start). */
 void udp_worker_close(struct worker *w);
 /* ... and free its buffers too. */

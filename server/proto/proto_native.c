@@ -379,7 +379,11 @@ static void nat_del_by_tag(struct conn *c, struct worker *w,
     tkey = t[0].tkey;
     for (i = 0; i < h->ntags; i++)
         tvals[i] = t[i].tval;
-    st = store_del_by_tag(c->srv->store, tkey, tvals, h->ntags, &n);
+    if (h->flags & WIRE_F_STALE) /* expiry 0: each keeps its own */
+        st = store_stale_by_tag(c->srv->store, tkey, tvals, h->ntags,
+                                h->expiry != 0, h->expiry, &n);
+    else
+        st = store_del_by_tag(c->srv->store, tkey, tvals, h->ntags, &n);
     if (st == ST_NOT_FOUND)
         st = ST_OK; /* nothing carried the tag: zero deleted */
     STAT_ADD(&w->stats, del_by_tag_records, n);
@@ -744,7 +748,7 @@ static void nat_process(struct conn *c, struct worker *w)
             continue;
         }
         if (avail < total) {
-            conn_in_need(c, total);
+            conn_in_need_body(c, total); /* the header is in */
             break;
         }
         n = wire_parse(buf, avail, &m, srv->max_body);

@@ -356,8 +356,18 @@ static void txt_conn_info(void *ctx, const struct conn_info *ci)
     struct conn *c = ctx;
     char name[32], val[32];
 
+    /* memcached 1.6's lines: a UDP socket is marked, a connection names
+     * the listener that accepted it */
+    if (ci->kind == CI_UDP) {
+        snprintf(name, sizeof(name), "%d:UDP", ci->fd);
+        txt_stats_line(c, name, "UDP");
+    }
     snprintf(name, sizeof(name), "%d:addr", ci->fd);
     txt_stats_line(c, name, ci->addr);
+    if (ci->kind == CI_CONN) {
+        snprintf(name, sizeof(name), "%d:listen_addr", ci->fd);
+        txt_stats_line(c, name, ci->listen_addr);
+    }
     snprintf(name, sizeof(name), "%d:state", ci->fd);
     txt_stats_line(c, name, ci->state);
     snprintf(name, sizeof(name), "%d:secs_since_last_cmd", ci->fd);
@@ -380,13 +390,62 @@ static bool arg_is(const struct mctext_req *req, const char *s)
     return req->arglen == n && memcmp(req->arg, s, n) == 0;
 }
 
-/* stats [settings|threads|tags|items|slabs|sizes|conns|reset|detail
- * on|off|dump]; another group: ERROR (docs/protocol-text.md, "stats"). */
+/* One unsigned 32-bit decimal of a stats argument, from *p (spaces
+ * skipped); 1 read, 0 none left, -1 not a number. */
+static int stats_arg_u32(const char **p, const char *end, uint32_t *out)
+{
+    const char *s = *p;
+    uint64_t v = 0;
+
+    while (s < end && *s == ' ')
+        s++;
+    if (s == end)
+        return 0;
+    *p = s;
+    while (s < end && *s != ' ') {
+        if (*s < '0' || *s > '9' || v > UINT32_MAX / 10)
+            return -1;
+        v = v * 10 + (uint64_t)(*s - '0');
+        s++;
+    }
+    if (v > UINT32_MAX)
+        return -1;
+    *out = (uint32_t)v;
+    *p = s;
+    return 1;
+}
+
+/* stats cachedump <class> <limit>, memcached's replies to bad arguments. */
+static void txt_cachedump(struct conn *c, const struct mctext_req *req)
+{
+    const char *p = req->arg + 9, *end = req->arg + req->arglen;
+    uint32_t cls = 0, limit = 0;
+    int a = stats_arg_u32(&p, end, &cls);
+    int b = a > 0 ? stats_arg_u32(&p, end, &limit) : 0;
+
+    if (a < 0 || b < 0) {
+        txt_str(c, "CLIENT_ERROR bad command line format\r\n");
+        return;
+    }
+    if (a == 0 || b == 0) {
+        txt_str(c, "CLIENT_ERROR bad command line\r\n");
+        return;
+    }
+    if (cls >= STATS_CACHEDUMP_CLASSES) {
+        txt_str(c, "CLIENT_ERROR Illegal slab id\r\n");
+        return;
+    }
+    stats_cachedump(c->srv, cls, limit, txt_line, c);
+    txt_str(c, MCTEXT_R_END);
+}
+
+/* stats [settings|threads|tags|items|slabs|sizes|conns|cachedump|reset|
+ * detail on|off|dump]; another group: ERROR (docs/protocol-text.md,
+ * "stats"). */
 static void txt_stats(struct conn *c, struct worker *w,
                       const struct mctext_req *req)
 {
     struct server *srv = c->srv;
-    unsigned i;
 
     STAT_INC(&w->stats, cmd_stats);
     if (req->arg == NULL) {
@@ -412,19 +471,11 @@ static void txt_stats(struct conn *c, struct worker *w,
     } else if (arg_is(req, "sizes")) {
         txt_stats_line(c, "sizes_status", "disabled");
     } else if (arg_is(req, "conns")) {
-        pthread_mutex_lock(&srv->stats_mu); /* net_close_all frees them */
-        for (i = 0; i < srv->nlisteners; i++) {
-            char name[32];
-
-            if (srv->listeners[i].fd < 0)
-                continue;
-            snprintf(name, sizeof(name), "%d:addr", srv->listeners[i].fd);
-            txt_stats_line(c, name, srv->listeners[i].name);
-            snprintf(name, sizeof(name), "%d:state", srv->listeners[i].fd);
-            txt_stats_line(c, name, "conn_listening");
-        }
-        pthread_mutex_unlock(&srv->stats_mu);
         conn_visit_all(srv, txt_conn_info, c);
+    } else if (req->arglen >= 9 && memcmp(req->arg, "cachedump", 9) == 0 &&
+               (req->arglen == 9 || req->arg[9] == ' ')) {
+        txt_cachedump(c, req);
+        return;
     } else if (arg_is(req, "reset")) {
         stats_reset(srv);
         txt_str(c, "RESET\r\n");
@@ -457,32 +508,35 @@ static void txt_mg(struct conn *c, struct worker *w,
                    const struct mctext_req *req)
 {
     struct store *st = c->srv->store;
+    const struct mctext_meta *m = &req->meta;
     struct mctext_meta_vals v;
     struct record *r;
-    struct store_access acc = {false, 0};
-    bool touch = MF('T') != 0;
+    struct store_mget q;
+    struct store_mget_res res;
 
-    if (MF('h') || MF('l')) {
-        /* the access state before this read, then the touch */
-        r = store_get_access(st, req->key, req->klen, &acc);
-        if (touch && r != NULL &&
-            store_touch(st, req->key, req->klen, req->meta.ttl) != ST_OK) {
-            store_release(st, r);
-            r = NULL;
-        }
-    } else if (touch)
-        r = store_gat(st, req->key, req->klen, req->meta.ttl);
-    else
-        r = store_get(st, req->key, req->klen);
-    stats_count_get(&w->stats, touch, r != NULL);
+    memset(&q, 0, sizeof(q));
+    q.no_bump = MF('u') != 0;
+    q.touch = MF('T') != 0;
+    q.exptime = m->ttl;
+    q.vivify = MF('N') != 0;
+    q.vivify_exptime = m->vivify;
+    q.recache = MF('R') != 0;
+    q.recache_exptime = m->recache;
+    q.recache_after_touch = m->recache_after_touch;
+    r = store_mget(st, req->key, req->klen, &q, &res);
+    /* a vivified record is the miss it stands for */
+    stats_count_get(&w->stats, q.touch, r != NULL && !res.created);
     if (r == NULL) {
         if (!MF('q'))
             txt_meta(c, "EN", -1, req, NULL);
         return;
     }
     txt_vals(st, r, &v);
-    v.hit_before = acc.hit_before;
-    v.last = acc.idle_s;
+    v.hit_before = res.prev.hit_before;
+    v.last = res.prev.idle_s;
+    v.pending = res.pending;
+    v.stale = res.stale;
+    v.won = res.won;
     if (!MF('v')) {
         txt_meta(c, "HD", -1, req, &v);
         store_release(st, r);
@@ -510,6 +564,7 @@ static void txt_ms(struct conn *c, struct worker *w,
     it.vlen = req->vlen;
     it.flags = req->meta.cflags;
     it.exptime = req->meta.ttl;
+    it.invalidate = MF('I') != 0; /* with C: an older cas stores stale */
     switch (req->meta.mode) {
     case 'E': mode = STORE_ADD; break;
     case 'A': mode = STORE_APPEND; break;
@@ -546,8 +601,12 @@ static void txt_ms(struct conn *c, struct worker *w,
 static void txt_md(struct conn *c, struct worker *w,
                    const struct mctext_req *req)
 {
-    int st = store_delete(c->srv->store, req->key, req->klen,
-                          MF('C') ? req->meta.cas : 0);
+    uint64_t cas = MF('C') ? req->meta.cas : 0;
+    /* I marks stale instead of deleting; T goes with I only (memcached
+     * ignores it otherwise) */
+    int st = MF('I') ? store_invalidate(c->srv->store, req->key, req->klen,
+                                        cas, MF('T') != 0, req->meta.ttl)
+                     : store_delete(c->srv->store, req->key, req->klen, cas);
 
     switch (st) {
     case ST_OK:
@@ -751,7 +810,11 @@ static void txt_tdel(struct conn *c, struct worker *w,
         txt_reply(c, req, TXT_E_OOM);
         return;
     }
-    rc = store_del_by_tag(c->srv->store, req->tkey, tv, req->nlist, &n);
+    if (req->stale) /* I [T<ttl>]: mark stale instead */
+        rc = store_stale_by_tag(c->srv->store, req->tkey, tv, req->nlist,
+                                req->stale_ttl, req->exptime, &n);
+    else
+        rc = store_del_by_tag(c->srv->store, req->tkey, tv, req->nlist, &n);
     STAT_ADD(&w->stats, del_by_tag_records, n);
     if (rc != ST_OK && rc != ST_NOT_FOUND)
         txt_reply(c, req, TXT_E_OOM);
@@ -994,8 +1057,9 @@ static const uint8_t *txt_key_end(const uint8_t *k, const uint8_t *end)
  * "mg <key> v\r\n", answered without the general parser (no tokenizing,
  * no request structure to clear).  Anything else -- another command, more
  * keys or flags, a bare "\n", a key the parser would refuse, a line not yet
- * whole -- returns 0 and takes the general path, which gives the same
- * reply for these two shapes.  Returns the bytes consumed.
+ * whole, an mg hit on a stale record or one whose win token went out --
+ * returns 0 and takes the general path, which gives the same reply for
+ * these two shapes.  Returns the bytes consumed.
  */
 static size_t txt_fast(struct conn *c, struct worker *w, const uint8_t *b,
                        size_t len)
@@ -1029,6 +1093,11 @@ static size_t txt_fast(struct conn *c, struct worker *w, const uint8_t *b,
         p += 2;
     }
     r = store_get(st, k, klen);
+    if (mg && r != NULL && record_meta_marked(r)) {
+        /* stale or its win out: the general path answers X, W, Z */
+        store_release(st, r);
+        return 0;
+    }
     stats_count_get(&w->stats, 0, r != NULL);
     if (r == NULL) {
         txt_str(c, mg ? "EN\r\n" : MCTEXT_R_END);
@@ -1169,7 +1238,8 @@ static void proto_text_process(struct conn *c, struct worker *w)
                 txt_preauth_too_long(c, w);
                 break;
             }
-            conn_in_need(c, req.need);
+            /* a whole line before it: what is missing is the value */
+            conn_in_need_body(c, req.need);
             break;
         }
         if (n == MCTEXT_ERROR) {

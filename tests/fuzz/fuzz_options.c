@@ -75,7 +75,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     CHECK(rc == OPTIONS_RUN || rc == OPTIONS_EXIT || rc == OPTIONS_USAGE);
     if (rc == OPTIONS_RUN) {
         CHECK(o.net_threads <= 256 && o.payload_threads <= 256);
-        CHECK(o.memory_mb >= 1 && o.port <= 65535 && o.udp_port <= 65535);
+        CHECK(o.memory_mb >= 1);
+        CHECK(o.port <= 65535 || o.port == OPT_PORT_AUTO);
+        CHECK(o.udp_port <= 65535 || o.udp_port == OPT_PORT_AUTO);
         CHECK(o.max_conns >= 1 && o.max_item_size >= 1024);
         CHECK(o.buckets == 0 || (o.buckets & (o.buckets - 1)) == 0);
         CHECK(o.verbose <= 4);

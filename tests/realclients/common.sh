@@ -86,25 +86,22 @@ need python3
 
 rc_py() { python3 "$RC_DIR/mc.py" "$@"; }
 
-# start_mdc NAME: start a daemon on a free port; sets NAME_PORT, NAME_PID.
-# A port taken between picking and binding makes the daemon exit: retry.
+# start_mdc NAME: start a daemon on a port it picks (-p auto, read from its
+# --port-file: no free port is probed); sets NAME_PORT, NAME_PID.
 start_mdc() {
     _n=$1
-    _try=0
-    while [ $_try -lt 5 ]; do
-        _try=$((_try + 1))
-        _port=$(rc_py freeport) || break
-        "$MDC_BIN" -l 127.0.0.1 -p "$_port" -m 32 -n 1 \
-            >"$RC_TMP/$_n.log" 2>&1 &
-        _pid=$!
-        RC_PIDS="$RC_PIDS $_pid"
-        if rc_py wait 127.0.0.1 "$_port" 10 "$_pid"; then
-            eval "${_n}_PORT=$_port ${_n}_PID=$_pid"
-            RC_MDC="$RC_MDC $_n"
-            return 0
-        fi
-        kill "$_pid" 2>/dev/null
-    done
+    rm -f "$RC_TMP/$_n.ports"
+    "$MDC_BIN" -l 127.0.0.1 -p auto --port-file "$RC_TMP/$_n.ports" -m 32 \
+        -n 1 >"$RC_TMP/$_n.log" 2>&1 &
+    _pid=$!
+    RC_PIDS="$RC_PIDS $_pid"
+    if _port=$(rc_py portfile "$RC_TMP/$_n.ports" tcp 10 "$_pid") &&
+        rc_py wait 127.0.0.1 "$_port" 10 "$_pid"; then
+        eval "${_n}_PORT=$_port ${_n}_PID=$_pid"
+        RC_MDC="$RC_MDC $_n"
+        return 0
+    fi
+    kill "$_pid" 2>/dev/null
     echo "FAIL: could not start $MDC_BIN; its log:"
     cat "$RC_TMP/$_n.log"
     exit 1

@@ -1,7 +1,12 @@
 #!/usr/bin/env python3
 """Small helpers for the real-clients tests (memcached text protocol).
 
-  mc.py freeport                    print a free loopback TCP port
+  mc.py freeport                    print a free loopback TCP port (for
+                                    other programs than mdcached, which
+                                    takes -p auto)
+  mc.py portfile FILE KIND SECS [PID]
+                                    wait for mdcached's --port-file, print
+                                    the port of its "KIND 127.0.0.1:PORT"
   mc.py wait HOST PORT SECS [PID]   wait until HOST:PORT accepts (PID alive)
   mc.py locate KEYFILE PORT...      for each key of KEYFILE (one a line) ask
                                     every backend directly with "get"; print
@@ -23,17 +28,38 @@ def freeport():
     print(port)
 
 
+def alive(pid):
+    # the daemon is the shell's child: once dead it is a zombie
+    try:
+        with open("/proc/%d/stat" % int(pid)) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def portfile(path, kind, secs, pid=None):
+    end = time.monotonic() + float(secs)
+    while time.monotonic() < end:
+        try:
+            with open(path) as f:
+                for line in f:
+                    if line.startswith(kind + " 127.0.0.1:"):
+                        print(int(line.split(":")[1]))
+                        return 0
+            return 1  # the file is whole (renamed into place): no such line
+        except FileNotFoundError:
+            pass
+        if pid is not None and not alive(pid):
+            return 1
+        time.sleep(0.05)
+    return 1
+
+
 def wait(host, port, secs, pid=None):
     end = time.monotonic() + float(secs)
     while time.monotonic() < end:
-        if pid is not None:
-            # the daemon is the shell's child: once dead it is a zombie
-            try:
-                with open("/proc/%d/stat" % int(pid)) as f:
-                    if f.read().rsplit(")", 1)[1].split()[0] == "Z":
-                        return 1
-            except OSError:
-                return 1
+        if pid is not None and not alive(pid):
+            return 1
         try:
             socket.create_connection((host, int(port)), timeout=1).close()
             return 0
@@ -131,6 +157,8 @@ def send(port, secs):
 def main(a):
     if a[0] == "freeport":
         return freeport()
+    if a[0] == "portfile":
+        return portfile(*a[1:])
     if a[0] == "wait":
         return wait(*a[1:])
     if a[0] == "locate":

@@ -8,9 +8,16 @@ use Mdcached\Client;
  * of a namespace carries the string tag "mdcached:ns:<namespace>", so
  * clear() is one deleteByTag of that tag: only this namespace's records go,
  * atomically, and no index is kept anywhere else.
+ *
+ * The classes load under psr/cache and psr/simple-cache 1.0, 2.0 and 3.0:
+ * their methods have the return types 3.0 requires (1.0 and 2.0 have none,
+ * and a child may add them) and no parameter types where 1.0 had none (2.0
+ * and 3.0 type them, and a child may widen); the values are checked here.
  */
 abstract class Base
 {
+    use FetchTrait;
+
     /** Characters PSR-6/PSR-16 reserve in keys. */
     public const RESERVED = '{}()/\\@:';
 
@@ -34,12 +41,13 @@ abstract class Base
         return 'mdcached:ns:' . $this->ns;
     }
 
+    /** Check a key (a non-empty string without reserved characters): its server key. */
     protected function id($key): string
     {
-        if (!is_string($key) && !is_int($key)) {
+        if (!is_string($key)) {
+            // PSR-6 and PSR-16: "a string"; an int is refused, not cast
             throw new InvalidArgumentException('cache key must be a string, ' . get_debug_type($key) . ' given');
         }
-        $key = (string)$key;
         if ($key === '') {
             throw new InvalidArgumentException('cache key must not be empty');
         }
@@ -49,9 +57,17 @@ abstract class Base
         return $this->ns === '' ? $key : $this->ns . ':' . $key;
     }
 
-    protected function keyOf(string $id): string
+    /**
+     * Check every key before anything is read: [[key, id], ...] in order.
+     * A list, not a key => id map: PHP would turn the key "123" into 123.
+     */
+    protected function ids(iterable $keys): array
     {
-        return $this->ns === '' ? $id : substr($id, strlen($this->ns) + 1);
+        $out = [];
+        foreach ($keys as $k) {
+            $out[] = [$k, $this->id($k)];
+        }
+        return $out;
     }
 
     /**
@@ -87,14 +103,7 @@ abstract class Base
     /** @param string[] $ids  @return array id => value of the hits */
     protected function fetch(array $ids): array
     {
-        if (!$ids) {
-            return [];
-        }
-        $r = $this->client->getMulti(array_values($ids));
-        if ($r === false) {
-            throw $this->failed('get');
-        }
-        return $r;
+        return self::fetchFrom($this->client, $ids);
     }
 
     protected function store(array $values, int $ttl): bool

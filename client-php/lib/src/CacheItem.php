@@ -3,14 +3,14 @@ namespace Mdcached\Cache;
 
 use Psr\Cache\CacheItemInterface;
 
-/** PSR-6 item of CacheItemPool. */
+/** PSR-6 item of CacheItemPool (psr/cache 1.0 to 3.0: see Base). */
 final class CacheItem implements CacheItemInterface
 {
     private string $key;
     private $value;
     private bool $hit;
-    /** @var float|null|false absolute expiry (Unix time); null: the pool's default; false: never */
-    private $expiry = null;
+    /** @var float|null absolute expiry (Unix time); null: the pool's default */
+    private ?float $expiry = null;
 
     public function __construct(string $key, $value = null, bool $hit = false)
     {
@@ -19,40 +19,40 @@ final class CacheItem implements CacheItemInterface
         $this->hit = $hit;
     }
 
-    public function getKey()
+    public function getKey(): string
     {
         return $this->key;
     }
 
-    public function get()
+    public function get(): mixed
     {
         return $this->hit ? $this->value : null;
     }
 
-    public function isHit()
+    public function isHit(): bool
     {
         return $this->hit;
     }
 
-    public function set($value)
+    public function set($value): static
     {
         $this->value = $value;
         return $this;
     }
 
-    public function expiresAt($expiration)
+    public function expiresAt($expiration): static
     {
         if ($expiration === null) {
             $this->expiry = null;
         } elseif ($expiration instanceof \DateTimeInterface) {
             $this->expiry = (float)$expiration->format('U.u');
         } else {
-            throw new InvalidArgumentException('expiresAt() takes a DateTimeInterface or null');
+            throw new InvalidArgumentException('expiresAt() takes a DateTimeInterface or null, ' . get_debug_type($expiration) . ' given');
         }
         return $this;
     }
 
-    public function expiresAfter($time)
+    public function expiresAfter($time): static
     {
         if ($time === null) {
             $this->expiry = null;
@@ -61,7 +61,7 @@ final class CacheItem implements CacheItemInterface
         } elseif (is_int($time)) {
             $this->expiry = microtime(true) + $time;
         } else {
-            throw new InvalidArgumentException('expiresAfter() takes an int, a DateInterval or null');
+            throw new InvalidArgumentException('expiresAfter() takes an int, a DateInterval or null, ' . get_debug_type($time) . ' given');
         }
         return $this;
     }

@@ -4,75 +4,88 @@ namespace Mdcached\Cache;
 use Psr\Cache\CacheItemInterface;
 use Psr\Cache\CacheItemPoolInterface;
 
-/** PSR-6 over Mdcached\Client (deferred saves go out in one setMulti per TTL). */
+/**
+ * PSR-6 over Mdcached\Client (deferred saves go out in one setMulti per TTL).
+ * psr/cache 1.0 to 3.0: see Base.
+ */
 class CacheItemPool extends Base implements CacheItemPoolInterface
 {
-    /** @var CacheItem[] */
+    /** @var CacheItem[] key => item (the key of an item is $item->getKey()) */
     private array $deferred = [];
 
-    public function getItem($key)
+    public function getItem($key): CacheItemInterface
     {
-        return $this->getItems([$key])[(string)$key];
+        foreach ($this->getItems([$key]) as $item) {
+            return $item;
+        }
+        throw new \LogicException('unreachable');
     }
 
-    public function getItems(array $keys = [])
+    /**
+     * key => CacheItem, in the order asked, as a generator: the keys stay
+     * strings ("123" too, which an array would turn into an int).
+     */
+    public function getItems(array $keys = []): iterable
     {
-        $ids = [];
-        foreach ($keys as $k) {
-            $ids[(string)$k] = $this->id($k);
-        }
+        $ids = $this->ids($keys);
         // deferred items read back from memory until commit()
-        $out = [];
+        $found = [];
+        $ask = [];
         $now = microtime(true);
-        foreach ($ids as $k => $id) {
+        foreach ($ids as $i => [$k, $id]) {
             if (isset($this->deferred[$k])) {
                 [$value, $expiry] = $this->deferred[$k]->pending();
                 if ($expiry === null || $expiry > $now) {
-                    $out[$k] = new CacheItem((string)$k, $value, true);
-                    unset($ids[$k]);
+                    $found[$i] = new CacheItem($k, $value, true);
+                    continue;
                 }
             }
+            $ask[] = $id;
         }
-        $hits = $this->fetch($ids);
-        foreach ($ids as $k => $id) {
-            $out[$k] = array_key_exists($id, $hits) ? new CacheItem((string)$k, $hits[$id], true)
-                                                    : new CacheItem((string)$k);
-        }
-        return $out;
+        $hits = $this->fetch($ask);
+        return self::items($ids, $found, $hits);
     }
 
-    public function hasItem($key)
+    private static function items(array $ids, array $found, array $hits): \Generator
+    {
+        foreach ($ids as $i => [$k, $id]) {
+            yield $k => $found[$i] ?? (array_key_exists($id, $hits) ? new CacheItem($k, $hits[$id], true)
+                                                                     : new CacheItem($k));
+        }
+    }
+
+    public function hasItem($key): bool
     {
         return $this->getItem($key)->isHit();
     }
 
-    public function clear()
+    public function clear(): bool
     {
         $this->deferred = [];
         return $this->clearNamespace();
     }
 
-    public function deleteItem($key)
+    public function deleteItem($key): bool
     {
         return $this->deleteItems([$key]);
     }
 
-    public function deleteItems(array $keys)
+    public function deleteItems(array $keys): bool
     {
         $ids = [];
-        foreach ($keys as $k) {
-            $ids[] = $this->id($k);
-            unset($this->deferred[(string)$k]);
+        foreach ($this->ids($keys) as [$k, $id]) {
+            $ids[] = $id;
+            unset($this->deferred[$k]);
         }
         return $this->remove($ids);
     }
 
-    public function save(CacheItemInterface $item)
+    public function save(CacheItemInterface $item): bool
     {
         return $this->saveDeferred($item) && $this->commit();
     }
 
-    public function saveDeferred(CacheItemInterface $item)
+    public function saveDeferred(CacheItemInterface $item): bool
     {
         if (!$item instanceof CacheItem) {
             throw new InvalidArgumentException('items must come from this pool');
@@ -82,23 +95,24 @@ class CacheItemPool extends Base implements CacheItemPoolInterface
         return true;
     }
 
-    public function commit()
+    public function commit(): bool
     {
         $byTtl = [];
         $expired = [];
         $now = microtime(true);
-        foreach ($this->deferred as $k => $item) {
+        foreach ($this->deferred as $item) {
             [$value, $expiry] = $item->pending();
+            $id = $this->id($item->getKey());
             if ($expiry === null) {
                 $ttl = $this->defaultTtl;
             } else {
                 $ttl = (int)ceil($expiry - $now);
                 if ($ttl <= 0) {
-                    $expired[] = $this->id($k);
+                    $expired[] = $id;
                     continue;
                 }
             }
-            $byTtl[$ttl][$this->id($k)] = $value;
+            $byTtl[$ttl][$id] = $value;
         }
         $this->deferred = [];
         $ok = $this->remove($expired);

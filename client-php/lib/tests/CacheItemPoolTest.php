@@ -35,7 +35,7 @@ final class CacheItemPoolTest extends TestCase
         $this->assertTrue($this->pool->commit());
         $this->assertSame(1, $this->c->get('p6:a'));
         $items = $this->pool->getItems(['a', 'b', 'c']);
-        $this->assertSame([true, true, false], array_map(fn($i) => $i->isHit(), array_values($items)));
+        $this->assertSame([true, true, false], array_map(fn($i) => $i->isHit(), array_values(iterator_to_array($items))));
         // a deferred item is visible to the pool before an explicit commit
         $this->pool->saveDeferred($this->pool->getItem('d')->set(4));
         $this->assertTrue($this->pool->hasItem('d'));

@@ -2,9 +2,26 @@
 use Mdcached\Cache\SymfonyTagAwareAdapter;
 use PHPUnit\Framework\TestCase;
 use Symfony\Component\Cache\Adapter\TagAwareAdapterInterface;
+use Symfony\Component\Cache\PruneableInterface;
+use Symfony\Component\Cache\ResettableInterface;
 use Symfony\Contracts\Cache\ItemInterface;
 use Symfony\Contracts\Cache\TagAwareCacheInterface;
 
+/** A value that cannot come back: unserialize() throws. */
+final class MdcSfWakeupThrows
+{
+    public function __wakeup(): void
+    {
+        throw new RuntimeException('cannot wake up');
+    }
+}
+
+/**
+ * The adapter keeps the contract of Symfony's own adapters (PSR-6,
+ * TagAwareAdapterInterface, the contracts' get() with $beta and metadata,
+ * namespaces, deferred saves), on symfony/cache 5.4, 6.4 and 7.1.
+ * @group symfony
+ */
 final class SymfonyTagAwareAdapterTest extends TestCase
 {
     private Mdcached\Client $c;
@@ -103,7 +120,7 @@ final class SymfonyTagAwareAdapterTest extends TestCase
         // nothing findable by the tag, and invalidating it finds nothing
         $this->assertSame([], $this->c->getByTag("sf:\0tags\0exp"));
         $this->assertSame(0, $this->c->deleteByTag("sf:\0tags\0exp"));
-        // the server's expiry sweep (run-phpunit.sh: every 100 ms, a tenth
+        // the server's expiry sweep (run-sets.sh: every 100 ms, a tenth
         // of the buckets each time) reclaims the records and their links
         for ($i = 0; $i < 50 && mdc_stat($this->c, 'tag_links') > 0; $i++) {
             usleep(100000);
@@ -130,5 +147,274 @@ final class SymfonyTagAwareAdapterTest extends TestCase
     {
         $this->expectException(\Psr\Cache\InvalidArgumentException::class);
         $this->pool()->getItem('a{b');
+    }
+
+    public function testIntegerKeysRefused(): void
+    {
+        $p = $this->pool();
+        foreach (['getItem' => fn() => $p->getItem(2), 'hasItem' => fn() => $p->hasItem(2),
+                  'deleteItem' => fn() => $p->deleteItem(2), 'getItems' => fn() => $p->getItems(['a', 2]),
+                  'deleteItems' => fn() => $p->deleteItems([2]), 'object' => fn() => $p->getItem(new stdClass())] as $m => $call) {
+            try {
+                $call();
+                $this->fail("$m accepted a non-string key");
+            } catch (\Psr\Cache\InvalidArgumentException $e) {
+                $this->addToAssertionCount(1);
+            }
+        }
+    }
+
+    public function testClearWithPrefixClearsTheNamespace(): void
+    {
+        $p = $this->pool();
+        $keep = $this->pool('keep');
+        $p->save($p->getItem('user.1')->set(1)->tag('u'));
+        $p->save($p->getItem('user.2')->set(2));
+        $p->save($p->getItem('page.1')->set(3));
+        $keep->save($keep->getItem('user.1')->set('kept'));
+        $this->assertTrue($p->clear('user.'), 'clear($prefix) succeeds');
+        $this->assertFalse($p->hasItem('user.1'));
+        $this->assertFalse($p->hasItem('user.2'));
+        $this->assertFalse($p->hasItem('page.1'), 'the whole namespace goes (documented)');
+        $this->assertSame('kept', $keep->getItem('user.1')->get(), 'another namespace stays');
+        $this->assertSame([], $this->c->getByTag("sf:\0tags\0u"));
+        // and clear() with no prefix; deferred items are dropped too
+        $p->saveDeferred($p->getItem('d')->set(1));
+        $p->save($p->getItem('e')->set(1));
+        $this->assertTrue($p->clear());
+        $this->assertFalse($p->hasItem('d'));
+        $this->assertFalse($p->hasItem('e'));
+    }
+
+    public function testPruneUnsupportedResetSupported(): void
+    {
+        $p = $this->pool();
+        $this->assertNotInstanceOf(PruneableInterface::class, $p, 'the server expires records: no prune(), as MemcachedAdapter');
+        $this->assertInstanceOf(ResettableInterface::class, $p);
+        $p->saveDeferred($p->getItem('r')->set(1));
+        $p->reset();
+        $this->assertSame(1, $this->c->get('sf:r')['value'] ?? null, 'reset() commits deferred items, as in Symfony');
+    }
+
+    public function testBetaEarlyExpiration(): void
+    {
+        $p = $this->pool();
+        $calls = 0;
+        $cb = function (ItemInterface $item) use (&$calls) {
+            $item->expiresAfter(3600);
+            return ++$calls;
+        };
+        $this->assertSame(1, $p->get('b', $cb));
+        $this->assertSame(1, $p->get('b', $cb, 0.0), 'beta 0: no early expiration');
+        $this->assertSame(2, $p->get('b', $cb, INF), 'beta INF: recomputed now');
+        $this->assertSame(2, $p->get('b', $cb), 'and stored');
+        try {
+            $p->get('b', $cb, -1.0);
+            $this->fail('a negative beta is accepted');
+        } catch (\Psr\Cache\InvalidArgumentException $e) {
+            $this->addToAssertionCount(1);
+        }
+    }
+
+    public function testMetadata(): void
+    {
+        $p = $this->pool();
+        $cb = function (ItemInterface $item) {
+            usleep(30000); // a computation of 30 ms: its ctime
+            $item->expiresAfter(100)->tag(['m1', 'm2']);
+            return 'v';
+        };
+        $this->assertSame('v', $p->get('meta', $cb));
+        $metadata = null;
+        $this->assertSame('v', $p->get('meta', $cb, null, $metadata));
+        $this->assertEqualsWithDelta(time() + 100, $metadata[ItemInterface::METADATA_EXPIRY], 2);
+        $this->assertGreaterThanOrEqual(25, $metadata[ItemInterface::METADATA_CTIME], 'ctime in ms');
+        $this->assertSame(['m1' => 'm1', 'm2' => 'm2'], $metadata[ItemInterface::METADATA_TAGS]);
+        $m = $p->getItem('meta')->getMetadata();
+        $this->assertSame($metadata[ItemInterface::METADATA_EXPIRY], $m[ItemInterface::METADATA_EXPIRY]);
+        // read through another adapter: the metadata is stored with the record
+        $this->assertSame(['m1' => 'm1', 'm2' => 'm2'], $this->pool()->getItem('meta')->getMetadata()[ItemInterface::METADATA_TAGS]);
+    }
+
+    public function testNamespaces(): void
+    {
+        try {
+            new SymfonyTagAwareAdapter($this->c, 'bad{ns');
+            $this->fail('reserved characters in a namespace accepted');
+        } catch (\Psr\Cache\InvalidArgumentException $e) {
+            $this->addToAssertionCount(1);
+        }
+        $a = $this->pool('A');
+        $b = $this->pool('B');
+        $a->save($a->getItem('k')->set('a')->tag('t'));
+        $b->save($b->getItem('k')->set('b')->tag('t'));
+        $this->assertSame('a', $a->getItem('k')->get());
+        $this->assertSame('b', $b->getItem('k')->get());
+        $this->assertSame('a', $this->c->get('A:k')['value'], 'the namespace prefixes the server key');
+        $a->invalidateTags(['t']);
+        $this->assertFalse($a->hasItem('k'));
+        $this->assertTrue($b->hasItem('k'), 'tags are per namespace');
+        $none = new SymfonyTagAwareAdapter($this->c);
+        $none->save($none->getItem('123')->set('n'));
+        $this->assertSame(['123'], array_map('strval', array_keys(iterator_to_array($none->getItems(['123'])))));
+        $this->assertSame('n', $none->getItem('123')->get());
+    }
+
+    public function testDefaultLifetimeAndExpiry(): void
+    {
+        $p = new SymfonyTagAwareAdapter($this->c, 'dl', 1);
+        $p->save($p->getItem('short')->set(1));
+        $p->save($p->getItem('long')->set(1)->expiresAfter(3600));
+        $p->save($p->getItem('past')->set(1)->expiresAt(new DateTime('-1 minute')));
+        $this->assertFalse($p->hasItem('past'));
+        sleep(2);
+        $this->assertFalse($p->hasItem('short'), 'the default lifetime');
+        $this->assertTrue($p->hasItem('long'));
+    }
+
+    public function testUnserializableValueIsAMiss(): void
+    {
+        $p = $this->pool();
+        $p->save($p->getItem('good')->set('G'));
+        $this->c->set('sf:bad', new MdcSfWakeupThrows());
+        $this->assertFalse($p->getItem('bad')->isHit());
+        $items = iterator_to_array($p->getItems(['bad', 'good']));
+        $this->assertFalse($items['bad']->isHit());
+        $this->assertSame('G', $items['good']->get(), 'the other key still hits');
+        $this->assertSame('computed', $p->get('bad', fn() => 'computed'));
+        $this->assertSame('computed', $p->getItem('bad')->get());
+    }
+
+    public function testCreateConnection(): void
+    {
+        $port = (int)getenv('MDC_TEST_PORT');
+        $sock = getenv('MDC_TEST_SOCK');
+        foreach (["mdcached://127.0.0.1:$port", "mdcached://$sock"] as $dsn) {
+            $client = SymfonyTagAwareAdapter::createConnection($dsn);
+            $this->assertInstanceOf(Mdcached\Client::class, $client);
+            $p = new SymfonyTagAwareAdapter($client, 'dsn');
+            $p->save($p->getItem('k')->set($dsn)->tag('t'));
+            $this->assertSame($dsn, $this->pool('dsn')->getItem('k')->get());
+            $this->assertTrue($p->invalidateTags(['t']));
+            $this->assertFalse($this->pool('dsn')->hasItem('k'));
+        }
+    }
+
+    public function testTagsSharedAcrossSymfonyVersions(): void
+    {
+        // the server tag does not depend on Symfony's private tag prefix
+        $p = $this->pool();
+        $p->save($p->getItem('x')->set(1)->tag('v'));
+        $this->assertSame(1, $this->c->deleteByTag("sf:\0tags\0v"));
+        $this->assertFalse($p->hasItem('x'));
+    }
+
+    public function testGetRequestsAndSameAnswersAsSymfonysPath(): void
+    {
+        $p = $this->pool();
+        $cb = function (ItemInterface $item) {
+            $item->tag(['g1', 'g2'])->expiresAfter(600);
+            usleep(2000);
+            return ['computed'];
+        };
+        $get = fn() => mdc_stat($this->c, 'cmd_get');
+        $set = fn() => mdc_stat($this->c, 'cmd_set');
+        [$g0, $s0] = [$get(), $set()];
+        $this->assertSame(['computed'], $p->get('r', $cb));
+        $this->assertSame([1, 1], [$get() - $g0, $set() - $s0], 'a miss: one get, one set');
+        [$g0, $s0] = [$get(), $set()];
+        $m = null;
+        $this->assertSame(['computed'], $p->get('r', $cb, 1.0, $m));
+        $this->assertSame([1, 0], [$get() - $g0, $set() - $s0], 'a hit: one get');
+        $item = $this->pool()->getItem('r');
+        $this->assertSame($item->getMetadata(), $m, 'the metadata Symfony gives');
+        $p->save($p->getItem('plain')->set(0));
+        $m = null;
+        $this->assertSame(0, $p->get('plain', fn() => 1, null, $m));
+        $this->assertSame($this->pool()->getItem('plain')->getMetadata(), $m, 'untagged, no expiry');
+        // deferred items come first, as in Symfony
+        $p->saveDeferred($p->getItem('r')->set('deferred'));
+        $this->assertSame('deferred', $p->get('r', $cb));
+        $this->assertSame('deferred', $this->pool()->get('r', $cb), 'committed by get()');
+        // a record that is not this adapter's is recomputed, as in Symfony
+        $this->c->set('sf:foreign', 'raw');
+        $this->assertSame(['computed'], $p->get('foreign', $cb));
+    }
+
+    public function testEarlyRecomputationElected(): void
+    {
+        $p = $this->pool();
+        $calls = 0;
+        $cb = function (ItemInterface $item) use (&$calls) {
+            $item->expiresAfter(2);
+            usleep(50000); // ctime 50 ms
+            return ++$calls;
+        };
+        $this->assertSame(1, $p->get('e', $cb));
+        // with a huge beta, expiry 2 s away is "soon" against 50 ms x beta
+        $this->assertSame(2, $p->get('e', $cb, 1e6), 'elected for early recomputation');
+        $this->assertSame(2, $p->get('e', $cb, 0.0));
+    }
+
+    public function testSaveWritesWhatCommitWrites(): void
+    {
+        $p = $this->pool();
+        $sets = mdc_stat($this->c, 'cmd_set');
+        $a = $p->getItem('a')->set(['A'])->tag(['t1', 't2'])->expiresAfter(300);
+        $this->assertTrue($p->save($a));
+        $this->assertSame(1, mdc_stat($this->c, 'cmd_set') - $sets, 'one set');
+        $this->assertSame(['t1' => 't1', 't2' => 't2'], $a->getMetadata()[ItemInterface::METADATA_TAGS], 'the item knows its saved tags');
+        $q = $this->pool();
+        $q->saveDeferred($q->getItem('b')->set(['A'])->tag(['t1', 't2'])->expiresAfter(300));
+        $this->assertTrue($q->commit());
+        $ra = $this->pool()->getItem('a');
+        $rb = $this->pool()->getItem('b');
+        $this->assertTrue($ra->isHit());
+        $this->assertSame($rb->get(), $ra->get());
+        $this->assertSame($rb->getMetadata(), $ra->getMetadata());
+        // a computed item carries expiry and ctime, read back through getItem()
+        $p->get('c', function (ItemInterface $i) { $i->expiresAfter(300)->tag('t1'); usleep(10000); return 'C'; });
+        $m = $this->pool()->getItem('c')->getMetadata();
+        $this->assertEqualsWithDelta(time() + 300, $m[ItemInterface::METADATA_EXPIRY], 2);
+        $this->assertGreaterThanOrEqual(5, $m[ItemInterface::METADATA_CTIME]);
+        $this->assertTrue($p->invalidateTags(['t1']));
+        foreach (['a', 'b', 'c'] as $k) {
+            $this->assertFalse($p->hasItem($k), "$k invalidated");
+        }
+        // an expired item is deleted, not written
+        $p->save($p->getItem('x')->set(1));
+        $this->assertTrue($p->save($p->getItem('x')->set(2)->expiresAt(new DateTime('-1 second'))));
+        $this->assertFalse($p->hasItem('x'));
+    }
+
+    public function testVersioningAndDeferredWithGet(): void
+    {
+        $p = $this->pool();
+        $this->assertFalse($p->enableVersioning());
+        $n = 0;
+        $cb = function () use (&$n) { return ++$n; };
+        $this->assertSame(1, $p->get('v', $cb));
+        $this->assertSame(1, $p->get('v', $cb));
+        $this->assertTrue($p->clear());
+        $this->assertSame(2, $p->get('v', $cb), 'versioned ids: a clear() is seen by get()');
+        $q = $this->pool('dq');
+        $q->saveDeferred($q->getItem('d')->set('pending'));
+        $this->assertTrue($q->clear(), 'clear() drops the deferred item');
+        $this->assertSame('computed', $q->get('d', fn() => 'computed'));
+        $this->assertSame('computed', $this->pool('dq')->get('d', fn() => 'other'));
+    }
+
+    public function testServerDownIsAMissAsInSymfony(): void
+    {
+        $dead = new Mdcached\Client();
+        $s = stream_socket_server('tcp://127.0.0.1:0');
+        $port = (int)substr(strrchr(stream_socket_get_name($s, false), ':'), 1);
+        fclose($s);
+        $dead->addServer('127.0.0.1', $port);
+        $p = new SymfonyTagAwareAdapter($dead, 'down');
+        $this->assertSame('computed', $p->get('k', fn() => 'computed'), 'get() computes, as Symfony adapters do');
+        $this->assertFalse($p->getItem('k')->isHit());
+        $this->assertFalse($p->hasItem('k'));
+        $this->assertFalse($p->save($p->getItem('k')->set(1)));
     }
 }
