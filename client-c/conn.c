@@ -1092,6 +1092,13 @@ struct mdc_item *mdci_item_from_msg(const struct wire_msg *msg, const void *key,
     it->flags = h->iflags;
     it->cas = h->cas;
     it->ttl = h->expiry;
+    it->state = 0; /* a lease get's W/X/Z (none in other replies) */
+    if (h->flags & WIRE_F_WIN)
+        it->state |= MDC_ITEM_WIN;
+    if (h->flags & WIRE_F_STALE)
+        it->state |= MDC_ITEM_STALE;
+    if (h->flags & WIRE_F_PENDING)
+        it->state |= MDC_ITEM_PENDING;
     if (h->ntags == 0)
         it->tags = NULL;
     return it;

@@ -112,7 +112,14 @@ struct mdc_item {
     int64_t ttl;    /**< seconds before expiry, -1 for never */
     struct mdc_tag *tags; /**< the record's tags */
     size_t ntags;         /**< number of tags */
+    unsigned state;       /**< MDC_ITEM_* bits: set by mdc_lease_get()
+                               only, 0 from every other call */
 };
+
+/* mdc_item.state after mdc_lease_get() (memcached's W, X, Z flags). */
+#define MDC_ITEM_WIN 0x1u     /**< this caller won: recompute and store */
+#define MDC_ITEM_STALE 0x2u   /**< the value is stale (invalidated) */
+#define MDC_ITEM_PENDING 0x4u /**< another caller holds the win */
 
 /** A set of records (get_by_tag): free with mdc_itemset_free(). */
 struct mdc_itemset {
@@ -364,6 +371,29 @@ int mdc_gat(mdc_t *m, const void *key, size_t klen, int64_t exptime,
             struct mdc_item **out);
 
 /**
+ * A lease get, for read-through without a stampede (docs/client-c.md,
+ * "Leases"; memcached's mg N/R): fetch the record and learn from
+ * (*out)->state whether this caller is to recompute it.  Exactly one caller
+ * per record gets MDC_ITEM_WIN until the record is stored again or
+ * invalidated again; the others get MDC_ITEM_PENDING.  A stale record
+ * (mdc_delete_stale(), mdc_del_by_tag_stale()) comes with MDC_ITEM_STALE
+ * and its old value, and its first reader wins.
+ * @param m handle
+ * @param key key bytes
+ * @param klen key length
+ * @param vivify_ttl > 0: a miss creates an empty record with this TTL and
+ *        the caller wins (MDC_OK, vlen 0, MDC_ITEM_WIN); a caller that then
+ *        finds it gets vlen 0 and MDC_ITEM_PENDING.  0: a miss is
+ *        MDC_NOT_FOUND.
+ * @param recache_ttl > 0: a record with fewer seconds than this left hands
+ *        out one win (early recompute); 0 for none
+ * @param[out] out receives the record; NULL unless MDC_OK
+ * @return MDC_OK, MDC_NOT_FOUND, or an error
+ */
+int mdc_lease_get(mdc_t *m, const void *key, size_t klen, int64_t vivify_ttl,
+                  int64_t recache_ttl, struct mdc_item **out);
+
+/**
  * Fetch several records in one pipelined exchange: all requests go out in
  * one write (quiet GETs closed by a NOOP), replies come back in one read
  * loop.
@@ -511,6 +541,20 @@ int mdc_mset(mdc_t *m, enum mdc_store_mode mode, size_t n,
 int mdc_delete(mdc_t *m, const void *key, size_t klen, uint64_t cas);
 
 /**
+ * Mark a record stale instead of deleting it (memcached's md I [T]): it
+ * stays readable with a new version, and the next mdc_lease_get() of it
+ * wins (MDC_ITEM_STALE | MDC_ITEM_WIN).
+ * @param m handle
+ * @param key key bytes
+ * @param klen key length
+ * @param cas 0 for whatever is there, else only that version
+ * @param ttl > 0 (or an absolute time): the record's new expiry; 0 keeps it
+ * @return MDC_OK, MDC_NOT_FOUND, MDC_EXISTS (other version), or an error
+ */
+int mdc_delete_stale(mdc_t *m, const void *key, size_t klen, uint64_t cas,
+                     int64_t ttl);
+
+/**
  * Set a record's expiry without fetching it.
  * @param m handle
  * @param key key bytes
@@ -626,6 +670,23 @@ int mdc_get_by_tag(mdc_t *m, int32_t tkey, const int32_t *tvals, size_t ntvals,
  */
 int mdc_del_by_tag(mdc_t *m, int32_t tkey, const int32_t *tvals, size_t ntvals,
                    uint64_t *deleted);
+
+/**
+ * Tag invalidation without a stampede: every live record carrying
+ * (tkey, tvals[i]) for any i is marked stale (as mdc_delete_stale()), with
+ * the race rule of mdc_del_by_tag(), instead of deleted.  Readers using
+ * mdc_lease_get() keep getting the old values (MDC_ITEM_STALE) while one
+ * of them per record recomputes (MDC_ITEM_WIN).
+ * @param m handle
+ * @param tkey the tag key
+ * @param tvals tag values (at least one)
+ * @param ntvals number of tag values
+ * @param ttl > 0: the records' new expiry; 0 keeps each one's own
+ * @param[out] marked if not NULL, receives the number of records marked
+ * @return MDC_OK (also when nothing carried the tags), or an error
+ */
+int mdc_del_by_tag_stale(mdc_t *m, int32_t tkey, const int32_t *tvals,
+                         size_t ntvals, int64_t ttl, uint64_t *marked);
 
 /**
  * Push a value on the stack of a tag: the server stores it as a record
@@ -842,6 +903,14 @@ int mdc_pool_get(mdc_pool_t *p, const void *key, size_t klen,
                  struct mdc_item **out);
 
 /**
+ * mdc_lease_get() on the server the key maps to.
+ * @return as mdc_lease_get()
+ */
+int mdc_pool_lease_get(mdc_pool_t *p, const void *key, size_t klen,
+                       int64_t vivify_ttl, int64_t recache_ttl,
+                       struct mdc_item **out);
+
+/**
  * Store a record on the server its key maps to.
  * @param p pool
  * @param mode store mode
@@ -861,6 +930,13 @@ int mdc_pool_store(mdc_pool_t *p, enum mdc_store_mode mode,
  * @return as mdc_delete()
  */
 int mdc_pool_delete(mdc_pool_t *p, const void *key, size_t klen, uint64_t cas);
+
+/**
+ * mdc_delete_stale() on the server the key maps to.
+ * @return as mdc_delete_stale()
+ */
+int mdc_pool_delete_stale(mdc_pool_t *p, const void *key, size_t klen,
+                          uint64_t cas, int64_t ttl);
 
 /**
  * Multi-get across the pool: keys are grouped by server, every server's
@@ -909,6 +985,16 @@ int mdc_pool_get_by_tag(mdc_pool_t *p, int32_t tkey, const int32_t *tvals,
  */
 int mdc_pool_del_by_tag(mdc_pool_t *p, int32_t tkey, const int32_t *tvals,
                         size_t ntvals, uint64_t *deleted, int *server_rc);
+
+/**
+ * mdc_del_by_tag_stale() on every server in parallel.
+ * @param ttl as mdc_del_by_tag_stale()
+ * @param[out] marked if not NULL, receives the total marked
+ * @return as mdc_pool_del_by_tag()
+ */
+int mdc_pool_del_by_tag_stale(mdc_pool_t *p, int32_t tkey,
+                              const int32_t *tvals, size_t ntvals, int64_t ttl,
+                              uint64_t *marked, int *server_rc);
 
 /**
  * Flush every server in parallel.

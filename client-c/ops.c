@@ -166,6 +166,32 @@ int mdc_gat(mdc_t *m, const void *key, size_t klen, int64_t exptime,
     return get_common(m, WIRE_OP_GAT, key, klen, exptime, out);
 }
 
+int mdc_lease_get(mdc_t *m, const void *key, size_t klen, int64_t vivify_ttl,
+                  int64_t recache_ttl, struct mdc_item **out)
+{
+    struct wire_hdr h;
+    struct mdci_one c = {.want = MDCI_WANT_ITEM, .key = key, .klen = klen};
+    uint8_t ttls[WIRE_LEASE_VLEN];
+    int rc;
+
+    if (out != NULL)
+        *out = NULL;
+    if (m == NULL)
+        return MDC_ERR_ARG;
+    if ((rc = mdci_check_key(m, klen)) != MDC_OK)
+        return rc;
+    wire_hdr_request(&h, WIRE_OP_GET);
+    h.flags = WIRE_F_LEASE;
+    wire_put_u64(ttls, (uint64_t)vivify_ttl);
+    wire_put_u64(ttls + 8, (uint64_t)recache_ttl);
+    rc = one(m, &h, NULL, 0, key, klen, ttls, sizeof(ttls), &c);
+    if (rc == MDC_OK && out != NULL)
+        *out = c.item;
+    else
+        mdc_item_free(c.item);
+    return rc;
+}
+
 /* Multi-get: quiet GETs (ids base .. base+n-1) closed by a NOOP (base+n). */
 static int on_mget(struct mdc *m, const struct wire_msg *msg, void *vctx)
 {
@@ -473,6 +499,24 @@ int mdc_delete(mdc_t *m, const void *key, size_t klen, uint64_t cas)
     return one(m, &h, NULL, 0, key, klen, NULL, 0, &c);
 }
 
+int mdc_delete_stale(mdc_t *m, const void *key, size_t klen, uint64_t cas,
+                     int64_t ttl)
+{
+    struct wire_hdr h;
+    struct mdci_one c = {.want = MDCI_WANT_NONE};
+    int rc;
+
+    if (m == NULL)
+        return MDC_ERR_ARG;
+    if ((rc = mdci_check_key(m, klen)) != MDC_OK)
+        return rc;
+    wire_hdr_request(&h, WIRE_OP_DELETE);
+    h.flags = WIRE_F_STALE;
+    h.cas = cas;
+    h.expiry = ttl;
+    return one(m, &h, NULL, 0, key, klen, NULL, 0, &c);
+}
+
 int mdc_touch(mdc_t *m, const void *key, size_t klen, int64_t exptime)
 {
     struct wire_hdr h;
@@ -654,7 +698,8 @@ int mdc_get_by_tag(mdc_t *m, int32_t tkey, const int32_t *tvals, size_t ntvals,
 }
 
 int mdci_dbt_begin(struct mdc *m, int32_t tkey, const int32_t *tvals,
-                   size_t ntvals, struct mdci_one *c)
+                   size_t ntvals, bool stale, int64_t ttl,
+                   struct mdci_one *c)
 {
     struct wire_hdr h;
     int rc;
@@ -663,6 +708,10 @@ int mdci_dbt_begin(struct mdc *m, int32_t tkey, const int32_t *tvals,
     if ((rc = mdci_begin(m, on_one, c)) != MDC_OK)
         return rc;
     wire_hdr_request(&h, WIRE_OP_DEL_BY_TAG);
+    if (stale) {
+        h.flags = WIRE_F_STALE;
+        h.expiry = ttl;
+    }
     c->want = MDCI_WANT_U64;
     c->opcode = h.opcode;
     c->opaque = h.opaque = mdci_opaque(m);
@@ -681,12 +730,31 @@ int mdc_del_by_tag(mdc_t *m, int32_t tkey, const int32_t *tvals, size_t ntvals,
 
     if (m == NULL)
         return MDC_ERR_ARG;
-    if ((rc = mdci_dbt_begin(m, tkey, tvals, ntvals, &c)) != MDC_OK)
+    if ((rc = mdci_dbt_begin(m, tkey, tvals, ntvals, false, 0, &c)) != MDC_OK)
         return rc;
     mdci_exchange(m);
     rc = mdci_one_finish(m, &c);
     if (rc == MDC_OK && deleted != NULL)
         *deleted = c.u64;
+    return rc;
+}
+
+int mdc_del_by_tag_stale(mdc_t *m, int32_t tkey, const int32_t *tvals,
+                         size_t ntvals, int64_t ttl, uint64_t *marked)
+{
+    struct mdci_one c = {0};
+    int rc;
+
+    if (marked != NULL)
+        *marked = 0;
+    if (m == NULL)
+        return MDC_ERR_ARG;
+    if ((rc = mdci_dbt_begin(m, tkey, tvals, ntvals, true, ttl, &c)) != MDC_OK)
+        return rc;
+    mdci_exchange(m);
+    rc = mdci_one_finish(m, &c);
+    if (rc == MDC_OK && marked != NULL)
+        *marked = c.u64;
     return rc;
 }
 

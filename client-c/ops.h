@@ -66,7 +66,9 @@ int mdci_gbt_begin(struct mdc *m, int32_t tkey, const int32_t *tvals,
                    size_t ntvals, struct mdci_gbt *c);
 int mdci_gbt_finish(struct mdc *m, struct mdci_gbt *c);
 
+/* stale: the STALE flag (mark instead of delete), ttl in the expiry */
 int mdci_dbt_begin(struct mdc *m, int32_t tkey, const int32_t *tvals,
-                   size_t ntvals, struct mdci_one *c);
+                   size_t ntvals, bool stale, int64_t ttl,
+                   struct mdci_one *c);
 
 #endif

@@ -263,6 +263,19 @@ int mdc_pool_get(mdc_pool_t *p, const void *key, size_t klen,
     return mdc_get(m, key, klen, out);
 }
 
+int mdc_pool_lease_get(mdc_pool_t *p, const void *key, size_t klen,
+                       int64_t vivify_ttl, int64_t recache_ttl,
+                       struct mdc_item **out)
+{
+    struct mdc *m = route(p, key, klen);
+    if (m == NULL) {
+        if (out != NULL)
+            *out = NULL;
+        return p ? p->err : MDC_ERR_ARG;
+    }
+    return mdc_lease_get(m, key, klen, vivify_ttl, recache_ttl, out);
+}
+
 int mdc_pool_store(mdc_pool_t *p, enum mdc_store_mode mode,
                    const struct mdc_kv *kv, uint64_t *cas_out)
 {
@@ -280,6 +293,15 @@ int mdc_pool_delete(mdc_pool_t *p, const void *key, size_t klen, uint64_t cas)
     if (m == NULL)
         return p ? p->err : MDC_ERR_ARG;
     return mdc_delete(m, key, klen, cas);
+}
+
+int mdc_pool_delete_stale(mdc_pool_t *p, const void *key, size_t klen,
+                          uint64_t cas, int64_t ttl)
+{
+    struct mdc *m = route(p, key, klen);
+    if (m == NULL)
+        return p ? p->err : MDC_ERR_ARG;
+    return mdc_delete_stale(m, key, klen, cas, ttl);
 }
 
 /* ---- fan-out --------------------------------------------------------------
@@ -416,8 +438,9 @@ out:
     return ret;
 }
 
-int mdc_pool_del_by_tag(mdc_pool_t *p, int32_t tkey, const int32_t *tvals,
-                        size_t ntvals, uint64_t *deleted, int *server_rc)
+static int pool_dbt(mdc_pool_t *p, int32_t tkey, const int32_t *tvals,
+                    size_t ntvals, bool stale, int64_t ttl, uint64_t *deleted,
+                    int *server_rc)
 {
     int stack_rc[16];
     struct mdci_one stack_c[16];
@@ -442,7 +465,8 @@ int mdc_pool_del_by_tag(mdc_pool_t *p, int32_t tkey, const int32_t *tvals,
     }
     for (size_t i = 0; i < p->n; i++) {
         memset(&c[i], 0, sizeof(c[i]));
-        rc[i] = mdci_dbt_begin(p->servers[i], tkey, tvals, ntvals, &c[i]);
+        rc[i] = mdci_dbt_begin(p->servers[i], tkey, tvals, ntvals, stale, ttl,
+                               &c[i]);
     }
     run_all(p, rc);
     for (size_t i = 0; i < p->n; i++) {
@@ -453,13 +477,27 @@ int mdc_pool_del_by_tag(mdc_pool_t *p, int32_t tkey, const int32_t *tvals,
     }
     if (deleted != NULL)
         *deleted = total;
-    ret = gather(p, rc, server_rc, "del_by_tag", ok_only);
+    ret = gather(p, rc, server_rc, stale ? "del_by_tag_stale" : "del_by_tag",
+                 ok_only);
 out:
     if (c != stack_c)
         free(c);
     if (rc != stack_rc)
         free(rc);
     return ret;
+}
+
+int mdc_pool_del_by_tag(mdc_pool_t *p, int32_t tkey, const int32_t *tvals,
+                        size_t ntvals, uint64_t *deleted, int *server_rc)
+{
+    return pool_dbt(p, tkey, tvals, ntvals, false, 0, deleted, server_rc);
+}
+
+int mdc_pool_del_by_tag_stale(mdc_pool_t *p, int32_t tkey,
+                              const int32_t *tvals, size_t ntvals, int64_t ttl,
+                              uint64_t *marked, int *server_rc)
+{
+    return pool_dbt(p, tkey, tvals, ntvals, true, ttl, marked, server_rc);
 }
 
 int mdc_pool_flush(mdc_pool_t *p, int *server_rc)

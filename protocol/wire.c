@@ -18,8 +18,29 @@
 #define SSIZE_MAX PTRDIFF_MAX
 #endif
 
-#define F_RESERVED                                                             \
-    ((uint8_t) ~(WIRE_F_QUIET | WIRE_F_MORE | WIRE_F_STALE | WIRE_F_RESPONSE))
+#define F_RESERVED ((uint8_t) ~(WIRE_F_REQ_MASK | WIRE_F_RSP_MASK))
+
+static bool op_is_get(uint8_t op)
+{
+    return op == WIRE_OP_GET || op == WIRE_OP_GETK || op == WIRE_OP_GAT ||
+           op == WIRE_OP_GATK;
+}
+
+/* The flags beyond QUIET/MORE/RESPONSE, by direction and opcode. */
+static bool flags_allowed(const struct wire_hdr *h)
+{
+    if (h->flags & WIRE_F_RESPONSE) /* W/X/Z: a get's reply only */
+        return !(h->flags & WIRE_F_LEASE_STATE) || op_is_get(h->opcode);
+    if (h->flags & WIRE_F_PENDING)
+        return false;
+    if ((h->flags & WIRE_F_LEASE) && !op_is_get(h->opcode))
+        return false;
+    if (h->flags & WIRE_F_STALE)
+        return h->opcode == WIRE_OP_DEL_BY_TAG ||
+               h->opcode == WIRE_OP_DELETE || h->opcode == WIRE_OP_SET ||
+               h->opcode == WIRE_OP_CAS;
+    return true;
+}
 
 int wire_parse_header(const uint8_t *buf, size_t len, struct wire_hdr *h,
                       size_t max_body)
@@ -60,9 +81,7 @@ int wire_parse_header(const uint8_t *buf, size_t len, struct wire_hdr *h,
         return WIRE_EOPCODE;
     if (h->flags & F_RESERVED)
         return WIRE_EFLAGS;
-    /* STALE: a DEL_BY_TAG request's only */
-    if ((h->flags & WIRE_F_STALE) &&
-        ((h->flags & WIRE_F_RESPONSE) || h->opcode != WIRE_OP_DEL_BY_TAG))
+    if (!flags_allowed(h))
         return WIRE_EFLAGS;
     if (h->flags & WIRE_F_RESPONSE) {
         if (h->flags & WIRE_F_QUIET)
@@ -214,7 +233,9 @@ int wire_check_request(const struct wire_msg *m)
 
     switch (r->value) {
     case V_NONE:
-        if (h->vlen != 0)
+        /* a LEASE get may carry its two TTLs */
+        if (h->vlen != 0 &&
+            !((h->flags & WIRE_F_LEASE) && h->vlen == WIRE_LEASE_VLEN))
             return WIRE_EFIELD;
         break;
     case V_U64:
@@ -256,9 +277,12 @@ int wire_check_request(const struct wire_msg *m)
         return WIRE_EFIELD;
     if (h->cas == 0 && (r->allow & A_CASREQ))
         return WIRE_EFIELD;
-    /* a stale DEL_BY_TAG may give the records' TTL */
+    /* a stale DEL_BY_TAG or DELETE may give the records' TTL */
     if (h->expiry != 0 && !(r->allow & A_EXPIRY) &&
         !(h->flags & WIRE_F_STALE))
+        return WIRE_EFIELD;
+    /* invalidate mode is a CAS store's */
+    if ((h->flags & WIRE_F_STALE) && h->opcode == WIRE_OP_SET && h->cas == 0)
         return WIRE_EFIELD;
     return WIRE_OK;
 }

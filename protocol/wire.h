@@ -44,12 +44,29 @@
 /* Header flags. */
 #define WIRE_F_QUIET 0x01    /* request: suppress the uninteresting reply */
 #define WIRE_F_MORE 0x02     /* response: more responses follow for it */
-#define WIRE_F_STALE 0x04    /* request, DEL_BY_TAG only: mark the records
-                              * stale instead of deleting them; a non-zero
-                              * expiry becomes their TTL (docs/protocol.md) */
+#define WIRE_F_STALE 0x04    /* request: DEL_BY_TAG marks the records stale
+                              * instead of deleting them, DELETE marks its
+                              * record stale (a non-zero expiry becomes
+                              * their TTL), SET/CAS with a CAS stores in
+                              * invalidate mode (memcached's ms I);
+                              * response to a LEASE get: the record is
+                              * stale (memcached's X) (docs/protocol.md) */
+#define WIRE_F_LEASE 0x08    /* request, GET GETK GAT GATK only: a lease
+                              * get (memcached's mg with N/R): value empty
+                              * or 16 bytes, vivify TTL i64 + recache
+                              * TTL i64; the reply tells W/X/Z */
+#define WIRE_F_WIN 0x08      /* response to a LEASE get: this client won,
+                              * it is to recompute and store (W) */
+#define WIRE_F_PENDING 0x10  /* response to a LEASE get: another client
+                              * holds the win (Z) */
 #define WIRE_F_RESPONSE 0x80 /* set in every response, never in requests */
-#define WIRE_F_REQ_MASK (WIRE_F_QUIET | WIRE_F_STALE)
-#define WIRE_F_RSP_MASK (WIRE_F_RESPONSE | WIRE_F_MORE)
+#define WIRE_F_REQ_MASK (WIRE_F_QUIET | WIRE_F_STALE | WIRE_F_LEASE)
+#define WIRE_F_RSP_MASK                                                        \
+    (WIRE_F_RESPONSE | WIRE_F_MORE | WIRE_F_STALE | WIRE_F_WIN |              \
+     WIRE_F_PENDING)
+/* The reply flags of a LEASE get (responses of GET GETK GAT GATK only). */
+#define WIRE_F_LEASE_STATE (WIRE_F_STALE | WIRE_F_WIN | WIRE_F_PENDING)
+#define WIRE_LEASE_VLEN 16u  /* a LEASE get's value: vivify, recache TTLs */
 
 /* Opcodes: X(name, value, text).  Gaps are unassigned. */
 #define WIRE_OPCODES(X)                                                        \

@@ -58,9 +58,15 @@ int tsrv_port_file_port(const char *path, const char *kind,
     return port > 0 ? port : -1;
 }
 
+/* The port of kind on host; a daemon listening on the wildcard address
+ * (-l 0.0.0.0) serves 127.0.0.1 there too. */
 int tsrv_port_of(const struct tsrv *s, const char *kind, const char *host)
 {
-    return tsrv_port_file_port(s->port_file, kind, host);
+    int port = tsrv_port_file_port(s->port_file, kind, host);
+
+    if (port < 0 && strcmp(host, "127.0.0.1") == 0)
+        port = tsrv_port_file_port(s->port_file, kind, "0.0.0.0");
+    return port;
 }
 
 static void sleep_ms(int ms)

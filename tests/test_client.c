@@ -11,6 +11,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -289,6 +290,135 @@ static void test_tags(void **state)
     assert_int_equal(mdc_set(m, K("many"), K("v"), 0, 0, many, 65),
                      MDC_TOO_MANY_TAGS);
     assert_int_equal(mdc_set(m, K("many"), K("v"), 0, 0, many, 64), MDC_OK);
+}
+
+/* Leases: mdc_lease_get's state, mdc_delete_stale, mdc_del_by_tag_stale. */
+static void test_lease(void **state)
+{
+    mdc_t *m = *state;
+    struct mdc_item *it = NULL;
+    struct mdc_tag tag = {77, 1};
+    int32_t tv = 1;
+    uint64_t n = 0, cas;
+
+    /* a miss: NOT_FOUND, or with vivify an empty record and the win */
+    assert_int_equal(mdc_lease_get(m, K("lk"), 0, 0, &it), MDC_NOT_FOUND);
+    assert_null(it);
+    assert_int_equal(mdc_lease_get(m, K("lk"), 30, 0, &it), MDC_OK);
+    assert_int_equal(it->vlen, 0);
+    assert_int_equal(it->state, MDC_ITEM_WIN);
+    mdc_item_free(it);
+    assert_int_equal(mdc_lease_get(m, K("lk"), 30, 0, &it), MDC_OK);
+    assert_int_equal(it->state, MDC_ITEM_PENDING);
+    mdc_item_free(it);
+    /* a plain get never reports a state */
+    assert_int_equal(mdc_get(m, K("lk"), &it), MDC_OK);
+    assert_int_equal(it->state, 0);
+    mdc_item_free(it);
+    /* the winner stores: fresh */
+    assert_int_equal(mdc_set(m, K("lk"), K("v1"), 0, 0, &tag, 1), MDC_OK);
+    assert_int_equal(mdc_lease_get(m, K("lk"), 30, 0, &it), MDC_OK);
+    assert_int_equal(it->state, 0);
+    assert_string_equal(it->value, "v1");
+    cas = it->cas;
+    mdc_item_free(it);
+    /* stale delete: the old value, X W to the first, X Z after */
+    assert_int_equal(mdc_delete_stale(m, K("lk"), cas + 1000, 0), MDC_EXISTS);
+    assert_int_equal(mdc_delete_stale(m, K("lk"), cas, 60), MDC_OK);
+    assert_int_equal(mdc_lease_get(m, K("lk"), 30, 0, &it), MDC_OK);
+    assert_int_equal(it->state, MDC_ITEM_STALE | MDC_ITEM_WIN);
+    assert_string_equal(it->value, "v1");
+    assert_true(it->ttl == 60 || it->ttl == 59);
+    mdc_item_free(it);
+    assert_int_equal(mdc_lease_get(m, K("lk"), 30, 0, &it), MDC_OK);
+    assert_int_equal(it->state, MDC_ITEM_STALE | MDC_ITEM_PENDING);
+    mdc_item_free(it);
+    assert_int_equal(mdc_delete_stale(m, K("nokey"), 0, 0), MDC_NOT_FOUND);
+    /* a stale tag delete: counted, every record stale, the next one wins */
+    assert_int_equal(mdc_set(m, K("lk"), K("v2"), 0, 0, &tag, 1), MDC_OK);
+    assert_int_equal(mdc_set(m, K("lk2"), K("w"), 0, 0, &tag, 1), MDC_OK);
+    assert_int_equal(mdc_del_by_tag_stale(m, 77, &tv, 1, 0, &n), MDC_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(mdc_lease_get(m, K("lk2"), 0, 0, &it), MDC_OK);
+    assert_int_equal(it->state, MDC_ITEM_STALE | MDC_ITEM_WIN);
+    assert_string_equal(it->value, "w");
+    assert_int_equal(it->ttl, -1); /* ttl 0 kept the record's own */
+    mdc_item_free(it);
+    /* R: below the TTL left, one win */
+    assert_int_equal(mdc_set(m, K("lr"), K("r"), 0, 20, NULL, 0), MDC_OK);
+    assert_int_equal(mdc_lease_get(m, K("lr"), 0, 10, &it), MDC_OK);
+    assert_int_equal(it->state, 0);
+    mdc_item_free(it);
+    assert_int_equal(mdc_lease_get(m, K("lr"), 0, 60, &it), MDC_OK);
+    assert_int_equal(it->state, MDC_ITEM_WIN);
+    mdc_item_free(it);
+    assert_int_equal(mdc_del_by_tag_stale(m, 77, &tv, 0, 0, &n), MDC_ERR_ARG);
+    assert_int_equal(mdc_lease_get(NULL, K("x"), 0, 0, &it), MDC_ERR_ARG);
+}
+
+/* One winner per record under concurrency: LW_THREADS threads, each with
+ * its own handle, read LW_KEYS stale records and then LW_KEYS missing ones
+ * (vivify); every record hands out exactly one win. */
+#define LW_THREADS 8
+#define LW_KEYS 200
+static atomic_int lw_wins[2][LW_KEYS];
+static atomic_int lw_errors;
+static pthread_barrier_t lw_barrier;
+
+static void *lw_main(void *arg)
+{
+    mdc_t *m = mdc_create(spec);
+    char key[32];
+
+    (void)arg;
+    pthread_barrier_wait(&lw_barrier);
+    for (int round = 0; round < 2 && m != NULL; round++)
+        for (int i = 0; i < LW_KEYS; i++) {
+            struct mdc_item *it = NULL;
+            snprintf(key, sizeof(key), round ? "lw-miss:%d" : "lw:%d", i);
+            if (mdc_lease_get(m, K(key), 30, 0, &it) != MDC_OK) {
+                atomic_fetch_add(&lw_errors, 1);
+                continue;
+            }
+            if (it->state & MDC_ITEM_WIN)
+                atomic_fetch_add(&lw_wins[round][i], 1);
+            else if (!(it->state & MDC_ITEM_PENDING))
+                atomic_fetch_add(&lw_errors, 1); /* neither W nor Z */
+            mdc_item_free(it);
+        }
+    if (m == NULL)
+        atomic_fetch_add(&lw_errors, 1);
+    mdc_destroy(m);
+    return NULL;
+}
+
+static void test_lease_one_winner(void **state)
+{
+    mdc_t *m = *state;
+    struct mdc_tag tag = {78, 1};
+    int32_t tv = 1;
+    pthread_t th[LW_THREADS];
+    uint64_t n = 0;
+    char key[32];
+
+    for (int i = 0; i < LW_KEYS; i++) {
+        snprintf(key, sizeof(key), "lw:%d", i);
+        assert_int_equal(mdc_set(m, K(key), K("old"), 0, 0, &tag, 1), MDC_OK);
+    }
+    assert_int_equal(mdc_del_by_tag_stale(m, 78, &tv, 1, 0, &n), MDC_OK);
+    assert_int_equal(n, LW_KEYS);
+    memset(lw_wins, 0, sizeof(lw_wins));
+    atomic_store(&lw_errors, 0);
+    pthread_barrier_init(&lw_barrier, NULL, LW_THREADS);
+    for (int t = 0; t < LW_THREADS; t++)
+        assert_int_equal(pthread_create(&th[t], NULL, lw_main, NULL), 0);
+    for (int t = 0; t < LW_THREADS; t++)
+        pthread_join(th[t], NULL);
+    pthread_barrier_destroy(&lw_barrier);
+    assert_int_equal(atomic_load(&lw_errors), 0);
+    for (int r = 0; r < 2; r++)
+        for (int i = 0; i < LW_KEYS; i++)
+            assert_int_equal(atomic_load(&lw_wins[r][i]), 1);
 }
 
 static void test_tstack(void **state)
@@ -823,6 +953,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_counters, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tags, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tstack, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lease, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lease_one_winner, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_mget_mset, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sizes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_server_ops, setup, teardown),

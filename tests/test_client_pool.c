@@ -213,6 +213,53 @@ static void test_tag_fanout(void **state)
     mdc_item_free(it);
 }
 
+/* The stale tag delete fans out; lease gets and stale deletes route. */
+static void test_lease_fanout(void **state)
+{
+    (void)state;
+    struct mdc_item *it = NULL;
+    int rc[NSRV];
+    uint64_t marked = 0, before[NSRV];
+    int32_t tv7 = 7;
+    char key[32];
+    if (pool == NULL)
+        skip();
+    for (int s = 0; s < NSRV; s++)
+        before[s] = curr_items(s);
+    /* tag (100, 7): keys 17, 27, ... (test_spread deleted 7) on all three
+     * servers */
+    assert_int_equal(mdc_pool_del_by_tag_stale(pool, 100, &tv7, 1, 0, &marked,
+                                               rc),
+                     MDC_OK);
+    assert_int_equal(marked, NKEYS / 10 - 1);
+    for (int s = 0; s < NSRV; s++) { /* marked, not deleted */
+        assert_int_equal(rc[s], MDC_OK);
+        assert_int_equal(curr_items(s), before[s]);
+    }
+    for (int i = 17; i < NKEYS; i += 10) {
+        key_of(key, sizeof(key), i);
+        assert_int_equal(mdc_pool_lease_get(pool, key, strlen(key), 0, 0, &it),
+                         MDC_OK);
+        assert_int_equal(it->state, MDC_ITEM_STALE | MDC_ITEM_WIN);
+        mdc_item_free(it);
+        assert_int_equal(mdc_pool_lease_get(pool, key, strlen(key), 0, 0, &it),
+                         MDC_OK);
+        assert_int_equal(it->state, MDC_ITEM_STALE | MDC_ITEM_PENDING);
+        mdc_item_free(it);
+    }
+    key_of(key, sizeof(key), 8);
+    assert_int_equal(mdc_pool_delete_stale(pool, key, strlen(key), 0, 0),
+                     MDC_OK);
+    assert_int_equal(mdc_pool_lease_get(pool, key, strlen(key), 0, 0, &it),
+                     MDC_OK);
+    assert_int_equal(it->state, MDC_ITEM_STALE | MDC_ITEM_WIN);
+    mdc_item_free(it);
+    assert_int_equal(mdc_pool_lease_get(pool, "lease:none", 10, 0, 0, &it),
+                     MDC_NOT_FOUND);
+    assert_int_equal(mdc_pool_delete_stale(pool, "lease:none", 10, 0, 0),
+                     MDC_NOT_FOUND);
+}
+
 static void test_server_killed(void **state)
 {
     (void)state;
@@ -309,6 +356,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_spread),
         cmocka_unit_test(test_tag_fanout),
+        cmocka_unit_test(test_lease_fanout),
         cmocka_unit_test(test_server_killed),
     };
     signal(SIGPIPE, SIG_IGN);

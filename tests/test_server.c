@@ -433,6 +433,126 @@ static void test_tags_stale(void **state)
     close(fd);
 }
 
+/* A LEASE get's two TTLs (vivify, recache) as its 16-byte value. */
+static int lease_call(int fd, uint8_t op, const char *k, int64_t viv,
+                      int64_t rec, struct tresp *p)
+{
+    uint8_t v[WIRE_LEASE_VLEN];
+    struct treq r = {.op = op, .flags = WIRE_F_LEASE, .key = k,
+                     .klen = strlen(k), .val = v, .vlen = sizeof(v)};
+
+    wire_put_u64(v, (uint64_t)viv);
+    wire_put_u64(v + 8, (uint64_t)rec);
+    return tc_call(fd, &r, p);
+}
+
+static uint8_t lease_state(const struct tresp *p)
+{
+    return p->h.flags & WIRE_F_LEASE_STATE;
+}
+
+/* Native lease gets, stale DELETE and SET in invalidate mode: the text
+ * protocol's mg N/R, md I [T], ms I (docs/protocol.md, "Lease gets"). */
+static void test_lease(void **state)
+{
+    char k1[64], k2[64];
+    struct tresp p;
+    struct treq r;
+    uint64_t cas, old;
+    int fd = tc_connect(&g_srv);
+
+    (void)state;
+    assert_true(fd >= 0);
+    ukey(k1, sizeof(k1), "lease1");
+    ukey(k2, sizeof(k2), "lease2");
+    /* a miss without vivify: NOT_FOUND; with N: an empty stub, W */
+    assert_int_equal(lease_call(fd, WIRE_OP_GET, k1, 0, 0, NULL),
+                     WIRE_S_NOT_FOUND);
+    assert_int_equal(lease_call(fd, WIRE_OP_GET, k1, 30, 0, &p), 0);
+    assert_int_equal(p.h.vlen, 0);
+    assert_int_equal(lease_state(&p), WIRE_F_WIN);
+    assert_true(p.h.expiry == 30 || p.h.expiry == 29);
+    tc_resp_free(&p);
+    /* the next one: Z (the win is out); a plain GET sees no flags */
+    assert_int_equal(lease_call(fd, WIRE_OP_GETK, k1, 30, 0, &p), 0);
+    assert_int_equal(lease_state(&p), WIRE_F_PENDING);
+    assert_int_equal(p.h.klen, strlen(k1));
+    tc_resp_free(&p);
+    r = (struct treq){.op = WIRE_OP_GET, .key = k1, .klen = strlen(k1)};
+    assert_int_equal(tc_call(fd, &r, &p), 0);
+    assert_int_equal(p.h.flags, WIRE_F_RESPONSE);
+    tc_resp_free(&p);
+    /* the winner stores: fresh, no flags */
+    assert_int_equal(tc_set(fd, k1, "v1", 2, NULL, 0), 0);
+    assert_int_equal(lease_call(fd, WIRE_OP_GET, k1, 30, 0, &p), 0);
+    assert_int_equal(lease_state(&p), 0);
+    cas = p.h.cas;
+    tc_resp_free(&p);
+    /* DELETE with STALE and a TTL: kept, stale, a new CAS */
+    r = (struct treq){.op = WIRE_OP_DELETE, .flags = WIRE_F_STALE,
+                      .key = k1, .klen = strlen(k1), .exp = 100};
+    assert_int_equal(tc_call(fd, &r, NULL), 0);
+    assert_int_equal(lease_call(fd, WIRE_OP_GET, k1, 0, 0, &p), 0);
+    assert_int_equal(lease_state(&p), WIRE_F_STALE | WIRE_F_WIN);
+    assert_int_equal(p.h.vlen, 2);
+    assert_true(p.h.cas > cas);
+    assert_true(p.h.expiry == 100 || p.h.expiry == 99);
+    old = cas;
+    cas = p.h.cas;
+    tc_resp_free(&p);
+    assert_int_equal(lease_call(fd, WIRE_OP_GET, k1, 0, 0, &p), 0);
+    assert_int_equal(lease_state(&p), WIRE_F_STALE | WIRE_F_PENDING);
+    tc_resp_free(&p);
+    /* SET in invalidate mode with an older CAS: stored, still stale */
+    r = (struct treq){.op = WIRE_OP_SET, .flags = WIRE_F_STALE, .key = k1,
+                      .klen = strlen(k1), .val = "v0", .vlen = 2,
+                      .cas = old};
+    assert_int_equal(tc_call(fd, &r, NULL), 0);
+    assert_int_equal(lease_call(fd, WIRE_OP_GET, k1, 0, 0, &p), 0);
+    assert_int_equal(lease_state(&p), WIRE_F_STALE | WIRE_F_PENDING);
+    assert_memory_equal(p.val, "v0", 2);
+    tc_resp_free(&p);
+    /* without STALE that CAS is refused; STALE without a CAS: malformed */
+    r.flags = 0;
+    assert_int_equal(tc_call(fd, &r, NULL), WIRE_S_EXISTS);
+    r.flags = WIRE_F_STALE;
+    r.cas = 0;
+    assert_int_equal(tc_call(fd, &r, NULL), WIRE_S_MALFORMED);
+    /* a store with the current CAS, in invalidate mode: fresh */
+    assert_int_equal(lease_call(fd, WIRE_OP_GET, k1, 0, 0, &p), 0);
+    r.cas = p.h.cas;
+    tc_resp_free(&p);
+    assert_int_equal(tc_call(fd, &r, NULL), 0);
+    assert_int_equal(lease_call(fd, WIRE_OP_GET, k1, 0, 0, &p), 0);
+    assert_int_equal(lease_state(&p), 0);
+    tc_resp_free(&p);
+    /* R: below the TTL left, one win */
+    r = (struct treq){.op = WIRE_OP_SET, .key = k2, .klen = strlen(k2),
+                      .val = "x", .vlen = 1, .exp = 20};
+    assert_int_equal(tc_call(fd, &r, NULL), 0);
+    assert_int_equal(lease_call(fd, WIRE_OP_GET, k2, 0, 10, &p), 0);
+    assert_int_equal(lease_state(&p), 0);
+    tc_resp_free(&p);
+    assert_int_equal(lease_call(fd, WIRE_OP_GET, k2, 0, 60, &p), 0);
+    assert_int_equal(lease_state(&p), WIRE_F_WIN);
+    tc_resp_free(&p);
+    assert_int_equal(lease_call(fd, WIRE_OP_GAT, k2, 0, 60, &p), 0);
+    assert_int_equal(lease_state(&p), WIRE_F_PENDING);
+    tc_resp_free(&p);
+    /* DELETE STALE of a missing key; LEASE on a SET: malformed */
+    r = (struct treq){.op = WIRE_OP_DELETE, .flags = WIRE_F_STALE,
+                      .key = "no-such-lease-key", .klen = 17};
+    assert_int_equal(tc_call(fd, &r, NULL), WIRE_S_NOT_FOUND);
+    r = (struct treq){.op = WIRE_OP_SET, .flags = WIRE_F_LEASE, .key = k2,
+                      .klen = strlen(k2), .val = "x", .vlen = 1};
+    assert_int_equal(tc_call(fd, &r, NULL), WIRE_S_MALFORMED);
+    /* a lease GET with a value that is not 16 bytes: malformed */
+    r = (struct treq){.op = WIRE_OP_GET, .flags = WIRE_F_LEASE, .key = k2,
+                      .klen = strlen(k2), .val = "12345678", .vlen = 8};
+    assert_int_equal(tc_call(fd, &r, NULL), WIRE_S_MALFORMED);
+    close(fd);
+}
+
 static void test_tag_reply_truncated(void **state)
 {
     static char big[1000];
@@ -1170,6 +1290,7 @@ static const struct CMUnitTest functional_tests[] = {
     cmocka_unit_test(test_counters),
     cmocka_unit_test(test_tags),
         cmocka_unit_test(test_tags_stale),
+    cmocka_unit_test(test_lease),
     cmocka_unit_test(test_tag_reply_truncated),
     cmocka_unit_test(test_tstack),
     cmocka_unit_test(test_stats_version_noop),

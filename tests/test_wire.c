@@ -423,6 +423,14 @@ static void test_reserved_bits(void **state)
         buf[WIRE_OFF_FLAGS] = (uint8_t)(1u << bit); /* MORE/RESP/reserved */
         if ((1u << bit) == WIRE_F_RESPONSE)
             continue; /* a valid response */
+        if ((1u << bit) == WIRE_F_STALE) {
+            /* a SET's invalidate mode: a CAS is required (EFIELD) */
+            struct wire_msg m;
+            assert_int_equal(wire_parse(buf, sizeof(buf), &m, NO_LIMIT),
+                             (ssize_t)sizeof(buf));
+            assert_int_equal(wire_check_request(&m), WIRE_EFIELD);
+            continue;
+        }
         expect_in_sync(buf, sizeof(buf), WIRE_EFLAGS);
     }
     /* QUIET is a request flag only. */
@@ -648,6 +656,83 @@ static void test_request_rules(void **state)
     assert_int_equal(wire_parse(buf, (size_t)n, &m, NO_LIMIT), WIRE_EFLAGS);
 }
 
+/* Compose h with key "k" and value v[vlen]; parse; the check's result. */
+static int lease_rule(const struct wire_hdr *hin, const void *v, uint32_t vlen,
+                      int *parse_rc)
+{
+    uint8_t buf[128];
+    struct wire_hdr h = *hin;
+    struct wire_msg m;
+
+    h.klen = 1;
+    h.vlen = vlen;
+    ssize_t n = wire_compose(buf, sizeof(buf), &h, NULL, "k", v);
+    assert_true(n > 0);
+    ssize_t rc = wire_parse(buf, (size_t)n, &m, NO_LIMIT);
+    *parse_rc = rc == n ? WIRE_OK : (int)rc;
+    return *parse_rc == WIRE_OK ? wire_check_request(&m) : *parse_rc;
+}
+
+/* LEASE gets, stale DELETE, SET/CAS invalidate mode, and the W/X/Z reply
+ * flags (docs/protocol.md, "Lease gets"). */
+static void test_lease_rules(void **state)
+{
+    static const uint8_t ttl16[WIRE_LEASE_VLEN];
+    static const uint8_t ops[] = {WIRE_OP_GET, WIRE_OP_GETK, WIRE_OP_GAT,
+                                  WIRE_OP_GATK};
+    struct wire_hdr h;
+    int prc;
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(ops); i++) {
+        wire_hdr_request(&h, ops[i]);
+        h.flags = WIRE_F_LEASE;
+        assert_int_equal(lease_rule(&h, NULL, 0, &prc), WIRE_OK);
+        assert_int_equal(lease_rule(&h, ttl16, 16, &prc), WIRE_OK);
+        assert_int_equal(lease_rule(&h, ttl16, 8, &prc), WIRE_EFIELD);
+        h.flags = 0; /* the old request keeps its rule: no value */
+        assert_int_equal(lease_rule(&h, ttl16, 16, &prc), WIRE_EFIELD);
+        h.flags = WIRE_F_LEASE | WIRE_F_QUIET;
+        assert_int_equal(lease_rule(&h, ttl16, 16, &prc), WIRE_OK);
+        h.flags = WIRE_F_PENDING; /* a response flag */
+        assert_int_equal(lease_rule(&h, NULL, 0, &prc), WIRE_EFLAGS);
+        /* a reply may carry W, X and Z */
+        h.flags = WIRE_F_RESPONSE | WIRE_F_LEASE_STATE;
+        assert_int_equal(lease_rule(&h, NULL, 0, &prc), WIRE_EFLAGS);
+        assert_int_equal(prc, WIRE_OK); /* parsed; only a request check */
+    }
+    /* LEASE elsewhere; reply flags on another opcode's response */
+    wire_hdr_request(&h, WIRE_OP_DELETE);
+    h.flags = WIRE_F_LEASE;
+    assert_int_equal(lease_rule(&h, NULL, 0, &prc), WIRE_EFLAGS);
+    wire_hdr_request(&h, WIRE_OP_TOUCH);
+    h.flags = WIRE_F_LEASE;
+    assert_int_equal(lease_rule(&h, NULL, 0, &prc), WIRE_EFLAGS);
+    wire_hdr_request(&h, WIRE_OP_DELETE);
+    h.flags = WIRE_F_RESPONSE | WIRE_F_WIN;
+    assert_int_equal(lease_rule(&h, NULL, 0, &prc), WIRE_EFLAGS);
+    /* DELETE with STALE: an expiry and a CAS allowed */
+    wire_hdr_request(&h, WIRE_OP_DELETE);
+    h.expiry = 30;
+    assert_int_equal(lease_rule(&h, NULL, 0, &prc), WIRE_EFIELD);
+    h.flags = WIRE_F_STALE;
+    h.cas = 7;
+    assert_int_equal(lease_rule(&h, NULL, 0, &prc), WIRE_OK);
+    /* SET/CAS with STALE: a CAS needed; other stores refuse the flag */
+    wire_hdr_request(&h, WIRE_OP_SET);
+    h.flags = WIRE_F_STALE;
+    assert_int_equal(lease_rule(&h, "v", 1, &prc), WIRE_EFIELD);
+    h.cas = 9;
+    assert_int_equal(lease_rule(&h, "v", 1, &prc), WIRE_OK);
+    h.opcode = WIRE_OP_CAS;
+    assert_int_equal(lease_rule(&h, "v", 1, &prc), WIRE_OK);
+    h.opcode = WIRE_OP_ADD;
+    h.cas = 0;
+    assert_int_equal(lease_rule(&h, "v", 1, &prc), WIRE_EFLAGS);
+    h.opcode = WIRE_OP_APPEND;
+    assert_int_equal(lease_rule(&h, "v", 1, &prc), WIRE_EFLAGS);
+}
+
 static void test_compose_nospace(void **state)
 {
     (void)state;
@@ -725,6 +810,7 @@ int main(void)
         cmocka_unit_test(test_value_past_bound),
         cmocka_unit_test(test_lengths_past_end),
         cmocka_unit_test(test_request_rules),
+        cmocka_unit_test(test_lease_rules),
         cmocka_unit_test(test_compose_nospace),
         cmocka_unit_test(test_status_names),
         cmocka_unit_test(test_le_helpers),

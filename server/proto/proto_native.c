@@ -95,7 +95,7 @@ static size_t nat_record_head_len(const struct record *r, bool with_key)
  */
 static void nat_record_head(uint8_t *p, const struct wire_hdr *req,
                             struct store *st, const struct record *r,
-                            bool with_key, bool more)
+                            bool with_key, uint8_t rflags)
 {
     uint32_t ntags = record_ntags(r);
     uint32_t klen = with_key ? record_klen(r) : 0;
@@ -103,8 +103,7 @@ static void nat_record_head(uint8_t *p, const struct wire_hdr *req,
     uint32_t i;
 
     wire_hdr_response(&h, req, WIRE_S_OK);
-    if (more)
-        h.flags |= WIRE_F_MORE;
+    h.flags |= rflags;
     h.klen = (uint16_t)klen;
     h.ntags = (uint16_t)ntags;
     h.vlen = record_vlen(r);
@@ -123,10 +122,11 @@ static void nat_record_head(uint8_t *p, const struct wire_hdr *req,
 
 /*
  * A record reply: its head copied into obuf, the value queued in place.
+ * rflags: response flags beyond RESPONSE (MORE, a lease get's W/X/Z).
  * Takes over the reference r.
  */
 static void nat_record(struct conn *c, const struct wire_hdr *req,
-                       struct record *r, bool with_key, bool more)
+                       struct record *r, bool with_key, uint8_t rflags)
 {
     struct store *st = c->srv->store;
     size_t n = nat_record_head_len(r, with_key);
@@ -136,7 +136,7 @@ static void nat_record(struct conn *c, const struct wire_hdr *req,
         store_release(st, r);
         return;
     }
-    nat_record_head(p, req, st, r, with_key, more);
+    nat_record_head(p, req, st, r, with_key, rflags);
     conn_out_commit(c, n);
     conn_out_ref(c, record_value(r), record_vlen(r), r);
 }
@@ -176,6 +176,47 @@ static bool nat_is_store_op(uint8_t op)
     }
 }
 
+/*
+ * A LEASE get (docs/protocol.md, "Lease gets"): store_mget() with the
+ * request's vivify and recache TTLs, the win state in the reply's flags.
+ * R tests the TTL left before a GAT's touch.
+ */
+static void nat_lease_get(struct conn *c, struct worker *w,
+                          const struct wire_msg *m, bool gat, bool with_key)
+{
+    const struct wire_hdr *h = &m->hdr;
+    struct store_mget q;
+    struct store_mget_res res;
+    struct record *r;
+    uint8_t rflags = 0;
+
+    memset(&q, 0, sizeof(q));
+    q.touch = gat;
+    q.exptime = h->expiry;
+    if (h->vlen == WIRE_LEASE_VLEN) {
+        int64_t viv = (int64_t)wire_get_u64(m->value);
+        int64_t rec = (int64_t)wire_get_u64(m->value + 8);
+        q.vivify = viv != 0;
+        q.vivify_exptime = viv;
+        q.recache = rec != 0;
+        q.recache_exptime = rec;
+    }
+    r = store_mget(c->srv->store, m->key, h->klen, &q, &res);
+    stats_count_get(&w->stats, gat, r != NULL && !res.created);
+    if (r == NULL) {
+        if (!(h->flags & WIRE_F_QUIET))
+            nat_reply(c, h, WIRE_S_NOT_FOUND, 0, NULL, 0, NULL, 0);
+        return;
+    }
+    if (res.won)
+        rflags |= WIRE_F_WIN;
+    if (res.stale)
+        rflags |= WIRE_F_STALE;
+    if (res.pending)
+        rflags |= WIRE_F_PENDING;
+    nat_record(c, h, r, with_key, rflags);
+}
+
 static void nat_get(struct conn *c, struct worker *w, const struct wire_msg *m)
 {
     const struct wire_hdr *h = &m->hdr;
@@ -183,13 +224,17 @@ static void nat_get(struct conn *c, struct worker *w, const struct wire_msg *m)
     bool with_key = h->opcode == WIRE_OP_GETK || h->opcode == WIRE_OP_GATK;
     struct record *r;
 
+    if (h->flags & WIRE_F_LEASE) {
+        nat_lease_get(c, w, m, gat, with_key);
+        return;
+    }
     if (gat)
         r = store_gat(c->srv->store, m->key, h->klen, h->expiry);
     else
         r = store_get(c->srv->store, m->key, h->klen);
     stats_count_get(&w->stats, gat, r != NULL);
     if (r != NULL) {
-        nat_record(c, h, r, with_key, false);
+        nat_record(c, h, r, with_key, 0);
         return;
     }
     if (!(h->flags & WIRE_F_QUIET))
@@ -229,6 +274,7 @@ static void nat_store(struct conn *c, struct worker *w,
     it.exptime = h->expiry;
     it.cas = h->cas;
     it.ntags = h->ntags;
+    it.invalidate = (h->flags & WIRE_F_STALE) != 0; /* a CAS (wire.c) */
     it.tags = nat_tags(w, m);
     if (h->ntags > 0 && it.tags == NULL) {
         nat_status(c, h, WIRE_S_INTERNAL, 0);
@@ -341,7 +387,7 @@ static void nat_get_by_tag(struct conn *c, struct worker *w,
                 struct record *r = set.recs[i];
                 uint32_t vlen = record_vlen(r);
 
-                nat_record_head(p, h, store, r, true, true);
+                nat_record_head(p, h, store, r, true, WIRE_F_MORE);
                 p += nat_record_head_len(r, true);
                 if (vlen > 0)
                     memcpy(p, record_value(r), vlen);
@@ -351,7 +397,7 @@ static void nat_get_by_tag(struct conn *c, struct worker *w,
             conn_out_commit(c, bytes);
         }
         for (i = ncopy; i < set.n; i++)
-            nat_record(c, h, set.recs[i], true, true);
+            nat_record(c, h, set.recs[i], true, WIRE_F_MORE);
         set.n = 0; /* the references are dropped or queued with the output */
     }
     store_recset_release(store, &set);
@@ -423,7 +469,7 @@ static void nat_tstack(struct conn *c, struct worker *w,
     STAT_INC(&w->stats, cmd_tstack_pop);
     st = store_tstack_pop(store, tag, &r);
     if (st == ST_OK && r != NULL) {
-        nat_record(c, h, r, true, false);
+        nat_record(c, h, r, true, 0);
         return;
     }
     if (st == ST_NOT_FOUND && (h->flags & WIRE_F_QUIET))
@@ -581,7 +627,10 @@ static void nat_exec(struct conn *c, struct worker *w, const struct wire_msg *m)
         nat_store(c, w, m);
         break;
     case WIRE_OP_DELETE: {
-        int st = store_delete(c->srv->store, m->key, h->klen, h->cas);
+        int st = (h->flags & WIRE_F_STALE) /* memcached's md I [T] */
+                     ? store_invalidate(c->srv->store, m->key, h->klen,
+                                        h->cas, h->expiry != 0, h->expiry)
+                     : store_delete(c->srv->store, m->key, h->klen, h->cas);
         if (st == ST_OK)
             STAT_INC(&w->stats, delete_hits);
         else if (st == ST_NOT_FOUND)
