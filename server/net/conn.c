@@ -458,6 +458,16 @@ static size_t conn_in_room(struct conn *c)
         size_t cap = c->icap * 2;
         uint8_t *nb;
 
+        /* before login the input never grows past its bound: the caller
+         * closes the connection (it is not read from while its output
+         * is full, so only io_uring receives already under way get here) */
+        if (!c->authed && c->icap >= CONN_PREAUTH_IN) {
+            log_debug("conn %llu: %zu bytes of input before "
+                      "authentication, closed",
+                      (unsigned long long)c->id, avail);
+            return 0;
+        }
+
         /* an exact total (a value's data block) gets just that; "one more
          * byte" (a line without its newline yet) doubles, so a long line
          * costs a logarithmic number of reallocations and full reads */

@@ -284,9 +284,28 @@ static inline void conn_hold(struct conn *c, unsigned secs)
     c->hold_until = server_mono_s() + secs + 1;
 }
 
-/* Pending output at its bound: stop running this connection's requests. */
+/*
+ * Before authentication (--auth-file) a connection holds at most
+ * CONN_PREAUTH_IN bytes of input and CONN_PREAUTH_OUT of output: a client
+ * that never logs in and pipelines requests without reading the errors
+ * they earn is not read from again until it reads (docs/security.md).
+ * Output counts full CONN_PREAUTH_SLACK short of the bound, so the last
+ * reply (an error line, STORED, a native status: all far shorter) still
+ * fits the 16 KiB output buffer of the pool.
+ */
+#define CONN_PREAUTH_IN 16384u
+#define CONN_PREAUTH_OUT 16384u
+#define CONN_PREAUTH_SLACK 1024u
+
+/* Pending output at its bound: stop running this connection's requests
+ * (and reading its input). */
 static inline bool conn_out_full(const struct conn *c)
 {
+    /* before login all output is text in obuf, sent or not since the
+     * last reset: olen is what the buffer holds */
+    if (!c->authed && c->opending > 0 &&
+        c->olen + CONN_PREAUTH_SLACK >= CONN_PREAUTH_OUT)
+        return true;
     return c->opending >= c->srv->opt.max_output;
 }
 

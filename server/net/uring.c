@@ -864,6 +864,14 @@ static bool uc_backlogged(const struct conn *c)
 {
     size_t avail = c->ilen - c->ioff;
 
+    /* before login: no receive while a reply is in flight (nothing is
+     * parsed meanwhile) or the output is at its bound, nor with half the
+     * input bound waiting; what the kernel hands over before the
+     * cancellation lands must fit, or the connection is closed
+     * (conn_in_room) */
+    if (!c->authed && (c->wr_busy || conn_out_full(c) ||
+                       avail >= CONN_PREAUTH_IN / 2))
+        return true;
     return avail > URING_IN_MAX && avail > c->need;
 }
 
@@ -927,7 +935,7 @@ static void uw_on_recv(struct uring_worker *uw, struct conn *c,
              * put them, and conn_drive() copies what a partial one leaves
              * into a lent buffer (the ring is the thread's input pool). */
             conn_in_lend(c, g->bufs + (size_t)bid * g->sz, (size_t)res);
-            if (uc_over_turn(uw, c))
+            if (uc_over_turn(uw, c) || uc_backlogged(c))
                 uc_cancel_recv(uw, c);
             if (!uc->recv_armed)
                 uw_want_rearm(uw, c);
