@@ -749,7 +749,7 @@ static void test_ipv6(void **state)
 
 struct flood {
     int uport;
-    volatile int stop;
+    int stop; /* __atomic: the main thread ends the flood */
     unsigned long sent;
 };
 
@@ -780,7 +780,7 @@ static void *flood_sender(void *p)
     put16(b + 6, 0);
     /* bursts of 64, a millisecond apart: more than one thread serves, so
      * the socket always has a backlog; the replies are never read */
-    while (!f->stop) {
+    while (!__atomic_load_n(&f->stop, __ATOMIC_RELAXED)) {
         for (i = 0; i < 64; i++) {
             put16(b, (unsigned)(f->sent++ & 0xFFFF));
             (void)send(fd, b, n, MSG_DONTWAIT);
@@ -842,7 +842,7 @@ static void test_udp_flood_tcp_fair(void **state)
         rounds++;
         usleep(2000);
     }
-    f.stop = 1;
+    __atomic_store_n(&f.stop, 1, __ATOMIC_RELAXED);
     pthread_join(t, NULL);
     close(fd);
     fd = tc_connect(&s); /* native stats: a connection of its own */
