@@ -87,6 +87,18 @@ static void stats_xdp(struct server *srv, stats_visit_fn fn, void *ctx)
     fn(ctx, "xdp_mem_per_cached_byte", buf);
 }
 
+/* Input and output buffers the threads have lent to connections now, less
+ * own (a gauge: stats reset leaves it). */
+static uint64_t stats_buffers_lent(struct server *srv, unsigned own)
+{
+    uint64_t n = 0;
+    unsigned i;
+
+    for (i = 0; i < srv->nworkers; i++)
+        n += __atomic_load_n(&srv->workers[i].pool.lent, __ATOMIC_RELAXED);
+    return n > own ? n - own : 0;
+}
+
 /* Time accepting was paused (net.c's backoff), the pause going on
  * included, in microseconds. */
 static uint64_t listen_disabled_us(struct server *srv)
@@ -106,6 +118,12 @@ static uint64_t listen_disabled_us(struct server *srv)
 }
 
 void stats_collect(struct server *srv, stats_visit_fn fn, void *ctx)
+{
+    stats_collect_conn(srv, fn, ctx, 0);
+}
+
+void stats_collect_conn(struct server *srv, stats_visit_fn fn, void *ctx,
+                        unsigned own)
 {
     struct thread_stats t;
     struct store_stats s;
@@ -168,6 +186,7 @@ void stats_collect(struct server *srv, stats_visit_fn fn, void *ctx)
 #define X(n) emit_u64(fn, ctx, #n, t.n);
     STATS_THREAD_FIELDS(X)
 #undef X
+    emit_u64(fn, ctx, "conn_buffers_lent", stats_buffers_lent(srv, own));
     emit_u64(fn, ctx, "time_in_listen_disabled_us",
              listen_disabled_us(srv) - tb_listen_us);
     /* evictions of a record a reader still held (memcached counts the

@@ -24,6 +24,11 @@ void stats_sum(struct server *srv, struct thread_stats *out);
 /* Visit every stat as (name, value text) in memcached's order. */
 typedef void (*stats_visit_fn)(void *ctx, const char *name, const char *value);
 void stats_collect(struct server *srv, stats_visit_fn fn, void *ctx);
+/* The same, asked by a connection holding own lent buffers (its request and
+ * reply), which conn_buffers_lent leaves out: it counts what the others
+ * hold. */
+void stats_collect_conn(struct server *srv, stats_visit_fn fn, void *ctx,
+                        unsigned own);
 /* The "settings" group: every option with its value. */
 void stats_collect_settings(struct server *srv, stats_visit_fn fn, void *ctx);
 

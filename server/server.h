@@ -78,6 +78,19 @@ struct conn_link {
     struct conn *prev, *next;
 };
 
+/* Buffers a network thread lends its connections while they have bytes to
+ * parse or to send, and takes back once they have none (server/net/conn.c,
+ * "Buffers lent per thread"; docs/threads-models.md).  Only the owning
+ * thread takes and gives; lent is read by stats from any thread. */
+#define CONN_POOL_KINDS 5 /* enum conn_pool_kind (conn.c) */
+#define CONN_POOL_MAX 64  /* free buffers a thread keeps of a kind, at most */
+struct conn_pool {
+    void *free[CONN_POOL_KINDS][CONN_POOL_MAX];
+    unsigned n[CONN_POOL_KINDS];
+    uint64_t lent;        /* input and output buffers lent out now
+                             (relaxed atomic, for stats) */
+};
+
 struct worker {
     struct thread_stats stats; /* written only by this thread */
     struct server *srv;
@@ -107,6 +120,9 @@ struct worker {
 
     /* payload role */
     struct mq *pq;            /* queue this payload thread consumes */
+
+    /* connection buffers lent by this thread (network role and main) */
+    struct conn_pool pool;
 
     /* request scratch (tags of one request), grown on demand */
     struct mdc_tag *tagbuf;

@@ -55,6 +55,7 @@
     X(bytes_written)                                                           \
     X(output_paused)                                                           \
     X(conn_yields)                                                             \
+    X(conn_buffer_pool_misses)                                                 \
     X(listen_disabled_num)                                                     \
     X(slow_reader_drops)                                                       \
     X(idle_kicks)                                                              \

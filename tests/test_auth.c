@@ -8,7 +8,9 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <setjmp.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -478,6 +480,157 @@ static void test_preauth_request_bound(void **state)
     close(fd);
 }
 
+/*
+ * Before login a connection holds at most 16 KiB of input and 16 KiB of
+ * output (docs/security.md): 50 connections that never log in and pipeline
+ * "get x" without reading the errors it earns must not grow the daemon's
+ * RSS by more than 64 KiB each (they took 2.7 MB each before the bound),
+ * and a client that logs in is served meanwhile.
+ */
+#define FLOOD_CONNS 50
+/* ThreadSanitizer's shadow memory grows the RSS several times over */
+#if defined(__SANITIZE_THREAD__)
+#define PREAUTH_RSS_SCALE 8
+#else
+#define PREAUTH_RSS_SCALE 1
+#endif
+
+/* A counter of "stats" over an authenticated text connection. */
+static long long txt_stat(int fd, const char *name)
+{
+    static char out[65536];
+    char key[96];
+    size_t n = 0;
+    const char *p;
+
+    assert_int_equal(tc_send_all(fd, "stats\r\n", 7), 0);
+    while (n + 1 < sizeof(out)) {
+        ssize_t k = recv(fd, out + n, sizeof(out) - 1 - n, 0);
+
+        assert_true(k > 0);
+        n += (size_t)k;
+        out[n] = '\0';
+        if (n >= 5 && strcmp(out + n - 5, "END\r\n") == 0)
+            break;
+    }
+    snprintf(key, sizeof(key), "STAT %s ", name);
+    p = strstr(out, key);
+    assert_non_null(p);
+    return atoll(p + strlen(key));
+}
+
+static void test_preauth_output_bound(void **state)
+{
+    static char reqs[65536];
+    const char *args[] = {"--auth-file", afile, "-n", "1", NULL};
+    struct tsrv own;
+    int fds[FLOOD_CONNS];
+    bool busy[FLOOD_CONNS];
+    size_t csent[FLOOD_CONNS];
+    int idle[FLOOD_CONNS];
+    size_t sent = 0;
+    long rss0, rss1;
+    long long read0, read1, written0, written1, lent;
+    double t0;
+    char buf[512];
+    int i, fd, adm, nbusy, closed = 0;
+    bool good;
+
+    (void)state;
+    /* a daemon of its own: its RSS is this test's alone */
+    assert_int_equal(tsrv_start(&own, args), 0);
+    for (i = 0; i + 7 <= (int)sizeof(reqs); i += 7)
+        memcpy(reqs + i, "get x\r\n", 7);
+    adm = tc_connect(&own);
+    assert_true(adm >= 0);
+    txt(adm, "set a 0 0 12\r\nalice s3cret\r\n", buf, sizeof(buf));
+    assert_string_equal(buf, "STORED\r\n");
+    read0 = txt_stat(adm, "bytes_read");
+    written0 = txt_stat(adm, "bytes_written");
+    rss0 = tsrv_rss_kb(&own);
+    assert_true(rss0 > 0);
+    for (i = 0; i < FLOOD_CONNS; i++) {
+        fds[i] = tc_connect_rcvbuf(&own, 4096);
+        assert_true(fds[i] >= 0);
+        busy[i] = true;
+        csent[i] = 0;
+        idle[i] = 0;
+    }
+    /* each writes until the daemon stops reading it (or closes it), for
+     * at most 5 s */
+    t0 = now_s();
+    do {
+        nbusy = 0;
+        for (i = 0; i < FLOOD_CONNS; i++) {
+            ssize_t k;
+            int tries = 0;
+
+            if (!busy[i])
+                continue;
+            /* the stream stays whole requests: it goes on where the
+             * last partial send left it */
+            for (; tries < 64; tries++) {
+                k = send(fds[i], reqs + csent[i] % 7, 7 * 9000,
+                         MSG_DONTWAIT | MSG_NOSIGNAL);
+                if (k <= 0)
+                    break;
+                sent += (size_t)k;
+                csent[i] += (size_t)k;
+            }
+            if (k < 0 && errno == EAGAIN && tries == 0) {
+                if (++idle[i] >= 10)
+                    busy[i] = false; /* nothing taken for 0.5 s */
+                else
+                    nbusy++;
+            } else if (k < 0 && errno != EAGAIN)
+                busy[i] = false; /* closed by the daemon */
+            else {
+                idle[i] = 0;
+                nbusy++;
+            }
+        }
+        usleep(50000);
+    } while (nbusy > 0 && now_s() - t0 < 5.0);
+    usleep(300000);
+    rss1 = tsrv_rss_kb(&own);
+    read1 = txt_stat(adm, "bytes_read");
+    written1 = txt_stat(adm, "bytes_written");
+    lent = txt_stat(adm, "conn_buffers_lent");
+    close(adm);
+    for (i = 0; i < FLOOD_CONNS; i++)
+        if (send(fds[i], "get x\r\n", 7, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 &&
+            errno != EAGAIN)
+            closed++;
+    print_message("preauth flood: %zu bytes sent by %d connections (%d "
+                  "closed), %lld read by the daemon, %lld written, %lld "
+                  "buffers lent, RSS %ld -> %ld KiB (+%ld)\n",
+                  sent, FLOOD_CONNS, closed, read1 - read0,
+                  written1 - written0, lent, rss0, rss1, rss1 - rss0);
+    /* a good client logs in and is served */
+    fd = tc_connect(&own);
+    good = fd >= 0;
+    if (good) {
+        txt(fd, "set a 0 0 12\r\nalice s3cret\r\n", buf, sizeof(buf));
+        good = strcmp(buf, "STORED\r\n") == 0;
+        txt(fd, "set pf 0 0 2\r\nok\r\n", buf, sizeof(buf));
+        good = good && strcmp(buf, "STORED\r\n") == 0;
+        txt(fd, "get pf\r\n", buf, sizeof(buf));
+        good = good && strcmp(buf, "VALUE pf 0 2\r\nok\r\nEND\r\n") == 0;
+        close(fd);
+    }
+    for (i = 0; i < FLOOD_CONNS; i++)
+        close(fds[i]);
+    /* the daemon goes first: a failed assertion must not leave it */
+    assert_int_equal(tsrv_stop(&own), 0);
+    assert_true(good);
+    assert_true(sent > (size_t)FLOOD_CONNS * 16384);
+    /* what the daemon holds: 16 KiB in and 16 KiB out a connection (the
+     * output waiting in the kernel's socket buffers is not its memory),
+     * 64 KiB of RSS with what the allocator keeps */
+    assert_true(lent <= 2 * FLOOD_CONNS + 2);
+    assert_true(rss1 - rss0 < FLOOD_CONNS * 64 * PREAUTH_RSS_SCALE);
+}
+
 /* --auth-timeout: a connection that has not logged in by then is closed
  * (and counted); an authenticated one that stays idle is not. */
 static void test_auth_timeout(void **state)
@@ -812,6 +965,7 @@ int main(void)
         cmocka_unit_test(test_native),
         cmocka_unit_test(test_unauthed_oversize_store),
         cmocka_unit_test(test_preauth_request_bound),
+        cmocka_unit_test(test_preauth_output_bound),
         cmocka_unit_test(test_auth_timeout),
         cmocka_unit_test(test_failed_login_loop),
         cmocka_unit_test(test_auth_timeout_not_early),

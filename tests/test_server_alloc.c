@@ -253,6 +253,7 @@ static void test_values_not_copied(void **state)
     (void)state;
     /* Put the batch straight into the input and run only the handler, so
      * the output queue can be inspected before it is written. */
+    assert_int_equal(conn_bufs_take(c), 0); /* idle: it holds none */
     memcpy(c->ibuf, fx.batch, fx.batchlen);
     c->ioff = 0;
     c->ilen = fx.batchlen;
@@ -304,6 +305,7 @@ static void test_small_values_one_piece(void **state)
         uint64_t a0, a1;
         size_t avail;
 
+        assert_int_equal(conn_bufs_take(c), 0);
         memcpy(c->ibuf, req, rl);
         c->ioff = 0;
         c->ilen = rl;

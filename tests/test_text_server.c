@@ -945,6 +945,129 @@ static void test_pipelined_burst(void **state)
     close(fd);
 }
 
+/* One number of "stats" (the line "STAT name <n>"), asked on fd. */
+static uint64_t stat_u64(int fd, const char *name)
+{
+    char line[512], want[128];
+    uint64_t v = UINT64_MAX;
+    size_t wl = (size_t)snprintf(want, sizeof(want), "STAT %s ", name);
+
+    send_str(fd, "stats\r\n");
+    for (;;) {
+        recv_line(fd, line, sizeof(line));
+        if (strcmp(line, "END\r\n") == 0)
+            break;
+        if (strncmp(line, want, wl) == 0)
+            v = strtoull(line + wl, NULL, 10);
+    }
+    if (v == UINT64_MAX)
+        fail_msg("stats has no %s", name);
+    return v;
+}
+
+/* conn_buffers_lent reaches want within 3 s (a reply the client has read
+ * may wait a moment for its send's completion on the server). */
+static uint64_t lent_reaches(int fd, uint64_t want)
+{
+    uint64_t v = 0;
+    int i;
+
+    for (i = 0; i < 300; i++) {
+        v = stat_u64(fd, "conn_buffers_lent");
+        if (v == want)
+            break;
+        usleep(10000);
+    }
+    return v;
+}
+
+/*
+ * Buffers lent per thread (docs/threads-models.md): a connection borrows
+ * its input and output buffers only while it has bytes to parse or to
+ * send.  NIDLE clients each send a get (small and zero-copy large values)
+ * and read the reply: once they idle, none holds a buffer.  A client that
+ * left half a request holds exactly one (its input) until it finishes it;
+ * NHALF of them at once take more than the pool holds, and the misses are
+ * counted.
+ */
+static void test_idle_conns_hold_no_buffers(void **state)
+{
+    enum { NIDLE = 40, NHALF = 160, BIG = 5000 };
+    int adm = conn_open(), fds[NIDLE], half[NHALF], i;
+    char k[64], kb[64], req[256], *big = malloc(BIG + 64);
+    uint64_t m0, m1, m2;
+    (void)state;
+
+    if (D.external) {
+        close(adm);
+        free(big);
+        skip(); /* other clients may hold buffers */
+    }
+    ukey(k, sizeof(k), "idle");
+    ukey(kb, sizeof(kb), "idlebig");
+    snprintf(req, sizeof(req), "set %s 0 0 5\r\nhello\r\n", k);
+    xchg(adm, req, "STORED\r\n");
+    memset(big, 'b', BIG);
+    snprintf(req, sizeof(req), "set %s 0 0 %d\r\n", kb, BIG);
+    send_str(adm, req);
+    send_all(adm, big, BIG);
+    xchg(adm, "\r\n", "STORED\r\n");
+    m0 = stat_u64(adm, "conn_buffer_pool_misses");
+    for (i = 0; i < NIDLE; i++) {
+        char want[256];
+
+        fds[i] = conn_open();
+        snprintf(req, sizeof(req), "get %s\r\n", i % 2 ? kb : k);
+        send_str(fds[i], req);
+        if (i % 2) {
+            snprintf(want, sizeof(want), "VALUE %s 0 %d\r\n", kb, BIG);
+            expect_str(fds[i], want);
+            expect_bytes(fds[i], big, BIG);
+            expect_str(fds[i], "\r\nEND\r\n");
+        } else {
+            snprintf(want, sizeof(want), "VALUE %s 0 5\r\nhello\r\nEND\r\n",
+                     k);
+            expect_str(fds[i], want);
+        }
+    }
+    assert_int_equal(lent_reaches(adm, 0), 0);
+    /* one after another, the clients reused a few pooled buffers */
+    m1 = stat_u64(adm, "conn_buffer_pool_misses");
+    assert_true(m1 - m0 < NIDLE / 2);
+
+    /* half a request: its input stays lent, and nothing else */
+    snprintf(req, sizeof(req), "get %s", k);
+    send_str(fds[0], req);
+    assert_int_equal(lent_reaches(adm, 1), 1);
+    send_str(fds[0], "\r\n");
+    snprintf(req, sizeof(req), "VALUE %s 0 5\r\nhello\r\nEND\r\n", k);
+    expect_str(fds[0], req);
+    assert_int_equal(lent_reaches(adm, 0), 0);
+
+    /* NHALF halves at once: each holds an input buffer, more than the
+     * pools keep (CONN_POOL_MAX a thread), so some were misses */
+    for (i = 0; i < NHALF; i++) {
+        half[i] = conn_open();
+        snprintf(req, sizeof(req), "get %s", k);
+        send_str(half[i], req);
+    }
+    assert_int_equal(lent_reaches(adm, NHALF), NHALF);
+    m2 = stat_u64(adm, "conn_buffer_pool_misses");
+    assert_true(m2 > m1);
+    for (i = 0; i < NHALF; i++) {
+        send_str(half[i], "\r\n");
+        snprintf(req, sizeof(req), "VALUE %s 0 5\r\nhello\r\nEND\r\n", k);
+        expect_str(half[i], req);
+    }
+    assert_int_equal(lent_reaches(adm, 0), 0);
+    for (i = 0; i < NHALF; i++)
+        close(half[i]);
+    for (i = 0; i < NIDLE; i++)
+        close(fds[i]);
+    close(adm);
+    free(big);
+}
+
 /* "get <key>\r\n" and "mg <key> v\r\n" have a shortcut past the general
  * parser (proto_text.c, txt_fast): each reply equals the general path's
  * (the same request ended by a bare "\n", which the shortcut leaves to
@@ -1309,6 +1432,7 @@ static void test_meta_one_winner(void **state)
         cmocka_unit_test(test_binary_refused),                                 \
         cmocka_unit_test(test_pipelined_burst),                                \
         cmocka_unit_test(test_get_mg_shortcut),                                \
+        cmocka_unit_test(test_idle_conns_hold_no_buffers),                     \
         cmocka_unit_test(test_meta_stale),                                     \
         cmocka_unit_test(test_tdel_stale),                                     \
         cmocka_unit_test(test_meta_one_winner)

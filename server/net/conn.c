@@ -8,8 +8,10 @@
  * goes into obuf, the value is queued as a reference to the record and sent
  * from where it lies; the reference is released once its last byte is out.
  * A value of at most CONN_COPY_MAX is copied into obuf instead (one piece,
- * one send()).  obuf, the segment array and ibuf are reused, so a GET hit
- * allocates nothing (tests/test_server_alloc.c).
+ * one send()).  obuf, the segment array and ibuf are lent by the thread's
+ * pool while the connection has bytes to parse or to send, and given back
+ * once it has none (an idle connection holds no buffer); a pooled buffer
+ * is reused, so a GET hit allocates nothing (tests/test_server_alloc.c).
  */
 #include "config.h"
 
@@ -40,6 +42,8 @@
 #define CONN_IBUF_INIT 16384u
 #define CONN_OBUF_INIT 16384u
 #define CONN_SEGS_INIT 256u
+#define CONN_OBUF_SMALL 2048u /* output lent first (a reply or two) ... */
+#define CONN_SEGS_SMALL 16u   /* ... with this many segments */
 #define CONN_SHRINK_AT (4 * CONN_IBUF_INIT) /* shrink idle buffers above */
 #define CONN_READ_BUDGET 16                  /* reads per turn, for fairness */
 #define CONN_READ_BYTES_BUDGET (256u * 1024) /* and bytes read per turn */
@@ -54,7 +58,7 @@ struct conn *conn_setup(struct server *srv, struct worker *w, int fd,
     struct conn *c = mdc_calloc(1, sizeof(*c));
 
     if (c == NULL)
-        goto fail;
+        return NULL;
     c->srv = srv;
     c->owner = w;
     c->fd = fd;
@@ -62,23 +66,248 @@ struct conn *conn_setup(struct server *srv, struct worker *w, int fd,
     c->id = atomic_fetch_add_explicit(&next_id, 1, memory_order_relaxed);
     c->need = 1;
     c->authed = srv->auth == NULL;
-    c->ibuf = mdc_malloc(CONN_IBUF_INIT);
-    c->obuf = mdc_malloc(CONN_OBUF_INIT);
-    c->segs = mdc_malloc(CONN_SEGS_INIT * sizeof(*c->segs));
-    if (c->ibuf == NULL || c->obuf == NULL || c->segs == NULL)
-        goto fail;
-    c->icap = CONN_IBUF_INIT;
-    c->ocap = CONN_OBUF_INIT;
-    c->segcap = CONN_SEGS_INIT;
+    /* no buffer yet: lent when bytes arrive or a reply is composed */
     return c;
-fail:
-    if (c != NULL) {
-        mdc_free(c->ibuf);
-        mdc_free(c->obuf);
-        mdc_free(c->segs);
-        mdc_free(c);
+}
+
+/* ---- buffers lent per thread ------------------------------------------- */
+
+/*
+ * A connection holds ibuf while it has unconsumed input, obuf and the
+ * segment array while it has output queued or in flight; otherwise they
+ * are back in its owner's pool (struct conn_pool), so an idle connection
+ * costs its struct alone.  Output starts small (CONN_OBUF_SMALL bytes,
+ * CONN_SEGS_SMALL segments: a reply or two) and moves to the full size
+ * from the pool when a batch needs more: under io_uring the buffers of a
+ * reply stay lent until its send completes, so one loop turn may hold one
+ * per connection it answered.  The pool keeps at most conn_pool_max[k]
+ * free buffers of each kind; a buffer of another size (grown for a long
+ * request or reply) is freed when given back.  A take from an empty pool
+ * allocates and counts conn_buffer_pool_misses.  Only the owner thread
+ * takes and gives: while c->inflight a payload thread owns the buffers and
+ * may grow them with realloc, never through the pool.
+ */
+enum conn_pool_kind { PK_IN, PK_OUT_S, PK_OUT, PK_SEGS_S, PK_SEGS };
+
+static const size_t conn_pool_size[CONN_POOL_KINDS] = {
+    CONN_IBUF_INIT, CONN_OBUF_SMALL, CONN_OBUF_INIT,
+    CONN_SEGS_SMALL * sizeof(struct oseg), CONN_SEGS_INIT * sizeof(struct oseg)};
+/* the small ones are what a turn of many connections holds at once */
+static const unsigned conn_pool_max[CONN_POOL_KINDS] = {16, CONN_POOL_MAX, 16,
+                                                        CONN_POOL_MAX, 16};
+
+static void *conn_pool_get(struct worker *w, enum conn_pool_kind k)
+{
+    struct conn_pool *pl = &w->pool;
+    void *p;
+
+    if (pl->n[k] > 0)
+        return pl->free[k][--pl->n[k]];
+    p = mdc_malloc(conn_pool_size[k]);
+    if (p != NULL)
+        STAT_INC(&w->stats, conn_buffer_pool_misses);
+    return p;
+}
+
+/* Give p (of size bytes) back: pooled if it is of kind k's size. */
+static void conn_pool_put(struct worker *w, enum conn_pool_kind k, void *p,
+                          size_t size)
+{
+    struct conn_pool *pl = &w->pool;
+
+    if (size == conn_pool_size[k] && pl->n[k] < conn_pool_max[k])
+        pl->free[k][pl->n[k]++] = p;
+    else
+        mdc_free(p);
+}
+
+static void conn_lent_add(struct worker *w, int d)
+{
+    __atomic_store_n(&w->pool.lent,
+                     __atomic_load_n(&w->pool.lent, __ATOMIC_RELAXED) +
+                         (uint64_t)(int64_t)d,
+                     __ATOMIC_RELAXED);
+}
+
+/* Lend c an input buffer of at least want bytes; -1 out of memory. */
+static int conn_in_take(struct conn *c, size_t want)
+{
+    uint8_t *b;
+    size_t cap = want > CONN_IBUF_INIT ? want : CONN_IBUF_INIT;
+
+    if (cap == CONN_IBUF_INIT)
+        b = conn_pool_get(c->owner, PK_IN);
+    else
+        b = mdc_malloc(cap); /* a long request: its own size, not pooled */
+    if (b == NULL)
+        return -1;
+    conn_lent_add(c->owner, 1);
+    c->ibuf = b;
+    c->icap = cap;
+    c->ioff = c->ilen = 0;
+    return 0;
+}
+
+/* Give the input buffer back (no unconsumed input). */
+static void conn_in_give(struct conn *c)
+{
+    if (c->ibuf == NULL)
+        return;
+    if (c->in_ext) {
+        c->in_ext = false; /* the backend's buffer: it takes it back */
+    } else {
+        conn_pool_put(c->owner, PK_IN, c->ibuf, c->icap);
+        conn_lent_add(c->owner, -1);
     }
-    return NULL;
+    c->ibuf = NULL;
+    c->icap = c->ioff = c->ilen = 0;
+    c->iscan = 0;
+}
+
+int conn_out_take(struct conn *c)
+{
+    if (c->obuf == NULL) {
+        c->obuf = conn_pool_get(c->owner, PK_OUT_S);
+        if (c->obuf == NULL)
+            return -1;
+        conn_lent_add(c->owner, 1);
+        c->ocap = CONN_OBUF_SMALL;
+        c->olen = 0;
+    }
+    if (c->segs == NULL) {
+        c->segs = conn_pool_get(c->owner, PK_SEGS_S);
+        if (c->segs == NULL)
+            return -1;
+        c->segcap = CONN_SEGS_SMALL;
+    }
+    return 0;
+}
+
+/* Output buffer of at least need bytes: the small one moves to the full
+ * size from the pool (owner thread); beyond, or in a payload thread,
+ * realloc.  0, or -1 out of memory. */
+static int conn_out_grow(struct conn *c, size_t need)
+{
+    size_t cap = c->ocap * 2;
+    uint8_t *nb;
+
+    if (c->ocap == CONN_OBUF_SMALL && need <= CONN_OBUF_INIT) {
+        if (!c->inflight) {
+            nb = conn_pool_get(c->owner, PK_OUT);
+            if (nb == NULL)
+                return -1;
+            memcpy(nb, c->obuf, c->olen);
+            conn_pool_put(c->owner, PK_OUT_S, c->obuf, c->ocap);
+            c->obuf = nb;
+            c->ocap = CONN_OBUF_INIT;
+            return 0;
+        }
+        cap = CONN_OBUF_INIT; /* pooled once given back */
+    }
+    if (cap < need)
+        cap = need;
+    nb = mdc_realloc(c->obuf, cap);
+    if (nb == NULL)
+        return -1;
+    c->obuf = nb;
+    c->ocap = cap;
+    return 0;
+}
+
+/* The segment array, one size up (as conn_out_grow()). */
+static int conn_segs_grow(struct conn *c)
+{
+    size_t cap = c->segcap == CONN_SEGS_SMALL ? CONN_SEGS_INIT : c->segcap * 2;
+    struct oseg *ns;
+
+    if (c->segcap == CONN_SEGS_SMALL && !c->inflight) {
+        ns = conn_pool_get(c->owner, PK_SEGS);
+        if (ns == NULL)
+            return -1;
+        memcpy(ns, c->segs, c->nseg * sizeof(*ns));
+        conn_pool_put(c->owner, PK_SEGS_S, c->segs,
+                      c->segcap * sizeof(*c->segs));
+    } else {
+        ns = mdc_realloc(c->segs, cap * sizeof(*ns));
+        if (ns == NULL)
+            return -1;
+    }
+    c->segs = ns;
+    c->segcap = cap;
+    return 0;
+}
+
+/* Give the output buffer and the segment array back (nothing queued, no
+ * send in flight). */
+static void conn_out_give(struct conn *c)
+{
+    if (c->segs != NULL) {
+        conn_pool_put(c->owner,
+                      c->segcap == CONN_SEGS_SMALL ? PK_SEGS_S : PK_SEGS,
+                      c->segs, c->segcap * sizeof(*c->segs));
+        c->segs = NULL;
+        c->segcap = 0;
+    }
+    if (c->obuf != NULL) {
+        conn_pool_put(c->owner,
+                      c->ocap == CONN_OBUF_SMALL ? PK_OUT_S : PK_OUT, c->obuf,
+                      c->ocap);
+        conn_lent_add(c->owner, -1);
+        c->obuf = NULL;
+    }
+    c->ocap = c->olen = 0;
+}
+
+/* Whatever c does not need now goes back to the pool (owner thread). */
+static void conn_bufs_idle(struct conn *c)
+{
+    if (c->inflight)
+        return;
+    if (c->ibuf != NULL && c->ilen == c->ioff)
+        conn_in_give(c);
+    if ((c->obuf != NULL || c->segs != NULL) && c->seghead == c->nseg &&
+        !c->wr_busy) {
+        c->nseg = c->seghead = c->headsent = 0;
+        conn_out_give(c);
+    }
+}
+
+int conn_bufs_take(struct conn *c)
+{
+    if (c->ibuf == NULL && conn_in_take(c, CONN_IBUF_INIT) < 0)
+        return -1;
+    return conn_out_take(c);
+}
+
+/* Input lent in place by the backend (in_ext) that a partial request
+ * leaves: copied into a buffer of the pool before the backend takes its
+ * buffer back.  -1 out of memory. */
+static int conn_in_settle(struct conn *c)
+{
+    const uint8_t *p = c->ibuf + c->ioff;
+    size_t avail = c->ilen - c->ioff;
+
+    if (!c->in_ext)
+        return 0;
+    c->in_ext = false;
+    c->ibuf = NULL;
+    c->icap = c->ilen = c->ioff = 0;
+    if (avail == 0)
+        return 0;
+    if (conn_in_take(c, c->need > avail ? c->need : avail) < 0)
+        return -1;
+    memcpy(c->ibuf, p, avail);
+    c->ilen = avail;
+    return 0;
+}
+
+void conn_pool_free(struct worker *w)
+{
+    unsigned k;
+
+    for (k = 0; k < CONN_POOL_KINDS; k++)
+        while (w->pool.n[k] > 0)
+            mdc_free(w->pool.free[k][--w->pool.n[k]]);
 }
 
 int conn_adopt(struct conn *c)
@@ -168,15 +397,16 @@ void conn_free(struct conn *c)
     tls_conn_free(c);
     if (c->fd >= 0)
         close(c->fd);
-    mdc_free(c->ibuf);
-    mdc_free(c->obuf);
-    mdc_free(c->segs);
+    c->ilen = c->ioff = 0;
+    conn_in_give(c);
+    conn_out_give(c);
     mdc_free(c);
 }
 
 size_t conn_mem(const struct conn *c)
 {
-    return sizeof(*c) + c->icap + c->ocap + c->segcap * sizeof(*c->segs);
+    return sizeof(*c) + (c->in_ext ? 0 : c->icap) + c->ocap +
+           c->segcap * sizeof(*c->segs);
 }
 
 /* ---- input ------------------------------------------------------------ */
@@ -207,6 +437,10 @@ static size_t conn_in_room(struct conn *c)
     size_t avail = c->ilen - c->ioff;
     size_t want = c->need > avail ? c->need : avail + 1;
 
+    if (c->in_ext && conn_in_settle(c) < 0)
+        return 0;
+    if (c->ibuf == NULL) /* lent from the pool as bytes arrive */
+        return conn_in_take(c, want) < 0 ? 0 : c->icap;
     if (avail == 0 && c->icap > CONN_SHRINK_AT && want <= CONN_IBUF_INIT) {
         uint8_t *nb = mdc_realloc(c->ibuf, CONN_IBUF_INIT);
         if (nb != NULL) {
@@ -223,6 +457,16 @@ static size_t conn_in_room(struct conn *c)
     if (c->ilen == c->icap || c->icap < want) {
         size_t cap = c->icap * 2;
         uint8_t *nb;
+
+        /* before login the input never grows past its bound: the caller
+         * closes the connection (it is not read from while its output
+         * is full, so only io_uring receives already under way get here) */
+        if (!c->authed && c->icap >= CONN_PREAUTH_IN) {
+            log_debug("conn %llu: %zu bytes of input before "
+                      "authentication, closed",
+                      (unsigned long long)c->id, avail);
+            return 0;
+        }
 
         /* an exact total (a value's data block) gets just that; "one more
          * byte" (a line without its newline yet) doubles, so a long line
@@ -355,18 +599,26 @@ int conn_in_append(struct conn *c, const void *p, size_t n)
     return 0;
 }
 
+void conn_in_lend(struct conn *c, const uint8_t *p, size_t n)
+{
+    c->ibuf = (uint8_t *)p; /* the ring's buffer: writable memory */
+    c->icap = c->ilen = n;
+    c->ioff = 0;
+    c->iscan = 0;
+    c->in_ext = true;
+    conn_in_arrived(c, n);
+    if (c->skip > 0)
+        conn_apply_skip(c);
+}
+
 /* ---- output ------------------------------------------------------------ */
 
 static int conn_seg_push(struct conn *c, const struct oseg *s)
 {
-    if (c->nseg == c->segcap) {
-        size_t cap = c->segcap * 2;
-        struct oseg *ns = mdc_realloc(c->segs, cap * sizeof(*ns));
-        if (ns == NULL)
-            return -1;
-        c->segs = ns;
-        c->segcap = cap;
-    }
+    if (c->segs == NULL && conn_out_take(c) < 0)
+        return -1;
+    if (c->nseg == c->segcap && conn_segs_grow(c) < 0)
+        return -1;
     c->segs[c->nseg++] = *s;
     c->opending += s->len;
     return 0;
@@ -374,19 +626,15 @@ static int conn_seg_push(struct conn *c, const struct oseg *s)
 
 uint8_t *conn_out_reserve(struct conn *c, size_t n)
 {
-    if (c->ocap - c->olen < n) {
-        size_t cap = c->ocap * 2;
-        uint8_t *nb;
-
-        if (cap < c->olen + n)
-            cap = c->olen + n;
-        nb = mdc_realloc(c->obuf, cap);
-        if (nb == NULL) {
-            c->closing = true;
-            return NULL;
-        }
-        c->obuf = nb;
-        c->ocap = cap;
+    /* taken before process() runs (conn_drive); here for a reply composed
+     * outside it */
+    if (c->obuf == NULL && conn_out_take(c) < 0) {
+        c->closing = true;
+        return NULL;
+    }
+    if (c->ocap - c->olen < n && conn_out_grow(c, c->olen + n) < 0) {
+        c->closing = true;
+        return NULL;
     }
     return c->obuf + c->olen;
 }
@@ -426,7 +674,10 @@ int conn_out_ref(struct conn *c, const void *p, size_t len,
 {
     struct oseg s = {p, rec, 0, (uint32_t)len};
 
-    if (len <= CONN_COPY_MAX && len > 0 && len <= c->ocap - c->olen) {
+    /* the small buffer counts as the full one it moves to */
+    if (len <= CONN_COPY_MAX && len > 0 &&
+        len <= (c->ocap == CONN_OBUF_SMALL ? CONN_OBUF_INIT : c->ocap) -
+                   c->olen) {
         int rc = conn_out_bytes(c, p, len);
 
         if (rec != NULL)
@@ -655,7 +906,13 @@ void conn_drive(struct conn *c)
         if (c->proto == NULL && c->ilen > c->ioff)
             c->proto = c->srv->proto_detect(c->ibuf[c->ioff]);
         if (conn_has_work(c)) {
+            /* the reply's buffers, lent before anyone composes into them
+             * (a payload thread never takes from the pool) */
+            if (conn_out_take(c) < 0)
+                goto kill;
             if (w->payload_q != NULL) {
+                if (conn_in_settle(c) < 0)
+                    goto kill;
                 c->inflight = true;
                 STAT_INC(&w->stats, payload_handoffs);
                 mq_push(w->payload_q, &c->qnode);
@@ -666,6 +923,8 @@ void conn_drive(struct conn *c)
             if (c->park != NULL) {
                 /* the request waits for another thread: c is its until
                  * it comes back through the inbox (conn_returned) */
+                if (conn_in_settle(c) < 0)
+                    goto kill;
                 c->inflight = true;
                 conn_park_run(c);
                 return;
@@ -720,6 +979,9 @@ void conn_drive(struct conn *c)
         }
         break;
     }
+    if (conn_in_settle(c) < 0)
+        goto kill;
+    conn_bufs_idle(c);
     __atomic_store_n(&c->state,
                      c->closing ? CS_CLOSING
                      : c->opending > 0 && !c->wr_ready ? CS_MWRITE

@@ -67,6 +67,9 @@ struct conn {
                               its line end without finding it: the next
                               scan resumes there (reset on consume) */
     uint64_t skip;         /* input bytes still to discard */
+    bool in_ext;           /* ibuf is the backend's (an io_uring provided
+                              buffer parsed in place), not lent: what is
+                              left is copied out before it goes back */
 
     /* output */
     uint8_t *obuf;
@@ -177,6 +180,26 @@ int conn_in_append(struct conn *c, const void *p, size_t n);
 void conn_out_sent(struct conn *c, size_t n);
 /* Free a torn-down connection (after conn_teardown deferred it). */
 void conn_free(struct conn *c);
+/* n received bytes at p, to be parsed where they lie (c holds no input and
+ * is not in flight): conn_drive() runs them, and copies what a partial
+ * request leaves into a lent buffer before it returns; the caller takes p
+ * back after conn_drive(), whatever became of c. */
+void conn_in_lend(struct conn *c, const uint8_t *p, size_t n);
+
+/* ---- buffers lent per thread (owner thread) ---------------------------- */
+/* Lend c an output buffer and a segment array if it holds none; -1 out of
+ * memory.  conn_drive() does it before a request runs. */
+int conn_out_take(struct conn *c);
+/* Lend c an input and an output buffer (tests that put bytes straight into
+ * ibuf); -1 out of memory. */
+int conn_bufs_take(struct conn *c);
+/* Lent buffers c holds: its input and its output buffer (stats). */
+static inline unsigned conn_bufs_held(const struct conn *c)
+{
+    return (c->ibuf != NULL && !c->in_ext) + (c->obuf != NULL);
+}
+/* Free w's pooled buffers (teardown, every connection gone). */
+void conn_pool_free(struct worker *w);
 
 /* ---- for protocol handlers (whoever owns the buffers) ---------------- */
 static inline const uint8_t *conn_in_data(const struct conn *c, size_t *len)
@@ -261,9 +284,28 @@ static inline void conn_hold(struct conn *c, unsigned secs)
     c->hold_until = server_mono_s() + secs + 1;
 }
 
-/* Pending output at its bound: stop running this connection's requests. */
+/*
+ * Before authentication (--auth-file) a connection holds at most
+ * CONN_PREAUTH_IN bytes of input and CONN_PREAUTH_OUT of output: a client
+ * that never logs in and pipelines requests without reading the errors
+ * they earn is not read from again until it reads (docs/security.md).
+ * Output counts full CONN_PREAUTH_SLACK short of the bound, so the last
+ * reply (an error line, STORED, a native status: all far shorter) still
+ * fits the 16 KiB output buffer of the pool.
+ */
+#define CONN_PREAUTH_IN 16384u
+#define CONN_PREAUTH_OUT 16384u
+#define CONN_PREAUTH_SLACK 1024u
+
+/* Pending output at its bound: stop running this connection's requests
+ * (and reading its input). */
 static inline bool conn_out_full(const struct conn *c)
 {
+    /* before login all output is text in obuf, sent or not since the
+     * last reset: olen is what the buffer holds */
+    if (!c->authed && c->opending > 0 &&
+        c->olen + CONN_PREAUTH_SLACK >= CONN_PREAUTH_OUT)
+        return true;
     return c->opending >= c->srv->opt.max_output;
 }
 

@@ -440,6 +440,8 @@ void threads_teardown(struct server *srv)
         }
         mdc_free(w->tagbuf);
     }
+    for (i = 0; i < srv->nworkers; i++) /* every connection is gone */
+        conn_pool_free(&srv->workers[i]);
     for (i = 0; i < srv->npqs; i++)
         mq_teardown(&srv->pqs[i]);
     mdc_free(srv->pqs);

@@ -41,7 +41,11 @@
 #include "protocol/mctext.h"
 #include "server/core/store.h"
 
-#define UDP_ROUNDS 8     /* recvmmsg() calls per readiness event */
+#define UDP_ROUNDS 8     /* recvmmsg() calls per readiness event ... */
+/* ... bytes of request datagrams per turn: the TCP read budget (conn.c) */
+#define UDP_TURN_BYTES (256u * 1024)
+/* ... and bytes of replies per turn */
+#define UDP_TURN_OUT (256u * 1024)
 #define UDP_TX_MSGS 64   /* datagrams per sendmmsg() */
 #define UDP_TX_IOVS 1024 /* iovecs of one sendmmsg() batch */
 /*
@@ -111,6 +115,8 @@ struct udp_worker {
     struct iovec txiov[UDP_TX_IOVS];
     uint8_t txhdr[UDP_TX_MSGS][UDP_FRAME_HDR];
     size_t ntx, niov;
+    uint64_t out_bytes; /* bytes sent, ever: a turn counts its share */
+    size_t dgram_out;   /* reply bytes per request datagram, lately */
 };
 
 /* ---- growable per-thread arrays --------------------------------------- */
@@ -383,6 +389,7 @@ static void udp_flush(struct udp_worker *u, struct udp_sock *us)
 
             for (k = 0; k < n; k++)
                 bytes += u->tx[i + (size_t)k].msg_len;
+            u->out_bytes += bytes;
             STAT_ADD(&w->stats, udp_datagrams_out, n);
             STAT_ADD(&w->stats, bytes_written, bytes);
             i += (size_t)n;
@@ -533,25 +540,50 @@ static bool udp_protected_drop(struct udp_worker *u, struct udp_sock *us,
     return true;
 }
 
+/*
+ * One turn of a UDP socket: at most -R request datagrams (max-reqs-per-
+ * event, the requests a TCP connection runs in a turn), UDP_TURN_BYTES of
+ * them (the TCP read budget) and about UDP_TURN_OUT bytes of replies, then
+ * the loop's other connections have their turn (docs/threads-models.md).
+ * A datagram received is served in the turn that received it, so each
+ * recvmmsg() asks for no more than the replies left in the turn's share
+ * should take, at the reply size of the last round.  What is left waits
+ * in the socket: its readiness is level-triggered (libevent) or polled
+ * again at once (io_uring), so the socket is served again next turn.
+ */
 static void udp_sock_serve(struct udp_sock *us)
 {
     struct worker *w = us->w;
     struct udp_worker *u = w->udp;
+    uint64_t budget = w->srv->opt.reqs_per_event;
+    uint64_t out0 = u->out_bytes;
+    size_t bytes = 0;
     int round, n, i;
 
-    for (round = 0; round < UDP_ROUNDS; round++) {
-        for (i = 0; i < UDP_BATCH; i++) {
+    for (round = 0; round < UDP_ROUNDS && budget > 0 &&
+                    bytes < UDP_TURN_BYTES &&
+                    u->out_bytes - out0 < UDP_TURN_OUT;
+         round++) {
+        uint64_t out_left = UDP_TURN_OUT - (u->out_bytes - out0);
+        uint64_t before = u->out_bytes;
+        int want = budget < UDP_BATCH ? (int)budget : UDP_BATCH;
+
+        if (u->dgram_out > 0 && out_left / u->dgram_out + 1 < (uint64_t)want)
+            want = (int)(out_left / u->dgram_out + 1);
+        for (i = 0; i < want; i++) {
             u->rx[i].msg_hdr.msg_namelen = sizeof(u->rxaddr[i]);
             u->rx[i].msg_hdr.msg_flags = 0;
         }
-        n = recvmmsg(us->fd, u->rx, UDP_BATCH, MSG_DONTWAIT, NULL);
+        n = recvmmsg(us->fd, u->rx, (unsigned)want, MSG_DONTWAIT, NULL);
         if (n <= 0) {
             if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK &&
                 errno != EINTR)
                 log_debug("udp %s: recvmmsg: %s", us->name, strerror(errno));
             break;
         }
+        budget -= (uint64_t)n;
         for (i = 0; i < n; i++) {
+            bytes += u->rx[i].msg_len;
             if (udp_protected_drop(u, us, (size_t)i))
                 continue;
             udp_datagram(u, w, (size_t)i);
@@ -559,7 +591,8 @@ static void udp_sock_serve(struct udp_sock *us)
                 udp_send(u, us); /* the slots stay valid until recvmmsg */
         }
         udp_send(u, us);
-        if (n < UDP_BATCH)
+        u->dgram_out = (size_t)((u->out_bytes - before) / (uint64_t)n);
+        if (n < want)
             break; /* drained */
     }
 }

@@ -79,6 +79,7 @@
  * back to the light group and take 32 of its buffers every 2 s. */
 #define URING_BULK_KEEP URING_BULK_BUFSZ
 #define URING_IOV_MAX 256       /* segments per sendmsg */
+#define URING_IOV_POOL 64       /* free iovec arrays kept per thread */
 #define URING_IN_MAX (1u << 20) /* unconsumed input that stops receiving */
 #define URING_STASH_MAX 64      /* buffers held for a connection in flight */
 /* Bytes one connection may receive in one loop turn before its multishot
@@ -106,10 +107,9 @@ struct uconn {
     bool recv_cancel;     /* it is being cancelled (too much input) */
     bool zombie;          /* torn down: freed when ops reaches 0 */
     bool in_rq, in_ra;    /* on the requeue / rearm list */
-    struct conn *rq_next, *ra_next, *z_next;
-    struct iovec *iov;    /* URING_IOV_MAX, allocated on first use */
-    struct msghdr mh;
     bool bulk;            /* receives on the bulk group */
+    struct conn *rq_next, *ra_next, *z_next;
+    struct usend *snd;    /* lent for a sendmsg in flight */
     uint64_t recv_ud;     /* user data of the armed receive */
     uint64_t last_bulk;   /* w->now of the last turn with URING_BULK_AT */
     /* buffers received while a payload thread owns the input (group << 16
@@ -123,6 +123,13 @@ struct uconn {
     int zc_res;           /* the zero-copy send's result */
     uint64_t turn;        /* the loop turn turn_bytes counts in */
     size_t turn_bytes;    /* bytes received in that turn */
+};
+
+/* What a sendmsg in flight needs to stay put (4 KiB): lent by the thread
+ * for the send only, so an idle connection holds none. */
+struct usend {
+    struct msghdr mh;
+    struct iovec iov[URING_IOV_MAX];
 };
 
 /* A provided-buffer group: 0 light, 1 bulk (buffer group id g + 1). */
@@ -150,6 +157,10 @@ struct uring_worker {
     struct io_uring_cqe *later; /* bulk receive completions of a reap */
     unsigned nlater;
     size_t zc_min;         /* --uring-send-zc: 0 = off */
+    /* iovec arrays lent to connections for a sendmsg in flight, so an
+     * idle connection holds none (4 KiB each) */
+    struct usend *iovfree[URING_IOV_POOL];
+    unsigned niovfree;
     uint64_t zc_sends, zc_notifs;
     /* main thread (-n 0): the ring as a libevent event */
     struct event *ev;
@@ -307,7 +318,14 @@ int uring_worker_setup(struct worker *w, bool outer)
         brsz = (brsz + 4095) & ~(size_t)4095;
         g->br = mmap(NULL, brsz, PROT_READ | PROT_WRITE,
                      MAP_ANONYMOUS | MAP_PRIVATE, -1, 0);
-        g->bufs = mdc_malloc((size_t)g->n * g->sz);
+        /* pages of their own, not the allocator's: its huge pages
+         * (alloc.c) would make the first receive fault in 2 MiB, both
+         * groups at once, where the light group's 4 KiB buffers touch
+         * only what the kernel fills */
+        g->bufs = mmap(NULL, (size_t)g->n * g->sz, PROT_READ | PROT_WRITE,
+                       MAP_ANONYMOUS | MAP_PRIVATE, -1, 0);
+        if (g->bufs == MAP_FAILED)
+            g->bufs = NULL;
         if (g->br == MAP_FAILED || g->bufs == NULL) {
             if (g->br == MAP_FAILED)
                 g->br = NULL;
@@ -386,8 +404,11 @@ void uring_worker_teardown(struct worker *w)
             size_t brsz = g->n * sizeof(struct io_uring_buf);
             munmap(g->br, (brsz + 4095) & ~(size_t)4095);
         }
-        mdc_free(g->bufs);
+        if (g->bufs != NULL)
+            munmap(g->bufs, (size_t)g->n * g->sz);
     }
+    while (uw->niovfree > 0)
+        mdc_free(uw->iovfree[--uw->niovfree]);
     mdc_free(uw->later);
     mdc_free(uw);
     w->uring = NULL;
@@ -582,9 +603,10 @@ int uring_conn_flush(struct conn *c)
      * pages themselves; they are released on the notification that the
      * kernel is done with them (uw_on_send), not on the send's completion */
     zc = uw->zc_min > 0 && !uc->no_zc && c->opending >= uw->zc_min;
-    if (c->nseg - c->seghead > 1 && uc->iov == NULL) {
-        uc->iov = mdc_malloc(URING_IOV_MAX * sizeof(*uc->iov));
-        if (uc->iov == NULL)
+    if (c->nseg - c->seghead > 1 && uc->snd == NULL) {
+        uc->snd = uw->niovfree > 0 ? uw->iovfree[--uw->niovfree]
+                                   : mdc_malloc(sizeof(*uc->snd));
+        if (uc->snd == NULL)
             return -1;
     }
     sqe = uw_sqe(uw);
@@ -607,16 +629,16 @@ int uring_conn_flush(struct conn *c)
             const uint8_t *p = s->ptr != NULL ? s->ptr : c->obuf + s->off;
             size_t skip = i == c->seghead ? c->headsent : 0;
 
-            uc->iov[k].iov_base = (void *)(p + skip);
-            uc->iov[k].iov_len = s->len - skip;
+            uc->snd->iov[k].iov_base = (void *)(p + skip);
+            uc->snd->iov[k].iov_len = s->len - skip;
         }
-        memset(&uc->mh, 0, sizeof(uc->mh));
-        uc->mh.msg_iov = uc->iov;
-        uc->mh.msg_iovlen = k;
+        memset(&uc->snd->mh, 0, sizeof(uc->snd->mh));
+        uc->snd->mh.msg_iov = uc->snd->iov;
+        uc->snd->mh.msg_iovlen = k;
         if (zc)
-            io_uring_prep_sendmsg_zc(sqe, c->fd, &uc->mh, MSG_NOSIGNAL);
+            io_uring_prep_sendmsg_zc(sqe, c->fd, &uc->snd->mh, MSG_NOSIGNAL);
         else
-            io_uring_prep_sendmsg(sqe, c->fd, &uc->mh, MSG_NOSIGNAL);
+            io_uring_prep_sendmsg(sqe, c->fd, &uc->snd->mh, MSG_NOSIGNAL);
     }
     uc->zc = zc;
     uw->zc_sends += zc;
@@ -719,6 +741,18 @@ bool uring_conn_teardown(struct conn *c)
     return true;
 }
 
+/* The send is done: its msghdr and iovec array go back to the thread. */
+static void uc_iov_give(struct uring_worker *uw, struct uconn *uc)
+{
+    if (uc->snd == NULL)
+        return;
+    if (!uw->exiting && uw->niovfree < URING_IOV_POOL)
+        uw->iovfree[uw->niovfree++] = uc->snd;
+    else
+        mdc_free(uc->snd);
+    uc->snd = NULL;
+}
+
 void uring_conn_free(struct conn *c)
 {
     struct uconn *uc = c->uc;
@@ -736,7 +770,9 @@ void uring_conn_free(struct conn *c)
     }
     mdc_free(uc->sbid);
     mdc_free(uc->slen);
-    mdc_free(uc->iov);
+    if (uw != NULL)
+        uc_iov_give(uw, uc);
+    mdc_free(uc->snd); /* NULL unless the ring is gone */
     mdc_free(uc);
     c->uc = NULL;
 }
@@ -828,6 +864,14 @@ static bool uc_backlogged(const struct conn *c)
 {
     size_t avail = c->ilen - c->ioff;
 
+    /* before login: no receive while a reply is in flight (nothing is
+     * parsed meanwhile) or the output is at its bound, nor with half the
+     * input bound waiting; what the kernel hands over before the
+     * cancellation lands must fit, or the connection is closed
+     * (conn_in_room) */
+    if (!c->authed && (c->wr_busy || conn_out_full(c) ||
+                       avail >= CONN_PREAUTH_IN / 2))
+        return true;
     return avail > URING_IN_MAX && avail > c->need;
 }
 
@@ -884,6 +928,19 @@ static void uw_on_recv(struct uring_worker *uw, struct conn *c,
                 uw_buf_put(uw, gi, bid);
                 c->dead = true;
             }
+            return;
+        }
+        if (c->ibuf == NULL) {
+            /* Nothing buffered: the requests are parsed where the kernel
+             * put them, and conn_drive() copies what a partial one leaves
+             * into a lent buffer (the ring is the thread's input pool). */
+            conn_in_lend(c, g->bufs + (size_t)bid * g->sz, (size_t)res);
+            if (uc_over_turn(uw, c) || uc_backlogged(c))
+                uc_cancel_recv(uw, c);
+            if (!uc->recv_armed)
+                uw_want_rearm(uw, c);
+            conn_drive(c); /* may free c */
+            uw_buf_put(uw, gi, bid);
             return;
         }
         res = conn_in_append(c, g->bufs + (size_t)bid * g->sz, (size_t)res);
@@ -948,6 +1005,7 @@ static void uw_on_send(struct uring_worker *uw, struct conn *c,
     uc->zc = false;
     c->uc->ops--;
     c->wr_busy = false;
+    uc_iov_give(uw, uc);
     if (c->uc->zombie) {
         uw_zombie_done(uw, c);
         return;

@@ -511,7 +511,7 @@ static void nat_stats(struct conn *c, struct worker *w,
         return;
     conn_out_commit(c, WIRE_HDR_LEN);
     if (h->klen == 0)
-        stats_collect(c->srv, nat_stats_line, c);
+        stats_collect_conn(c->srv, nat_stats_line, c, conn_bufs_held(c));
     else
         (void)stats_collect_group(c->srv, (const char *)m->key, h->klen,
                                   nat_stats_line, c);

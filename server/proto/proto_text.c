@@ -449,7 +449,7 @@ static void txt_stats(struct conn *c, struct worker *w,
 
     STAT_INC(&w->stats, cmd_stats);
     if (req->arg == NULL) {
-        stats_collect(srv, txt_stats_line, c);
+        stats_collect_conn(srv, txt_stats_line, c, conn_bufs_held(c));
 #ifdef MDC_DEBUG_COMMANDS
     } else if (req->arglen == 11 && memcmp(req->arg, "store_check", 11) == 0) {
         /* --enable-debug-commands only: needs a quiescent store (no
