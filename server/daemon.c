@@ -431,7 +431,8 @@ int server_run(struct server *srv)
         log_error("cannot install signal handlers");
         goto out;
     }
-    if (server_write_pidfile(srv) < 0 || net_write_port_file(srv) < 0)
+    if (server_write_pidfile(srv) < 0 ||
+        net_write_port_file(srv, metrics_name(srv)) < 0)
         goto out;
     if (server_drop_privileges(srv) < 0)
         goto out;

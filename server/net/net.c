@@ -33,7 +33,6 @@
 #include "server/server.h"
 #include "server/addr.h"
 #include "server/log.h"
-#include "server/metrics.h"
 
 static const char net_busy_msg[] = "ERROR Too many open connections\r\n"; /* memcached */
 /* One line both protocols' clients show: the text protocol's error form. */
@@ -492,10 +491,11 @@ out:
 /*
  * --port-file: one line per listener, "tcp ADDR:PORT", "tls ADDR:PORT",
  * "udp ADDR:PORT", "unix PATH" or "metrics ADDR:PORT", with the ports
- * "auto" picked.  Written
- * beside PATH and renamed, so a reader that finds the file finds it whole.
+ * "auto" picked; the metrics address is the caller's (the endpoint is
+ * above this layer), NULL for none.  Written beside PATH and renamed, so a
+ * reader that finds the file finds it whole.
  */
-int net_write_port_file(struct server *srv)
+int net_write_port_file(struct server *srv, const char *metrics_addr)
 {
     const char *path = srv->opt.port_file;
     char tmp[4096];
@@ -521,8 +521,8 @@ int net_write_port_file(struct server *srv)
                 l->name);
     }
     udp_write_names(srv, f);
-    if (metrics_name(srv) != NULL)
-        fprintf(f, "metrics %s\n", metrics_name(srv));
+    if (metrics_addr != NULL)
+        fprintf(f, "metrics %s\n", metrics_addr);
     bad = ferror(f);
     if (fclose(f) != 0 || bad || rename(tmp, path) < 0) {
         log_error("cannot write port file %s: %s", path,

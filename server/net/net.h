@@ -13,7 +13,7 @@ void net_close_all(struct server *srv);
 int net_enable_accept(struct server *srv);
 /* --port-file: every listener's address, with the ports "auto" picked;
  * 0, or -1 logged. */
-int net_write_port_file(struct server *srv);
+int net_write_port_file(struct server *srv, const char *metrics_addr);
 struct addrinfo;
 /* "host:port" of fd, bound from ai (port auto: the port the kernel chose);
  * 0, or -1 with errno. */
