@@ -132,8 +132,11 @@ static int one(struct mdc *m, struct wire_hdr *h, const struct mdc_tag *tags,
 /* ---- retrieval --------------------------------------------------------------
  */
 
-static int get_common(mdc_t *m, uint8_t op, const void *key, size_t klen,
-                      int64_t exptime, struct mdc_item **out)
+/* One GET-like request: op with flags, the request value val (a lease
+ * get's TTLs, else none). */
+static int get_common(mdc_t *m, uint8_t op, uint8_t flags, const void *key,
+                      size_t klen, int64_t exptime, const void *val,
+                      size_t vlen, struct mdc_item **out)
 {
     struct wire_hdr h;
     struct mdci_one c = {.want = MDCI_WANT_ITEM, .key = key, .klen = klen};
@@ -146,8 +149,9 @@ static int get_common(mdc_t *m, uint8_t op, const void *key, size_t klen,
     if ((rc = mdci_check_key(m, klen)) != MDC_OK)
         return rc;
     wire_hdr_request(&h, op);
+    h.flags = flags;
     h.expiry = exptime;
-    rc = one(m, &h, NULL, 0, key, klen, NULL, 0, &c);
+    rc = one(m, &h, NULL, 0, key, klen, val, vlen, &c);
     if (rc == MDC_OK && out != NULL)
         *out = c.item;
     else
@@ -157,39 +161,24 @@ static int get_common(mdc_t *m, uint8_t op, const void *key, size_t klen,
 
 int mdc_get(mdc_t *m, const void *key, size_t klen, struct mdc_item **out)
 {
-    return get_common(m, WIRE_OP_GET, key, klen, 0, out);
+    return get_common(m, WIRE_OP_GET, 0, key, klen, 0, NULL, 0, out);
 }
 
 int mdc_gat(mdc_t *m, const void *key, size_t klen, int64_t exptime,
             struct mdc_item **out)
 {
-    return get_common(m, WIRE_OP_GAT, key, klen, exptime, out);
+    return get_common(m, WIRE_OP_GAT, 0, key, klen, exptime, NULL, 0, out);
 }
 
 int mdc_lease_get(mdc_t *m, const void *key, size_t klen, int64_t vivify_ttl,
                   int64_t recache_ttl, struct mdc_item **out)
 {
-    struct wire_hdr h;
-    struct mdci_one c = {.want = MDCI_WANT_ITEM, .key = key, .klen = klen};
     uint8_t ttls[WIRE_LEASE_VLEN];
-    int rc;
 
-    if (out != NULL)
-        *out = NULL;
-    if (m == NULL)
-        return MDC_ERR_ARG;
-    if ((rc = mdci_check_key(m, klen)) != MDC_OK)
-        return rc;
-    wire_hdr_request(&h, WIRE_OP_GET);
-    h.flags = WIRE_F_LEASE;
     wire_put_u64(ttls, (uint64_t)vivify_ttl);
     wire_put_u64(ttls + 8, (uint64_t)recache_ttl);
-    rc = one(m, &h, NULL, 0, key, klen, ttls, sizeof(ttls), &c);
-    if (rc == MDC_OK && out != NULL)
-        *out = c.item;
-    else
-        mdc_item_free(c.item);
-    return rc;
+    return get_common(m, WIRE_OP_GET, WIRE_F_LEASE, key, klen, 0, ttls,
+                      sizeof(ttls), out);
 }
 
 /* Multi-get: quiet GETs (ids base .. base+n-1) closed by a NOOP (base+n). */
