@@ -473,7 +473,9 @@ int mdc_mset(mdc_t *m, enum mdc_store_mode mode, size_t n,
     return mdci_setstatus(m, MDC_OK, NULL);
 }
 
-int mdc_delete(mdc_t *m, const void *key, size_t klen, uint64_t cas)
+/* DELETE, or with WIRE_F_STALE a mark-stale with an optional TTL. */
+static int delete_common(mdc_t *m, uint8_t flags, const void *key,
+                         size_t klen, uint64_t cas, int64_t ttl)
 {
     struct wire_hdr h;
     struct mdci_one c = {.want = MDCI_WANT_NONE};
@@ -484,26 +486,21 @@ int mdc_delete(mdc_t *m, const void *key, size_t klen, uint64_t cas)
     if ((rc = mdci_check_key(m, klen)) != MDC_OK)
         return rc;
     wire_hdr_request(&h, WIRE_OP_DELETE);
+    h.flags = flags;
     h.cas = cas;
+    h.expiry = ttl;
     return one(m, &h, NULL, 0, key, klen, NULL, 0, &c);
+}
+
+int mdc_delete(mdc_t *m, const void *key, size_t klen, uint64_t cas)
+{
+    return delete_common(m, 0, key, klen, cas, 0);
 }
 
 int mdc_delete_stale(mdc_t *m, const void *key, size_t klen, uint64_t cas,
                      int64_t ttl)
 {
-    struct wire_hdr h;
-    struct mdci_one c = {.want = MDCI_WANT_NONE};
-    int rc;
-
-    if (m == NULL)
-        return MDC_ERR_ARG;
-    if ((rc = mdci_check_key(m, klen)) != MDC_OK)
-        return rc;
-    wire_hdr_request(&h, WIRE_OP_DELETE);
-    h.flags = WIRE_F_STALE;
-    h.cas = cas;
-    h.expiry = ttl;
-    return one(m, &h, NULL, 0, key, klen, NULL, 0, &c);
+    return delete_common(m, WIRE_F_STALE, key, klen, cas, ttl);
 }
 
 int mdc_touch(mdc_t *m, const void *key, size_t klen, int64_t exptime)
