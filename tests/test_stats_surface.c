@@ -311,7 +311,8 @@ static void test_conns(void **state)
     conn_field_is(r, fl, "state", "conn_listening");
     snprintf(addr, sizeof(addr), "unix:%s", S.unix_path);
     conn_field_is(r, conn_fd_of(r, addr), "state", "conn_listening");
-    /* a UDP socket per network thread */
+    /* a UDP socket per network thread, where the system balances a port
+     * over sockets */
     snprintf(addr, sizeof(addr), "udp:0.0.0.0:%s", uport);
     {
         const char *p = r;
@@ -321,7 +322,11 @@ static void test_conns(void **state)
             n++;
             p++;
         }
+#ifdef MDC_UDP_REUSEPORT_LB
         assert_int_equal(n, 2);
+#else
+        assert_int_equal(n, 1); /* one socket serves the port (udp.c) */
+#endif
         conn_field_is(r, conn_fd_of(r, addr), "UDP", "UDP");
         conn_field_is(r, conn_fd_of(r, addr), "state", "conn_read");
     }
