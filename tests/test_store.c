@@ -710,6 +710,34 @@ static void test_visit(void **state)
     store_teardown(st);
 }
 
+/* tdel of records that expired before the sweep reached them: they go, but
+ * are not counted (tget skips them too; to clients they were gone) */
+static void test_del_by_tag_expired(void **state)
+{
+    (void)state;
+    struct testclock tc;
+    struct store *st = mk(0, false, &tc);
+    struct mdc_tag t = T(9, 1);
+    int32_t v1 = 1;
+    uint64_t n = 99;
+    struct store_recset set = {0};
+    struct store_stats ss;
+
+    assert_int_equal(put(st, STORE_SET, "e1", "a", &t, 1, 1), ST_OK);
+    assert_int_equal(put(st, STORE_SET, "e2", "b", &t, 1, 1), ST_OK);
+    assert_int_equal(put(st, STORE_SET, "live", "c", &t, 1, 0), ST_OK);
+    testclock_advance(&tc, 2);
+    assert_int_equal(store_get_by_tag(st, 9, &v1, 1, &set), ST_OK);
+    assert_int_equal(set.n, 1);
+    store_recset_release(st, &set);
+    assert_int_equal(store_del_by_tag(st, 9, &v1, 1, &n), ST_OK);
+    assert_int_equal(n, 1); /* "live" only */
+    store_get_stats(st, &ss);
+    assert_int_equal(ss.curr_items, 0); /* the expired went too */
+    check(st);
+    store_teardown(st);
+}
+
 /* ---- memcached's meta states: vivify, recache, stale, win tokens ------- */
 static struct record *mg(struct store *st, const char *k,
                          const struct store_mget *q,
@@ -1054,6 +1082,7 @@ int main(void)
         cmocka_unit_test(test_no_evict),
         cmocka_unit_test(test_record_size),
         cmocka_unit_test(test_visit),
+        cmocka_unit_test(test_del_by_tag_expired),
         cmocka_unit_test(test_flush_at),
         cmocka_unit_test(test_growth),
         cmocka_unit_test(test_mget_vivify),

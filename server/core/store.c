@@ -2074,6 +2074,7 @@ static uint64_t del_each(struct store *st, int32_t tkey, const int32_t *tvals,
                          size_t ntvals, struct store_recset *cand)
 {
     uint64_t n = 0;
+    uint32_t now = now_s(st);
     for (size_t i = 0; i < cand->n; i++) {
         struct record *c = cand->recs[i];
         uint64_t h = store_hash(rec_key(c), c->klen);
@@ -2082,8 +2083,8 @@ static uint64_t del_each(struct store *st, int32_t tkey, const int32_t *tvals,
         struct record *r = do_find(st, h, rec_key(c), c->klen);
         if (r != NULL && carries(r, tkey, tvals, ntvals)) {
             announce(st, EV_DEL_BY_TAG, r, h);
+            n += !rec_expired(r, now); /* the expired were gone already */
             do_unlink(st, h, r);
-            n++;
         }
         mdc_unlock(l);
     }
@@ -2108,21 +2109,22 @@ int store_del_by_tag(struct store *st, int32_t tkey, const int32_t *tvals,
 {
     if (ntvals > 0 && tvals == NULL)
         return ST_INVALID;
-    uint64_t n = 0;
+    uint64_t n = 0, nlive = 0;
+    uint32_t now = now_s(st);
     struct store_recset cand = {0};
     int rc = tags_collect(st->tags, tkey, tvals, ntvals, &cand, 0);
     struct record **gone = cand.n ? mdc_malloc(cand.n * sizeof(*gone)) : NULL;
     uint64_t *hs = NULL;
     uint8_t *both = NULL; /* gone[i] was its own candidate */
     if (cand.n > 0 && gone == NULL) {
-        n = del_each(st, tkey, tvals, ntvals, &cand);
+        nlive = del_each(st, tkey, tvals, ntvals, &cand);
         goto out;
     }
     size_t ntags = 0;
     uint64_t nexp = 0;
     both = cand.n ? mdc_malloc(cand.n) : NULL;
     if (cand.n > 0 && both == NULL) {
-        n = del_each(st, tkey, tvals, ntvals, &cand);
+        nlive = del_each(st, tkey, tvals, ntvals, &cand);
         goto out;
     }
     /* hash every candidate first, so that each lookup's bucket can be
@@ -2150,6 +2152,9 @@ int store_del_by_tag(struct store *st, int32_t tkey, const int32_t *tvals,
             rec_clear_rflag(r, R_LINKED);
             if (__atomic_load_n(&r->deadline, __ATOMIC_RELAXED) != 0)
                 nexp++;
+            /* an expired record is removed but not counted: to clients
+             * it was gone already (tget skips it too) */
+            nlive += !rec_expired(r, now);
             /* the candidate itself: its counted reference is dropped
              * together with the index's (low bit set) */
             if (r == c)
@@ -2236,7 +2241,7 @@ out:
     mdc_free(gone);
     store_recset_release(st, &cand);
     if (ndeleted)
-        *ndeleted = n;
+        *ndeleted = nlive;
     return rc == ST_NO_MEMORY ? rc : ST_OK;
 }
 
