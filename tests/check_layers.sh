@@ -31,8 +31,8 @@ mkdir -p "$T/src" "$T/build"
     -type f \( -name '*.c' -o -name '*.h' \)) >"$T/srcs"
 tar -C "$S" -cf - -T "$T/srcs" | tar -C "$T/src" -xf - ||
     { echo "FAIL: cannot copy the sources"; exit 1; }
-(cd "$B" && find protocol server bpf client-c -name '*.o' ! -path '*/.libs/*' \
-    ! -name '*.bpf.o') >"$T/objs"
+(cd "$B" && find protocol server bpf client-c -name '*.o' ! -name '*.bpf.o') \
+    >"$T/objs"
 [ -s "$T/objs" ] || { echo "FAIL: no objects under $B"; exit 1; }
 tar -C "$B" -cf - -T "$T/objs" | tar -C "$T/build" -xf - ||
     { echo "FAIL: cannot copy the objects"; exit 1; }

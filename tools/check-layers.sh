@@ -31,10 +31,12 @@ files=$(find protocol server bpf client-c client-php tests bench \
     -type f \( -name '*.c' -o -name '*.h' \) 2>/dev/null | sort)
 
 # the objects built from SRC (a .c of the tree) in $build: automake names
-# them DIR/BASE.o, or DIR/TARGET-BASE.o with per-target flags
+# them DIR/BASE.o, or DIR/TARGET-BASE.o with per-target flags; libtool's
+# PIC objects are in DIR/.libs/ (the only ones with --disable-static)
 objects_of() {
     d=${1%/*}; b=${1##*/}; b=${b%.c}
-    for o in "$build/$d/$b.o" "$build/$d"/*-"$b.o"; do
+    for o in "$build/$d/$b.o" "$build/$d"/*-"$b.o" \
+        "$build/$d/.libs/$b.o" "$build/$d/.libs"/*-"$b.o"; do
         [ -f "$o" ] && echo "$o"
     done
 }
