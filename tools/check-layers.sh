@@ -19,7 +19,8 @@
 # header under -I$(top_builddir)); a bare name is first the including
 # file's own folder, then client-c/ (the tests' -I for mdcached.h).
 set -u
-top=${1:-$(cd "$(dirname "$0")/.." && pwd)}
+# both made absolute: the checks below run from the top of the tree
+top=$(cd "${1:-$(dirname "$0")/..}" && pwd) || exit 2
 build=${2:-}
 if [ -n "$build" ]; then
     build=$(cd "$build" && pwd) || exit 2
