@@ -56,9 +56,15 @@ int store_check(struct store *st, char *buf, size_t len)
         RB_FOREACH(r, rtree, &st->buckets[b])
         {
             items++;
-            if (__atomic_load_n(&r->deadline, __ATOMIC_RELAXED) != 0)
+            uint32_t d = __atomic_load_n(&r->deadline, __ATOMIC_RELAXED);
+            if (d != 0)
                 expiring++;
             uint64_t h = store_hash(rec_key(r), r->klen);
+            if (d != 0 && !wheel_has(st, h, d)) {
+                snprintf(buf, len, "record with a deadline not in the "
+                         "expiry wheel");
+                return -1;
+            }
             if (bucket_idx(st, h) != b || r->hash32 != (uint32_t)(h >> 32)) {
                 snprintf(buf, len, "record in wrong bucket");
                 return -1;

@@ -5,6 +5,7 @@
  */
 #include "config.h"
 
+#include <stdlib.h>
 #include <time.h>
 
 #include "alloc.h"
@@ -125,8 +126,10 @@ static void fmarks_reset(struct store *st)
 }
 
 /* Change a linked record's deadline in place (touch/gat), under the write
- * lock, keeping the count of records the sweep must look at. */
-void set_deadline(struct store *st, struct record *r, uint32_t d)
+ * lock, keeping the count of records with one and the expiry wheel: a new
+ * entry unless the old deadline's slot is the new one's (its entry then
+ * stands for the new deadline too, see "the expiry wheel" below). */
+void set_deadline(struct store *st, struct record *r, uint64_t h, uint32_t d)
 {
     uint32_t o = __atomic_load_n(&r->deadline, __ATOMIC_RELAXED);
     if (o == 0 && d != 0)
@@ -134,6 +137,8 @@ void set_deadline(struct store *st, struct record *r, uint32_t d)
     else if (o != 0 && d == 0)
         atomic_fetch_sub_explicit(&st->expiring, 1, memory_order_relaxed);
     __atomic_store_n(&r->deadline, d, __ATOMIC_RELAXED);
+    if (d != 0 && (o == 0 || EW_SLOT(o) != EW_SLOT(d)))
+        wheel_add(st, h, d);
 }
 
 /* Remove an expired record found under the write lock. */
@@ -225,29 +230,265 @@ size_t store_sweep(struct store *st, size_t max_buckets)
     return n;
 }
 
+/*
+ * The expiry wheel: what lets the sweeper reclaim a record within a second
+ * of its deadline without walking the table.  Each lock stripe has
+ * EW_SLOTS one-second slots; slot (d mod EW_SLOTS) of the key's stripe
+ * holds the key's hash (8 bytes) for a linked record with deadline d.
+ * Nothing is kept for a record without a deadline, and nothing in the
+ * record: the entry is found again from the hash (its bucket, its hash32).
+ *
+ * Invariant: every linked record with a deadline d has an entry of its
+ * hash in slot EW_SLOT(d) of its stripe, or its stripe is marked lost.
+ * Linking a record with a deadline adds one unless the record it replaces
+ * had a deadline in the same slot (replacements keep the hash and stripe,
+ * so that entry stands for the new record); changing a deadline in place
+ * adds one unless the slot stays the same.  An entry is dropped only when
+ * the slot is turned and no record of that hash has a deadline in it, so
+ * stale entries (deleted, replaced, touched records) last one lap at most.
+ *
+ * Each second the sweeper turns the second's slot of every stripe, under
+ * the stripe's write lock: entries sorted and made unique, each hash's
+ * records with a deadline passed are expired, those due in this slot on a
+ * later lap (TTL beyond EW_SLOTS seconds) keep their entry.  An entry that
+ * cannot be stored (no memory) marks the stripe lost: the sweeper then
+ * walks that stripe's buckets once and enters every deadline again.
+ */
+struct eslot {
+    uint64_t *h;
+    uint32_t n, cap;
+};
+struct ewheel {
+    struct eslot s[EW_SLOTS];
+};
+
+static void wheel_lose(struct store *st, uint32_t j)
+{
+    st->wlost[j] = 1;
+    atomic_store_explicit(&st->wheel_lost, 1, memory_order_relaxed);
+}
+
+/* Enter h for deadline d (under h's stripe write lock). */
+void wheel_add(struct store *st, uint64_t h, uint32_t d)
+{
+    if (st->wheels == NULL || d == 0)
+        return;
+    uint32_t j = (uint32_t)h & st->lmask;
+    struct ewheel *w = st->wheels[j];
+    if (w == NULL) {
+        w = mdc_calloc(1, sizeof(*w));
+        if (w == NULL) {
+            wheel_lose(st, j);
+            return;
+        }
+        atomic_fetch_add_explicit(&st->wheel_bytes, (int64_t)sizeof(*w),
+                                  memory_order_relaxed);
+        /* the sweeper looks without the lock first (release: the slots
+         * it then reads under the lock are the zeroed ones) */
+        __atomic_store_n(&st->wheels[j], w, __ATOMIC_RELEASE);
+    }
+    struct eslot *s = &w->s[EW_SLOT(d)];
+    if (s->n == s->cap) {
+        uint32_t nc = s->cap ? s->cap * 2 : 4;
+        uint64_t *nh = mdc_realloc(s->h, nc * sizeof(*nh));
+        if (nh == NULL) {
+            wheel_lose(st, j);
+            return;
+        }
+        atomic_fetch_add_explicit(&st->wheel_bytes,
+                                  (int64_t)(nc - s->cap) * 8,
+                                  memory_order_relaxed);
+        s->h = nh;
+        s->cap = nc;
+    }
+    s->h[s->n++] = h;
+}
+
+/* Whether h has an entry for deadline d, or h's stripe is lost
+ * (store_check). */
+bool wheel_has(struct store *st, uint64_t h, uint32_t d)
+{
+    if (st->wheels == NULL)
+        return true;
+    uint32_t j = (uint32_t)h & st->lmask;
+    bool found = false;
+    mdc_rdlock(&st->locks[j]); /* the sweeper may be turning it */
+    struct ewheel *w = st->wheels[j];
+    if (st->wlost[j]) {
+        found = true;
+    } else if (w != NULL) {
+        struct eslot *s = &w->s[EW_SLOT(d)];
+        for (uint32_t i = 0; i < s->n && !found; i++)
+            found = s->h[i] == h;
+    }
+    mdc_unlock(&st->locks[j]);
+    return found;
+}
+
+void wheel_teardown(struct store *st)
+{
+    if (st->wheels == NULL)
+        return;
+    for (uint32_t j = 0; j <= st->lmask; j++) {
+        struct ewheel *w = st->wheels[j];
+        if (w == NULL)
+            continue;
+        for (uint32_t i = 0; i < EW_SLOTS; i++)
+            mdc_free(w->s[i].h);
+        mdc_free(w);
+    }
+    mdc_free(st->wheels);
+    mdc_free(st->wlost);
+    st->wheels = NULL;
+}
+
+static int u64_cmp(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The records of hash h in slot i at store second now: expire those past
+ * their deadline; returns whether one is due in this slot on a later lap. */
+static bool wheel_visit(struct store *st, uint64_t h, uint32_t i, uint32_t now)
+{
+    uint32_t h32 = (uint32_t)(h >> 32);
+    bool keep = false;
+    struct record *r, *nx;
+    RB_FOREACH_SAFE(r, rtree, &st->buckets[bucket_idx(st, h)], nx)
+    {
+        if (r->hash32 != h32)
+            continue;
+        uint32_t d = __atomic_load_n(&r->deadline, __ATOMIC_RELAXED);
+        if (d == 0)
+            continue;
+        if (d <= now)
+            do_expire(st, r, store_hash(rec_key(r), r->klen));
+        else if (EW_SLOT(d) == i)
+            keep = true;
+    }
+    return keep;
+}
+
+/* Turn slot i of stripe j at store second now. */
+static void wheel_turn(struct store *st, uint32_t j, uint32_t i, uint32_t now)
+{
+    if (__atomic_load_n(&st->wheels[j], __ATOMIC_ACQUIRE) == NULL)
+        return;
+    mdc_rwlock_t *l = &st->locks[j];
+    mdc_wrlock(l);
+    struct eslot *s = &st->wheels[j]->s[i];
+    if (s->n > 1)
+        qsort(s->h, s->n, sizeof(*s->h), u64_cmp);
+    uint32_t k = 0;
+    for (uint32_t x = 0; x < s->n; x++) {
+        uint64_t h = s->h[x];
+        if (x > 0 && h == s->h[x - 1]) /* k <= x - 1 kept it in place */
+            continue;
+        if (wheel_visit(st, h, i, now))
+            s->h[k++] = h;
+    }
+    s->n = k;
+    if (s->cap > 8 && k <= s->cap / 4) { /* give back what a burst took */
+        uint32_t nc = k ? k * 2 : 0;
+        uint64_t *nh = nc ? mdc_realloc(s->h, nc * sizeof(*nh)) : NULL;
+        if (nc == 0 || nh != NULL) {
+            if (nc == 0)
+                mdc_free(s->h);
+            atomic_fetch_sub_explicit(&st->wheel_bytes,
+                                      (int64_t)(s->cap - nc) * 8,
+                                      memory_order_relaxed);
+            s->h = nh;
+            s->cap = nc;
+        }
+    }
+    mdc_unlock(l);
+}
+
+/* Enter every deadline of a lost stripe's records again (expiring those
+ * past it), under the stripe's write lock: its buckets are j, j + nlocks,
+ * ... (none of them can split meanwhile). */
+static void wheel_rebuild(struct store *st, uint32_t j, uint32_t now)
+{
+    mdc_rwlock_t *l = &st->locks[j];
+    mdc_wrlock(l);
+    st->wlost[j] = 0;
+    uint32_t nb = nbuckets_now(st);
+    for (uint32_t b = j; b < nb; b += st->lmask + 1) {
+        struct record *r, *nx;
+        RB_FOREACH_SAFE(r, rtree, &st->buckets[b], nx)
+        {
+            uint32_t d = __atomic_load_n(&r->deadline, __ATOMIC_RELAXED);
+            if (d == 0)
+                continue;
+            uint64_t h = store_hash(rec_key(r), r->klen);
+            if (d <= now)
+                do_expire(st, r, h);
+            else
+                wheel_add(st, h, d);
+        }
+    }
+    mdc_unlock(l);
+}
+
+/* The sweeper's pass: rebuild lost stripes, then turn every slot of the
+ * seconds since the last pass (each slot once after a long pause). */
+static void wheel_run(struct store *st, uint32_t now)
+{
+    if (atomic_exchange_explicit(&st->wheel_lost, 0, memory_order_relaxed))
+        for (uint32_t j = 0; j <= st->lmask; j++) {
+            mdc_rdlock(&st->locks[j]);
+            bool lost = st->wlost[j] != 0;
+            mdc_unlock(&st->locks[j]);
+            if (lost)
+                wheel_rebuild(st, j, now);
+        }
+    if (now <= st->wheel_done) {
+        st->wheel_done = now; /* the clock was set back (tests) */
+        return;
+    }
+    uint32_t from = now - st->wheel_done >= EW_SLOTS
+                        ? now - EW_SLOTS + 1
+                        : st->wheel_done + 1;
+    for (uint32_t sec = from; sec <= now; sec++)
+        for (uint32_t j = 0; j <= st->lmask; j++)
+            wheel_turn(st, j, EW_SLOT(sec), now);
+    st->wheel_done = now;
+}
+
+/* When the sweeper wakes next: every interval, and with an interval of a
+ * second or more just after a store second begins (EW_MARGIN_NS later, for
+ * the coarse clock), so a deadline is acted on within that margin. */
+static void sweep_wake_at(struct store *st, struct timespec *ts)
+{
+    uint64_t wait = (uint64_t)st->cfg.sweep_interval_ms * 1000000u;
+    if (wait >= 1000000000u) {
+        uint64_t t = now_ns(st) - st->epoch_ns;
+        uint64_t next = ((t + wait - 1000000000u) / 1000000000u + 1) *
+                            1000000000u +
+                        EW_MARGIN_NS;
+        wait = next - t;
+    }
+    clock_gettime(CLOCK_REALTIME, ts);
+    uint64_t ns = (uint64_t)ts->tv_nsec + wait;
+    ts->tv_sec += (time_t)(ns / 1000000000u);
+    ts->tv_nsec = (long)(ns % 1000000000u);
+}
+
 void *sweeper_main(void *arg)
 {
     struct store *st = arg;
     pthread_mutex_lock(&st->sweep_mu);
     while (!st->sweep_stop) {
-        /* visit every bucket about once every 10 intervals */
-        size_t per = (size_t)nbuckets_now(st) / 10 + 1;
         struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        uint64_t ns = (uint64_t)ts.tv_nsec +
-                      (uint64_t)st->cfg.sweep_interval_ms * 1000000u;
-        ts.tv_sec += (time_t)(ns / 1000000000u);
-        ts.tv_nsec = (long)(ns % 1000000000u);
+        sweep_wake_at(st, &ts);
         pthread_cond_timedwait(&st->sweep_cv, &st->sweep_mu, &ts);
         if (st->sweep_stop)
             break;
         pthread_mutex_unlock(&st->sweep_mu);
-        /* nothing can expire: skip the walk (a pending delayed flush is
-         * still checked) */
-        if (atomic_load_explicit(&st->expiring, memory_order_relaxed) > 0)
-            store_sweep(st, per);
-        else
-            check_flush(st, now_s(st));
+        uint32_t now = now_s(st);
+        check_flush(st, now); /* a pending delayed flush */
+        wheel_run(st, now);
         if (atomic_load_explicit(&st->nretired, memory_order_relaxed) != 0)
             reclaim_retired(st);
         pthread_mutex_lock(&st->sweep_mu);
