@@ -558,14 +558,19 @@ static void test_expiry_wheel(void **state)
     assert_int_equal(store_touch(st, "F", 1, 0), ST_OK); /* never now */
     assert_int_equal(put(st, STORE_SET, "G", "g", NULL, 0, 5), ST_OK);
     assert_int_equal(store_delete(st, "G", 1, 0), ST_OK);
+    /* the same slot, a lap earlier: its old entry's lap is too late */
+    assert_int_equal(put(st, STORE_SET, "H", "h", NULL, 0, 600), ST_OK);
+    assert_int_equal(store_touch(st, "H", 1, 600 - 256), ST_OK);
 
     aclk_advance(21); /* C (20) */
-    assert_int_equal(items_when(st, 5), 5);
+    assert_int_equal(items_when(st, 6), 6);
     aclk_advance(30); /* D (50), replaced twice in the same slot */
-    assert_int_equal(items_when(st, 4), 4);
+    assert_int_equal(items_when(st, 5), 5);
     aclk_advance(250); /* B (300): one lap */
+    assert_int_equal(items_when(st, 4), 4);
+    aclk_advance(45); /* H (344) */
     assert_int_equal(items_when(st, 3), 3);
-    aclk_advance(300); /* C's touch to 600 was undone: nothing */
+    aclk_advance(255); /* C's touch to 600 was undone: nothing */
     struct timespec nap = {0, 100 * 1000000};
     nanosleep(&nap, NULL);
     assert_int_equal(items_when(st, 3), 3);
@@ -573,7 +578,7 @@ static void test_expiry_wheel(void **state)
     assert_int_equal(items_when(st, 2), 2);
     struct store_stats ss;
     store_get_stats(st, &ss);
-    assert_int_equal(ss.expired, 4);
+    assert_int_equal(ss.expired, 5);
     assert_int_equal(ss.get_expired, 0);
     check(st);
     store_teardown(st);

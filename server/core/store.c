@@ -14,7 +14,8 @@
  *   store_counter.c  incr/decr and the atomic counter operations
  *   store_tag.c      operations that start from a tag: get, delete and
  *                    stale by tag, tag stacks
- *   store_expiry.c   deadlines, flush (delayed too) and the sweeper
+ *   store_expiry.c   deadlines, flush (delayed too), the expiry wheel and
+ *                    the sweeper
  *   store_evict.c    the memory limit and sampled-LRU eviction
  *   store_account.c  the counters read out (stats) and CAS versions
  *   store_check.c    the consistency check of both forests

@@ -127,8 +127,9 @@ static void fmarks_reset(struct store *st)
 
 /* Change a linked record's deadline in place (touch/gat), under the write
  * lock, keeping the count of records with one and the expiry wheel: a new
- * entry unless the old deadline's slot is the new one's (its entry then
- * stands for the new deadline too, see "the expiry wheel" below). */
+ * entry unless the old deadline is in the new one's slot and not later
+ * (its entry then stands for the new deadline too, see "the expiry wheel"
+ * below). */
 void set_deadline(struct store *st, struct record *r, uint64_t h, uint32_t d)
 {
     uint32_t o = __atomic_load_n(&r->deadline, __ATOMIC_RELAXED);
@@ -137,7 +138,7 @@ void set_deadline(struct store *st, struct record *r, uint64_t h, uint32_t d)
     else if (o != 0 && d == 0)
         atomic_fetch_sub_explicit(&st->expiring, 1, memory_order_relaxed);
     __atomic_store_n(&r->deadline, d, __ATOMIC_RELAXED);
-    if (d != 0 && (o == 0 || EW_SLOT(o) != EW_SLOT(d)))
+    if (d != 0 && (o == 0 || EW_SLOT(o) != EW_SLOT(d) || d < o))
         wheel_add(st, h, d);
 }
 
@@ -234,33 +235,54 @@ size_t store_sweep(struct store *st, size_t max_buckets)
  * The expiry wheel: what lets the sweeper reclaim a record within a second
  * of its deadline without walking the table.  Each lock stripe has
  * EW_SLOTS one-second slots; slot (d mod EW_SLOTS) of the key's stripe
- * holds the key's hash (8 bytes) for a linked record with deadline d.
- * Nothing is kept for a record without a deadline, and nothing in the
- * record: the entry is found again from the hash (its bucket, its hash32).
+ * holds an entry for a linked record with deadline d: 8 bytes, the key
+ * hash's low 32 bits (its bucket and stripe) and the top 16 bits of its
+ * hash32 (which record of the bucket), and a lap tag, the 16 bits of
+ * d / EW_SLOTS.  Nothing is kept for a record without a deadline, and
+ * nothing in the record.
  *
- * Invariant: every linked record with a deadline d has an entry of its
- * hash in slot EW_SLOT(d) of its stripe, or its stripe is marked lost.
- * Linking a record with a deadline adds one unless the record it replaces
- * had a deadline in the same slot (replacements keep the hash and stripe,
- * so that entry stands for the new record); changing a deadline in place
- * adds one unless the slot stays the same.  An entry is dropped only when
- * the slot is turned and no record of that hash has a deadline in it, so
- * stale entries (deleted, replaced, touched records) last one lap at most.
+ * Invariant: every linked record with a deadline d has an entry in slot
+ * EW_SLOT(d) of its stripe whose lap tag is not after d's lap, or its
+ * stripe is marked lost.  Linking a record with a deadline adds one
+ * unless the record it replaces had a deadline in the same slot no later
+ * than the new one (replacements keep the hash, so that entry stands for
+ * the new record); changing a deadline in place adds one unless the same
+ * holds.
  *
  * Each second the sweeper turns the second's slot of every stripe, under
- * the stripe's write lock: entries sorted and made unique, each hash's
- * records with a deadline passed are expired, those due in this slot on a
- * later lap (TTL beyond EW_SLOTS seconds) keep their entry.  An entry that
+ * the stripe's write lock.  An entry whose lap is still ahead is passed
+ * over without looking at the table (a TTL longer than a lap costs one
+ * scan of its 8 bytes a lap).  The others are looked up: records of the
+ * entry's hash past their deadline are expired; if one is due in this
+ * slot on a later lap the entry stays, tagged with that lap, else it goes
+ * (so a stale entry, of a record deleted, replaced or touched, goes at its
+ * lap's turn).  A slot written since its last turn is sorted first, and
+ * the entries of one key are made one (the earliest lap).  An entry that
  * cannot be stored (no memory) marks the stripe lost: the sweeper then
  * walks that stripe's buckets once and enters every deadline again.
  */
 struct eslot {
-    uint64_t *h;
-    uint32_t n, cap;
+    uint64_t *e;
+    uint32_t n;
+    uint32_t cap : 31;
+    uint32_t dirty : 1; /* added to since the last turn: not sorted */
 };
 struct ewheel {
     struct eslot s[EW_SLOTS];
 };
+
+#define EW_LAP(d) ((uint16_t)((d) / EW_SLOTS))
+static inline uint64_t ew_entry(uint64_t h, uint32_t d)
+{
+    return (uint64_t)(uint16_t)(h >> 48) << 48 |
+           (uint64_t)(uint32_t)h << 16 | EW_LAP(d);
+}
+static inline uint64_t ew_key(uint64_t e) { return e >> 16; }
+/* laps of e's tag after 'lap' (negative: before), on the 16-bit circle */
+static inline int ew_ahead(uint64_t e, uint16_t lap)
+{
+    return (int16_t)(uint16_t)((uint16_t)e - lap);
+}
 
 static void wheel_lose(struct store *st, uint32_t j)
 {
@@ -290,27 +312,29 @@ void wheel_add(struct store *st, uint64_t h, uint32_t d)
     struct eslot *s = &w->s[EW_SLOT(d)];
     if (s->n == s->cap) {
         uint32_t nc = s->cap ? s->cap * 2 : 4;
-        uint64_t *nh = mdc_realloc(s->h, nc * sizeof(*nh));
-        if (nh == NULL) {
+        uint64_t *ne = mdc_realloc(s->e, nc * sizeof(*ne));
+        if (ne == NULL) {
             wheel_lose(st, j);
             return;
         }
         atomic_fetch_add_explicit(&st->wheel_bytes,
                                   (int64_t)(nc - s->cap) * 8,
                                   memory_order_relaxed);
-        s->h = nh;
+        s->e = ne;
         s->cap = nc;
     }
-    s->h[s->n++] = h;
+    s->e[s->n++] = ew_entry(h, d);
+    s->dirty = 1;
 }
 
-/* Whether h has an entry for deadline d, or h's stripe is lost
- * (store_check). */
+/* Whether a record of hash h with deadline d has its entry, or h's stripe
+ * is lost (store_check). */
 bool wheel_has(struct store *st, uint64_t h, uint32_t d)
 {
     if (st->wheels == NULL)
         return true;
     uint32_t j = (uint32_t)h & st->lmask;
+    uint64_t want = ew_key(ew_entry(h, d));
     bool found = false;
     mdc_rdlock(&st->locks[j]); /* the sweeper may be turning it */
     struct ewheel *w = st->wheels[j];
@@ -319,7 +343,8 @@ bool wheel_has(struct store *st, uint64_t h, uint32_t d)
     } else if (w != NULL) {
         struct eslot *s = &w->s[EW_SLOT(d)];
         for (uint32_t i = 0; i < s->n && !found; i++)
-            found = s->h[i] == h;
+            found = ew_key(s->e[i]) == want &&
+                    ew_ahead(s->e[i], EW_LAP(d)) <= 0;
     }
     mdc_unlock(&st->locks[j]);
     return found;
@@ -334,7 +359,7 @@ void wheel_teardown(struct store *st)
         if (w == NULL)
             continue;
         for (uint32_t i = 0; i < EW_SLOTS; i++)
-            mdc_free(w->s[i].h);
+            mdc_free(w->s[i].e);
         mdc_free(w);
     }
     mdc_free(st->wheels);
@@ -348,24 +373,27 @@ static int u64_cmp(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* The records of hash h in slot i at store second now: expire those past
- * their deadline; returns whether one is due in this slot on a later lap. */
-static bool wheel_visit(struct store *st, uint64_t h, uint32_t i, uint32_t now)
+/* The records of entry e's hash in slot i at store second now: expire
+ * those past their deadline; returns the earliest deadline of those due
+ * in this slot on a later lap, 0 if none. */
+static uint32_t wheel_visit(struct store *st, uint64_t e, uint32_t i,
+                            uint32_t now)
 {
-    uint32_t h32 = (uint32_t)(h >> 32);
-    bool keep = false;
+    uint16_t hi = (uint16_t)(e >> 48);
+    uint32_t keep = 0;
     struct record *r, *nx;
-    RB_FOREACH_SAFE(r, rtree, &st->buckets[bucket_idx(st, h)], nx)
+    RB_FOREACH_SAFE(r, rtree, &st->buckets[bucket_idx(st, e >> 16 & 0xffffffffu)],
+                    nx)
     {
-        if (r->hash32 != h32)
+        if ((uint16_t)(r->hash32 >> 16) != hi)
             continue;
         uint32_t d = __atomic_load_n(&r->deadline, __ATOMIC_RELAXED);
         if (d == 0)
             continue;
         if (d <= now)
             do_expire(st, r, store_hash(rec_key(r), r->klen));
-        else if (EW_SLOT(d) == i)
-            keep = true;
+        else if (EW_SLOT(d) == i && (keep == 0 || d < keep))
+            keep = d;
     }
     return keep;
 }
@@ -376,29 +404,40 @@ static void wheel_turn(struct store *st, uint32_t j, uint32_t i, uint32_t now)
     if (__atomic_load_n(&st->wheels[j], __ATOMIC_ACQUIRE) == NULL)
         return;
     mdc_rwlock_t *l = &st->locks[j];
+    uint16_t lap = EW_LAP(now);
     mdc_wrlock(l);
     struct eslot *s = &st->wheels[j]->s[i];
-    if (s->n > 1)
-        qsort(s->h, s->n, sizeof(*s->h), u64_cmp);
+    if (s->dirty && s->n > 1)
+        qsort(s->e, s->n, sizeof(*s->e), u64_cmp);
+    s->dirty = 0;
     uint32_t k = 0;
-    for (uint32_t x = 0; x < s->n; x++) {
-        uint64_t h = s->h[x];
-        if (x > 0 && h == s->h[x - 1]) /* k <= x - 1 kept it in place */
+    for (uint32_t x = 0; x < s->n;) {
+        /* the run of one key's entries (one entry once sorted) */
+        uint64_t e = s->e[x];
+        uint32_t y = x + 1;
+        for (; y < s->n && ew_key(s->e[y]) == ew_key(e); y++)
+            if (ew_ahead(s->e[y], lap) < ew_ahead(e, lap))
+                e = s->e[y];
+        x = y;
+        if (ew_ahead(e, lap) > 0) { /* its lap is still ahead */
+            s->e[k++] = e;
             continue;
-        if (wheel_visit(st, h, i, now))
-            s->h[k++] = h;
+        }
+        uint32_t d = wheel_visit(st, e, i, now);
+        if (d != 0)
+            s->e[k++] = (e & ~(uint64_t)0xffff) | EW_LAP(d);
     }
     s->n = k;
     if (s->cap > 8 && k <= s->cap / 4) { /* give back what a burst took */
         uint32_t nc = k ? k * 2 : 0;
-        uint64_t *nh = nc ? mdc_realloc(s->h, nc * sizeof(*nh)) : NULL;
-        if (nc == 0 || nh != NULL) {
+        uint64_t *ne = nc ? mdc_realloc(s->e, nc * sizeof(*ne)) : NULL;
+        if (nc == 0 || ne != NULL) {
             if (nc == 0)
-                mdc_free(s->h);
+                mdc_free(s->e);
             atomic_fetch_sub_explicit(&st->wheel_bytes,
                                       (int64_t)(s->cap - nc) * 8,
                                       memory_order_relaxed);
-            s->h = nh;
+            s->e = ne;
             s->cap = nc;
         }
     }
