@@ -405,8 +405,19 @@ static void wheel_turn(struct store *st, uint32_t j, uint32_t i, uint32_t now)
         return;
     mdc_rwlock_t *l = &st->locks[j];
     uint16_t lap = EW_LAP(now);
-    mdc_wrlock(l);
     struct eslot *s = &st->wheels[j]->s[i];
+    /* a look under the read lock first (its biased fast path writes
+     * nothing shared): the write lock, which takes the stripe's reader
+     * bias away, only when an entry's lap has come or the slot was added
+     * to (sorted then, so that entries of one key cannot pile up) */
+    mdc_rdlock(l);
+    bool due = s->dirty;
+    for (uint32_t x = 0; x < s->n && !due; x++)
+        due = ew_ahead(s->e[x], lap) <= 0;
+    mdc_unlock(l);
+    if (!due)
+        return;
+    mdc_wrlock(l);
     if (s->dirty && s->n > 1)
         qsort(s->e, s->n, sizeof(*s->e), u64_cmp);
     s->dirty = 0;
