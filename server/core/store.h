@@ -135,7 +135,7 @@ struct store_stats {
     uint64_t tag_values;      /* distinct (tkey, tval) in the index */
     uint64_t tag_keys;        /* distinct tkey in the index */
     uint64_t nbuckets;
-    uint64_t fixed_bytes;     /* bucket arrays and locks */
+    uint64_t fixed_bytes;     /* bucket arrays, locks, expiry wheel */
 };
 
 struct store *store_setup(const struct store_config *cfg);

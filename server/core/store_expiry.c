@@ -401,11 +401,12 @@ static uint32_t wheel_visit(struct store *st, uint64_t e, uint32_t i,
 /* Turn slot i of stripe j at store second now. */
 static void wheel_turn(struct store *st, uint32_t j, uint32_t i, uint32_t now)
 {
-    if (__atomic_load_n(&st->wheels[j], __ATOMIC_ACQUIRE) == NULL)
+    struct ewheel *w = __atomic_load_n(&st->wheels[j], __ATOMIC_ACQUIRE);
+    if (w == NULL)
         return;
     mdc_rwlock_t *l = &st->locks[j];
     uint16_t lap = EW_LAP(now);
-    struct eslot *s = &st->wheels[j]->s[i];
+    struct eslot *s = &w->s[i]; /* a wheel never moves once published */
     /* a look under the read lock first (its biased fast path writes
      * nothing shared): the write lock, which takes the stripe's reader
      * bias away, only when an entry's lap has come or the slot was added
