@@ -994,6 +994,11 @@ def cells_of(rows):
 
     A round: us (server CPU per request), sys, tput, p50, p99, p999."""
     cells = {}
+    # W7 holds one workload at several sizes: a table for each
+    sizes = {}
+    for r in rows:
+        if r.get("kind") == "run":
+            sizes.setdefault(r["workload"], set()).add(r.get("records"))
     for r in rows:
         k = r.get("kind")
         if k == "run" and not r.get("discarded") and r.get("requests"):
@@ -1004,7 +1009,10 @@ def cells_of(rows):
             x = dict(us=c["us_per_req"], sys=c.get("sys_us_per_req"),
                      tput=r["throughput"], p50=lat.get("p50"),
                      p99=lat.get("p99"), p999=lat.get("p999"))
-            cells.setdefault((r["workload"], r["target"]), []).append(x)
+            w = r["workload"]
+            if len(sizes[w]) > 1:
+                w = "%s, %s records" % (w, pow10(r.get("records")))
+            cells.setdefault((w, r["target"]), []).append(x)
         elif r.get("mode") in ("run", "w5a") and "server_cpu_us_per_op" in r:
             w = "W5 mixed" if r["mode"] == "run" else "W5a"
             x = dict(us=r["server_cpu_us_per_op"], sys=None,
