@@ -1003,10 +1003,10 @@ def cells_of(rows):
         k = r.get("kind")
         if k == "run" and not r.get("discarded") and r.get("requests"):
             c = r.get("server_cpu") or {}
-            if not c.get("us_per_req"):
-                continue  # no server CPU reading over the window
             lat = r.get("latency_us") or {}
-            x = dict(us=c["us_per_req"], sys=c.get("sys_us_per_req"),
+            # no server CPU reading over the window (too short for a clock
+            # tick): the round counts for the rest, not for CPU per request
+            x = dict(us=c.get("us_per_req") or None, sys=c.get("sys_us_per_req"),
                      tput=r["throughput"], p50=lat.get("p50"),
                      p99=lat.get("p99"), p999=lat.get("p999"))
             w = r["workload"]
@@ -1058,20 +1058,24 @@ def print_table(cells, latency, what="server CPU"):
         base = None
         for t in ts:
             rs = cells[(w, t)]
-            u = [x["us"] for x in rs]
-            m = statistics.median(u)
+            u = [x["us"] for x in rs if x["us"] is not None]
+            m = statistics.median(u) if u else None
             base = base or m
-            line = "| %s | %d | %.3f | %.3f-%.3f | %.3f | %s | %.0f |" % (
-                t, len(rs), m, min(u), max(u), m / base,
+            line = "| %s | %d | %s | %s | %s | %s | %.0f |" % (
+                t, len(rs), fmt(m, ".3f"),
+                "%.3f-%.3f" % (min(u), max(u)) if u else "—",
+                fmt(ratio(m, base), ".3f"),
                 fmt(med(x["sys"] for x in rs), ".3f"),
                 med(x["tput"] for x in rs))
             if latency:
                 line += " %s | %s | %s |" % tuple(
                     fmt(med(x[k] for x in rs), ".1f")
                     for k in ("p50", "p99", "p999"))
+            if len(u) < len(rs):
+                line += " %d round(s) without a CPU reading" % (len(rs) - len(u))
             print(line)
         print("\nper round, µs/req: " + "; ".join(
-            "%s %s" % (t, " ".join("%.3f" % x["us"] for x in cells[(w, t)]))
+            "%s %s" % (t, " ".join(fmt(x["us"], ".3f") for x in cells[(w, t)]))
             for t in ts))
 
 
