@@ -20,6 +20,7 @@
 
 #include "server/net/conn.h"
 #include "server/net/threads.h"
+#include "server/net/udp.h"
 #include "server/log.h"
 #include "server/report.h"
 #include "server/metrics.h"
@@ -69,7 +70,7 @@ static void txt_value_end(struct conn *c, struct record *r, bool with_cas,
     size_t tail = end ? 7 : 2;
     uint8_t *p;
 
-    if (vlen <= CONN_COPY_MAX &&
+    if (vlen <= CONN_COPY_MAX && c->dgram == NULL &&
         MCTEXT_VALUE_LINE_LEN(klen) + vlen + tail <= c->ocap - c->olen) {
         /* a value conn_out_ref() would copy: the line, the value and
          * what follows written at once, one commit (obuf has the room, so
@@ -153,49 +154,86 @@ static void txt_put_stats(struct worker *w, enum store_mode mode, int st)
 #define TXT_GET_BATCH 7 /* keys of a multi-get looked up together (the
                           * reader hold slots, MDC_HOLDS) */
 
-static void txt_get(struct conn *c, struct worker *w,
-                    const struct mctext_req *req)
+/*
+ * A UDP reply (c->dgram) whose next value would take it over
+ * --udp-reply-limit: ends with UDP_E_TOO_LARGE instead, the value and
+ * what follows not sent.  True when it did.
+ */
+static bool txt_udp_too_large(struct conn *c, struct worker *w,
+                              const struct record *r)
 {
-    struct store *st = c->srv->store;
-    bool gat = req->cmd == MCT_GAT || req->cmd == MCT_GATS;
-    bool with_cas = req->cmd == MCT_GETS || req->cmd == MCT_GATS;
+    size_t n = MCTEXT_VALUE_LINE_LEN(record_klen(r)) + record_vlen(r);
+
+    /* this value (at most that line), its "\r\n" and a final "END\r\n" */
+    if (c->opending - c->dgram->reply0 + n + 2 + 5 <= c->dgram->reply_limit)
+        return false;
+    STAT_INC(&w->stats, udp_reply_too_large);
+    txt_str(c, UDP_E_TOO_LARGE);
+    return true;
+}
+
+/*
+ * The GET: get, gets, gat and gats, whichever way the request came -- the
+ * parsed request, the shortcut of "get <key>\r\n" (txt_fast), a pipelined
+ * batch, a UDP datagram (c->dgram).  key/klen is the first key, it holds
+ * the others.  The keys are looked up by proto_get_keys() in batches of
+ * TXT_GET_BATCH; each hit is a VALUE line, the value (in place, or copied
+ * when small) and "\r\n", the last one fused with "END\r\n" when it is
+ * the last key.
+ */
+static void txt_get(struct conn *c, struct worker *w, enum mctext_cmd cmd,
+                    int64_t exptime, const char *key, uint32_t klen,
+                    struct mctext_iter *it)
+{
+    bool gat = cmd == MCT_GAT || cmd == MCT_GATS;
+    bool with_cas = cmd == MCT_GETS || cmd == MCT_GATS;
+    struct store_key ks[TXT_GET_BATCH];
+    struct record *rs[TXT_GET_BATCH];
+    bool more = it != NULL, ended = false;
+    size_t n = 1, i;
+
+    ks[0] = (struct store_key){key, klen};
+    for (;;) {
+        while (more && n < TXT_GET_BATCH &&
+               (more = mctext_next_key(it, &key, &klen)))
+            ks[n++] = (struct store_key){key, klen};
+        if (n == 0)
+            break;
+        proto_get_keys(c, w, ks, n, gat, exptime, rs);
+        for (i = 0; i < n; i++) {
+            if (rs[i] == NULL)
+                continue;
+            if (c->dgram != NULL && txt_udp_too_large(c, w, rs[i])) {
+                for (; i < n; i++)
+                    if (rs[i] != NULL)
+                        store_release(c->srv->store, rs[i]);
+                return;
+            }
+            ended = !more && i == n - 1;
+            txt_value_end(c, rs[i], with_cas, ended);
+        }
+        if (!more)
+            break;
+        n = 0;
+    }
+    if (!ended)
+        txt_str(c, MCTEXT_R_END);
+}
+
+/* A parsed get, gets, gat or gats. */
+static void txt_get_req(struct conn *c, struct worker *w,
+                        const struct mctext_req *req)
+{
     struct mctext_iter it;
     const char *key;
     uint32_t klen;
 
-    /* a multi-key get looks its keys up in batches (store_get_batch):
-     * their cache misses overlap; a batch stays within the thread's hold
-     * slots, so the lookups still write nothing shared */
-    struct store_key ks[TXT_GET_BATCH];
-    struct record *rs[TXT_GET_BATCH];
-    size_t n = 0;
-    bool more;
-
     mctext_iter_init(&it, req);
-    do {
-        more = mctext_next_key(&it, &key, &klen);
-        if (more && gat) {
-            ks[0] = (struct store_key){key, klen};
-            rs[0] = store_gat(st, key, klen, req->exptime);
-            n = 1;
-        } else {
-            if (more)
-                ks[n++] = (struct store_key){key, klen};
-            if (n == 0 || (more && n < TXT_GET_BATCH))
-                continue;
-            store_get_batch(st, ks, n, rs);
-        }
-        for (size_t i = 0; i < n; i++) {
-            stats_count_get(&w->stats, gat, rs[i] != NULL);
-            if (stats_detail_on(c->srv))
-                stats_detail_count(c->srv, ks[i].key, ks[i].klen, DETAIL_GET,
-                                   rs[i] != NULL);
-            if (rs[i] != NULL)
-                txt_value(c, rs[i], with_cas);
-        }
-        n = 0;
-    } while (more);
-    txt_str(c, MCTEXT_R_END);
+    if (!mctext_next_key(&it, &key, &klen)) { /* the parser refuses it */
+        txt_str(c, MCTEXT_R_END);
+        return;
+    }
+    txt_get(c, w, req->cmd, req->exptime, key, klen, &it);
 }
 
 static void txt_store(struct conn *c, struct worker *w,
@@ -925,7 +963,7 @@ static void txt_exec(struct conn *c, struct worker *w,
     case MCT_GET:
     case MCT_GETS:
     case MCT_GAT:
-    case MCT_GATS: txt_get(c, w, req); break;
+    case MCT_GATS: txt_get_req(c, w, req); break;
     case MCT_SET:
     case MCT_ADD:
     case MCT_REPLACE:
@@ -1072,7 +1110,8 @@ static size_t txt_fast(struct conn *c, struct worker *w, const uint8_t *b,
 
     if (len > 4 && b[0] == 'g' && b[1] == 'e' && b[2] == 't' && b[3] == ' ')
         k = b + 4, mg = false;
-    else if (len > 3 && b[0] == 'm' && b[1] == 'g' && b[2] == ' ')
+    else if (len > 3 && b[0] == 'm' && b[1] == 'g' && b[2] == ' ' &&
+             c->dgram == NULL) /* UDP refuses mg (the general path) */
         k = b + 3, mg = true;
     else
         return 0;
@@ -1090,7 +1129,9 @@ static size_t txt_fast(struct conn *c, struct worker *w, const uint8_t *b,
     } else {
         if (end - p < 2 || p[0] != '\r' || p[1] != '\n')
             return 0;
-        p += 2;
+        /* the GET every get is served by, the key already split out */
+        txt_get(c, w, MCT_GET, 0, (const char *)k, klen, NULL);
+        return (size_t)(p + 2 - b);
     }
     r = store_get(st, k, klen);
     if (mg && r != NULL && record_meta_marked(r)) {
@@ -1100,10 +1141,10 @@ static size_t txt_fast(struct conn *c, struct worker *w, const uint8_t *b,
     }
     stats_count_get(&w->stats, 0, r != NULL);
     if (r == NULL) {
-        txt_str(c, mg ? "EN\r\n" : MCTEXT_R_END);
+        txt_str(c, "EN\r\n");
         return (size_t)(p - b);
     }
-    if (mg) {
+    {
         uint32_t vlen = record_vlen(r);
         uint8_t *o = conn_out_reserve(c, 3 + 10 + 2);
         size_t n;
@@ -1119,10 +1160,6 @@ static size_t txt_fast(struct conn *c, struct worker *w, const uint8_t *b,
         conn_out_commit(c, n);
         conn_out_ref(c, record_value(r), vlen, r);
         (void)conn_out_bytes(c, "\r\n", 2);
-    } else {
-        /* a small value is copied into obuf, so the reply leaves as one
-         * piece */
-        txt_value_end(c, r, false, true);
     }
     return (size_t)(p - b);
 }
@@ -1200,6 +1237,8 @@ static void proto_text_process(struct conn *c, struct worker *w)
 
         if (avail == 0)
             break;
+        if (c->dgram != NULL && nreq > 0)
+            break; /* a datagram's requests: a reply each (udp.c) */
         if (budget-- == 0) {
             conn_yield(c);
             break;
@@ -1247,6 +1286,8 @@ static void proto_text_process(struct conn *c, struct worker *w)
                 txt_preauth_too_long(c, w);
                 break;
             }
+            if (req.close && c->dgram != NULL)
+                break; /* UDP: no more bytes come, no answer (udp.c) */
             STAT_INC(&w->stats, protocol_errors);
             if (req.close) {
                 /* No newline within the limit: the stream is lost. */
@@ -1254,6 +1295,11 @@ static void proto_text_process(struct conn *c, struct worker *w)
                 conn_in_consume(c, avail);
                 conn_close_after_flush(c);
                 break;
+            }
+            if (c->dgram != NULL) { /* refused whatever it was */
+                txt_reply(c, &req, req.err);
+                conn_in_consume(c, req.skip < avail ? req.skip : avail);
+                continue;
             }
             /* before authentication the store is not touched: the too
              * large value is only refused (and skipped) */
@@ -1274,6 +1320,15 @@ static void proto_text_process(struct conn *c, struct worker *w)
             conn_in_consume(c, (size_t)n);
             if (c->hold_until != 0)
                 break; /* a failure: the next request waits (conn_hold) */
+            continue;
+        }
+        if (c->dgram != NULL && req.cmd != MCT_GET && req.cmd != MCT_GETS) {
+            /* UDP serves get and gets only: not run, and with noreply
+             * not answered either (memcached sends nothing to noreply),
+             * so udp_refused is the trace it leaves */
+            STAT_INC(&w->stats, udp_refused);
+            txt_reply(c, &req, UDP_E_REFUSED);
+            conn_in_consume(c, (size_t)n);
             continue;
         }
         {
