@@ -653,6 +653,72 @@ static void test_stats_settings(void **state)
     close(fd);
 }
 
+/* A text command over TCP; the reply up to and including its last line
+ * (one that ends with end). */
+static void txt_call(int fd, const char *cmd, const char *end, char *buf,
+                     size_t cap)
+{
+    size_t n = 0, el = strlen(end);
+
+    assert_int_equal(tc_send_all(fd, cmd, strlen(cmd)), 0);
+    for (;;) {
+        ssize_t k = recv(fd, buf + n, cap - 1 - n, 0);
+
+        assert_true(k > 0);
+        n += (size_t)k;
+        buf[n] = '\0';
+        if (n >= el && memcmp(buf + n - el, end, el) == 0)
+            return;
+        assert_true(n < cap - 1);
+    }
+}
+
+/*
+ * One GET for every way in: a UDP get runs through the text handler's GET
+ * and a native GET shares its lookup (proto_get_keys), so both are counted
+ * by "stats detail" as a TCP get is (the UDP and the native ones were not,
+ * each having a GET of its own).
+ */
+static void test_one_get_counts_detail(void **state)
+{
+    char pu[32], pn[32], k[64], cmd[160], want[160], buf[8192];
+    int tfd = tc_connect(&g_srv), ufd = uc_open("127.0.0.1", g_uport);
+    struct treq r = {.op = WIRE_OP_GET};
+    struct tresp p;
+
+    (void)state;
+    assert_true(tfd >= 0 && ufd >= 0);
+    snprintf(pu, sizeof(pu), "ud%u", ++g_uniq);
+    snprintf(pn, sizeof(pn), "nd%u", ++g_uniq);
+    txt_call(tfd, "stats detail on\r\n", "\r\n", buf, sizeof(buf));
+    assert_string_equal(buf, "OK\r\n");
+    snprintf(k, sizeof(k), "%s:k", pu);
+    nset(k, "v", 1, 0, NULL, 0);
+    snprintf(cmd, sizeof(cmd), "get %s %s:nope\r\n", k, pu);
+    snprintf(want, sizeof(want), "VALUE %s 0 1\r\nv\r\nEND\r\n", k);
+    uc_expect(ufd, 40, cmd, want);
+    snprintf(k, sizeof(k), "%s:k", pn);
+    nset(k, "v", 1, 0, NULL, 0);
+    r.key = k;
+    r.klen = strlen(k);
+    {
+        int nfd = tc_connect(&g_srv); /* a connection's first byte picks
+                                         its protocol */
+        assert_true(nfd >= 0);
+        assert_int_equal(tc_call(nfd, &r, &p), WIRE_S_OK);
+        tc_resp_free(&p);
+        close(nfd);
+    }
+    txt_call(tfd, "stats detail dump\r\n", "END\r\n", buf, sizeof(buf));
+    txt_call(tfd, "stats detail off\r\n", "\r\n", cmd, sizeof(cmd));
+    snprintf(want, sizeof(want), "PREFIX %s get 2 hit 1 ", pu);
+    assert_non_null(strstr(buf, want));
+    snprintf(want, sizeof(want), "PREFIX %s get 1 hit 1 ", pn);
+    assert_non_null(strstr(buf, want));
+    close(tfd);
+    close(ufd);
+}
+
 static const struct CMUnitTest functional_tests[] = {
     cmocka_unit_test(test_get_hit_miss),
     cmocka_unit_test(test_multi_get_and_gets),
@@ -661,6 +727,7 @@ static const struct CMUnitTest functional_tests[] = {
     cmocka_unit_test(test_malformed),
     cmocka_unit_test(test_concurrent),
     cmocka_unit_test(test_stats_settings),
+    cmocka_unit_test(test_one_get_counts_detail),
 };
 
 /* ---- own daemons -------------------------------------------------------- */

@@ -39,6 +39,13 @@ extern const struct proto proto_text;
 bool proto_auth(struct conn *c, struct worker *w, const void *user,
                 size_t ulen, const void *pass, size_t plen);
 
+/* stats_detail_on() without a call into report.c: the text handler asks
+ * for every request. */
+static inline bool proto_detail_on(const struct server *srv)
+{
+    return atomic_load_explicit(&srv->detail_on, memory_order_relaxed);
+}
+
 /*
  * The lookup of a GET, for every protocol and transport: the text get,
  * gets, gat and gats over TCP, in a pipelined batch or in a UDP datagram,
@@ -56,7 +63,7 @@ static inline void proto_get_keys(struct conn *c, struct worker *w,
                                   struct record **out)
 {
     struct server *srv = c->srv;
-    bool detail = atomic_load_explicit(&srv->detail_on, memory_order_relaxed);
+    bool detail = proto_detail_on(srv);
     size_t i;
 
     if (gat)

@@ -276,7 +276,7 @@ static void txt_store(struct conn *c, struct worker *w,
         it.ntags = n;
     }
     st = store_put(c->srv->store, mode, &it, NULL);
-    if (stats_detail_on(c->srv))
+    if (proto_detail_on(c->srv))
         stats_detail_count(c->srv, req->key, req->klen, DETAIL_SET, false);
     txt_put_stats(w, mode, st);
     txt_reply(c, req, txt_put_status(st, mode));
@@ -308,7 +308,7 @@ static void txt_delete(struct conn *c, struct worker *w,
 {
     int st = store_delete(c->srv->store, req->key, req->klen, 0);
 
-    if (stats_detail_on(c->srv))
+    if (proto_detail_on(c->srv))
         stats_detail_count(c->srv, req->key, req->klen, DETAIL_DEL, false);
     if (st == ST_OK) {
         STAT_INC(&w->stats, delete_hits);
@@ -1248,7 +1248,7 @@ static void proto_text_process(struct conn *c, struct worker *w)
         /* the shortcut counts nothing but the get: not before the
          * connection has authenticated, nor while stats detail or
          * --metrics want each request counted or timed */
-        if (c->authed && !stats_detail_on(c->srv) && c->srv->metrics == NULL &&
+        if (c->authed && !proto_detail_on(c->srv) && c->srv->metrics == NULL &&
             (n = (ssize_t)txt_fast(c, w, buf, avail)) > 0) {
             conn_in_consume(c, (size_t)n);
             continue;
