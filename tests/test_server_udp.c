@@ -801,6 +801,56 @@ static void test_ipv6(void **state)
 }
 
 /*
+ * A datagram's replies go out through the text handler's output queue,
+ * bounded by --max-output: a reply over it is sent before the next
+ * command of the same datagram runs, which is answered too.
+ */
+static void test_reply_over_max_output(void **state)
+{
+    static const char *const args[] = {"--max-output", "4096", NULL};
+    static char big[6000];
+    struct tsrv s;
+    int port, fd, tfd;
+    struct treq r = {.op = WIRE_OP_SET};
+    struct tresp p;
+    char *rep;
+    size_t len;
+    unsigned n;
+
+    (void)state;
+    memset(big, 'b', sizeof(big));
+    assert_int_equal(start_udp(&s, &port, args), 0);
+    tfd = tc_connect(&s);
+    assert_true(tfd >= 0);
+    r.key = "big";
+    r.klen = 3;
+    r.val = big;
+    r.vlen = sizeof(big);
+    assert_int_equal(tc_call(tfd, &r, &p), WIRE_S_OK);
+    tc_resp_free(&p);
+    r.key = "small";
+    r.klen = 5;
+    r.val = "s";
+    r.vlen = 1;
+    assert_int_equal(tc_call(tfd, &r, &p), WIRE_S_OK);
+    tc_resp_free(&p);
+    close(tfd);
+    fd = uc_open("127.0.0.1", port);
+    assert_true(fd >= 0);
+    uc_send(fd, 0x4242, "get big\r\nget small\r\n");
+    rep = uc_reply(fd, 0x4242, &len, &n);
+    assert_int_equal(len, 18 + sizeof(big) + 7);
+    assert_memory_equal(rep, "VALUE big 0 6000\r\n", 18);
+    assert_true(n > 1);
+    free(rep);
+    rep = uc_reply(fd, 0x4242, &len, &n);
+    assert_string_equal(rep, "VALUE small 0 1\r\ns\r\nEND\r\n");
+    free(rep);
+    close(fd);
+    assert_int_equal(tsrv_stop(&s), 0);
+}
+
+/*
  * UDP work shares the loop turn with TCP (docs/threads-models.md): on one
  * network thread, a flood of 200-key UDP gets (hits) for FLOOD_S seconds
  * must not keep a TCP client of the same thread waiting.  Before the
@@ -930,6 +980,7 @@ static void test_udp_flood_tcp_fair(void **state)
 static const struct CMUnitTest own_daemon_tests[] = {
     cmocka_unit_test(test_models_and_stop),
     cmocka_unit_test(test_ipv6),
+    cmocka_unit_test(test_reply_over_max_output),
     cmocka_unit_test(test_udp_flood_tcp_fair),
 };
 

@@ -113,6 +113,8 @@ struct udp_worker {
 
 /* ---- running the requests ------------------------------------------------ */
 
+static void udp_send(struct udp_worker *u, struct udp_sock *us);
+
 /*
  * The commands of one request datagram (the frame header checked), run by
  * the text handler one at a time on the thread's datagram connection, each
@@ -120,9 +122,11 @@ struct udp_worker {
  * a line without its newline are not answered (memcached waits for more
  * bytes that UDP never brings).
  */
-static void udp_commands(struct udp_worker *u, struct worker *w, size_t slot,
-                         uint16_t rid, const uint8_t *buf, size_t len)
+static void udp_commands(struct udp_worker *u, struct udp_sock *us,
+                         size_t slot, uint16_t rid, const uint8_t *buf,
+                         size_t len)
 {
+    struct worker *w = us->w;
     struct conn *c = u->c;
     bool answered = false;
 
@@ -162,6 +166,11 @@ static void udp_commands(struct udp_worker *u, struct worker *w, size_t slot,
             rp->rid = rid;
             rp->bytes = c->opending - before;
             answered = true;
+            /* out before the next command runs: the connection's output
+             * stays under --max-output, its segments in the pooled array */
+            if (c->opending > UDP_COMPOSE_MAX ||
+                c->nseg > UDP_COMPOSE_SEGS || conn_out_full(c))
+                udp_send(u, us);
         }
     }
     c->ibuf = NULL;
@@ -172,8 +181,10 @@ static void udp_commands(struct udp_worker *u, struct worker *w, size_t slot,
 }
 
 /* One received datagram: the frame header, then its commands. */
-static void udp_datagram(struct udp_worker *u, struct worker *w, size_t slot)
+static void udp_datagram(struct udp_worker *u, struct udp_sock *us,
+                         size_t slot)
 {
+    struct worker *w = us->w;
     const uint8_t *p = u->rxbuf + slot * UDP_RX_MAX;
     size_t len = u->rx[slot].msg_len;
     uint16_t rid;
@@ -188,7 +199,7 @@ static void udp_datagram(struct udp_worker *u, struct worker *w, size_t slot)
         return;
     }
     /* The reply carries 0 in sequence and reserved. */
-    udp_commands(u, w, slot, rid, p + UDP_FRAME_HDR, len - UDP_FRAME_HDR);
+    udp_commands(u, us, slot, rid, p + UDP_FRAME_HDR, len - UDP_FRAME_HDR);
 }
 
 /* ---- sending --------------------------------------------------------------
@@ -427,10 +438,9 @@ static void udp_sock_serve(struct udp_sock *us)
             bytes += u->rx[i].msg_len;
             if (udp_protected_drop(u, us, (size_t)i))
                 continue;
-            udp_datagram(u, w, (size_t)i);
-            if (u->c->opending > UDP_COMPOSE_MAX ||
-                u->c->nseg > UDP_COMPOSE_SEGS)
-                udp_send(u, us); /* the slots stay valid until recvmmsg */
+            udp_datagram(u, us, (size_t)i); /* may send what it composed:
+                                               the slots stay valid until
+                                               the next recvmmsg() */
         }
         udp_send(u, us);
         u->dgram_out = (size_t)((u->out_bytes - before) / (uint64_t)n);

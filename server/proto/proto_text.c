@@ -160,11 +160,15 @@ static void txt_put_stats(struct worker *w, enum store_mode mode, int st)
  * what follows not sent.  True when it did.
  */
 static bool txt_udp_too_large(struct conn *c, struct worker *w,
-                              const struct record *r)
+                              struct record *r, bool with_cas)
 {
-    size_t n = MCTEXT_VALUE_LINE_LEN(record_klen(r)) + record_vlen(r);
+    char line[MCTEXT_VALUE_LINE_LEN(MCTEXT_KEY_MAX)];
+    size_t n = mctext_value_line(line, record_key(r), record_klen(r),
+                                 record_flags(r), record_vlen(r), with_cas,
+                                 record_cas(r)) +
+               record_vlen(r);
 
-    /* this value (at most that line), its "\r\n" and a final "END\r\n" */
+    /* this value, its line and "\r\n", and a final "END\r\n" must fit */
     if (c->opending - c->dgram->reply0 + n + 2 + 5 <= c->dgram->reply_limit)
         return false;
     STAT_INC(&w->stats, udp_reply_too_large);
@@ -203,7 +207,7 @@ static void txt_get(struct conn *c, struct worker *w, enum mctext_cmd cmd,
         for (i = 0; i < n; i++) {
             if (rs[i] == NULL)
                 continue;
-            if (c->dgram != NULL && txt_udp_too_large(c, w, rs[i])) {
+            if (c->dgram != NULL && txt_udp_too_large(c, w, rs[i], with_cas)) {
                 for (; i < n; i++)
                     if (rs[i] != NULL)
                         store_release(c->srv->store, rs[i]);
