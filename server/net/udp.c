@@ -59,11 +59,10 @@
  * UDP_CHUNK of 1392 bytes spans at most 2 * 1392 / 16 + 2 segments: 176.
  */
 #define UDP_DGRAM_IOVS 256
-/* Composed replies (bytes, segments of the output queue) that trigger a
- * send in the middle of a batch; the segments stay within the array the
- * pool lends (conn.c). */
+/* Composed reply text (bytes of the output buffer) or segments of the
+ * output queue that trigger a send in the middle of a batch. */
 #define UDP_COMPOSE_MAX 65536
-#define UDP_COMPOSE_SEGS 192
+#define UDP_COMPOSE_SEGS 2048
 /* Socket buffer full: up to this many waits of 10 ms, then drop. */
 #define UDP_SEND_TRIES 10
 
@@ -168,8 +167,8 @@ static void udp_commands(struct udp_worker *u, struct udp_sock *us,
             answered = true;
             /* out before the next command runs: the connection's output
              * stays under --max-output, its segments in the pooled array */
-            if (c->opending > UDP_COMPOSE_MAX ||
-                c->nseg > UDP_COMPOSE_SEGS || conn_out_full(c))
+            if (c->olen > UDP_COMPOSE_MAX || c->nseg > UDP_COMPOSE_SEGS ||
+                conn_out_full(c))
                 udp_send(u, us);
         }
     }

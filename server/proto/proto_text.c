@@ -61,13 +61,29 @@ static void txt_number(struct conn *c, const char *prefix, uint64_t v)
     conn_out_commit(c, n);
 }
 
+/*
+ * A UDP reply (c->dgram) whose value would take it over --udp-reply-limit,
+ * n being its VALUE line and the value: true, and the reply ends with
+ * UDP_E_TOO_LARGE instead (the caller sends nothing more of it).
+ */
+static bool txt_udp_too_large(struct conn *c, size_t n)
+{
+    /* the value's "\r\n" and a final "END\r\n" must fit too */
+    if (c->opending - c->dgram->reply0 + n + 2 + 5 <= c->dgram->reply_limit)
+        return false;
+    STAT_INC(&c->owner->stats, udp_reply_too_large);
+    txt_str(c, UDP_E_TOO_LARGE);
+    return true;
+}
+
 /* VALUE line, the value in place, "\r\n", and "END\r\n" after it when end
- * is set (a single-key get).  Takes over the reference r. */
-static void txt_value_end(struct conn *c, struct record *r, bool with_cas,
+ * is set (the last key of a get).  Takes over the reference r.  False (r
+ * released, the reply ended) when a UDP reply would go over its limit. */
+static bool txt_value_end(struct conn *c, struct record *r, bool with_cas,
                           bool end)
 {
     uint32_t klen = record_klen(r), vlen = record_vlen(r);
-    size_t tail = end ? 7 : 2;
+    size_t tail = end ? 7 : 2, n;
     uint8_t *p;
 
     if (vlen <= CONN_COPY_MAX && c->dgram == NULL &&
@@ -75,8 +91,6 @@ static void txt_value_end(struct conn *c, struct record *r, bool with_cas,
         /* a value conn_out_ref() would copy: the line, the value and
          * what follows written at once, one commit (obuf has the room, so
          * it does not grow: the same condition as conn_out_ref's copy) */
-        size_t n;
-
         p = c->obuf + c->olen;
         n = mctext_value_line((char *)p, record_key(r), klen,
                               record_flags(r), vlen, with_cas,
@@ -88,25 +102,30 @@ static void txt_value_end(struct conn *c, struct record *r, bool with_cas,
             memcpy(p + n + vlen, "\r\n", 2);
         conn_out_commit(c, n + vlen + tail);
         store_release(c->srv->store, r);
-        return;
+        return true;
     }
     p = conn_out_reserve(c, MCTEXT_VALUE_LINE_LEN(klen));
     if (p == NULL) {
         store_release(c->srv->store, r);
-        return;
+        return true;
     }
-    conn_out_commit(c, mctext_value_line((char *)p, record_key(r), klen,
-                                         record_flags(r), vlen, with_cas,
-                                         record_cas(r)));
+    n = mctext_value_line((char *)p, record_key(r), klen, record_flags(r),
+                          vlen, with_cas, record_cas(r));
+    if (c->dgram != NULL && txt_udp_too_large(c, n + vlen)) {
+        store_release(c->srv->store, r);
+        return false;
+    }
+    conn_out_commit(c, n);
     conn_out_ref(c, record_value(r), vlen, r);
     (void)conn_out_bytes(c, "\r\n", 2);
     if (end)
         txt_str(c, MCTEXT_R_END);
+    return true;
 }
 
 static void txt_value(struct conn *c, struct record *r, bool with_cas)
 {
-    txt_value_end(c, r, with_cas, false);
+    (void)txt_value_end(c, r, with_cas, false);
 }
 
 static void txt_meta(struct conn *c, const char *code, int64_t vlen,
@@ -155,28 +174,6 @@ static void txt_put_stats(struct worker *w, enum store_mode mode, int st)
                           * reader hold slots, MDC_HOLDS) */
 
 /*
- * A UDP reply (c->dgram) whose next value would take it over
- * --udp-reply-limit: ends with UDP_E_TOO_LARGE instead, the value and
- * what follows not sent.  True when it did.
- */
-static bool txt_udp_too_large(struct conn *c, struct worker *w,
-                              struct record *r, bool with_cas)
-{
-    char line[MCTEXT_VALUE_LINE_LEN(MCTEXT_KEY_MAX)];
-    size_t n = mctext_value_line(line, record_key(r), record_klen(r),
-                                 record_flags(r), record_vlen(r), with_cas,
-                                 record_cas(r)) +
-               record_vlen(r);
-
-    /* this value, its line and "\r\n", and a final "END\r\n" must fit */
-    if (c->opending - c->dgram->reply0 + n + 2 + 5 <= c->dgram->reply_limit)
-        return false;
-    STAT_INC(&w->stats, udp_reply_too_large);
-    txt_str(c, UDP_E_TOO_LARGE);
-    return true;
-}
-
-/*
  * The GET: get, gets, gat and gats, whichever way the request came -- the
  * parsed request, the shortcut of "get <key>\r\n" (txt_fast), a pipelined
  * batch, a UDP datagram (c->dgram).  key/klen is the first key, it holds
@@ -207,14 +204,14 @@ static void txt_get(struct conn *c, struct worker *w, enum mctext_cmd cmd,
         for (i = 0; i < n; i++) {
             if (rs[i] == NULL)
                 continue;
-            if (c->dgram != NULL && txt_udp_too_large(c, w, rs[i], with_cas)) {
-                for (; i < n; i++)
+            ended = !more && i == n - 1;
+            if (!txt_value_end(c, rs[i], with_cas, ended)) {
+                /* over --udp-reply-limit: the reply ended there */
+                while (++i < n)
                     if (rs[i] != NULL)
                         store_release(c->srv->store, rs[i]);
                 return;
             }
-            ended = !more && i == n - 1;
-            txt_value_end(c, rs[i], with_cas, ended);
         }
         if (!more)
             break;
