@@ -8,6 +8,10 @@
  * reference to the record (released once sent), then "\r\n" -- a GET hit
  * allocates nothing and copies only a value of at most CONN_COPY_MAX
  * (server/net/conn.h).
+ *
+ * The commands of UDP datagrams run here too, on a connection without a
+ * socket (c->dgram, server/net/udp.c): one request per process() call, get
+ * and gets through the same GET (txt_get), everything else refused.
  */
 #include "config.h"
 
