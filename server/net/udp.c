@@ -166,7 +166,7 @@ static void udp_commands(struct udp_worker *u, struct udp_sock *us,
             rp->bytes = c->opending - before;
             answered = true;
             /* out before the next command runs: the connection's output
-             * stays under --max-output, its segments in the pooled array */
+             * stays under --max-output, what a batch holds bounded */
             if (c->olen > UDP_COMPOSE_MAX || c->nseg > UDP_COMPOSE_SEGS ||
                 conn_out_full(c))
                 udp_send(u, us);
