@@ -653,6 +653,72 @@ static void test_stats_settings(void **state)
     close(fd);
 }
 
+/* A text command over TCP; the reply up to and including its last line
+ * (one that ends with end). */
+static void txt_call(int fd, const char *cmd, const char *end, char *buf,
+                     size_t cap)
+{
+    size_t n = 0, el = strlen(end);
+
+    assert_int_equal(tc_send_all(fd, cmd, strlen(cmd)), 0);
+    for (;;) {
+        ssize_t k = recv(fd, buf + n, cap - 1 - n, 0);
+
+        assert_true(k > 0);
+        n += (size_t)k;
+        buf[n] = '\0';
+        if (n >= el && memcmp(buf + n - el, end, el) == 0)
+            return;
+        assert_true(n < cap - 1);
+    }
+}
+
+/*
+ * One GET for every way in: a UDP get runs through the text handler's GET
+ * and a native GET shares its lookup (proto_get_keys), so both are counted
+ * by "stats detail" as a TCP get is (the UDP and the native ones were not,
+ * each having a GET of its own).
+ */
+static void test_one_get_counts_detail(void **state)
+{
+    char pu[32], pn[32], k[64], cmd[160], want[160], buf[8192];
+    int tfd = tc_connect(&g_srv), ufd = uc_open("127.0.0.1", g_uport);
+    struct treq r = {.op = WIRE_OP_GET};
+    struct tresp p;
+
+    (void)state;
+    assert_true(tfd >= 0 && ufd >= 0);
+    snprintf(pu, sizeof(pu), "ud%u", ++g_uniq);
+    snprintf(pn, sizeof(pn), "nd%u", ++g_uniq);
+    txt_call(tfd, "stats detail on\r\n", "\r\n", buf, sizeof(buf));
+    assert_string_equal(buf, "OK\r\n");
+    snprintf(k, sizeof(k), "%s:k", pu);
+    nset(k, "v", 1, 0, NULL, 0);
+    snprintf(cmd, sizeof(cmd), "get %s %s:nope\r\n", k, pu);
+    snprintf(want, sizeof(want), "VALUE %s 0 1\r\nv\r\nEND\r\n", k);
+    uc_expect(ufd, 40, cmd, want);
+    snprintf(k, sizeof(k), "%s:k", pn);
+    nset(k, "v", 1, 0, NULL, 0);
+    r.key = k;
+    r.klen = strlen(k);
+    {
+        int nfd = tc_connect(&g_srv); /* a connection's first byte picks
+                                         its protocol */
+        assert_true(nfd >= 0);
+        assert_int_equal(tc_call(nfd, &r, &p), WIRE_S_OK);
+        tc_resp_free(&p);
+        close(nfd);
+    }
+    txt_call(tfd, "stats detail dump\r\n", "END\r\n", buf, sizeof(buf));
+    txt_call(tfd, "stats detail off\r\n", "\r\n", cmd, sizeof(cmd));
+    snprintf(want, sizeof(want), "PREFIX %s get 2 hit 1 ", pu);
+    assert_non_null(strstr(buf, want));
+    snprintf(want, sizeof(want), "PREFIX %s get 1 hit 1 ", pn);
+    assert_non_null(strstr(buf, want));
+    close(tfd);
+    close(ufd);
+}
+
 static const struct CMUnitTest functional_tests[] = {
     cmocka_unit_test(test_get_hit_miss),
     cmocka_unit_test(test_multi_get_and_gets),
@@ -661,6 +727,7 @@ static const struct CMUnitTest functional_tests[] = {
     cmocka_unit_test(test_malformed),
     cmocka_unit_test(test_concurrent),
     cmocka_unit_test(test_stats_settings),
+    cmocka_unit_test(test_one_get_counts_detail),
 };
 
 /* ---- own daemons -------------------------------------------------------- */
@@ -729,6 +796,56 @@ static void test_ipv6(void **state)
     r = uc_reply(fd, 0x6666, &len, NULL);
     assert_string_equal(r, "END\r\n");
     free(r);
+    close(fd);
+    assert_int_equal(tsrv_stop(&s), 0);
+}
+
+/*
+ * A datagram's replies go out through the text handler's output queue,
+ * bounded by --max-output: a reply over it is sent before the next
+ * command of the same datagram runs, which is answered too.
+ */
+static void test_reply_over_max_output(void **state)
+{
+    static const char *const args[] = {"--max-output", "4096", NULL};
+    static char big[6000];
+    struct tsrv s;
+    int port, fd, tfd;
+    struct treq r = {.op = WIRE_OP_SET};
+    struct tresp p;
+    char *rep;
+    size_t len;
+    unsigned n;
+
+    (void)state;
+    memset(big, 'b', sizeof(big));
+    assert_int_equal(start_udp(&s, &port, args), 0);
+    tfd = tc_connect(&s);
+    assert_true(tfd >= 0);
+    r.key = "big";
+    r.klen = 3;
+    r.val = big;
+    r.vlen = sizeof(big);
+    assert_int_equal(tc_call(tfd, &r, &p), WIRE_S_OK);
+    tc_resp_free(&p);
+    r.key = "small";
+    r.klen = 5;
+    r.val = "s";
+    r.vlen = 1;
+    assert_int_equal(tc_call(tfd, &r, &p), WIRE_S_OK);
+    tc_resp_free(&p);
+    close(tfd);
+    fd = uc_open("127.0.0.1", port);
+    assert_true(fd >= 0);
+    uc_send(fd, 0x4242, "get big\r\nget small\r\n");
+    rep = uc_reply(fd, 0x4242, &len, &n);
+    assert_int_equal(len, 18 + sizeof(big) + 7);
+    assert_memory_equal(rep, "VALUE big 0 6000\r\n", 18);
+    assert_true(n > 1);
+    free(rep);
+    rep = uc_reply(fd, 0x4242, &len, &n);
+    assert_string_equal(rep, "VALUE small 0 1\r\ns\r\nEND\r\n");
+    free(rep);
     close(fd);
     assert_int_equal(tsrv_stop(&s), 0);
 }
@@ -863,6 +980,7 @@ static void test_udp_flood_tcp_fair(void **state)
 static const struct CMUnitTest own_daemon_tests[] = {
     cmocka_unit_test(test_models_and_stop),
     cmocka_unit_test(test_ipv6),
+    cmocka_unit_test(test_reply_over_max_output),
     cmocka_unit_test(test_udp_flood_tcp_fair),
 };
 

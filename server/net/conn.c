@@ -272,6 +272,8 @@ static void conn_bufs_idle(struct conn *c)
     }
 }
 
+void conn_bufs_release(struct conn *c) { conn_bufs_idle(c); }
+
 int conn_bufs_take(struct conn *c)
 {
     if (c->ibuf == NULL && conn_in_take(c, CONN_IBUF_INIT) < 0)
@@ -675,7 +677,7 @@ int conn_out_ref(struct conn *c, const void *p, size_t len,
     struct oseg s = {p, rec, 0, (uint32_t)len};
 
     /* the small buffer counts as the full one it moves to */
-    if (len <= CONN_COPY_MAX && len > 0 &&
+    if (len <= CONN_COPY_MAX && len > 0 && c->dgram == NULL &&
         len <= (c->ocap == CONN_OBUF_SMALL ? CONN_OBUF_INIT : c->ocap) -
                    c->olen) {
         int rc = conn_out_bytes(c, p, len);
@@ -684,7 +686,9 @@ int conn_out_ref(struct conn *c, const void *p, size_t len,
             store_release(c->srv->store, rec);
         return rc;
     }
-    if (len == 0) {
+    /* a datagram connection keeps every record, an empty value's too,
+     * until its owner has sent the reply (struct conn_dgram) */
+    if (len == 0 && c->dgram == NULL) {
         if (rec != NULL)
             store_release(c->srv->store, rec);
         return 0;

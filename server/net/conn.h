@@ -36,6 +36,19 @@ struct proto {
     void (*process)(struct conn *c, struct worker *w);
 };
 
+/*
+ * A connection without a socket of its own: the requests of a UDP socket's
+ * datagrams (udp.c).  The text handler runs one request per process() call
+ * (each answered by a reply of its own), serves get and gets only and
+ * refuses the rest; values stay references to their records (never copied:
+ * the XDP mirror is offered each hit once its reply is sent); udp.c frames
+ * and sends what the output queue holds.
+ */
+struct conn_dgram {
+    size_t reply_limit; /* bytes one reply may take (--udp-reply-limit) */
+    size_t reply0;      /* c->opending when this request's reply began */
+};
+
 /* One piece of pending output. */
 struct oseg {
     const uint8_t *ptr; /* external bytes; NULL: obuf[off, off + len) */
@@ -119,6 +132,7 @@ struct conn {
      * not move) until it completes */
     struct uconn *uc;
     bool wr_busy;
+    struct conn_dgram *dgram; /* a UDP socket's requests, or NULL */
 };
 
 /* The connection whose qnode n is. */
@@ -198,6 +212,10 @@ static inline unsigned conn_bufs_held(const struct conn *c)
 {
     return (c->ibuf != NULL && !c->in_ext) + (c->obuf != NULL);
 }
+/* Give c's buffers back to its owner's pool unless it holds input or
+ * output (a connection without a socket, once its owner has sent what it
+ * composed: udp.c). */
+void conn_bufs_release(struct conn *c);
 /* Free w's pooled buffers (teardown, every connection gone). */
 void conn_pool_free(struct worker *w);
 

@@ -1,17 +1,21 @@
 /*
- * udp.c - memcached's UDP protocol (-U PORT): sockets, the batched receive
- * and send loop of a network thread, and the get/gets handler
- * (docs/protocol.md, "UDP"; udp.h).
+ * udp.c - memcached's UDP protocol (-U PORT) at the edge of the text
+ * handler: the sockets, the batched receive and send loop of a network
+ * thread, the 8-byte frame header, and the cutting of replies into
+ * datagrams (docs/protocol.md, "UDP"; udp.h).
  *
- * One turn of a socket: recvmmsg() up to UDP_BATCH datagrams; for each, check
- * the frame header and run its commands (mctext.h parses them), composing
- * every reply as a list of segments - text in the thread's buffer, values as
- * references into their records - with its length known before the first
- * datagram is built (every datagram carries the total); cut the replies into
- * datagrams of UDP_CHUNK bytes after an 8-byte header, sendmmsg() them, then
- * offer untagged hits to the XDP mirror (srv->udp_hit_hook) and release the
- * records.  Buffers belong to the thread and are reused: a GET hit allocates
- * nothing and copies no value.
+ * One turn of a socket: recvmmsg() up to UDP_BATCH datagrams; for each,
+ * check the frame header and hand its commands to the text handler
+ * (server/proto/proto_text.c) on the thread's datagram connection (a
+ * struct conn without a socket, c->dgram): the handler that answers a TCP
+ * request answers each command, get and gets through the same GET, into
+ * the connection's output queue - text in its lent buffer, values as
+ * references into their records - and each reply's length is known before
+ * its first datagram is built (every datagram carries the total).  Then
+ * the replies are cut into datagrams of UDP_CHUNK bytes after their
+ * header, sendmmsg()ed, untagged hits are offered to the XDP mirror
+ * (srv->udp_hit_hook) and the records released.  The buffers come from the
+ * thread's pool: a GET hit allocates nothing and copies no value.
  */
 #include "config.h"
 
@@ -55,27 +59,19 @@
  * UDP_CHUNK of 1392 bytes spans at most 2 * 1392 / 16 + 2 segments: 176.
  */
 #define UDP_DGRAM_IOVS 256
-/* Composed text that triggers a send in the middle of a batch. */
+/* Composed reply text (bytes of the output buffer) or segments of the
+ * output queue that trigger a send in the middle of a batch. */
 #define UDP_COMPOSE_MAX 65536
+#define UDP_COMPOSE_SEGS 2048
 /* Socket buffer full: up to this many waits of 10 ms, then drop. */
 #define UDP_SEND_TRIES 10
-#define UDP_TEXT_INIT 16384u
-#define UDP_SEGS_INIT 256u
-#define UDP_SHRINK_AT (4 * UDP_TEXT_INIT)
 
-/* A piece of a reply: bytes of a record (ptr) or of the text buffer (off). */
-struct udp_seg {
-    const uint8_t *ptr;
-    size_t off;
-    uint32_t len;
-};
-
-/* One command's reply: segments [seg0, seg1), bytes in all, and where to. */
+/* One request's reply: the next bytes of the connection's output queue,
+ * and where they go. */
 struct udp_reply {
     const struct sockaddr_storage *to;
     socklen_t tolen;
     uint16_t rid;
-    size_t seg0, seg1;
     size_t bytes;
 };
 
@@ -97,262 +93,97 @@ struct udp_worker {
     struct iovec rxiov[UDP_BATCH];
     struct sockaddr_storage rxaddr[UDP_BATCH];
 
-    /* composition (reset after every send) */
-    char *text;
-    size_t textcap, textlen;
-    struct udp_seg *segs;
-    size_t segcap, nseg;
+    /* the requests: a connection without a socket, run by the text
+     * handler; its output queue holds the replies until they are sent */
+    struct conn *c;
+    struct conn_dgram dg;
     struct udp_reply *reps;
     size_t repcap, nrep;
-    struct record **recs; /* references held until the replies are out */
-    size_t reccap, nrec;
-    struct udp_reply cur; /* the reply being composed */
-    size_t cur_rec0, cur_text0;
-    bool cur_failed; /* out of memory: drop this reply */
 
     /* send */
     struct mmsghdr tx[UDP_TX_MSGS];
     struct iovec txiov[UDP_TX_IOVS];
     uint8_t txhdr[UDP_TX_MSGS][UDP_FRAME_HDR];
     size_t ntx, niov;
+    size_t si, soff;    /* where udp_emit() is in c's output queue */
     uint64_t out_bytes; /* bytes sent, ever: a turn counts its share */
     size_t dgram_out;   /* reply bytes per request datagram, lately */
 };
 
-/* ---- growable per-thread arrays --------------------------------------- */
+/* ---- running the requests ------------------------------------------------ */
 
-static int udp_grow(void **p, size_t *cap, size_t need, size_t elem,
-                    size_t init)
-{
-    size_t n = *cap > 0 ? *cap : init;
-    void *np;
-
-    if (need <= *cap)
-        return 0;
-    while (n < need)
-        n *= 2;
-    np = mdc_realloc(*p, n * elem);
-    if (np == NULL)
-        return -1;
-    *p = np;
-    *cap = n;
-    return 0;
-}
-
-/* ---- composing a reply ------------------------------------------------ */
-
-static void udp_reply_begin(struct udp_worker *u, size_t slot, uint16_t rid)
-{
-    u->cur.to = &u->rxaddr[slot];
-    u->cur.tolen = u->rx[slot].msg_hdr.msg_namelen;
-    u->cur.rid = rid;
-    u->cur.seg0 = u->nseg;
-    u->cur.bytes = 0;
-    u->cur_rec0 = u->nrec;
-    u->cur_text0 = u->textlen;
-    u->cur_failed = false;
-}
-
-static void udp_seg_push(struct udp_worker *u, const uint8_t *ptr, size_t off,
-                         size_t len)
-{
-    struct udp_seg *s;
-
-    if (udp_grow((void **)&u->segs, &u->segcap, u->nseg + 1, sizeof(*s),
-                 UDP_SEGS_INIT) < 0) {
-        u->cur_failed = true;
-        return;
-    }
-    s = &u->segs[u->nseg++];
-    s->ptr = ptr;
-    s->off = off;
-    s->len = (uint32_t)len;
-    u->cur.bytes += len;
-}
-
-/* Room for n bytes of text; NULL (and the reply dropped) without memory. */
-static char *udp_text_reserve(struct udp_worker *u, size_t n)
-{
-    if (u->cur_failed || udp_grow((void **)&u->text, &u->textcap,
-                                  u->textlen + n, 1, UDP_TEXT_INIT) < 0) {
-        u->cur_failed = true;
-        return NULL;
-    }
-    return u->text + u->textlen;
-}
-
-/* Commit n reserved bytes; text right after text of this reply merges. */
-static void udp_text_commit(struct udp_worker *u, size_t n)
-{
-    struct udp_seg *last = u->nseg > u->cur.seg0 ? &u->segs[u->nseg - 1] : NULL;
-
-    if (n == 0)
-        return;
-    if (last != NULL && last->ptr == NULL &&
-        last->off + last->len == u->textlen) {
-        last->len += (uint32_t)n;
-        u->cur.bytes += n;
-    } else {
-        udp_seg_push(u, NULL, u->textlen, n);
-    }
-    u->textlen += n;
-}
-
-static void udp_text(struct udp_worker *u, const char *s, size_t n)
-{
-    char *p = udp_text_reserve(u, n);
-
-    if (p == NULL)
-        return;
-    memcpy(p, s, n);
-    udp_text_commit(u, n);
-}
-
-static void udp_str(struct udp_worker *u, const char *s)
-{
-    udp_text(u, s, strlen(s));
-}
-
-/* Hold r until the replies are sent; on failure r is released at once. */
-static bool udp_hold(struct udp_worker *u, struct store *st, struct record *r)
-{
-    if (u->cur_failed || udp_grow((void **)&u->recs, &u->reccap, u->nrec + 1,
-                                  sizeof(r), UDP_SEGS_INIT) < 0) {
-        u->cur_failed = true;
-        store_release(st, r);
-        return false;
-    }
-    u->recs[u->nrec++] = r;
-    return true;
-}
-
-/* Queue the reply for sending; false when there is nothing to send. */
-static bool udp_reply_end(struct udp_worker *u, struct store *st)
-{
-    u->cur.seg1 = u->nseg;
-    if (!u->cur_failed && u->nseg > u->cur.seg0 &&
-        udp_grow((void **)&u->reps, &u->repcap, u->nrep + 1, sizeof(u->cur),
-                 UDP_BATCH) < 0)
-        u->cur_failed = true;
-    if (u->cur_failed) {
-        /* Out of memory: this reply is not sent (the client retries). */
-        while (u->nrec > u->cur_rec0)
-            store_release(st, u->recs[--u->nrec]);
-        u->nseg = u->cur.seg0;
-        u->textlen = u->cur_text0;
-        return false;
-    }
-    if (u->nseg == u->cur.seg0)
-        return false; /* noreply */
-    u->reps[u->nrep++] = u->cur;
-    return true;
-}
+static void udp_send(struct udp_worker *u, struct udp_sock *us);
 
 /*
- * get/gets: "VALUE <key> <flags> <bytes>[ <cas>]\r\n", the value from its
- * record, "\r\n", ..., "END\r\n".  The "\r\n" after a value is written in
- * front of the next line, so text stays one segment between two values.
- */
-static void udp_get(struct udp_worker *u, struct worker *w,
-                    const struct mctext_req *req)
-{
-    struct store *st = w->srv->store;
-    size_t limit = (size_t)w->srv->opt.udp_reply_limit;
-    bool with_cas = req->cmd == MCT_GETS;
-    bool after_value = false;
-    struct mctext_iter it;
-    const char *key;
-    uint32_t klen;
-
-    mctext_iter_init(&it, req);
-    while (mctext_next_key(&it, &key, &klen)) {
-        struct record *r;
-        uint32_t vlen;
-        size_t n = 0;
-        char *p;
-
-        r = store_get(st, key, klen);
-        stats_count_get(&w->stats, 0, r != NULL);
-        if (r == NULL)
-            continue;
-        vlen = record_vlen(r);
-        p = udp_text_reserve(u, 2 + MCTEXT_VALUE_LINE_LEN(record_klen(r)));
-        if (p == NULL) {
-            store_release(st, r);
-            return;
-        }
-        if (after_value) {
-            memcpy(p, "\r\n", 2);
-            n = 2;
-        }
-        n += mctext_value_line(p + n, record_key(r), record_klen(r),
-                               record_flags(r), vlen, with_cas, record_cas(r));
-        /* this value, its "\r\n" and a final "END\r\n" must fit */
-        if (u->cur.bytes + n + (size_t)vlen + 2 + 5 > limit) {
-            store_release(st, r);
-            STAT_INC(&w->stats, udp_reply_too_large);
-            udp_str(u, after_value ? "\r\n" UDP_E_TOO_LARGE : UDP_E_TOO_LARGE);
-            return;
-        }
-        if (!udp_hold(u, st, r))
-            return;
-        udp_text_commit(u, n);
-        if (vlen > 0)
-            udp_seg_push(u, record_value(r), 0, vlen);
-        after_value = true;
-    }
-    udp_str(u, after_value ? "\r\n" MCTEXT_R_END : MCTEXT_R_END);
-}
-
-/*
- * The commands of one request datagram (the frame header checked), each
+ * The commands of one request datagram (the frame header checked), run by
+ * the text handler one at a time on the thread's datagram connection, each
  * answered by a reply of its own, as memcached does.  Incomplete input and
  * a line without its newline are not answered (memcached waits for more
  * bytes that UDP never brings).
  */
-static void udp_commands(struct udp_worker *u, struct worker *w, size_t slot,
-                         uint16_t rid, const uint8_t *buf, size_t len)
+static void udp_commands(struct udp_worker *u, struct udp_sock *us,
+                         size_t slot, uint16_t rid, const uint8_t *buf,
+                         size_t len)
 {
-    struct store *st = w->srv->store;
-    struct mctext_limits lim = {(uint32_t)w->srv->opt.max_item_size};
+    struct worker *w = us->w;
+    struct conn *c = u->c;
     bool answered = false;
 
-    while (len > 0) {
-        struct mctext_req req;
-        ssize_t n = mctext_parse(buf, len, &lim, &req);
+    /* the datagram is the input, parsed where it lies (the slot stays
+     * valid until the next recvmmsg()) */
+    c->ibuf = (uint8_t *)buf;
+    c->icap = c->ilen = len;
+    c->ioff = c->iscan = 0;
+    c->in_ext = true;
+    while (c->ilen > c->ioff && !c->closing) {
+        size_t avail = c->ilen - c->ioff, before = c->opending;
 
-        if (n == MCTEXT_AGAIN || (n == MCTEXT_ERROR && req.close))
-            break;
+        u->dg.reply0 = before;
+        c->proto->process(c, w);
+        if (c->ilen - c->ioff == avail)
+            break; /* an incomplete request: left unanswered */
         STAT_INC(&w->stats, udp_requests);
-        udp_reply_begin(u, slot, rid);
-        if (n == MCTEXT_ERROR) {
-            STAT_INC(&w->stats, protocol_errors);
-            if (!req.noreply)
-                udp_str(u, req.err);
-            n = req.skip < len ? (ssize_t)req.skip : (ssize_t)len;
-        } else if (req.cmd == MCT_GET || req.cmd == MCT_GETS) {
-            udp_get(u, w, &req);
-        } else {
-            /* Not run; with noreply not answered either (memcached sends
-             * nothing to noreply), so udp_refused is the trace it leaves. */
-            STAT_INC(&w->stats, udp_refused);
-            if (!req.noreply)
-                udp_str(u, UDP_E_REFUSED);
-        }
-        if (udp_reply_end(u, st))
+        if (c->closing)
+            break; /* out of memory: udp_send() drops the batch */
+        if (c->opending > before) {
+            struct udp_reply *rp;
+
+            if (u->nrep == u->repcap) {
+                size_t cap = u->repcap > 0 ? 2 * u->repcap : UDP_BATCH;
+                void *np = mdc_realloc(u->reps, cap * sizeof(*u->reps));
+
+                if (np == NULL) {
+                    c->closing = true;
+                    break;
+                }
+                u->reps = np;
+                u->repcap = cap;
+            }
+            rp = &u->reps[u->nrep++];
+            rp->to = &u->rxaddr[slot];
+            rp->tolen = u->rx[slot].msg_hdr.msg_namelen;
+            rp->rid = rid;
+            rp->bytes = c->opending - before;
             answered = true;
-        if (n <= 0)
-            break;
-        buf += n;
-        len -= (size_t)n;
+            /* out before the next command runs: the connection's output
+             * stays under --max-output, what a batch holds bounded */
+            if (c->olen > UDP_COMPOSE_MAX || c->nseg > UDP_COMPOSE_SEGS ||
+                conn_out_full(c))
+                udp_send(u, us);
+        }
     }
+    c->ibuf = NULL;
+    c->icap = c->ilen = c->ioff = c->iscan = 0;
+    c->in_ext = false;
     if (!answered)
         STAT_INC(&w->stats, udp_ignored);
 }
 
 /* One received datagram: the frame header, then its commands. */
-static void udp_datagram(struct udp_worker *u, struct worker *w, size_t slot)
+static void udp_datagram(struct udp_worker *u, struct udp_sock *us,
+                         size_t slot)
 {
+    struct worker *w = us->w;
     const uint8_t *p = u->rxbuf + slot * UDP_RX_MAX;
     size_t len = u->rx[slot].msg_len;
     uint16_t rid;
@@ -367,7 +198,7 @@ static void udp_datagram(struct udp_worker *u, struct worker *w, size_t slot)
         return;
     }
     /* The reply carries 0 in sequence and reserved. */
-    udp_commands(u, w, slot, rid, p + UDP_FRAME_HDR, len - UDP_FRAME_HDR);
+    udp_commands(u, us, slot, rid, p + UDP_FRAME_HDR, len - UDP_FRAME_HDR);
 }
 
 /* ---- sending --------------------------------------------------------------
@@ -391,7 +222,9 @@ static void udp_flush(struct udp_worker *u, struct udp_sock *us)
                 bytes += u->tx[i + (size_t)k].msg_len;
             u->out_bytes += bytes;
             STAT_ADD(&w->stats, udp_datagrams_out, n);
-            STAT_ADD(&w->stats, bytes_written, bytes);
+            /* the frame headers: the replies are counted as the output
+             * queue retires them (conn_out_sent, udp_release) */
+            STAT_ADD(&w->stats, bytes_written, (uint64_t)n * UDP_FRAME_HDR);
             i += (size_t)n;
             continue;
         }
@@ -420,18 +253,20 @@ static void udp_flush(struct udp_worker *u, struct udp_sock *us)
     u->ntx = u->niov = 0;
 }
 
-/* Cut reply rp into datagrams; sends whenever the batch arrays fill. */
+/* Cut reply rp, the next rp->bytes of c's output queue, into datagrams
+ * behind their frame headers; sends whenever the batch arrays fill. */
 static void udp_emit(struct udp_worker *u, struct udp_sock *us,
                      const struct udp_reply *rp)
 {
+    const struct conn *c = u->c;
     size_t ndg = (rp->bytes + UDP_CHUNK - 1) / UDP_CHUNK;
-    size_t si = rp->seg0, soff = 0, d;
+    size_t left = rp->bytes, d;
 
     if (ndg == 0)
         ndg = 1;
     if (ndg > 65535) { /* cannot happen under --udp-reply-limit's maximum */
         STAT_INC(&us->w->stats, udp_send_drops);
-        return;
+        goto skip;
     }
     for (d = 0; d < ndg; d++) {
         struct iovec *iov;
@@ -446,23 +281,27 @@ static void udp_emit(struct udp_worker *u, struct udp_sock *us,
         iov = &u->txiov[u->niov];
         iov[k].iov_base = h;
         iov[k++].iov_len = UDP_FRAME_HDR;
-        while (room > 0 && si < rp->seg1) {
-            const struct udp_seg *s = &u->segs[si];
-            const uint8_t *base =
-                s->ptr != NULL ? s->ptr : (const uint8_t *)u->text + s->off;
-            size_t take = s->len - soff < room ? s->len - soff : room;
+        while (room > 0 && left > 0 && u->si < c->nseg) {
+            const struct oseg *s = &c->segs[u->si];
+            const uint8_t *base = s->ptr != NULL ? s->ptr : c->obuf + s->off;
+            size_t take = s->len - u->soff;
 
+            if (take > room)
+                take = room;
+            if (take > left) /* the next reply's text may follow in s */
+                take = left;
             if (k == UDP_DGRAM_IOVS) { /* see UDP_DGRAM_IOVS: impossible */
                 STAT_ADD(&us->w->stats, udp_send_drops, ndg - d);
-                return;
+                goto skip;
             }
-            iov[k].iov_base = (void *)(base + soff);
+            iov[k].iov_base = (void *)(base + u->soff);
             iov[k++].iov_len = take;
             room -= take;
-            soff += take;
-            if (soff == s->len) {
-                si++;
-                soff = 0;
+            left -= take;
+            u->soff += take;
+            if (u->soff == s->len) {
+                u->si++;
+                u->soff = 0;
             }
         }
         mh = &u->tx[u->ntx].msg_hdr;
@@ -474,52 +313,64 @@ static void udp_emit(struct udp_worker *u, struct udp_sock *us,
         u->ntx++;
         u->niov += k;
     }
+    return;
+skip: /* the rest of this reply is not sent: move past it */
+    while (left > 0 && u->si < c->nseg) {
+        size_t take = c->segs[u->si].len - u->soff;
+
+        if (take > left)
+            take = left;
+        left -= take;
+        u->soff += take;
+        if (u->soff == c->segs[u->si].len) {
+            u->si++;
+            u->soff = 0;
+        }
+    }
 }
 
-/* Give back the batch's references, offering untagged hits to the mirror
- * first (the hook's contract is at its typedef in daemon.h). */
-static void udp_release(struct udp_worker *u, struct server *srv)
+/*
+ * Give back the batch's references, offering untagged hits to the mirror
+ * first (the hook's contract is at its typedef in server.h): the values of
+ * a datagram connection are all references (struct conn_dgram), so every
+ * hit is in the queue.  Then the queue is retired as sent.
+ */
+static void udp_release(struct udp_worker *u, struct server *srv, bool offer)
 {
-    udp_hit_hook_fn hook = srv->udp_hit_hook;
+    udp_hit_hook_fn hook = offer ? srv->udp_hit_hook : NULL;
+    struct conn *c = u->c;
     size_t i;
 
-    for (i = 0; i < u->nrec; i++) {
-        struct record *r = u->recs[i];
+    for (i = c->seghead; i < c->nseg; i++) {
+        struct record *r = c->segs[i].rec;
 
+        if (r == NULL)
+            continue;
         if (hook != NULL && record_ntags(r) == 0)
             hook(srv->udp_hit_ctx, srv->store, r);
         store_release(srv->store, r);
+        c->segs[i].rec = NULL;
     }
-    u->nrec = 0;
+    conn_out_sent(c, c->opending);
 }
 
-/* Send every composed reply, release, and reset the composition buffers. */
+/* Send every composed reply (or, out of memory, drop them all: the
+ * clients retry), release, and reset the composition. */
 static void udp_send(struct udp_worker *u, struct udp_sock *us)
 {
+    struct conn *c = u->c;
+    bool failed = c->closing;
     size_t i;
 
-    for (i = 0; i < u->nrep; i++)
+    u->si = c->seghead;
+    u->soff = c->headsent;
+    for (i = 0; i < u->nrep && !failed; i++)
         udp_emit(u, us, &u->reps[i]);
     if (u->ntx > 0)
         udp_flush(u, us);
-    udp_release(u, us->w->srv);
-    u->nrep = u->nseg = u->textlen = 0;
-    /* Give back what an exceptional burst grew. */
-    if (u->textcap > UDP_SHRINK_AT) {
-        mdc_free(u->text);
-        u->text = NULL;
-        u->textcap = 0;
-    }
-    if (u->segcap > 8 * UDP_SEGS_INIT) {
-        mdc_free(u->segs);
-        u->segs = NULL;
-        u->segcap = 0;
-    }
-    if (u->reccap > 8 * UDP_SEGS_INIT) {
-        mdc_free(u->recs);
-        u->recs = NULL;
-        u->reccap = 0;
-    }
+    udp_release(u, us->w->srv, !failed);
+    u->nrep = 0;
+    c->closing = false;
 }
 
 /* ---- receiving -------------------------------------------------------- */
@@ -586,15 +437,16 @@ static void udp_sock_serve(struct udp_sock *us)
             bytes += u->rx[i].msg_len;
             if (udp_protected_drop(u, us, (size_t)i))
                 continue;
-            udp_datagram(u, w, (size_t)i);
-            if (u->textlen > UDP_COMPOSE_MAX)
-                udp_send(u, us); /* the slots stay valid until recvmmsg */
+            udp_datagram(u, us, (size_t)i); /* may send what it composed:
+                                               the slots stay valid until
+                                               the next recvmmsg() */
         }
         udp_send(u, us);
         u->dgram_out = (size_t)((u->out_bytes - before) / (uint64_t)n);
         if (n < want)
             break; /* drained */
     }
+    conn_bufs_release(u->c); /* back to the thread's pool until next turn */
 }
 
 static void udp_read_cb(evutil_socket_t fd, short what, void *arg)
@@ -628,7 +480,7 @@ unsigned udp_worker_fds(struct worker *w, int *fds, unsigned max)
 
 /* ---- sockets ------------------------------------------------------------ */
 
-static struct udp_worker *udp_worker_setup(void)
+static struct udp_worker *udp_worker_setup(struct worker *w)
 {
     struct udp_worker *u = mdc_calloc(1, sizeof(*u));
     size_t i;
@@ -636,10 +488,19 @@ static struct udp_worker *udp_worker_setup(void)
     if (u == NULL)
         return NULL;
     u->rxbuf = mdc_malloc((size_t)UDP_BATCH * UDP_RX_MAX);
-    if (u->rxbuf == NULL) {
+    /* the requests' connection: no socket; the text handler (the one of
+     * any printable first byte) runs them */
+    u->c = conn_setup(w->srv, w, -1, AF_UNSPEC);
+    if (u->rxbuf == NULL || u->c == NULL) {
+        if (u->c != NULL)
+            conn_free(u->c);
+        mdc_free(u->rxbuf);
         mdc_free(u);
         return NULL;
     }
+    u->dg.reply_limit = (size_t)w->srv->opt.udp_reply_limit;
+    u->c->dgram = &u->dg;
+    u->c->proto = w->srv->proto_detect((uint8_t)'g');
     for (i = 0; i < UDP_BATCH; i++) {
         u->rxiov[i].iov_base = u->rxbuf + i * UDP_RX_MAX;
         u->rxiov[i].iov_len = UDP_RX_MAX;
@@ -654,7 +515,7 @@ int udp_sock_add(struct worker *w, int fd, const char *name, bool loopback)
 {
     struct udp_sock *us = NULL;
 
-    if (w->udp == NULL && (w->udp = udp_worker_setup()) == NULL)
+    if (w->udp == NULL && (w->udp = udp_worker_setup(w)) == NULL)
         goto fail;
     us = mdc_calloc(1, sizeof(*us));
     if (us == NULL)
@@ -727,13 +588,9 @@ void udp_worker_teardown(struct worker *w)
     if (u == NULL)
         return;
     udp_worker_close(w);
-    while (u->nrec > 0)
-        store_release(w->srv->store, u->recs[--u->nrec]);
+    conn_free(u->c); /* releases what its queue still references */
     mdc_free(u->rxbuf);
-    mdc_free(u->text);
-    mdc_free(u->segs);
     mdc_free(u->reps);
-    mdc_free(u->recs);
     mdc_free(u);
     w->udp = NULL;
 }

@@ -1,7 +1,8 @@
 /*
  * udp.h - memcached's UDP protocol (-U PORT; docs/protocol.md, "UDP"): the
- * 8-byte frame header, get/gets answered from the store, replies split over
- * datagrams of at most 1400 bytes.  This is the path the XDP program
+ * 8-byte frame header, get/gets answered by the text handler that answers
+ * TCP (every other command refused), replies split over datagrams of at
+ * most 1400 bytes.  This is the path the XDP program
  * accelerates (docs/xdp.md), so a single-key hit must leave byte for byte as
  * mirror_reply_build() composes it.
  *

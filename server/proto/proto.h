@@ -14,6 +14,8 @@
 #include <stdint.h>
 
 #include "server/net/conn.h"
+#include "server/report.h"
+#include "server/core/store.h"
 
 extern const struct proto proto_native;
 extern const struct proto proto_mcbin_reject;
@@ -36,6 +38,48 @@ extern const struct proto proto_text;
 #define PROTO_PREAUTH_MAX 8192
 bool proto_auth(struct conn *c, struct worker *w, const void *user,
                 size_t ulen, const void *pass, size_t plen);
+
+/* stats_detail_on() without a call into report.c: the text handler asks
+ * for every request. */
+static inline bool proto_detail_on(const struct server *srv)
+{
+    return atomic_load_explicit(&srv->detail_on, memory_order_relaxed);
+}
+
+/*
+ * The lookup of a GET, for every protocol and transport: the text get,
+ * gets, gat and gats over TCP, in a pipelined batch or in a UDP datagram,
+ * and the native GET/GAT.  Looks keys[0..n) up (a get of several keys in
+ * one pass, store_get_batch, so their cache misses overlap; n stays within
+ * the thread's hold slots, MDC_HOLDS) or, for a gat, touches each, and
+ * counts each (cmd_get, a hit or a miss; stats detail while on).  out[i]
+ * is a reference the caller composes its reply from, or NULL.  What is
+ * left to each protocol is the reply's format.  Inline: the GET of a text
+ * request crosses no file for it.
+ */
+static inline void proto_get_keys(struct conn *c, struct worker *w,
+                                  const struct store_key *keys, size_t n,
+                                  bool gat, int64_t exptime,
+                                  struct record **out)
+{
+    struct server *srv = c->srv;
+    bool detail = proto_detail_on(srv);
+    size_t i;
+
+    if (gat)
+        for (i = 0; i < n; i++)
+            out[i] = store_gat(srv->store, keys[i].key, keys[i].klen, exptime);
+    else if (n == 1)
+        out[0] = store_get(srv->store, keys[0].key, keys[0].klen);
+    else
+        (void)store_get_batch(srv->store, keys, n, out);
+    for (i = 0; i < n; i++) {
+        stats_count_get(&w->stats, gat, out[i] != NULL);
+        if (detail)
+            stats_detail_count(srv, keys[i].key, keys[i].klen, DETAIL_GET,
+                               out[i] != NULL);
+    }
+}
 
 /* The handler for a connection whose first byte is b. */
 const struct proto *proto_detect(uint8_t b);

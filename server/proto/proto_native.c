@@ -228,11 +228,9 @@ static void nat_get(struct conn *c, struct worker *w, const struct wire_msg *m)
         nat_lease_get(c, w, m, gat, with_key);
         return;
     }
-    if (gat)
-        r = store_gat(c->srv->store, m->key, h->klen, h->expiry);
-    else
-        r = store_get(c->srv->store, m->key, h->klen);
-    stats_count_get(&w->stats, gat, r != NULL);
+    /* the lookup every GET shares (proto.h); the reply is this format's */
+    proto_get_keys(c, w, &(struct store_key){m->key, h->klen}, 1, gat,
+                   h->expiry, &r);
     if (r != NULL) {
         nat_record(c, h, r, with_key, 0);
         return;

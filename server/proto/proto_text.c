@@ -8,6 +8,10 @@
  * reference to the record (released once sent), then "\r\n" -- a GET hit
  * allocates nothing and copies only a value of at most CONN_COPY_MAX
  * (server/net/conn.h).
+ *
+ * The commands of UDP datagrams run here too, on a connection without a
+ * socket (c->dgram, server/net/udp.c): one request per process() call, get
+ * and gets through the same GET (txt_get), everything else refused.
  */
 #include "config.h"
 
@@ -20,6 +24,7 @@
 
 #include "server/net/conn.h"
 #include "server/net/threads.h"
+#include "server/net/udp.h"
 #include "server/log.h"
 #include "server/report.h"
 #include "server/metrics.h"
@@ -60,22 +65,36 @@ static void txt_number(struct conn *c, const char *prefix, uint64_t v)
     conn_out_commit(c, n);
 }
 
+/*
+ * A UDP reply (c->dgram) whose value would take it over --udp-reply-limit,
+ * n being its VALUE line and the value: true, and the reply ends with
+ * UDP_E_TOO_LARGE instead (the caller sends nothing more of it).
+ */
+static bool txt_udp_too_large(struct conn *c, size_t n)
+{
+    /* the value's "\r\n" and a final "END\r\n" must fit too */
+    if (c->opending - c->dgram->reply0 + n + 2 + 5 <= c->dgram->reply_limit)
+        return false;
+    STAT_INC(&c->owner->stats, udp_reply_too_large);
+    txt_str(c, UDP_E_TOO_LARGE);
+    return true;
+}
+
 /* VALUE line, the value in place, "\r\n", and "END\r\n" after it when end
- * is set (a single-key get).  Takes over the reference r. */
-static void txt_value_end(struct conn *c, struct record *r, bool with_cas,
+ * is set (the last key of a get).  Takes over the reference r.  False (r
+ * released, the reply ended) when a UDP reply would go over its limit. */
+static bool txt_value_end(struct conn *c, struct record *r, bool with_cas,
                           bool end)
 {
     uint32_t klen = record_klen(r), vlen = record_vlen(r);
-    size_t tail = end ? 7 : 2;
+    size_t tail = end ? 7 : 2, n;
     uint8_t *p;
 
-    if (vlen <= CONN_COPY_MAX &&
+    if (vlen <= CONN_COPY_MAX && c->dgram == NULL &&
         MCTEXT_VALUE_LINE_LEN(klen) + vlen + tail <= c->ocap - c->olen) {
         /* a value conn_out_ref() would copy: the line, the value and
          * what follows written at once, one commit (obuf has the room, so
          * it does not grow: the same condition as conn_out_ref's copy) */
-        size_t n;
-
         p = c->obuf + c->olen;
         n = mctext_value_line((char *)p, record_key(r), klen,
                               record_flags(r), vlen, with_cas,
@@ -87,25 +106,30 @@ static void txt_value_end(struct conn *c, struct record *r, bool with_cas,
             memcpy(p + n + vlen, "\r\n", 2);
         conn_out_commit(c, n + vlen + tail);
         store_release(c->srv->store, r);
-        return;
+        return true;
     }
     p = conn_out_reserve(c, MCTEXT_VALUE_LINE_LEN(klen));
     if (p == NULL) {
         store_release(c->srv->store, r);
-        return;
+        return true;
     }
-    conn_out_commit(c, mctext_value_line((char *)p, record_key(r), klen,
-                                         record_flags(r), vlen, with_cas,
-                                         record_cas(r)));
+    n = mctext_value_line((char *)p, record_key(r), klen, record_flags(r),
+                          vlen, with_cas, record_cas(r));
+    if (c->dgram != NULL && txt_udp_too_large(c, n + vlen)) {
+        store_release(c->srv->store, r);
+        return false;
+    }
+    conn_out_commit(c, n);
     conn_out_ref(c, record_value(r), vlen, r);
     (void)conn_out_bytes(c, "\r\n", 2);
     if (end)
         txt_str(c, MCTEXT_R_END);
+    return true;
 }
 
 static void txt_value(struct conn *c, struct record *r, bool with_cas)
 {
-    txt_value_end(c, r, with_cas, false);
+    (void)txt_value_end(c, r, with_cas, false);
 }
 
 static void txt_meta(struct conn *c, const char *code, int64_t vlen,
@@ -153,49 +177,68 @@ static void txt_put_stats(struct worker *w, enum store_mode mode, int st)
 #define TXT_GET_BATCH 7 /* keys of a multi-get looked up together (the
                           * reader hold slots, MDC_HOLDS) */
 
-static void txt_get(struct conn *c, struct worker *w,
-                    const struct mctext_req *req)
+/*
+ * The GET: get, gets, gat and gats, whichever way the request came -- the
+ * parsed request, the shortcut of "get <key>\r\n" (txt_fast), a pipelined
+ * batch, a UDP datagram (c->dgram).  key/klen is the first key, it holds
+ * the others.  The keys are looked up by proto_get_keys() in batches of
+ * TXT_GET_BATCH; each hit is a VALUE line, the value (in place, or copied
+ * when small) and "\r\n", the last one fused with "END\r\n" when it is
+ * the last key.
+ */
+static void txt_get(struct conn *c, struct worker *w, enum mctext_cmd cmd,
+                    int64_t exptime, const char *key, uint32_t klen,
+                    struct mctext_iter *it)
 {
-    struct store *st = c->srv->store;
-    bool gat = req->cmd == MCT_GAT || req->cmd == MCT_GATS;
-    bool with_cas = req->cmd == MCT_GETS || req->cmd == MCT_GATS;
+    bool gat = cmd == MCT_GAT || cmd == MCT_GATS;
+    bool with_cas = cmd == MCT_GETS || cmd == MCT_GATS;
+    struct store_key ks[TXT_GET_BATCH];
+    struct record *rs[TXT_GET_BATCH];
+    bool more = it != NULL, ended = false;
+    size_t n = 1, i;
+
+    ks[0] = (struct store_key){key, klen};
+    for (;;) {
+        while (more && n < TXT_GET_BATCH &&
+               (more = mctext_next_key(it, &key, &klen)))
+            ks[n++] = (struct store_key){key, klen};
+        if (n == 0)
+            break;
+        proto_get_keys(c, w, ks, n, gat, exptime, rs);
+        for (i = 0; i < n; i++) {
+            if (rs[i] == NULL)
+                continue;
+            ended = !more && i == n - 1;
+            if (!txt_value_end(c, rs[i], with_cas, ended)) {
+                /* over --udp-reply-limit: the reply ended there */
+                while (++i < n)
+                    if (rs[i] != NULL)
+                        store_release(c->srv->store, rs[i]);
+                return;
+            }
+        }
+        if (!more)
+            break;
+        n = 0;
+    }
+    if (!ended)
+        txt_str(c, MCTEXT_R_END);
+}
+
+/* A parsed get, gets, gat or gats. */
+static void txt_get_req(struct conn *c, struct worker *w,
+                        const struct mctext_req *req)
+{
     struct mctext_iter it;
     const char *key;
     uint32_t klen;
 
-    /* a multi-key get looks its keys up in batches (store_get_batch):
-     * their cache misses overlap; a batch stays within the thread's hold
-     * slots, so the lookups still write nothing shared */
-    struct store_key ks[TXT_GET_BATCH];
-    struct record *rs[TXT_GET_BATCH];
-    size_t n = 0;
-    bool more;
-
     mctext_iter_init(&it, req);
-    do {
-        more = mctext_next_key(&it, &key, &klen);
-        if (more && gat) {
-            ks[0] = (struct store_key){key, klen};
-            rs[0] = store_gat(st, key, klen, req->exptime);
-            n = 1;
-        } else {
-            if (more)
-                ks[n++] = (struct store_key){key, klen};
-            if (n == 0 || (more && n < TXT_GET_BATCH))
-                continue;
-            store_get_batch(st, ks, n, rs);
-        }
-        for (size_t i = 0; i < n; i++) {
-            stats_count_get(&w->stats, gat, rs[i] != NULL);
-            if (stats_detail_on(c->srv))
-                stats_detail_count(c->srv, ks[i].key, ks[i].klen, DETAIL_GET,
-                                   rs[i] != NULL);
-            if (rs[i] != NULL)
-                txt_value(c, rs[i], with_cas);
-        }
-        n = 0;
-    } while (more);
-    txt_str(c, MCTEXT_R_END);
+    if (!mctext_next_key(&it, &key, &klen)) { /* the parser refuses it */
+        txt_str(c, MCTEXT_R_END);
+        return;
+    }
+    txt_get(c, w, req->cmd, req->exptime, key, klen, &it);
 }
 
 static void txt_store(struct conn *c, struct worker *w,
@@ -238,7 +281,7 @@ static void txt_store(struct conn *c, struct worker *w,
         it.ntags = n;
     }
     st = store_put(c->srv->store, mode, &it, NULL);
-    if (stats_detail_on(c->srv))
+    if (proto_detail_on(c->srv))
         stats_detail_count(c->srv, req->key, req->klen, DETAIL_SET, false);
     txt_put_stats(w, mode, st);
     txt_reply(c, req, txt_put_status(st, mode));
@@ -270,7 +313,7 @@ static void txt_delete(struct conn *c, struct worker *w,
 {
     int st = store_delete(c->srv->store, req->key, req->klen, 0);
 
-    if (stats_detail_on(c->srv))
+    if (proto_detail_on(c->srv))
         stats_detail_count(c->srv, req->key, req->klen, DETAIL_DEL, false);
     if (st == ST_OK) {
         STAT_INC(&w->stats, delete_hits);
@@ -925,7 +968,7 @@ static void txt_exec(struct conn *c, struct worker *w,
     case MCT_GET:
     case MCT_GETS:
     case MCT_GAT:
-    case MCT_GATS: txt_get(c, w, req); break;
+    case MCT_GATS: txt_get_req(c, w, req); break;
     case MCT_SET:
     case MCT_ADD:
     case MCT_REPLACE:
@@ -1072,7 +1115,8 @@ static size_t txt_fast(struct conn *c, struct worker *w, const uint8_t *b,
 
     if (len > 4 && b[0] == 'g' && b[1] == 'e' && b[2] == 't' && b[3] == ' ')
         k = b + 4, mg = false;
-    else if (len > 3 && b[0] == 'm' && b[1] == 'g' && b[2] == ' ')
+    else if (len > 3 && b[0] == 'm' && b[1] == 'g' && b[2] == ' ' &&
+             c->dgram == NULL) /* UDP refuses mg (the general path) */
         k = b + 3, mg = true;
     else
         return 0;
@@ -1090,7 +1134,9 @@ static size_t txt_fast(struct conn *c, struct worker *w, const uint8_t *b,
     } else {
         if (end - p < 2 || p[0] != '\r' || p[1] != '\n')
             return 0;
-        p += 2;
+        /* the GET every get is served by, the key already split out */
+        txt_get(c, w, MCT_GET, 0, (const char *)k, klen, NULL);
+        return (size_t)(p + 2 - b);
     }
     r = store_get(st, k, klen);
     if (mg && r != NULL && record_meta_marked(r)) {
@@ -1100,10 +1146,10 @@ static size_t txt_fast(struct conn *c, struct worker *w, const uint8_t *b,
     }
     stats_count_get(&w->stats, 0, r != NULL);
     if (r == NULL) {
-        txt_str(c, mg ? "EN\r\n" : MCTEXT_R_END);
+        txt_str(c, "EN\r\n");
         return (size_t)(p - b);
     }
-    if (mg) {
+    {
         uint32_t vlen = record_vlen(r);
         uint8_t *o = conn_out_reserve(c, 3 + 10 + 2);
         size_t n;
@@ -1119,10 +1165,6 @@ static size_t txt_fast(struct conn *c, struct worker *w, const uint8_t *b,
         conn_out_commit(c, n);
         conn_out_ref(c, record_value(r), vlen, r);
         (void)conn_out_bytes(c, "\r\n", 2);
-    } else {
-        /* a small value is copied into obuf, so the reply leaves as one
-         * piece */
-        txt_value_end(c, r, false, true);
     }
     return (size_t)(p - b);
 }
@@ -1200,6 +1242,8 @@ static void proto_text_process(struct conn *c, struct worker *w)
 
         if (avail == 0)
             break;
+        if (c->dgram != NULL && nreq > 0)
+            break; /* a datagram's requests: a reply each (udp.c) */
         if (budget-- == 0) {
             conn_yield(c);
             break;
@@ -1209,7 +1253,7 @@ static void proto_text_process(struct conn *c, struct worker *w)
         /* the shortcut counts nothing but the get: not before the
          * connection has authenticated, nor while stats detail or
          * --metrics want each request counted or timed */
-        if (c->authed && !stats_detail_on(c->srv) && c->srv->metrics == NULL &&
+        if (c->authed && !proto_detail_on(c->srv) && c->srv->metrics == NULL &&
             (n = (ssize_t)txt_fast(c, w, buf, avail)) > 0) {
             conn_in_consume(c, (size_t)n);
             continue;
@@ -1247,6 +1291,8 @@ static void proto_text_process(struct conn *c, struct worker *w)
                 txt_preauth_too_long(c, w);
                 break;
             }
+            if (req.close && c->dgram != NULL)
+                break; /* UDP: no more bytes come, no answer (udp.c) */
             STAT_INC(&w->stats, protocol_errors);
             if (req.close) {
                 /* No newline within the limit: the stream is lost. */
@@ -1254,6 +1300,11 @@ static void proto_text_process(struct conn *c, struct worker *w)
                 conn_in_consume(c, avail);
                 conn_close_after_flush(c);
                 break;
+            }
+            if (c->dgram != NULL) { /* refused whatever it was */
+                txt_reply(c, &req, req.err);
+                conn_in_consume(c, req.skip < avail ? req.skip : avail);
+                continue;
             }
             /* before authentication the store is not touched: the too
              * large value is only refused (and skipped) */
@@ -1274,6 +1325,15 @@ static void proto_text_process(struct conn *c, struct worker *w)
             conn_in_consume(c, (size_t)n);
             if (c->hold_until != 0)
                 break; /* a failure: the next request waits (conn_hold) */
+            continue;
+        }
+        if (c->dgram != NULL && req.cmd != MCT_GET && req.cmd != MCT_GETS) {
+            /* UDP serves get and gets only: not run, and with noreply
+             * not answered either (memcached sends nothing to noreply),
+             * so udp_refused is the trace it leaves */
+            STAT_INC(&w->stats, udp_refused);
+            txt_reply(c, &req, UDP_E_REFUSED);
+            conn_in_consume(c, (size_t)n);
             continue;
         }
         {
