@@ -119,6 +119,10 @@ uint8_t evict_link_bits(struct store *st, uint64_t h, const struct record *old)
     unsigned reads = 0;
     if (old != NULL)
         reads = __atomic_load_n(&old->evb, __ATOMIC_RELAXED) & EVB_READS;
+    /* no ghost before the first eviction: spare a store the slot's miss
+     * (the counter shares the line every store writes) */
+    if (atomic_load_explicit(&st->evictions, memory_order_relaxed) == 0)
+        return (uint8_t)reads;
     uint16_t *g = &st->ghost[(uint32_t)(h >> 16) & st->gmask];
     uint16_t fp = (uint16_t)((h >> 48) | 1);
     if (__atomic_load_n(g, __ATOMIC_RELAXED) == fp) {
