@@ -3,8 +3,8 @@
  * is allocated, evicting to make room, and a live change of the limit.
  * Runs with no lock held; each sample takes one stripe.
  *
- * Which record goes (docs/threads.md, "Eviction"): a sample of a few
- * buckets, and of the records there, the one of highest rank:
+ * Which record goes (docs/threads.md, "Eviction"): of a sample of about
+ * 12 records (whole buckets), the one of highest rank:
  *   1. an expired record;
  *   2. a record never read since it was stored, older than a tenth of
  *      the records (its age on the version clock, cas_clock() - cas: how
@@ -20,7 +20,10 @@
 
 #include "store_int.h"
 
-#define EVICT_SAMPLES 8
+/* a sample: buckets until this many records are ranked (a bucket holds
+ * one or two records when they are large, eight when small; a record
+ * ranked is a cache miss, the most of what an eviction costs) */
+#define EVICT_SAMPLE 12
 #define EVICT_PROBE 64
 /* a record is on probation for its first 1/PROBATION_SHARE of records */
 #define PROBATION_SHARE 10
@@ -37,6 +40,7 @@ struct evict_pick {
     uint64_t window; /* the probation: records younger than this */
     struct record *best;
     uint64_t best_rank;
+    unsigned ranked; /* records looked at */
 };
 
 static uint64_t rnd(struct store *st)
@@ -89,6 +93,7 @@ static int evict_pick(struct store *st, uint32_t b, struct evict_pick *p)
     RB_FOREACH(r, rtree, &st->buckets[b])
     {
         hit = 1;
+        p->ranked++;
         uint64_t rank = evict_rank(p, r);
         if (p->best == NULL || rank > p->best_rank) {
             if (p->best != NULL)
@@ -134,8 +139,8 @@ uint8_t evict_link_bits(struct store *st, uint64_t h, const struct record *old)
 }
 
 /*
- * Evict one record: sample a few non-empty buckets, pick the record of
- * highest rank, then remove it under its bucket's write lock if it is
+ * Evict one record: sample non-empty buckets until EVICT_SAMPLE records
+ * are ranked, pick the record of highest rank, then remove it under its bucket's write lock if it is
  * still there.  When the samples find only empty buckets (a sparse table:
  * few large records) every bucket is walked from a random one until a
  * record turns up.  Returns 0 if something was removed (or a racing thread
@@ -152,7 +157,7 @@ static int evict_one(struct store *st)
     };
     int found_any = 0;
 
-    for (int s = 0; s < EVICT_SAMPLES; s++) {
+    for (int s = 0; s < EVICT_SAMPLE && p.ranked < EVICT_SAMPLE; s++) {
         uint32_t nb = nbuckets_now(st);
         uint32_t start = (uint32_t)(rnd(st) % nb);
         for (int i = 0; i < EVICT_PROBE; i++) {
