@@ -34,9 +34,13 @@ uint64_t next_cas(void)
     return cas_next++;
 }
 
+/* Exact for the thread that took the newest block (a store's own thread,
+ * and every thread of a server with one): the next version it hands out;
+ * otherwise the newest block's end, at most a block ahead. */
 uint64_t cas_clock(void)
 {
-    return atomic_load_explicit(&cas_global, memory_order_relaxed);
+    uint64_t g = atomic_load_explicit(&cas_global, memory_order_relaxed);
+    return cas_end == g ? cas_next : g;
 }
 
 /* Versions handed out later are above 'cas' (a restored record's). */
