@@ -101,7 +101,8 @@ static void test_get_writes_nothing_shared(void **state)
     store_teardown(st);
 }
 
-/* Recency for eviction survives: the access time moves once a grain. */
+/* Recency for eviction survives: the access time and the eviction bits
+ * (reads counted, store_int.h's EVB_*) move once a grain, together. */
 static void test_atime_grain(void **state)
 {
     (void)state;
@@ -110,14 +111,20 @@ static void test_atime_grain(void **state)
     set(st, "k", "v");
     struct record *r = store_get(st, "k", 1);
     uint32_t a0 = r->atime;
+    uint8_t e0 = r->evb;
+    assert_int_equal(e0 & EVB_READS, 1);
     store_release(st, r);
-    tc.mono_ns += 100000000; /* 0.1 s */
-    r = store_get(st, "k", 1);
-    assert_int_equal(r->atime, a0);
-    store_release(st, r);
+    for (int i = 0; i < 100; i++) {
+        tc.mono_ns += 1000000; /* 100 reads in 0.1 s */
+        r = store_get(st, "k", 1);
+        assert_int_equal(r->atime, a0);
+        assert_int_equal(r->evb, e0);
+        store_release(st, r);
+    }
     tc.mono_ns += 2000000000ull; /* 2 s */
     r = store_get(st, "k", 1);
     assert_true(r->atime != a0);
+    assert_int_equal(r->evb & EVB_READS, 2);
     store_release(st, r);
     store_teardown(st);
 }

@@ -463,8 +463,8 @@ static void test_fields(void **state)
 /*
  * -m 2: a reader holds a 512 KiB record (its replies unread: a small
  * receive buffer) while 3 MiB of other records go in, each read once after
- * it (a record never read goes first), so the held one is the least
- * recently used.  Every
+ * it (a record never read goes first), so the held one, read once too, is
+ * the one unread for the most stores.  Every
  * eviction is made by a store (direct_reclaims), and the held record is
  * evicted all the same (lrutail_reflocked: memcached would skip it).
  */

@@ -764,6 +764,142 @@ static void test_eviction(void **state)
     store_teardown(st);
 }
 
+static bool has(struct store *st, const char *k)
+{
+    struct record *r = store_get(st, k, (uint32_t)strlen(k));
+    if (r != NULL)
+        store_release(st, r);
+    return r != NULL;
+}
+
+static void visit_none(void *ctx, struct store *st, const struct record *r)
+{
+    (void)ctx;
+    (void)st;
+    (void)r;
+}
+
+/* whether k is there, without reading it (no eviction bits change) */
+static int present(struct store *st, const char *k)
+{
+    return store_visit(st, k, (uint32_t)strlen(k), visit_none, NULL) != 0;
+}
+
+/* present keys of prefix-0 .. prefix-(n-1), without reading them */
+static int survivors(struct store *st, const char *prefix, int n)
+{
+    char k[32];
+    int c = 0;
+    for (int i = 0; i < n; i++) {
+        snprintf(k, sizeof k, "%s-%d", prefix, i);
+        c += present(st, k);
+    }
+    return c;
+}
+
+/*
+ * A scan does not flush a hot set: 100 records read in three seconds, then
+ * read again every tenth of a scan of records that are each stored and
+ * read once, 100 a second, the scan six times what the store holds.  The
+ * sampled LRU let the scan's later reads push the hot set out; read three
+ * times, the hot set outranks records read once.
+ */
+static void test_evict_scan_keeps_hot(void **state)
+{
+    (void)state;
+    struct testclock tc;
+    struct store *st = mk(256 * 1024, false, &tc);
+    char k[32], v[200];
+    memset(v, 'x', sizeof v - 1);
+    v[sizeof v - 1] = 0;
+    for (int i = 0; i < 100; i++) {
+        snprintf(k, sizeof k, "hot-%d", i);
+        assert_int_equal(put(st, STORE_SET, k, v, NULL, 0, 0), ST_OK);
+    }
+    for (int round = 0; round < 3; round++) {
+        testclock_advance(&tc, 2);
+        for (int i = 0; i < 100; i++) {
+            snprintf(k, sizeof k, "hot-%d", i);
+            assert_true(has(st, k));
+        }
+    }
+    struct store_stats s;
+    store_get_stats(st, &s);
+    for (int i = 0; i < 5000; i++) {
+        if (i % 100 == 0)
+            testclock_advance(&tc, 1);
+        if (i % 500 == 0)
+            for (int j = 0; j < 100; j++) {
+                snprintf(k, sizeof k, "hot-%d", j);
+                (void)has(st, k);
+            }
+        snprintf(k, sizeof k, "scan-%d", i);
+        assert_int_equal(put(st, STORE_SET, k, v, NULL, 0, 0), ST_OK);
+        assert_true(has(st, k));
+    }
+    store_get_stats(st, &s);
+    assert_true(s.evictions > 4000);
+    int hot = survivors(st, "hot", 100);
+    print_message("hot records left after the scan: %d of 100\n", hot);
+    assert_true(hot >= 85);
+    check(st);
+    store_teardown(st);
+}
+
+/*
+ * One-hit wonders leave before records that come back: keys evicted and
+ * stored again (their ghosts found) outlive keys stored at the same time
+ * for the first time, as more new keys come.  The sampled LRU treated both
+ * alike (never read since stored).
+ */
+static void test_evict_ghost_returns(void **state)
+{
+    (void)state;
+    struct testclock tc;
+    struct store *st = mk(1024 * 1024, false, &tc);
+    char k[32], v[200];
+    memset(v, 'x', sizeof v - 1);
+    v[sizeof v - 1] = 0;
+    /* about 3 400 fit (jemalloc): 4 000 first keys, the oldest evicted */
+    for (int i = 0; i < 4000; i++) {
+        snprintf(k, sizeof k, "a-%d", i);
+        assert_int_equal(put(st, STORE_SET, k, v, NULL, 0, 0), ST_OK);
+    }
+    enum { BACK = 300 };
+    int backi[BACK], back = 0;
+    for (int i = 0; i < 4000 && back < BACK; i++) {
+        snprintf(k, sizeof k, "a-%d", i);
+        if (present(st, k))
+            continue;
+        /* evicted: it comes back, beside a first-timer */
+        assert_int_equal(put(st, STORE_SET, k, v, NULL, 0, 0), ST_OK);
+        backi[back] = i;
+        snprintf(k, sizeof k, "new-%d", back);
+        assert_int_equal(put(st, STORE_SET, k, v, NULL, 0, 0), ST_OK);
+        back++;
+    }
+    assert_int_equal(back, BACK);
+    /* as many new keys again as the store holds (its allocator's size
+     * classes decide how many) */
+    struct store_stats s;
+    store_get_stats(st, &s);
+    int more = (int)(s.curr_items + s.curr_items / 20);
+    for (int i = 0; i < more; i++) {
+        snprintf(k, sizeof k, "c-%d", i);
+        assert_int_equal(put(st, STORE_SET, k, v, NULL, 0, 0), ST_OK);
+    }
+    int first = survivors(st, "new", BACK), returned = 0;
+    for (int j = 0; j < BACK; j++) {
+        snprintf(k, sizeof k, "a-%d", backi[j]);
+        returned += present(st, k);
+    }
+    print_message("left: %d of %d keys that came back, %d of %d first-timers\n",
+                  returned, BACK, first, BACK);
+    assert_true(returned >= 2 * first + 30);
+    check(st);
+    store_teardown(st);
+}
+
 static void test_no_evict(void **state)
 {
     (void)state;
@@ -1324,6 +1460,8 @@ int main(void)
         cmocka_unit_test(test_reader_keeps_value),
         cmocka_unit_test(test_eviction),
         cmocka_unit_test(test_no_evict),
+        cmocka_unit_test(test_evict_scan_keeps_hot),
+        cmocka_unit_test(test_evict_ghost_returns),
         cmocka_unit_test(test_record_size),
         cmocka_unit_test(test_visit),
         cmocka_unit_test(test_del_by_tag_expired),

@@ -46,6 +46,8 @@
 #define MIN_BUCKETS 1024u
 #define INITIAL_BUCKETS 65536u
 #define MAX_BUCKETS (1u << 30)
+#define GHOST_MIN 1024u
+#define GHOST_MAX (1u << 28)
 
 const char *store_strstatus(int status)
 {
@@ -155,8 +157,14 @@ struct store *store_setup(const struct store_config *cfg)
     st->locks = mdc_calloc(c->nlocks, sizeof(*st->locks));
     st->fmarks = mdc_calloc(c->nlocks, sizeof(*st->fmarks));
     st->tags = tags_setup(c->tag_buckets);
+    /* ghosts: two slots per record of 448 bytes (about 2 B for every
+     * 224 B of the limit), untouched until evictions begin */
+    uint64_t gw = c->mem_limit / 448;
+    st->gmask = pow2_at_least(gw < GHOST_MIN ? GHOST_MIN
+                              : gw > GHOST_MAX ? GHOST_MAX : gw) - 1;
+    st->ghost = mdc_huge_calloc(((size_t)st->gmask + 1) * sizeof(*st->ghost));
     if (st->buckets == NULL || st->locks == NULL || st->fmarks == NULL ||
-        st->tags == NULL)
+        st->tags == NULL || st->ghost == NULL)
         goto fail;
     for (uint32_t i = 0; i < c->nlocks; i++)
         mdc_rwlock_init(&st->locks[i]);
@@ -172,7 +180,8 @@ struct store *store_setup(const struct store_config *cfg)
                       tags_fixed_bytes(st->tags) + /* + buckets in use */
                       (st->wheels != NULL
                            ? (uint64_t)c->nlocks * (sizeof(*st->wheels) + 1)
-                           : 0);
+                           : 0) +
+                      ((uint64_t)st->gmask + 1) * sizeof(*st->ghost);
     atomic_store(&st->evict_seed, 0x9E3779B97F4A7C15ull);
     atomic_store(&st->mem_limit, (int64_t)c->mem_limit);
     pthread_mutex_init(&st->sweep_mu, NULL);
@@ -192,6 +201,7 @@ fail:
     mdc_free(st->wlost);
     mdc_free(st->fmarks);
     mdc_huge_free(st->buckets, (size_t)c->nbuckets * sizeof(*st->buckets));
+    mdc_huge_free(st->ghost, ((size_t)st->gmask + 1) * sizeof(*st->ghost));
     if (st->tags != NULL) {
         int64_t tmem = 0;
         tags_teardown(st->tags, &tmem);
@@ -252,6 +262,7 @@ void store_teardown(struct store *st)
         mdc_free(st->fmarks[i].h);
     mdc_free(st->fmarks);
     mdc_huge_free(st->buckets, (size_t)st->cfg.nbuckets * sizeof(*st->buckets));
+    mdc_huge_free(st->ghost, ((size_t)st->gmask + 1) * sizeof(*st->ghost));
     mdc_free(st);
 }
 

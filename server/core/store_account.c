@@ -10,17 +10,37 @@
 #include "store_int.h"
 #include "tags.h"
 
-/* CAS versions: per-thread blocks of a global counter */
+/*
+ * CAS versions: per-thread blocks of a global counter.  The counter is also
+ * the eviction's clock (a record's age is cas_clock() - its cas), so a
+ * thread whose block has fallen far behind (it stores rarely while others
+ * store a lot) drops the rest of it: its records would otherwise look old
+ * from the start.  Reading the counter costs little: it is written once
+ * per block.
+ */
+#define CAS_BLOCK 256
+#define CAS_STALE 4096
 static _Atomic uint64_t cas_global = 1;
 static __thread uint64_t cas_next, cas_end;
 uint64_t next_cas(void)
 {
-    if (cas_next == cas_end) {
-        cas_next = atomic_fetch_add_explicit(&cas_global, 256,
+    if (cas_next == cas_end ||
+        atomic_load_explicit(&cas_global, memory_order_relaxed) - cas_end >
+            CAS_STALE) {
+        cas_next = atomic_fetch_add_explicit(&cas_global, CAS_BLOCK,
                                              memory_order_relaxed);
-        cas_end = cas_next + 256;
+        cas_end = cas_next + CAS_BLOCK;
     }
     return cas_next++;
+}
+
+/* Exact for the thread that took the newest block (a store's own thread,
+ * and every thread of a server with one): the next version it hands out;
+ * otherwise the newest block's end, at most a block ahead. */
+uint64_t cas_clock(void)
+{
+    uint64_t g = atomic_load_explicit(&cas_global, memory_order_relaxed);
+    return cas_end == g ? cas_next : g;
 }
 
 /* Versions handed out later are above 'cas' (a restored record's). */

@@ -1,14 +1,47 @@
 /*
  * store_evict.c - the memory limit: reserving a record's bytes before it
- * is allocated, evicting (sampled LRU) to make room, and a live change of
- * the limit.  Runs with no lock held; each sample takes one stripe.
+ * is allocated, evicting to make room, and a live change of the limit.
+ * Runs with no lock held; each sample takes one stripe.
+ *
+ * Which record goes (docs/threads.md, "Eviction"): of a sample of about
+ * 12 records (whole buckets), the one of highest rank:
+ *   1. an expired record;
+ *   2. a record never read since it was stored, older than a tenth of
+ *      the records (its age on the version clock, cas_clock() - cas: how
+ *      many stores came after it): the oldest such, so that most records
+ *      read once or never (one-hit wonders, scans) leave first;
+ *   3. a record read: the one longest unread, that time divided by how
+ *      many times it was read (1..3, counted at most once a second);
+ *   4. a record on probation, not yet read and younger than that tenth.
+ * A key evicted leaves a ghost, a 16-bit fingerprint; a store of a key
+ * that has one starts as read once (it came back: it is wanted).
  */
 #include "config.h"
 
 #include "store_int.h"
 
-#define EVICT_SAMPLES 5
+/* a sample: buckets until this many records are ranked (a bucket holds
+ * one or two records when they are large, eight when small; a record
+ * ranked is a cache miss, the most of what an eviction costs) */
+#define EVICT_SAMPLE 12
 #define EVICT_PROBE 64
+/* a record is on probation for its first 1/PROBATION_SHARE of records */
+#define PROBATION_SHARE 10
+
+/* ranks: the class in the top two bits, the age within it below */
+#define RANK_AGE ((UINT64_C(1) << 62) - 1)
+#define RANK_READ (UINT64_C(1) << 62)
+#define RANK_UNREAD_OLD (UINT64_C(2) << 62)
+#define RANK_EXPIRED UINT64_MAX
+
+struct evict_pick {
+    uint32_t now;    /* store seconds */
+    uint64_t clock;  /* cas_clock() */
+    uint64_t window; /* the probation: records younger than this */
+    struct record *best;
+    uint64_t best_rank;
+    unsigned ranked; /* records looked at */
+};
 
 static uint64_t rnd(struct store *st)
 {
@@ -21,13 +54,36 @@ static uint64_t rnd(struct store *st)
     return z ^ (z >> 31);
 }
 
+static inline uint64_t rank_age(uint64_t a)
+{
+    return a > RANK_AGE ? RANK_AGE : a;
+}
+
+/* How much a record deserves to go (the file's comment): higher first. */
+static uint64_t evict_rank(const struct evict_pick *p, const struct record *r)
+{
+    if (rec_expired(r, p->now))
+        return RANK_EXPIRED;
+    uint8_t e = __atomic_load_n(&r->evb, __ATOMIC_RELAXED);
+    uint64_t age = p->clock - __atomic_load_n(&r->cas, __ATOMIC_RELAXED);
+    if ((int64_t)age < 0) /* a version set by a restore: as if just out of
+                           * probation */
+        age = p->window + 1;
+    unsigned reads = e & EVB_READS;
+    if (reads == 0)
+        return age > p->window ? RANK_UNREAD_OLD | rank_age(age)
+                               : rank_age(age);
+    /* unread since: its age now less its age at the last read */
+    uint64_t then = evb_age_of(e >> EVB_AGE_SHIFT);
+    uint64_t idle = age > then ? age - then : 0;
+    return RANK_READ | rank_age(idle / reads);
+}
+
 /*
- * Pick the record of bucket b with the oldest access stamp (an expired one
- * wins outright) into *best (referenced).  Returns whether b had records.
+ * Rank the records of bucket b, keeping the highest in p->best
+ * (referenced).  Returns whether b had records.
  */
-static int evict_pick(struct store *st, uint32_t b, uint32_t now,
-                      uint32_t tick, struct record **best,
-                      uint32_t *best_age)
+static int evict_pick(struct store *st, uint32_t b, struct evict_pick *p)
 {
     mdc_rwlock_t *l = lock_of(st, b);
     struct record *r;
@@ -37,44 +93,75 @@ static int evict_pick(struct store *st, uint32_t b, uint32_t now,
     RB_FOREACH(r, rtree, &st->buckets[b])
     {
         hit = 1;
-        uint32_t age =
-            rec_expired(r, now)
-                ? UINT32_MAX
-                : tick - __atomic_load_n(&r->atime, __ATOMIC_RELAXED);
-        if (*best == NULL || age > *best_age) {
-            if (*best != NULL)
-                store_release(st, *best);
+        p->ranked++;
+        uint64_t rank = evict_rank(p, r);
+        if (p->best == NULL || rank > p->best_rank) {
+            if (p->best != NULL)
+                store_release(st, p->best);
             rec_incref(r);
-            *best = r;
-            *best_age = age;
+            p->best = r;
+            p->best_rank = rank;
         }
     }
     mdc_unlock(l);
     return hit;
 }
 
+/* Remember an evicted key (a racy slot: a lost ghost costs only a miss). */
+static void ghost_put(struct store *st, uint64_t h)
+{
+    __atomic_store_n(&st->ghost[(uint32_t)(h >> 16) & st->gmask],
+                     (uint16_t)((h >> 48) | 1), __ATOMIC_RELAXED);
+}
+
 /*
- * Evict one record, approximately the least recently used: sample a few
- * non-empty buckets, pick the record with the oldest access stamp (an
- * expired one wins outright), then remove it under its bucket's write lock
- * if it is still there.  When the samples find only empty buckets (a
- * sparse table: few large records) every bucket is walked from a random
- * one until a record turns up.  Returns 0 if something was removed (or a
- * racing thread removed it first), -1 if no bucket holds a record.
+ * The eviction bits of record being linked with hash h: a replacement
+ * keeps the reads of the record it replaces, as does a key whose ghost is
+ * found (consumed then); otherwise none.  Under the key's write lock.
+ */
+uint8_t evict_link_bits(struct store *st, uint64_t h, const struct record *old)
+{
+    unsigned reads = 0;
+    if (old != NULL)
+        reads = __atomic_load_n(&old->evb, __ATOMIC_RELAXED) & EVB_READS;
+    /* no ghost before the first eviction: spare a store the slot's miss
+     * (the counter shares the line every store writes) */
+    if (atomic_load_explicit(&st->evictions, memory_order_relaxed) == 0)
+        return (uint8_t)reads;
+    uint16_t *g = &st->ghost[(uint32_t)(h >> 16) & st->gmask];
+    uint16_t fp = (uint16_t)((h >> 48) | 1);
+    if (__atomic_load_n(g, __ATOMIC_RELAXED) == fp) {
+        __atomic_store_n(g, (uint16_t)0, __ATOMIC_RELAXED);
+        if (reads == 0)
+            reads = 1;
+    }
+    return (uint8_t)reads; /* last read: at its linking (age code 0) */
+}
+
+/*
+ * Evict one record: sample non-empty buckets until EVICT_SAMPLE records
+ * are ranked, pick the record of highest rank, then remove it under its bucket's write lock if it is
+ * still there.  When the samples find only empty buckets (a sparse table:
+ * few large records) every bucket is walked from a random one until a
+ * record turns up.  Returns 0 if something was removed (or a racing thread
+ * removed it first), -1 if no bucket holds a record.
  */
 static int evict_one(struct store *st)
 {
-    struct record *best = NULL;
-    uint32_t best_age = 0;
-    uint32_t now = now_s(st), tick = now_tick(st);
+    struct evict_pick p = {
+        .now = now_s(st),
+        .clock = cas_clock(),
+        .window = atomic_load_explicit(&st->curr_items,
+                                       memory_order_relaxed) /
+                  PROBATION_SHARE,
+    };
     int found_any = 0;
 
-    for (int s = 0; s < EVICT_SAMPLES; s++) {
+    for (int s = 0; s < EVICT_SAMPLE && p.ranked < EVICT_SAMPLE; s++) {
         uint32_t nb = nbuckets_now(st);
         uint32_t start = (uint32_t)(rnd(st) % nb);
-        for (int p = 0; p < EVICT_PROBE; p++) {
-            uint32_t b = (start + (uint32_t)p) % nb;
-            if (evict_pick(st, b, now, tick, &best, &best_age)) {
+        for (int i = 0; i < EVICT_PROBE; i++) {
+            if (evict_pick(st, (start + (uint32_t)i) % nb, &p)) {
                 found_any = 1;
                 break;
             }
@@ -83,10 +170,10 @@ static int evict_one(struct store *st)
     if (!found_any) {
         uint32_t nb = nbuckets_now(st);
         uint32_t start = (uint32_t)(rnd(st) % nb);
-        for (uint32_t p = 0; p < nb && best == NULL; p++)
-            (void)evict_pick(st, (start + p) % nb, now, tick, &best,
-                             &best_age);
+        for (uint32_t i = 0; i < nb && p.best == NULL; i++)
+            (void)evict_pick(st, (start + i) % nb, &p);
     }
+    struct record *best = p.best;
     if (best == NULL)
         return -1;
 
@@ -94,7 +181,7 @@ static int evict_one(struct store *st)
     mdc_rwlock_t *l = stripe_of(st, h); /* best may have moved bucket */
     mdc_wrlock(l);
     if (rec_rflags(best) & R_LINKED) {
-        if (rec_expired(best, now)) {
+        if (rec_expired(best, p.now)) {
             do_expire(st, best, h);
         } else {
             announce(st, EV_EVICT, best, h);
@@ -110,6 +197,7 @@ static int evict_one(struct store *st)
             if (!(rec_rflags(best) & R_FETCHED))
                 atomic_fetch_add_explicit(&st->evicted_unfetched, 1,
                                           memory_order_relaxed);
+            ghost_put(st, h);
             do_unlink(st, h, best);
         }
     }

@@ -133,6 +133,7 @@ int do_link(struct store *st, uint64_t h, struct record *r,
     __atomic_fetch_add(&r->refcnt, REF_INDEX - 1, __ATOMIC_RELAXED);
     rec_set_rflag(r, R_LINKED);
     __atomic_store_n(&r->atime, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&r->evb, evict_link_bits(st, h, old), __ATOMIC_RELAXED);
     if (nt) {
         d_tagged++;
         d_links += nt;

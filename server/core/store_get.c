@@ -54,8 +54,8 @@ static struct record *get_hashed(struct store *st, uint64_t h,
             expired = 1;
         } else {
             rec_hold(r);
-            /* recency for eviction, written at most once per ATIME_GRAIN
-             * so that reads of a hot record share its line */
+            /* recency and reads for eviction, written at most once per
+             * ATIME_GRAIN so that reads of a hot record share its line */
             uint32_t t = tick_of(ns);
             uint32_t at = __atomic_load_n(&r->atime, __ATOMIC_RELAXED);
             uint8_t fl = rec_rflags(r);
@@ -65,8 +65,10 @@ static struct record *get_hashed(struct store *st, uint64_t h,
                 prev->idle_s = (uint32_t)(((uint64_t)(t - at) << 20) /
                                           1000000000u);
             }
-            if (t - at >= ATIME_GRAIN)
+            if (t - at >= ATIME_GRAIN) {
                 __atomic_store_n(&r->atime, t, __ATOMIC_RELAXED);
+                rec_note_read(r);
+            }
             if (!(fl & R_FETCHED))
                 rec_set_rflag(r, R_FETCHED);
         }
@@ -117,7 +119,10 @@ struct record *store_gat(struct store *st, const void *key, uint32_t klen,
     if (r != NULL) {
         announce(st, EV_TOUCH, r, h);
         set_deadline(st, r, h, d);
-        __atomic_store_n(&r->atime, now_tick(st), __ATOMIC_RELAXED);
+        uint32_t t = now_tick(st);
+        if (t - __atomic_load_n(&r->atime, __ATOMIC_RELAXED) >= ATIME_GRAIN)
+            rec_note_read(r);
+        __atomic_store_n(&r->atime, t, __ATOMIC_RELAXED);
         rec_set_rflag(r, R_FETCHED);
         rec_hold(r);
     } else if (fmarks_take(st, h)) {
@@ -150,8 +155,10 @@ static void mget_hit(struct store *st, struct record *r, uint64_t h,
     res->prev.hit_before = (fl & R_FETCHED) != 0;
     res->prev.idle_s = (uint32_t)(((uint64_t)(t - at) << 20) / 1000000000u);
     if (!q->no_bump) {
-        if (t - at >= ATIME_GRAIN)
+        if (t - at >= ATIME_GRAIN) {
             __atomic_store_n(&r->atime, t, __ATOMIC_RELAXED);
+            rec_note_read(r);
+        }
         if (!(fl & R_FETCHED))
             rec_set_rflag(r, R_FETCHED);
     }

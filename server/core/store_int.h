@@ -65,7 +65,7 @@ struct record {
     uint32_t atime;    /* atomic relaxed; ~1 ms ticks, wraps */
     uint16_t klen;
     uint8_t rflags;    /* atomic */
-    uint8_t spare;
+    uint8_t evb;       /* atomic relaxed: eviction bits (EVB_* below) */
     unsigned char data[]; /* key, value, [pad, tag area] */
 };
 _Static_assert(sizeof(struct record) == 64, "record header must stay 64 bytes");
@@ -149,6 +149,10 @@ struct store {
     _Atomic uint64_t get_flushed; /* gets of records a flush removed */
     _Atomic int64_t wheel_bytes; /* the expiry wheel's allocations */
     uint64_t fixed_bytes;
+    /* ghosts (store_evict.c): a 16-bit fingerprint of each evicted key
+     * at a slot its hash picks, 0 = empty; read and cleared by a link */
+    uint16_t *ghost; /* atomic relaxed, [gmask + 1] */
+    uint32_t gmask;
 
     /* unlinked records no counted token keeps but a hold slot still does
      * (linked through rb.rbe_left); freed once no slot holds them */
@@ -217,6 +221,48 @@ static inline uint32_t now_s(struct store *st)
 static inline uint32_t now_tick(struct store *st)
 {
     return tick_of(now_ns(st));
+}
+
+/*
+ * Eviction bits (struct record's evb), written by a read at most once per
+ * ATIME_GRAIN together with atime (so a hot record's line is shared between
+ * readers), by a link, and read by the sampler (store_evict.c):
+ *   bits 0-1  reads: how many of those writes since the record was linked
+ *             (saturates at 3; 0 = never read, still on probation)
+ *   bits 2-7  when the last of them was, as the record's age on the version
+ *             clock (cas_clock() - cas) then, log-scaled (evb_age_code)
+ */
+#define EVB_READS 3u
+uint64_t cas_clock(void); /* store_account.c */
+#define EVB_AGE_SHIFT 2
+static inline unsigned evb_age_code(uint64_t age)
+{
+    /* two steps per doubling: 2^p and 1.5 * 2^p; 63 is 2^31.5, enough */
+    if (age < 2)
+        return (unsigned)age;
+    unsigned p = 63u - (unsigned)__builtin_clzll(age);
+    unsigned c = p * 2 + (unsigned)((age >> (p - 1)) & 1);
+    return c > 63 ? 63 : c;
+}
+static inline uint64_t evb_age_of(unsigned code)
+{
+    if (code < 2)
+        return code;
+    return (uint64_t)(2 | (code & 1)) << (code / 2 - 1);
+}
+/* A read's eviction bits: one more read, the last one now. */
+static inline void rec_note_read(struct record *r)
+{
+    uint8_t e = __atomic_load_n(&r->evb, __ATOMIC_RELAXED);
+    unsigned n = e & EVB_READS;
+    uint64_t age = cas_clock() - __atomic_load_n(&r->cas, __ATOMIC_RELAXED);
+    if ((int64_t)age < 0) /* a restored or client-set version */
+        age = 0;
+    if (n < EVB_READS)
+        n++;
+    __atomic_store_n(&r->evb,
+                     (uint8_t)(evb_age_code(age) << EVB_AGE_SHIFT | n),
+                     __ATOMIC_RELAXED);
 }
 
 static inline int rec_expired(const struct record *r, uint32_t now)
@@ -393,10 +439,16 @@ void *sweeper_main(void *arg);
 
 /* store_evict.c: the memory limit */
 int mem_reserve(struct store *st, size_t size);
+/* the eviction bits of a record being linked (in place of 'old', if any) */
+uint8_t evict_link_bits(struct store *st, uint64_t h,
+                        const struct record *old);
 
 /* store_account.c: CAS versions */
 uint64_t next_cas(void);
 void cas_above(uint64_t cas);
+/* the version clock: above every version handed out (with this thread's
+ * block still partly unused); counts stores, so the eviction's clock */
+uint64_t cas_clock(void);
 
 /* store_put.c: shared by counters (store_counter.c) and tstack push */
 int put_common(struct store *st, enum store_mode mode,

@@ -391,9 +391,12 @@ int store_restore(struct store *st, const struct store_restore *it,
     }
     /* keep_pos without an old record: into the forest, tags not linked */
     do_link(st, h, r, NULL, 1);
-    if (it->idle_ticks != UINT32_MAX)
+    if (it->idle_ticks != UINT32_MAX) {
         __atomic_store_n(&r->atime, now_tick(st) - it->idle_ticks,
                          __ATOMIC_RELAXED);
+        /* it had been read: off probation, as old as its version says */
+        __atomic_store_n(&r->evb, (uint8_t)1, __ATOMIC_RELAXED);
+    }
     if (it->ntags) {
         rec_incref(r);
         *tagged = r;
