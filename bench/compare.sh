@@ -23,6 +23,10 @@
 #       50 connections, no pipelining, Unix socket
 #   W2  W1 over TCP loopback
 #   W3  W1 with 16 requests written per batch per connection (mdc-load -d 16)
+#   W3S W3 as a sliding window: 16 in flight per connection, a new request
+#       for each reply (mdc-load --window 16; not in the default list)
+#   W3E W3S with one write per reply (--window 16 --window-each; not in
+#       the default list)
 #   W4  Zipf 0.99 over 1 000 000 keys, 100-byte values, 95:5, Unix socket
 #   W6  RSS per record after loading 10^7 records (16 B keys, 32 B values)
 #   W7  W1 at 10^3, 10^5 and 10^7 records (the W6 servers hold the 10^7)
@@ -50,7 +54,8 @@
 #                          before/after figures of a change, side by side
 #                          With liburing, mdcached --io=uring (-n 1 -t 0)
 #                          and bench/floor_uring run as mdcached-uring and
-#                          floor-uring.
+#                          floor-uring, and the reference model -n 4 -t 0
+#                          on io_uring as mdcached-ref-uring.
 #   -T, --targets LIST     only these W1-W4 targets, e.g.
 #                          "mdcached mdcached-base memcached" (default all)
 #       --quick            3 rounds of 2 s, 10^6 records: checks the script
@@ -354,6 +359,9 @@ phase() {
         start mdcu mdcached "$tr" 1024 -n 1 -t 0 --io=uring
         prefill mdcu text "$keys" "$vs"
         all="$all mdcached-uring:mdcu:text"
+        start mdc4u mdcached "$tr" 1024 -n 4 -t 0 --io=uring
+        prefill mdc4u text "$keys" "$vs"
+        all="$all mdcached-ref-uring:mdc4u:text"
         if [ -x "$FLOOR_URING" ]; then
             start flooru floor-uring "$tr" 0 -K 16 -v "$vs"
             all="$all floor-uring:flooru:text"
@@ -406,6 +414,8 @@ for w in $WORKLOADS; do
     W1) phase W1 unix 100000 32 $W1ARGS -d 1 ;;
     W2) phase W2 tcp 100000 32 $W1ARGS -d 1 ;;
     W3) phase W3 unix 100000 32 $W1ARGS -d 16 ;;
+    W3S) phase W3S unix 100000 32 $W1ARGS --window 16 ;;
+    W3E) phase W3E unix 100000 32 $W1ARGS --window 16 --window-each ;;
     W4) phase W4 unix 1000000 100 -r 95:5 -z 0.99 -d 1 ;;
     W6 | W7) ;;
     W1M)
