@@ -13,9 +13,10 @@
  * flight per connection as a sliding window: the replies one read() brings
  * are answered by as many new requests in one write (as libevent-based
  * generators like memtier_benchmark do); --window-each writes each new
- * request on its own as its reply is parsed.  Reports throughput, latency percentiles from a log-linear
- * histogram, and the server's CPU time per request read from /proc/PID/stat
- * over the measured window (docs/benchmarking.md).  Issue 3 item 10.
+ * request on its own as its reply is parsed.  Reports throughput, latency
+ * percentiles from a log-linear histogram, and the server's CPU time per
+ * request read from /proc/PID/stat over the measured window
+ * (docs/benchmarking.md).  Issue 3 item 10.
  */
 #include "config.h"
 
@@ -1096,7 +1097,8 @@ int main(int argc, char **argv)
             f,
             "{\"tool\": \"mdc-load\", \"date\": \"%s\", \"label\": \"%s\", "
             "\"proto\": \"%s\", \"server\": \"%s\", \"conns\": %d, "
-            "\"depth\": %d, \"eager\": %s, \"window_each\": %s, \"rate\": %.0f, \"threads\": %d, "
+            "\"depth\": %d, \"eager\": %s, \"window_each\": %s, "
+            "\"rate\": %.0f, \"threads\": %d, "
             "\"get_fraction\": "
             "%.4f, "
             "\"keys\": %" PRIu64 ", \"key_size\": %zu, \"value_size\": %zu, "
