@@ -9,9 +9,14 @@
  * the connections, pipelined behind any still unanswered), and a request's
  * latency runs from the moment the schedule meant to send it, so a server
  * that falls behind is charged for the queue it builds (no coordinated
- * omission).  Reports throughput, latency percentiles from a log-linear
- * histogram, and the server's CPU time per request read from /proc/PID/stat
- * over the measured window (docs/benchmarking.md).  Issue 3 item 10.
+ * omission).  With --window N (or --eager) a closed loop keeps N requests in
+ * flight per connection as a sliding window: the replies one read() brings
+ * are answered by as many new requests in one write (as libevent-based
+ * generators like memtier_benchmark do); --window-each writes each new
+ * request on its own as its reply is parsed.  Reports throughput, latency
+ * percentiles from a log-linear histogram, and the server's CPU time per
+ * request read from /proc/PID/stat over the measured window
+ * (docs/benchmarking.md).  Issue 3 item 10.
  */
 #include "config.h"
 
@@ -70,6 +75,7 @@ static struct {
     uint64_t seed;
     bool quiet;
     bool eager; /* refill each reply at once instead of per whole batch */
+    bool each;  /* --window-each: one write per reply (implies eager) */
     double rate; /* open loop: requests per second in all; 0 = closed loop */
     bool tls;    /* --tls: OpenSSL client, no certificate check (bench only) */
 } opt = {
@@ -523,6 +529,12 @@ static void conn_read(struct conn *c)
             }
             c->qhead = (c->qhead + 1) % c->qcap;
             c->qn--;
+            if (opt.each && !th->prefilling) {
+                /* the strictest sliding window: this reply's successor
+                 * leaves now, in a write of its own */
+                conn_refill(c, t);
+                conn_flush(c);
+            }
         }
         if (off > 0) {
             memmove(c->rbuf, c->rbuf + off, c->rlen - off);
@@ -737,6 +749,11 @@ static void usage(FILE *f)
         "                        answered (default 1)\n"
         "  -e, --eager           keep depth requests in flight, refilling as\n"
         "                        each reply arrives, instead of whole batches\n"
+        "      --window N        sliding window: -d N --eager (the replies of\n"
+        "                        one read are followed by as many requests in\n"
+        "                        one write, as memtier_benchmark does)\n"
+        "      --window-each     with --window: one write per reply, each new\n"
+        "                        request sent as its reply is parsed\n"
         "  -R, --rate N          open loop: N requests/s in all on a fixed\n"
         "                        schedule, latency from each one's due time\n"
         "  -T, --threads N       generator threads, each with its own epoll "
@@ -805,6 +822,8 @@ static void parse_args(int argc, char **argv)
         {"zipf-check", no_argument, NULL, 'Z'},
         {"quiet", no_argument, NULL, 'q'},
         {"eager", no_argument, NULL, 'e'},
+        {"window", required_argument, NULL, 'N'},
+        {"window-each", no_argument, NULL, 'E'},
         {"rate", required_argument, NULL, 'R'},
         {"tls", no_argument, NULL, 't'},
         {"help", no_argument, NULL, 'h'},
@@ -862,6 +881,11 @@ static void parse_args(int argc, char **argv)
         case 'Z': zcheck = true; break;
         case 'q': opt.quiet = true; break;
         case 'e': opt.eager = true; break;
+        case 'N':
+            opt.depth = (int)num_arg(optarg, 1, 65536, "window");
+            opt.eager = true;
+            break;
+        case 'E': opt.each = opt.eager = true; break;
         case 'R': opt.rate = num_arg(optarg, 1, 1e9, "rate"); break;
         case 't':
 #ifdef HAVE_TLS
@@ -1038,9 +1062,13 @@ int main(int argc, char **argv)
     double mean = lat.n ? (double)lat.sum / (double)lat.n / 1e3 : 0;
 
     if (!opt.quiet) {
-        printf("%s %s: %d conn, depth %d, %d thread, get:set %.0f:%.0f, "
+        printf("%s %s: %d conn, depth %d%s, %d thread, get:set %.0f:%.0f, "
                "%" PRIu64 " keys %s, value %zu B\n",
-               opt.proto->name, opt.server, opt.conns, opt.depth, opt.threads,
+               opt.proto->name, opt.server, opt.conns, opt.depth,
+               opt.each    ? " (sliding window, a write per reply)"
+               : opt.eager ? " (sliding window)"
+                           : "",
+               opt.threads,
                100 * opt.get_frac, 100 * (1 - opt.get_frac), opt.keys,
                opt.zipf > 0 ? "zipf" : "uniform", opt.value_size);
         if (opt.rate > 0)
@@ -1069,7 +1097,8 @@ int main(int argc, char **argv)
             f,
             "{\"tool\": \"mdc-load\", \"date\": \"%s\", \"label\": \"%s\", "
             "\"proto\": \"%s\", \"server\": \"%s\", \"conns\": %d, "
-            "\"depth\": %d, \"eager\": %s, \"rate\": %.0f, \"threads\": %d, "
+            "\"depth\": %d, \"eager\": %s, \"window_each\": %s, "
+            "\"rate\": %.0f, \"threads\": %d, "
             "\"get_fraction\": "
             "%.4f, "
             "\"keys\": %" PRIu64 ", \"key_size\": %zu, \"value_size\": %zu, "
@@ -1082,7 +1111,8 @@ int main(int argc, char **argv)
             " \"latency_us\": {\"p50\": %.2f, \"p99\": %.2f, \"p999\": %.2f, "
             "\"mean\": %.2f, \"max\": %.2f},\n",
             date, opt.label ? opt.label : "", opt.proto->name, opt.server,
-            opt.conns, opt.depth, opt.eager ? "true" : "false", opt.rate,
+            opt.conns, opt.depth, opt.eager ? "true" : "false",
+            opt.each ? "true" : "false", opt.rate,
             opt.threads, opt.get_frac, opt.keys, opt.key_size, opt.value_size,
             opt.zipf > 0 ? "zipf" : "uniform", opt.zipf,
             opt.prefill ? "true" : "false", opt.warmup, opt.duration, reqs,

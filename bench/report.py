@@ -170,7 +170,7 @@ def cmd_report(argv):
 
     order = ["memcached", "mdcached", "mdcached-base", "redis", "floor",
              "mdcached-native", "mdcached-ref", "mdcached-uring",
-             "floor-uring"]
+             "mdcached-ref-uring", "floor-uring"]
     labels = {
         "memcached": "memcached 1.6 `-t 1` (text)",
         "mdcached": "**mdcached `-n 1 -t 0` (text)**",
@@ -180,6 +180,8 @@ def cmd_report(argv):
         "mdcached-native": "mdcached `-n 1 -t 0` (native), beside",
         "mdcached-ref": "mdcached `-n 4 -t 0` (text), reference model, beside",
         "mdcached-uring": "mdcached `-n 1 -t 0 --io=uring` (text), beside",
+        "mdcached-ref-uring": "mdcached `-n 4 -t 0 --io=uring` (text), "
+                              "reference model, beside",
         "floor-uring": "floor on io_uring (text), beside",
     }
     meds = []
@@ -219,7 +221,7 @@ def cmd_report(argv):
           "records for W6/W7; a smoke test of the script, not figures to "
           "quote.")
     P("")
-    wls = [w for w in ("W1", "W2", "W3", "W4")
+    wls = [w for w in ("W1", "W2", "W3", "W3S", "W3E", "W4")
            if any(k[0] == w for k in cells)]
     if wls:
         P("| workload | server (protocol) | req/s | p50 µs | p99 µs | "
@@ -270,6 +272,17 @@ def cmd_report(argv):
             target("W3 throughput, mdcached text ÷ %s%s" % (
                 peer, " (RESP)" if peer == "redis" else ""),
                 ratio(m["throughput"], p and p["throughput"]), goal, ">=")
+    # pipelined, batch (W3) and sliding window (W3S, W3E): server CPU per
+    # request <= 0.7 x Redis's in both modes
+    for w in ("W3", "W3S", "W3E"):
+        p = c_of(w, "redis")
+        for t in ("mdcached", "mdcached-uring", "mdcached-ref",
+                  "mdcached-ref-uring"):
+            m = c_of(w, t)
+            if m is None or p is None:
+                continue
+            target("%s server CPU/req, %s ÷ redis (RESP)" % (w, t),
+                   ratio(m["server_us"], p["server_us"]), 0.7, "<=")
     w6r = {r["server"]: r for r in w6}
     if "mdcached" in w6r and "memcached" in w6r:
         target("W6 bytes/record (RSS), mdcached ÷ memcached",
@@ -407,8 +420,8 @@ def plots(meds, w6, w7med, w7cpu, png_dir, when, rel_base):
               "mdcached-native": "#f2b880", "mdcached-ref": "#a66a2e"}
     order = ["memcached", "mdcached", "mdcached-base", "redis", "floor",
              "mdcached-native", "mdcached-ref", "mdcached-uring",
-             "floor-uring"]
-    wls = [w for w in ("W1", "W2", "W3", "W4")
+             "mdcached-ref-uring", "floor-uring"]
+    wls = [w for w in ("W1", "W2", "W3", "W3S", "W3E", "W4")
            if any(c["workload"] == w for c in meds)]
     if wls:
         fig, axes = plt.subplots(2, len(wls), figsize=(3.6 * len(wls), 7),
