@@ -304,7 +304,7 @@ static int notify_socket(const struct tsrv *s, char *path, size_t len)
 
 /* Wait for the daemon's signal: READY=1 on nfd, or else its port file
  * renamed into place (inotify); its exit (a pidfd) ends the wait too.
- * 0 ready, >0 its exit status, -1 timeout. */
+ * 0 ready, 1 exited (s->status), -1 timeout. */
 static int wait_ready(struct tsrv *s, int nfd)
 {
     struct pollfd p[2];
@@ -348,7 +348,7 @@ static int wait_ready(struct tsrv *s, int nfd)
             break;
         if (waitpid(s->pid, &st, WNOHANG) == s->pid) {
             s->status = exit_code(st);
-            rc = s->status > 0 ? s->status : 255;
+            rc = 1;
             break;
         }
         if (left <= 0)
@@ -372,7 +372,7 @@ static int tsrv_spawn(struct tsrv *s)
     const char *v = getenv("MDC_TEST_VERBOSE");
     char notify[128] = "";
     size_t n = 0;
-    int i, nfd, rc;
+    int i, nfd;
 
     argv[n++] = tsrv_binary();
     if (!(s->opts.flags & TSRV_RAW)) {
@@ -401,6 +401,7 @@ static int tsrv_spawn(struct tsrv *s)
     if (s->pid < 0) {
         if (nfd >= 0)
             close(nfd);
+        s->pid = 0;
         return -1;
     }
     if (s->pid == 0) {
@@ -427,13 +428,23 @@ static int tsrv_spawn(struct tsrv *s)
         _exit(127);
     }
     live_add(s);
-    rc = wait_ready(s, nfd);
-    if (nfd >= 0)
-        close(nfd);
-    if (rc > 0) {
+    s->notify_fd = nfd;
+    if (s->opts.flags & TSRV_NOWAIT)
+        return 0;
+    return tsrv_wait_ready(s);
+}
+
+int tsrv_wait_ready(struct tsrv *s)
+{
+    int rc = wait_ready(s, s->notify_fd);
+
+    if (s->notify_fd >= 0)
+        close(s->notify_fd);
+    s->notify_fd = -1;
+    if (rc > 0) { /* exited before it was ready: a refused start */
         live_del(s->pid);
         s->pid = 0;
-        return rc;
+        return s->status > 0 ? s->status : -1;
     }
     if (rc < 0) {
         tsrv_print_log(s, "not ready in time: killed");
@@ -457,6 +468,7 @@ int tsrv_start_opts(struct tsrv *s, const struct tsrv_opts *o,
 
     memset(s, 0, sizeof(*s));
     s->status = -1;
+    s->notify_fd = -1;
     snprintf(s->host, sizeof(s->host), "127.0.0.1");
     snprintf(s->dir, sizeof(s->dir), "/tmp/mdc-test-XXXXXX");
     if (mkdtemp(s->dir) == NULL) {
@@ -496,14 +508,15 @@ int tsrv_start(struct tsrv *s, const char *const *args)
 {
     int rc = tsrv_start_opts(s, NULL, args);
 
-    if (rc > 0) {
+    if (rc != 0 && s->status >= 0) {
         char why[64];
 
         snprintf(why, sizeof(why), "exited with status %d before it was "
-                 "ready", rc);
+                 "ready", s->status);
         tsrv_print_log(s, why);
-        tsrv_stop(s);
     }
+    if (rc != 0)
+        tsrv_stop(s);
     return rc == 0 ? 0 : -1;
 }
 

@@ -21,6 +21,8 @@
 /* tsrv_start_opts() flags */
 #define TSRV_RAW 1u     /* no -p auto, -s dir/sock, -v: only the caller's
                          * args (and --port-file, unless they give one) */
+#define TSRV_NOWAIT 2u  /* return once it runs; tsrv_wait_ready() waits
+                         * (daemons started side by side) */
 
 struct tsrv_opts {
     unsigned flags;
@@ -42,6 +44,7 @@ struct tsrv {
     char out[80];       /* the daemon's stdout and stderr: dir/log */
     char log_file[256]; /* its --log-file, when the args give one */
     int status;         /* exit status once it stopped (128+signal), or -1 */
+    int notify_fd;      /* its NOTIFY_SOCKET until it is ready, or -1 */
     /* what tsrv_restart() starts again: the caller's args (kept by
      * pointer: they must live as long as the daemon) and options */
     const char *const *args;
@@ -58,10 +61,13 @@ bool tsrv_external(void);
 int tsrv_start(struct tsrv *s, const char *const *args);
 /* The same with options: 0 ready; >0 the exit status (128+signal) of a
  * daemon that stopped before it was ready (a test of a refused start; its
- * log stays readable with tsrv_log() until tsrv_stop()); -1 on a timeout or
- * another error (its log printed). */
+ * log stays readable with tsrv_log() until tsrv_stop()); -1 on a timeout
+ * (its log printed), another error, or an exit with status 0 before it was
+ * ready (-h: s->status is 0 then). */
 int tsrv_start_opts(struct tsrv *s, const struct tsrv_opts *o,
                     const char *const *args);
+/* Wait for a daemon started with TSRV_NOWAIT; as tsrv_start_opts(). */
+int tsrv_wait_ready(struct tsrv *s);
 /* The port of the "KIND HOST:PORT" line of a --port-file (kind tcp, tls,
  * udp; host as the daemon names it: 127.0.0.1, [::1]), or -1. */
 int tsrv_port_file_port(const char *path, const char *kind,
