@@ -386,7 +386,8 @@ static int tsrv_spawn(struct tsrv *s)
         argv[n++] = "-v";
         argv[n++] = v != NULL ? v : "1";
     }
-    if (arg_value(args, "--port-file") == NULL) {
+    if (arg_value(args, "--port-file") == NULL &&
+        s->opts.port_file == NULL) {
         argv[n++] = "--port-file";
         argv[n++] = s->port_file;
     }
@@ -484,6 +485,8 @@ int tsrv_start_opts(struct tsrv *s, const struct tsrv_opts *o,
     snprintf(s->unix_path, sizeof(s->unix_path), "%s/sock", s->dir);
     snprintf(s->out, sizeof(s->out), "%s/log", s->dir);
     pf = arg_value(args, "--port-file");
+    if (pf == NULL && o != NULL)
+        pf = o->port_file;
     if (pf != NULL)
         snprintf(s->port_file, sizeof(s->port_file), "%s", pf);
     else

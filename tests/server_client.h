@@ -30,6 +30,8 @@ struct tsrv_opts {
     /* run in the child just before exec (a seccomp filter, rlimits) */
     void (*pre_exec)(void *arg);
     void *arg;
+    /* the port file a -C file names: no --port-file is added */
+    const char *port_file;
 };
 
 struct tsrv {
