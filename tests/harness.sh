@@ -1,0 +1,137 @@
+# tests/harness.sh - the test harness of the shell black-box tests, sourced
+# (docs/testing.md); tests/harness.py does the waiting, tests/server_client.c
+# is the C harness, and all three work alike.  POSIX sh.
+#
+#   . "$(dirname "$0")/harness.sh"
+#   mdc_start D -n 1 -m 32      # ready when it returns: D_PID, D_PORT, ...
+#   ... the test, on 127.0.0.1:$D_PORT ...
+#   mdc_stop D                  # SIGTERM; its exit status (0 wanted)
+#
+# mdc_start runs $MDC_BIN on ports it picks itself (-p auto; ADD NO -p when
+# the test gives its own listeners: MDC_RAW=1) and --port-file, its output
+# in $H_TMP/NAME.log, and waits for the daemon's own signal that it is
+# ready: its port file, written once every listener is bound (harness.py
+# wait-ready: inotify and a pidfd, no sleep and no connect probe).
+# MDC_WRAP (e.g. "ip netns exec NS") is put in front of the daemon.
+# A daemon that does not get ready, or does not exit 0 on mdc_stop, has its
+# log printed; so has each one still running when the test exits non-zero
+# (the EXIT trap: a script with its own trap calls mdc_cleanup from it).
+#
+# Environment: MDC_BUILDDIR (default: the current directory, where automake
+# runs the tests) holds server/mdcached; MDC_TEST_START_TIMEOUT (seconds,
+# default 60); MDC_TEST_KEEP=1 keeps $H_TMP.
+
+H_DIR=$(cd "$(dirname "$0")" && pwd)
+H_PY="$H_DIR/harness.py"
+MDC_BIN=${MDC_BIN:-${MDC_BUILDDIR:-.}/server/mdcached}
+H_TMP=$(mktemp -d "${TMPDIR:-/tmp}/mdc-test.XXXXXX")
+chmod 755 "$H_TMP" # the daemon may drop to nobody after binding
+H_NAMES=""
+# no __pycache__ in the source tree (read-only under distcheck anyway)
+PYTHONDONTWRITEBYTECODE=1
+export PYTHONDONTWRITEBYTECODE
+
+# mdc_print_log NAME WHY: the daemon's output (and --log-file, if named in
+# NAME_LOGFILE) on stdout, which automake keeps in the test's .log
+mdc_print_log() {
+    eval "_pid=\${${1}_PID:-?} _log=\${${1}_LOG} _lf=\${${1}_LOGFILE:-}"
+    echo "mdcached $1 (pid $_pid): $2"
+    for _f in $_lf $_log; do
+        [ -f "$_f" ] || continue
+        echo "---- $_f ----"
+        tail -c 65536 "$_f"
+        echo "---- end of $_f ----"
+    done
+}
+
+# mdc_start NAME [ARGS...]: start a daemon and wait until it is ready; 0
+# and NAME_PID, NAME_PORT (TCP on 127.0.0.1, if it has one), NAME_PORTS
+# (its port file), NAME_LOG (its output); else 1, its log printed and
+# NAME_STATUS its exit status (124: not ready in time, killed).
+mdc_start() {
+    _n=$1
+    shift
+    _pf="$H_TMP/$_n.ports"
+    _log="$H_TMP/$_n.log"
+    rm -f "$_pf"
+    _lf=""
+    _prev=""
+    for _a in "$@"; do # the test's own --log-file, printed too
+        case $_prev in --log-file) _lf=$_a ;; esac
+        case $_a in --log-file=*) _lf=${_a#--log-file=} ;; esac
+        _prev=$_a
+    done
+    if [ "${MDC_RAW:-0}" = 1 ]; then
+        ${MDC_WRAP:-} "$MDC_BIN" --port-file "$_pf" "$@" >"$_log" 2>&1 &
+    else
+        ${MDC_WRAP:-} "$MDC_BIN" -p auto --port-file "$_pf" "$@" \
+            >"$_log" 2>&1 &
+    fi
+    _pid=$!
+    eval "${_n}_PID=$_pid ${_n}_PORTS='$_pf' ${_n}_LOG='$_log'"
+    eval "${_n}_LOGFILE='$_lf' ${_n}_STATUS="
+    python3 "$H_PY" wait-ready "$_pf" "$_pid" "${MDC_TEST_START_TIMEOUT:-60}"
+    case $? in
+    0)
+        H_NAMES="$H_NAMES $_n"
+        _port=$(python3 "$H_PY" port "$_pf" tcp 127.0.0.1) || _port=
+        eval "${_n}_PORT=$_port"
+        return 0 ;;
+    1)
+        wait "$_pid"
+        _st=$?
+        eval "${_n}_STATUS=$_st"
+        mdc_print_log "$_n" "exited with status $_st before it was ready"
+        return 1 ;;
+    *)
+        kill -9 "$_pid" 2>/dev/null
+        wait "$_pid" 2>/dev/null
+        eval "${_n}_STATUS=124"
+        mdc_print_log "$_n" "not ready in time: killed"
+        return 1 ;;
+    esac
+}
+
+# mdc_port NAME KIND [HOST]: a port of its port file (tcp, udp, tls,
+# metrics; host 127.0.0.1 by default)
+mdc_port() {
+    eval "_pf=\${${1}_PORTS}"
+    python3 "$H_PY" port "$_pf" "$2" "${3:-127.0.0.1}"
+}
+
+# mdc_stop NAME [SIG]: send SIG (TERM), wait (up to the start timeout, then
+# SIGKILL); returns the exit status (128+signal for a signal), also in
+# NAME_STATUS; after SIGTERM a status other than 0 prints its log.
+mdc_stop() {
+    eval "_pid=\${${1}_PID}"
+    _sig=${2:-TERM}
+    kill -"$_sig" "$_pid" 2>/dev/null
+    if ! python3 "$H_PY" wait-exit "$_pid" "${MDC_TEST_START_TIMEOUT:-60}"; then
+        mdc_print_log "$1" "did not stop after SIG$_sig: killed"
+        kill -9 "$_pid" 2>/dev/null
+    fi
+    wait "$_pid"
+    _st=$?
+    eval "${1}_STATUS=$_st"
+    _rest=""
+    for _x in $H_NAMES; do [ "$_x" = "$1" ] || _rest="$_rest $_x"; done
+    H_NAMES=$_rest
+    if [ "$_sig" = TERM ] && [ "$_st" -ne 0 ]; then
+        mdc_print_log "$1" "exit status $_st after SIGTERM"
+    fi
+    return "$_st"
+}
+
+# mdc_cleanup [STATUS]: kill the daemons still running (their logs printed
+# when STATUS, the test's exit status, is not 0) and remove $H_TMP
+mdc_cleanup() {
+    for _x in $H_NAMES; do
+        eval "_pid=\${${_x}_PID}"
+        [ "${1:-0}" -eq 0 ] || mdc_print_log "$_x" "still running at exit"
+        kill -9 "$_pid" 2>/dev/null
+        wait "$_pid" 2>/dev/null
+    done
+    H_NAMES=""
+    [ "${MDC_TEST_KEEP:-}" = 1 ] || rm -rf "$H_TMP"
+}
+trap 'mdc_cleanup $?' EXIT
