@@ -22,7 +22,11 @@ running when the test exits.
 
 As a command (tests/harness.sh calls it):
 
-    harness.py wait-ready PORTFILE PID [SECS]   0 ready, 1 PID exited, 2 timeout
+    harness.py exec MARKER -- DAEMON ARGS...    become the daemon; MARKER
+                                                appears on its READY=1
+    harness.py wait-ready FILE PID [SECS]       0 ready (FILE: the marker, or
+                                                the port file), 1 PID exited,
+                                                2 timeout
     harness.py wait-exit PID [SECS]             0 exited, 2 timeout
     harness.py port PORTFILE KIND [HOST]        prints the port, or exit 1
 """
@@ -351,7 +355,58 @@ def run(args, **kw):
     return rc, text
 
 
+def exec_notified(marker, argv):
+    """Become argv (the daemon: the caller's pid and exit status stay
+    its own) with NOTIFY_SOCKET bound here first; a detached process keeps
+    the socket and, on READY=1, renames marker into place (what
+    wait-ready then waits for), or exits when the daemon does first.  In
+    a build without libsystemd the daemon is run as it is: the port file
+    says ready then."""
+    if not _notifies():
+        os.environ.pop("NOTIFY_SOCKET", None)
+        os.execv(argv[0], argv)
+    npath = marker + ".sock"
+    try:
+        os.unlink(npath)
+    except OSError:
+        pass
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind(npath)
+    os.chmod(npath, 0o777)  # a daemon that drops to nobody
+    daemon = os.getpid()
+    child = os.fork()
+    if child == 0:
+        if os.fork() != 0:
+            os._exit(0)  # the listener is reparented: no zombie for mdcached
+        os.setsid()
+        pfd = _pidfd(daemon)
+        end = time.monotonic() + TIMEOUT
+        try:
+            while time.monotonic() < end:
+                r, _, _ = select.select([sock] + ([pfd] if pfd else []), [],
+                                        [], end - time.monotonic())
+                if sock in r and b"READY=1" in sock.recv(4096):
+                    with open(marker + ".tmp", "w") as f:
+                        f.write("READY=1\n")
+                    os.rename(marker + ".tmp", marker)
+                    break
+                if pfd in r or (pfd is None and _exited(daemon, None)):
+                    break
+        finally:
+            try:
+                os.unlink(npath)
+            except OSError:
+                pass
+            os._exit(0)
+    os.waitpid(child, 0)
+    sock.close()
+    os.environ["NOTIFY_SOCKET"] = npath
+    os.execv(argv[0], argv)
+
+
 def _main(a):
+    if len(a) >= 3 and a[0] == "exec" and a[2] == "--":
+        exec_notified(a[1], a[3:])
     if len(a) >= 3 and a[0] == "wait-ready":
         secs = float(a[3]) if len(a) > 3 else TIMEOUT
         return wait_ready(a[1], int(a[2]), secs)

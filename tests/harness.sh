@@ -10,8 +10,10 @@
 # mdc_start runs $MDC_BIN on ports it picks itself (-p auto; ADD NO -p when
 # the test gives its own listeners: MDC_RAW=1) and --port-file, its output
 # in $H_TMP/NAME.log, and waits for the daemon's own signal that it is
-# ready: its port file, written once every listener is bound (harness.py
-# wait-ready: inotify and a pidfd, no sleep and no connect probe).
+# ready: READY=1 (sd_notify; harness.py exec binds the NOTIFY_SOCKET and
+# then becomes the daemon), or in a build without libsystemd its port file,
+# written once every listener is bound (harness.py wait-ready: inotify and
+# a pidfd, no sleep and no connect probe).
 # MDC_WRAP (e.g. "ip netns exec NS") is put in front of the daemon.
 # A daemon that does not get ready, or does not exit 0 on mdc_stop, has its
 # log printed; so has each one still running when the test exits non-zero
@@ -61,16 +63,21 @@ mdc_start() {
         case $_a in --log-file=*) _lf=${_a#--log-file=} ;; esac
         _prev=$_a
     done
-    if [ "${MDC_RAW:-0}" = 1 ]; then
-        ${MDC_WRAP:-} "$MDC_BIN" --port-file "$_pf" "$@" >"$_log" 2>&1 &
-    else
-        ${MDC_WRAP:-} "$MDC_BIN" -p auto --port-file "$_pf" "$@" \
-            >"$_log" 2>&1 &
-    fi
+    # harness.py exec binds a NOTIFY_SOCKET, then becomes the daemon (its
+    # pid is $!); $_rd appears on READY=1.  Without libsystemd in the
+    # build the daemon does not notify: the port file says it is ready.
+    _rd="$H_TMP/$_n.ready"
+    rm -f "$_rd"
+    grep -q '^#define HAVE_LIBSYSTEMD 1' "${MDC_BUILDDIR:-.}/config.h" \
+        2>/dev/null || _rd=$_pf
+    _auto="-p auto"
+    [ "${MDC_RAW:-0}" = 1 ] && _auto=""
+    ${MDC_WRAP:-} python3 "$H_PY" exec "$H_TMP/$_n.ready" -- "$MDC_BIN" \
+        $_auto --port-file "$_pf" "$@" >"$_log" 2>&1 &
     _pid=$!
     eval "${_n}_PID=$_pid ${_n}_PORTS='$_pf' ${_n}_LOG='$_log'"
     eval "${_n}_LOGFILE='$_lf' ${_n}_STATUS="
-    python3 "$H_PY" wait-ready "$_pf" "$_pid" "${MDC_TEST_START_TIMEOUT:-60}"
+    python3 "$H_PY" wait-ready "$_rd" "$_pid" "${MDC_TEST_START_TIMEOUT:-60}"
     case $? in
     0)
         H_NAMES="$H_NAMES $_n"
@@ -89,6 +96,32 @@ mdc_start() {
         eval "${_n}_STATUS=124"
         mdc_print_log "$_n" "not ready in time: killed"
         return 1 ;;
+    esac
+}
+
+# mdc_run NAME [ARGS...]: a daemon that must not start (a refused option):
+# its exit status, its output in NAME_LOG; one that gets ready is stopped
+# with its log printed: 125.
+mdc_run() {
+    _n=$1
+    shift
+    _log="$H_TMP/$_n.log"
+    eval "${_n}_LOG='$_log' ${_n}_LOGFILE= ${_n}_PORTS='$H_TMP/$_n.ports'"
+    rm -f "$H_TMP/$_n.ports"
+    ${MDC_WRAP:-} "$MDC_BIN" --port-file "$H_TMP/$_n.ports" "$@" >"$_log" 2>&1 &
+    _pid=$!
+    eval "${_n}_PID=$_pid"
+    python3 "$H_PY" wait-ready "$H_TMP/$_n.ports" "$_pid" \
+        "${MDC_TEST_START_TIMEOUT:-60}"
+    case $? in
+    1) wait "$_pid"; return $? ;;
+    0) mdc_print_log "$_n" "started, but should not have"
+       mdc_stop "$_n"
+       return 125 ;;
+    *) kill -9 "$_pid" 2>/dev/null
+       wait "$_pid" 2>/dev/null
+       mdc_print_log "$_n" "neither ready nor stopped in time: killed"
+       return 124 ;;
     esac
 }
 
