@@ -7,8 +7,8 @@
 #   ... the test, on 127.0.0.1:$D_PORT ...
 #   mdc_stop D                  # SIGTERM; its exit status (0 wanted)
 #
-# mdc_start runs $MDC_BIN on ports it picks itself (-p auto; ADD NO -p when
-# the test gives its own listeners: MDC_RAW=1) and --port-file, its output
+# mdc_start runs $MDC_BIN on ports it picks itself (-p auto; mdc_start_raw
+# adds none: the test gives its own listeners) and --port-file, its output
 # in $H_TMP/NAME.log, and waits for the daemon's own signal that it is
 # ready: READY=1 (sd_notify; harness.py exec binds the NOTIFY_SOCKET and
 # then becomes the daemon), or in a build without libsystemd its port file,
@@ -97,6 +97,16 @@ mdc_start() {
         mdc_print_log "$_n" "not ready in time: killed"
         return 1 ;;
     esac
+}
+
+# mdc_start_raw NAME [ARGS...]: mdc_start without -p auto (the test gives
+# its listeners)
+mdc_start_raw() {
+    MDC_RAW=1
+    mdc_start "$@"
+    _r=$?
+    MDC_RAW=0
+    return $_r
 }
 
 # mdc_run NAME [ARGS...]: a daemon that must not start (a refused option):
