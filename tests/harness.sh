@@ -14,7 +14,8 @@
 # then becomes the daemon), or in a build without libsystemd its port file,
 # written once every listener is bound (harness.py wait-ready: inotify and
 # a pidfd, no sleep and no connect probe).
-# MDC_WRAP (e.g. "ip netns exec NS") is put in front of the daemon.
+# MDC_WRAP (e.g. "ip netns exec NS") is put in front of the daemon;
+# MDC_NOTIFY=0 starts it without NOTIFY_SOCKET (the port file says ready).
 # A daemon that does not get ready, or does not exit 0 on mdc_stop, has its
 # log printed; so has each one still running when the test exits non-zero
 # (the EXIT trap: a script with its own trap calls mdc_cleanup from it).
@@ -72,8 +73,14 @@ mdc_start() {
         2>/dev/null || _rd=$_pf
     _auto="-p auto"
     [ "${MDC_RAW:-0}" = 1 ] && _auto=""
-    ${MDC_WRAP:-} python3 "$H_PY" exec "$H_TMP/$_n.ready" -- "$MDC_BIN" \
-        $_auto --port-file "$_pf" "$@" >"$_log" 2>&1 &
+    if [ "${MDC_NOTIFY:-1}" = 0 ]; then # no NOTIFY_SOCKET at all
+        _rd=$_pf
+        ${MDC_WRAP:-} env -u NOTIFY_SOCKET "$MDC_BIN" $_auto \
+            --port-file "$_pf" "$@" >"$_log" 2>&1 &
+    else
+        ${MDC_WRAP:-} python3 "$H_PY" exec "$H_TMP/$_n.ready" -- \
+            "$MDC_BIN" $_auto --port-file "$_pf" "$@" >"$_log" 2>&1 &
+    fi
     _pid=$!
     eval "${_n}_PID=$_pid ${_n}_PORTS='$_pf' ${_n}_LOG='$_log'"
     eval "${_n}_LOGFILE='$_lf' ${_n}_STATUS="
