@@ -15,7 +15,8 @@
 # written once every listener is bound (harness.py wait-ready: inotify and
 # a pidfd, no sleep and no connect probe).
 # MDC_WRAP (e.g. "ip netns exec NS") is put in front of the daemon;
-# MDC_NOTIFY=0 starts it without NOTIFY_SOCKET (the port file says ready).
+# MDC_NOTIFY=0 starts it without NOTIFY_SOCKET (the port file says ready);
+# MDC_LOG names its output file instead of $H_TMP/NAME.log.
 # A daemon that does not get ready, or does not exit 0 on mdc_stop, has its
 # log printed; so has each one still running when the test exits non-zero
 # (the EXIT trap: a script with its own trap calls mdc_cleanup from it).
@@ -55,7 +56,7 @@ mdc_start() {
     _n=$1
     shift
     _pf="$H_TMP/$_n.ports"
-    _log="$H_TMP/$_n.log"
+    _log=${MDC_LOG:-$H_TMP/$_n.log}
     rm -f "$_pf"
     _lf=""
     _prev=""
@@ -140,6 +141,13 @@ mdc_run() {
        mdc_print_log "$_n" "neither ready nor stopped in time: killed"
        return 124 ;;
     esac
+}
+
+# mdc_wait_ready FILE PID [SECS]: for a daemon the test starts itself (under
+# setpriv, say): wait until FILE (its --port-file) is there: 0, 1 if PID
+# exited first, 2 after SECS (default: the start timeout)
+mdc_wait_ready() {
+    python3 "$H_PY" wait-ready "$1" "$2" "${3:-${MDC_TEST_START_TIMEOUT:-60}}"
 }
 
 # mdc_port NAME KIND [HOST]: a port of its port file (tcp, udp, tls,
