@@ -45,6 +45,7 @@ import tempfile
 import time
 import urllib.request
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402  (tests/harness.py)
 
