@@ -76,6 +76,7 @@ mdc_start() {
     rm -f "$_rd"
     grep -q '^#define HAVE_LIBSYSTEMD 1' "${MDC_BUILDDIR:-.}/config.h" \
         2>/dev/null || _rd=$_pf
+    [ "${MDC_TEST_NOTIFY:-1}" = 0 ] && _rd=$_pf
     _auto="-p auto"
     [ "${MDC_RAW:-0}" = 1 ] && _auto=""
     if [ "${MDC_NOTIFY:-1}" = 0 ]; then # no NOTIFY_SOCKET at all
