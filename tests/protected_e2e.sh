@@ -37,19 +37,18 @@ VS=vps$id
 VC=vpc$id
 SRV=10.79.0.1
 PORT=11311
-W=$(mktemp -d)
-chmod 755 "$W"
-DPID=
+. "$(dirname "$0")/harness.sh"
+W=$H_TMP
 failed=0
 mode=setup
 
 cleanup() {
-    [ -n "$DPID" ] && kill -9 "$DPID" 2>/dev/null
+    _st=$1
+    mdc_cleanup "$_st" # the daemon (tests/harness.sh), before its netns
     ip netns del "$S" 2>/dev/null
     ip netns del "$C" 2>/dev/null
-    rm -rf "$W"
 }
-trap cleanup EXIT
+trap 'cleanup $?' EXIT
 trap 'exit 1' INT TERM
 
 fail() { echo "FAIL [$mode]: $*"; failed=$((failed + 1)); }
@@ -110,23 +109,16 @@ if closed:
 sys.stdout.write(out.decode(errors="replace").replace("\r\n", "\n"))
 EOF
 
+# the daemon in the server's namespace, through tests/harness.sh (its
+# output in $W/d.log)
 start() {
-    : >"$W/d.log"
-    ip netns exec "$S" "$MDC" -l $SRV -l 127.0.0.1 -p $PORT -n 1 -m 16 "$@" \
-        >"$W/d.log" 2>&1 &
-    DPID=$!
-    i=0
-    while ! grep -q " ready" "$W/d.log" && kill -0 $DPID 2>/dev/null &&
-        [ $i -lt 100 ]; do
-        sleep 0.1
-        i=$((i + 1))
-    done
-    grep -q " ready" "$W/d.log" || fail "daemon did not start: $(cat "$W/d.log")"
+    MDC_WRAP="ip netns exec $S"
+    mdc_start_raw d -l $SRV -l 127.0.0.1 -p $PORT -n 1 -m 16 "$@" ||
+        fail "daemon did not start"
+    MDC_WRAP=
 }
 stop() {
-    kill -TERM "$DPID" 2>/dev/null
-    wait "$DPID" 2>/dev/null
-    DPID=
+    mdc_stop d
 }
 # udptalk HOST PORT KEY: one UDP get (memcached's 8-byte frame header),
 # print the reply's text, or <none> after 1 s of silence.
@@ -205,9 +197,10 @@ stop
 mode=udp-auth
 printf 'alice:s3cret\n' >"$W/users"
 chmod 644 "$W/users"
-ip netns exec "$S" "$MDC" -l $SRV -p $PORT -U $UPORT --auth-file "$W/users" \
-    >"$W/ua.log" 2>&1
+MDC_WRAP="ip netns exec $S"
+mdc_run ua -l $SRV -p $PORT -U $UPORT --auth-file "$W/users"
 rc=$?
+MDC_WRAP=
 if [ $rc -eq 64 ] && grep -q "not authenticated" "$W/ua.log"; then
     ok "-U with --auth-file refused: $(head -1 "$W/ua.log" | cut -c1-70)..."
 else

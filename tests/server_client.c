@@ -16,7 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/inotify.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <arpa/inet.h>
@@ -83,76 +86,446 @@ static int try_connect(const struct tsrv *s)
     return fd >= 0 ? 0 : -1;
 }
 
-static int tsrv_spawn(struct tsrv *s, const char *const *args)
-{
-    const char *argv[64];
-    size_t n = 0;
-    int i, status;
+static int atexit_done;
 
-    /* "-p auto": a port the kernel picks at bind time, read back from the
-     * port file; no free port is probed (another test could take it) */
+/* ---- the daemons this process started --------------------------------- */
+
+/* Each daemon started and not yet stopped.  At exit (a cmocka assertion
+ * that failed left its test before tsrv_stop(), say) each one still there
+ * has its log printed, is killed and its directory removed: no daemon
+ * outlives its test, and the reason of the failure is in the test's log. */
+struct live {
+    pid_t pid, owner;
+    char dir[64], out[80], log_file[256];
+};
+static struct live live[64];
+
+static void live_add(const struct tsrv *s)
+{
+    size_t i;
+
+    for (i = 0; i < sizeof(live) / sizeof(live[0]); i++)
+        if (live[i].pid == 0) {
+            live[i].pid = s->pid;
+            live[i].owner = getpid();
+            snprintf(live[i].dir, sizeof(live[i].dir), "%s", s->dir);
+            snprintf(live[i].out, sizeof(live[i].out), "%s", s->out);
+            snprintf(live[i].log_file, sizeof(live[i].log_file), "%s",
+                     s->log_file);
+            return;
+        }
+}
+
+static void live_del(pid_t pid)
+{
+    size_t i;
+
+    for (i = 0; i < sizeof(live) / sizeof(live[0]); i++)
+        if (live[i].pid == pid)
+            live[i].pid = 0;
+}
+
+static void print_file(const char *path, const char *what)
+{
+    char buf[4096];
+    FILE *f;
+    long size;
+    size_t n;
+
+    if (path[0] == '\0' || (f = fopen(path, "r")) == NULL)
+        return;
+    /* the last 64 KiB: a -vv log of a long test is large */
+    fseek(f, 0, SEEK_END);
+    size = ftell(f);
+    fprintf(stderr, "---- %s %s (%ld bytes)%s ----\n", what, path, size,
+            size > 65536 ? ", the last 64 KiB" : "");
+    fseek(f, size > 65536 ? size - 65536 : 0, SEEK_SET);
+    while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
+        fwrite(buf, 1, n, stderr);
+    fprintf(stderr, "---- end of %s ----\n", what);
+    fclose(f);
+}
+
+static void remove_dir(const char *dir)
+{
+    static const char *const names[] = {"sock", "ports", "ports.tmp",
+                                        "notify", "log"};
+    char path[128];
+    size_t i;
+    const char *keep = getenv("MDC_TEST_KEEP");
+
+    if (dir[0] == '\0' || (keep != NULL && keep[0] == '1'))
+        return;
+    for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+        unlink(path);
+    }
+    rmdir(dir);
+}
+
+static void live_atexit(void)
+{
+    size_t i;
+
+    for (i = 0; i < sizeof(live) / sizeof(live[0]); i++) {
+        struct live *l = &live[i];
+
+        /* a forked child of the test exiting is no reason to stop them */
+        if (l->pid == 0 || l->owner != getpid())
+            continue;
+        /* the test reaped it itself (a test of a daemon that dies) */
+        if (waitpid(l->pid, NULL, WNOHANG) < 0 && errno == ECHILD) {
+            remove_dir(l->dir);
+            l->pid = 0;
+            continue;
+        }
+        fprintf(stderr, "mdcached %ld still running at exit (a test failed "
+                "before it stopped it): killed\n", (long)l->pid);
+        print_file(l->log_file, "its --log-file");
+        print_file(l->out, "its output");
+        kill(l->pid, SIGKILL);
+        waitpid(l->pid, NULL, 0);
+        remove_dir(l->dir);
+        l->pid = 0;
+    }
+}
+
+void tsrv_print_log(const struct tsrv *s, const char *why)
+{
+    fprintf(stderr, "mdcached (pid %ld, %s): %s\n", (long)s->pid, s->dir,
+            why);
+    print_file(s->log_file, "its --log-file");
+    print_file(s->out, "its output");
+}
+
+static char *slurp(const char *path, char *acc, size_t *len)
+{
+    FILE *f;
+    char buf[4096];
+    size_t n;
+
+    if (path[0] == '\0' || (f = fopen(path, "r")) == NULL)
+        return acc;
+    while ((n = fread(buf, 1, sizeof(buf), f)) > 0) {
+        char *p = realloc(acc, *len + n + 1);
+        if (p == NULL)
+            break;
+        acc = p;
+        memcpy(acc + *len, buf, n);
+        *len += n;
+        acc[*len] = '\0';
+    }
+    fclose(f);
+    return acc;
+}
+
+char *tsrv_log(const struct tsrv *s)
+{
+    size_t len = 0;
+    char *acc = calloc(1, 1);
+
+    acc = slurp(s->log_file, acc, &len);
+    return slurp(s->out, acc, &len);
+}
+
+/* ---- start ---------------------------------------------------------------- */
+
+static int start_timeout_ms(const struct tsrv *s)
+{
+    const char *e = getenv("MDC_TEST_START_TIMEOUT");
+
+    if (s->opts.timeout_ms > 0)
+        return s->opts.timeout_ms;
+    /* generous: a dump loads before the daemon listens, and the sanitizer
+     * builds on a busy machine are slow; waiting costs nothing, the
+     * daemon's own signal ends it */
+    return e != NULL && atoi(e) > 0 ? atoi(e) * 1000 : 60000;
+}
+
+static long now_ms(void)
+{
+    struct timespec t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+static int exit_code(int status)
+{
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* The value of option name in args ("--name V" or "--name=V"), or NULL. */
+static const char *arg_value(const char *const *args, const char *name)
+{
+    size_t n = strlen(name);
+    int i;
+
+    for (i = 0; args != NULL && args[i] != NULL; i++) {
+        if (strcmp(args[i], name) == 0 && args[i + 1] != NULL)
+            return args[i + 1];
+        if (strncmp(args[i], name, n) == 0 && args[i][n] == '=')
+            return args[i] + n + 1;
+    }
+    return NULL;
+}
+
+/* A datagram socket for the daemon's sd_notify (NOTIFY_SOCKET): READY=1
+ * comes once every listener accepts.  -1 in a build without libsystemd
+ * (the daemon does not notify) or with MDC_TEST_NOTIFY=0: the port file
+ * says it then, written once every listener is bound. */
+static int notify_socket(const struct tsrv *s, char *path, size_t len)
+{
+#ifdef HAVE_LIBSYSTEMD
+    struct sockaddr_un sa;
+    const char *e = getenv("MDC_TEST_NOTIFY");
+    int fd;
+
+    /* MDC_TEST_NOTIFY=0: the port file only, as without libsystemd */
+    if (e != NULL && strcmp(e, "0") == 0)
+        return -1;
+    fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0)
+        return -1;
+    memset(&sa, 0, sizeof(sa));
+    sa.sun_family = AF_UNIX;
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/notify", s->dir);
+    unlink(sa.sun_path);
+    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+        close(fd);
+        return -1;
+    }
+    /* a daemon that drops to nobody (-u) still notifies */
+    chmod(sa.sun_path, 0777);
+    snprintf(path, len, "%s", sa.sun_path);
+    return fd;
+#else
+    (void)s;
+    (void)path;
+    (void)len;
+    return -1;
+#endif
+}
+
+/* Wait for the daemon's signal: READY=1 on nfd, or else its port file
+ * renamed into place (inotify); its exit (a pidfd) ends the wait too.
+ * 0 ready, 1 exited (s->status), -1 timeout. */
+static int wait_ready(struct tsrv *s, int nfd)
+{
+    struct pollfd p[2];
+    long deadline = now_ms() + start_timeout_ms(s);
+    int pidfd = (int)syscall(SYS_pidfd_open, s->pid, 0);
+    int ifd = -1, st, rc = -1;
+    char pfdir[256], *slash;
+
+    snprintf(pfdir, sizeof(pfdir), "%s", s->port_file);
+    slash = strrchr(pfdir, '/');
+    if (slash != NULL)
+        *slash = '\0';
+    if (nfd < 0) {
+        ifd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+        if (ifd >= 0)
+            inotify_add_watch(ifd, slash != NULL ? pfdir : ".",
+                              IN_MOVED_TO | IN_CLOSE_WRITE);
+    }
+    p[0].fd = nfd >= 0 ? nfd : ifd;
+    p[0].events = POLLIN;
+    p[1].fd = pidfd;
+    p[1].events = POLLIN;
+    for (;;) {
+        long left = deadline - now_ms();
+        char buf[4096];
+        ssize_t k;
+
+        if (nfd >= 0) {
+            while ((k = recv(nfd, buf, sizeof(buf) - 1, 0)) > 0) {
+                buf[k] = '\0';
+                if (strstr(buf, "READY=1") != NULL)
+                    rc = 0;
+            }
+        } else {
+            while (ifd >= 0 && read(ifd, buf, sizeof(buf)) > 0)
+                ;
+            if (access(s->port_file, F_OK) == 0)
+                rc = 0;
+        }
+        if (rc == 0)
+            break;
+        if (waitpid(s->pid, &st, WNOHANG) == s->pid) {
+            s->status = exit_code(st);
+            rc = 1;
+            break;
+        }
+        if (left <= 0)
+            break;
+        /* no pidfd (an old kernel) or no inotify: look again every 10 ms */
+        if (pidfd < 0 || p[0].fd < 0)
+            left = left < 10 ? left : 10;
+        poll(p, 2, (int)left);
+    }
+    if (ifd >= 0)
+        close(ifd);
+    if (pidfd >= 0)
+        close(pidfd);
+    return rc;
+}
+
+static int tsrv_spawn(struct tsrv *s)
+{
+    const char *argv[96];
+    const char *const *args = s->args;
+    const char *v = getenv("MDC_TEST_VERBOSE");
+    char notify[128] = "";
+    size_t n = 0;
+    int i, nfd;
+
     argv[n++] = tsrv_binary();
-    argv[n++] = "-p";
-    argv[n++] = "auto";
-    argv[n++] = "--port-file";
-    argv[n++] = s->port_file;
-    argv[n++] = "-s";
-    argv[n++] = s->unix_path;
-    argv[n++] = "-v";
-    argv[n++] = getenv("MDC_TEST_VERBOSE") ? getenv("MDC_TEST_VERBOSE") : "1";
-    for (i = 0; args != NULL && args[i] != NULL && n < 62; i++)
+    if (!(s->opts.flags & TSRV_RAW)) {
+        /* "-p auto": a port the kernel picks at bind time, read back from
+         * the port file; no free port is probed (another test could take
+         * it) */
+        argv[n++] = "-p";
+        argv[n++] = "auto";
+        argv[n++] = "-s";
+        argv[n++] = s->unix_path;
+        argv[n++] = "-v";
+        argv[n++] = v != NULL ? v : "1";
+    }
+    if (arg_value(args, "--port-file") == NULL &&
+        s->opts.port_file == NULL) {
+        argv[n++] = "--port-file";
+        argv[n++] = s->port_file;
+    }
+    for (i = 0; args != NULL && args[i] != NULL && n < 94; i++)
         argv[n++] = args[i];
     argv[n] = NULL;
 
+    unlink(s->port_file); /* from the previous start */
+    nfd = notify_socket(s, notify, sizeof(notify));
+    s->status = -1;
     s->pid = fork();
-    if (s->pid < 0)
+    if (s->pid < 0) {
+        if (nfd >= 0)
+            close(nfd);
+        s->pid = 0;
         return -1;
+    }
     if (s->pid == 0) {
+        int null = open("/dev/null", O_RDONLY);
+        int out = open(s->out, O_WRONLY | O_CREAT | O_APPEND, 0644);
+
+        /* never hold the test's output pipes: the daemon's output (and
+         * any sanitizer report) goes to dir/log, printed on a failure */
+        if (null >= 0)
+            dup2(null, STDIN_FILENO);
+        if (out >= 0) {
+            dup2(out, STDOUT_FILENO);
+            dup2(out, STDERR_FILENO);
+        }
+        prctl(PR_SET_PDEATHSIG, SIGKILL); /* a test that crashed */
+        if (notify[0] != '\0')
+            setenv("NOTIFY_SOCKET", notify, 1);
+        else
+            unsetenv("NOTIFY_SOCKET");
+        if (s->opts.pre_exec != NULL)
+            s->opts.pre_exec(s->opts.arg);
         execv(argv[0], (char *const *)argv);
         fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
         _exit(127);
     }
-    /* Ready once the port file is there (written after every listener is
-     * bound); then it accepts on the TCP port, if it has one. */
-    for (i = 0; i < 500; i++) {
-        if (waitpid(s->pid, &status, WNOHANG) == s->pid) {
-            s->pid = 0;
-            return -1;
-        }
-        if (access(s->port_file, F_OK) == 0) {
-            s->port = tsrv_port_of(s, "tcp", s->host);
-            s->udp_port = tsrv_port_of(s, "udp", s->host);
-            if (s->port < 0) {
-                s->port = 0;
-                return 0; /* no TCP on 127.0.0.1 (-p 0, other -l) */
-            }
-            if (try_connect(s) == 0)
-                return 0;
-        }
-        sleep_ms(10);
+    live_add(s);
+    s->notify_fd = nfd;
+    if (s->opts.flags & TSRV_NOWAIT)
+        return 0;
+    return tsrv_wait_ready(s);
+}
+
+int tsrv_wait_ready(struct tsrv *s)
+{
+    int rc = wait_ready(s, s->notify_fd);
+
+    if (s->notify_fd >= 0)
+        close(s->notify_fd);
+    s->notify_fd = -1;
+    if (rc > 0) { /* exited before it was ready: a refused start */
+        live_del(s->pid);
+        s->pid = 0;
+        return s->status > 0 ? s->status : -1;
     }
-    kill(s->pid, SIGKILL);
-    waitpid(s->pid, &status, 0);
-    s->pid = 0;
-    return -1;
+    if (rc < 0) {
+        tsrv_print_log(s, "not ready in time: killed");
+        kill(s->pid, SIGKILL);
+        waitpid(s->pid, NULL, 0);
+        live_del(s->pid);
+        s->pid = 0;
+        return -1;
+    }
+    s->port = tsrv_port_of(s, "tcp", s->host);
+    s->udp_port = tsrv_port_of(s, "udp", s->host);
+    if (s->port < 0)
+        s->port = 0; /* no TCP on 127.0.0.1 (-p 0, other -l) */
+    return 0;
+}
+
+int tsrv_start_opts(struct tsrv *s, const struct tsrv_opts *o,
+                    const char *const *args)
+{
+    const char *pf, *lf;
+
+    memset(s, 0, sizeof(*s));
+    s->status = -1;
+    s->notify_fd = -1;
+    snprintf(s->host, sizeof(s->host), "127.0.0.1");
+    snprintf(s->dir, sizeof(s->dir), "/tmp/mdc-test-XXXXXX");
+    if (mkdtemp(s->dir) == NULL) {
+        s->dir[0] = '\0';
+        return -1;
+    }
+    if (atexit_done == 0) {
+        atexit(live_atexit);
+        atexit_done = 1;
+    }
+    /* The daemon may drop to nobody after binding: let it reach the dir. */
+    chmod(s->dir, 0755);
+    snprintf(s->unix_path, sizeof(s->unix_path), "%s/sock", s->dir);
+    snprintf(s->out, sizeof(s->out), "%s/log", s->dir);
+    pf = arg_value(args, "--port-file");
+    if (pf == NULL && o != NULL)
+        pf = o->port_file;
+    if (pf != NULL)
+        snprintf(s->port_file, sizeof(s->port_file), "%s", pf);
+    else
+        snprintf(s->port_file, sizeof(s->port_file), "%s/ports", s->dir);
+    lf = arg_value(args, "--log-file");
+    if (lf != NULL)
+        snprintf(s->log_file, sizeof(s->log_file), "%s", lf);
+    if (o != NULL)
+        s->opts = *o;
+    s->args = args;
+    return tsrv_spawn(s);
+}
+
+int tsrv_restart(struct tsrv *s)
+{
+    if (s->pid > 0 || s->dir[0] == '\0')
+        return -1;
+    return tsrv_spawn(s);
 }
 
 int tsrv_start(struct tsrv *s, const char *const *args)
 {
-    memset(s, 0, sizeof(*s));
-    snprintf(s->host, sizeof(s->host), "127.0.0.1");
-    snprintf(s->dir, sizeof(s->dir), "/tmp/mdc-test-XXXXXX");
-    if (mkdtemp(s->dir) == NULL)
-        return -1;
-    /* The daemon may drop to nobody after binding: let it reach the dir. */
-    chmod(s->dir, 0755);
-    snprintf(s->unix_path, sizeof(s->unix_path), "%s/sock", s->dir);
-    snprintf(s->port_file, sizeof(s->port_file), "%s/ports", s->dir);
-    if (tsrv_spawn(s, args) == 0)
-        return 0;
-    unlink(s->port_file);
-    rmdir(s->dir);
-    return -1;
+    int rc = tsrv_start_opts(s, NULL, args);
+
+    if (rc != 0 && s->status >= 0) {
+        char why[64];
+
+        snprintf(why, sizeof(why), "exited with status %d before it was "
+                 "ready", s->status);
+        tsrv_print_log(s, why);
+    }
+    if (rc != 0)
+        tsrv_stop(s);
+    return rc == 0 ? 0 : -1;
 }
 
 int tsrv_start_or_external(struct tsrv *s, const char *const *args)
@@ -173,33 +546,74 @@ int tsrv_start_or_external(struct tsrv *s, const char *const *args)
     return try_connect(s);
 }
 
-int tsrv_stop(struct tsrv *s)
+/* ---- stop ----------------------------------------------------------------- */
+
+int tsrv_kill(struct tsrv *s, int sig)
 {
-    int status = 0, i, rc = -1;
+    int status = 0, pidfd;
+    long deadline = now_ms() + start_timeout_ms(s);
+    pid_t w;
 
     if (s->external || s->pid <= 0)
-        return 0;
-    kill(s->pid, SIGTERM);
-    for (i = 0; i < 1500; i++) {
-        pid_t p = waitpid(s->pid, &status, WNOHANG);
-        if (p == s->pid) {
-            if (WIFEXITED(status))
-                rc = WEXITSTATUS(status);
-            else
-                fprintf(stderr, "mdcached killed by signal %d\n",
-                        WTERMSIG(status));
-            goto out;
-        }
-        sleep_ms(10);
+        return s->status;
+    w = waitpid(s->pid, &status, WNOHANG);
+    /* a test that waited for it itself: no signal to a pid not ours */
+    if (w < 0 && errno == ECHILD) {
+        live_del(s->pid);
+        s->pid = 0;
+        return s->status;
     }
-    fprintf(stderr, "mdcached did not stop in 15 s\n");
-    kill(s->pid, SIGKILL);
-    waitpid(s->pid, &status, 0);
-out:
+    if (w != s->pid) { /* still running (not already exited) */
+        pidfd = (int)syscall(SYS_pidfd_open, s->pid, 0);
+        kill(s->pid, sig);
+        while (waitpid(s->pid, &status, WNOHANG) != s->pid) {
+            struct pollfd p = {pidfd, POLLIN, 0};
+            long left = deadline - now_ms();
+
+            if (left <= 0) {
+                tsrv_print_log(s, "did not stop in time: killed");
+                kill(s->pid, SIGKILL);
+                waitpid(s->pid, &status, 0);
+                status = -1;
+                break;
+            }
+            if (pidfd < 0)
+                sleep_ms(10); /* no pidfd (an old kernel): look again */
+            else
+                poll(&p, 1, (int)left);
+        }
+        if (pidfd >= 0)
+            close(pidfd);
+    }
+    live_del(s->pid);
     s->pid = 0;
-    unlink(s->unix_path);
-    unlink(s->port_file);
-    rmdir(s->dir);
+    s->status = status < 0 ? -1 : exit_code(status);
+    return s->status;
+}
+
+int tsrv_stop(struct tsrv *s)
+{
+    int rc;
+
+    if (s->external)
+        return 0;
+    if (s->pid > 0) {
+        rc = tsrv_kill(s, SIGTERM);
+        if (rc > 128) {
+            fprintf(stderr, "mdcached killed by signal %d\n", rc - 128);
+            tsrv_print_log(s, "killed by a signal after SIGTERM");
+            rc = -1;
+        } else if (rc != 0) {
+            char why[64];
+
+            snprintf(why, sizeof(why), "exit status %d after SIGTERM", rc);
+            tsrv_print_log(s, why);
+        }
+    } else {
+        rc = s->status < 0 ? 0 : s->status;
+    }
+    remove_dir(s->dir);
+    s->dir[0] = '\0';
     return rc;
 }
 

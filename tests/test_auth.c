@@ -911,8 +911,11 @@ static void test_bad_file_exit_78(void **state)
 
     (void)state;
     for (i = 0; bodies[i] != NULL || i == 5; i++) {
+        static const struct tsrv_opts raw = {.flags = TSRV_RAW};
         char path[160];
-        pid_t pid;
+        const char *args[] = {"-p", "0", "-s", "/tmp/mdc-auth-never.sock",
+                              "--auth-file", NULL, NULL};
+        struct tsrv d;
         int st;
 
         snprintf(path, sizeof(path), "%s/bad%d", adir,
@@ -923,18 +926,10 @@ static void test_bad_file_exit_78(void **state)
             fputs(bodies[i], f);
             fclose(f);
         }
-        pid = fork();
-        assert_true(pid >= 0);
-        if (pid == 0) {
-            int nul = open("/dev/null", O_WRONLY);
-            dup2(nul, 2);
-            execl(tsrv_binary(), tsrv_binary(), "-p", "0", "-s",
-                  "/tmp/mdc-auth-never.sock", "--auth-file", path,
-                  (char *)NULL);
-            _exit(127);
-        }
-        assert_int_equal(waitpid(pid, &st, 0), pid);
-        if (!WIFEXITED(st) || WEXITSTATUS(st) != 78)
+        args[5] = path;
+        st = tsrv_start_opts(&d, &raw, args);
+        tsrv_stop(&d);
+        if (st != 78)
             fail_msg("auth file %d: status %d, want exit 78", i, st);
         unlink(path);
         if (bodies[i] == NULL)

@@ -897,8 +897,7 @@ static void test_daemon_dies(void **state)
     dies_pid = 0;
     assert_int_equal(mdc_get(m, K("k"), &it), MDC_ERR_CONNECT);
     mdc_destroy(m);
-    unlink(d.unix_path);
-    rmdir(d.dir);
+    tsrv_stop(&d); /* reaped above: only its directory goes */
 }
 
 /* mdc_check(): an idle live connection stays; one the server closed is
@@ -940,8 +939,7 @@ static void test_check(void **state)
     /* the next operation reconnects (and finds nobody) */
     assert_int_equal(mdc_get(m, K("k"), &it), MDC_ERR_CONNECT);
     mdc_destroy(m);
-    unlink(d.unix_path);
-    rmdir(d.dir);
+    tsrv_stop(&d); /* reaped above: only its directory goes */
 }
 
 int main(void)

@@ -246,65 +246,43 @@ static void test_listen_twice(void **state)
 /* The real binary: a bad file exits 64 (EX_USAGE) with file and line. */
 static void test_binary_exit_64(void **state)
 {
-    char path[128], out[2048];
-    int pipefd[2], status = 0;
-    ssize_t n;
-    pid_t pid;
+    static const struct tsrv_opts raw = {.flags = TSRV_RAW};
+    const char *args[] = {"-C", NULL, NULL};
+    char path[128], *out;
+    struct tsrv s;
 
     (void)state;
     snprintf(path, sizeof(path), "%s/bin.conf", tdir);
     write_file(path, "port = 0\n# two\nmax-conns = 0\n");
-    assert_int_equal(pipe(pipefd), 0);
-    pid = fork();
-    if (pid == 0) {
-        dup2(pipefd[1], 2);
-        dup2(pipefd[1], 1);
-        execl(tsrv_binary(), tsrv_binary(), "-C", path, (char *)NULL);
-        _exit(127);
-    }
-    close(pipefd[1]);
-    n = read(pipefd[0], out, sizeof(out) - 1);
-    out[n > 0 ? n : 0] = '\0';
-    close(pipefd[0]);
-    waitpid(pid, &status, 0);
-    assert_true(WIFEXITED(status));
-    assert_int_equal(WEXITSTATUS(status), 64);
+    args[1] = path;
+    assert_int_equal(tsrv_start_opts(&s, &raw, args), 64);
+    out = tsrv_log(&s);
+    tsrv_stop(&s);
     assert_non_null(strstr(out, "bin.conf:3: invalid value '0' for max-conns"));
+    free(out);
 }
 
 /* tsrv_start() passes -v, which would override the file's level: start
  * the daemon with only -C and the listener (from the file too: port auto,
- * its port read from the port file). */
+ * its port read from the port file, which the harness is told of: it
+ * adds no --port-file). */
 static int start_with_conf(struct tsrv *s, const char *conf)
 {
-    int fd, i;
+    static char pf[128];
+    static const struct tsrv_opts raw = {.flags = TSRV_RAW, .port_file = pf};
+    static const char *args[] = {"-C", NULL, NULL};
 
-    memset(s, 0, sizeof(*s));
-    snprintf(s->host, sizeof(s->host), "127.0.0.1");
-    snprintf(s->port_file, sizeof(s->port_file), "%s/live.ports", tdir);
-    unlink(s->port_file);
+    snprintf(pf, sizeof(pf), "%s/live.ports", tdir);
+    unlink(pf);
     {
         FILE *f = fopen(conf, "a");
         if (f == NULL)
             return -1;
-        fprintf(f, "port = auto\nport-file = %s\n", s->port_file);
+        fprintf(f, "port = auto\nport-file = %s\n", pf);
         fclose(f);
     }
-    s->pid = fork();
-    if (s->pid == 0) {
-        execl(tsrv_binary(), tsrv_binary(), "-C", conf, (char *)NULL);
-        _exit(127);
-    }
-    for (i = 0; i < 500; i++) {
-        s->port = tsrv_port_of(s, "tcp", "127.0.0.1");
-        fd = s->port > 0 ? tc_connect(s) : -1;
-        if (fd >= 0) {
-            close(fd);
-            return 0;
-        }
-        sleep_ms(10);
-    }
-    return -1;
+    args[1] = conf;
+    return tsrv_start_opts(s, &raw, args) == 0 ? 0 : -1;
 }
 
 static void test_sighup_reload(void **state)

@@ -32,13 +32,11 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#ifdef __linux__
-#include <sys/prctl.h>
-#endif
 
 #include <cmocka.h>
 
 #include "dump_image.h"
+#include "server_client.h"
 #include "protocol/wire.h"
 
 /* kill -9 needs a dump long enough to be caught in the middle */
@@ -48,38 +46,20 @@
 #define KILL9_N 100000
 #endif
 
-#ifndef MDCACHED_BIN
-#define MDCACHED_BIN "server/mdcached"
-#endif
-
 static char dir[] = "/tmp/mdc-dumpsrv-XXXXXX";
-static char dpath[300], logp[300], portp[300];
+static char dpath[300], logp[300];
 
+/* a daemon of tests/server_client.h's harness; pid and port as it has them */
 struct srv {
     pid_t pid;
     int port;
+    struct tsrv t;
 };
 
 static void sleep_ms(int ms)
 {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
     nanosleep(&ts, NULL);
-}
-
-/* The TCP port the daemon picked (-p auto), from its --port-file: the
- * "tcp 127.0.0.1:PORT" line; -1 while the file is not there. */
-static int port_from_file(void)
-{
-    char line[256];
-    int port = -1;
-    FILE *f = fopen(portp, "r");
-    if (f == NULL)
-        return -1;
-    while (port < 0 && fgets(line, sizeof(line), f) != NULL)
-        if (strncmp(line, "tcp 127.0.0.1:", 14) == 0)
-            port = atoi(line + 14);
-    fclose(f);
-    return port;
 }
 
 static int conn(const struct srv *s)
@@ -98,21 +78,17 @@ static int conn(const struct srv *s)
     return fd;
 }
 
-/* Start mdcached with -f dpath and extra args; wait until it answers.
+/* Start mdcached with -f dpath and extra args; wait until it is ready.
  * Returns 0, or the exit status (>0) if it exited first. */
 static int start(struct srv *s, const char *const *extra)
 {
-    const char *argv[40];
-    int n = 0;
-    s->port = -1;
-    unlink(portp); /* from the previous start */
-    argv[n++] = MDCACHED_BIN;
+    static const char *argv[40];
+    static const struct tsrv_opts raw = {.flags = TSRV_RAW};
+    int n = 0, rc;
     argv[n++] = "-l";
     argv[n++] = "127.0.0.1";
     argv[n++] = "-p";
     argv[n++] = "auto";
-    argv[n++] = "--port-file";
-    argv[n++] = portp;
     argv[n++] = "-n";
     argv[n++] = "2";
     argv[n++] = "-f";
@@ -122,48 +98,25 @@ static int start(struct srv *s, const char *const *extra)
     for (int i = 0; extra != NULL && extra[i] != NULL; i++)
         argv[n++] = extra[i];
     argv[n] = NULL;
-    s->pid = fork();
-    assert_true(s->pid >= 0);
-    if (s->pid == 0) {
-        int null = open("/dev/null", O_RDWR);
-        dup2(null, 0);
-        dup2(null, 1);
-#ifdef __linux__
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-#endif
-        execv(MDCACHED_BIN, (char *const *)argv);
-        _exit(127);
-    }
-    /* loading a dump before listening takes a while under the sanitizers
-     * on a busy machine: up to 60 s */
-    for (int i = 0; i < 6000; i++) {
-        int status;
-        if (waitpid(s->pid, &status, WNOHANG) == s->pid) {
-            s->pid = 0;
-            return WIFEXITED(status) ? WEXITSTATUS(status) : 255;
-        }
-        if (s->port < 0)
-            s->port = port_from_file();
-        int fd = s->port > 0 ? conn(s) : -1;
-        if (fd >= 0) {
-            close(fd);
-            return 0;
-        }
-        sleep_ms(10);
-    }
-    fail_msg("mdcached did not start");
-    return -1;
+    rc = tsrv_start_opts(&s->t, &raw, argv);
+    s->pid = s->t.pid;
+    s->port = s->t.port;
+    if (rc != 0)
+        tsrv_stop(&s->t); /* refused: its log (logp) stays */
+    if (rc < 0)
+        fail_msg("mdcached did not start");
+    return rc;
 }
 
 static int stop(struct srv *s, int sig)
 {
-    int status = 0;
+    int rc;
     if (s->pid <= 0)
         return -1;
-    kill(s->pid, sig);
-    assert_int_equal(waitpid(s->pid, &status, 0), s->pid);
+    rc = tsrv_kill(&s->t, sig);
+    tsrv_stop(&s->t);
     s->pid = 0;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return rc;
 }
 
 static void send_all(int fd, const void *p, size_t n)
@@ -274,7 +227,6 @@ static int setup(void **state)
         return -1;
     chmod(dir, 0777); /* as root, the daemon runs as nobody */
     snprintf(dpath, sizeof(dpath), "%s/cache.mdc", dir);
-    snprintf(portp, sizeof(portp), "%s/ports", dir);
     snprintf(logp, sizeof(logp), "%s/log", dir);
     return 0;
 }

@@ -15,14 +15,8 @@ D="$B/server/mdcached"
 if ! command -v man >/dev/null 2>&1 || ! command -v groff >/dev/null 2>&1; then
     echo "SKIP: man or groff not installed"; exit 77
 fi
-T=$(mktemp -d /tmp/mdc-man-XXXXXX)
-chmod 755 "$T"
-DPID=
-cleanup() {
-    [ -n "$DPID" ] && kill "$DPID" 2>/dev/null && wait "$DPID" 2>/dev/null
-    rm -rf "$T"
-}
-trap cleanup EXIT
+. "$(dirname "$0")/harness.sh"
+T=$H_TMP
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 render() { MANWIDTH=200 man -l "$1" 2>/dev/null | col -b; }
@@ -89,11 +83,8 @@ cc() { command cc $SAN "$@"; }
 if cc -I"$S/client-c" -o "$T/ex" "$T/ex.c" -L"$LIBDIR" -lmdcached \
     -Wl,-rpath,"$(cd "$LIBDIR" && pwd)" 2>"$T/cc.err"; then
     # -p auto: the kernel picks the port (no probe another test could race)
-    "$D" -p auto --port-file "$T/ports" -n 1 -v 0 &
-    DPID=$!
-    i=0
-    while [ ! -e "$T/ports" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
-    PORT=$(awk '$1 == "tcp" { sub(/.*:/, "", $2); print $2; exit }' "$T/ports")
+    mdc_start D -n 1 -v 0 || fail "mdcached did not start"
+    PORT=${D_PORT:-0}
     sed "s/127.0.0.1:11311/127.0.0.1:$PORT/" "$T/ex.c" >"$T/ex2.c"
     cc -I"$S/client-c" -o "$T/ex2" "$T/ex2.c" -L"$LIBDIR" -lmdcached \
         -Wl,-rpath,"$(cd "$LIBDIR" && pwd)"

@@ -22,74 +22,51 @@ B=${MDC_BUILDDIR:-.}
 D="$B/server/mdcached"
 TOOL="$B/client-c/tool/mdcached-tool"
 command -v python3 >/dev/null 2>&1 || { echo "SKIP: python3"; exit 77; }
-T=$(mktemp -d /tmp/mdc-metrics-XXXXXX)
-chmod 755 "$T"
-DPID=
-cleanup() {
-    [ -n "$DPID" ] && kill "$DPID" 2>/dev/null && wait "$DPID" 2>/dev/null
-    rm -rf "$T"
-}
-trap cleanup EXIT
+. "$(dirname "$0")/harness.sh"
+T=$H_TMP
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-waitlog() { i=0; while ! grep -q "$1" "$2" && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done; }
 
 # bad values exit 64
 for bad in "x:y" "0" "127.0.0.1:70000" "[::1" "autox" "127.0.0.1:0"; do
-    "$D" -p 0 -s "$T/s0" --metrics="$bad" >"$T/out" 2>&1
+    mdc_run out -p 0 -s "$T/s0" --metrics="$bad"
     rc=$?
     [ $rc -eq 64 ] || fail "--metrics=$bad: exit $rc, want 64"
 done
 
 # off by default
-: >"$T/off.log"
-"$D" -p 0 -s "$T/s1" -n 1 -v 2 >"$T/off.log" 2>&1 &
-DPID=$!
-waitlog " ready" "$T/off.log"
+mdc_start_raw off -p 0 -s "$T/s1" -n 1 -v 2 || fail "did not start"
 grep -q "metrics on" "$T/off.log" && fail "metrics served without --metrics"
 "$TOOL" -s "unix:$T/s1" settings | grep -qx "metrics " || fail "settings: metrics not empty by default"
-kill $DPID; wait $DPID; DPID=
+mdc_stop off
 
 # a PORT alone binds loopback.  That needs a fixed port, so one is probed:
 # if another process takes it before mdcached binds it, mdcached exits 69
 # ("Address already in use") and the check is run again on a fresh port,
 # so the race costs a retry and cannot fail the test.  Every other daemon
 # here uses --metrics auto and reads its port from the port file.
-waitports() { # PORTFILE PID: the port file once written, or the daemon gone
-    i=0
-    while [ ! -s "$1" ] && kill -0 "$2" 2>/dev/null && [ $i -lt 200 ]; do
-        sleep 0.05; i=$((i + 1))
-    done
-    [ -s "$1" ]
-}
 metricsport() { awk '$1 == "metrics" { sub(/.*:/, "", $2); print $2; exit }' "$1"; }
 n=0; done_=
 while [ $n -lt 5 ] && [ -z "$done_" ]; do
     n=$((n + 1))
     P=$(freeport)
-    "$D" -p 0 -s "$T/s2" -n 1 -v 2 --metrics="$P" --port-file "$T/p.ports" \
-        >"$T/p.log" 2>&1 &
-    DPID=$!
-    if waitports "$T/p.ports" $DPID; then
+    if mdc_start_raw p -p 0 -s "$T/s2" -n 1 -v 2 --metrics="$P"; then
         done_=1
         grep -qx "metrics 127.0.0.1:$P" "$T/p.ports" ||
             fail "--metrics $P: port file $(cat "$T/p.ports")"
         grep -q "metrics on http://127.0.0.1:$P/metrics" "$T/p.log" ||
             fail "a PORT alone must bind 127.0.0.1: $(grep metrics "$T/p.log")"
+        mdc_stop p
     elif ! grep -q "Address already in use" "$T/p.log"; then
         done_=1
         fail "--metrics $P: no port file: $(cat "$T/p.log")"
     fi
-    kill $DPID 2>/dev/null; wait $DPID 2>/dev/null; DPID=
 done
 [ -n "$done_" ] || fail "--metrics PORT: 5 probed ports taken meanwhile"
 
 # ADDR:auto: a free port the kernel picks, in the port file and the log
-"$D" -p 0 -s "$T/s3" -n 1 -v 2 --metrics=127.0.0.1:auto \
-    --port-file "$T/a.ports" >"$T/a.log" 2>&1 &
-DPID=$!
-if waitports "$T/a.ports" $DPID; then
+if mdc_start_raw a -p 0 -s "$T/s3" -n 1 -v 2 --metrics=127.0.0.1:auto; then
     AP=$(metricsport "$T/a.ports")
     case "$AP" in
     '' | 0 | *[!0-9]*) fail "--metrics 127.0.0.1:auto: port file $(cat "$T/a.ports")" ;;
@@ -101,15 +78,11 @@ if waitports "$T/a.ports" $DPID; then
 else
     fail "--metrics 127.0.0.1:auto: no port file: $(cat "$T/a.log")"
 fi
-kill $DPID 2>/dev/null; wait $DPID 2>/dev/null; DPID=
+[ -n "$a_STATUS" ] || mdc_stop a
 
 # the daemon the rest of the test scrapes: --metrics auto (loopback)
-: >"$T/d.log"
-"$D" -p 0 -s "$T/sock" -n 2 -v 2 --metrics=auto --port-file "$T/d.ports" \
-    >"$T/d.log" 2>&1 &
-DPID=$!
-waitports "$T/d.ports" $DPID || { cat "$T/d.log"; fail "--metrics auto: no port file"; exit 1; }
-waitlog " ready" "$T/d.log"
+mdc_start_raw d -p 0 -s "$T/sock" -n 2 -v 2 --metrics=auto ||
+    { fail "--metrics auto: no port file"; exit 1; }
 MP=$(metricsport "$T/d.ports")
 grep -q "metrics on http://127.0.0.1:$MP/metrics" "$T/d.log" ||
     fail "--metrics auto must bind 127.0.0.1: $(grep metrics "$T/d.log"), port file $(cat "$T/d.ports")"
@@ -420,8 +393,6 @@ if command -v promtool >/dev/null 2>&1; then
         fail "dashboard queries: $(cat "$T/promtool-rules")"
 fi
 
-kill $DPID
-wait $DPID || fail "exit $? after SIGTERM with --metrics"
-DPID=
+mdc_stop d || fail "exit $? after SIGTERM with --metrics"
 [ $fails -eq 0 ] || { echo "$fails failure(s)"; cat "$T/d.log"; exit 1; }
 echo "PASS: metrics"

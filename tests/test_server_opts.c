@@ -37,43 +37,27 @@ static void sleep_ms(int ms)
     nanosleep(&ts, NULL);
 }
 
-/* Run mdcached with args; capture stdout+stderr into out; exit status. */
+/* Run mdcached with args through the harness; capture stdout+stderr into
+ * out; exit status (-1: a crash, or it got ready and was stopped). */
 static int run_binary(const char *const *args, char *out, size_t outlen)
 {
-    const char *argv[32];
-    int pipefd[2], status = 0;
-    size_t n = 0, got = 0;
-    pid_t pid;
+    static const struct tsrv_opts raw = {.flags = TSRV_RAW};
+    struct tsrv s;
+    char *log;
+    int rc = tsrv_start_opts(&s, &raw, args);
 
-    argv[n++] = tsrv_binary();
-    for (size_t i = 0; args[i] != NULL && n < 31; i++)
-        argv[n++] = args[i];
-    argv[n] = NULL;
-    if (pipe(pipefd) < 0)
-        return -1;
-    pid = fork();
-    if (pid == 0) {
-        dup2(pipefd[1], 1);
-        dup2(pipefd[1], 2);
-        close(pipefd[0]);
-        execv(argv[0], (char *const *)argv);
-        _exit(127);
+    if (rc == 0) {
+        tsrv_print_log(&s, "started, but should have exited");
+        tsrv_kill(&s, SIGTERM);
+        rc = -1;
+    } else {
+        rc = s.status;
     }
-    close(pipefd[1]);
-    for (;;) {
-        ssize_t k = read(pipefd[0], out + got, outlen - 1 - got);
-        if (k <= 0)
-            break;
-        got += (size_t)k;
-        if (got == outlen - 1)
-            break;
-    }
-    out[got] = '\0';
-    close(pipefd[0]);
-    waitpid(pid, &status, 0);
-    if (!WIFEXITED(status))
-        return -1; /* a crash */
-    return WEXITSTATUS(status);
+    log = tsrv_log(&s);
+    snprintf(out, outlen, "%s", log != NULL ? log : "");
+    free(log);
+    tsrv_stop(&s);
+    return rc > 128 ? -1 : rc; /* a crash: -1 */
 }
 
 /* The -h line that names opt holds text. */
@@ -367,8 +351,7 @@ static void test_port_zero_with_listen_port(void **state)
     const char *args[] = {"-p", "0", "-l", "127.0.0.1:auto", "-l",
                           "127.0.0.2", "-n", "1", "-v", "2", "--log-file",
                           logf, "--port-file", pf, NULL};
-    const char *argv[16];
-    size_t n = 0;
+    static const struct tsrv_opts raw = {.flags = TSRV_RAW};
     FILE *f;
     int fd, lines = 0;
 
@@ -400,18 +383,7 @@ static void test_port_zero_with_listen_port(void **state)
     chmod(dir, 0777);
     snprintf(logf, sizeof(logf), "%s/log", dir);
     snprintf(pf, sizeof(pf), "%s/ports", dir);
-    memset(&s, 0, sizeof(s));
-    snprintf(s.host, sizeof(s.host), "127.0.0.1");
-    argv[n++] = tsrv_binary();
-    for (size_t i = 0; args[i] != NULL; i++)
-        argv[n++] = args[i];
-    argv[n] = NULL;
-    s.pid = fork();
-    if (s.pid == 0) {
-        execv(argv[0], (char *const *)argv);
-        _exit(127);
-    }
-    assert_true(s.pid > 0);
+    assert_int_equal(tsrv_start_opts(&s, &raw, args), 0);
     assert_true(wait_contains(logf, "ready", 5000));
     s.port = tsrv_port_file_port(pf, "tcp", "127.0.0.1");
     assert_true(s.port > 0);
@@ -442,8 +414,10 @@ static void test_port_auto(void **state)
 {
     char dir[] = "/tmp/mdc-opts-XXXXXX", pf[2][128], logf[2][128];
     char want[64], line[256];
-    pid_t pid[2];
-    int tcp[2], udp[2], k, i;
+    static const struct tsrv_opts nowait = {.flags = TSRV_RAW | TSRV_NOWAIT};
+    struct tsrv d[2];
+    const char *args[2][16];
+    int tcp[2], udp[2], k;
 
     (void)state;
     assert_non_null(mkdtemp(dir));
@@ -453,18 +427,15 @@ static void test_port_auto(void **state)
         snprintf(logf[k], sizeof(logf[k]), "%s/log%d", dir, k);
     }
     for (k = 0; k < 2; k++) { /* both started before either is waited for */
-        pid[k] = fork();
-        assert_true(pid[k] >= 0);
-        if (pid[k] == 0) {
-            execl(tsrv_binary(), tsrv_binary(), "-l", "127.0.0.1", "-p",
-                  "auto", "-U", "auto", "-n", "1", "-v", "2", "--log-file",
-                  logf[k], "--port-file", pf[k], (char *)NULL);
-            _exit(127);
-        }
+        const char *a[] = {"-l", "127.0.0.1", "-p", "auto", "-U", "auto",
+                           "-n", "1", "-v", "2", "--log-file", logf[k],
+                           "--port-file", pf[k], NULL};
+
+        memcpy(args[k], a, sizeof(a));
+        assert_int_equal(tsrv_start_opts(&d[k], &nowait, args[k]), 0);
     }
     for (k = 0; k < 2; k++) {
-        for (i = 0; i < 500 && access(pf[k], F_OK) != 0; i++)
-            sleep_ms(10);
+        assert_int_equal(tsrv_wait_ready(&d[k]), 0);
         tcp[k] = tsrv_port_file_port(pf[k], "tcp", "127.0.0.1");
         udp[k] = tsrv_port_file_port(pf[k], "udp", "127.0.0.1");
         if (tcp[k] <= 0 || udp[k] <= 0)
@@ -513,11 +484,7 @@ static void test_port_auto(void **state)
         assert_int_equal(n, 2); /* tcp and udp: one address */
     }
     for (k = 0; k < 2; k++) {
-        int st;
-
-        kill(pid[k], SIGTERM);
-        assert_int_equal(waitpid(pid[k], &st, 0), pid[k]);
-        assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        assert_int_equal(tsrv_stop(&d[k]), 0);
         unlink(pf[k]);
         unlink(logf[k]);
     }

@@ -24,14 +24,14 @@ D=$(cd "$B/server" && pwd)/mdcached
 if ! command -v systemd-analyze >/dev/null 2>&1; then
     echo "SKIP: systemd-analyze not installed (Debian package systemd)"; exit 77
 fi
-T=$(mktemp -d /tmp/mdc-sd-XXXXXX)
-chmod 755 "$T"
+. "$(dirname "$0")/harness.sh"
+T=$H_TMP
 PY=
 cleanup() {
     [ -n "$PY" ] && kill "$PY" 2>/dev/null && wait "$PY" 2>/dev/null
-    rm -rf "$T"
+    mdc_cleanup "$1" # the daemons (tests/harness.sh)
 }
-trap cleanup EXIT
+trap 'cleanup $?' EXIT
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
@@ -105,10 +105,9 @@ fi
 # MAINPID in the environment), sends the daemon SIGHUP
 : >"$T/r.log"
 chmod 666 "$T/r.log" # reopened by the daemon's user (nobody, as root)
-"$D" -p 0 -s "$T/rsock" -n 1 -v 2 --log-file "$T/r.log" &
-RP=$!
-i=0
-while ! grep -q " ready" "$T/r.log" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+mdc_start_raw reload -p 0 -s "$T/rsock" -n 1 -v 2 --log-file "$T/r.log" ||
+    fail "the daemon did not start"
+RP=$reload_PID
 for u in mdcached.service mdcached@.service; do
     n0=$(grep -c "log file reopened" "$T/r.log")
     MAINPID=$RP python3 -c 'import os, shlex, subprocess, sys
@@ -122,8 +121,7 @@ sys.exit(subprocess.call(shlex.split(line[len("ExecReload="):])))' \
     [ "$(grep -c "log file reopened" "$T/r.log")" -gt "$n0" ] ||
         fail "$u: ExecReload did not send SIGHUP: $(tail -3 "$T/r.log")"
 done
-kill -TERM $RP
-wait $RP
+mdc_stop reload
 
 # the units' opening comments name every setting SIGHUP applies live
 # (server_reload_one in server/daemon.c), not the log level alone
@@ -253,11 +251,11 @@ EOF
     PY=
     grep -q "^STOPPING=1" "$T/msgs" || fail "no STOPPING=1: $(cat "$T/msgs")"
     # no $NOTIFY_SOCKET: nothing is sent and nothing fails
-    "$D" -p 0 -s "$T/sock" -v 1 &
-    DP=$!
-    sleep 0.3
-    kill -TERM $DP
-    wait $DP || fail "mdcached without NOTIFY_SOCKET did not exit 0"
+    MDC_NOTIFY=0
+    mdc_start_raw nonotify -p 0 -s "$T/sock" -v 1 ||
+        fail "mdcached without NOTIFY_SOCKET did not start"
+    MDC_NOTIFY=1
+    mdc_stop nonotify || fail "mdcached without NOTIFY_SOCKET did not exit 0"
 fi
 
 [ $fails -eq 0 ] || { echo "$fails failure(s)"; exit 1; }

@@ -39,13 +39,9 @@
 
 #include <cmocka.h>
 
-#ifndef MDCACHED_BIN
-#define MDCACHED_BIN "server/mdcached"
-#endif
+#include "server_client.h"
 
 #define IO_TIMEOUT_MS 5000
-#define DAEMON_LOG "test_text_server-daemon.log"
-#define DAEMON_PORTS "test_text_server-daemon.ports"
 #define TAG_REPLY_LIMIT 4096 /* --tag-reply-limit of the spawned daemon */
 
 struct daemon {
@@ -53,29 +49,13 @@ struct daemon {
     char host[64];
     int port;
     bool external;
+    struct tsrv t; /* tests/server_client.h's harness */
 };
 
 static struct daemon D;
 static unsigned key_seq;
 
 /* ---- the daemon ---------------------------------------------------------- */
-
-/* The TCP port the daemon picked (-p auto), from its --port-file: the
- * "tcp 127.0.0.1:PORT" line; -1 while the file is not there. */
-static int port_from_file(void)
-{
-    char line[256];
-    int port = -1;
-    FILE *f = fopen(DAEMON_PORTS, "r");
-
-    if (f == NULL)
-        return -1;
-    while (port < 0 && fgets(line, sizeof(line), f) != NULL)
-        if (strncmp(line, "tcp 127.0.0.1:", 14) == 0)
-            port = atoi(line + 14);
-    fclose(f);
-    return port;
-}
 
 static int try_connect(void)
 {
@@ -112,50 +92,34 @@ static int daemon_start(const char *nnet, const char *npay)
     }
     snprintf(D.host, sizeof(D.host), "127.0.0.1");
     {
-        char limit[16];
-        int i;
+        static char limit[16];
+        static const char *args[16];
+        static const struct tsrv_opts raw = {.flags = TSRV_RAW};
+        int n = 0;
 
-        unlink(DAEMON_PORTS);
         snprintf(limit, sizeof(limit), "%d", TAG_REPLY_LIMIT);
-        D.pid = fork();
-        if (D.pid < 0)
-            return -1;
-        if (D.pid == 0) {
-            int null = open("/dev/null", O_WRONLY);
-            int log = open(DAEMON_LOG, O_WRONLY | O_CREAT | O_APPEND, 0644);
-
-            /* Never hold the test's output pipes: the daemon's log (and
-             * any sanitizer report) goes to a file. */
-            if (null >= 0)
-                dup2(null, STDOUT_FILENO);
-            if (log >= 0)
-                dup2(log, STDERR_FILENO);
-#ifdef __linux__
-            prctl(PR_SET_PDEATHSIG, SIGKILL); /* cleared if it drops root */
-#endif
-            /* -p auto: the kernel picks the port, the port file says it */
-            execl(MDCACHED_BIN, MDCACHED_BIN, "-l", "127.0.0.1", "-p", "auto",
-                  "--port-file", DAEMON_PORTS, "-n", nnet, "-t", npay, "-m",
-                  "64", "-v", "1", "--tag-reply-limit", limit, (char *)NULL);
-            _exit(127);
+        /* -p auto: the kernel picks the port, the port file says it */
+        args[n++] = "-l";
+        args[n++] = "127.0.0.1";
+        args[n++] = "-p";
+        args[n++] = "auto";
+        args[n++] = "-n";
+        args[n++] = nnet;
+        args[n++] = "-t";
+        args[n++] = npay;
+        args[n++] = "-m";
+        args[n++] = "64";
+        args[n++] = "-v";
+        args[n++] = "1";
+        args[n++] = "--tag-reply-limit";
+        args[n++] = limit;
+        args[n] = NULL;
+        if (tsrv_start_opts(&D.t, &raw, args) == 0) {
+            D.pid = D.t.pid;
+            D.port = D.t.port;
+            return 0;
         }
-        D.port = -1;
-        for (i = 0; i < 200; i++) {
-            int fd, st;
-
-            if (D.port < 0)
-                D.port = port_from_file();
-            fd = D.port > 0 ? try_connect() : -1;
-            if (fd >= 0) {
-                close(fd);
-                return 0;
-            }
-            if (waitpid(D.pid, &st, WNOHANG) == D.pid)
-                return -1;
-            usleep(25000);
-        }
-        kill(D.pid, SIGKILL);
-        waitpid(D.pid, NULL, 0);
+        tsrv_stop(&D.t);
     }
     return -1;
 }
@@ -170,19 +134,17 @@ static void on_crash(int sig)
 
 static int daemon_stop(void)
 {
-    int st = 0;
+    int rc;
 
     if (D.external || D.pid <= 0)
         return 0;
-    kill(D.pid, SIGTERM);
-    if (waitpid(D.pid, &st, 0) != D.pid)
-        return -1;
+    /* A graceful stop exits 0 (and a sanitizer build finds no leak); the
+     * harness prints the daemon's log if not. */
+    rc = tsrv_stop(&D.t);
     D.pid = 0;
-    /* A graceful stop exits 0 (and a sanitizer build finds no leak). */
-    if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+    if (rc == 0)
         return 0;
-    fprintf(stderr, "mdcached did not stop cleanly (status 0x%x); see %s\n", st,
-            DAEMON_LOG);
+    fprintf(stderr, "mdcached did not stop cleanly (exit %d)\n", rc);
     return -1;
 }
 

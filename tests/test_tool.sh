@@ -15,19 +15,17 @@ for need in tmux python3; do
         echo "SKIP: $need not installed"; exit 77
     fi
 done
-T=$(mktemp -d /tmp/mdc-tool-XXXXXX)
-chmod 755 "$T"
+. "$(dirname "$0")/harness.sh"
+T=$H_TMP
 SOCK="$T/sock"
 TM="tmux -L mdct$$"
-DPID=
 FPID=
 cleanup() {
     $TM kill-server 2>/dev/null
-    [ -n "$DPID" ] && kill "$DPID" 2>/dev/null && wait "$DPID" 2>/dev/null
     [ -n "$FPID" ] && kill "$FPID" 2>/dev/null && wait "$FPID" 2>/dev/null
-    rm -rf "$T"
+    mdc_cleanup "$1" # the daemons (tests/harness.sh)
 }
-trap cleanup EXIT
+trap 'cleanup $?' EXIT
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 # expect STATUS CMD... : run the tool, keep its output in $T/out
@@ -54,11 +52,8 @@ grep -q "Connection refused" "$T/out" || fail "no reason given: $(cat "$T/out")"
 [ $rc -eq 64 ] || fail "unknown command: exit $rc, want 64"
 
 # --- a daemon ----------------------------------------------------------------
-"$D" -p 0 -s "$SOCK" -n 2 -m 64 -v 1 2>"$T/daemon.log" &
-DPID=$!
-i=0
-while [ ! -S "$SOCK" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
-[ -S "$SOCK" ] || { echo "FAIL: the daemon did not start"; cat "$T/daemon.log"; exit 1; }
+mdc_start_raw daemon -p 0 -s "$SOCK" -n 2 -m 64 -v 1 ||
+    { echo "FAIL: the daemon did not start"; exit 1; }
 
 expect 0 set k1 one -t 7:1 -t 7:2
 has STORED "set"
@@ -114,15 +109,13 @@ expect 64 tdel 7 x
 expect 1 dump
 grep -q "no dump file" "$T/err" || fail "dump refusal: $(cat "$T/err")"
 mkdir -p "$T/dd" && chmod 777 "$T/dd" # the daemon may run as nobody
-"$D" -p 0 -s "$T/dsock" -n 1 -m 64 -v 1 -f "$T/dd/cache.dump" 2>"$T/daemon2.log" &
-D2PID=$!
-i=0
-while [ ! -S "$T/dsock" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+mdc_start_raw daemon2 -p 0 -s "$T/dsock" -n 1 -m 64 -v 1 -f "$T/dd/cache.dump" ||
+    fail "the daemon with -f did not start"
 "$TOOL" -s "unix:$T/dsock" set dk hello >/dev/null 2>&1
 "$TOOL" -s "unix:$T/dsock" dump >"$T/out" 2>&1; rc=$?
 [ $rc -eq 0 ] || fail "dump (-f): exit $rc: $(cat "$T/out")"
 [ -s "$T/dd/cache.dump" ] || fail "dump (-f): no file written"
-kill "$D2PID" 2>/dev/null; wait "$D2PID" 2>/dev/null
+mdc_stop daemon2
 
 # --- dump against a stand-in that answers after 1 s: the tool waits -------
 cat >"$T/fake.py" <<'EOF'

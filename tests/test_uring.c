@@ -41,6 +41,8 @@
 #include <cmocka.h>
 #include <event2/event.h>
 
+#include "server_client.h"
+
 #include "server/core/alloc.h"
 #include "server/core/store.h"
 #include "server/daemon.h"
@@ -50,92 +52,56 @@
 #include "server/net/uring.h"
 #include "server/options.h"
 
-static const char *daemon_path(void)
+/* In the daemon's child before exec: its own backend choice (not the
+ * suite's MDC_TEST_IO), and with deny_uring a seccomp filter that fails
+ * io_uring_setup() with ENOSYS, as a kernel without io_uring does. */
+static void daemon_pre_exec(void *arg)
 {
-    static char path[4096];
-    const char *b = getenv("MDC_BUILDDIR");
+    bool deny_uring = arg != NULL;
 
-    snprintf(path, sizeof(path), "%s/server/mdcached",
-             b != NULL && *b != '\0' ? b : ".");
-    return path;
+    unsetenv("MDC_TEST_IO");
+#ifdef HAVE_LIBURING
+    if (deny_uring) {
+        struct sock_filter f[] = {
+            BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+                     offsetof(struct seccomp_data, nr)),
+            BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 0, 1),
+            BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+            BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        };
+        struct sock_fprog prog = {sizeof(f) / sizeof(f[0]), f};
+
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+            prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
+            _exit(99);
+    }
+#else
+    (void)deny_uring;
+#endif
 }
 
-/* Run the daemon with args (NULL-terminated), seccomp-filtered when
- * deny_uring; return its exit status, its stderr in err.  A daemon that
- * starts (its log says ready) is stopped with SIGTERM (status 0 then);
- * after 20 s it is stopped anyway. */
+/* Run the daemon with args (NULL-terminated) through the harness
+ * (tests/server_client.h), seccomp-filtered when deny_uring; return its
+ * exit status, its log in err.  A daemon that gets ready is stopped with
+ * SIGTERM (status 0 then), and its log must hold ready (its ready line). */
 static int run_daemon(bool deny_uring, char *err, size_t errlen,
                       const char *const *args, const char *ready)
 {
-    int p[2], status = -1;
-    pid_t pid;
-    size_t got = 0;
-    struct timespec t0, t;
+    struct tsrv_opts o = {.flags = TSRV_RAW, .pre_exec = daemon_pre_exec,
+                          .arg = deny_uring ? (void *)1 : NULL};
+    struct tsrv s;
+    int rc = tsrv_start_opts(&s, &o, args);
+    char *log;
 
-    assert_int_equal(pipe(p), 0);
-    pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        const char *argv[32];
-        int n = 0;
-
-        dup2(p[1], 2);
-        close(p[0]);
-        argv[n++] = daemon_path();
-        while (*args != NULL && n < 31)
-            argv[n++] = *args++;
-        argv[n] = NULL;
-        unsetenv("MDC_TEST_IO");
-#ifdef HAVE_LIBURING
-        if (deny_uring) {
-            struct sock_filter f[] = {
-                BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
-                         offsetof(struct seccomp_data, nr)),
-                BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 0, 1),
-                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
-                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-            };
-            struct sock_fprog prog = {sizeof(f) / sizeof(f[0]), f};
-
-            if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
-                prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
-                _exit(99);
-        }
-#else
-        (void)deny_uring;
-#endif
-        execv(argv[0], (char *const *)argv);
-        _exit(98);
-    }
-    close(p[1]);
-    fcntl(p[0], F_SETFL, O_NONBLOCK);
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (;;) {
-        ssize_t k = read(p[0], err + got, errlen - 1 - got);
-        if (k > 0)
-            got += (size_t)k;
-        err[got] = 0;
-        if (waitpid(pid, &status, WNOHANG) == pid)
-            break;
-        clock_gettime(CLOCK_MONOTONIC, &t);
-        if ((ready != NULL && strstr(err, ready) != NULL) ||
-            t.tv_sec - t0.tv_sec >= 20) {
-            usleep(100000);
-            kill(pid, SIGTERM);
-            waitpid(pid, &status, 0);
-            break;
-        }
-        usleep(20000);
-    }
-    for (;;) {
-        ssize_t k = read(p[0], err + got, errlen - 1 - got);
-        if (k <= 0)
-            break;
-        got += (size_t)k;
-    }
-    err[got] = 0;
-    close(p[0]);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (rc == 0)
+        rc = tsrv_kill(&s, SIGTERM);
+    log = tsrv_log(&s);
+    snprintf(err, errlen, "%s", log != NULL ? log : "");
+    free(log);
+    tsrv_stop(&s);
+    if (rc == 0 && ready != NULL && strstr(err, ready) == NULL)
+        return -1;
+    return rc;
 }
 
 static void test_bad_io_value(void **state)

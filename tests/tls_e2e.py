@@ -45,6 +45,10 @@ import tempfile
 import time
 import urllib.request
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402  (tests/harness.py)
+
 S = os.environ.get("srcdir", ".")
 B = os.environ.get("MDC_BUILDDIR", ".")
 D = os.path.join(B, "server", "mdcached")
@@ -155,23 +159,18 @@ procs = []
 
 
 def start(extra, logname):
-    """Start mdcached; its ports (auto: picked by the kernel, no probe that
-    a parallel test could race) are in the port file, see port_of()."""
-    log = open(path(logname), "w")
-    p = subprocess.Popen([D, "-n", "2", "-v", "3", "--max-output", "1m",
-                          "--port-file", path(logname + ".ports")] +
-                         extra, stdout=log, stderr=subprocess.STDOUT)
+    """Start mdcached through tests/harness.py, ready when this returns; its
+    ports (auto: picked by the kernel, no probe that a parallel test could
+    race) are in the port file, see port_of()."""
+    try:
+        p = harness.start(["-n", "2", "-v", "3", "--max-output", "1m",
+                           "--port-file", path(logname + ".ports")] + extra,
+                          raw=True, log=path(logname),
+                          port_file=path(logname + ".ports"))
+    except harness.NotReady:
+        raise SystemExit("FAIL: daemon did not start")
     procs.append(p)
-    for _ in range(600):  # 30 s
-        with open(path(logname)) as f:
-            if " ready" in f.read():
-                return p
-        if p.poll() is not None:
-            break
-        time.sleep(0.05)
-    with open(path(logname)) as f:
-        sys.stdout.write(f.read())
-    raise SystemExit("FAIL: daemon did not start")
+    return p
 
 
 def port_of(logname, kind, host):

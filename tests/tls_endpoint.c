@@ -176,36 +176,47 @@ int tls_ep_start(struct tls_ep *e, const char *dir, int backend_port,
     bool own = mode != NULL && strcmp(mode, "mdcached") == 0;
 
     memset(e, 0, sizeof(*e));
-    char ports[300];
-
     snprintf(e->log, sizeof(e->log), "%s/endpoint.log", dir);
-    snprintf(ports, sizeof(ports), "%s/endpoint.ports", dir);
     for (int attempt = 0; attempt < 5; attempt++) {
-        char a1[1024], a2[64], a3[160], a4[160], a5[160], a6[330];
+        char a1[1024], a2[64], a3[160], a4[160], a5[160];
         int status;
 
         if (own) {
             /* the server's own TLS listener (mdcached --tls-listen), on
-             * ports it picks itself: read back from its port file */
-            e->port = 0;
-            unlink(ports);
+             * ports it picks itself, through the harness (ready by its own
+             * signal; the tls line of its port file says the port) */
+            static const struct tsrv_opts raw = {.flags = TSRV_RAW};
+            const char *argv[32] = {"-l", "127.0.0.1", "-p", "auto", a2, a3,
+                                    a4};
+            size_t n = 7;
+
+            (void)status;
             snprintf(a2, sizeof(a2), "--tls-listen=127.0.0.1:auto");
             snprintf(a3, sizeof(a3), "--tls-cert=%s", cert);
             snprintf(a4, sizeof(a4), "--tls-key=%s", key);
             snprintf(a5, sizeof(a5), "--tls-ca=%s",
                      client_ca ? client_ca : "");
-            snprintf(a6, sizeof(a6), "--port-file=%s", ports);
-            char *argv[32] = {(char *)tsrv_binary(), "-l", "127.0.0.1", "-p",
-                              "auto", a6, a2, a3, a4};
-            size_t n = 9;
             if (client_ca != NULL)
                 argv[n++] = a5;
             for (size_t i = 0; daemon_args != NULL && daemon_args[i] != NULL &&
                                n < 31;
                  i++)
-                argv[n++] = (char *)daemon_args[i];
+                argv[n++] = daemon_args[i];
             argv[n] = NULL;
-            spawn(e, argv);
+            e->own = calloc(1, sizeof(*e->own));
+            if (e->own == NULL)
+                return -1;
+            if (tsrv_start_opts(e->own, &raw, argv) == 0) {
+                e->pid = e->own->pid;
+                e->port = tsrv_port_of(e->own, "tls", "127.0.0.1");
+                snprintf(e->log, sizeof(e->log), "%s", e->own->out);
+                if (e->port > 0)
+                    return 0;
+            }
+            tls_ep_stop(e);
+            fprintf(stderr, "tls_ep_start: mdcached --tls-listen did not "
+                    "start\n");
+            return -1;
         } else {
             /* port 0: the kernel picks one when socat binds, and socat's
              * log names it (socat_port); no probed port another process
@@ -228,9 +239,7 @@ int tls_ep_start(struct tls_ep *e, const char *dir, int backend_port,
                 e->pid = 0;
                 break;
             }
-            if (own && e->port <= 0)
-                e->port = tsrv_port_file_port(ports, "tls", "127.0.0.1");
-            else if (!own && e->port <= 0)
+            if (e->port <= 0)
                 e->port = socat_port(e->log, e->pid);
             if (e->port > 0 && accepts(e->port))
                 return 0;
@@ -247,6 +256,14 @@ int tls_ep_start(struct tls_ep *e, const char *dir, int backend_port,
 void tls_ep_stop(struct tls_ep *e)
 {
     int status;
+
+    if (e->own != NULL) { /* the harness's daemon */
+        tsrv_stop(e->own);
+        free(e->own);
+        e->own = NULL;
+        e->pid = 0;
+        return;
+    }
 
     if (e->pid <= 0)
         return;

@@ -35,10 +35,13 @@ struct tls_certs {
 int tls_certs_make(struct tls_certs *c);
 void tls_certs_remove(struct tls_certs *c);
 
+struct tsrv;
+
 struct tls_ep {
     pid_t pid; /* process group leader */
     int port;
     char log[160];
+    struct tsrv *own; /* the mdcached mode: the harness's daemon */
 };
 
 /* Start a TLS endpoint on 127.0.0.1 (a port the kernel picks, read back

@@ -42,21 +42,21 @@ SRV=10.78.0.1
 OTHER=10.78.0.3
 TPORT=11311
 UPORT=11211
-W=$(mktemp -d)
-chmod 755 "$W"
+. "$(dirname "$0")/harness.sh"
+W=$H_TMP
 DPID=
 PPID_=
 failed=0
 mode=setup
 
 cleanup() {
-    [ -n "$DPID" ] && kill -9 "$DPID" 2>/dev/null
+    _st=$1
     [ -n "$PPID_" ] && kill "$PPID_" 2>/dev/null
+    mdc_cleanup "$_st" # the daemons (tests/harness.sh), before their netns
     ip netns del "$S" 2>/dev/null
     ip netns del "$C" 2>/dev/null
-    rm -rf "$W"
 }
-trap cleanup EXIT
+trap 'cleanup $?' EXIT
 trap 'exit 1' INT TERM
 
 fail() { echo "FAIL [$mode]: $*"; failed=$((failed + 1)); }
@@ -85,14 +85,11 @@ expect_exit() {
     st=$1
     pat=$2
     shift 2
-    "$@" >"$W/refuse.out" 2>&1 &
+    rm -f "$W/refuse.ports"
+    "$@" --port-file "$W/refuse.ports" >"$W/refuse.out" 2>&1 &
     rp=$!
-    i=0
-    while kill -0 $rp 2>/dev/null && [ $i -lt 50 ]; do
-        sleep 0.1
-        i=$((i + 1))
-    done
-    if kill -0 $rp 2>/dev/null; then
+    # tests/harness.sh: its exit (1), or its port file if it starts (0)
+    if [ "$(mdc_wait_ready "$W/refuse.ports" $rp 5; echo $?)" != 1 ]; then
         kill -9 $rp
         wait $rp 2>/dev/null
         fail "'$*' did not refuse to start"
@@ -116,14 +113,13 @@ fi
 # non-root user with CAP_BPF, CAP_NET_ADMIN and CAP_PERFMON ambient attaches
 if command -v setpriv >/dev/null 2>&1; then
     : >"$W/caps.log"
+    mkdir -p "$W/caps" && chmod 777 "$W/caps" # its port file, as nobody
     ip netns exec "$S" setpriv --reuid=nobody --regid=nogroup --clear-groups \
         --inh-caps=+bpf,+net_admin,+perfmon --ambient-caps=+bpf,+net_admin,+perfmon \
         "$MDC" -l $SRV -p $TPORT -U $UPORT -x "$VS" --protected-mode=no -n 1 \
-        -m 64 >"$W/caps.log" 2>&1 &
+        -m 64 --port-file "$W/caps/ports" >"$W/caps.log" 2>&1 &
     cp_=$!
-    i=0
-    while ! grep -q " ready" "$W/caps.log" && kill -0 $cp_ 2>/dev/null &&
-        [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+    mdc_wait_ready "$W/caps/ports" $cp_ # tests/harness.sh
     if grep -q "XDP on $VS" "$W/caps.log"; then
         ok "attached as nobody with the drop-in's capabilities"
     else
@@ -152,23 +148,17 @@ run_mode() {
         ip netns exec "$C" "$TOOL" pass -i "$VC" -m native >"$W/pass.out" 2>&1 &
         PPID_=$!
     fi
-    : >"$W/d-$mode.log" # before the background job's own redirection
-    ip netns exec "$S" "$MDC" -l $SRV -p $TPORT -U $UPORT -x "$VS" --protected-mode=no \
-        --xdp-mode "$mode" --sweep-interval 0 -n 2 -m 64 >"$W/d-$mode.log" 2>&1 &
-    DPID=$!
-    i=0
-    while ! grep -q " ready" "$W/d-$mode.log" && kill -0 $DPID 2>/dev/null &&
-        [ $i -lt 100 ]; do
-        sleep 0.1
-        i=$((i + 1))
-    done
-    if ! grep -q " ready" "$W/d-$mode.log"; then
-        kill -0 $DPID 2>/dev/null && kill -9 $DPID
-        wait $DPID
-        fail "daemon did not start (exit $?): $(cat "$W/d-$mode.log")"
+    # the daemon through tests/harness.sh, its output in $W/d-$mode.log
+    MDC_WRAP="ip netns exec $S" MDC_LOG="$W/d-$mode.log"
+    if ! mdc_start_raw d_$mode -l $SRV -p $TPORT -U $UPORT -x "$VS" \
+        --protected-mode=no --xdp-mode "$mode" --sweep-interval 0 -n 2 -m 64; then
+        MDC_WRAP= MDC_LOG=
+        fail "daemon did not start (exit $(eval echo \$d_${mode}_STATUS))"
         DPID=
         return
     fi
+    MDC_WRAP= MDC_LOG=
+    eval "DPID=\$d_${mode}_PID"
     if ! grep -q "XDP on $VS ($mode mode)" "$W/d-$mode.log"; then
         fail "not attached in $mode mode: $(grep XDP "$W/d-$mode.log")"
     else
@@ -195,8 +185,7 @@ run_mode() {
     fi
 
     # SIGKILL: the link goes with the process
-    kill -9 "$DPID"
-    wait "$DPID" 2>/dev/null
+    mdc_stop d_$mode KILL
     DPID=
     sleep 0.3
     if ip -n "$S" link show "$VS" | grep -q xdp ||
@@ -219,18 +208,12 @@ for m in ${MDC_XDP_MODES:-generic native}; do
 done
 # a graceful stop (SIGTERM) detaches too, and exits 0
 mode=sigterm
-: >"$W/d-$mode.log"
-ip netns exec "$S" "$MDC" -l $SRV -p $TPORT -U $UPORT -x "$VS" --protected-mode=no \
-    --xdp-mode generic -n 1 -m 64 >"$W/d-$mode.log" 2>&1 &
-DPID=$!
-i=0
-while ! grep -q " ready" "$W/d-$mode.log" && [ $i -lt 100 ]; do
-    sleep 0.1
-    i=$((i + 1))
-done
+MDC_WRAP="ip netns exec $S" MDC_LOG="$W/d-$mode.log"
+mdc_start_raw d_$mode -l $SRV -p $TPORT -U $UPORT -x "$VS" --protected-mode=no \
+    --xdp-mode generic -n 1 -m 64 || fail "daemon did not start"
+MDC_WRAP= MDC_LOG=
 ip -n "$S" link show "$VS" | grep -q xdpgeneric || fail "not attached"
-kill -TERM "$DPID"
-wait "$DPID"
+mdc_stop d_$mode
 rc=$?
 DPID=
 if [ $rc -ne 0 ]; then

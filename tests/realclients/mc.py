@@ -4,10 +4,6 @@
   mc.py freeport                    print a free loopback TCP port (for
                                     other programs than mdcached, which
                                     takes -p auto)
-  mc.py portfile FILE KIND SECS [PID]
-                                    wait for mdcached's --port-file, print
-                                    the port of its "KIND 127.0.0.1:PORT"
-  mc.py wait HOST PORT SECS [PID]   wait until HOST:PORT accepts (PID alive)
   mc.py owns PID SECS PORT...       wait until process PID holds a TCP socket
                                     listening on 127.0.0.1:PORT for every
                                     PORT (read from /proc: not some other
@@ -40,37 +36,6 @@ def alive(pid):
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
-
-
-def portfile(path, kind, secs, pid=None):
-    end = time.monotonic() + float(secs)
-    while time.monotonic() < end:
-        try:
-            with open(path) as f:
-                for line in f:
-                    if line.startswith(kind + " 127.0.0.1:"):
-                        print(int(line.split(":")[1]))
-                        return 0
-            return 1  # the file is whole (renamed into place): no such line
-        except FileNotFoundError:
-            pass
-        if pid is not None and not alive(pid):
-            return 1
-        time.sleep(0.05)
-    return 1
-
-
-def wait(host, port, secs, pid=None):
-    end = time.monotonic() + float(secs)
-    while time.monotonic() < end:
-        if pid is not None and not alive(pid):
-            return 1
-        try:
-            socket.create_connection((host, int(port)), timeout=1).close()
-            return 0
-        except OSError:
-            time.sleep(0.05)
-    return 1
 
 
 def listen_inodes(port):
@@ -197,10 +162,6 @@ def send(port, secs):
 def main(a):
     if a[0] == "freeport":
         return freeport()
-    if a[0] == "portfile":
-        return portfile(*a[1:])
-    if a[0] == "wait":
-        return wait(*a[1:])
     if a[0] == "owns":
         return owns(*a[1:])
     if a[0] == "locate":
