@@ -318,6 +318,8 @@ int tls_conn_attach(struct conn *c)
     SSL_set_accept_state(t->ssl);
     t->started = server_mono_s();
     c->tls = t;
+    c->filtered = true; /* read and written through the filter (sockio.c) */
+    c->hs_pending = true;
     return 0;
 }
 
@@ -430,8 +432,8 @@ ssize_t tls_recv(struct conn *c, void *buf, size_t len, bool *drained)
             *drained = false;
         } else
             *drained = t->bio_short && !SSL_has_pending(t->ssl);
-        if (t->wr_wants_rd) {
-            t->wr_wants_rd = false;
+        if (c->wr_wants_rd) {
+            c->wr_wants_rd = false;
             c->wr_ready = true;
         }
         return n;
@@ -442,7 +444,7 @@ ssize_t tls_recv(struct conn *c, void *buf, size_t len, bool *drained)
         errno = EAGAIN;
         return -1;
     case SSL_ERROR_WANT_WRITE:
-        t->rd_wants_wr = true;
+        c->rd_wants_wr = true;
         errno = EAGAIN;
         return -1;
     case SSL_ERROR_ZERO_RETURN:
@@ -585,8 +587,8 @@ ssize_t tls_send_pending(struct conn *c)
     tls_err_reset();
     n = SSL_write(t->ssl, p, (int)len);
     if (n > 0) {
-        if (t->rd_wants_wr) {
-            t->rd_wants_wr = false;
+        if (c->rd_wants_wr) {
+            c->rd_wants_wr = false;
             c->rd_ready = true;
         }
         return n;
@@ -597,7 +599,7 @@ ssize_t tls_send_pending(struct conn *c)
         return -1;
     }
     if (e == SSL_ERROR_WANT_READ) {
-        t->wr_wants_rd = true;
+        c->wr_wants_rd = true;
         errno = EAGAIN;
         return -1;
     }

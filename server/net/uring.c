@@ -49,7 +49,9 @@
 #include "server/log.h"
 #include "conn.h"
 #include "net.h"
+#include "sockio.h"
 #include "threads.h"
+#include "transport.h"
 #include "udp.h"
 
 /* The backend --io=auto picks: io_uring, measured cheaper per request
@@ -97,13 +99,21 @@ enum {
     UD_UDP = 4,
     UD_ACCEPT = 5, /* listener index << 3 */
     UD_RECV_BULK = 6, /* a receive on the bulk group */
+    UD_POLL = 7,      /* a filtered connection's readiness poll; with
+                         UD_POLL_WR (struct conn is 16-byte aligned):
+                         the one-shot write poll */
 };
 #define UD_TYPE(u) ((unsigned)((u) & 7u))
 #define UD_PTR(u) ((void *)(uintptr_t)((u) & ~(uint64_t)7u))
+#define UD_POLL_WR 8u
 
+/* A connection's ring state: the backend-private part of struct conn
+ * (conn_xpriv), zeroed with it. */
 struct uconn {
     unsigned ops;         /* operations in flight that reference c */
-    bool recv_armed;      /* the multishot receive is active */
+    bool recv_armed;      /* the multishot receive (or, filtered, the
+                             multishot read poll) is active */
+    bool wr_polled;       /* filtered: the one-shot write poll is armed */
     bool recv_cancel;     /* it is being cancelled (too much input) */
     bool zombie;          /* torn down: freed when ops reaches 0 */
     bool in_rq, in_ra;    /* on the requeue / rearm list */
@@ -124,6 +134,11 @@ struct uconn {
     uint64_t turn;        /* the loop turn turn_bytes counts in */
     size_t turn_bytes;    /* bytes received in that turn */
 };
+
+static inline struct uconn *UC(const struct conn *c)
+{
+    return conn_xpriv((struct conn *)c);
+}
 
 /* What a sendmsg in flight needs to stay put (4 KiB): lent by the thread
  * for the send only, so an idle connection holds none. */
@@ -173,6 +188,7 @@ struct uring_worker {
 };
 
 static void uw_kick(struct uring_worker *uw);
+static void uw_zombie_done(struct uring_worker *uw, struct conn *c);
 
 bool uring_outer(const struct worker *w)
 {
@@ -374,8 +390,8 @@ static void uw_free_zombies(struct uring_worker *uw)
     while (uw->zombies != NULL) {
         struct conn *c = uw->zombies;
 
-        uw->zombies = c->uc->z_next;
-        c->uc->ops = 0;
+        uw->zombies = UC(c)->z_next;
+        UC(c)->ops = 0;
         conn_free(c);
     }
 }
@@ -448,14 +464,25 @@ static int uc_arm_recv(struct uring_worker *uw, struct conn *c)
 
     if (sqe == NULL)
         return -1;
+    if (c->filtered) {
+        /* the filter (TLS) reads the socket itself when it is ready:
+         * a multishot poll, one completion per new readiness (an edge,
+         * as with EPOLLET) */
+        io_uring_prep_poll_multishot(sqe, c->fd, POLLIN | POLLRDHUP);
+        UC(c)->recv_ud = (uint64_t)(uintptr_t)c | UD_POLL;
+        io_uring_sqe_set_data64(sqe, UC(c)->recv_ud);
+        UC(c)->recv_armed = true;
+        UC(c)->ops++;
+        return 0;
+    }
     io_uring_prep_recv_multishot(sqe, c->fd, NULL, 0, 0);
     sqe->flags |= IOSQE_BUFFER_SELECT;
-    sqe->buf_group = (uint16_t)(URING_BGID + (c->uc->bulk ? 1 : 0));
-    c->uc->recv_ud = (uint64_t)(uintptr_t)c |
-                     (c->uc->bulk ? UD_RECV_BULK : UD_RECV);
-    io_uring_sqe_set_data64(sqe, c->uc->recv_ud);
-    c->uc->recv_armed = true;
-    c->uc->ops++;
+    sqe->buf_group = (uint16_t)(URING_BGID + (UC(c)->bulk ? 1 : 0));
+    UC(c)->recv_ud = (uint64_t)(uintptr_t)c |
+                     (UC(c)->bulk ? UD_RECV_BULK : UD_RECV);
+    io_uring_sqe_set_data64(sqe, UC(c)->recv_ud);
+    UC(c)->recv_armed = true;
+    UC(c)->ops++;
     return 0;
 }
 
@@ -463,22 +490,22 @@ static void uc_cancel_recv(struct uring_worker *uw, struct conn *c)
 {
     struct io_uring_sqe *sqe;
 
-    if (!c->uc->recv_armed || c->uc->recv_cancel)
+    if (!UC(c)->recv_armed || UC(c)->recv_cancel)
         return;
     sqe = uw_sqe(uw);
     if (sqe == NULL)
         return;
-    io_uring_prep_cancel64(sqe, c->uc->recv_ud, 0);
+    io_uring_prep_cancel64(sqe, UC(c)->recv_ud, 0);
     io_uring_sqe_set_data64(sqe, UD_IGNORE);
-    c->uc->recv_cancel = true;
+    UC(c)->recv_cancel = true;
 }
 
 static void uw_want_rearm(struct uring_worker *uw, struct conn *c)
 {
-    if (c->uc->in_ra)
+    if (UC(c)->in_ra)
         return;
-    c->uc->in_ra = true;
-    c->uc->ra_next = uw->ra;
+    UC(c)->in_ra = true;
+    UC(c)->ra_next = uw->ra;
     uw->ra = c;
     if (!uw->outer)
         uw_kick(uw);
@@ -510,7 +537,7 @@ static void uw_arm_udp(struct uring_worker *uw, unsigned i)
 
 /* ---- accept (main thread) ---------------------------------------------- */
 
-int uring_accept_arm(struct server *srv, size_t i)
+static int uring_accept_arm(struct server *srv, size_t i)
 {
     struct uring_worker *uw = srv->workers[0].uring;
     struct listener *l = &srv->listeners[i];
@@ -530,7 +557,7 @@ int uring_accept_arm(struct server *srv, size_t i)
     return 0;
 }
 
-void uring_accept_cancel(struct server *srv, size_t i)
+static void uring_accept_cancel(struct server *srv, size_t i)
 {
     struct uring_worker *uw = srv->workers[0].uring;
     struct listener *l = &srv->listeners[i];
@@ -569,30 +596,137 @@ static void uw_on_accept(struct uring_worker *uw, size_t i,
 
 /* ---- connections -------------------------------------------------------- */
 
-int uring_conn_adopt(struct conn *c)
+static int ur_adopt(struct conn *c)
 {
     struct uring_worker *uw = c->owner->uring;
-    struct uconn *uc = mdc_calloc(1, sizeof(*uc));
 
-    if (uc == NULL)
-        return -1;
-    c->uc = uc;
     /* a blocking socket: a send the socket cannot take yet waits in the
-     * ring (poll-armed) instead of failing with EAGAIN */
-    (void)fcntl(c->fd, F_SETFL, fcntl(c->fd, F_GETFL) & ~O_NONBLOCK);
-    if (uc_arm_recv(uw, c) < 0) {
-        mdc_free(uc);
-        c->uc = NULL;
+     * ring (poll-armed) instead of failing with EAGAIN; a filtered one
+     * (TLS) is read and written when ready, and stays non-blocking */
+    if (!c->filtered)
+        (void)fcntl(c->fd, F_SETFL, fcntl(c->fd, F_GETFL) & ~O_NONBLOCK);
+    if (uc_arm_recv(uw, c) < 0)
         return -1;
-    }
     c->wr_ready = true;
     return 0;
 }
 
-int uring_conn_flush(struct conn *c)
+/* ---- filtered connections (TLS): readiness polls ------------------------ */
+
+/* The filter's write would block, or its read must write first: a
+ * one-shot poll for room in the socket. */
+static int uc_want_wr(struct conn *c)
 {
     struct uring_worker *uw = c->owner->uring;
-    struct uconn *uc = c->uc;
+    struct uconn *uc = UC(c);
+    struct io_uring_sqe *sqe;
+
+    if (uc->wr_polled)
+        return 0;
+    sqe = uw_sqe(uw);
+    if (sqe == NULL)
+        return -1;
+    io_uring_prep_poll_add(sqe, c->fd, POLLOUT);
+    io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)c | UD_POLL_WR |
+                                     UD_POLL);
+    uc->wr_polled = true;
+    uc->ops++;
+    return 0;
+}
+
+/* A readiness poll of a filtered connection completed. */
+static void uw_on_poll(struct uring_worker *uw, uint64_t ud,
+                       const struct io_uring_cqe *cqe)
+{
+    struct conn *c = (void *)(uintptr_t)(ud & ~(uint64_t)15u);
+    struct uconn *uc = UC(c);
+    bool wr = (ud & UD_POLL_WR) != 0;
+    int res = cqe->res;
+    short what = 0;
+
+    if (wr) {
+        uc->wr_polled = false;
+        uc->ops--;
+    } else if (!(cqe->flags & IORING_CQE_F_MORE)) {
+        uc->recv_armed = false;
+        uc->ops--;
+    }
+    if (uc->zombie) {
+        uw_zombie_done(uw, c);
+        return;
+    }
+    if (res < 0) {
+        /* cancelled, or the kernel ended the multishot poll: armed again
+         * (the next pass); a write poll is armed again by the next write
+         * that would block */
+        if (!wr)
+            uw_want_rearm(uw, c);
+        return;
+    }
+    /* as libevent reports them: a hang-up or an error is both
+     * directions, a half-close is EV_CLOSED */
+    if (res & (POLLIN | POLLHUP | POLLERR))
+        what |= CONN_EV_READ;
+    if (res & POLLRDHUP)
+        what |= CONN_EV_CLOSED;
+    if (res & (POLLOUT | POLLHUP | POLLERR))
+        what |= CONN_EV_WRITE;
+    if (!wr && !uc->recv_armed)
+        uw_want_rearm(uw, c);
+    conn_on_io(c, what); /* may free c */
+}
+
+static int ur_start(struct conn *c)
+{
+    int h = sockio_start(c);
+
+    if (h == SOCKIO_WAIT_WR)
+        return uc_want_wr(c) < 0 ? -1 : 0;
+    return h;
+}
+
+/* Read what the socket has: only a filtered connection is read so (the
+ * others' bytes come with their receive's completions, uw_on_recv). */
+static int ur_read(struct conn *c)
+{
+    int r;
+
+    if (!c->filtered) {
+        c->rd_ready = false;
+        return 0;
+    }
+    r = sockio_read(c);
+    if (r == SOCKIO_WAIT_WR)
+        return uc_want_wr(c) < 0 ? -1 : 0;
+    return r;
+}
+
+static bool ur_peer_gone(struct conn *c)
+{
+    /* a receive sees the EOF or the reset itself */
+    return c->filtered && sockio_peer_gone(c);
+}
+
+static int uc_send(struct conn *c);
+
+static int ur_flush(struct conn *c)
+{
+    int r;
+
+    if (!c->filtered)
+        return uc_send(c);
+    r = sockio_flush(c);
+    if (r == 1)
+        return uc_want_wr(c);
+    return r;
+}
+
+/* ---- plain connections: sends from the output queue ------------------- */
+
+static int uc_send(struct conn *c)
+{
+    struct uring_worker *uw = c->owner->uring;
+    struct uconn *uc = UC(c);
     struct io_uring_sqe *sqe;
     size_t i, k;
     bool zc;
@@ -651,17 +785,17 @@ int uring_conn_flush(struct conn *c)
     return 0;
 }
 
-void uring_conn_requeue(struct conn *c)
+static void ur_requeue(struct conn *c)
 {
     struct uring_worker *uw = c->owner->uring;
-    struct uconn *uc = c->uc;
+    struct uconn *uc = UC(c);
 
     if (uc->in_rq)
         return;
     uc->in_rq = true;
     uc->rq_next = NULL;
     if (uw->rq_tail != NULL)
-        uw->rq_tail->uc->rq_next = c;
+        UC(uw->rq_tail)->rq_next = c;
     else
         uw->rq_head = c;
     uw->rq_tail = c;
@@ -672,11 +806,11 @@ void uring_conn_requeue(struct conn *c)
 
 static void uw_unlink(struct uring_worker *uw, struct conn *c)
 {
-    struct uconn *uc = c->uc;
+    struct uconn *uc = UC(c);
     struct conn **pp, *prev = NULL;
 
     if (uc->in_rq) {
-        for (pp = &uw->rq_head; *pp != NULL; prev = *pp, pp = &(*pp)->uc->rq_next)
+        for (pp = &uw->rq_head; *pp != NULL; prev = *pp, pp = &UC(*pp)->rq_next)
             if (*pp == c) {
                 *pp = uc->rq_next;
                 if (uw->rq_tail == c)
@@ -687,7 +821,7 @@ static void uw_unlink(struct uring_worker *uw, struct conn *c)
         uc->in_rq = false;
     }
     if (uc->in_ra) {
-        for (pp = &uw->ra; *pp != NULL; pp = &(*pp)->uc->ra_next)
+        for (pp = &uw->ra; *pp != NULL; pp = &UC(*pp)->ra_next)
             if (*pp == c) {
                 *pp = uc->ra_next;
                 break;
@@ -696,10 +830,10 @@ static void uw_unlink(struct uring_worker *uw, struct conn *c)
     }
 }
 
-bool uring_conn_teardown(struct conn *c)
+static bool ur_close(struct conn *c)
 {
     struct uring_worker *uw = c->owner->uring;
-    struct uconn *uc = c->uc;
+    struct uconn *uc = UC(c);
     struct io_uring_sqe *sqe;
 
     uw_unlink(uw, c);
@@ -753,14 +887,13 @@ static void uc_iov_give(struct uring_worker *uw, struct uconn *uc)
     uc->snd = NULL;
 }
 
-void uring_conn_free(struct conn *c)
+static void ur_release(struct conn *c)
 {
-    struct uconn *uc = c->uc;
+    struct uconn *uc = UC(c);
     struct uring_worker *uw;
     unsigned i;
 
-    if (uc == NULL)
-        return;
+    sockio_release(c); /* the filter's state (a close_notify) */
     uw = c->owner->uring;
     if (uw != NULL) {
         for (i = 0; i < uc->nstash; i++) {
@@ -773,8 +906,10 @@ void uring_conn_free(struct conn *c)
     if (uw != NULL)
         uc_iov_give(uw, uc);
     mdc_free(uc->snd); /* NULL unless the ring is gone */
-    mdc_free(uc);
-    c->uc = NULL;
+    uc->snd = NULL;
+    uc->sbid = NULL;
+    uc->slen = NULL;
+    uc->nstash = uc->stashcap = 0;
 }
 
 /* A zombie's operation completed: free it with the last one. */
@@ -782,11 +917,11 @@ static void uw_zombie_done(struct uring_worker *uw, struct conn *c)
 {
     struct conn **pp;
 
-    if (c->uc->ops > 0)
+    if (UC(c)->ops > 0)
         return;
-    for (pp = &uw->zombies; *pp != NULL; pp = &(*pp)->uc->z_next)
+    for (pp = &uw->zombies; *pp != NULL; pp = &UC(*pp)->z_next)
         if (*pp == c) {
-            *pp = c->uc->z_next;
+            *pp = UC(c)->z_next;
             break;
         }
     conn_free(c);
@@ -795,7 +930,7 @@ static void uw_zombie_done(struct uring_worker *uw, struct conn *c)
 static int uc_stash(struct uring_worker *uw, struct conn *c, unsigned gi,
                     unsigned bid, uint32_t len)
 {
-    struct uconn *uc = c->uc;
+    struct uconn *uc = UC(c);
 
     if (uc->nstash == uc->stashcap) {
         unsigned cap = uc->stashcap ? uc->stashcap * 2 : 8;
@@ -820,10 +955,10 @@ static int uc_stash(struct uring_worker *uw, struct conn *c, unsigned gi,
     return 0;
 }
 
-void uring_conn_returned(struct conn *c)
+static void ur_returned(struct conn *c)
 {
     struct uring_worker *uw = c->owner->uring;
-    struct uconn *uc = c->uc;
+    struct uconn *uc = UC(c);
     unsigned i;
     int rc = 0;
 
@@ -843,14 +978,19 @@ void uring_conn_returned(struct conn *c)
         uw_want_rearm(uw, c);
 }
 
+bool uring_conn_ringed(const struct conn *c)
+{
+    return c->srv->xp == &transport_uring && c->adopted;
+}
+
 bool uring_conn_bulk(const struct conn *c)
 {
-    return c->uc != NULL && c->uc->bulk;
+    return uring_conn_ringed(c) && UC(c)->bulk;
 }
 
 bool uring_conn_zc_wait(const struct conn *c)
 {
-    return c->uc != NULL && c->uc->zc_wait;
+    return uring_conn_ringed(c) && UC(c)->zc_wait;
 }
 
 void uring_zc_counts(const struct worker *w, uint64_t *sends,
@@ -878,13 +1018,13 @@ static bool uc_backlogged(const struct conn *c)
 /* c had its share of this turn's input (URING_TURN_BYTES). */
 static bool uc_over_turn(const struct uring_worker *uw, const struct conn *c)
 {
-    return c->uc->turn == uw->turn && c->uc->turn_bytes >= URING_TURN_BYTES;
+    return UC(c)->turn == uw->turn && UC(c)->turn_bytes >= URING_TURN_BYTES;
 }
 
 static void uw_on_recv(struct uring_worker *uw, struct conn *c,
                        const struct io_uring_cqe *cqe, unsigned gi)
 {
-    struct uconn *uc = c->uc;
+    struct uconn *uc = UC(c);
     struct ugroup *g = &uw->g[gi];
     int res = cqe->res;
     bool buf = (cqe->flags & IORING_CQE_F_BUFFER) != 0;
@@ -982,7 +1122,7 @@ static void uw_on_recv(struct uring_worker *uw, struct conn *c,
 static void uw_on_send(struct uring_worker *uw, struct conn *c,
                        const struct io_uring_cqe *cqe)
 {
-    struct uconn *uc = c->uc;
+    struct uconn *uc = UC(c);
     int res = cqe->res;
 
     if (cqe->flags & IORING_CQE_F_MORE) {
@@ -1003,10 +1143,10 @@ static void uw_on_send(struct uring_worker *uw, struct conn *c,
         res = 0;
     }
     uc->zc = false;
-    c->uc->ops--;
+    UC(c)->ops--;
     c->wr_busy = false;
     uc_iov_give(uw, uc);
-    if (c->uc->zombie) {
+    if (UC(c)->zombie) {
         uw_zombie_done(uw, c);
         return;
     }
@@ -1047,6 +1187,9 @@ static void uw_dispatch(struct uring_worker *uw, const struct io_uring_cqe *cqe)
         break;
     case UD_ACCEPT:
         uw_on_accept(uw, (size_t)(ud >> 3), cqe);
+        break;
+    case UD_POLL:
+        uw_on_poll(uw, ud, cqe);
         break;
     default:
         break;
@@ -1093,15 +1236,15 @@ static void uw_passes(struct uring_worker *uw)
 
     uw->deferred = false;
     while (n-- > 0 && (c = uw->rq_head) != NULL) {
-        uw->rq_head = c->uc->rq_next;
+        uw->rq_head = UC(c)->rq_next;
         if (uw->rq_head == NULL)
             uw->rq_tail = NULL;
         uw->rq_n--;
-        c->uc->in_rq = false;
+        UC(c)->in_rq = false;
         conn_drive(c); /* may free c */
     }
     while ((c = uw->ra) != NULL) {
-        struct uconn *uc = c->uc;
+        struct uconn *uc = UC(c);
 
         uw->ra = uc->ra_next;
         uc->in_ra = false;
@@ -1256,6 +1399,61 @@ static void uw_ev_cb(evutil_socket_t fd, short what, void *arg)
     if (uw->rq_n > 0)
         uw_kick(uw);
 }
+
+/* ---- the transport table (transport.h) ----------------------------------- */
+
+static void ur_wake(struct worker *w)
+{
+    if (uring_outer(w))
+        uring_wake(w); /* the ring's loop does not run libevent's */
+    else
+        event_active(w->ev_inbox, EV_READ, 0);
+}
+
+static void ur_stop(struct worker *w)
+{
+    if (uring_outer(w)) {
+        atomic_store(&w->stop_req, true);
+        uring_wake(w);
+    } else {
+        event_active(w->ev_stop, EV_READ, 0);
+    }
+}
+
+static void ur_run(struct worker *w)
+{
+    if (uring_outer(w))
+        uring_run(w);
+    else
+        event_base_dispatch(w->base);
+}
+
+/* the ring's loop ends by itself once a stopping thread has no
+ * connection; the main thread's is libevent's */
+static void ur_done(struct worker *w)
+{
+    event_base_loopexit(w->base, NULL);
+}
+
+const struct transport transport_uring = {
+    .name = "io_uring",
+    .conn_priv = sizeof(struct uconn),
+    .adopt = ur_adopt,
+    .start = ur_start,
+    .read = ur_read,
+    .flush = ur_flush,
+    .requeue = ur_requeue,
+    .close = ur_close,
+    .release = ur_release,
+    .returned = ur_returned,
+    .peer_gone = ur_peer_gone,
+    .wake = ur_wake,
+    .stop = ur_stop,
+    .run = ur_run,
+    .done = ur_done,
+    .accept_on = uring_accept_arm,
+    .accept_off = uring_accept_cancel,
+};
 
 #else
 typedef int mdc_uring_unused; /* ISO C wants a declaration */
