@@ -247,14 +247,6 @@ int uring_resolve(struct server *srv)
         io = URING_DEFAULT_IS_URING ? "uring" : "epoll";
     if (strcmp(io, "uring") != 0)
         return 0;
-    if (srv->opt.tls_listen.n > 0) {
-        /* TLS connections need conn_read/conn_flush (tls.c), which the
-         * ring bypasses: an explicit --io=uring with --tls-listen is a
-         * usage error (options.c); here only the test suite's pass
-         * (MDC_TEST_IO) can ask for it, and it gets epoll */
-        log_info("--tls-listen: the I/O backend is epoll");
-        return 0;
-    }
     rc = uring_probe(&what);
     if (rc < 0) {
         if (explicit_) {
