@@ -13,23 +13,30 @@
 # by both).  Connections are set up before the measured window, so the
 # figure is the steady state of the record layer, not the handshakes.
 #
-# usage: bench/tls.sh [-r ROUNDS] [-D SECS] [-b BUILDDIR] [-a BASEBUILD]
+# usage: bench/tls.sh [-r ROUNDS] [-D SECS] [-b BUILDDIR] [-a BASEBUILD] [-E]
 # Prints one line per window and the medians, ranges and ratios.
-# -a adds a fourth series, mdcached over TLS from another build
+# mdcached runs its default backend (--io=auto: io_uring where the kernel
+# allows it; the log line says which).
+# -a adds a series, mdcached over TLS from another build
 # (base-tls: e.g. the commit before a change), in the same rounds, and
 # the ratio mdcached-tls / base-tls: a change's own side-by-side figure.
+# -E adds a series, the same daemon binary over TLS with --io=epoll
+# (epoll-tls), and the ratio mdcached-tls / epoll-tls: TLS on io_uring
+# against TLS on epoll.
 set -eu
 ROUNDS=3
 DUR=5
 B=${MDC_BUILDDIR:-_build}
 BASE=
-while getopts "r:D:b:a:" o; do
+EPOLL=
+while getopts "r:D:b:a:E" o; do
     case $o in
     r) ROUNDS=$OPTARG ;;
     D) DUR=$OPTARG ;;
     b) B=$OPTARG ;;
     a) BASE=$OPTARG ;;
-    *) echo "usage: $0 [-r ROUNDS] [-D SECS] [-b BUILDDIR] [-a BASEBUILD]" >&2; exit 64 ;;
+    E) EPOLL=1 ;;
+    *) echo "usage: $0 [-r ROUNDS] [-D SECS] [-b BUILDDIR] [-a BASEBUILD] [-E]" >&2; exit 64 ;;
     esac
 done
 MDC="$B/server/mdcached"
@@ -57,8 +64,15 @@ taskset -c 0 memcached -u nobody -t 1 -m 1024 -c 1024 -U 0 -l 127.0.0.1 -p "$MC"
 MCPID=$!; PIDS+=("$MCPID")
 taskset -c 0 "$MDC" -n 1 -t 0 -m 1024 -l 127.0.0.1 -p "$MP" \
     --tls-listen="127.0.0.1:$MT" --tls-cert="$T/cert.pem" --tls-key="$T/key.pem" \
-    -v 1 >"$T/mdc.log" 2>&1 &
+    -v 2 >"$T/mdc.log" 2>&1 &
 MDPID=$!; PIDS+=("$MDPID")
+if [ -n "$EPOLL" ]; then
+    ET=$(freeport)
+    taskset -c 0 "$MDC" -n 1 -t 0 -m 1024 -l 127.0.0.1 -p "$(freeport)" --io=epoll \
+        --tls-listen="127.0.0.1:$ET" --tls-cert="$T/cert.pem" --tls-key="$T/key.pem" \
+        >"$T/epoll.log" 2>&1 &
+    EPID=$!; PIDS+=("$EPID")
+fi
 if [ -n "$BASE" ]; then
     BT=$(freeport)
     taskset -c 0 "$BASE/server/mdcached" -n 1 -t 0 -m 1024 -l 127.0.0.1 -p "$(freeport)" \
@@ -87,12 +101,14 @@ r=pre
 taskset -c 1 "$LOAD" -s "127.0.0.1:$MC" --tls "${W2[@]}" -f -D 0.2 -w 0 -q
 taskset -c 1 "$LOAD" -s "127.0.0.1:$MP" "${W2[@]}" -f -D 0.2 -w 0 -q
 [ -z "$BASE" ] || taskset -c 1 "$LOAD" -s "127.0.0.1:$BT" --tls "${W2[@]}" -f -D 0.2 -w 0 -q
+[ -z "$EPOLL" ] || taskset -c 1 "$LOAD" -s "127.0.0.1:$ET" --tls "${W2[@]}" -f -D 0.2 -w 0 -q
 # each round starts one series later than the last (round 1: memcached
 # first, round 2: mdcached-tls first, ...), so no series always runs first
 # or last after the others have warmed or loaded the machine
 SERIES=("memcached-tls $MC $MCPID --tls" "mdcached-tls $MT $MDPID --tls"
         "mdcached-tcp $MP $MDPID")
 [ -z "$BASE" ] || SERIES+=("base-tls $BT $BPID --tls")
+[ -z "$EPOLL" ] || SERIES+=("epoll-tls $ET $EPID --tls")
 for r in $(seq 1 "$ROUNDS"); do
     echo "round $r"
     for i in "${!SERIES[@]}"; do
@@ -100,13 +116,13 @@ for r in $(seq 1 "$ROUNDS"); do
         run ${SERIES[$(((i + r - 1) % ${#SERIES[@]}))]}
     done
 done
-grep -i "ktls\|kernel tls" "$T/mdc.log" || true
-python3 - "$T" "$ROUNDS" "$BASE" <<'EOF'
+grep -i "ktls\|kernel tls\|network I/O\|using epoll" "$T/mdc.log" || true
+python3 - "$T" "$ROUNDS" "$BASE" "$EPOLL" <<'EOF'
 import json, os, statistics, sys
-t, rounds, base = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+t, rounds, base, epoll = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 v = {}
 for n in ("memcached-tls", "mdcached-tls", "mdcached-tcp") + (
-        ("base-tls",) if base else ()):
+        ("base-tls",) if base else ()) + (("epoll-tls",) if epoll else ()):
     v[n] = [json.load(open(os.path.join(t, "%s.%d.json" % (n, r))))
             ["server_cpu"]["us_per_req"] for r in range(1, rounds + 1)]
     print("%-14s median %.3f us/req  range %.3f-%.3f" % (
@@ -120,4 +136,6 @@ ratio("mdcached-tls", "mdcached-tcp")
 if base:
     ratio("mdcached-tls", "base-tls")
     ratio("base-tls", "memcached-tls")
+if epoll:
+    ratio("mdcached-tls", "epoll-tls")
 EOF

@@ -2,8 +2,9 @@
  * conn.h - one client connection: its input buffer, its output queue of
  * byte ranges and record references (sent with sendmsg() from an iovec
  * array, so a GET hit never allocates, and copies only a value of at most
- * CONN_COPY_MAX), and the state machine
- * that a network thread drives on edge-triggered readiness.
+ * CONN_COPY_MAX), and the request loop (conn_drive) that a network
+ * thread runs when its backend (transport.h: epoll.c or uring.c) reports
+ * readiness or completions.
  *
  * Ownership: a connection belongs to one network worker (c->owner).  While
  * c->inflight is set a payload thread owns its input and output and the

@@ -202,6 +202,8 @@ static void ep_accept_cb(evutil_socket_t lfd, short what, void *arg)
     int fd;
 
     (void)what;
+    if (!__atomic_load_n(&srv->accepting, __ATOMIC_RELAXED))
+        return; /* paused: the connection waits in the backlog */
     fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0 && (errno == EAGAIN || errno == EWOULDBLOCK ||
                    errno == EINTR || errno == ECONNABORTED))

@@ -19,6 +19,13 @@
  * ring.  The main thread with -n 0 keeps libevent's loop (signals,
  * listeners, timers) and polls the ring's descriptor from it.
  *
+ * A connection with a byte filter (c->filtered: TLS) has no receive: the
+ * filter reads and writes the socket itself (sockio.c), on a multishot
+ * POLLIN poll of the ring and, while a write would block, a one-shot
+ * POLLOUT poll.  The backend's face is the transport table at the end of
+ * the file (transport.h); its state lives in the connection's allocation
+ * (struct uconn, conn_xpriv).
+ *
  * docs/threads-models.md, "The io_uring loop", has the rules and costs.
  */
 #include "config.h"
