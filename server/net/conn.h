@@ -61,19 +61,30 @@ struct conn {
     uint8_t *ibuf;
     size_t icap, ioff, ilen;
     size_t need;           /* bytes the next step needs (>= 1) */
-    size_t iscan;          /* unconsumed bytes a protocol has scanned for
-                              its line end without finding it: the next
-                              scan resumes there (reset on consume) */
     uint64_t skip;         /* input bytes still to discard */
 
     /* output */
     uint8_t *obuf;
     size_t ocap, olen;
     struct oseg *segs;
-    size_t segcap, nseg, seghead, headsent;
     size_t opending;       /* unsent bytes */
+    /* segments: allocated, queued, the first unsent, bytes of it sent (a
+     * segment is at most 4 GiB: struct oseg's len) */
+    uint32_t segcap, nseg, seghead, headsent;
 
-    /* state; see the ownership note above (no bitfields on purpose) */
+    uint32_t iscan;        /* unconsumed bytes a protocol has scanned for
+                              its line end without finding it: the next
+                              scan resumes there (reset on consume; a
+                              line is far shorter than 4 GiB) */
+    unsigned auth_fails;   /* failed authentications on this connection */
+    uint32_t hold_until;   /* coarse seconds: run no request before; 0 = no
+                              hold (conn_hold) */
+    uint32_t blocked_since; /* coarse seconds output stalled; 0 = not */
+
+    /* state; see the ownership note above (no bitfields on purpose).
+     * The narrow fields sit together: an idle connection is this struct
+     * and its backend's part (docs/performance.md, "Memory per
+     * connection"). */
     bool in_ext;           /* ibuf is the backend's (an io_uring provided
                               buffer parsed in place), not lent: what is
                               left is copied out before it goes back */
@@ -103,14 +114,10 @@ struct conn {
     bool hs_pending;       /* the filter's handshake is not done */
     bool rd_wants_wr;      /* the filter's read needs the socket writable */
     bool wr_wants_rd;      /* the filter's write needs it readable */
-    unsigned auth_fails;   /* failed authentications on this connection */
-    uint64_t hold_until;   /* coarse seconds: run no request before; 0 = no
-                              hold (conn_hold) */
     uint64_t born;         /* server_coarse_ms() when the owner adopted it */
     uint64_t last_active;  /* server_coarse_ms() of the last input (written
                               by the owner with relaxed atomics: stats
                               conns reads it from other threads) */
-    uint64_t blocked_since; /* coarse seconds output stalled; 0 = not */
 
     /* parking (conn_park): a request that waits for another thread */
     void (*park)(struct conn *c);  /* to run once process() has returned */
@@ -301,7 +308,7 @@ static inline void conn_close_after_flush(struct conn *c) { c->closing = true; }
  * authentication): the owner's once-a-second tick lifts the hold. */
 static inline void conn_hold(struct conn *c, unsigned secs)
 {
-    c->hold_until = server_mono_s() + secs + 1;
+    c->hold_until = (uint32_t)(server_mono_s() + secs + 1);
 }
 
 /*

@@ -114,10 +114,23 @@ enum {
 #define UD_PTR(u) ((void *)(uintptr_t)((u) & ~(uint64_t)7u))
 #define UD_POLL_WR 8u
 
+/* A buffer received while a payload thread owns the input. */
+struct ustash {
+    uint32_t id;  /* group << 16 | buffer id */
+    uint32_t len;
+};
+
 /* A connection's ring state: the backend-private part of struct conn
- * (conn_xpriv), zeroed with it. */
+ * (conn_xpriv), zeroed with it; 80 bytes, so that with the connection it
+ * makes one 384-byte allocation (docs/performance.md, "Memory per
+ * connection"). */
 struct uconn {
     unsigned ops;         /* operations in flight that reference c */
+    int zc_res;           /* the zero-copy send's result */
+    uint32_t turn;        /* the loop turn turn_bytes counts in (low bits) */
+    uint32_t turn_bytes;  /* bytes received in that turn */
+    uint32_t last_bulk;   /* w->now of the last turn with URING_BULK_AT */
+    uint16_t nstash, stashcap; /* stash entries used, allocated */
     bool recv_armed;      /* the multishot receive (or, filtered, the
                              multishot read poll) is active */
     bool wr_polled;       /* filtered: the one-shot write poll is armed */
@@ -125,26 +138,28 @@ struct uconn {
     bool zombie;          /* torn down: freed when ops reaches 0 */
     bool in_rq, in_ra;    /* on the requeue / rearm list */
     bool bulk;            /* receives on the bulk group */
-    struct conn *rq_next, *ra_next, *z_next;
-    struct usend *snd;    /* lent for a sendmsg in flight */
-    uint64_t recv_ud;     /* user data of the armed receive */
-    uint64_t last_bulk;   /* w->now of the last turn with URING_BULK_AT */
-    /* buffers received while a payload thread owns the input (group << 16
-     * | buffer id) */
-    uint32_t *sbid;
-    uint32_t *slen;
-    unsigned nstash, stashcap;
+    bool recv_bulk;       /* the armed receive is on the bulk group */
     bool zc;              /* the send in flight is a zero-copy one ... */
     bool zc_wait;         /* ... whose notification is still to come */
     bool no_zc;           /* the socket refused a zero-copy send */
-    int zc_res;           /* the zero-copy send's result */
-    uint64_t turn;        /* the loop turn turn_bytes counts in */
-    size_t turn_bytes;    /* bytes received in that turn */
+    struct conn *rq_next, *ra_next, *z_next;
+    struct usend *snd;    /* lent for a sendmsg in flight */
+    struct ustash *stash; /* buffers received while a payload thread owns
+                             the input */
 };
+
+/* User data of c's armed receive (or read poll). */
+static uint64_t uc_recv_ud(const struct conn *c);
 
 static inline struct uconn *UC(const struct conn *c)
 {
     return conn_xpriv((struct conn *)c);
+}
+
+static uint64_t uc_recv_ud(const struct conn *c)
+{
+    return (uint64_t)(uintptr_t)c |
+           (c->filtered ? UD_POLL : UC(c)->recv_bulk ? UD_RECV_BULK : UD_RECV);
 }
 
 /* What a sendmsg in flight needs to stay put (4 KiB): lent by the thread
@@ -468,8 +483,7 @@ static int uc_arm_recv(struct uring_worker *uw, struct conn *c)
          * a multishot poll, one completion per new readiness (an edge,
          * as with EPOLLET) */
         io_uring_prep_poll_multishot(sqe, c->fd, POLLIN | POLLRDHUP);
-        UC(c)->recv_ud = (uint64_t)(uintptr_t)c | UD_POLL;
-        io_uring_sqe_set_data64(sqe, UC(c)->recv_ud);
+        io_uring_sqe_set_data64(sqe, uc_recv_ud(c));
         UC(c)->recv_armed = true;
         UC(c)->ops++;
         return 0;
@@ -477,9 +491,8 @@ static int uc_arm_recv(struct uring_worker *uw, struct conn *c)
     io_uring_prep_recv_multishot(sqe, c->fd, NULL, 0, 0);
     sqe->flags |= IOSQE_BUFFER_SELECT;
     sqe->buf_group = (uint16_t)(URING_BGID + (UC(c)->bulk ? 1 : 0));
-    UC(c)->recv_ud = (uint64_t)(uintptr_t)c |
-                     (UC(c)->bulk ? UD_RECV_BULK : UD_RECV);
-    io_uring_sqe_set_data64(sqe, UC(c)->recv_ud);
+    UC(c)->recv_bulk = UC(c)->bulk;
+    io_uring_sqe_set_data64(sqe, uc_recv_ud(c));
     UC(c)->recv_armed = true;
     UC(c)->ops++;
     return 0;
@@ -494,7 +507,7 @@ static void uc_cancel_recv(struct uring_worker *uw, struct conn *c)
     sqe = uw_sqe(uw);
     if (sqe == NULL)
         return;
-    io_uring_prep_cancel64(sqe, UC(c)->recv_ud, 0);
+    io_uring_prep_cancel64(sqe, uc_recv_ud(c), 0);
     io_uring_sqe_set_data64(sqe, UD_IGNORE);
     UC(c)->recv_cancel = true;
 }
@@ -851,7 +864,7 @@ static bool ur_close(struct conn *c)
         struct linger lg = {1, 0};
 
         if (uc->recv_armed && (sqe = uw_sqe(uw)) != NULL) {
-            io_uring_prep_cancel64(sqe, uc->recv_ud, 0);
+            io_uring_prep_cancel64(sqe, uc_recv_ud(c), 0);
             io_uring_sqe_set_data64(sqe, UD_IGNORE);
         }
         if (!uc->zc_wait && (sqe = uw_sqe(uw)) != NULL) {
@@ -896,18 +909,16 @@ static void ur_release(struct conn *c)
     uw = c->owner->uring;
     if (uw != NULL) {
         for (i = 0; i < uc->nstash; i++) {
-            uw_buf_put(uw, uc->sbid[i] >> 16, uc->sbid[i] & 0xffff);
-            uw->g[uc->sbid[i] >> 16].held--;
+            uw_buf_put(uw, uc->stash[i].id >> 16, uc->stash[i].id & 0xffff);
+            uw->g[uc->stash[i].id >> 16].held--;
         }
     }
-    mdc_free(uc->sbid);
-    mdc_free(uc->slen);
+    mdc_free(uc->stash);
     if (uw != NULL)
         uc_iov_give(uw, uc);
     mdc_free(uc->snd); /* NULL unless the ring is gone */
     uc->snd = NULL;
-    uc->sbid = NULL;
-    uc->slen = NULL;
+    uc->stash = NULL;
     uc->nstash = uc->stashcap = 0;
 }
 
@@ -932,21 +943,19 @@ static int uc_stash(struct uring_worker *uw, struct conn *c, unsigned gi,
     struct uconn *uc = UC(c);
 
     if (uc->nstash == uc->stashcap) {
-        unsigned cap = uc->stashcap ? uc->stashcap * 2 : 8;
-        uint32_t *b = mdc_realloc(uc->sbid, cap * sizeof(*b));
-        uint32_t *l;
+        unsigned cap = uc->stashcap ? uc->stashcap * 2u : 8u;
+        struct ustash *st;
 
-        if (b == NULL)
+        if (cap > UINT16_MAX)
             return -1;
-        uc->sbid = b;
-        l = mdc_realloc(uc->slen, cap * sizeof(*l));
-        if (l == NULL)
+        st = mdc_realloc(uc->stash, cap * sizeof(*st));
+        if (st == NULL)
             return -1;
-        uc->slen = l;
-        uc->stashcap = cap;
+        uc->stash = st;
+        uc->stashcap = (uint16_t)cap;
     }
-    uc->sbid[uc->nstash] = gi << 16 | bid;
-    uc->slen[uc->nstash] = len;
+    uc->stash[uc->nstash].id = gi << 16 | bid;
+    uc->stash[uc->nstash].len = len;
     uc->nstash++;
     uw->g[gi].held++;
     if (uc->nstash >= URING_STASH_MAX)
@@ -962,12 +971,13 @@ static void ur_returned(struct conn *c)
     int rc = 0;
 
     for (i = 0; i < uc->nstash; i++) {
-        struct ugroup *g = &uw->g[uc->sbid[i] >> 16];
-        unsigned bid = uc->sbid[i] & 0xffff;
+        struct ugroup *g = &uw->g[uc->stash[i].id >> 16];
+        unsigned bid = uc->stash[i].id & 0xffff;
 
         if (rc == 0)
-            rc = conn_in_append(c, g->bufs + (size_t)bid * g->sz, uc->slen[i]);
-        uw_buf_put(uw, uc->sbid[i] >> 16, bid);
+            rc = conn_in_append(c, g->bufs + (size_t)bid * g->sz,
+                                uc->stash[i].len);
+        uw_buf_put(uw, uc->stash[i].id >> 16, bid);
         g->held--;
     }
     uc->nstash = 0;
@@ -1017,7 +1027,8 @@ static bool uc_backlogged(const struct conn *c)
 /* c had its share of this turn's input (URING_TURN_BYTES). */
 static bool uc_over_turn(const struct uring_worker *uw, const struct conn *c)
 {
-    return UC(c)->turn == uw->turn && UC(c)->turn_bytes >= URING_TURN_BYTES;
+    return UC(c)->turn == (uint32_t)uw->turn &&
+           UC(c)->turn_bytes >= URING_TURN_BYTES;
 }
 
 static void uw_on_recv(struct uring_worker *uw, struct conn *c,
@@ -1041,18 +1052,18 @@ static void uw_on_recv(struct uring_worker *uw, struct conn *c,
         return;
     }
     if (res > 0 && buf) {
-        if (uc->turn != uw->turn) {
-            uc->turn = uw->turn;
+        if (uc->turn != (uint32_t)uw->turn) {
+            uc->turn = (uint32_t)uw->turn;
             uc->turn_bytes = 0;
         }
-        uc->turn_bytes += (size_t)res;
+        uc->turn_bytes += (uint32_t)res;
         /* bulk after a turn's worth, light after URING_BULK_IDLE seconds
          * without one (idle, or small requests only: a client that never
          * pauses for 2 s must not stay bulk for ever); the receive runs on
          * the new group from the next arming.  Input held while a payload
          * thread owns c counts too: with -t most of a flood arrives so. */
         if (uc->turn_bytes >= (uc->bulk ? URING_BULK_KEEP : URING_BULK_AT))
-            uc->last_bulk = c->owner->now;
+            uc->last_bulk = (uint32_t)c->owner->now;
         if (uc->bulk && c->owner->now - uc->last_bulk >= URING_BULK_IDLE) {
             uc->bulk = false;
             uc_cancel_recv(uw, c);
