@@ -16,7 +16,6 @@
 #include <sched.h>
 
 #include <event2/event.h>
-#include <event2/event_struct.h> /* struct event: kept in the connection */
 
 #include "conn.h"
 #include "net.h"
@@ -24,17 +23,19 @@
 #include "server/log.h"
 #include "server/stats.h"
 
-/* A connection's events, in its own allocation (conn_xpriv): none of
- * libevent's per event.  Read readiness stays registered for the
- * connection's life; write readiness only while a write would block
- * (ep_want_wr), so the socket's EPOLLOUT edges (one each time the peer
- * reads a reply) neither wake the loop nor cost a callback. */
+/* A connection's events (conn_xpriv).  Read readiness stays registered
+ * for the connection's life; write readiness only while a write would
+ * block (ep_want_wr), so the socket's EPOLLOUT edges (one each time the
+ * peer reads a reply) neither wake the loop nor cost a callback.  The
+ * events are libevent's own allocations, as before the transport table:
+ * kept in the connection (conn + 2 x 128 bytes in one allocation of 640)
+ * the idle connection measured 280 bytes more with jemalloc's
+ * transparent huge pages (bench/conn_mem.py, docs/performance.md). */
 struct econn {
-    struct event ev;    /* EV_READ|EV_CLOSED|EV_ET|EV_PERSIST, always on */
-    struct event ev_wr; /* EV_WRITE|EV_ET|EV_PERSIST, armed only once a
-                           write would block (see wr_armed) */
-    bool assigned;      /* the events are set up (adopted) */
-    bool wr_armed;      /* ev_wr is registered with the loop */
+    struct event *ev;    /* EV_READ|EV_CLOSED|EV_ET|EV_PERSIST, always on */
+    struct event *ev_wr; /* EV_WRITE|EV_ET|EV_PERSIST, armed only once a
+                            write would block (see wr_armed) */
+    bool wr_armed;       /* ev_wr is registered with the loop */
 };
 
 static struct econn *EC(struct conn *c)
@@ -53,7 +54,7 @@ static void ep_conn_cb(evutil_socket_t fd, short what, void *arg)
      * per request). */
     if ((what & EV_WRITE) && e->wr_armed && !c->inflight &&
         c->opending == 0) {
-        event_del(&e->ev_wr);
+        event_del(e->ev_wr);
         e->wr_armed = false;
     }
     conn_on_io(c, what);
@@ -64,14 +65,13 @@ static int ep_adopt(struct conn *c)
     struct econn *e = EC(c);
     struct event_base *base = c->owner->base;
 
-    if (event_assign(&e->ev, base, c->fd,
-                     EV_READ | EV_CLOSED | EV_ET | EV_PERSIST, ep_conn_cb,
-                     c) < 0 ||
-        event_assign(&e->ev_wr, base, c->fd, EV_WRITE | EV_ET | EV_PERSIST,
-                     ep_conn_cb, c) < 0)
-        return -1;
-    e->assigned = true;
-    return event_add(&e->ev, NULL);
+    e->ev = event_new(base, c->fd, EV_READ | EV_CLOSED | EV_ET | EV_PERSIST,
+                      ep_conn_cb, c);
+    e->ev_wr = event_new(base, c->fd, EV_WRITE | EV_ET | EV_PERSIST,
+                         ep_conn_cb, c);
+    if (e->ev == NULL || e->ev_wr == NULL)
+        return -1; /* ep_close frees what was made */
+    return event_add(e->ev, NULL);
 }
 
 /* A write would block: register for the EPOLLOUT edge.  EPOLL_CTL_MOD
@@ -82,7 +82,7 @@ static int ep_want_wr(struct conn *c)
     struct econn *e = EC(c);
 
     if (!e->wr_armed) {
-        if (event_add(&e->ev_wr, NULL) < 0)
+        if (event_add(e->ev_wr, NULL) < 0)
             return -1;
         e->wr_armed = true;
     }
@@ -118,18 +118,18 @@ static int ep_flush(struct conn *c)
 
 static void ep_requeue(struct conn *c)
 {
-    event_active(&EC(c)->ev, EV_TIMEOUT, 0);
+    event_active(EC(c)->ev, EV_TIMEOUT, 0);
 }
 
 static bool ep_close(struct conn *c)
 {
     struct econn *e = EC(c);
 
-    if (e->assigned) {
-        event_del(&e->ev_wr);
-        event_del(&e->ev);
-        e->assigned = false;
-    }
+    if (e->ev_wr != NULL)
+        event_free(e->ev_wr);
+    if (e->ev != NULL)
+        event_free(e->ev);
+    e->ev = e->ev_wr = NULL;
     return false;
 }
 
