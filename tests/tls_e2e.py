@@ -450,6 +450,27 @@ try:
         d, waited))
     p.close()
     serves("after the plain clients")
+    # a handshake begun just before a second ends and finished 0.3 s later
+    # is within --tls-handshake-timeout=1: the timeout counted whole
+    # seconds, and the tick after the second's end closed it (the io_uring
+    # loop ticks on the second, CLOCK_MONOTONIC, Python's monotonic too)
+    late = 0
+    for _ in range(3):
+        while time.monotonic() % 1.0 < 0.9:
+            time.sleep(0.01)
+        raw = socket.create_connection(("127.0.0.1", TP), timeout=10)
+        time.sleep(0.3)
+        try:
+            s = ctx().wrap_socket(raw, server_hostname="localhost")
+            s.sendall(b"get alive\r\n")
+            if not recv_until(s, b"END\r\n").endswith(b"END\r\n"):
+                late += 1
+            s.close()
+        except (ssl.SSLError, OSError):
+            late += 1
+            raw.close()
+    check(late == 0, "%d of 3 handshakes closed before --tls-handshake-"
+          "timeout=1 s" % late)
     eventually(lambda: int(unix_stats()["tls_handshake_failures"]) >= f0 + 5)
     st = unix_stats()
     check(int(st["tls_handshake_failures"]) >= f0 + 5,

@@ -316,7 +316,7 @@ int tls_conn_attach(struct conn *c)
     BIO_set_callback_arg(bio, (char *)t);
     SSL_set_bio(t->ssl, bio, bio); /* one reference, for both ways */
     SSL_set_accept_state(t->ssl);
-    t->started = server_mono_s();
+    t->started = server_coarse_ms();
     c->tls = t;
     c->filtered = true; /* read and written through the filter (sockio.c) */
     c->hs_pending = true;
@@ -621,8 +621,15 @@ bool tls_handshake_expired(const struct conn *c, uint64_t now)
 {
     const struct tls_conn *t = c->tls;
 
-    return t != NULL && !t->hs_done && now > t->started &&
-           now - t->started >= c->srv->opt.tls_handshake_timeout;
+    uint64_t now_ms = server_coarse_ms();
+
+    /* milliseconds, as conn.c's timeouts: in whole seconds a connection
+     * accepted late in a second was closed by the tick just after it,
+     * whatever the timeout (the io_uring loop ticks on the second) */
+    (void)now;
+    return t != NULL && !t->hs_done && now_ms >= t->started &&
+           now_ms - t->started >= c->srv->opt.tls_handshake_timeout * 1000 +
+                                      server_coarse_res_ms();
 }
 
 #else /* !HAVE_TLS: options.c refuses --tls-listen */

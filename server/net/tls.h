@@ -29,7 +29,8 @@ struct ssl_st;
 /* A connection's TLS state (conn->tls); NULL on a plain connection. */
 struct tls_conn {
     struct ssl_st *ssl;
-    uint64_t started;   /* coarse seconds at accept: handshake timeout */
+    uint64_t started;   /* server_coarse_ms() at accept: the handshake
+                           timeout, never early */
     bool peeked;        /* the first byte was checked to be a TLS record */
     bool hs_done;       /* handshake complete */
     bool ktls_tx;       /* the kernel encrypts: send()/sendmsg() as plain */
