@@ -604,12 +604,15 @@ static void uw_on_accept(struct uring_worker *uw, size_t i,
      * used and closed before (the metrics thread's) would look shared, and
      * its close by the network thread a race.  A dup() shows it the new
      * descriptor, made here; the ring's is closed with the raw system
-     * call, which it does not follow either. */
+     * call, which it does not follow either.  Out of descriptors (the
+     * dup needs one more), the ring's own is kept. */
     if (fd >= 0) {
         int nfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
 
-        (void)syscall(SYS_close, fd);
-        fd = nfd >= 0 ? nfd : -errno;
+        if (nfd >= 0) {
+            (void)syscall(SYS_close, fd);
+            fd = nfd;
+        }
     }
 #endif
     net_accepted(srv, i, fd);
