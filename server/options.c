@@ -890,13 +890,6 @@ static int opt_validate(struct options *o, FILE *err, const char *argv0)
                 "uring\n", argv0, o->io);
         return -1;
     }
-    if (o->tls_listen.n > 0 && strcmp(o->io, "uring") == 0) {
-        /* TLS records go through conn_read/conn_flush (net/tls.c), which
-         * the ring's receive and send paths bypass */
-        fprintf(err, "%s: --io=uring does not serve --tls-listen "
-                "connections; use --io=epoll or --io=auto\n", argv0);
-        return -1;
-    }
 #ifndef HAVE_LIBURING
     if (strcmp(o->io, "uring") == 0) {
         fprintf(err, "%s: --io=uring: this mdcached was built without "

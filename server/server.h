@@ -34,6 +34,7 @@ struct conn;
 struct record;
 struct udp_worker;
 struct uring_worker;
+struct transport;
 struct proto;
 struct dumper;
 struct auth;
@@ -168,6 +169,9 @@ struct server {
     unsigned next_net;        /* round-robin for new connections */
     bool io_uring;            /* --io=uring in force (uring.c resolves it) */
     bool io_uring_fallback;   /* --io=auto: epoll if a ring cannot be set up */
+    /* the network backend in force (net/transport.h), chosen once by
+     * threads_setup: epoll or io_uring */
+    const struct transport *xp;
 
     struct listener *listeners;
     size_t nlisteners;

@@ -17,7 +17,9 @@
 # cache: $MDC_KTLS_CACHE, else /var/cache/mdcached-test as root, else
 # BUILDDIR/ktls-cache.  KVM when usable, else TCG (software emulation).
 #
-# Usage: sh tests/ktls_vm.sh [BUILDDIR]   (default $MDC_BUILDDIR, else .)
+# Usage: sh tests/ktls_vm.sh [--io=epoll|uring|both] [BUILDDIR]
+#   (BUILDDIR: default $MDC_BUILDDIR, else .; --io: the backends the daemon
+#   and test_tls_alloc run on in the machine, both by default)
 # after `make check` (or `make check TESTS=`) built the test programs.
 # tools/test-all.sh runs it with the normal (jemalloc) build; with an
 # --enable-asan build it runs the same under AddressSanitizer+UBSan, all
@@ -26,6 +28,11 @@
 # CI=true as root a skip is a failure.
 set -u
 SRC=$(cd "$(dirname "$0")/.." && pwd)
+IO=both
+case "${1:-}" in
+--io=epoll | --io=uring | --io=both) IO=${1#--io=}; shift ;;
+--io=*) echo "usage: $0 [--io=epoll|uring|both] [BUILDDIR]" >&2; exit 64 ;;
+esac
 B=$(cd "${1:-${MDC_BUILDDIR:-.}}" && pwd) || exit 1
 VM_TIMEOUT=${MDC_KTLS_TIMEOUT:-300}
 
@@ -158,7 +165,7 @@ boot() {
     timeout -k 10 "$VM_TIMEOUT" qemu-system-x86_64 -accel "$1" -cpu max -m 1024 -smp 2 \
         -nographic -serial stdio -monitor none -nic none -no-reboot \
         -kernel "$K/boot/vmlinuz-$ver" -initrd "$W/initrd.cpio" \
-        -append "console=ttyS0 panic=-1 quiet" </dev/null >"$W/console.log" 2>&1
+        -append "console=ttyS0 panic=-1 quiet mdc_io=$IO" </dev/null >"$W/console.log" 2>&1
     rc=$?
 }
 t0=$(date +%s)

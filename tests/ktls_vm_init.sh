@@ -39,8 +39,18 @@ ip link set lo up
 
 cd /t || { bad "no /t"; finish; }
 chmod 644 srv.key
+# the backends to run on: mdc_io=epoll|uring|both on the kernel command
+# line (tests/ktls_vm.sh --io), both by default; TLS is the same byte
+# filter over either
+IOS="epoll uring"
+case " $(cat /proc/cmdline) " in
+*" mdc_io=epoll "*) IOS=epoll ;;
+*" mdc_io=uring "*) IOS=uring ;;
+esac
 PORT=11312
-./mdcached -n 2 -p 0 --tls-listen=127.0.0.1:$PORT --tls-cert srv.pem \
+for io in $IOS; do
+echo "ktls-vm: --io=$io"
+./mdcached -n 2 -p 0 --io=$io --tls-listen=127.0.0.1:$PORT --tls-cert srv.pem \
     --tls-key srv.key -I 2m -m 64 -v 3 >d.log 2>&1 &
 DPID=$!
 i=0
@@ -48,16 +58,19 @@ while [ $i -lt 100 ] && ! grep -q " ready" d.log; do
     sleep 0.1
     i=$((i + 1))
 done
-grep -q " ready" d.log || { cat d.log; bad "mdcached did not start"; finish; }
+grep -q " ready" d.log || { cat d.log; bad "mdcached --io=$io did not start"; finish; }
+if [ "$io" = uring ] && ! grep -q "network I/O: io_uring" d.log; then
+    bad "mdcached --io=uring is not on io_uring"
+fi
 
-echo "ktls-vm: ktls_client"
-./ktls_client 127.0.0.1 $PORT ca.pem || bad "ktls_client"
+echo "ktls-vm: ktls_client ($io)"
+./ktls_client 127.0.0.1 $PORT ca.pem || bad "ktls_client ($io)"
 
 # the zero-allocation GET test over kernel TLS, TLS 1.3 (kTLS send) and
-# TLS 1.2 (kTLS send and receive)
+# TLS 1.2 (kTLS send and receive), its connection on the same backend
 for v in 1.3 1.2; do
-    echo "ktls-vm: test_tls_alloc over kernel TLS, TLS $v"
-    MDC_TLS_ALLOC_KTLS=$v ./test_tls_alloc >/tmp/alloc.out 2>&1
+    echo "ktls-vm: test_tls_alloc over kernel TLS, TLS $v ($io)"
+    MDC_TEST_IO=$io MDC_TLS_ALLOC_KTLS=$v ./test_tls_alloc >/tmp/alloc.out 2>&1
     rc=$?
     sed 's/^/ktls-vm:   /' /tmp/alloc.out
     # 77: no allocation counter, in a build without jemalloc (sanitizers),
@@ -65,22 +78,23 @@ for v in 1.3 1.2; do
     if [ $rc -eq 77 ] && [ -f no-jemalloc ]; then
         echo "ktls-vm: test_tls_alloc needs jemalloc: not run in this build"
     elif [ $rc -ne 0 ]; then
-        bad "test_tls_alloc TLS $v"
+        bad "test_tls_alloc TLS $v ($io)"
     fi
 done
 
 kill -TERM $DPID
 wait $DPID
 rc=$?
-[ $rc -eq 0 ] || bad "mdcached exited $rc"
+[ $rc -eq 0 ] || bad "mdcached --io=$io exited $rc"
 grep "kernel TLS" d.log | sed 's/^/ktls-vm: mdcached: /' | head -20
 # a TLS control record (the client's close_notify alert) read by the
 # kernel must end the stream cleanly, not fail the read
 if grep -E "read: |TLS read: " d.log; then
-    bad "mdcached logged a failed read"
+    bad "mdcached --io=$io logged a failed read"
 fi
 # a sanitizer build's findings (ASan aborts, UBSan may only print)
 if grep -E "runtime error|Sanitizer" d.log; then
-    bad "a sanitizer report in mdcached's log"
+    bad "a sanitizer report in mdcached's log ($io)"
 fi
+done
 finish

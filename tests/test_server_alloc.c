@@ -62,7 +62,7 @@ static void drive(struct conn *c, short what, bool input)
 {
     int i;
 
-    if (c->uc == NULL) {
+    if (!uring_conn_ringed(c)) {
         conn_on_io(c, what);
         return;
     }
@@ -110,9 +110,9 @@ static int setup(void **state)
         return -1;
     /* io_uring (the default where the kernel allows it, or
      * MDC_TEST_IO=uring) must really run on a ring */
-    if ((fx.srv->io_uring && fx.c->uc == NULL) ||
+    if ((fx.srv->io_uring && !uring_conn_ringed(fx.c)) ||
         (getenv("MDC_TEST_IO") != NULL &&
-         strcmp(getenv("MDC_TEST_IO"), "uring") == 0 && fx.c->uc == NULL))
+         strcmp(getenv("MDC_TEST_IO"), "uring") == 0 && !uring_conn_ringed(fx.c)))
         return -1;
 
     fx.batch = malloc(NKEYS * (WIRE_HDR_LEN + 32));

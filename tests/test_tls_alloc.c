@@ -58,6 +58,7 @@
 #include "server/core/alloc.h"
 #include "server/net/conn.h"
 #include "server/net/tls.h"
+#include "server/net/uring.h"
 #include "server/daemon.h"
 #include "server/options.h"
 #include "server/core/store.h"
@@ -207,6 +208,18 @@ static int setup(void **state)
                    ktls_version != 0 ? AF_INET : AF_UNIX);
     if (c == NULL || tls_conn_attach(c) < 0 || conn_adopt(c) < 0)
         return -1;
+    /* TLS runs over the backend in force: io_uring (the default where the
+     * kernel allows it, or MDC_TEST_IO=uring) puts the connection on the
+     * ring, as it does a plain one (test_server_alloc) */
+    if (srv->io_uring != uring_conn_ringed(c) ||
+        (getenv("MDC_TEST_IO") != NULL &&
+         strcmp(getenv("MDC_TEST_IO"), "uring") == 0 &&
+         !uring_conn_ringed(c))) {
+        printf("the TLS connection is not on the backend in force (%s)\n",
+               srv->io_uring ? "io_uring" : "epoll");
+        return -1;
+    }
+    printf("backend: %s\n", srv->io_uring ? "io_uring" : "epoll");
     cctx = SSL_CTX_new(TLS_client_method());
     if (ktls_version != 0) {
         SSL_CTX_set_min_proto_version(cctx, ktls_version);

@@ -242,7 +242,7 @@ static struct conn *open_conn(int *peer)
     c = conn_setup(srv, &srv->workers[0], sv[0], AF_UNIX);
     assert_non_null(c);
     assert_int_equal(conn_adopt(c), 0);
-    assert_non_null(c->uc); /* on the ring */
+    assert_true(uring_conn_ringed(c)); /* on the ring */
     *peer = sv[1];
     return c;
 }

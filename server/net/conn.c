@@ -18,24 +18,19 @@
 #include "conn.h"
 
 #include <errno.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
-#include <sys/uio.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
-#include <event2/event.h>
-
 #include "server/core/alloc.h"
 #include "net.h"
 #include "threads.h"
+#include "transport.h"
 #include "udp.h"
 #include "tls.h"
-#include "uring.h"
 #include "server/log.h"
 #include "server/core/store.h"
 
@@ -47,15 +42,13 @@
 #define CONN_SHRINK_AT (4 * CONN_IBUF_INIT) /* shrink idle buffers above */
 #define CONN_READ_BUDGET 16                  /* reads per turn, for fairness */
 #define CONN_READ_BYTES_BUDGET (256u * 1024) /* and bytes read per turn */
-#define CONN_IOV_MAX 256 /* segments per sendmsg(); 4 KiB of stack */
-
-static void conn_ev_cb(evutil_socket_t fd, short what, void *arg);
 
 struct conn *conn_setup(struct server *srv, struct worker *w, int fd,
                          int family)
 {
     static atomic_uint_fast64_t next_id = 1;
-    struct conn *c = mdc_calloc(1, sizeof(*c));
+    /* the backend's part of the connection in the same allocation */
+    struct conn *c = mdc_calloc(1, sizeof(*c) + srv->xp->conn_priv);
 
     if (c == NULL)
         return NULL;
@@ -317,22 +310,8 @@ int conn_adopt(struct conn *c)
     struct worker *w = c->owner;
     int rc = -1;
 
-    /* Read readiness stays registered for the connection's life; write
-     * readiness is registered only while a write would block (conn_flush),
-     * so the socket's EPOLLOUT edges (one each time the peer reads a reply)
-     * neither wake the loop nor cost a callback. */
-    if (w->uring != NULL) {
-        /* io_uring: a multishot receive instead of events (uring.c) */
-        if (uring_conn_adopt(c) < 0)
-            goto out;
-    } else {
-    c->ev = event_new(w->base, c->fd, EV_READ | EV_CLOSED | EV_ET | EV_PERSIST,
-                      conn_ev_cb, c);
-    c->ev_wr = event_new(w->base, c->fd, EV_WRITE | EV_ET | EV_PERSIST,
-                         conn_ev_cb, c);
-    if (c->ev == NULL || c->ev_wr == NULL || event_add(c->ev, NULL) < 0)
+    if (c->srv->xp->adopt(c) < 0)
         goto out;
-    }
     c->adopted = true;
     /* milliseconds, not w->now: the tick's seconds may be a second
      * behind, and a timeout must not fire early (conn_tick) */
@@ -346,8 +325,8 @@ int conn_adopt(struct conn *c)
     w->conns = c;
     w->nconns++;
     pthread_mutex_unlock(&w->conns_mu);
-    /* No read yet: EPOLL_CTL_ADD polls the socket and queues an event if
-     * data already waits, so a read now could only return EAGAIN. */
+    /* No read yet: registering polls the socket and reports data that
+     * already waits, so a read now could only return EAGAIN. */
     c->rd_ready = false;
     c->wr_ready = true;
     rc = 0;
@@ -358,12 +337,9 @@ out:
 void conn_teardown(struct conn *c)
 {
     struct worker *w = c->owner;
+    bool deferred = c->srv->xp->close(c); /* c's events or operations */
 
-    if (c->ev_wr != NULL)
-        event_free(c->ev_wr);
     if (c->adopted) {
-        if (c->ev != NULL)
-            event_free(c->ev);
         pthread_mutex_lock(&w->conns_mu);
         if (c->link.prev != NULL)
             c->link.prev->link.next = c->link.next;
@@ -374,16 +350,14 @@ void conn_teardown(struct conn *c)
         w->nconns--;
         pthread_mutex_unlock(&w->conns_mu);
         if (w->stopping && w->nconns == 0)
-            event_base_loopexit(w->base, NULL);
-    } else if (c->ev != NULL) {
-        event_free(c->ev);
+            c->srv->xp->done(w);
     }
     atomic_fetch_sub(&c->srv->nconns, 1);
     STAT_INC(&w->stats, closed_connections);
     log_debug("conn %llu closed", (unsigned long long)c->id);
     /* io_uring: operations still in flight reference the buffers and the
      * records; the ring frees the connection when the last one is done */
-    if (c->uc != NULL && uring_conn_teardown(c))
+    if (deferred)
         return;
     conn_free(c);
 }
@@ -392,11 +366,10 @@ void conn_free(struct conn *c)
 {
     size_t i;
 
-    uring_conn_free(c);
+    c->srv->xp->release(c); /* its filter's state too (a close_notify) */
     for (i = c->seghead; i < c->nseg; i++)
         if (c->segs[i].rec != NULL)
             store_release(c->srv->store, c->segs[i].rec);
-    tls_conn_free(c);
     if (c->fd >= 0)
         close(c->fd);
     c->ilen = c->ioff = 0;
@@ -434,7 +407,7 @@ void conn_in_skip(struct conn *c, uint64_t n)
  * or grow towards c->need (bounded by the protocol's body limit, which the
  * parser enforced before setting need).  Returns free bytes at the end.
  */
-static size_t conn_in_room(struct conn *c)
+size_t conn_in_room(struct conn *c)
 {
     size_t avail = c->ilen - c->ioff;
     size_t want = c->need > avail ? c->need : avail + 1;
@@ -487,7 +460,7 @@ static size_t conn_in_room(struct conn *c)
 }
 
 /* The input is known drained: wait for the next edge. */
-static void conn_rd_drained(struct conn *c)
+void conn_rd_drained(struct conn *c)
 {
     c->rd_ready = false;
     c->rd_short = false;
@@ -495,36 +468,6 @@ static void conn_rd_drained(struct conn *c)
         c->rd_shut = true; /* stopping: all that had arrived is read */
 }
 
-static int conn_wr_blocked(struct conn *c);
-
-/* recv() and send() of a plain socket.  glibc's wrappers are thread
- * cancellation points: in a multi-threaded process each call pays two
- * atomic read-modify-writes around the system call.  mdcached never
- * cancels a thread, so on Linux the calls go through syscall() (the same
- * system calls, errno set the same way). */
-#if defined(__linux__) && defined(SYS_recvfrom) && defined(SYS_sendto)
-#define conn_sys_recv(fd, b, n) \
-    ((ssize_t)syscall(SYS_recvfrom, (fd), (b), (n), 0, NULL, NULL))
-#define conn_sys_send(fd, b, n, f) \
-    ((ssize_t)syscall(SYS_sendto, (fd), (b), (n), (f), NULL, 0))
-#else
-#define conn_sys_recv(fd, b, n) recv((fd), (b), (n), 0)
-#define conn_sys_send(fd, b, n, f) send((fd), (b), (n), (f))
-#endif
-
-/*
- * 1: got bytes, 0: nothing more for now (EAGAIN or EOF), -1: error.
- *
- * A read that returns less than the room offered emptied the socket's
- * receive queue, so another read now could only return EAGAIN; bytes that
- * arrive later raise a new edge.  What a short read cannot tell is whether
- * the peer also closed within the edge we were handed (its data and its
- * hang-up both in before we looked): rd_short records the short read, and
- * the input counts as drained once a send to the peer has succeeded after
- * it (a closed peer makes the send fail) or a later read says EAGAIN.  A
- * half-close (FIN, shutdown(SHUT_WR)) comes as EV_CLOSED: then we read to
- * EOF.  docs/threads-models.md, "I/O path and system calls".
- */
 /* n bytes of input arrived (by recv, SSL_read or an io_uring completion):
  * the connection is active, and they count as read. */
 static void conn_in_arrived(struct conn *c, size_t n)
@@ -533,51 +476,12 @@ static void conn_in_arrived(struct conn *c, size_t n)
     STAT_ADD(&c->owner->stats, bytes_read, n);
 }
 
-static int conn_read(struct conn *c)
+void conn_in_got(struct conn *c, size_t n)
 {
-    size_t room = conn_in_room(c);
-    bool drained = false;
-    ssize_t n;
-
-    if (room == 0)
-        return -1;
-    /* recv(), not read(): same result on a socket, without the VFS layer.
-     * TLS in user space: SSL_read() (it may hold bytes no edge announces:
-     * only a short read of the socket with nothing left in OpenSSL counts
-     * as short, see tls_recv()).  Kernel TLS: recvmsg() with the record
-     * type (tls_ktls_recv()); its short reads prove nothing either. */
-    if (c->tls != NULL && tls_rx_user(c->tls))
-        n = tls_recv(c, c->ibuf + c->ilen, room, &drained);
-    else if (c->tls != NULL) /* kernel TLS: a short read proves nothing */
-        n = tls_ktls_recv(c, c->ibuf + c->ilen, room);
-    else
-        n = conn_sys_recv(c->fd, c->ibuf + c->ilen, room);
-    if (n > 0) {
-        c->ilen += (size_t)n;
-        conn_in_arrived(c, (size_t)n);
-        if (c->skip > 0)
-            conn_apply_skip(c);
-        if (c->tls == NULL ? (size_t)n < room && !c->rd_hup
-                           : drained && !c->rd_hup)
-            c->rd_short = true;
-        return 1;
-    }
-    if (n == 0) {
-        c->rd_shut = true;
-        c->rd_ready = false;
-        return 0;
-    }
-    if (errno == EINTR)
-        return 1;
-    if (errno == EAGAIN || errno == EWOULDBLOCK) {
-        conn_rd_drained(c);
-        if (c->tls != NULL && c->tls->rd_wants_wr && conn_wr_blocked(c) < 0)
-            return -1; /* SSL_read must write first: wait for EPOLLOUT */
-        return 0;
-    }
-    log_debug("conn %llu read: %s", (unsigned long long)c->id,
-              strerror(errno));
-    return -1;
+    c->ilen += n;
+    conn_in_arrived(c, n);
+    if (c->skip > 0)
+        conn_apply_skip(c);
 }
 
 int conn_in_append(struct conn *c, const void *p, size_t n)
@@ -753,98 +657,6 @@ void conn_out_sent(struct conn *c, size_t n)
         conn_out_reset(c);
 }
 
-/* A write would block: note it and register for the EPOLLOUT edge. */
-static int conn_wr_blocked(struct conn *c)
-{
-    c->wr_ready = false;
-    __atomic_store_n(&c->state, CS_MWRITE, __ATOMIC_RELAXED);
-    if (c->blocked_since == 0)
-        c->blocked_since = c->owner->now;
-    if (!c->wr_armed) {
-        /* EPOLL_CTL_MOD polls the socket: room freed since the failed
-         * write is reported at once, so no edge is lost in between. */
-        if (event_add(c->ev_wr, NULL) < 0)
-            return -1;
-        c->wr_armed = true;
-    }
-    return 0;
-}
-
-/*
- * Write until done or the socket is full; 0 ok, -1 the connection is
- * broken.  Everything pending goes in one sendmsg() (up to CONN_IOV_MAX
- * segments), so a pipelined batch is answered with one system call.  A
- * send that takes less than offered means the send buffer is full: we stop
- * there instead of asking again only to get EAGAIN (the kernel has marked
- * the socket out of space and raises EPOLLOUT once there is room).
- */
-static int conn_flush(struct conn *c)
-{
-    struct iovec iov[CONN_IOV_MAX];
-    struct msghdr mh;
-    ssize_t n;
-    size_t i, k, want;
-
-    if (c->uc != NULL)
-        return uring_conn_flush(c); /* one send in flight at a time */
-    while (c->seghead < c->nseg) {
-        if (c->tls != NULL && !c->tls->ktls_tx) {
-            /* SSL_write(): one record at a time, so taking less than the
-             * whole queue says nothing of the socket (want = 0); a full
-             * socket comes back as EAGAIN */
-            want = 0;
-            n = tls_send_pending(c);
-            goto sent;
-        }
-        if (c->nseg - c->seghead == 1) {
-            /* One piece: send() costs less than sendmsg() with one iovec
-             * (no msghdr/iovec import). */
-            const struct oseg *s = &c->segs[c->seghead];
-            const uint8_t *p = s->ptr != NULL ? s->ptr : c->obuf + s->off;
-
-            want = s->len - c->headsent;
-            n = conn_sys_send(c->fd, p + c->headsent, want, MSG_NOSIGNAL);
-            goto sent;
-        }
-        for (i = c->seghead, k = 0, want = 0;
-             i < c->nseg && k < CONN_IOV_MAX; i++, k++) {
-            const struct oseg *s = &c->segs[i];
-            const uint8_t *p = s->ptr != NULL ? s->ptr : c->obuf + s->off;
-            size_t skip = i == c->seghead ? c->headsent : 0;
-
-            iov[k].iov_base = (void *)(p + skip);
-            iov[k].iov_len = s->len - skip;
-            want += s->len - skip;
-        }
-        memset(&mh, 0, sizeof(mh));
-        mh.msg_iov = iov;
-        mh.msg_iovlen = k;
-        n = sendmsg(c->fd, &mh, MSG_NOSIGNAL);
-    sent:
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK)
-                return conn_wr_blocked(c);
-            log_debug("conn %llu write: %s", (unsigned long long)c->id,
-                      strerror(errno));
-            return -1;
-        }
-        /* The peer took bytes, so it had not closed when the last short
-         * read emptied the socket: that read drained the input. */
-        if (c->rd_short)
-            conn_rd_drained(c);
-        STAT_ADD(&c->owner->stats, bytes_written, n);
-        c->opending -= (size_t)n;
-        c->blocked_since = 0;
-        conn_out_advance(c, (size_t)n);
-        if ((size_t)n < want)
-            return conn_wr_blocked(c);
-    }
-    conn_out_reset(c);
-    return 0;
-}
-
 /* ---- state machine ------------------------------------------------------ */
 
 static bool conn_has_work(const struct conn *c)
@@ -855,32 +667,10 @@ static bool conn_has_work(const struct conn *c)
            c->hold_until == 0 && !c->wr_busy;
 }
 
-/* Run c again on a later turn of its loop, without waiting for a new
- * readiness edge (it yielded with input left). */
-static void conn_requeue(struct conn *c)
-{
-    if (c->uc != NULL)
-        uring_conn_requeue(c);
-    else
-        event_active(c->ev, EV_TIMEOUT, 0);
-}
-
-/* Nothing is read during a hold, so a readiness edge then may be the
- * peer's FIN (EV_CLOSED) or its reset: libevent reports EPOLLHUP and
- * EPOLLERR as EV_READ|EV_WRITE, without EV_CLOSED, and a client that
- * closes with our answer unread sends a reset.  poll() tells both apart
- * from input, whatever is queued. */
-static bool conn_peer_gone(const struct conn *c)
-{
-    struct pollfd p = {c->fd, POLLRDHUP, 0};
-
-    return c->rd_hup || (poll(&p, 1, 0) == 1 &&
-                         (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0);
-}
-
 void conn_drive(struct conn *c)
 {
     struct worker *w = c->owner;
+    const struct transport *xp = c->srv->xp;
     int reads = 0;
     size_t rbytes = 0;
 
@@ -888,24 +678,17 @@ void conn_drive(struct conn *c)
         return;
     if (c->dead)
         goto kill;
-    if (c->tls != NULL && !c->tls->hs_done) {
-        int h = tls_handshake(c);
+    if (c->hs_pending) { /* the byte filter's handshake (TLS) */
+        int h = xp->start(c);
 
         if (h < 0)
             goto kill;
-        if (h == 0) { /* OpenSSL read until EAGAIN: wait for the edge */
-            c->rd_ready = false;
+        if (h == 0) /* waiting for the socket (the backend watches it) */
             return;
-        }
-        if (h == 2) {
-            if (conn_wr_blocked(c) < 0)
-                goto kill;
-            return;
-        }
         c->rd_ready = true; /* a request may have come with the Finished */
     }
     for (;;) {
-        if (c->opending > 0 && c->wr_ready && conn_flush(c) < 0)
+        if (c->opending > 0 && c->wr_ready && xp->flush(c) < 0)
             goto kill;
         if (c->proto == NULL && c->ilen > c->ioff)
             c->proto = c->srv->proto_detect(c->ibuf[c->ioff]);
@@ -940,9 +723,9 @@ void conn_drive(struct conn *c)
                      * the loop to the other connections (memcached's
                      * reqs_per_event, conn_yields) */
                     STAT_INC(&w->stats, conn_yields);
-                    if (c->opending > 0 && c->wr_ready && conn_flush(c) < 0)
+                    if (c->opending > 0 && c->wr_ready && xp->flush(c) < 0)
                         goto kill;
-                    conn_requeue(c);
+                    xp->requeue(c);
                     break;
                 }
             }
@@ -952,9 +735,8 @@ void conn_drive(struct conn *c)
          * requests would never be answered, so its -c slot goes now, not
          * when the hold ends (a connect, wrong AUTH, close loop would fill
          * -c otherwise).  The io_uring receive sees the EOF or the reset
-         * itself. */
-        if (c->hold_until != 0 && c->rd_ready && c->uc == NULL &&
-            conn_peer_gone(c))
+         * itself (its peer_gone says no). */
+        if (c->hold_until != 0 && c->rd_ready && xp->peer_gone(c))
             c->rd_shut = true;
         if (c->closing || c->rd_shut) {
             if (c->opending == 0)
@@ -966,14 +748,16 @@ void conn_drive(struct conn *c)
 
             if (reads++ >= CONN_READ_BUDGET ||
                 rbytes >= CONN_READ_BYTES_BUDGET) {
-                /* Let the other connections of this loop have a turn. */
-                event_active(c->ev, EV_READ, 0);
+                /* Let the other connections of this loop have a turn
+                 * (rd_ready stays: the next turn reads on). */
+                c->rd_short = false;
+                xp->requeue(c);
                 break;
             }
             {
                 size_t before = c->ilen - c->ioff;
 
-                r = conn_read(c);
+                r = xp->read(c);
                 if (r < 0)
                     goto kill;
                 if (c->ilen - c->ioff > before)
@@ -1010,40 +794,25 @@ kill:
 
 void conn_on_io(struct conn *c, short what)
 {
-    if (what & (EV_READ | EV_CLOSED)) {
+    if (what & (CONN_EV_READ | CONN_EV_CLOSED)) {
         c->rd_ready = true; /* a new edge: read at least once more */
         c->rd_short = false;
     }
-    if (what & EV_CLOSED)
+    if (what & CONN_EV_CLOSED)
         c->rd_hup = true; /* the peer half-closed: read up to EOF */
-    if (c->tls != NULL) { /* OpenSSL waiting on the other direction */
-        if ((what & EV_WRITE) && c->tls->rd_wants_wr) {
-            c->tls->rd_wants_wr = false;
-            c->rd_ready = true;
-        }
-        if ((what & (EV_READ | EV_CLOSED)) && c->tls->wr_wants_rd) {
-            c->tls->wr_wants_rd = false;
-            c->wr_ready = true;
-        }
+    /* the byte filter (TLS) waiting on the other direction */
+    if ((what & CONN_EV_WRITE) && c->rd_wants_wr) {
+        c->rd_wants_wr = false;
+        c->rd_ready = true;
     }
-    if (what & EV_WRITE) {
+    if ((what & (CONN_EV_READ | CONN_EV_CLOSED)) && c->wr_wants_rd) {
+        c->wr_wants_rd = false;
         c->wr_ready = true;
-        /* Room again and nothing left to send: stop listening for
-         * EPOLLOUT until a write blocks again (an epoll_ctl per blocked
-         * episode, none per request). */
-        if (c->wr_armed && !c->inflight && c->opending == 0) {
-            event_del(c->ev_wr);
-            c->wr_armed = false;
-        }
     }
+    if (what & CONN_EV_WRITE)
+        c->wr_ready = true;
     if (!c->inflight)
         conn_drive(c);
-}
-
-static void conn_ev_cb(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd;
-    conn_on_io(arg, what);
 }
 
 /* Stopping: requests that already arrived are served, later ones not. */
@@ -1073,12 +842,12 @@ void conn_returned(struct conn *c)
         /* the payload thread ran -R requests: requeue behind the others */
         c->yielded = false;
         STAT_INC(&c->owner->stats, conn_yields);
-        if (c->opending > 0 && c->wr_ready && conn_flush(c) < 0) {
+        if (c->opending > 0 && c->wr_ready && c->srv->xp->flush(c) < 0) {
             conn_teardown(c);
             return;
         }
         if (!c->closing && !(c->owner->stopping && !c->rd_drain)) {
-            conn_requeue(c);
+            c->srv->xp->requeue(c);
             return;
         }
     }

@@ -2,8 +2,9 @@
  * conn.h - one client connection: its input buffer, its output queue of
  * byte ranges and record references (sent with sendmsg() from an iovec
  * array, so a GET hit never allocates, and copies only a value of at most
- * CONN_COPY_MAX), and the state machine
- * that a network thread drives on edge-triggered readiness.
+ * CONN_COPY_MAX), and the request loop (conn_drive) that a network
+ * thread runs when its backend (transport.h: epoll.c or uring.c) reports
+ * readiness or completions.
  *
  * Ownership: a connection belongs to one network worker (c->owner).  While
  * c->inflight is set a payload thread owns its input and output and the
@@ -62,9 +63,6 @@ struct conn {
     struct conn_link link; /* in owner's connection list */
     struct worker *owner;  /* network worker */
     struct server *srv;
-    struct event *ev;      /* EV_READ|EV_CLOSED|EV_ET|EV_PERSIST, always on */
-    struct event *ev_wr;   /* EV_WRITE|EV_ET|EV_PERSIST, armed only once a
-                              write would block (see wr_armed) */
     int fd;
     int family;
     uint64_t id;
@@ -76,22 +74,33 @@ struct conn {
     uint8_t *ibuf;
     size_t icap, ioff, ilen;
     size_t need;           /* bytes the next step needs (>= 1) */
-    size_t iscan;          /* unconsumed bytes a protocol has scanned for
-                              its line end without finding it: the next
-                              scan resumes there (reset on consume) */
     uint64_t skip;         /* input bytes still to discard */
-    bool in_ext;           /* ibuf is the backend's (an io_uring provided
-                              buffer parsed in place), not lent: what is
-                              left is copied out before it goes back */
 
     /* output */
     uint8_t *obuf;
     size_t ocap, olen;
     struct oseg *segs;
-    size_t segcap, nseg, seghead, headsent;
     size_t opending;       /* unsent bytes */
+    /* segments: allocated, queued, the first unsent, bytes of it sent (a
+     * segment is at most 4 GiB: struct oseg's len) */
+    uint32_t segcap, nseg, seghead, headsent;
 
-    /* state; see the ownership note above (no bitfields on purpose) */
+    uint32_t iscan;        /* unconsumed bytes a protocol has scanned for
+                              its line end without finding it: the next
+                              scan resumes there (reset on consume; a
+                              line is far shorter than 4 GiB) */
+    unsigned auth_fails;   /* failed authentications on this connection */
+    uint32_t hold_until;   /* coarse seconds: run no request before; 0 = no
+                              hold (conn_hold) */
+    uint32_t blocked_since; /* coarse seconds output stalled; 0 = not */
+
+    /* state; see the ownership note above (no bitfields on purpose).
+     * The narrow fields sit together: an idle connection is this struct
+     * and its backend's part (docs/performance.md, "Memory per
+     * connection"). */
+    bool in_ext;           /* ibuf is the backend's (an io_uring provided
+                              buffer parsed in place), not lent: what is
+                              left is copied out before it goes back */
     bool closing;          /* stop processing, close once output is out */
     bool inflight;         /* a payload thread owns the buffers */
     bool adopted;          /* registered with owner's event loop */
@@ -99,25 +108,29 @@ struct conn {
     bool rd_short;         /* a read since the last edge came back short */
     bool rd_hup;           /* peer half-closed (EV_CLOSED): read to EOF */
     bool wr_ready;         /* a write is worth trying (not known to block) */
-    bool wr_armed;         /* ev_wr is registered with the loop */
+    bool wr_busy;          /* a send of obuf/segments is in flight (a
+                              completion backend): no request runs (obuf
+                              must not move) until it completes */
     bool rd_shut;          /* no more reading: EOF or shutdown */
     bool rd_drain;         /* shutdown: read until EAGAIN, then rd_shut */
     bool dead;             /* close as soon as the network thread can */
     bool paused;           /* output over the bound: input not processed */
     bool authed;           /* may run requests (always without --auth-file) */
-    unsigned auth_fails;   /* failed authentications on this connection */
-    uint64_t hold_until;   /* coarse seconds: run no request before; 0 = no
-                              hold (conn_hold) */
     bool yielded;          /* process() stopped after -R requests with more
                               input waiting: let other connections run */
+    bool need_body;        /* the protocol waits for the rest of a
+                              request's value (conn_in_need_body) */
+    uint8_t state;         /* enum conn_state, relaxed atomic, for stats */
+    /* a byte filter (TLS, tls.h) between c and its socket: c is read and
+     * written when ready, through sockio.c, on either backend */
+    bool filtered;
+    bool hs_pending;       /* the filter's handshake is not done */
+    bool rd_wants_wr;      /* the filter's read needs the socket writable */
+    bool wr_wants_rd;      /* the filter's write needs it readable */
     uint64_t born;         /* server_coarse_ms() when the owner adopted it */
     uint64_t last_active;  /* server_coarse_ms() of the last input (written
                               by the owner with relaxed atomics: stats
                               conns reads it from other threads) */
-    uint8_t state;         /* enum conn_state, relaxed atomic, for stats */
-    bool need_body;        /* the protocol waits for the rest of a
-                              request's value (conn_in_need_body) */
-    uint64_t blocked_since; /* coarse seconds output stalled; 0 = not */
 
     /* parking (conn_park): a request that waits for another thread */
     void (*park)(struct conn *c);  /* to run once process() has returned */
@@ -125,15 +138,17 @@ struct conn {
     uint64_t park_seq;             /* the parking thread's own use */
     uint64_t park_req[6];          /* the request, as the protocol needs it
                                       to answer (48 bytes) */
-    struct tls_conn *tls;  /* TLS listener: handshake and records (tls.h);
-                              NULL on a plain connection */
-    /* --io=uring (uring.c): the connection's ring state, or NULL; wr_busy:
-     * a send of obuf/segments is in flight, so no request runs (obuf must
-     * not move) until it completes */
-    struct uconn *uc;
-    bool wr_busy;
+    struct tls_conn *tls;  /* the TLS filter's state (tls.h), or NULL */
     struct conn_dgram *dgram; /* a UDP socket's requests, or NULL */
+    /* the backend's own state (transport.conn_priv bytes): conn_xpriv() */
+    _Alignas(16) unsigned char xpriv[];
 };
+
+/* The backend-private part of c (struct transport, conn_priv). */
+static inline void *conn_xpriv(struct conn *c)
+{
+    return c->xpriv;
+}
 
 /* The connection whose qnode n is. */
 static inline struct conn *conn_of_node(struct mq_node *n)
@@ -175,7 +190,12 @@ struct conn *conn_setup(struct server *srv, struct worker *w, int fd,
 int conn_adopt(struct conn *c);
 /* Close the socket and free everything, releasing held records. */
 void conn_teardown(struct conn *c);
-/* Event callback body, also called directly by tests (owner thread). */
+/* Readiness of c's socket (owner thread): what is a mask of CONN_EV_*
+ * (the values of libevent's EV_READ, EV_WRITE, EV_CLOSED).  A readiness
+ * backend calls it for each edge (tests call it directly). */
+#define CONN_EV_READ 0x02
+#define CONN_EV_WRITE 0x04
+#define CONN_EV_CLOSED 0x80
 void conn_on_io(struct conn *c, short what);
 /* Run the state machine: write, process, read until nothing moves. */
 void conn_drive(struct conn *c);
@@ -186,7 +206,14 @@ void conn_tick(struct conn *c, uint64_t now);
 /* Begin a graceful close (no more input; finish and flush). */
 void conn_shutdown(struct conn *c);
 
-/* ---- for the io_uring backend (uring.c) --------------------------------- */
+/* ---- for the backends (transport.h) and the byte I/O (sockio.c) ----------- */
+/* Room for the next read at the end of the input (lent from the pool,
+ * compacted or grown towards c->need); 0 when it cannot be made. */
+size_t conn_in_room(struct conn *c);
+/* n bytes were read into the room conn_in_room() gave: count them. */
+void conn_in_got(struct conn *c, size_t n);
+/* The input is known drained: wait for the next edge. */
+void conn_rd_drained(struct conn *c);
 /* Append n received bytes to the input (skip, stats, last_active); 0, or -1
  * when the buffer cannot grow. */
 int conn_in_append(struct conn *c, const void *p, size_t n);
@@ -299,7 +326,7 @@ static inline void conn_close_after_flush(struct conn *c) { c->closing = true; }
  * authentication): the owner's once-a-second tick lifts the hold. */
 static inline void conn_hold(struct conn *c, unsigned secs)
 {
-    c->hold_until = server_mono_s() + secs + 1;
+    c->hold_until = (uint32_t)(server_mono_s() + secs + 1);
 }
 
 /*

@@ -28,7 +28,7 @@
 #include "net.h"
 #include "threads.h"
 #include "tls.h"
-#include "uring.h"
+#include "transport.h"
 #include "udp.h"
 #include "server/server.h"
 #include "server/addr.h"
@@ -186,37 +186,6 @@ static void net_accept_one(struct server *srv, struct listener *l, int fd)
     } else {
         worker_give_conn(w, c);
     }
-}
-
-/*
- * One accept4() per readiness report.  The listener's event is
- * level-triggered, so while connections wait in the backlog the next
- * epoll_wait() reports it again (without sleeping); looping here until
- * EAGAIN would cost one failing accept4() for every connection that
- * arrives alone, which is the common case with persistent clients.
- * A burst costs an epoll_wait() turn per connection instead, and lets
- * established connections of the same loop (-n 0) interleave.
- */
-static void net_accept_cb(evutil_socket_t lfd, short what, void *arg)
-{
-    struct listener *l = arg;
-    struct server *srv = l->srv;
-    int fd;
-
-    (void)what;
-    if (!__atomic_load_n(&srv->accepting, __ATOMIC_RELAXED))
-        return;
-    fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) {
-        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
-            errno == ENOMEM) {
-            log_warn("accept on %s: %s; pausing 1 s", l->name,
-                     strerror(errno));
-            net_accept_backoff(srv);
-        }
-        return; /* EAGAIN, EINTR, ECONNABORTED: the loop reports again */
-    }
-    net_accept_one(srv, l, fd);
 }
 
 void net_accepted(struct server *srv, size_t i, int fd)
@@ -474,15 +443,9 @@ int net_listen_all(struct server *srv)
         goto out;
     }
     net_protected_setup(srv);
-    /* Events need the final array: create them now that it stops moving. */
-    for (i = 0; i < srv->nlisteners; i++) {
-        struct listener *l = &srv->listeners[i];
-        l->srv = srv;
-        l->ev = event_new(srv->workers[0].base, l->fd, EV_READ | EV_PERSIST,
-                          net_accept_cb, l);
-        if (l->ev == NULL)
-            goto out;
-    }
+    /* the backend's accept (transport.h) needs the final array */
+    for (i = 0; i < srv->nlisteners; i++)
+        srv->listeners[i].srv = srv;
     rc = 0;
 out:
     return rc;
@@ -539,17 +502,9 @@ int net_enable_accept(struct server *srv)
     size_t i;
 
     __atomic_store_n(&srv->accepting, true, __ATOMIC_RELAXED);
-    for (i = 0; i < srv->nlisteners; i++) {
-        /* io_uring: a multishot accept on the main thread's ring */
-        if (srv->workers[0].uring != NULL) {
-            if (uring_accept_arm(srv, i) < 0)
-                return -1;
-            continue;
-        }
-        if (srv->listeners[i].ev != NULL &&
-            event_add(srv->listeners[i].ev, NULL) < 0)
+    for (i = 0; i < srv->nlisteners; i++)
+        if (srv->xp->accept_on(srv, i) < 0)
             return -1;
-    }
     return 0;
 }
 
@@ -557,12 +512,9 @@ void net_disable_accept(struct server *srv)
 {
     size_t i;
 
-    for (i = 0; i < srv->nlisteners; i++) {
-        if (srv->workers != NULL && srv->workers[0].uring != NULL)
-            uring_accept_cancel(srv, i);
-        else if (srv->listeners[i].ev != NULL)
-            event_del(srv->listeners[i].ev);
-    }
+    for (i = 0; i < srv->nlisteners; i++)
+        if (srv->workers != NULL && srv->xp != NULL)
+            srv->xp->accept_off(srv, i);
     __atomic_store_n(&srv->accepting, false, __ATOMIC_RELAXED);
 }
 
@@ -653,7 +605,7 @@ void net_close_all(struct server *srv)
     pthread_mutex_lock(&srv->stats_mu);
     for (i = 0; i < srv->nlisteners; i++) {
         struct listener *l = &srv->listeners[i];
-        if (l->ev != NULL)
+        if (l->ev != NULL) /* the epoll backend's accept event */
             event_free(l->ev);
         l->ev = NULL;
         if (l->fd >= 0)

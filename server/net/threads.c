@@ -22,6 +22,7 @@
 #include "conn.h"
 #include "threads.h"
 #include "udp.h"
+#include "transport.h"
 #include "uring.h"
 #include "server/server.h"
 #include "server/log.h"
@@ -44,7 +45,7 @@ struct mdc_tag *worker_tags(struct worker *w, size_t n)
 static void worker_check_done(struct worker *w)
 {
     if (w->stopping && w->nconns == 0)
-        event_base_loopexit(w->base, NULL);
+        w->srv->xp->done(w);
 }
 
 void worker_inbox_run(struct worker *w)
@@ -56,8 +57,7 @@ void worker_inbox_run(struct worker *w)
         struct conn *c = conn_of_node(n);
 
         if (c->adopted) {
-            if (c->uc != NULL)
-                uring_conn_returned(c);
+            w->srv->xp->returned(c); /* input that came meanwhile */
             conn_returned(c);
         } else if (w->stopping || conn_adopt(c) < 0) {
             conn_teardown(c);
@@ -155,12 +155,8 @@ out:
 
 void worker_give_conn(struct worker *w, struct conn *c)
 {
-    if (mq_push(&w->inbox, &c->qnode)) {
-        if (uring_outer(w))
-            uring_wake(w); /* the ring's loop does not run libevent's */
-        else
-            event_active(w->ev_inbox, EV_READ, 0);
-    }
+    if (mq_push(&w->inbox, &c->qnode))
+        w->srv->xp->wake(w);
 }
 
 void worker_return_conn(struct worker *w, struct conn *c)
@@ -180,40 +176,12 @@ static unsigned threads_cpus(void)
     return n > 0 ? (unsigned)n : 1;
 }
 
-/*
- * One loop turn at a time, yielding the CPU after each when there are more
- * network threads than CPUs.  Busy loops on a shared CPU are otherwise cut
- * by the scheduler's time slices (milliseconds), and a request waits for
- * its thread's next slice: that was the 8 ms W1 p99 of -n 4 -t 0 on two
- * CPUs.  Yielding after each turn (one epoll_wait and the callbacks of what
- * it returned) makes the loops take turns per batch of ready connections
- * instead (docs/threads-models.md, "More network threads than CPUs").
- */
-static void worker_net_run(struct worker *w)
-{
-    if (uring_outer(w)) {
-        uring_run(w);
-        return;
-    }
-    if (!w->yield_turns) {
-        event_base_dispatch(w->base);
-        return;
-    }
-    for (;;) {
-        if (event_base_loop(w->base, EVLOOP_ONCE) != 0 ||
-            event_base_got_exit(w->base) || event_base_got_break(w->base))
-            break;
-        STAT_INC(&w->stats, loop_yields);
-        sched_yield();
-    }
-}
-
 static void *worker_net_main(void *arg)
 {
     struct worker *w = arg;
 
     log_debug("network thread %u running", w->id);
-    worker_net_run(w);
+    w->srv->xp->run(w);
     log_debug("network thread %u done", w->id);
     return NULL;
 }
@@ -267,6 +235,7 @@ int threads_setup(struct server *srv)
 
     if (uring_resolve(srv) < 0)
         goto out;
+    srv->xp = &transport_epoll; /* io_uring below, once its rings are up */
     srv->nworkers = 1 + srv->nnet + srv->npay;
     srv->workers = mdc_calloc(srv->nworkers, sizeof(*srv->workers));
     if (srv->workers == NULL)
@@ -309,6 +278,12 @@ int threads_setup(struct server *srv)
         if (srv->npay > 0 && (w->role == ROLE_NET || srv->nnet == 0))
             w->payload_q = &srv->pqs[srv->model == TM_SEDA_S ? i - 1 : 0];
     }
+    /* the backend, once for the process (transport.h) */
+    srv->xp = &transport_epoll;
+#ifdef HAVE_LIBURING
+    if (srv->io_uring)
+        srv->xp = &transport_uring;
+#endif
     if (srv->nnet > ncpu)
         log_info("%u network threads on %u CPUs: loops yield after each turn",
                  srv->nnet, ncpu);
@@ -350,12 +325,7 @@ void threads_stop_and_join(struct server *srv)
     for (i = 1; i < srv->nworkers; i++) {
         struct worker *w = &srv->workers[i];
         if (w->role == ROLE_NET && w->started) {
-            if (uring_outer(w)) {
-                atomic_store(&w->stop_req, true);
-                uring_wake(w);
-            } else {
-                event_active(w->ev_stop, EV_READ, 0);
-            }
+            srv->xp->stop(w);
         }
     }
     for (i = 1; i < srv->nworkers; i++) {

@@ -316,8 +316,10 @@ int tls_conn_attach(struct conn *c)
     BIO_set_callback_arg(bio, (char *)t);
     SSL_set_bio(t->ssl, bio, bio); /* one reference, for both ways */
     SSL_set_accept_state(t->ssl);
-    t->started = server_mono_s();
+    t->started = server_coarse_ms();
     c->tls = t;
+    c->filtered = true; /* read and written through the filter (sockio.c) */
+    c->hs_pending = true;
     return 0;
 }
 
@@ -430,8 +432,8 @@ ssize_t tls_recv(struct conn *c, void *buf, size_t len, bool *drained)
             *drained = false;
         } else
             *drained = t->bio_short && !SSL_has_pending(t->ssl);
-        if (t->wr_wants_rd) {
-            t->wr_wants_rd = false;
+        if (c->wr_wants_rd) {
+            c->wr_wants_rd = false;
             c->wr_ready = true;
         }
         return n;
@@ -442,7 +444,7 @@ ssize_t tls_recv(struct conn *c, void *buf, size_t len, bool *drained)
         errno = EAGAIN;
         return -1;
     case SSL_ERROR_WANT_WRITE:
-        t->rd_wants_wr = true;
+        c->rd_wants_wr = true;
         errno = EAGAIN;
         return -1;
     case SSL_ERROR_ZERO_RETURN:
@@ -585,8 +587,8 @@ ssize_t tls_send_pending(struct conn *c)
     tls_err_reset();
     n = SSL_write(t->ssl, p, (int)len);
     if (n > 0) {
-        if (t->rd_wants_wr) {
-            t->rd_wants_wr = false;
+        if (c->rd_wants_wr) {
+            c->rd_wants_wr = false;
             c->rd_ready = true;
         }
         return n;
@@ -597,7 +599,7 @@ ssize_t tls_send_pending(struct conn *c)
         return -1;
     }
     if (e == SSL_ERROR_WANT_READ) {
-        t->wr_wants_rd = true;
+        c->wr_wants_rd = true;
         errno = EAGAIN;
         return -1;
     }
@@ -619,8 +621,15 @@ bool tls_handshake_expired(const struct conn *c, uint64_t now)
 {
     const struct tls_conn *t = c->tls;
 
-    return t != NULL && !t->hs_done && now > t->started &&
-           now - t->started >= c->srv->opt.tls_handshake_timeout;
+    uint64_t now_ms = server_coarse_ms();
+
+    /* milliseconds, as conn.c's timeouts: in whole seconds a connection
+     * accepted late in a second was closed by the tick just after it,
+     * whatever the timeout (the io_uring loop ticks on the second) */
+    (void)now;
+    return t != NULL && !t->hs_done && now_ms >= t->started &&
+           now_ms - t->started >= c->srv->opt.tls_handshake_timeout * 1000 +
+                                      server_coarse_res_ms();
 }
 
 #else /* !HAVE_TLS: options.c refuses --tls-listen */

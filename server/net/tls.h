@@ -1,8 +1,9 @@
 /*
  * tls.h - TLS listeners (--tls-listen) with OpenSSL 3: the server context
  * (certificate, key, client CAs; rebuilt on SIGHUP), and per connection
- * the non-blocking handshake and the record layer that conn.c calls
- * instead of recv()/send() while OpenSSL does the records in user space.
+ * the non-blocking handshake and the record layer that sockio.c calls
+ * instead of recv()/send() while OpenSSL does the records in user space:
+ * a byte filter between a connection and its socket, on either backend.
  * After the handshake, a direction that OpenSSL could hand to kernel TLS
  * (SSL_OP_ENABLE_KTLS, BIO_get_ktls_send/recv) goes back to plain
  * recv()/send()/sendmsg() on the socket: the kernel encrypts, and a GET
@@ -28,7 +29,8 @@ struct ssl_st;
 /* A connection's TLS state (conn->tls); NULL on a plain connection. */
 struct tls_conn {
     struct ssl_st *ssl;
-    uint64_t started;   /* coarse seconds at accept: handshake timeout */
+    uint64_t started;   /* server_coarse_ms() at accept: the handshake
+                           timeout, never early */
     bool peeked;        /* the first byte was checked to be a TLS record */
     bool hs_done;       /* handshake complete */
     bool ktls_tx;       /* the kernel encrypts: send()/sendmsg() as plain */
@@ -36,8 +38,6 @@ struct tls_conn {
     bool rx_ahead;      /* with ktls_rx: OpenSSL read records ahead before
                            the kernel took over: SSL_read() them first */
     bool failed;        /* a fatal error: no close_notify */
-    bool rd_wants_wr;   /* SSL_read needs the socket writable */
-    bool wr_wants_rd;   /* SSL_write needs the socket readable */
     bool bio_short;     /* the socket's last read returned less than
                            asked: its receive queue was emptied */
     bool bio_plain_tx;  /* the BIO sends with send(), not OpenSSL's write() */
@@ -69,7 +69,7 @@ static inline bool tls_rx_user(const struct tls_conn *t)
     return !t->ktls_rx || t->rx_ahead;
 }
 /* SSL_read into buf: like recv(): > 0 bytes, 0 end of stream, -1 with
- * errno (EAGAIN: wait; rd_wants_wr tells which edge).  *drained is set
+ * errno (EAGAIN: wait; c->rd_wants_wr tells which edge).  *drained is set
  * when the bytes came from a socket read that emptied the receive queue
  * and OpenSSL holds nothing more: then, as after a short recv(), another
  * read could only say EAGAIN (conn.c's rd_short). */

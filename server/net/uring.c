@@ -19,6 +19,13 @@
  * ring.  The main thread with -n 0 keeps libevent's loop (signals,
  * listeners, timers) and polls the ring's descriptor from it.
  *
+ * A connection with a byte filter (c->filtered: TLS) has no receive: the
+ * filter reads and writes the socket itself (sockio.c), on a multishot
+ * POLLIN poll of the ring and, while a write would block, a one-shot
+ * POLLOUT poll.  The backend's face is the transport table at the end of
+ * the file (transport.h); its state lives in the connection's allocation
+ * (struct uconn, conn_xpriv).
+ *
  * docs/threads-models.md, "The io_uring loop", has the rules and costs.
  */
 #include "config.h"
@@ -49,7 +56,9 @@
 #include "server/log.h"
 #include "conn.h"
 #include "net.h"
+#include "sockio.h"
 #include "threads.h"
+#include "transport.h"
 #include "udp.h"
 
 /* The backend --io=auto picks: io_uring, measured cheaper per request
@@ -97,33 +106,61 @@ enum {
     UD_UDP = 4,
     UD_ACCEPT = 5, /* listener index << 3 */
     UD_RECV_BULK = 6, /* a receive on the bulk group */
+    UD_POLL = 7,      /* a filtered connection's readiness poll; with
+                         UD_POLL_WR (struct conn is 16-byte aligned):
+                         the one-shot write poll */
 };
 #define UD_TYPE(u) ((unsigned)((u) & 7u))
 #define UD_PTR(u) ((void *)(uintptr_t)((u) & ~(uint64_t)7u))
+#define UD_POLL_WR 8u
 
+/* A buffer received while a payload thread owns the input. */
+struct ustash {
+    uint32_t id;  /* group << 16 | buffer id */
+    uint32_t len;
+};
+
+/* A connection's ring state: the backend-private part of struct conn
+ * (conn_xpriv), zeroed with it; 80 bytes, so that with the connection it
+ * makes one 384-byte allocation (docs/performance.md, "Memory per
+ * connection"). */
 struct uconn {
     unsigned ops;         /* operations in flight that reference c */
-    bool recv_armed;      /* the multishot receive is active */
+    int zc_res;           /* the zero-copy send's result */
+    uint32_t turn;        /* the loop turn turn_bytes counts in (low bits) */
+    uint32_t turn_bytes;  /* bytes received in that turn */
+    uint32_t last_bulk;   /* w->now of the last turn with URING_BULK_AT */
+    uint16_t nstash, stashcap; /* stash entries used, allocated */
+    bool recv_armed;      /* the multishot receive (or, filtered, the
+                             multishot read poll) is active */
+    bool wr_polled;       /* filtered: the one-shot write poll is armed */
     bool recv_cancel;     /* it is being cancelled (too much input) */
     bool zombie;          /* torn down: freed when ops reaches 0 */
     bool in_rq, in_ra;    /* on the requeue / rearm list */
     bool bulk;            /* receives on the bulk group */
-    struct conn *rq_next, *ra_next, *z_next;
-    struct usend *snd;    /* lent for a sendmsg in flight */
-    uint64_t recv_ud;     /* user data of the armed receive */
-    uint64_t last_bulk;   /* w->now of the last turn with URING_BULK_AT */
-    /* buffers received while a payload thread owns the input (group << 16
-     * | buffer id) */
-    uint32_t *sbid;
-    uint32_t *slen;
-    unsigned nstash, stashcap;
+    bool recv_bulk;       /* the armed receive is on the bulk group */
     bool zc;              /* the send in flight is a zero-copy one ... */
     bool zc_wait;         /* ... whose notification is still to come */
     bool no_zc;           /* the socket refused a zero-copy send */
-    int zc_res;           /* the zero-copy send's result */
-    uint64_t turn;        /* the loop turn turn_bytes counts in */
-    size_t turn_bytes;    /* bytes received in that turn */
+    struct conn *rq_next, *ra_next, *z_next;
+    struct usend *snd;    /* lent for a sendmsg in flight */
+    struct ustash *stash; /* buffers received while a payload thread owns
+                             the input */
 };
+
+/* User data of c's armed receive (or read poll). */
+static uint64_t uc_recv_ud(const struct conn *c);
+
+static inline struct uconn *UC(const struct conn *c)
+{
+    return conn_xpriv((struct conn *)c);
+}
+
+static uint64_t uc_recv_ud(const struct conn *c)
+{
+    return (uint64_t)(uintptr_t)c |
+           (c->filtered ? UD_POLL : UC(c)->recv_bulk ? UD_RECV_BULK : UD_RECV);
+}
 
 /* What a sendmsg in flight needs to stay put (4 KiB): lent by the thread
  * for the send only, so an idle connection holds none. */
@@ -173,6 +210,7 @@ struct uring_worker {
 };
 
 static void uw_kick(struct uring_worker *uw);
+static void uw_zombie_done(struct uring_worker *uw, struct conn *c);
 
 bool uring_outer(const struct worker *w)
 {
@@ -231,14 +269,6 @@ int uring_resolve(struct server *srv)
         io = URING_DEFAULT_IS_URING ? "uring" : "epoll";
     if (strcmp(io, "uring") != 0)
         return 0;
-    if (srv->opt.tls_listen.n > 0) {
-        /* TLS connections need conn_read/conn_flush (tls.c), which the
-         * ring bypasses: an explicit --io=uring with --tls-listen is a
-         * usage error (options.c); here only the test suite's pass
-         * (MDC_TEST_IO) can ask for it, and it gets epoll */
-        log_info("--tls-listen: the I/O backend is epoll");
-        return 0;
-    }
     rc = uring_probe(&what);
     if (rc < 0) {
         if (explicit_) {
@@ -374,8 +404,8 @@ static void uw_free_zombies(struct uring_worker *uw)
     while (uw->zombies != NULL) {
         struct conn *c = uw->zombies;
 
-        uw->zombies = c->uc->z_next;
-        c->uc->ops = 0;
+        uw->zombies = UC(c)->z_next;
+        UC(c)->ops = 0;
         conn_free(c);
     }
 }
@@ -448,14 +478,23 @@ static int uc_arm_recv(struct uring_worker *uw, struct conn *c)
 
     if (sqe == NULL)
         return -1;
+    if (c->filtered) {
+        /* the filter (TLS) reads the socket itself when it is ready:
+         * a multishot poll, one completion per new readiness (an edge,
+         * as with EPOLLET) */
+        io_uring_prep_poll_multishot(sqe, c->fd, POLLIN | POLLRDHUP);
+        io_uring_sqe_set_data64(sqe, uc_recv_ud(c));
+        UC(c)->recv_armed = true;
+        UC(c)->ops++;
+        return 0;
+    }
     io_uring_prep_recv_multishot(sqe, c->fd, NULL, 0, 0);
     sqe->flags |= IOSQE_BUFFER_SELECT;
-    sqe->buf_group = (uint16_t)(URING_BGID + (c->uc->bulk ? 1 : 0));
-    c->uc->recv_ud = (uint64_t)(uintptr_t)c |
-                     (c->uc->bulk ? UD_RECV_BULK : UD_RECV);
-    io_uring_sqe_set_data64(sqe, c->uc->recv_ud);
-    c->uc->recv_armed = true;
-    c->uc->ops++;
+    sqe->buf_group = (uint16_t)(URING_BGID + (UC(c)->bulk ? 1 : 0));
+    UC(c)->recv_bulk = UC(c)->bulk;
+    io_uring_sqe_set_data64(sqe, uc_recv_ud(c));
+    UC(c)->recv_armed = true;
+    UC(c)->ops++;
     return 0;
 }
 
@@ -463,22 +502,22 @@ static void uc_cancel_recv(struct uring_worker *uw, struct conn *c)
 {
     struct io_uring_sqe *sqe;
 
-    if (!c->uc->recv_armed || c->uc->recv_cancel)
+    if (!UC(c)->recv_armed || UC(c)->recv_cancel)
         return;
     sqe = uw_sqe(uw);
     if (sqe == NULL)
         return;
-    io_uring_prep_cancel64(sqe, c->uc->recv_ud, 0);
+    io_uring_prep_cancel64(sqe, uc_recv_ud(c), 0);
     io_uring_sqe_set_data64(sqe, UD_IGNORE);
-    c->uc->recv_cancel = true;
+    UC(c)->recv_cancel = true;
 }
 
 static void uw_want_rearm(struct uring_worker *uw, struct conn *c)
 {
-    if (c->uc->in_ra)
+    if (UC(c)->in_ra)
         return;
-    c->uc->in_ra = true;
-    c->uc->ra_next = uw->ra;
+    UC(c)->in_ra = true;
+    UC(c)->ra_next = uw->ra;
     uw->ra = c;
     if (!uw->outer)
         uw_kick(uw);
@@ -510,7 +549,7 @@ static void uw_arm_udp(struct uring_worker *uw, unsigned i)
 
 /* ---- accept (main thread) ---------------------------------------------- */
 
-int uring_accept_arm(struct server *srv, size_t i)
+static int uring_accept_arm(struct server *srv, size_t i)
 {
     struct uring_worker *uw = srv->workers[0].uring;
     struct listener *l = &srv->listeners[i];
@@ -530,7 +569,7 @@ int uring_accept_arm(struct server *srv, size_t i)
     return 0;
 }
 
-void uring_accept_cancel(struct server *srv, size_t i)
+static void uring_accept_cancel(struct server *srv, size_t i)
 {
     struct uring_worker *uw = srv->workers[0].uring;
     struct listener *l = &srv->listeners[i];
@@ -552,13 +591,31 @@ static void uw_on_accept(struct uring_worker *uw, size_t i,
 {
     struct server *srv = uw->w->srv;
     bool more = (cqe->flags & IORING_CQE_F_MORE) != 0;
+    int fd = cqe->res;
 
     /* a cancelled one was marked off by uring_accept_cancel, and another
      * may be armed since */
     if (!more && cqe->res != -ECANCELED && i < srv->nlisteners &&
         srv->listeners != NULL)
         srv->listeners[i].ring_armed = false;
-    net_accepted(srv, i, cqe->res);
+#ifdef MDC_TSAN
+    /* ThreadSanitizer follows descriptors through the calls it intercepts
+     * and never sees one the ring's accept made: a number another thread
+     * used and closed before (the metrics thread's) would look shared, and
+     * its close by the network thread a race.  A dup() shows it the new
+     * descriptor, made here; the ring's is closed with the raw system
+     * call, which it does not follow either.  Out of descriptors (the
+     * dup needs one more), the ring's own is kept. */
+    if (fd >= 0) {
+        int nfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+
+        if (nfd >= 0) {
+            (void)syscall(SYS_close, fd);
+            fd = nfd;
+        }
+    }
+#endif
+    net_accepted(srv, i, fd);
     /* the multishot accept ended (an error, or the kernel's choice): on
      * again while accepting, unless net_accepted paused accepting */
     if (!more && i < srv->nlisteners && srv->listeners != NULL &&
@@ -569,30 +626,137 @@ static void uw_on_accept(struct uring_worker *uw, size_t i,
 
 /* ---- connections -------------------------------------------------------- */
 
-int uring_conn_adopt(struct conn *c)
+static int ur_adopt(struct conn *c)
 {
     struct uring_worker *uw = c->owner->uring;
-    struct uconn *uc = mdc_calloc(1, sizeof(*uc));
 
-    if (uc == NULL)
-        return -1;
-    c->uc = uc;
     /* a blocking socket: a send the socket cannot take yet waits in the
-     * ring (poll-armed) instead of failing with EAGAIN */
-    (void)fcntl(c->fd, F_SETFL, fcntl(c->fd, F_GETFL) & ~O_NONBLOCK);
-    if (uc_arm_recv(uw, c) < 0) {
-        mdc_free(uc);
-        c->uc = NULL;
+     * ring (poll-armed) instead of failing with EAGAIN; a filtered one
+     * (TLS) is read and written when ready, and stays non-blocking */
+    if (!c->filtered)
+        (void)fcntl(c->fd, F_SETFL, fcntl(c->fd, F_GETFL) & ~O_NONBLOCK);
+    if (uc_arm_recv(uw, c) < 0)
         return -1;
-    }
     c->wr_ready = true;
     return 0;
 }
 
-int uring_conn_flush(struct conn *c)
+/* ---- filtered connections (TLS): readiness polls ------------------------ */
+
+/* The filter's write would block, or its read must write first: a
+ * one-shot poll for room in the socket. */
+static int uc_want_wr(struct conn *c)
 {
     struct uring_worker *uw = c->owner->uring;
-    struct uconn *uc = c->uc;
+    struct uconn *uc = UC(c);
+    struct io_uring_sqe *sqe;
+
+    if (uc->wr_polled)
+        return 0;
+    sqe = uw_sqe(uw);
+    if (sqe == NULL)
+        return -1;
+    io_uring_prep_poll_add(sqe, c->fd, POLLOUT);
+    io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)c | UD_POLL_WR |
+                                     UD_POLL);
+    uc->wr_polled = true;
+    uc->ops++;
+    return 0;
+}
+
+/* A readiness poll of a filtered connection completed. */
+static void uw_on_poll(struct uring_worker *uw, uint64_t ud,
+                       const struct io_uring_cqe *cqe)
+{
+    struct conn *c = (void *)(uintptr_t)(ud & ~(uint64_t)15u);
+    struct uconn *uc = UC(c);
+    bool wr = (ud & UD_POLL_WR) != 0;
+    int res = cqe->res;
+    short what = 0;
+
+    if (wr) {
+        uc->wr_polled = false;
+        uc->ops--;
+    } else if (!(cqe->flags & IORING_CQE_F_MORE)) {
+        uc->recv_armed = false;
+        uc->ops--;
+    }
+    if (uc->zombie) {
+        uw_zombie_done(uw, c);
+        return;
+    }
+    if (res < 0) {
+        /* cancelled, or the kernel ended the multishot poll: armed again
+         * (the next pass); a write poll is armed again by the next write
+         * that would block */
+        if (!wr)
+            uw_want_rearm(uw, c);
+        return;
+    }
+    /* as libevent reports them: a hang-up or an error is both
+     * directions, a half-close is EV_CLOSED */
+    if (res & (POLLIN | POLLHUP | POLLERR))
+        what |= CONN_EV_READ;
+    if (res & POLLRDHUP)
+        what |= CONN_EV_CLOSED;
+    if (res & (POLLOUT | POLLHUP | POLLERR))
+        what |= CONN_EV_WRITE;
+    if (!wr && !uc->recv_armed)
+        uw_want_rearm(uw, c);
+    conn_on_io(c, what); /* may free c */
+}
+
+static int ur_start(struct conn *c)
+{
+    int h = sockio_start(c);
+
+    if (h == SOCKIO_WAIT_WR)
+        return uc_want_wr(c) < 0 ? -1 : 0;
+    return h;
+}
+
+/* Read what the socket has: only a filtered connection is read so (the
+ * others' bytes come with their receive's completions, uw_on_recv). */
+static int ur_read(struct conn *c)
+{
+    int r;
+
+    if (!c->filtered) {
+        c->rd_ready = false;
+        return 0;
+    }
+    r = sockio_read(c);
+    if (r == SOCKIO_WAIT_WR)
+        return uc_want_wr(c) < 0 ? -1 : 0;
+    return r;
+}
+
+static bool ur_peer_gone(struct conn *c)
+{
+    /* a receive sees the EOF or the reset itself */
+    return c->filtered && sockio_peer_gone(c);
+}
+
+static int uc_send(struct conn *c);
+
+static int ur_flush(struct conn *c)
+{
+    int r;
+
+    if (!c->filtered)
+        return uc_send(c);
+    r = sockio_flush(c);
+    if (r == 1)
+        return uc_want_wr(c);
+    return r;
+}
+
+/* ---- plain connections: sends from the output queue ------------------- */
+
+static int uc_send(struct conn *c)
+{
+    struct uring_worker *uw = c->owner->uring;
+    struct uconn *uc = UC(c);
     struct io_uring_sqe *sqe;
     size_t i, k;
     bool zc;
@@ -651,17 +815,17 @@ int uring_conn_flush(struct conn *c)
     return 0;
 }
 
-void uring_conn_requeue(struct conn *c)
+static void ur_requeue(struct conn *c)
 {
     struct uring_worker *uw = c->owner->uring;
-    struct uconn *uc = c->uc;
+    struct uconn *uc = UC(c);
 
     if (uc->in_rq)
         return;
     uc->in_rq = true;
     uc->rq_next = NULL;
     if (uw->rq_tail != NULL)
-        uw->rq_tail->uc->rq_next = c;
+        UC(uw->rq_tail)->rq_next = c;
     else
         uw->rq_head = c;
     uw->rq_tail = c;
@@ -672,11 +836,11 @@ void uring_conn_requeue(struct conn *c)
 
 static void uw_unlink(struct uring_worker *uw, struct conn *c)
 {
-    struct uconn *uc = c->uc;
+    struct uconn *uc = UC(c);
     struct conn **pp, *prev = NULL;
 
     if (uc->in_rq) {
-        for (pp = &uw->rq_head; *pp != NULL; prev = *pp, pp = &(*pp)->uc->rq_next)
+        for (pp = &uw->rq_head; *pp != NULL; prev = *pp, pp = &UC(*pp)->rq_next)
             if (*pp == c) {
                 *pp = uc->rq_next;
                 if (uw->rq_tail == c)
@@ -687,7 +851,7 @@ static void uw_unlink(struct uring_worker *uw, struct conn *c)
         uc->in_rq = false;
     }
     if (uc->in_ra) {
-        for (pp = &uw->ra; *pp != NULL; pp = &(*pp)->uc->ra_next)
+        for (pp = &uw->ra; *pp != NULL; pp = &UC(*pp)->ra_next)
             if (*pp == c) {
                 *pp = uc->ra_next;
                 break;
@@ -696,10 +860,10 @@ static void uw_unlink(struct uring_worker *uw, struct conn *c)
     }
 }
 
-bool uring_conn_teardown(struct conn *c)
+static bool ur_close(struct conn *c)
 {
     struct uring_worker *uw = c->owner->uring;
-    struct uconn *uc = c->uc;
+    struct uconn *uc = UC(c);
     struct io_uring_sqe *sqe;
 
     uw_unlink(uw, c);
@@ -718,7 +882,7 @@ bool uring_conn_teardown(struct conn *c)
         struct linger lg = {1, 0};
 
         if (uc->recv_armed && (sqe = uw_sqe(uw)) != NULL) {
-            io_uring_prep_cancel64(sqe, uc->recv_ud, 0);
+            io_uring_prep_cancel64(sqe, uc_recv_ud(c), 0);
             io_uring_sqe_set_data64(sqe, UD_IGNORE);
         }
         if (!uc->zc_wait && (sqe = uw_sqe(uw)) != NULL) {
@@ -753,28 +917,27 @@ static void uc_iov_give(struct uring_worker *uw, struct uconn *uc)
     uc->snd = NULL;
 }
 
-void uring_conn_free(struct conn *c)
+static void ur_release(struct conn *c)
 {
-    struct uconn *uc = c->uc;
+    struct uconn *uc = UC(c);
     struct uring_worker *uw;
     unsigned i;
 
-    if (uc == NULL)
-        return;
+    sockio_release(c); /* the filter's state (a close_notify) */
     uw = c->owner->uring;
     if (uw != NULL) {
         for (i = 0; i < uc->nstash; i++) {
-            uw_buf_put(uw, uc->sbid[i] >> 16, uc->sbid[i] & 0xffff);
-            uw->g[uc->sbid[i] >> 16].held--;
+            uw_buf_put(uw, uc->stash[i].id >> 16, uc->stash[i].id & 0xffff);
+            uw->g[uc->stash[i].id >> 16].held--;
         }
     }
-    mdc_free(uc->sbid);
-    mdc_free(uc->slen);
+    mdc_free(uc->stash);
     if (uw != NULL)
         uc_iov_give(uw, uc);
     mdc_free(uc->snd); /* NULL unless the ring is gone */
-    mdc_free(uc);
-    c->uc = NULL;
+    uc->snd = NULL;
+    uc->stash = NULL;
+    uc->nstash = uc->stashcap = 0;
 }
 
 /* A zombie's operation completed: free it with the last one. */
@@ -782,11 +945,11 @@ static void uw_zombie_done(struct uring_worker *uw, struct conn *c)
 {
     struct conn **pp;
 
-    if (c->uc->ops > 0)
+    if (UC(c)->ops > 0)
         return;
-    for (pp = &uw->zombies; *pp != NULL; pp = &(*pp)->uc->z_next)
+    for (pp = &uw->zombies; *pp != NULL; pp = &UC(*pp)->z_next)
         if (*pp == c) {
-            *pp = c->uc->z_next;
+            *pp = UC(c)->z_next;
             break;
         }
     conn_free(c);
@@ -795,24 +958,22 @@ static void uw_zombie_done(struct uring_worker *uw, struct conn *c)
 static int uc_stash(struct uring_worker *uw, struct conn *c, unsigned gi,
                     unsigned bid, uint32_t len)
 {
-    struct uconn *uc = c->uc;
+    struct uconn *uc = UC(c);
 
     if (uc->nstash == uc->stashcap) {
-        unsigned cap = uc->stashcap ? uc->stashcap * 2 : 8;
-        uint32_t *b = mdc_realloc(uc->sbid, cap * sizeof(*b));
-        uint32_t *l;
+        unsigned cap = uc->stashcap ? uc->stashcap * 2u : 8u;
+        struct ustash *st;
 
-        if (b == NULL)
+        if (cap > UINT16_MAX)
             return -1;
-        uc->sbid = b;
-        l = mdc_realloc(uc->slen, cap * sizeof(*l));
-        if (l == NULL)
+        st = mdc_realloc(uc->stash, cap * sizeof(*st));
+        if (st == NULL)
             return -1;
-        uc->slen = l;
-        uc->stashcap = cap;
+        uc->stash = st;
+        uc->stashcap = (uint16_t)cap;
     }
-    uc->sbid[uc->nstash] = gi << 16 | bid;
-    uc->slen[uc->nstash] = len;
+    uc->stash[uc->nstash].id = gi << 16 | bid;
+    uc->stash[uc->nstash].len = len;
     uc->nstash++;
     uw->g[gi].held++;
     if (uc->nstash >= URING_STASH_MAX)
@@ -820,20 +981,21 @@ static int uc_stash(struct uring_worker *uw, struct conn *c, unsigned gi,
     return 0;
 }
 
-void uring_conn_returned(struct conn *c)
+static void ur_returned(struct conn *c)
 {
     struct uring_worker *uw = c->owner->uring;
-    struct uconn *uc = c->uc;
+    struct uconn *uc = UC(c);
     unsigned i;
     int rc = 0;
 
     for (i = 0; i < uc->nstash; i++) {
-        struct ugroup *g = &uw->g[uc->sbid[i] >> 16];
-        unsigned bid = uc->sbid[i] & 0xffff;
+        struct ugroup *g = &uw->g[uc->stash[i].id >> 16];
+        unsigned bid = uc->stash[i].id & 0xffff;
 
         if (rc == 0)
-            rc = conn_in_append(c, g->bufs + (size_t)bid * g->sz, uc->slen[i]);
-        uw_buf_put(uw, uc->sbid[i] >> 16, bid);
+            rc = conn_in_append(c, g->bufs + (size_t)bid * g->sz,
+                                uc->stash[i].len);
+        uw_buf_put(uw, uc->stash[i].id >> 16, bid);
         g->held--;
     }
     uc->nstash = 0;
@@ -843,14 +1005,19 @@ void uring_conn_returned(struct conn *c)
         uw_want_rearm(uw, c);
 }
 
+bool uring_conn_ringed(const struct conn *c)
+{
+    return c->srv->xp == &transport_uring && c->adopted;
+}
+
 bool uring_conn_bulk(const struct conn *c)
 {
-    return c->uc != NULL && c->uc->bulk;
+    return uring_conn_ringed(c) && UC(c)->bulk;
 }
 
 bool uring_conn_zc_wait(const struct conn *c)
 {
-    return c->uc != NULL && c->uc->zc_wait;
+    return uring_conn_ringed(c) && UC(c)->zc_wait;
 }
 
 void uring_zc_counts(const struct worker *w, uint64_t *sends,
@@ -878,13 +1045,14 @@ static bool uc_backlogged(const struct conn *c)
 /* c had its share of this turn's input (URING_TURN_BYTES). */
 static bool uc_over_turn(const struct uring_worker *uw, const struct conn *c)
 {
-    return c->uc->turn == uw->turn && c->uc->turn_bytes >= URING_TURN_BYTES;
+    return UC(c)->turn == (uint32_t)uw->turn &&
+           UC(c)->turn_bytes >= URING_TURN_BYTES;
 }
 
 static void uw_on_recv(struct uring_worker *uw, struct conn *c,
                        const struct io_uring_cqe *cqe, unsigned gi)
 {
-    struct uconn *uc = c->uc;
+    struct uconn *uc = UC(c);
     struct ugroup *g = &uw->g[gi];
     int res = cqe->res;
     bool buf = (cqe->flags & IORING_CQE_F_BUFFER) != 0;
@@ -902,18 +1070,18 @@ static void uw_on_recv(struct uring_worker *uw, struct conn *c,
         return;
     }
     if (res > 0 && buf) {
-        if (uc->turn != uw->turn) {
-            uc->turn = uw->turn;
+        if (uc->turn != (uint32_t)uw->turn) {
+            uc->turn = (uint32_t)uw->turn;
             uc->turn_bytes = 0;
         }
-        uc->turn_bytes += (size_t)res;
+        uc->turn_bytes += (uint32_t)res;
         /* bulk after a turn's worth, light after URING_BULK_IDLE seconds
          * without one (idle, or small requests only: a client that never
          * pauses for 2 s must not stay bulk for ever); the receive runs on
          * the new group from the next arming.  Input held while a payload
          * thread owns c counts too: with -t most of a flood arrives so. */
         if (uc->turn_bytes >= (uc->bulk ? URING_BULK_KEEP : URING_BULK_AT))
-            uc->last_bulk = c->owner->now;
+            uc->last_bulk = (uint32_t)c->owner->now;
         if (uc->bulk && c->owner->now - uc->last_bulk >= URING_BULK_IDLE) {
             uc->bulk = false;
             uc_cancel_recv(uw, c);
@@ -982,7 +1150,7 @@ static void uw_on_recv(struct uring_worker *uw, struct conn *c,
 static void uw_on_send(struct uring_worker *uw, struct conn *c,
                        const struct io_uring_cqe *cqe)
 {
-    struct uconn *uc = c->uc;
+    struct uconn *uc = UC(c);
     int res = cqe->res;
 
     if (cqe->flags & IORING_CQE_F_MORE) {
@@ -1003,10 +1171,10 @@ static void uw_on_send(struct uring_worker *uw, struct conn *c,
         res = 0;
     }
     uc->zc = false;
-    c->uc->ops--;
+    UC(c)->ops--;
     c->wr_busy = false;
     uc_iov_give(uw, uc);
-    if (c->uc->zombie) {
+    if (UC(c)->zombie) {
         uw_zombie_done(uw, c);
         return;
     }
@@ -1047,6 +1215,9 @@ static void uw_dispatch(struct uring_worker *uw, const struct io_uring_cqe *cqe)
         break;
     case UD_ACCEPT:
         uw_on_accept(uw, (size_t)(ud >> 3), cqe);
+        break;
+    case UD_POLL:
+        uw_on_poll(uw, ud, cqe);
         break;
     default:
         break;
@@ -1093,15 +1264,15 @@ static void uw_passes(struct uring_worker *uw)
 
     uw->deferred = false;
     while (n-- > 0 && (c = uw->rq_head) != NULL) {
-        uw->rq_head = c->uc->rq_next;
+        uw->rq_head = UC(c)->rq_next;
         if (uw->rq_head == NULL)
             uw->rq_tail = NULL;
         uw->rq_n--;
-        c->uc->in_rq = false;
+        UC(c)->in_rq = false;
         conn_drive(c); /* may free c */
     }
     while ((c = uw->ra) != NULL) {
-        struct uconn *uc = c->uc;
+        struct uconn *uc = UC(c);
 
         uw->ra = uc->ra_next;
         uc->in_ra = false;
@@ -1256,6 +1427,61 @@ static void uw_ev_cb(evutil_socket_t fd, short what, void *arg)
     if (uw->rq_n > 0)
         uw_kick(uw);
 }
+
+/* ---- the transport table (transport.h) ----------------------------------- */
+
+static void ur_wake(struct worker *w)
+{
+    if (uring_outer(w))
+        uring_wake(w); /* the ring's loop does not run libevent's */
+    else
+        event_active(w->ev_inbox, EV_READ, 0);
+}
+
+static void ur_stop(struct worker *w)
+{
+    if (uring_outer(w)) {
+        atomic_store(&w->stop_req, true);
+        uring_wake(w);
+    } else {
+        event_active(w->ev_stop, EV_READ, 0);
+    }
+}
+
+static void ur_run(struct worker *w)
+{
+    if (uring_outer(w))
+        uring_run(w);
+    else
+        event_base_dispatch(w->base);
+}
+
+/* the ring's loop ends by itself once a stopping thread has no
+ * connection; the main thread's is libevent's */
+static void ur_done(struct worker *w)
+{
+    event_base_loopexit(w->base, NULL);
+}
+
+const struct transport transport_uring = {
+    .name = "io_uring",
+    .conn_priv = sizeof(struct uconn),
+    .adopt = ur_adopt,
+    .start = ur_start,
+    .read = ur_read,
+    .flush = ur_flush,
+    .requeue = ur_requeue,
+    .close = ur_close,
+    .release = ur_release,
+    .returned = ur_returned,
+    .peer_gone = ur_peer_gone,
+    .wake = ur_wake,
+    .stop = ur_stop,
+    .run = ur_run,
+    .done = ur_done,
+    .accept_on = uring_accept_arm,
+    .accept_off = uring_accept_cancel,
+};
 
 #else
 typedef int mdc_uring_unused; /* ISO C wants a declaration */

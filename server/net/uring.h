@@ -38,18 +38,8 @@ void uring_run(struct worker *w);
 int uring_turn(struct worker *w, int wait_ms);
 /* Wake w's loop from another thread (inbox, stop). */
 void uring_wake(struct worker *w);
-/* The multishot accept of listener i on the main thread's ring. */
-int uring_accept_arm(struct server *srv, size_t i);
-void uring_accept_cancel(struct server *srv, size_t i);
-int uring_conn_adopt(struct conn *c);
-int uring_conn_flush(struct conn *c);
-void uring_conn_requeue(struct conn *c);
-/* Returns true when the free is deferred to the completion of c's
- * operations (the ring then calls conn_free). */
-bool uring_conn_teardown(struct conn *c);
-void uring_conn_free(struct conn *c);
-/* c is back from a payload thread: input that arrived meanwhile goes in. */
-void uring_conn_returned(struct conn *c);
+/* c is served by the ring (adopted under the io_uring backend; tests). */
+bool uring_conn_ringed(const struct conn *c);
 /* c receives on the bulk buffer group (tests). */
 bool uring_conn_bulk(const struct conn *c);
 /* c's zero-copy send completed, its notification not yet (tests). */
@@ -83,35 +73,11 @@ static inline int uring_turn(struct worker *w, int wait_ms)
     (void)wait_ms;
     return -1;
 }
-static inline int uring_accept_arm(struct server *srv, size_t i)
-{
-    (void)srv;
-    (void)i;
-    return -1;
-}
-static inline void uring_accept_cancel(struct server *srv, size_t i)
-{
-    (void)srv;
-    (void)i;
-}
-static inline int uring_conn_adopt(struct conn *c)
-{
-    (void)c;
-    return -1;
-}
-static inline int uring_conn_flush(struct conn *c)
-{
-    (void)c;
-    return -1;
-}
-static inline void uring_conn_requeue(struct conn *c) { (void)c; }
-static inline bool uring_conn_teardown(struct conn *c)
+static inline bool uring_conn_ringed(const struct conn *c)
 {
     (void)c;
     return false;
 }
-static inline void uring_conn_free(struct conn *c) { (void)c; }
-static inline void uring_conn_returned(struct conn *c) { (void)c; }
 static inline bool uring_conn_bulk(const struct conn *c)
 {
     (void)c;

@@ -1,0 +1,254 @@
+/*
+ * epoll.c - the readiness backend (--io=epoll): libevent's loop, one
+ * edge-triggered read event per connection for its life and a write event
+ * registered only while a write would block; the socket is read and
+ * written when ready by sockio.c (plain, or through the TLS filter).  The
+ * transport table (transport.h) is its only interface to the connection.
+ */
+#include "config.h"
+
+#include "transport.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <sched.h>
+
+#include <event2/event.h>
+
+#include "conn.h"
+#include "net.h"
+#include "sockio.h"
+#include "server/log.h"
+#include "server/stats.h"
+
+/* A connection's events (conn_xpriv).  Read readiness stays registered
+ * for the connection's life; write readiness only while a write would
+ * block (ep_want_wr), so the socket's EPOLLOUT edges (one each time the
+ * peer reads a reply) neither wake the loop nor cost a callback.  The
+ * events are libevent's own allocations, as before the transport table:
+ * kept in the connection (conn + 2 x 128 bytes in one allocation of 640)
+ * the idle connection measured 280 bytes more with jemalloc's
+ * transparent huge pages (bench/conn_mem.py, docs/performance.md). */
+struct econn {
+    struct event *ev;    /* EV_READ|EV_CLOSED|EV_ET|EV_PERSIST, always on */
+    struct event *ev_wr; /* EV_WRITE|EV_ET|EV_PERSIST, armed only once a
+                            write would block (see wr_armed) */
+    bool wr_armed;       /* ev_wr is registered with the loop */
+};
+
+static struct econn *EC(struct conn *c)
+{
+    return conn_xpriv(c);
+}
+
+static void ep_conn_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct conn *c = arg;
+    struct econn *e = EC(c);
+
+    (void)fd;
+    /* Room again and nothing left to send: stop listening for EPOLLOUT
+     * until a write blocks again (an epoll_ctl per blocked episode, none
+     * per request). */
+    if ((what & EV_WRITE) && e->wr_armed && !c->inflight &&
+        c->opending == 0) {
+        event_del(e->ev_wr);
+        e->wr_armed = false;
+    }
+    conn_on_io(c, what);
+}
+
+static int ep_adopt(struct conn *c)
+{
+    struct econn *e = EC(c);
+    struct event_base *base = c->owner->base;
+
+    e->ev = event_new(base, c->fd, EV_READ | EV_CLOSED | EV_ET | EV_PERSIST,
+                      ep_conn_cb, c);
+    e->ev_wr = event_new(base, c->fd, EV_WRITE | EV_ET | EV_PERSIST,
+                         ep_conn_cb, c);
+    if (e->ev == NULL || e->ev_wr == NULL)
+        return -1; /* ep_close frees what was made */
+    return event_add(e->ev, NULL);
+}
+
+/* A write would block: register for the EPOLLOUT edge.  EPOLL_CTL_MOD
+ * polls the socket: room freed since the failed write is reported at
+ * once, so no edge is lost in between. */
+static int ep_want_wr(struct conn *c)
+{
+    struct econn *e = EC(c);
+
+    if (!e->wr_armed) {
+        if (event_add(e->ev_wr, NULL) < 0)
+            return -1;
+        e->wr_armed = true;
+    }
+    return 0;
+}
+
+static int ep_start(struct conn *c)
+{
+    int h = sockio_start(c);
+
+    if (h == SOCKIO_WAIT_WR)
+        return ep_want_wr(c) < 0 ? -1 : 0;
+    return h;
+}
+
+static int ep_read(struct conn *c)
+{
+    int r = sockio_read(c);
+
+    if (r == SOCKIO_WAIT_WR) /* SSL_read must write first */
+        return ep_want_wr(c) < 0 ? -1 : 0;
+    return r;
+}
+
+static int ep_flush(struct conn *c)
+{
+    int r = sockio_flush(c);
+
+    if (r == 1)
+        return ep_want_wr(c);
+    return r;
+}
+
+static void ep_requeue(struct conn *c)
+{
+    event_active(EC(c)->ev, EV_TIMEOUT, 0);
+}
+
+static bool ep_close(struct conn *c)
+{
+    struct econn *e = EC(c);
+
+    if (e->ev_wr != NULL)
+        event_free(e->ev_wr);
+    if (e->ev != NULL)
+        event_free(e->ev);
+    e->ev = e->ev_wr = NULL;
+    return false;
+}
+
+static void ep_returned(struct conn *c)
+{
+    (void)c;
+}
+
+static bool ep_peer_gone(struct conn *c)
+{
+    return sockio_peer_gone(c);
+}
+
+/* ---- network threads ----------------------------------------------------- */
+
+static void ep_wake(struct worker *w)
+{
+    event_active(w->ev_inbox, EV_READ, 0);
+}
+
+static void ep_stop(struct worker *w)
+{
+    event_active(w->ev_stop, EV_READ, 0);
+}
+
+static void ep_done(struct worker *w)
+{
+    event_base_loopexit(w->base, NULL);
+}
+
+/*
+ * One loop turn at a time, yielding the CPU after each when there are more
+ * network threads than CPUs.  Busy loops on a shared CPU are otherwise cut
+ * by the scheduler's time slices (milliseconds), and a request waits for
+ * its thread's next slice: that was the 8 ms W1 p99 of -n 4 -t 0 on two
+ * CPUs.  Yielding after each turn (one epoll_wait and the callbacks of what
+ * it returned) makes the loops take turns per batch of ready connections
+ * instead (docs/threads-models.md, "More network threads than CPUs").
+ */
+static void ep_run(struct worker *w)
+{
+    if (!w->yield_turns) {
+        event_base_dispatch(w->base);
+        return;
+    }
+    for (;;) {
+        if (event_base_loop(w->base, EVLOOP_ONCE) != 0 ||
+            event_base_got_exit(w->base) || event_base_got_break(w->base))
+            break;
+        STAT_INC(&w->stats, loop_yields);
+        sched_yield();
+    }
+}
+
+/* ---- listeners (main thread) ----------------------------------------------- */
+
+/*
+ * One accept4() per readiness report.  The listener's event is
+ * level-triggered, so while connections wait in the backlog the next
+ * epoll_wait() reports it again (without sleeping); looping here until
+ * EAGAIN would cost one failing accept4() for every connection that
+ * arrives alone, which is the common case with persistent clients.
+ * A burst costs an epoll_wait() turn per connection instead, and lets
+ * established connections of the same loop (-n 0) interleave.
+ */
+static void ep_accept_cb(evutil_socket_t lfd, short what, void *arg)
+{
+    struct listener *l = arg;
+    struct server *srv = l->srv;
+    int fd;
+
+    (void)what;
+    if (!__atomic_load_n(&srv->accepting, __ATOMIC_RELAXED))
+        return; /* paused: the connection waits in the backlog */
+    fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0 && (errno == EAGAIN || errno == EWOULDBLOCK ||
+                   errno == EINTR || errno == ECONNABORTED))
+        return; /* the loop reports again */
+    net_accepted(srv, (size_t)(l - srv->listeners), fd < 0 ? -errno : fd);
+}
+
+static int ep_accept_on(struct server *srv, size_t i)
+{
+    struct listener *l = &srv->listeners[i];
+
+    if (l->ev == NULL) {
+        l->ev = event_new(srv->workers[0].base, l->fd, EV_READ | EV_PERSIST,
+                          ep_accept_cb, l);
+        if (l->ev == NULL)
+            return -1;
+    }
+    return event_add(l->ev, NULL);
+}
+
+/* (the event itself goes with the listener: net_close_all) */
+static void ep_accept_off(struct server *srv, size_t i)
+{
+    struct listener *l = &srv->listeners[i];
+
+    if (l->ev != NULL)
+        event_del(l->ev);
+}
+
+const struct transport transport_epoll = {
+    .name = "epoll",
+    .conn_priv = sizeof(struct econn),
+    .adopt = ep_adopt,
+    .start = ep_start,
+    .read = ep_read,
+    .flush = ep_flush,
+    .requeue = ep_requeue,
+    .close = ep_close,
+    .release = sockio_release,
+    .returned = ep_returned,
+    .peer_gone = ep_peer_gone,
+    .wake = ep_wake,
+    .stop = ep_stop,
+    .run = ep_run,
+    .done = ep_done,
+    .accept_on = ep_accept_on,
+    .accept_off = ep_accept_off,
+};

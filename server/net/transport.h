@@ -1,0 +1,82 @@
+/*
+ * transport.h - the one interface between a connection (conn.c: buffers,
+ * output queue, request loop) and the network backend under it: epoll.c
+ * (libevent, readiness) or uring.c (io_uring, completions).  The backend
+ * is chosen once at start (threads_setup: srv->xp) and every connection
+ * and network thread of the process uses its table.
+ *
+ * Direction: conn.c calls the table; a backend calls the connection only
+ * through conn.h's entry points for backends (conn_on_io for readiness,
+ * conn_in_lend/conn_in_append for received bytes, conn_out_sent for sent
+ * ones, conn_drive to run the request loop).  No table operation calls
+ * back into conn.c's request loop before it returns.
+ *
+ * TLS (tls.c) is a byte filter between the connection and the socket,
+ * the same over both backends: a TLS connection is read and written when
+ * ready through sockio.c (SSL_read/SSL_write, or kernel TLS), so a backend
+ * that runs completions for plain connections (io_uring) runs readiness
+ * polls for a filtered one (c->filtered).  docs/architecture.md,
+ * "Networking".
+ */
+#ifndef MDC_TRANSPORT_H
+#define MDC_TRANSPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "server/server.h"
+
+struct conn;
+
+struct transport {
+    const char *name;
+    /* bytes of backend-private state allocated after each struct conn
+     * (conn_xpriv) */
+    size_t conn_priv;
+    /* ---- a connection (owner thread) ---- */
+    /* Register c with its owner's loop; 0, or -1. */
+    int (*adopt)(struct conn *c);
+    /* A filtered connection's handshake (c->hs_pending): 1 done, 0 wait
+     * for the socket, -1 failed. */
+    int (*start)(struct conn *c);
+    /* Read what the socket has into c's input (c->rd_ready): 1 bytes
+     * came, 0 nothing more for now, -1 broken. */
+    int (*read)(struct conn *c);
+    /* Send c's pending output, or start sending it: 0, or -1 broken. */
+    int (*flush)(struct conn *c);
+    /* Run c again on a later turn of its loop without a new event (it
+     * yielded, or stopped reading at the per-turn budget). */
+    void (*requeue)(struct conn *c);
+    /* c is being closed: true when operations still in flight reference
+     * it (the backend calls conn_free once they are done), false when it
+     * may be freed now. */
+    bool (*close)(struct conn *c);
+    /* Free c's backend-private state (conn_free). */
+    void (*release)(struct conn *c);
+    /* c is back from a payload thread: input that arrived meanwhile goes
+     * into its buffers (before conn_returned). */
+    void (*returned)(struct conn *c);
+    /* During a hold (no reading): has the peer hung up or reset? */
+    bool (*peer_gone)(struct conn *c);
+    /* ---- a network thread ---- */
+    /* Wake w's loop from another thread: its inbox has connections. */
+    void (*wake)(struct worker *w);
+    /* Ask network thread w to stop (from the main thread). */
+    void (*stop)(struct worker *w);
+    /* Run network thread w's loop until it stops. */
+    void (*run)(struct worker *w);
+    /* w is stopping and its last connection went: end its loop. */
+    void (*done)(struct worker *w);
+    /* ---- listeners (main thread) ---- */
+    /* Accept on listener i (net_accepted gets each connection): 0, -1. */
+    int (*accept_on)(struct server *srv, size_t i);
+    /* Stop accepting on listener i (before it is closed). */
+    void (*accept_off)(struct server *srv, size_t i);
+};
+
+extern const struct transport transport_epoll;
+#ifdef HAVE_LIBURING
+extern const struct transport transport_uring;
+#endif
+
+#endif
