@@ -1,6 +1,7 @@
 /*
- * store_int.h - internals shared by store.c, tags.c and dump.c (not for other
- * modules: they use store.h).
+ * store_int.h - internals shared by the store's files (store*.c), tags.c
+ * and dump.c (not for other modules: they use store.h).  store.c lists the
+ * store's files and what each holds.
  *
  * Record layout (one allocation):
  *
@@ -16,6 +17,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/queue.h>
 #include <sys/tree.h>
 
@@ -77,6 +79,7 @@ struct tag_area {
 };
 
 RB_HEAD(rtree, record);
+RB_PROTOTYPE(rtree, record, rb, rec_cmp);
 
 /* One stripe's flushed keys (struct store, fmarks). */
 struct flush_marks {
@@ -183,5 +186,212 @@ static inline void rec_incref(struct record *r)
 {
     __atomic_fetch_add(&r->refcnt, 1, __ATOMIC_RELAXED);
 }
+
+
+/* ---- clock, table, lookup: inline on every path ------------------------------ */
+/* Store seconds: 1 at creation, so a deadline of 0 can mean "never". */
+static inline uint32_t secs_of(struct store *st, uint64_t ns)
+{
+    return (uint32_t)((ns - st->epoch_ns) / 1000000000u) + 1;
+}
+static inline uint32_t tick_of(uint64_t ns) { return (uint32_t)(ns >> 20); }
+/* store_get refreshes atime only when it is this many ticks old (~1 s) */
+#define ATIME_GRAIN 1024u
+static inline uint64_t now_ns(struct store *st)
+{
+    return st->clk.mono_ns(st->clk.ctx);
+}
+static inline uint32_t now_s(struct store *st)
+{
+    return secs_of(st, now_ns(st));
+}
+static inline uint32_t now_tick(struct store *st)
+{
+    return tick_of(now_ns(st));
+}
+
+static inline int rec_expired(const struct record *r, uint32_t now)
+{
+    uint32_t d = __atomic_load_n(&r->deadline, __ATOMIC_RELAXED);
+    return d != 0 && d <= now;
+}
+
+static inline void store_account(struct store *st, int64_t delta, int tag_index)
+{
+    atomic_fetch_add_explicit(&st->mem, delta, memory_order_relaxed);
+    if (tag_index)
+        atomic_fetch_add_explicit(&st->tag_mem, delta, memory_order_relaxed);
+}
+
+/*
+ * The table grows by linear hashing: 'n' buckets plus 'split' of the next
+ * doubling.  Bucket b (< split) has been split into b and b + n.  Since
+ * n >= nlocks, b and b + n share a lock stripe (index & lmask), which is
+ * also (hash & lmask): a key's stripe never changes, and a bucket is only
+ * split under its stripe's write lock, so bucket_idx() is exact for any
+ * caller holding the key's stripe (read or write).
+ */
+static inline uint32_t bucket_idx(struct store *st, uint64_t h)
+{
+    uint64_t s = atomic_load_explicit(&st->hstate, memory_order_relaxed);
+    uint32_t n = (uint32_t)(s >> 32), split = (uint32_t)s;
+    uint32_t b = (uint32_t)h & (n - 1);
+    if (b < split)
+        b = (uint32_t)h & (2 * n - 1);
+    return b;
+}
+/* buckets in use now (grows; never above cfg.nbuckets) */
+static inline uint32_t nbuckets_now(struct store *st)
+{
+    uint64_t s = atomic_load_explicit(&st->hstate, memory_order_relaxed);
+    return (uint32_t)(s >> 32) + (uint32_t)s;
+}
+static inline mdc_rwlock_t *stripe_of(struct store *st, uint64_t h)
+{
+    return &st->locks[(uint32_t)h & st->lmask];
+}
+static inline mdc_rwlock_t *lock_of(struct store *st, uint32_t b)
+{
+    return &st->locks[b & st->lmask];
+}
+
+static inline void announce(struct store *st, enum store_event ev,
+                            struct record *r, uint64_t h)
+{
+    if (st->hook != NULL)
+        st->hook(st->hook_ctx, ev, rec_key(r), r->klen, h);
+}
+
+/* Run a pending delayed flush once its moment has come (one relaxed load
+ * on the common path). */
+static inline void check_flush(struct store *st, uint32_t now)
+{
+    uint32_t at = atomic_load_explicit(&st->flush_at, memory_order_relaxed);
+    if (__builtin_expect(at != 0, 0) && at <= now &&
+        atomic_compare_exchange_strong(&st->flush_at, &at, 0))
+        store_flush(st);
+}
+
+/* The size rec_alloc() asked for: from the header, so that freeing needs
+ * no allocator lookup (mdc_alloc_size, mdc_free_sized). */
+static inline size_t rec_req_size(uint32_t klen, uint32_t vlen,
+                                  uint32_t ntags)
+{
+    if (ntags == 0)
+        return sizeof(struct record) + klen + vlen;
+    return rec_tag_offset(klen, vlen) + sizeof(struct tag_area) +
+           (size_t)ntags * sizeof(struct tag_entry);
+}
+static inline size_t rec_req_size_of(struct record *r)
+{
+    return rec_req_size(r->klen, r->vlen,
+                        (rec_rflags(r) & R_TAGGED) ? rec_tags(r)->ntags : 0);
+}
+
+/*
+ * References (docs/threads.md, "Reads write nothing shared").  A record is
+ * kept alive by tokens: the index's (REF_INDEX in refcnt while linked),
+ * counted references (the rest of refcnt: tag queries, eviction, a thread
+ * whose hold slots are full) and holds published in a thread's slots
+ * (readers.h: what store_get takes, writing only the thread's own line).
+ * Tokens are interchangeable: store_release drops one, never the index's;
+ * the thread that drops the last counted token retires the record, which
+ * is freed once no slot holds it.
+ */
+#define REF_INDEX (1u << 31)
+
+/* A hold on a record found under its lock (before the lock is left). */
+static inline void rec_hold(struct record *r)
+{
+    if (!mdc_hold(r))
+        rec_incref(r);
+}
+
+static inline struct record *do_find(struct store *st, uint64_t h, const void *key,
+                              uint32_t klen)
+{
+    uint32_t h32 = (uint32_t)(h >> 32);
+    struct record *n = RB_ROOT(&st->buckets[bucket_idx(st, h)]);
+    while (n != NULL) {
+        int c;
+        if (h32 != n->hash32)
+            c = h32 < n->hash32 ? -1 : 1;
+        else if (klen != n->klen)
+            c = klen < n->klen ? -1 : 1;
+        else
+            c = memcmp(key, n->data, klen);
+        if (c == 0)
+            return n;
+        n = c < 0 ? RB_LEFT(n, rb) : RB_RIGHT(n, rb);
+    }
+    return NULL;
+}
+
+static inline uint32_t pow2_at_least(uint64_t v)
+{
+    uint32_t p = 1;
+    while (p < v && p < (1u << 31))
+        p <<= 1;
+    return p;
+}
+
+static inline int check_key(uint32_t klen)
+{
+    return klen > STORE_MAX_KEY ? ST_KEY_INVALID : 0;
+}
+
+/* ---- limits shared by the store's files ------------------------------------- */
+#define RETRY_LIMIT 1000000 /* optimistic retries before giving up */
+
+/* ---- internal functions, by file -------------------------------------------- */
+/* store_forest.c: the record forest; the caller holds the key's stripe
+ * (write) unless said otherwise */
+void do_detach_b(struct store *st, uint32_t b, struct record *r);
+void rec_untag(struct store *st, struct record *r);
+void do_unlink_b(struct store *st, uint32_t b, struct record *r);
+void do_unlink(struct store *st, uint64_t h, struct record *r);
+int do_link(struct store *st, uint64_t h, struct record *r,
+            struct record *old, int keep_pos);
+void maybe_grow(struct store *st); /* no lock held */
+
+/* store_record.c: allocation and references */
+int rec_alloc(struct store *st, const void *key, uint32_t klen,
+              uint32_t vlen, uint32_t ntags, struct record **out);
+void rec_set_tags(struct record *r, const struct mdc_tag *tags, uint32_t n);
+void rec_copy_tags(struct record *r, struct record *src);
+#define TOK_OWN 1u   /* one of the caller's tokens: its hold, else a count */
+#define TOK_INDEX 2u /* the index's token (the record was unlinked) */
+void rec_put(struct store *st, struct record *r, unsigned tokens,
+             int64_t *freed);
+void rec_unindex(struct store *st, struct record *r);
+void reclaim_retired(struct store *st);
+
+/* store_expiry.c: deadlines, flush and sweep */
+uint32_t deadline_of(struct store *st, int64_t exptime);
+void set_deadline(struct store *st, struct record *r, uint32_t d);
+void do_expire(struct store *st, struct record *r, uint64_t h);
+struct record *do_find_live(struct store *st, uint64_t h, const void *key,
+                            uint32_t klen);
+bool fmarks_take(struct store *st, uint64_t h);
+void *sweeper_main(void *arg);
+
+/* store_evict.c: the memory limit */
+int mem_reserve(struct store *st, size_t size);
+
+/* store_account.c: CAS versions */
+uint64_t next_cas(void);
+void cas_above(uint64_t cas);
+
+/* store_put.c: shared by counters (store_counter.c) and tstack push */
+int put_common(struct store *st, enum store_mode mode,
+               const struct store_item *it, uint64_t *cas_out,
+               enum store_event ev);
+#define REPLACE_RETRY (-1)
+#define REPLACE_GONE (-2)
+int replace_derived(struct store *st, uint64_t h, struct record *old,
+                    const void *a, uint32_t alen, const void *b,
+                    uint32_t blen, enum store_event ev, uint64_t *cas_out);
+void do_invalidate(struct store *st, struct record *r, uint64_t h,
+                   bool set_ttl, int64_t exptime);
 
 #endif

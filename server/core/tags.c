@@ -45,7 +45,7 @@ static int tv_cmp(struct tval_node *a, struct tval_node *b)
 }
 RB_GENERATE_STATIC(tvtree, tval_node, rb, tv_cmp);
 
-static inline uint32_t bucket_idx(const struct tags *t, int32_t tkey,
+static inline uint32_t tag_bucket_idx(const struct tags *t, int32_t tkey,
                                   int32_t tval)
 {
     uint64_t x = (uint64_t)(uint32_t)tkey << 32 | (uint32_t)tval;
@@ -55,12 +55,12 @@ static inline uint32_t bucket_idx(const struct tags *t, int32_t tkey,
 static inline struct tag_bucket *bucket_of(struct tags *t, int32_t tkey,
                                            int32_t tval)
 {
-    return &t->b[bucket_idx(t, tkey, tval)];
+    return &t->b[tag_bucket_idx(t, tkey, tval)];
 }
 
 uint32_t tags_bucket(const struct tags *t, int32_t tkey, int32_t tval)
 {
-    return bucket_idx(t, tkey, tval);
+    return tag_bucket_idx(t, tkey, tval);
 }
 
 struct tags *tags_setup(uint32_t nbuckets)
@@ -193,7 +193,7 @@ int tags_unlink_many(struct tags *t, struct tag_entry *const *es, size_t n,
         return (int)n;
     }
     for (size_t i = 0; i < n; i++) {
-        bi[i] = bucket_idx(t, es[i]->tkey, es[i]->tval);
+        bi[i] = tag_bucket_idx(t, es[i]->tkey, es[i]->tval);
         start[bi[i] + 1]++;
     }
     for (uint32_t b = 0; b < nb; b++)

@@ -1,0 +1,63 @@
+/*
+ * store_account.c - the store's counters read out (store_get_stats) and
+ * CAS versions.  The counters themselves are atomics in struct store,
+ * updated where the change happens (store_account() for bytes).
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include "store_int.h"
+#include "tags.h"
+
+/* CAS versions: per-thread blocks of a global counter */
+static _Atomic uint64_t cas_global = 1;
+static __thread uint64_t cas_next, cas_end;
+uint64_t next_cas(void)
+{
+    if (cas_next == cas_end) {
+        cas_next = atomic_fetch_add_explicit(&cas_global, 256,
+                                             memory_order_relaxed);
+        cas_end = cas_next + 256;
+    }
+    return cas_next++;
+}
+
+/* Versions handed out later are above 'cas' (a restored record's). */
+void cas_above(uint64_t cas)
+{
+    uint64_t g = atomic_load(&cas_global);
+    while (g <= cas && !atomic_compare_exchange_weak(&cas_global, &g, cas + 1))
+        ;
+}
+
+void store_get_stats(struct store *st, struct store_stats *o)
+{
+    memset(o, 0, sizeof(*o));
+#define LD(f) atomic_load_explicit(&st->f, memory_order_relaxed)
+    o->curr_items = LD(curr_items);
+    o->total_items = LD(total_items);
+    int64_t m = LD(mem), tm = LD(tag_mem);
+    o->bytes = m > 0 ? (uint64_t)m : 0;
+    o->tag_bytes = tm > 0 ? (uint64_t)tm : 0;
+    o->limit_maxbytes = (uint64_t)atomic_load_explicit(&st->mem_limit,
+                                                       memory_order_relaxed);
+    o->evictions = LD(evictions);
+    o->expired = LD(expired);
+    o->expired_unfetched = LD(expired_unfetched);
+    o->evicted_unfetched = LD(evicted_unfetched);
+    o->get_expired = LD(get_expired);
+    o->nomem_held = LD(nomem_held);
+    o->direct_reclaims = LD(direct_reclaims);
+    o->lrutail_reflocked = LD(lrutail_reflocked);
+    o->get_flushed = LD(get_flushed);
+    o->tagged_items = LD(tagged_items);
+    o->tag_links = LD(tag_links);
+#undef LD
+    uint64_t nk, nv, nl;
+    tags_counts(st->tags, &nk, &nv, &nl);
+    o->tag_keys = nk;
+    o->tag_values = nv;
+    o->nbuckets = nbuckets_now(st);
+    o->fixed_bytes = st->fixed_bytes + o->nbuckets * sizeof(*st->buckets);
+}

@@ -1,0 +1,356 @@
+/*
+ * store_get.c - lookups by key: get (with the access state a meta get
+ * reports), visit, get-and-touch, meta get (vivify, recache, stale and win
+ * tokens) and batched gets that overlap their cache misses.
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include "store_int.h"
+
+static struct record *get_common(struct store *st, const void *key,
+                                 uint32_t klen, struct store_access *prev);
+
+struct record *store_get(struct store *st, const void *key, uint32_t klen)
+{
+    return get_common(st, key, klen, NULL);
+}
+
+struct record *store_get_access(struct store *st, const void *key,
+                                uint32_t klen, struct store_access *prev)
+{
+    return get_common(st, key, klen, prev);
+}
+
+static struct record *get_hashed(struct store *st, uint64_t h,
+                                 const void *key, uint32_t klen,
+                                 struct store_access *prev);
+
+static struct record *get_common(struct store *st, const void *key,
+                                 uint32_t klen, struct store_access *prev)
+{
+    if (klen > STORE_MAX_KEY)
+        return NULL;
+    return get_hashed(st, store_hash(key, klen), key, klen, prev);
+}
+
+static struct record *get_hashed(struct store *st, uint64_t h,
+                                 const void *key, uint32_t klen,
+                                 struct store_access *prev)
+{
+    mdc_rwlock_t *l = stripe_of(st, h);
+    int expired = 0;
+
+    uint64_t ns = now_ns(st);
+    check_flush(st, secs_of(st, ns));
+    mdc_rdlock(l);
+    struct record *r = do_find(st, h, key, klen);
+    if (r == NULL && fmarks_take(st, h))
+        atomic_fetch_add_explicit(&st->get_flushed, 1, memory_order_relaxed);
+    if (r != NULL) {
+        if (rec_expired(r, secs_of(st, ns))) {
+            r = NULL;
+            expired = 1;
+        } else {
+            rec_hold(r);
+            /* recency for eviction, written at most once per ATIME_GRAIN
+             * so that reads of a hot record share its line */
+            uint32_t t = tick_of(ns);
+            uint32_t at = __atomic_load_n(&r->atime, __ATOMIC_RELAXED);
+            uint8_t fl = rec_rflags(r);
+            if (prev != NULL) {
+                prev->hit_before = (fl & R_FETCHED) != 0;
+                /* ticks of 2^20 ns */
+                prev->idle_s = (uint32_t)(((uint64_t)(t - at) << 20) /
+                                          1000000000u);
+            }
+            if (t - at >= ATIME_GRAIN)
+                __atomic_store_n(&r->atime, t, __ATOMIC_RELAXED);
+            if (!(fl & R_FETCHED))
+                rec_set_rflag(r, R_FETCHED);
+        }
+    }
+    mdc_unlock(l);
+    if (expired) {
+        atomic_fetch_add_explicit(&st->get_expired, 1, memory_order_relaxed);
+        /* lazy reclaim */
+        mdc_wrlock(l);
+        (void)do_find_live(st, h, key, klen);
+        mdc_unlock(l);
+    }
+    return r;
+}
+
+int store_visit(struct store *st, const void *key, uint32_t klen,
+                store_visit_fn fn, void *ctx)
+{
+    if (klen > STORE_MAX_KEY)
+        return 0;
+    uint64_t h = store_hash(key, klen);
+    mdc_rwlock_t *l = stripe_of(st, h);
+    int ran = 0;
+
+    check_flush(st, now_s(st));
+
+    mdc_rdlock(l);
+    struct record *r = do_find(st, h, key, klen);
+    if (r != NULL && !rec_expired(r, now_s(st))) {
+        fn(ctx, st, r);
+        ran = 1;
+    }
+    mdc_unlock(l);
+    return ran;
+}
+
+struct record *store_gat(struct store *st, const void *key, uint32_t klen,
+                         int64_t exptime)
+{
+    if (klen > STORE_MAX_KEY)
+        return NULL;
+    uint64_t h = store_hash(key, klen);
+    mdc_rwlock_t *l = stripe_of(st, h);
+    uint32_t d = deadline_of(st, exptime);
+
+    mdc_wrlock(l);
+    struct record *r = do_find_live(st, h, key, klen);
+    if (r != NULL) {
+        announce(st, EV_TOUCH, r, h);
+        set_deadline(st, r, d);
+        __atomic_store_n(&r->atime, now_tick(st), __ATOMIC_RELAXED);
+        rec_set_rflag(r, R_FETCHED);
+        rec_hold(r);
+    } else if (fmarks_take(st, h)) {
+        atomic_fetch_add_explicit(&st->get_flushed, 1, memory_order_relaxed);
+    }
+    mdc_unlock(l);
+    return r;
+}
+
+/* R's test: a deadline below the one R's TTL would give (memcached:
+ * exptime < realtime(token); never for a record without expiry). */
+static bool recache_due(struct store *st, const struct record *r,
+                        int64_t exptime)
+{
+    uint32_t d = __atomic_load_n(&r->deadline, __ATOMIC_RELAXED);
+    return d != 0 && exptime > 0 && d < deadline_of(st, exptime);
+}
+
+/* The hit half of store_mget, under the key's stripe (written when q
+ * touches): access state, recency, touch, then the win. */
+static void mget_hit(struct store *st, struct record *r, uint64_t h,
+                     uint64_t ns, const struct store_mget *q,
+                     struct store_mget_res *res)
+{
+    uint32_t t = tick_of(ns);
+    uint32_t at = __atomic_load_n(&r->atime, __ATOMIC_RELAXED);
+    uint8_t fl = rec_rflags(r);
+    bool want = false;
+
+    res->prev.hit_before = (fl & R_FETCHED) != 0;
+    res->prev.idle_s = (uint32_t)(((uint64_t)(t - at) << 20) / 1000000000u);
+    if (!q->no_bump) {
+        if (t - at >= ATIME_GRAIN)
+            __atomic_store_n(&r->atime, t, __ATOMIC_RELAXED);
+        if (!(fl & R_FETCHED))
+            rec_set_rflag(r, R_FETCHED);
+    }
+    if (res->created) { /* its expiry came from N; T then applies */
+        res->won = true;
+        if (q->touch)
+            set_deadline(st, r, deadline_of(st, q->exptime));
+        return;
+    }
+    if (q->recache && !q->recache_after_touch)
+        want = recache_due(st, r, q->recache_exptime);
+    if (q->touch) {
+        announce(st, EV_TOUCH, r, h);
+        set_deadline(st, r, deadline_of(st, q->exptime));
+    }
+    if (q->recache && q->recache_after_touch)
+        want = recache_due(st, r, q->recache_exptime);
+    if (fl & R_STALE) {
+        res->stale = true;
+        want = true;
+    }
+    if (fl & R_WON) {
+        res->pending = true;
+        return;
+    }
+    if (want) {
+        /* readers race here under the read lock: one fetch-or wins */
+        uint8_t was = __atomic_fetch_or(&r->rflags, R_WON, __ATOMIC_RELAXED);
+        if (was & R_WON)
+            res->pending = true;
+        else
+            res->won = true;
+    }
+}
+
+struct record *store_mget(struct store *st, const void *key, uint32_t klen,
+                          const struct store_mget *q,
+                          struct store_mget_res *res)
+{
+    memset(res, 0, sizeof(*res));
+    if (klen > STORE_MAX_KEY)
+        return NULL;
+    uint64_t h = store_hash(key, klen);
+    mdc_rwlock_t *l = stripe_of(st, h);
+    bool wr = q->touch; /* a touch writes the deadline */
+    struct record *fresh = NULL, *r;
+
+    for (;;) {
+        uint64_t ns = now_ns(st);
+        uint32_t now = secs_of(st, ns);
+        int expired = 0;
+        check_flush(st, now);
+        if (wr) {
+            mdc_wrlock(l);
+            r = do_find_live(st, h, key, klen);
+        } else {
+            mdc_rdlock(l);
+            r = do_find(st, h, key, klen);
+            if (r != NULL && rec_expired(r, now)) {
+                r = NULL;
+                expired = 1;
+            }
+        }
+        if (r == NULL && q->vivify) {
+            if (!wr || fresh == NULL) {
+                /* allocate with no lock held, then look again under the
+                 * write lock: a racing vivify may have linked first */
+                mdc_unlock(l);
+                if (fresh == NULL &&
+                    rec_alloc(st, key, klen, 0, 0, &fresh) != 0)
+                    return NULL;
+                wr = true;
+                continue;
+            }
+            r = fresh;
+            fresh = NULL;
+            r->deadline = deadline_of(st, q->vivify_exptime);
+            r->cas = next_cas();
+            r->rflags |= R_WON;
+            announce(st, EV_ADD, r, h);
+            if (do_link(st, h, r, NULL, 0) != 0) { /* no tags: cannot */
+                mdc_unlock(l);
+                store_release(st, r);
+                return NULL;
+            }
+            res->created = true;
+        }
+        if (r != NULL) {
+            mget_hit(st, r, h, ns, q, res);
+            rec_hold(r);
+        }
+        mdc_unlock(l);
+        if (expired) {
+            atomic_fetch_add_explicit(&st->get_expired, 1,
+                                      memory_order_relaxed);
+            mdc_wrlock(l);
+            (void)do_find_live(st, h, key, klen);
+            mdc_unlock(l);
+        }
+        break;
+    }
+    if (fresh != NULL)
+        store_release(st, fresh);
+    if (res->created)
+        maybe_grow(st);
+    return r;
+}
+
+/*
+ * Batched lookups.  A GET in a large store pays two dependent cache misses
+ * (the bucket slot, then the first record of its tree: header and key);
+ * a batch overlaps them across its keys, as a software pipeline of three
+ * stages PF_DIST keys apart:
+ *   1. hash the key, prefetch its bucket slot and lock stripe;
+ *   2. under the stripe's read lock (the biased fast path writes only the
+ *      thread's own slot), read the bucket's root and prefetch the root
+ *      record's header and key lines;
+ *   3. (store_get_batch only) the lookup proper, as store_get.
+ */
+#define PF_DIST 4
+
+/* Prefetch the bucket slot and lock stripe of key (no memory is read, so
+ * no lock is needed): a batch of GETs calls this for every key before its
+ * first lookup, so their cache misses overlap. */
+void store_prefetch(struct store *st, const void *key, uint32_t klen)
+{
+    uint64_t h;
+
+    if (klen > STORE_MAX_KEY)
+        return;
+    h = store_hash(key, klen);
+    __builtin_prefetch(&st->buckets[bucket_idx(st, h)], 0, 3);
+    __builtin_prefetch(stripe_of(st, h), 1, 3);
+}
+
+static inline void batch_stage1(struct store *st, const struct store_key *k,
+                                uint64_t *h)
+{
+    if (k->klen > STORE_MAX_KEY) {
+        *h = 0;
+        return;
+    }
+    *h = store_hash(k->key, k->klen);
+    __builtin_prefetch(&st->buckets[bucket_idx(st, *h)], 0, 3);
+    __builtin_prefetch(stripe_of(st, *h), 0, 3);
+}
+
+static inline void batch_stage2(struct store *st, const struct store_key *k,
+                                uint64_t h)
+{
+    if (k->klen > STORE_MAX_KEY)
+        return;
+    mdc_rwlock_t *l = stripe_of(st, h);
+    mdc_rdlock(l);
+    struct record *r = RB_ROOT(&st->buckets[bucket_idx(st, h)]);
+    if (r != NULL) {
+        __builtin_prefetch(r, 0, 3);
+        __builtin_prefetch((const char *)r + 64, 0, 3);
+    }
+    mdc_unlock(l);
+}
+
+void store_prefetch_batch(struct store *st, const struct store_key *keys,
+                          size_t n)
+{
+    uint64_t h[PF_DIST];
+
+    for (size_t j = 0; j < n + PF_DIST; j++) {
+        if (j >= PF_DIST)
+            batch_stage2(st, &keys[j - PF_DIST], h[(j - PF_DIST) % PF_DIST]);
+        if (j < n)
+            batch_stage1(st, &keys[j], &h[j % PF_DIST]);
+    }
+}
+
+size_t store_get_batch(struct store *st, const struct store_key *keys,
+                       size_t n, struct record **out)
+{
+    uint64_t h[2 * PF_DIST];
+    size_t hits = 0;
+
+    if (n == 1) { /* nothing to overlap: the pipeline would only cost */
+        out[0] = store_get(st, keys[0].key, keys[0].klen);
+        return out[0] != NULL;
+    }
+    for (size_t j = 0; j < n + 2 * PF_DIST; j++) {
+        if (j >= 2 * PF_DIST) {
+            size_t i = j - 2 * PF_DIST;
+            out[i] = keys[i].klen > STORE_MAX_KEY
+                         ? NULL
+                         : get_hashed(st, h[i % (2 * PF_DIST)], keys[i].key,
+                                      keys[i].klen, NULL);
+            hits += out[i] != NULL;
+        }
+        if (j >= PF_DIST && j - PF_DIST < n)
+            batch_stage2(st, &keys[j - PF_DIST],
+                         h[(j - PF_DIST) % (2 * PF_DIST)]);
+        if (j < n)
+            batch_stage1(st, &keys[j], &h[j % (2 * PF_DIST)]);
+    }
+    return hits;
+}
