@@ -109,7 +109,7 @@ static void test_atime_grain(void **state)
     struct store *st = mk(&tc);
     set(st, "k", "v");
     struct record *r = store_get(st, "k", 1);
-    uint32_t a0 = r->atime;
+    uint16_t a0 = r->atime;
     store_release(st, r);
     tc.mono_ns += 100000000; /* 0.1 s */
     r = store_get(st, "k", 1);

@@ -15,12 +15,16 @@ static _Atomic uint64_t cas_global = 1;
 static __thread uint64_t cas_next, cas_end;
 uint64_t next_cas(void)
 {
-    if (cas_next == cas_end) {
-        cas_next = atomic_fetch_add_explicit(&cas_global, 256,
-                                             memory_order_relaxed);
-        cas_end = cas_next + 256;
+    for (;;) {
+        if (cas_next == cas_end) {
+            cas_next = atomic_fetch_add_explicit(&cas_global, 256,
+                                                 memory_order_relaxed);
+            cas_end = cas_next + 256;
+        }
+        uint64_t c = cas_next++ & CAS_MASK; /* CAS_BITS wide, never 0 */
+        if (c != 0)
+            return c;
     }
-    return cas_next++;
 }
 
 /* Versions handed out later are above 'cas' (a restored record's). */

@@ -26,7 +26,7 @@ static uint64_t rnd(struct store *st)
  * wins outright) into *best (referenced).  Returns whether b had records.
  */
 static int evict_pick(struct store *st, uint32_t b, uint32_t now,
-                      uint32_t tick, struct record **best,
+                      uint16_t tick, struct record **best,
                       uint32_t *best_age)
 {
     mdc_rwlock_t *l = lock_of(st, b);
@@ -34,13 +34,14 @@ static int evict_pick(struct store *st, uint32_t b, uint32_t now,
     int hit = 0;
 
     mdc_rdlock(l);
-    RB_FOREACH(r, rtree, &st->buckets[b])
+    RT_FOREACH(r, &st->buckets[b])
     {
         hit = 1;
-        uint32_t age =
-            rec_expired(r, now)
-                ? UINT32_MAX
-                : tick - __atomic_load_n(&r->atime, __ATOMIC_RELAXED);
+        /* expired first, then never read, then the least recent */
+        uint16_t at = __atomic_load_n(&r->atime, __ATOMIC_RELAXED);
+        uint32_t age = rec_expired(r, now) ? UINT32_MAX
+                       : at == 0          ? 1u << 16
+                                          : tick_age(tick, at);
         if (*best == NULL || age > *best_age) {
             if (*best != NULL)
                 store_release(st, *best);
@@ -66,7 +67,8 @@ static int evict_one(struct store *st)
 {
     struct record *best = NULL;
     uint32_t best_age = 0;
-    uint32_t now = now_s(st), tick = now_tick(st);
+    uint32_t now = now_s(st);
+    uint16_t tick = now_tick(st);
     int found_any = 0;
 
     for (int s = 0; s < EVICT_SAMPLES; s++) {
@@ -90,7 +92,7 @@ static int evict_one(struct store *st)
     if (best == NULL)
         return -1;
 
-    uint64_t h = store_hash(rec_key(best), best->klen);
+    uint64_t h = store_hash(rec_key(best), rec_klen(best));
     mdc_rwlock_t *l = stripe_of(st, h); /* best may have moved bucket */
     mdc_wrlock(l);
     if (rec_rflags(best) & R_LINKED) {

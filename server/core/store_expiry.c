@@ -170,8 +170,8 @@ void store_flush(struct store *st)
         mdc_rwlock_t *l = lock_of(st, b);
         mdc_wrlock(l);
         struct record *r;
-        while ((r = RB_ROOT(&st->buckets[b])) != NULL) {
-            uint64_t h = store_hash(rec_key(r), r->klen);
+        while ((r = rt_root(&st->buckets[b])) != NULL) {
+            uint64_t h = store_hash(rec_key(r), rec_klen(r));
             if (!rec_expired(r, now))
                 fmarks_add(st, h); /* a get of it counts get_flushed */
             announce(st, EV_FLUSH, r, h);
@@ -213,10 +213,10 @@ size_t store_sweep(struct store *st, size_t max_buckets)
         mdc_rwlock_t *l = lock_of(st, b);
         mdc_wrlock(l);
         struct record *r, *nx;
-        RB_FOREACH_SAFE(r, rtree, &st->buckets[b], nx)
+        RT_FOREACH_SAFE(r, &st->buckets[b], nx)
         {
             if (rec_expired(r, now)) {
-                do_expire(st, r, store_hash(rec_key(r), r->klen));
+                do_expire(st, r, store_hash(rec_key(r), rec_klen(r)));
                 n++;
             }
         }
