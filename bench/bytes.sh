@@ -6,18 +6,24 @@
 #   2. RSS per record once N records of the same shape are loaded into
 #      -m 4096 (W6; nothing evicted);
 #   3. the store-level table (bench/rec-bytes): where each record's bytes
-#      go for 16/32, 16/32 with 2 tags and the miss-ratio trace's size mix.
+#      go for 16/32, 16/32 with 2 tags and the miss-ratio trace's size mix;
+#   4. the miss-ratio trace's size mix through both servers: a z1.0 trace
+#      of MIX_REQUESTS (3 M) requests over MIX_OBJECTS (1 M) objects
+#      replayed read-through into -m 4096 (every object it asks for held):
+#      records, `stats bytes` and RSS per record.
 # Each server runs pinned to CPU 0, the loader to CPU 1.
 #
 # usage: bench/bytes.sh [-n RECORDS] [-f FILL] [-m MIB] [-B BUILD_DIR] [-s STEPS]
-#   STEPS: any of 1 2 3 (default "1 2 3"); MDCACHED=path overrides
+#   STEPS: any of 1 2 3 4 (default "1 2 3 4"); MDCACHED=path overrides
 #   BUILD_DIR/server/mdcached.
 set -eu
 
 N=10000000
 FILL=1500000
 MIB=64
-STEPS="1 2 3"
+STEPS="1 2 3 4"
+MIX_REQUESTS=${MIX_REQUESTS:-3000000}
+MIX_OBJECTS=${MIX_OBJECTS:-1000000}
 BUILD=${BUILD:-$(pwd)}
 while getopts "n:f:m:B:s:h" o; do
     case $o in
@@ -26,7 +32,7 @@ while getopts "n:f:m:B:s:h" o; do
     m) MIB=$OPTARG ;;
     B) BUILD=$OPTARG ;;
     s) STEPS=$OPTARG ;;
-    *) sed -n '2,14p' "$0"; exit 64 ;;
+    *) sed -n '2,19p' "$0"; exit 64 ;;
     esac
 done
 LOAD=$BUILD/bench/mdc-load
@@ -142,4 +148,32 @@ if [ -x "$RECB" ]; then
     # the trace's mix: 10^6 records (5 GB at 10^7)
     "$RECB" -n $((N < 1000000 ? N : 1000000)) -x
 fi
+;; esac
+
+case " $STEPS " in *" 4 "*)
+MRGEN=$BUILD/bench/missratio/mr-gen
+MRREP=$BUILD/bench/missratio/mr-replay
+TRACE=$(mktemp /tmp/bytes-trace.XXXXXX)
+PIDS_TRACE=$TRACE
+trap 'cleanup; rm -f "$PIDS_TRACE"' EXIT
+"$MRGEN" -o "$TRACE" -n "$MIX_REQUESTS" -N "$MIX_OBJECTS" -a 1.0 -S 1 >/dev/null
+echo
+echo "4. the miss-ratio trace's size mix: $MIX_REQUESTS requests over $MIX_OBJECTS objects (z1.0, seed 1) replayed read-through into -m 4096"
+printf '%-10s %12s %14s %10s %10s %10s %10s\n' server curr_items bytes "bytes/rec" "RSS0 MiB" "RSS MiB" "dB/rec"
+per=()
+for s in memcached mdcached; do
+    start "$s" 4096
+    before=$(rss_kib "$PID")
+    taskset -c 1 "$MRREP" -t "$TRACE" -p "$PORT" -P text -w 0 >/dev/null
+    after=$(settled_rss "$PID")
+    items=$(stat_of "$PORT" curr_items)
+    bytes=$(stat_of "$PORT" bytes)
+    d=$(echo "scale=2; ($after - $before) * 1024 / $items" | bc)
+    printf '%-10s %12s %14s %10.1f %10.1f %10.1f %10s\n' "$s" "$items" "$bytes" \
+        "$(echo "$bytes / $items" | bc -l)" "$(echo "$before / 1024" | bc -l)" \
+        "$(echo "$after / 1024" | bc -l)" "$d"
+    per+=("$d")
+    stop
+done
+echo "mdcached / memcached RSS added per record: $(echo "scale=3; ${per[1]} / ${per[0]}" | bc)"
 ;; esac

@@ -18,6 +18,7 @@
  *   store_evict.c    the memory limit and sampled-LRU eviction
  *   store_account.c  the counters read out (stats) and CAS versions
  *   store_check.c    the consistency check of both forests
+ *   rbtree.c         the bucket trees' red-black tree (a 24-byte node)
  *
  * Lock discipline (docs/threads.md): at most one record-bucket lock is held
  * at a time; tag-bucket locks (tags.c) nest inside it and are innermost.
