@@ -126,17 +126,11 @@ int main(int argc, char **argv)
         }
         struct record *r = store_get(st, key, klen);
         size_t hdr = sizeof(struct record);
-        size_t area = 0, fl = 0;
+        size_t area = 0, fl;
         if (ntags)
             area = sizeof(struct tag_area) + ntags * sizeof(struct tag_entry);
-#ifdef MDC_REC_REQ_SIZE
         size_t req = rec_req_size_of(r);
-#else /* the 64-byte header's layout */
-        size_t req = ntags ? rec_tag_offset(klen, vl) + area : hdr + klen + vl;
-#endif
-#ifdef R_FLAGS
-        fl = (rec_rflags(r) & R_FLAGS) ? sizeof(uint32_t) : 0;
-#endif
+        fl = rec_flags_len(r);
         vsum += vl;
         hdrsum += hdr;
         flagsum += fl;

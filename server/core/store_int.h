@@ -407,7 +407,6 @@ static inline size_t rec_req_size(uint32_t klen, uint32_t vlen, size_t fl,
     return rec_tag_offset(klen, vlen, fl) + sizeof(struct tag_area) +
            (size_t)ntags * sizeof(struct tag_entry);
 }
-#define MDC_REC_REQ_SIZE 1 /* bench/rec_bytes.c */
 static inline size_t rec_req_size_of(struct record *r)
 {
     return rec_req_size(rec_klen(r), r->vlen, rec_flags_len(r),
