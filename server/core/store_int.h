@@ -252,8 +252,9 @@ static inline void rt_remove(struct rtree *t, struct record *r)
 }
 /* The trees' order: key length, then the key's 8-byte words as integers,
  * then its last bytes (any total order will do; this one needs no call
- * for short keys).  No hash in the header: a bucket holds about one
- * record, and a small record's key shares the header's cache line. */
+ * for short keys).  No hash in the header: a bucket holds one record, up
+ * to about eight at the table's maximum, and a small record's key shares
+ * the header's cache line. */
 static inline int rec_keycmp(const void *key, uint32_t klen,
                              const struct record *n)
 {
