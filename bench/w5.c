@@ -50,7 +50,7 @@
  *          set (as Symfony's RedisTagAwareAdapter does); memcached an incr
  *          of the version key.  After each invalidation the tag's index is
  *          read back (mdcached get_by_tag, Redis SCARD; memcached keeps the
- *          records).  Run beside W1 (bench/w5b.sh) for its p99.
+ *          records).  Run beside W1 (bench/run w5b) for its p99.
  */
 #include "config.h"
 

@@ -2,7 +2,7 @@
  * w5_client.c - libmdcached's own costs (issue 5 targets): ops/s of single
  * GETs and of 100-key pipelined multi-gets against one server, and the
  * latency of a del_by_tag fanned out over a pool of 1 or more servers.
- * One JSON line per measurement.  Run by bench/w5.sh; the system calls per
+ * One JSON line per measurement.  Run by bench/run w5; the system calls per
  * multi-get are counted there with strace.
  *
  *   w5_client -s host:port [-s host:port ...] [-d secs] get|mget|fanout

@@ -637,8 +637,8 @@ static int add_tag_req(struct mdc *m, struct wire_hdr *h, int32_t tkey,
     return rc;
 }
 
-int mdci_gbt_begin(struct mdc *m, int32_t tkey, const int32_t *tvals,
-                   size_t ntvals, struct mdci_gbt *c)
+static int gbt_begin(struct mdc *m, int32_t tkey, const int32_t *tvals,
+                     size_t ntvals, struct mdci_gbt *c)
 {
     struct wire_hdr h;
     int rc;
@@ -655,7 +655,7 @@ int mdci_gbt_begin(struct mdc *m, int32_t tkey, const int32_t *tvals,
     return rc;
 }
 
-int mdci_gbt_finish(struct mdc *m, struct mdci_gbt *c)
+static int gbt_finish(struct mdc *m, struct mdci_gbt *c)
 {
     if (m->xrc != MDC_OK)
         return m->xrc;
@@ -669,23 +669,21 @@ int mdci_gbt_finish(struct mdc *m, struct mdci_gbt *c)
 int mdc_get_by_tag(mdc_t *m, int32_t tkey, const int32_t *tvals, size_t ntvals,
                    struct mdc_itemset *out)
 {
-    struct mdci_gbt c = {0};
-    int rc;
+    struct mdci_req r = {.kind = MDCI_REQ_GBT, .tkey = tkey, .tvals = tvals,
+                         .ntvals = ntvals, .out = out};
+    union mdci_req_ctx c;
 
     if (m == NULL)
         return MDC_ERR_ARG;
     if (out == NULL)
         return mdci_seterr(m, MDC_ERR_ARG, "NULL result set");
-    c.out = out;
-    if ((rc = mdci_gbt_begin(m, tkey, tvals, ntvals, &c)) != MDC_OK)
-        return rc;
-    mdci_exchange(m);
-    return mdci_gbt_finish(m, &c);
+    return mdci_req_run(m, &r, &c);
 }
 
-int mdci_dbt_begin(struct mdc *m, int32_t tkey, const int32_t *tvals,
-                   size_t ntvals, bool stale, int64_t ttl,
-                   struct mdci_one *c)
+/* stale: the STALE flag (mark instead of delete), ttl in the expiry */
+static int dbt_begin(struct mdc *m, int32_t tkey, const int32_t *tvals,
+                     size_t ntvals, bool stale, int64_t ttl,
+                     struct mdci_one *c)
 {
     struct wire_hdr h;
     int rc;
@@ -708,40 +706,35 @@ int mdci_dbt_begin(struct mdc *m, int32_t tkey, const int32_t *tvals,
     return rc;
 }
 
-int mdc_del_by_tag(mdc_t *m, int32_t tkey, const int32_t *tvals, size_t ntvals,
-                   uint64_t *deleted)
+/* del_by_tag, or with stale the mark-stale; the count into *count */
+static int dbt(mdc_t *m, int32_t tkey, const int32_t *tvals, size_t ntvals,
+               bool stale, int64_t ttl, uint64_t *count)
 {
-    struct mdci_one c = {0};
+    struct mdci_req r = {.kind = MDCI_REQ_DBT, .tkey = tkey, .tvals = tvals,
+                         .ntvals = ntvals, .stale = stale, .ttl = ttl};
+    union mdci_req_ctx c;
     int rc;
 
     if (m == NULL)
         return MDC_ERR_ARG;
-    if ((rc = mdci_dbt_begin(m, tkey, tvals, ntvals, false, 0, &c)) != MDC_OK)
-        return rc;
-    mdci_exchange(m);
-    rc = mdci_one_finish(m, &c);
-    if (rc == MDC_OK && deleted != NULL)
-        *deleted = c.u64;
+    rc = mdci_req_run(m, &r, &c);
+    if (rc == MDC_OK && count != NULL)
+        *count = c.one.u64;
     return rc;
+}
+
+int mdc_del_by_tag(mdc_t *m, int32_t tkey, const int32_t *tvals, size_t ntvals,
+                   uint64_t *deleted)
+{
+    return dbt(m, tkey, tvals, ntvals, false, 0, deleted);
 }
 
 int mdc_del_by_tag_stale(mdc_t *m, int32_t tkey, const int32_t *tvals,
                          size_t ntvals, int64_t ttl, uint64_t *marked)
 {
-    struct mdci_one c = {0};
-    int rc;
-
     if (marked != NULL)
         *marked = 0;
-    if (m == NULL)
-        return MDC_ERR_ARG;
-    if ((rc = mdci_dbt_begin(m, tkey, tvals, ntvals, true, ttl, &c)) != MDC_OK)
-        return rc;
-    mdci_exchange(m);
-    rc = mdci_one_finish(m, &c);
-    if (rc == MDC_OK && marked != NULL)
-        *marked = c.u64;
-    return rc;
+    return dbt(m, tkey, tvals, ntvals, true, ttl, marked);
 }
 
 int mdc_tstack_push(mdc_t *m, struct mdc_tag tag, const void *value,
@@ -795,26 +788,57 @@ int mdc_tstack_pop(mdc_t *m, struct mdc_tag tag, struct mdc_item **out)
     return rc;
 }
 
+/* ---- requests for one handle or a pool --------------------------------------
+ */
+
+int mdci_req_begin(struct mdc *m, const struct mdci_req *r,
+                   union mdci_req_ctx *c)
+{
+    struct wire_hdr h;
+
+    memset(c, 0, sizeof(*c));
+    switch (r->kind) {
+    case MDCI_REQ_GBT:
+        c->gbt.out = r->out;
+        return gbt_begin(m, r->tkey, r->tvals, r->ntvals, &c->gbt);
+    case MDCI_REQ_DBT:
+        return dbt_begin(m, r->tkey, r->tvals, r->ntvals, r->stale, r->ttl,
+                         &c->one);
+    default:
+        c->one.want = MDCI_WANT_NONE;
+        wire_hdr_request(&h, r->op);
+        return mdci_one_begin(m, &h, NULL, 0, NULL, 0, NULL, 0, &c->one);
+    }
+}
+
+int mdci_req_finish(struct mdc *m, const struct mdci_req *r,
+                    union mdci_req_ctx *c)
+{
+    if (r->kind == MDCI_REQ_GBT)
+        return gbt_finish(m, &c->gbt);
+    return mdci_one_finish(m, &c->one);
+}
+
+int mdci_req_run(struct mdc *m, const struct mdci_req *r,
+                 union mdci_req_ctx *c)
+{
+    int rc = mdci_req_begin(m, r, c);
+    if (rc != MDC_OK)
+        return rc;
+    mdci_exchange(m);
+    return mdci_req_finish(m, r, c);
+}
+
 /* ---- server -----------------------------------------------------------------
  */
 
-int mdci_simple_begin(struct mdc *m, uint8_t op, struct mdci_one *c)
-{
-    struct wire_hdr h;
-    wire_hdr_request(&h, op);
-    return mdci_one_begin(m, &h, NULL, 0, NULL, 0, NULL, 0, c);
-}
-
 static int simple(mdc_t *m, uint8_t op)
 {
-    struct mdci_one c = {.want = MDCI_WANT_NONE};
-    int rc;
+    struct mdci_req r = {.kind = MDCI_REQ_SIMPLE, .op = op};
+    union mdci_req_ctx c;
     if (m == NULL)
         return MDC_ERR_ARG;
-    if ((rc = mdci_simple_begin(m, op, &c)) != MDC_OK)
-        return rc;
-    mdci_exchange(m);
-    return mdci_one_finish(m, &c);
+    return mdci_req_run(m, &r, &c);
 }
 
 int mdc_flush(mdc_t *m)

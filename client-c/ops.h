@@ -1,7 +1,9 @@
 /*
  * ops.h - reply contexts of the operations (ops.c), split into begin and
  * finish halves so that the pool can start the same request on several
- * handles, drive them in one poll loop, and collect each result.  Internal.
+ * handles, drive them in one poll loop, and collect each result.  The tag
+ * operations and flush are described once (struct mdci_req) and run by the
+ * same code on one handle or on a pool.  Internal.
  */
 #ifndef MDC_OPS_H
 #define MDC_OPS_H
@@ -57,18 +59,41 @@ int mdci_one_begin(struct mdc *m, struct wire_hdr *h,
                    size_t klen, const void *value, size_t vlen,
                    struct mdci_one *c);
 int mdci_one_finish(struct mdc *m, struct mdci_one *c);
-int mdci_simple_begin(struct mdc *m, uint8_t op, struct mdci_one *c);
 
 int mdci_mget_begin(struct mdc *m, struct mdci_mget *c);
 int mdci_mget_finish(struct mdc *m, struct mdci_mget *c);
 
-int mdci_gbt_begin(struct mdc *m, int32_t tkey, const int32_t *tvals,
-                   size_t ntvals, struct mdci_gbt *c);
-int mdci_gbt_finish(struct mdc *m, struct mdci_gbt *c);
-
-/* stale: the STALE flag (mark instead of delete), ttl in the expiry */
-int mdci_dbt_begin(struct mdc *m, int32_t tkey, const int32_t *tvals,
-                   size_t ntvals, bool stale, int64_t ttl,
-                   struct mdci_one *c);
+/*
+ * A tag request or a no-argument one (flush), to one handle
+ * (mdci_req_run: mdc_get_by_tag(), mdc_del_by_tag(), mdc_flush(), ...) or
+ * to every server of a pool at once (pool.c, fan_out()): begin composes it
+ * on m into the context c, finish reads the result once the reply is in.
+ */
+enum mdci_req_kind {
+    MDCI_REQ_GBT,    /* get_by_tag: records appended to out */
+    MDCI_REQ_DBT,    /* del_by_tag: the count in c->one.u64 */
+    MDCI_REQ_SIMPLE, /* op, no argument, no result */
+};
+struct mdci_req {
+    enum mdci_req_kind kind;
+    int32_t tkey; /* GBT, DBT: tkey x tvals[] */
+    const int32_t *tvals;
+    size_t ntvals;
+    bool stale;   /* DBT: the STALE flag (mark instead of delete) */
+    int64_t ttl;  /* DBT stale: the records' new expiry, 0 keeps it */
+    struct mdc_itemset *out; /* GBT */
+    uint8_t op;   /* SIMPLE: the opcode */
+};
+union mdci_req_ctx {
+    struct mdci_one one; /* DBT, SIMPLE */
+    struct mdci_gbt gbt; /* GBT */
+};
+int mdci_req_begin(struct mdc *m, const struct mdci_req *r,
+                   union mdci_req_ctx *c);
+int mdci_req_finish(struct mdc *m, const struct mdci_req *r,
+                    union mdci_req_ctx *c);
+/* begin, the exchange, finish */
+int mdci_req_run(struct mdc *m, const struct mdci_req *r,
+                 union mdci_req_ctx *c);
 
 #endif

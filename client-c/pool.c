@@ -251,15 +251,22 @@ static struct mdc *route(struct mdc_pool *p, const void *key, size_t klen)
     return mdc_pool_pick(p, key, klen);
 }
 
+/* route() for a read: *out cleared when there is no server */
+static struct mdc *route_read(struct mdc_pool *p, const void *key,
+                              size_t klen, struct mdc_item **out)
+{
+    struct mdc *m = route(p, key, klen);
+    if (m == NULL && out != NULL)
+        *out = NULL;
+    return m;
+}
+
 int mdc_pool_get(mdc_pool_t *p, const void *key, size_t klen,
                  struct mdc_item **out)
 {
-    struct mdc *m = route(p, key, klen);
-    if (m == NULL) {
-        if (out != NULL)
-            *out = NULL;
+    struct mdc *m = route_read(p, key, klen, out);
+    if (m == NULL)
         return p ? p->err : MDC_ERR_ARG;
-    }
     return mdc_get(m, key, klen, out);
 }
 
@@ -267,12 +274,9 @@ int mdc_pool_lease_get(mdc_pool_t *p, const void *key, size_t klen,
                        int64_t vivify_ttl, int64_t recache_ttl,
                        struct mdc_item **out)
 {
-    struct mdc *m = route(p, key, klen);
-    if (m == NULL) {
-        if (out != NULL)
-            *out = NULL;
+    struct mdc *m = route_read(p, key, klen, out);
+    if (m == NULL)
         return p ? p->err : MDC_ERR_ARG;
-    }
     return mdc_lease_get(m, key, klen, vivify_ttl, recache_ttl, out);
 }
 
@@ -391,19 +395,22 @@ static int *rc_array(struct mdc_pool *p, int *stack, size_t nstack)
     return rc;
 }
 
-int mdc_pool_get_by_tag(mdc_pool_t *p, int32_t tkey, const int32_t *tvals,
-                        size_t ntvals, struct mdc_itemset *out, int *server_rc)
+/*
+ * One request (ops.h, struct mdci_req) to every server at once: composed
+ * and sent on all, one poll loop for the replies, each server's result
+ * read, then summarised by gather() (what names the operation, okish says
+ * which codes count as answers).  A DBT's counts are added into *total.
+ */
+static int fan_out(struct mdc_pool *p, const struct mdci_req *r,
+                   int *server_rc, const char *what, bool (*okish)(int),
+                   uint64_t *total)
 {
     int stack_rc[16];
-    struct mdci_gbt stack_c[16];
-    struct mdci_gbt *c = stack_c;
+    union mdci_req_ctx stack_c[16];
+    union mdci_req_ctx *c = stack_c;
     int *rc;
     int ret;
 
-    if (p == NULL)
-        return MDC_ERR_ARG;
-    if (out == NULL || tvals == NULL || ntvals == 0)
-        return pool_seterr(p, MDC_ERR_ARG, "bad arguments");
     if (p->n == 0)
         return pool_seterr(p, MDC_ERR_NO_SERVERS, "pool has no servers");
     if ((rc = rc_array(p, stack_rc, 16)) == NULL)
@@ -412,21 +419,22 @@ int mdc_pool_get_by_tag(mdc_pool_t *p, int32_t tkey, const int32_t *tvals,
         ret = pool_seterr(p, MDC_ERR_NOMEM, "out of memory");
         goto out;
     }
-    for (size_t i = 0; i < p->n; i++) {
-        memset(&c[i], 0, sizeof(c[i]));
-        c[i].out = out;
-        rc[i] = mdci_gbt_begin(p->servers[i], tkey, tvals, ntvals, &c[i]);
-    }
-    run_all(p, rc);
     for (size_t i = 0; i < p->n; i++)
+        rc[i] = mdci_req_begin(p->servers[i], r, &c[i]);
+    run_all(p, rc);
+    for (size_t i = 0; i < p->n; i++) {
         if (rc[i] == MDC_OK)
-            rc[i] = mdci_gbt_finish(p->servers[i], &c[i]);
-    ret = gather(p, rc, server_rc, "get_by_tag", ok_or_truncated);
+            rc[i] = mdci_req_finish(p->servers[i], r, &c[i]);
+        if (rc[i] == MDC_OK && total != NULL)
+            *total += c[i].one.u64;
+    }
+    ret = gather(p, rc, server_rc, what, okish);
+    /* every server answered, some cut short (where okish allows that) */
     if (ret == MDC_OK)
         for (size_t i = 0; i < p->n; i++)
             if (rc[i] == MDC_TRUNCATED) {
                 ret = pool_seterr(p, MDC_TRUNCATED,
-                                  "get_by_tag: [%zu] %s: reply truncated", i,
+                                  "%s: [%zu] %s: reply truncated", what, i,
                                   p->servers[i]->label);
                 break;
             }
@@ -438,15 +446,26 @@ out:
     return ret;
 }
 
+int mdc_pool_get_by_tag(mdc_pool_t *p, int32_t tkey, const int32_t *tvals,
+                        size_t ntvals, struct mdc_itemset *out, int *server_rc)
+{
+    struct mdci_req r = {.kind = MDCI_REQ_GBT, .tkey = tkey, .tvals = tvals,
+                         .ntvals = ntvals, .out = out};
+
+    if (p == NULL)
+        return MDC_ERR_ARG;
+    if (out == NULL || tvals == NULL || ntvals == 0)
+        return pool_seterr(p, MDC_ERR_ARG, "bad arguments");
+    return fan_out(p, &r, server_rc, "get_by_tag", ok_or_truncated, NULL);
+}
+
 static int pool_dbt(mdc_pool_t *p, int32_t tkey, const int32_t *tvals,
                     size_t ntvals, bool stale, int64_t ttl, uint64_t *deleted,
                     int *server_rc)
 {
-    int stack_rc[16];
-    struct mdci_one stack_c[16];
-    struct mdci_one *c = stack_c;
+    struct mdci_req r = {.kind = MDCI_REQ_DBT, .tkey = tkey, .tvals = tvals,
+                         .ntvals = ntvals, .stale = stale, .ttl = ttl};
     uint64_t total = 0;
-    int *rc;
     int ret;
 
     if (deleted != NULL)
@@ -455,35 +474,10 @@ static int pool_dbt(mdc_pool_t *p, int32_t tkey, const int32_t *tvals,
         return MDC_ERR_ARG;
     if (tvals == NULL || ntvals == 0)
         return pool_seterr(p, MDC_ERR_ARG, "bad arguments");
-    if (p->n == 0)
-        return pool_seterr(p, MDC_ERR_NO_SERVERS, "pool has no servers");
-    if ((rc = rc_array(p, stack_rc, 16)) == NULL)
-        return MDC_ERR_NOMEM;
-    if (p->n > 16 && (c = calloc(p->n, sizeof(*c))) == NULL) {
-        ret = pool_seterr(p, MDC_ERR_NOMEM, "out of memory");
-        goto out;
-    }
-    for (size_t i = 0; i < p->n; i++) {
-        memset(&c[i], 0, sizeof(c[i]));
-        rc[i] = mdci_dbt_begin(p->servers[i], tkey, tvals, ntvals, stale, ttl,
-                               &c[i]);
-    }
-    run_all(p, rc);
-    for (size_t i = 0; i < p->n; i++) {
-        if (rc[i] == MDC_OK)
-            rc[i] = mdci_one_finish(p->servers[i], &c[i]);
-        if (rc[i] == MDC_OK)
-            total += c[i].u64;
-    }
+    ret = fan_out(p, &r, server_rc, stale ? "del_by_tag_stale" : "del_by_tag",
+                  ok_only, &total);
     if (deleted != NULL)
         *deleted = total;
-    ret = gather(p, rc, server_rc, stale ? "del_by_tag_stale" : "del_by_tag",
-                 ok_only);
-out:
-    if (c != stack_c)
-        free(c);
-    if (rc != stack_rc)
-        free(rc);
     return ret;
 }
 
@@ -502,37 +496,11 @@ int mdc_pool_del_by_tag_stale(mdc_pool_t *p, int32_t tkey,
 
 int mdc_pool_flush(mdc_pool_t *p, int *server_rc)
 {
-    int stack_rc[16];
-    struct mdci_one stack_c[16];
-    struct mdci_one *c = stack_c;
-    int *rc;
-    int ret;
+    struct mdci_req r = {.kind = MDCI_REQ_SIMPLE, .op = WIRE_OP_FLUSH};
 
     if (p == NULL)
         return MDC_ERR_ARG;
-    if (p->n == 0)
-        return pool_seterr(p, MDC_ERR_NO_SERVERS, "pool has no servers");
-    if ((rc = rc_array(p, stack_rc, 16)) == NULL)
-        return MDC_ERR_NOMEM;
-    if (p->n > 16 && (c = calloc(p->n, sizeof(*c))) == NULL) {
-        ret = pool_seterr(p, MDC_ERR_NOMEM, "out of memory");
-        goto out;
-    }
-    for (size_t i = 0; i < p->n; i++) {
-        memset(&c[i], 0, sizeof(c[i]));
-        rc[i] = mdci_simple_begin(p->servers[i], WIRE_OP_FLUSH, &c[i]);
-    }
-    run_all(p, rc);
-    for (size_t i = 0; i < p->n; i++)
-        if (rc[i] == MDC_OK)
-            rc[i] = mdci_one_finish(p->servers[i], &c[i]);
-    ret = gather(p, rc, server_rc, "flush", ok_only);
-out:
-    if (c != stack_c)
-        free(c);
-    if (rc != stack_rc)
-        free(rc);
-    return ret;
+    return fan_out(p, &r, server_rc, "flush", ok_only, NULL);
 }
 
 int mdc_pool_mget(mdc_pool_t *p, size_t n, const void *const *keys,

@@ -330,12 +330,55 @@ static zend_string *mdcx_user_key(mdcx_obj *o, const char *k, size_t klen)
     return zend_string_init(k, klen, 0);
 }
 
+static int mdcx_no_servers(mdcx_obj *o)
+{
+    return mdcx_result(o, MDC_ERR_NO_SERVERS,
+                       "no servers: call addServer() first");
+}
+
 static mdc_t *mdcx_pick(mdcx_obj *o, const mdcx_key *k)
 {
     mdc_t *h = mdc_pool_pick(o->c->pool, k->p, k->len);
     if (h == NULL)
-        mdcx_result(o, MDC_ERR_NO_SERVERS, "no servers: call addServer() first");
+        mdcx_no_servers(o);
     return h;
+}
+
+/* A method's key argument as the wire key; false (recorded) when bad. */
+static bool mdcx_key_arg(mdcx_obj *o, zend_string *key, mdcx_key *k)
+{
+    if (mdcx_key_make(o, ZSTR_VAL(key), ZSTR_LEN(key), k) == 0)
+        return true;
+    mdcx_bad_key(o, ZSTR_LEN(key));
+    return false;
+}
+
+/* The key argument and its server; NULL (recorded, nothing to free) when
+ * the key is bad or there is no server. */
+static mdc_t *mdcx_key_server(mdcx_obj *o, zend_string *key, mdcx_key *k)
+{
+    if (!mdcx_key_arg(o, key, k))
+        return NULL;
+    mdc_t *h = mdcx_pick(o, k);
+    if (h == NULL)
+        mdcx_key_free(k);
+    return h;
+}
+
+/* The end of a one-key call: the key freed, the result recorded. */
+static int mdcx_key_done(mdcx_obj *o, mdc_t *h, mdcx_key *k, int rc)
+{
+    mdcx_key_free(k);
+    return mdcx_result_h(o, h, rc);
+}
+
+/* A loop over the servers keeps its first failure: code and server. */
+static void mdcx_first_fail(int *first, mdc_t **fh, int rc, mdc_t *h)
+{
+    if (rc != MDC_OK && *first == MDC_OK) {
+        *first = rc;
+        *fh = h;
+    }
 }
 
 /* ZPP for union parameters taken as zvals: a TypeError otherwise */
@@ -1215,15 +1258,12 @@ PHP_METHOD(Mdcached_Client, getServerByKey)
     ZEND_PARSE_PARAMETERS_END();
     MDCX_THIS();
     mdcx_key k;
-    if (mdcx_key_make(o, ZSTR_VAL(key), ZSTR_LEN(key), &k) != 0) {
-        mdcx_bad_key(o, ZSTR_LEN(key));
+    if (!mdcx_key_arg(o, key, &k))
         RETURN_FALSE;
-    }
     int idx = mdc_pool_index(o->c->pool, k.p, k.len);
     mdcx_key_free(&k);
     if (idx < 0 || (size_t)idx >= o->c->nspecs) {
-        mdcx_result(o, MDC_ERR_NO_SERVERS, "no servers: call addServer() "
-                                           "first");
+        mdcx_no_servers(o);
         RETURN_FALSE;
     }
     mdcx_server_entry(o->c, (size_t)idx, return_value);
@@ -1473,15 +1513,9 @@ PHP_METHOD(Mdcached_Client, get)
     ZEND_PARSE_PARAMETERS_END();
     MDCX_THIS();
     mdcx_key k;
-    if (mdcx_key_make(o, ZSTR_VAL(key), ZSTR_LEN(key), &k) != 0) {
-        mdcx_bad_key(o, ZSTR_LEN(key));
+    mdc_t *h = mdcx_key_server(o, key, &k);
+    if (h == NULL)
         RETURN_FALSE;
-    }
-    mdc_t *h = mdcx_pick(o, &k);
-    if (h == NULL) {
-        mdcx_key_free(&k);
-        RETURN_FALSE;
-    }
     struct mdc_item *it = NULL;
     int rc = mdc_get(h, k.p, k.len, &it);
     mdcx_key_free(&k);
@@ -1561,15 +1595,9 @@ PHP_METHOD(Mdcached_Client, leaseGet)
     }
     MDCX_THIS();
     mdcx_key k;
-    if (mdcx_key_make(o, ZSTR_VAL(key), ZSTR_LEN(key), &k) != 0) {
-        mdcx_bad_key(o, ZSTR_LEN(key));
+    mdc_t *h = mdcx_key_server(o, key, &k);
+    if (h == NULL)
         RETURN_FALSE;
-    }
-    mdc_t *h = mdcx_pick(o, &k);
-    if (h == NULL) {
-        mdcx_key_free(&k);
-        RETURN_FALSE;
-    }
     struct mdc_item *it = NULL;
     int rc = mdc_lease_get(h, k.p, k.len, vivify, recache, &it);
     mdcx_key_free(&k);
@@ -1623,8 +1651,7 @@ PHP_METHOD(Mdcached_Client, getMulti)
         RETURN_EMPTY_ARRAY();
     }
     if (mdc_pool_count(o->c->pool) == 0) {
-        mdcx_result(o, MDC_ERR_NO_SERVERS, "no servers: call addServer() "
-                                           "first");
+        mdcx_no_servers(o);
         RETURN_FALSE;
     }
     mdcx_key *ks = ecalloc(n, sizeof(mdcx_key));
@@ -1856,8 +1883,7 @@ PHP_METHOD(Mdcached_Client, setMulti)
         RETURN_TRUE;
     }
     if (ns == 0) {
-        mdcx_result(o, MDC_ERR_NO_SERVERS, "no servers: call addServer() "
-                                           "first");
+        mdcx_no_servers(o);
         RETURN_FALSE;
     }
     mdcx_tags t;
@@ -1874,12 +1900,10 @@ PHP_METHOD(Mdcached_Client, setMulti)
     ZEND_HASH_FOREACH_KEY_VAL(items, ik, sk, v) {
         zend_string *key = sk ? zend_string_copy(sk) : zend_long_to_str(ik);
         uint32_t flags = 0;
-        int r = mdcx_key_make(o, ZSTR_VAL(key), ZSTR_LEN(key), &ks[i]);
-        if (r != 0)
-            mdcx_bad_key(o, ZSTR_LEN(key));
+        bool good = mdcx_key_arg(o, key, &ks[i]);
         zend_string_release(key);
         i++;
-        if (r != 0 || mdcx_encode(o, v, &bufs[i - 1], &flags) != 0) {
+        if (!good || mdcx_encode(o, v, &bufs[i - 1], &flags) != 0) {
             rc = o->rc;
             break;
         }
@@ -1912,10 +1936,7 @@ PHP_METHOD(Mdcached_Client, setMulti)
             /* one record: a plain SET (no quiet SET + NOOP pair) */
             int r = m == 1 ? mdc_store(h, MDC_SET, &batch[0], NULL)
                            : mdc_mset(h, MDC_SET, m, batch, NULL);
-            if (r != MDC_OK && first == MDC_OK) {
-                first = r;
-                fh = h;
-            }
+            mdcx_first_fail(&first, &fh, r, h);
         }
         efree(batch);
         rc = mdcx_result_h(o, fh, first);
@@ -1940,15 +1961,10 @@ PHP_METHOD(Mdcached_Client, delete)
     ZEND_PARSE_PARAMETERS_END();
     MDCX_THIS();
     mdcx_key k;
-    if (mdcx_key_make(o, ZSTR_VAL(key), ZSTR_LEN(key), &k) != 0) {
-        mdcx_bad_key(o, ZSTR_LEN(key));
+    mdc_t *h = mdcx_key_server(o, key, &k);
+    if (h == NULL)
         RETURN_FALSE;
-    }
-    mdc_t *h = mdcx_pick(o, &k);
-    int rc = h ? mdcx_result_h(o, h, mdc_delete(h, k.p, k.len, 0))
-               : MDC_ERR_NO_SERVERS;
-    mdcx_key_free(&k);
-    RETURN_BOOL(rc == MDC_OK);
+    RETURN_BOOL(mdcx_key_done(o, h, &k, mdc_delete(h, k.p, k.len, 0)) == MDC_OK);
 }
 
 /* deleteStale(key, ttl): memcached's md I [T]: the record stays readable,
@@ -1968,15 +1984,10 @@ PHP_METHOD(Mdcached_Client, deleteStale)
     }
     MDCX_THIS();
     mdcx_key k;
-    if (mdcx_key_make(o, ZSTR_VAL(key), ZSTR_LEN(key), &k) != 0) {
-        mdcx_bad_key(o, ZSTR_LEN(key));
+    mdc_t *h = mdcx_key_server(o, key, &k);
+    if (h == NULL)
         RETURN_FALSE;
-    }
-    mdc_t *h = mdcx_pick(o, &k);
-    int rc = h ? mdcx_result_h(o, h, mdc_delete_stale(h, k.p, k.len, 0, ttl))
-               : MDC_ERR_NO_SERVERS;
-    mdcx_key_free(&k);
-    RETURN_BOOL(rc == MDC_OK);
+    RETURN_BOOL(mdcx_key_done(o, h, &k, mdc_delete_stale(h, k.p, k.len, 0, ttl)) == MDC_OK);
 }
 
 PHP_METHOD(Mdcached_Client, deleteMulti)
@@ -2033,15 +2044,9 @@ static void mdcx_counter(INTERNAL_FUNCTION_PARAMETERS, bool incr)
         RETURN_FALSE;
     }
     mdcx_key k;
-    if (mdcx_key_make(o, ZSTR_VAL(key), ZSTR_LEN(key), &k) != 0) {
-        mdcx_bad_key(o, ZSTR_LEN(key));
+    mdc_t *h = mdcx_key_server(o, key, &k);
+    if (h == NULL)
         RETURN_FALSE;
-    }
-    mdc_t *h = mdcx_pick(o, &k);
-    if (h == NULL) {
-        mdcx_key_free(&k);
-        RETURN_FALSE;
-    }
     uint64_t v = 0;
     int rc;
     for (int attempt = 0; attempt < 3; attempt++) {
@@ -2060,8 +2065,7 @@ static void mdcx_counter(INTERNAL_FUNCTION_PARAMETERS, bool incr)
         if (rc != MDC_EXISTS)
             break;
     }
-    mdcx_key_free(&k);
-    if (mdcx_result_h(o, h, rc) != MDC_OK)
+    if (mdcx_key_done(o, h, &k, rc) != MDC_OK)
         RETURN_FALSE;
     RETURN_LONG((zend_long)v);
 }
@@ -2086,15 +2090,10 @@ PHP_METHOD(Mdcached_Client, touch)
     ZEND_PARSE_PARAMETERS_END();
     MDCX_THIS();
     mdcx_key k;
-    if (mdcx_key_make(o, ZSTR_VAL(key), ZSTR_LEN(key), &k) != 0) {
-        mdcx_bad_key(o, ZSTR_LEN(key));
+    mdc_t *h = mdcx_key_server(o, key, &k);
+    if (h == NULL)
         RETURN_FALSE;
-    }
-    mdc_t *h = mdcx_pick(o, &k);
-    int rc = h ? mdcx_result_h(o, h, mdc_touch(h, k.p, k.len, ttl))
-               : MDC_ERR_NO_SERVERS;
-    mdcx_key_free(&k);
-    RETURN_BOOL(rc == MDC_OK);
+    RETURN_BOOL(mdcx_key_done(o, h, &k, mdc_touch(h, k.p, k.len, ttl)) == MDC_OK);
 }
 
 /* per-server results of a fan-out into server_results */
@@ -2130,6 +2129,59 @@ PHP_METHOD(Mdcached_Client, flush)
     RETURN_BOOL(mdcx_result_pool(o, rc) == MDC_OK);
 }
 
+/* One call per server (getStats(), getVersion()): fn fills the server's
+ * entry of rv, an array under the server's name, or leaves it undefined
+ * for none, and returns the code.  The first failure and its server come
+ * back; no server at all is MDC_ERR_NO_SERVERS (recorded) with *fh NULL
+ * and rv untouched. */
+typedef int (*mdcx_server_fn)(mdc_t *h, void *arg, zval *entry);
+static int mdcx_each_server(mdcx_obj *o, zval *rv, mdcx_server_fn fn,
+                            void *arg, mdc_t **fh)
+{
+    size_t n = mdc_pool_count(o->c->pool);
+    int first = MDC_OK;
+    *fh = NULL;
+    if (n == 0)
+        return mdcx_no_servers(o);
+    array_init(rv);
+    for (size_t i = 0; i < n; i++) {
+        mdc_t *h = mdc_pool_server(o->c->pool, i);
+        zval entry;
+        ZVAL_UNDEF(&entry);
+        mdcx_first_fail(&first, fh, fn(h, arg, &entry), h);
+        if (!Z_ISUNDEF(entry))
+            add_assoc_zval(rv, mdc_server_name(h), &entry);
+    }
+    return first;
+}
+
+/* getStats(): "name value" lines as an array, numbers as ints */
+static int mdcx_stats_entry(mdc_t *h, void *type, zval *s)
+{
+    char *text = NULL;
+    int rc = mdc_stats(h, type, &text, NULL);
+    if (rc != MDC_OK)
+        return rc;
+    array_init(s);
+    char *save = NULL;
+    for (char *line = strtok_r(text, "\n", &save); line;
+         line = strtok_r(NULL, "\n", &save)) {
+        char *sp = strchr(line, ' ');
+        if (!sp)
+            continue;
+        *sp = '\0';
+        const char *val = sp + 1;
+        zend_long l;
+        size_t vl = strlen(val);
+        if (vl && is_numeric_string(val, vl, &l, NULL, 0) == IS_LONG)
+            add_assoc_long(s, line, l);
+        else
+            add_assoc_stringl(s, line, val, vl);
+    }
+    free(text);
+    return MDC_OK;
+}
+
 PHP_METHOD(Mdcached_Client, getStats)
 {
     zend_string *type = NULL;
@@ -2138,46 +2190,11 @@ PHP_METHOD(Mdcached_Client, getStats)
         Z_PARAM_STR_OR_NULL(type)
     ZEND_PARSE_PARAMETERS_END();
     MDCX_THIS();
-    size_t n = mdc_pool_count(o->c->pool);
-    if (n == 0) {
-        mdcx_result(o, MDC_ERR_NO_SERVERS, "no servers: call addServer() "
-                                           "first");
+    mdc_t *fh;
+    int first = mdcx_each_server(o, return_value, mdcx_stats_entry,
+                                 type ? ZSTR_VAL(type) : NULL, &fh);
+    if (fh == NULL && first != MDC_OK) /* no servers */
         RETURN_FALSE;
-    }
-    int first = MDC_OK;
-    mdc_t *fh = NULL;
-    array_init(return_value);
-    for (size_t i = 0; i < n; i++) {
-        mdc_t *h = mdc_pool_server(o->c->pool, i);
-        char *text = NULL;
-        int rc = mdc_stats(h, type ? ZSTR_VAL(type) : NULL, &text, NULL);
-        if (rc != MDC_OK) {
-            if (first == MDC_OK) {
-                first = rc;
-                fh = h;
-            }
-            continue;
-        }
-        zval s;
-        array_init(&s);
-        char *save = NULL;
-        for (char *line = strtok_r(text, "\n", &save); line;
-             line = strtok_r(NULL, "\n", &save)) {
-            char *sp = strchr(line, ' ');
-            if (!sp)
-                continue;
-            *sp = '\0';
-            const char *val = sp + 1;
-            zend_long l;
-            size_t vl = strlen(val);
-            if (vl && is_numeric_string(val, vl, &l, NULL, 0) == IS_LONG)
-                add_assoc_long(&s, line, l);
-            else
-                add_assoc_stringl(&s, line, val, vl);
-        }
-        free(text);
-        add_assoc_zval(return_value, mdc_server_name(h), &s);
-    }
     if (first != MDC_OK && zend_hash_num_elements(Z_ARRVAL_P(return_value))
                                == 0) {
         mdcx_result_h(o, fh, first);
@@ -2191,75 +2208,43 @@ PHP_METHOD(Mdcached_Client, getStats)
         mdcx_result(o, MDC_OK, NULL);
 }
 
+/* getVersion(): a server that fails reads as "255.255.255" */
+static int mdcx_version_entry(mdc_t *h, void *arg, zval *v)
+{
+    char buf[128];
+    int rc = mdc_version(h, buf, sizeof(buf));
+    (void)arg;
+    ZVAL_STRING(v, rc == MDC_OK ? buf : "255.255.255");
+    return rc;
+}
+
 PHP_METHOD(Mdcached_Client, getVersion)
 {
     ZEND_PARSE_PARAMETERS_NONE();
     MDCX_THIS();
-    size_t n = mdc_pool_count(o->c->pool);
-    if (n == 0) {
-        mdcx_result(o, MDC_ERR_NO_SERVERS, "no servers: call addServer() "
-                                           "first");
+    mdc_t *fh;
+    int first = mdcx_each_server(o, return_value, mdcx_version_entry, NULL,
+                                 &fh);
+    if (fh == NULL && first != MDC_OK) /* no servers */
         RETURN_FALSE;
-    }
-    int first = MDC_OK;
-    mdc_t *fh = NULL;
-    array_init(return_value);
-    for (size_t i = 0; i < n; i++) {
-        mdc_t *h = mdc_pool_server(o->c->pool, i);
-        char buf[128];
-        int rc = mdc_version(h, buf, sizeof(buf));
-        if (rc != MDC_OK && first == MDC_OK) {
-            first = rc;
-            fh = h;
-        }
-        add_assoc_string(return_value, mdc_server_name(h),
-                         rc == MDC_OK ? buf : "255.255.255");
-    }
     mdcx_result_h(o, fh, first);
 }
 
 /* ---- tags ------------------------------------------------------------------ */
 
-PHP_METHOD(Mdcached_Client, getByTag)
+/* getByTag()'s answer: the records by user key */
+static void mdcx_got_by_tag(mdcx_obj *o, int rc, struct mdc_itemset *set,
+                            zval *return_value)
 {
-    zval *tag, *tvals = NULL;
-    ZEND_PARSE_PARAMETERS_START(1, 2)
-        Z_PARAM_ZVAL(tag)
-        Z_PARAM_OPTIONAL
-        Z_PARAM_ZVAL_OR_NULL(tvals)
-    ZEND_PARSE_PARAMETERS_END();
-    if (!mdcx_arg_types(1, tag, TY(IS_LONG) | TY(IS_STRING) | TY(IS_ARRAY),
-                        "array|string|int") ||
-        !mdcx_arg_types(2, tvals, TY(IS_LONG) | TY(IS_ARRAY) | TY(IS_NULL),
-                        "array|int|null"))
-        RETURN_THROWS();
-    MDCX_THIS();
-    mdcx_tags t;
-    int32_t tkey;
-    mdcx_tags_init(&t);
-    if (mdcx_selector(o, tag, tvals, &tkey, &t) != 0) {
-        mdcx_tags_free(&t);
-        RETURN_FALSE;
-    }
-    int32_t *tv = mdcx_tvals(&t);
-    size_t n = mdc_pool_count(o->c->pool);
-    int *rcs = ecalloc(n ? n : 1, sizeof(int));
-    struct mdc_itemset set = {0};
-    int rc = n ? mdc_pool_get_by_tag(o->c->pool, tkey, tv, t.n, &set, rcs)
-               : MDC_ERR_NO_SERVERS;
-    mdcx_server_results(o, rcs);
-    efree(rcs);
-    efree(tv);
-    mdcx_tags_free(&t);
     if (rc != MDC_OK && rc != MDC_TRUNCATED && rc != MDC_ERR_PARTIAL) {
         mdcx_result_pool(o, rc);
-        mdc_itemset_free(&set);
+        mdc_itemset_free(set);
         RETURN_FALSE;
     }
     array_init(return_value);
     int drc = MDC_OK;
-    for (size_t i = 0; i < set.count; i++) {
-        struct mdc_item *it = set.items[i];
+    for (size_t i = 0; i < set->count; i++) {
+        struct mdc_item *it = set->items[i];
         zval v;
         if (mdcx_decode(o, it->value, it->vlen, it->flags, &v) != 0) {
             drc = MDCX_RES_PAYLOAD_FAILURE;
@@ -2269,18 +2254,38 @@ PHP_METHOD(Mdcached_Client, getByTag)
         zend_symtable_update(Z_ARRVAL_P(return_value), uk, &v);
         zend_string_release(uk);
     }
-    mdc_itemset_free(&set);
+    mdc_itemset_free(set);
     if (drc == MDC_OK)
         mdcx_result_pool(o, rc);
 }
 
-/* deleteByTag(tag, tvals) and deleteByTagStale(tag, tvals, ttl): one
- * argument parser and selector; stale marks instead of deleting. */
-static void mdcx_del_by_tag(INTERNAL_FUNCTION_PARAMETERS, bool stale)
+/* deleteByTag()'s answer: the count */
+static void mdcx_deleted_by_tag(mdcx_obj *o, int rc, uint64_t deleted,
+                                zval *return_value)
+{
+    if (rc != MDC_OK && rc != MDC_ERR_PARTIAL) {
+        mdcx_result_pool(o, rc);
+        RETURN_FALSE;
+    }
+    /* partial: the count of the servers that answered; the code says
+     * RES_SOME_ERRORS and getServerResults() which server failed */
+    mdcx_result_pool(o, rc);
+    if (EG(exception))
+        RETURN_THROWS();
+    RETURN_LONG((zend_long)deleted);
+}
+
+/* getByTag(tag, tvals), deleteByTag(tag, tvals) and
+ * deleteByTagStale(tag, tvals, ttl): one argument parser and selector,
+ * one fan-out over the pool (each server's code in getServerResults());
+ * stale marks instead of deleting. */
+enum { TAG_GET, TAG_DEL, TAG_DEL_STALE };
+
+static void mdcx_by_tag(INTERNAL_FUNCTION_PARAMETERS, int op)
 {
     zval *tag, *tvals = NULL;
     zend_long ttl = 0;
-    ZEND_PARSE_PARAMETERS_START(1, stale ? 3 : 2)
+    ZEND_PARSE_PARAMETERS_START(1, op == TAG_DEL_STALE ? 3 : 2)
         Z_PARAM_ZVAL(tag)
         Z_PARAM_OPTIONAL
         Z_PARAM_ZVAL_OR_NULL(tvals)
@@ -2304,39 +2309,42 @@ static void mdcx_del_by_tag(INTERNAL_FUNCTION_PARAMETERS, bool stale)
         RETURN_FALSE;
     }
     int32_t *tv = mdcx_tvals(&t);
-    size_t n = mdc_pool_count(o->c->pool);
+    mdc_pool_t *pool = o->c->pool;
+    size_t n = mdc_pool_count(pool);
     int *rcs = ecalloc(n ? n : 1, sizeof(int));
+    struct mdc_itemset set = {0};
     uint64_t deleted = 0;
     int rc = MDC_ERR_NO_SERVERS;
-    if (n && stale)
-        rc = mdc_pool_del_by_tag_stale(o->c->pool, tkey, tv, t.n, ttl,
-                                       &deleted, rcs);
+    if (n && op == TAG_GET)
+        rc = mdc_pool_get_by_tag(pool, tkey, tv, t.n, &set, rcs);
+    else if (n && op == TAG_DEL_STALE)
+        rc = mdc_pool_del_by_tag_stale(pool, tkey, tv, t.n, ttl, &deleted,
+                                       rcs);
     else if (n)
-        rc = mdc_pool_del_by_tag(o->c->pool, tkey, tv, t.n, &deleted, rcs);
+        rc = mdc_pool_del_by_tag(pool, tkey, tv, t.n, &deleted, rcs);
     mdcx_server_results(o, rcs);
     efree(rcs);
     efree(tv);
     mdcx_tags_free(&t);
-    if (rc != MDC_OK && rc != MDC_ERR_PARTIAL) {
-        mdcx_result_pool(o, rc);
-        RETURN_FALSE;
-    }
-    /* partial: the count of the servers that answered; the code says
-     * RES_SOME_ERRORS and getServerResults() which server failed */
-    mdcx_result_pool(o, rc);
-    if (EG(exception))
-        RETURN_THROWS();
-    RETURN_LONG((zend_long)deleted);
+    if (op == TAG_GET)
+        mdcx_got_by_tag(o, rc, &set, return_value);
+    else
+        mdcx_deleted_by_tag(o, rc, deleted, return_value);
+}
+
+PHP_METHOD(Mdcached_Client, getByTag)
+{
+    mdcx_by_tag(INTERNAL_FUNCTION_PARAM_PASSTHRU, TAG_GET);
 }
 
 PHP_METHOD(Mdcached_Client, deleteByTag)
 {
-    mdcx_del_by_tag(INTERNAL_FUNCTION_PARAM_PASSTHRU, false);
+    mdcx_by_tag(INTERNAL_FUNCTION_PARAM_PASSTHRU, TAG_DEL);
 }
 
 PHP_METHOD(Mdcached_Client, deleteByTagStale)
 {
-    mdcx_del_by_tag(INTERNAL_FUNCTION_PARAM_PASSTHRU, true);
+    mdcx_by_tag(INTERNAL_FUNCTION_PARAM_PASSTHRU, TAG_DEL_STALE);
 }
 
 /* the stack's tag: string tag, or int tkey with tval */
@@ -2357,17 +2365,27 @@ static int mdcx_stack_tag(mdcx_obj *o, zval *tag, zval *tval,
     return rc;
 }
 
-/* the server of a tag stack: the one the key "\0tstack:tkey:tval" maps to */
-static mdc_t *mdcx_stack_server(mdcx_obj *o, struct mdc_tag tag)
+/* tagPush()'s and tagPop()'s tag and tag value (argument tval_num) */
+static bool mdcx_stack_arg_types(zval *tag, uint32_t tval_num, zval *tval)
 {
+    return mdcx_arg_types(1, tag, TY(IS_LONG) | TY(IS_STRING), "string|int") &&
+           mdcx_arg_types(tval_num, tval, TY(IS_LONG) | TY(IS_NULL), "?int");
+}
+
+/* the tag of a stack and its server, the one the key "\0tstack:tkey:tval"
+ * maps to; NULL (recorded) on a bad tag or no server */
+static mdc_t *mdcx_stack_server(mdcx_obj *o, zval *tag, zval *tval,
+                                struct mdc_tag *tg)
+{
+    if (mdcx_stack_tag(o, tag, tval, tg) != 0)
+        return NULL;
     char k[48];
-    int kl = snprintf(k + 1, sizeof(k) - 1, "tstack:%d:%d", tag.tkey,
-                      tag.tval) + 1;
+    int kl = snprintf(k + 1, sizeof(k) - 1, "tstack:%d:%d", tg->tkey,
+                      tg->tval) + 1;
     k[0] = '\0';
     mdc_t *h = mdc_pool_pick(o->c->pool, k, (size_t)kl);
     if (h == NULL)
-        mdcx_result(o, MDC_ERR_NO_SERVERS, "no servers: call addServer() "
-                                           "first");
+        mdcx_no_servers(o);
     return h;
 }
 
@@ -2382,15 +2400,11 @@ PHP_METHOD(Mdcached_Client, tagPush)
         Z_PARAM_LONG(ttl)
         Z_PARAM_ZVAL_OR_NULL(tval)
     ZEND_PARSE_PARAMETERS_END();
-    if (!mdcx_arg_types(1, tag, TY(IS_LONG) | TY(IS_STRING), "string|int") ||
-        !mdcx_arg_types(ZEND_NUM_ARGS() > 2 ? 4 : 2, tval,
-                        TY(IS_LONG) | TY(IS_NULL), "?int"))
+    if (!mdcx_stack_arg_types(tag, 4, tval))
         RETURN_THROWS();
     MDCX_THIS();
     struct mdc_tag tg;
-    if (mdcx_stack_tag(o, tag, tval, &tg) != 0)
-        RETURN_FALSE;
-    mdc_t *h = mdcx_stack_server(o, tg);
+    mdc_t *h = mdcx_stack_server(o, tag, tval, &tg);
     if (h == NULL)
         RETURN_FALSE;
     smart_str buf = {0};
@@ -2421,15 +2435,11 @@ PHP_METHOD(Mdcached_Client, tagPop)
         Z_PARAM_OPTIONAL
         Z_PARAM_ZVAL_OR_NULL(tval)
     ZEND_PARSE_PARAMETERS_END();
-    if (!mdcx_arg_types(1, tag, TY(IS_LONG) | TY(IS_STRING), "string|int") ||
-        !mdcx_arg_types(ZEND_NUM_ARGS() > 2 ? 4 : 2, tval,
-                        TY(IS_LONG) | TY(IS_NULL), "?int"))
+    if (!mdcx_stack_arg_types(tag, 2, tval))
         RETURN_THROWS();
     MDCX_THIS();
     struct mdc_tag tg;
-    if (mdcx_stack_tag(o, tag, tval, &tg) != 0)
-        RETURN_FALSE;
-    mdc_t *h = mdcx_stack_server(o, tg);
+    mdc_t *h = mdcx_stack_server(o, tag, tval, &tg);
     if (h == NULL)
         RETURN_FALSE;
     struct mdc_item *it = NULL;
@@ -2457,15 +2467,9 @@ static void mdcx_atomic(INTERNAL_FUNCTION_PARAMETERS, int op)
     ZEND_PARSE_PARAMETERS_END();
     MDCX_THIS();
     mdcx_key k;
-    if (mdcx_key_make(o, ZSTR_VAL(key), ZSTR_LEN(key), &k) != 0) {
-        mdcx_bad_key(o, ZSTR_LEN(key));
+    mdc_t *h = mdcx_key_server(o, key, &k);
+    if (h == NULL)
         RETURN_FALSE;
-    }
-    mdc_t *h = mdcx_pick(o, &k);
-    if (h == NULL) {
-        mdcx_key_free(&k);
-        RETURN_FALSE;
-    }
     uint64_t r = 0;
     int rc;
     if (op == AT_CMPSET)
@@ -2474,8 +2478,7 @@ static void mdcx_atomic(INTERNAL_FUNCTION_PARAMETERS, int op)
         rc = mdc_atomic_fetch_add(h, k.p, k.len, (uint64_t)a, &r);
     else
         rc = mdc_atomic_read_clear(h, k.p, k.len, &r);
-    mdcx_key_free(&k);
-    mdcx_result_h(o, h, rc);
+    mdcx_key_done(o, h, &k, rc);
     if (op == AT_CMPSET)
         RETURN_BOOL(rc == MDC_OK);
     if (rc != MDC_OK)

@@ -55,37 +55,6 @@
 #include "server/net/udp.h"
 #include "protocol/wire.h"
 
-uint64_t server_mono_s(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec + 1; /* never 0: 0 means "unset" */
-}
-
-uint64_t server_coarse_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000 + 1;
-}
-
-uint64_t server_coarse_res_ms(void)
-{
-    struct timespec ts;
-
-    if (clock_getres(CLOCK_MONOTONIC_COARSE, &ts) != 0)
-        return 1000;
-    return (uint64_t)ts.tv_sec * 1000 +
-           ((uint64_t)ts.tv_nsec + 999999) / 1000000; /* rounded up */
-}
-
-uint64_t server_uptime(const struct server *srv)
-{
-    return server_mono_s() - srv->started_mono;
-}
-
 static int server_evthread_rc = -1;
 
 static void server_evthread_init(void)

@@ -3,7 +3,8 @@
  * store, listeners, threads) and struct worker (one thread).  Every layer
  * of the daemon above the core may include it; it includes only the core,
  * the protocol codecs and the other declaration headers of server/
- * (docs/architecture.md).  The lifecycle is daemon.h's.
+ * (docs/architecture.md).  The lifecycle is daemon.h's; the few functions
+ * declared here (clocks, thread model names) are server.c's, in this layer.
  *
  * Every thread of the server is a struct worker.  Worker 0 is the main
  * thread: it runs the listeners and signals, and with -n 0 also all network

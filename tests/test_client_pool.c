@@ -125,6 +125,60 @@ static void key_of(char *buf, size_t cap, int i)
     snprintf(buf, cap, "item:%d", i);
 }
 
+/* More servers than the fan-out's stack arrays hold (16): 20 handles, on
+ * the three daemons in turn (7, 7 and 6 each), take the heap path of every
+ * fan-out; each handle answers for its own daemon. */
+#define NWIDE 20
+static void test_wide_fanout(void **state)
+{
+    (void)state;
+    mdc_pool_t *w;
+    struct mdc_itemset set = {0};
+    int rc[NWIDE];
+    int32_t tv = 1;
+    uint64_t deleted = 0;
+    if (pool == NULL)
+        skip();
+    w = mdc_pool_create();
+    assert_non_null(w);
+    for (int i = 0; i < NWIDE; i++) {
+        char spec[64];
+        snprintf(spec, sizeof(spec), "127.0.0.1:%d", srv[i % NSRV].port);
+        assert_int_equal(mdc_pool_add(w, spec, 1), i);
+    }
+    /* five records tagged (900, 1), all on the first daemon */
+    mdc_t *h0 = mdc_pool_server(pool, 0);
+    struct mdc_tag tag = {900, 1};
+    for (int i = 0; i < 5; i++) {
+        char key[32];
+        snprintf(key, sizeof(key), "wide:%d", i);
+        assert_int_equal(mdc_set(h0, key, strlen(key), "v", 1, 0, 0, &tag, 1),
+                         MDC_OK);
+    }
+    for (int i = 0; i < NWIDE; i++)
+        rc[i] = 12345;
+    assert_int_equal(mdc_pool_get_by_tag(w, 900, &tv, 1, &set, rc), MDC_OK);
+    assert_int_equal(set.count, 7 * 5); /* once per handle on daemon 0 */
+    for (int i = 0; i < NWIDE; i++)
+        assert_int_equal(rc[i], MDC_OK);
+    mdc_itemset_free(&set);
+    assert_int_equal(mdc_pool_del_by_tag_stale(w, 900, &tv, 1, 0, &deleted,
+                                               rc), MDC_OK);
+    assert_int_equal(deleted, 7 * 5); /* marked again by each handle */
+    assert_int_equal(mdc_pool_del_by_tag(w, 900, &tv, 1, &deleted, rc),
+                     MDC_OK);
+    assert_int_equal(deleted, 5); /* the first handle of daemon 0 */
+    for (int i = 0; i < NWIDE; i++)
+        assert_int_equal(rc[i], MDC_OK);
+    assert_int_equal(mdc_pool_flush(w, rc), MDC_OK);
+    for (int i = 0; i < NWIDE; i++)
+        assert_int_equal(rc[i], MDC_OK);
+    for (int s = 0; s < NSRV; s++)
+        assert_int_equal(curr_items(s), 0);
+    mdc_pool_destroy(w);
+}
+
+
 static void test_spread(void **state)
 {
     (void)state;
@@ -354,6 +408,7 @@ static void test_server_killed(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_wide_fanout), /* first: it ends with a flush */
         cmocka_unit_test(test_spread),
         cmocka_unit_test(test_tag_fanout),
         cmocka_unit_test(test_lease_fanout),

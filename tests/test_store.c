@@ -1,13 +1,16 @@
 /*
  * test_store.c - unit tests of the record and tag forests (store.h).
  */
+#include <inttypes.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -402,6 +405,205 @@ static void test_expiry(void **state)
     store_release(st, r);
     testclock_advance(&tc, 2);
     assert_null(val(st, "d30", b, sizeof b));
+    check(st);
+    store_teardown(st);
+}
+
+/* ---- expired records leave memory on time (issue 27 item 4) ------------- */
+static uint64_t mono_coarse_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts); /* the store's clock */
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * Ten tagged records with TTLs of 1 to 4 s among five that never expire,
+ * on the real clock, with the daemon's sweeper (--sweep-interval default,
+ * 1000 ms) and table: each expired record must have left curr_items, bytes
+ * and the tag index within 1 s of its deadline, without being read.
+ * (The sweep that visited a tenth of the table each interval left them up
+ * to 10 s; memcached's crawler reclaims all ten.)
+ */
+static void test_expiry_reclaimed_on_time(void **state)
+{
+    (void)state;
+    enum { NTTL = 10, NLIVE = 5 };
+    static const int ttl[NTTL] = {1, 1, 2, 2, 3, 3, 4, 4, 4, 4};
+    struct store_config c = {0};
+    c.mem_limit = (size_t)64 << 20;
+    c.sweep_interval_ms = 1000;
+    struct store *st = store_setup(&c);
+    assert_non_null(st);
+    struct store_stats base, ss;
+    char k[32];
+
+    for (int i = 0; i < NLIVE; i++) {
+        struct mdc_tag t = T(5, i);
+        snprintf(k, sizeof(k), "live%d", i);
+        assert_int_equal(put(st, STORE_SET, k, "value", &t, 1, 0), ST_OK);
+    }
+    store_get_stats(st, &base);
+    uint64_t dl[NTTL];
+    for (int i = 0; i < NTTL; i++) {
+        struct mdc_tag t[2] = {T(5, 100 + i), T(6, i % 3)};
+        snprintf(k, sizeof(k), "ttl%d", i);
+        assert_int_equal(put(st, STORE_SET, k, "a value with a ttl", t, 2,
+                             ttl[i]),
+                         ST_OK);
+        /* the deadline as the store keeps it (whole store seconds) */
+        struct store_recset set = {0};
+        int32_t tv = 100 + i;
+        assert_int_equal(store_get_by_tag(st, 5, &tv, 1, &set), ST_OK);
+        assert_int_equal(set.n, 1);
+        dl[i] = record_deadline_ns(st, set.recs[0]);
+        store_recset_release(st, &set);
+    }
+    uint64_t last = 0;
+    for (int i = 0; i < NTTL; i++)
+        last = dl[i] > last ? dl[i] : last;
+    for (;;) {
+        uint64_t now = mono_coarse_ns();
+        store_get_stats(st, &ss);
+        /* records whose deadline is 1 s or more behind must be gone */
+        int due = 0;
+        for (int i = 0; i < NTTL; i++)
+            due += now >= dl[i] + 1000000000u;
+        if (ss.curr_items > (uint64_t)(NLIVE + NTTL - due))
+            fail_msg("%d record(s) more than 1 s past their deadline still "
+                     "held: curr_items %" PRIu64 ", expected at most %d",
+                     due, ss.curr_items, NLIVE + NTTL - due);
+        if (now >= last + 1000000000u)
+            break;
+        struct timespec nap = {0, 20 * 1000000};
+        nanosleep(&nap, NULL);
+    }
+    store_get_stats(st, &ss);
+    assert_int_equal(ss.curr_items, NLIVE);
+    assert_int_equal(ss.bytes, base.bytes); /* records and tag index */
+    assert_int_equal(ss.tag_bytes, base.tag_bytes);
+    assert_int_equal(ss.tag_links, base.tag_links);
+    assert_int_equal(ss.tag_values, base.tag_values); /* (6, *) gone */
+    assert_int_equal(ss.tag_keys, base.tag_keys);
+    assert_int_equal(ss.expired, NTTL);
+    assert_int_equal(ss.get_expired, 0); /* nothing was read */
+    check(st);
+    store_teardown(st);
+}
+
+/* A clock the test moves while the sweeper reads it. */
+static _Atomic uint64_t aclk_ns;
+static uint64_t aclk_mono(void *ctx)
+{
+    (void)ctx;
+    return atomic_load(&aclk_ns);
+}
+static int64_t aclk_wall(void *ctx)
+{
+    (void)ctx;
+    return 1700000000 + (int64_t)(atomic_load(&aclk_ns) / 1000000000u);
+}
+static void aclk_advance(int64_t s)
+{
+    atomic_fetch_add(&aclk_ns, (uint64_t)s * 1000000000u);
+}
+
+/* A store with a fast sweeper on the clock above. */
+static struct store *mk_swept(void)
+{
+    struct store_config c = {0};
+    c.mem_limit = (size_t)64 << 20;
+    c.nbuckets = 1024;
+    c.sweep_interval_ms = 10;
+    struct store *st = store_setup(&c);
+    assert_non_null(st);
+    atomic_store(&aclk_ns, 1000000000ull * 1000);
+    struct store_clock clk = {aclk_mono, aclk_wall, NULL};
+    store_set_clock(st, &clk);
+    return st;
+}
+
+/* curr_items once it is 'want' (the sweeper's work), or after 3 s. */
+static uint64_t items_when(struct store *st, uint64_t want)
+{
+    struct store_stats ss;
+    for (int i = 0; i < 300; i++) {
+        store_get_stats(st, &ss);
+        if (ss.curr_items == want)
+            break;
+        struct timespec nap = {0, 10 * 1000000};
+        nanosleep(&nap, NULL);
+    }
+    return ss.curr_items;
+}
+
+/* The expiry wheel keeps every deadline through touches, replacements
+ * and TTLs longer than its 256-second lap, and forgets a deadline taken
+ * away; no record is read, so only the sweeper reclaims. */
+static void test_expiry_wheel(void **state)
+{
+    (void)state;
+    struct store *st = mk_swept();
+    assert_int_equal(put(st, STORE_SET, "A", "a", NULL, 0, 1000), ST_OK);
+    assert_int_equal(put(st, STORE_SET, "B", "b", NULL, 0, 300), ST_OK);
+    assert_int_equal(put(st, STORE_SET, "C", "c", NULL, 0, 10), ST_OK);
+    assert_int_equal(store_touch(st, "C", 1, 600), ST_OK); /* another slot */
+    assert_int_equal(store_touch(st, "C", 1, 20), ST_OK);  /* and back */
+    assert_int_equal(put(st, STORE_SET, "D", "1", NULL, 0, 50), ST_OK);
+    assert_int_equal(put(st, STORE_SET, "D", "2", NULL, 0, 50), ST_OK);
+    uint64_t v;
+    assert_int_equal(store_incr(st, "D", 1, 5, false, &v, NULL), ST_OK);
+    assert_int_equal(put(st, STORE_SET, "E", "e", NULL, 0, 0), ST_OK);
+    assert_int_equal(put(st, STORE_SET, "F", "f", NULL, 0, 5), ST_OK);
+    assert_int_equal(store_touch(st, "F", 1, 0), ST_OK); /* never now */
+    assert_int_equal(put(st, STORE_SET, "G", "g", NULL, 0, 5), ST_OK);
+    assert_int_equal(store_delete(st, "G", 1, 0), ST_OK);
+    /* the same slot, a lap earlier: its old entry's lap is too late */
+    assert_int_equal(put(st, STORE_SET, "H", "h", NULL, 0, 600), ST_OK);
+    assert_int_equal(store_touch(st, "H", 1, 600 - 256), ST_OK);
+
+    aclk_advance(21); /* C (20) */
+    assert_int_equal(items_when(st, 6), 6);
+    aclk_advance(30); /* D (50), replaced twice in the same slot */
+    assert_int_equal(items_when(st, 5), 5);
+    aclk_advance(250); /* B (300): one lap */
+    assert_int_equal(items_when(st, 4), 4);
+    aclk_advance(45); /* H (344) */
+    assert_int_equal(items_when(st, 3), 3);
+    aclk_advance(255); /* C's touch to 600 was undone: nothing */
+    struct timespec nap = {0, 100 * 1000000};
+    nanosleep(&nap, NULL);
+    assert_int_equal(items_when(st, 3), 3);
+    aclk_advance(400); /* A (1000): three laps */
+    assert_int_equal(items_when(st, 2), 2);
+    struct store_stats ss;
+    store_get_stats(st, &ss);
+    assert_int_equal(ss.expired, 5);
+    assert_int_equal(ss.get_expired, 0);
+    check(st);
+    store_teardown(st);
+}
+
+/* Entries the wheel could not store (no memory) are found again: the
+ * sweeper walks the stripes that lost one, so every record still goes on
+ * time. */
+static void test_expiry_wheel_lost(void **state)
+{
+    (void)state;
+    struct store *st = mk_swept();
+    char k[32];
+    mdc_alloc_fault_set(3, 7);
+    for (int i = 0; i < 400; i++) {
+        snprintf(k, sizeof(k), "k%d", i);
+        (void)put(st, STORE_SET, k, "v", NULL, 0, 5 + i % 3);
+    }
+    mdc_alloc_fault_set(0, 0);
+    check(st); /* every deadline entered, or its stripe marked lost */
+    struct store_stats ss;
+    store_get_stats(st, &ss);
+    assert_true(ss.curr_items > 0);
+    aclk_advance(8);
+    assert_int_equal(items_when(st, 0), 0);
     check(st);
     store_teardown(st);
 }
@@ -1251,6 +1453,9 @@ int main(void)
         cmocka_unit_test(test_visit),
         cmocka_unit_test(test_del_by_tag_expired),
         cmocka_unit_test(test_del_by_tag_alloc_fail),
+        cmocka_unit_test(test_expiry_reclaimed_on_time),
+        cmocka_unit_test(test_expiry_wheel),
+        cmocka_unit_test(test_expiry_wheel_lost),
         cmocka_unit_test(test_flush_at),
         cmocka_unit_test(test_growth),
         cmocka_unit_test(test_mget_vivify),

@@ -4,29 +4,74 @@
 # Reads every #include "..." of the project's C sources and fails, naming
 # the file and line, when an include goes against the direction of the
 # layers or crosses into a folder its module may not use, or when includes
-# form a loop.  Run by the README's test command; run it by hand with
-#     sh tools/check-layers.sh [SRCDIR]
+# form a loop.  Given a build directory, it also checks the calls: from
+# nm(1) of the objects built there, every symbol an object of protocol/,
+# server/, bpf/ or client-c/ uses and another of those defines (a function
+# called, a variable read) must follow the same layers, so a function
+# declared in a low header but defined in a higher layer's file (a call
+# back up that no include shows) fails too.  Run by the README's test
+# command, and with the build directory by tests/check_layers.sh in
+# make check; run it by hand with
+#     sh tools/check-layers.sh [SRCDIR [BUILDDIR]]
 #
 # A quoted include is resolved as the compiler does here: a name with a
 # slash is a path from the top of the tree (-I$(top_srcdir), or a generated
 # header under -I$(top_builddir)); a bare name is first the including
 # file's own folder, then client-c/ (the tests' -I for mdcached.h).
 set -u
-top=${1:-$(cd "$(dirname "$0")/.." && pwd)}
+# both made absolute: the checks below run from the top of the tree
+top=$(cd "${1:-$(dirname "$0")/..}" && pwd) || exit 2
+build=${2:-}
+if [ -n "$build" ]; then
+    build=$(cd "$build" && pwd) || exit 2
+fi
 cd "$top" || exit 2
 
 # Every C source and header of the project, bench and tests included.
 files=$(find protocol server bpf client-c client-php tests bench \
     -type f \( -name '*.c' -o -name '*.h' \) 2>/dev/null | sort)
 
-# One line per include: FILE LINE TARGET
-for f in $files; do
-    awk -v f="$f" '
-        /^[ \t]*#[ \t]*include[ \t]*"/ {
-            s = $0; sub(/^[^"]*"/, "", s); sub(/".*$/, "", s)
-            print f, NR, s
-        }' "$f"
-done | awk -v top="$top" '
+# the objects built from SRC (a .c of the tree) in $build: automake names
+# them DIR/BASE.o, or DIR/TARGET-BASE.o with per-target flags; libtool's
+# PIC objects are in DIR/.libs/ (the only ones with --disable-static)
+objects_of() {
+    d=${1%/*}; b=${1##*/}; b=${b%.c}
+    for o in "$build/$d/$b.o" "$build/$d"/*-"$b.o" \
+        "$build/$d/.libs/$b.o" "$build/$d/.libs"/*-"$b.o"; do
+        [ -f "$o" ] && echo "$o"
+    done
+}
+
+# One line per include: i FILE LINE TARGET; with a build directory, one per
+# global symbol an object defines (d FILE SYMBOL), then one per symbol it
+# uses (u FILE SYMBOL), FILE being the object's source
+{
+    for f in $files; do
+        awk -v f="$f" '
+            /^[ \t]*#[ \t]*include[ \t]*"/ {
+                s = $0; sub(/^[^"]*"/, "", s); sub(/".*$/, "", s)
+                print "i", f, NR, s
+            }' "$f"
+    done
+    if [ -n "$build" ]; then
+        # the daemon's and the library's sources (not the BPF programs,
+        # whose objects are BPF, nor tests and bench, which may use anything)
+        srcs=$(find protocol server bpf client-c -type f -name '*.c' \
+            ! -name '*.bpf.c' 2>/dev/null | sort)
+        nobj=0
+        for kind in d u; do
+            for f in $srcs; do
+                for o in $(objects_of "$f"); do
+                    nobj=$((nobj + 1))
+                    nm -P "$o" | awk -v k="$kind" -v f="$f" '
+                        k == "d" && $2 ~ /^[TDBRCGSVW]$/ { print "d", f, $1 }
+                        k == "u" && $2 == "U" { print "u", f, $1 }'
+                done
+            done
+        done
+        [ "$nobj" -gt 0 ] || echo "x $build"
+    fi
+} | awk -v top="$top" '
 # module(path): the layer a file belongs to
 function module(p,   b) {
     if (p ~ /^protocol\//) return "protocol"
@@ -79,8 +124,25 @@ BEGIN {
     for (i = 1; i <= n; i++) { split(a[i], e, ":"); allowed[e[1], e[2]] = 1 }
     bad = 0
 }
+$1 == "x" {
+    printf "%s: no object of the tree built there (not a build directory?)\n", $2
+    bad++; next
+}
+$1 == "d" { ncalls = 1; if (!($3 in def)) def[$3] = $2; next }
+$1 == "u" {
+    f = $2; sym = $3
+    if (!(sym in def) || def[sym] == f || ((f, sym) in used)) next
+    used[f, sym] = 1
+    t = def[sym]; fm = module(f); tm = module(t)
+    if (!((fm, tm) in allowed)) {
+        printf "%s: uses %s, defined in %s: layer %s to layer %s, which %s may not use\n", \
+            f, sym, t, fm, tm, fm
+        bad++
+    }
+    next
+}
 {
-    f = $1; line = $2; inc = $3
+    f = $2; line = $3; inc = $4
     if (inc == "config.h") next
     dir = f; sub(/\/[^\/]*$/, "", dir)
     # the PHP extension quote-includes the headers of PHP (php.h, zend_*.h,
@@ -134,5 +196,6 @@ END {
     depth = 0
     for (v in nodes) if (state[v] == 0) visit(v)
     if (bad) { printf "check-layers: %d violation(s)\n", bad; exit 1 }
-    print "check-layers: every include follows the layers, no loops"
+    if (ncalls) print "check-layers: every include and every call follows the layers, no include loops"
+    else print "check-layers: every include follows the layers, no loops"
 }'

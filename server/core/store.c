@@ -14,7 +14,8 @@
  *   store_counter.c  incr/decr and the atomic counter operations
  *   store_tag.c      operations that start from a tag: get, delete and
  *                    stale by tag, tag stacks
- *   store_expiry.c   deadlines, flush (delayed too) and the sweeper
+ *   store_expiry.c   deadlines, flush (delayed too), the expiry wheel and
+ *                    the sweeper
  *   store_evict.c    the memory limit and sampled-LRU eviction
  *   store_account.c  the counters read out (stats) and CAS versions
  *   store_check.c    the consistency check of both forests
@@ -160,10 +161,19 @@ struct store *store_setup(const struct store_config *cfg)
         goto fail;
     for (uint32_t i = 0; i < c->nlocks; i++)
         mdc_rwlock_init(&st->locks[i]);
+    if (c->sweep_interval_ms != 0) { /* the expiry wheel (store_expiry.c) */
+        st->wheels = mdc_calloc(c->nlocks, sizeof(*st->wheels));
+        st->wlost = mdc_calloc(c->nlocks, 1);
+        if (st->wheels == NULL || st->wlost == NULL)
+            goto fail;
+    }
     st->fixed_bytes = sizeof(*st) +
                       (uint64_t)c->nlocks *
                           (sizeof(*st->locks) + sizeof(*st->fmarks)) +
-                      tags_fixed_bytes(st->tags); /* + buckets in use */
+                      tags_fixed_bytes(st->tags) + /* + buckets in use */
+                      (st->wheels != NULL
+                           ? (uint64_t)c->nlocks * (sizeof(*st->wheels) + 1)
+                           : 0);
     atomic_store(&st->evict_seed, 0x9E3779B97F4A7C15ull);
     atomic_store(&st->mem_limit, (int64_t)c->mem_limit);
     pthread_mutex_init(&st->sweep_mu, NULL);
@@ -179,6 +189,8 @@ struct store *store_setup(const struct store_config *cfg)
 fail:
     if (st->locks)
         mdc_free(st->locks);
+    mdc_free(st->wheels);
+    mdc_free(st->wlost);
     mdc_free(st->fmarks);
     mdc_huge_free(st->buckets, (size_t)c->nbuckets * sizeof(*st->buckets));
     if (st->tags != NULL) {
@@ -217,6 +229,7 @@ void store_teardown(struct store *st)
         pthread_mutex_unlock(&st->sweep_mu);
         pthread_join(st->sweeper, NULL);
     }
+    wheel_teardown(st);
     st->hook = NULL;
     /* no other thread may use the store now: drop every record without
      * rebalancing trees or unlinking tags one by one (tags_teardown frees
@@ -251,8 +264,12 @@ void store_set_hook(struct store *st, store_hook_fn fn, void *ctx)
 
 void store_set_clock(struct store *st, const struct store_clock *clk)
 {
+    /* under the sweeper's mutex: it reads the clock after its wait */
+    pthread_mutex_lock(&st->sweep_mu);
     st->clk = *clk;
     st->epoch_ns = clk->mono_ns(clk->ctx);
+    st->wheel_done = 0; /* store seconds begin again at 1 */
+    pthread_mutex_unlock(&st->sweep_mu);
 }
 
 const struct store_config *store_config(const struct store *st)

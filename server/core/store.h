@@ -135,7 +135,7 @@ struct store_stats {
     uint64_t tag_values;      /* distinct (tkey, tval) in the index */
     uint64_t tag_keys;        /* distinct tkey in the index */
     uint64_t nbuckets;
-    uint64_t fixed_bytes;     /* bucket arrays and locks */
+    uint64_t fixed_bytes;     /* bucket arrays, locks, expiry wheel */
 };
 
 struct store *store_setup(const struct store_config *cfg);
@@ -447,7 +447,8 @@ void store_note_tstack_seq(struct store *st, uint64_t seq);
 
 /* ---- checks for tests ------------------------------------------------- */
 /* Walk both indexes and verify they agree exactly; returns 0 if consistent,
- * otherwise -1 with a message in buf.  Must run with the store quiescent. */
+ * otherwise -1 with a message in buf.  Must run with the store quiescent
+ * (no writer, no expiry due; the sweeper thread may be alive). */
 int store_check(struct store *st, char *buf, size_t buflen);
 
 uint64_t store_hash(const void *key, uint32_t klen);

@@ -63,5 +63,7 @@ void store_get_stats(struct store *st, struct store_stats *o)
     o->tag_keys = nk;
     o->tag_values = nv;
     o->nbuckets = nbuckets_now(st);
-    o->fixed_bytes = st->fixed_bytes + o->nbuckets * sizeof(*st->buckets);
+    o->fixed_bytes = st->fixed_bytes + o->nbuckets * sizeof(*st->buckets) +
+                     (uint64_t)atomic_load_explicit(&st->wheel_bytes,
+                                                    memory_order_relaxed);
 }

@@ -47,6 +47,16 @@ int store_check(struct store *st, char *buf, size_t len)
 {
     uint64_t items = 0, tagged = 0, links = 0;
     int64_t expiring = 0;
+
+    /* the store must be quiescent, but the sweeper thread may be alive
+     * between passes: every lock taken once makes what it wrote under
+     * them visible here (with nothing due, its next passes write only
+     * the wheel, under the stripe locks, as wheel_has reads it) */
+    for (uint32_t j = 0; j <= st->lmask; j++) {
+        mdc_wrlock(&st->locks[j]);
+        mdc_unlock(&st->locks[j]);
+    }
+    tags_barrier(st->tags);
     for (uint32_t b = 0; b <= st->bmask; b++) {
         if (b >= nbuckets_now(st) && !rt_empty(&st->buckets[b])) {
             snprintf(buf, len, "records in bucket %u beyond the table", b);
@@ -67,9 +77,15 @@ int store_check(struct store *st, char *buf, size_t len)
             }
             prev = r;
             items++;
-            if (__atomic_load_n(&r->deadline, __ATOMIC_RELAXED) != 0)
+            uint32_t d = __atomic_load_n(&r->deadline, __ATOMIC_RELAXED);
+            if (d != 0)
                 expiring++;
             uint64_t h = store_hash(rec_key(r), rec_klen(r));
+            if (d != 0 && !wheel_has(st, h, d)) {
+                snprintf(buf, len, "record with a deadline not in the "
+                         "expiry wheel");
+                return -1;
+            }
             if (bucket_idx(st, h) != b) {
                 snprintf(buf, len, "record in wrong bucket");
                 return -1;

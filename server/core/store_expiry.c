@@ -5,6 +5,7 @@
  */
 #include "config.h"
 
+#include <stdlib.h>
 #include <time.h>
 
 #include "alloc.h"
@@ -125,8 +126,11 @@ static void fmarks_reset(struct store *st)
 }
 
 /* Change a linked record's deadline in place (touch/gat), under the write
- * lock, keeping the count of records the sweep must look at. */
-void set_deadline(struct store *st, struct record *r, uint32_t d)
+ * lock, keeping the count of records with one and the expiry wheel: a new
+ * entry unless the old deadline is in the new one's slot and not later
+ * (its entry then stands for the new deadline too, see "the expiry wheel"
+ * below). */
+void set_deadline(struct store *st, struct record *r, uint64_t h, uint32_t d)
 {
     uint32_t o = __atomic_load_n(&r->deadline, __ATOMIC_RELAXED);
     if (o == 0 && d != 0)
@@ -134,6 +138,8 @@ void set_deadline(struct store *st, struct record *r, uint32_t d)
     else if (o != 0 && d == 0)
         atomic_fetch_sub_explicit(&st->expiring, 1, memory_order_relaxed);
     __atomic_store_n(&r->deadline, d, __ATOMIC_RELAXED);
+    if (d != 0 && (o == 0 || EW_SLOT(o) != EW_SLOT(d) || d < o))
+        wheel_add(st, h, d);
 }
 
 /* Remove an expired record found under the write lock. */
@@ -225,29 +231,317 @@ size_t store_sweep(struct store *st, size_t max_buckets)
     return n;
 }
 
+/*
+ * The expiry wheel: what lets the sweeper reclaim a record within a second
+ * of its deadline without walking the table.  Each lock stripe has
+ * EW_SLOTS one-second slots; slot (d mod EW_SLOTS) of the key's stripe
+ * holds an entry for a linked record with deadline d: 8 bytes, the key
+ * hash's low 32 bits (its bucket and stripe) and its top 16 bits (which
+ * record of the bucket: the turn hashes the bucket's keys, the record has
+ * no room for a hash), and a lap tag, the 16 bits of
+ * d / EW_SLOTS.  Nothing is kept for a record without a deadline, and
+ * nothing in the record.
+ *
+ * Invariant: every linked record with a deadline d has an entry in slot
+ * EW_SLOT(d) of its stripe whose lap tag is not after d's lap, or its
+ * stripe is marked lost.  Linking a record with a deadline adds one
+ * unless the record it replaces had a deadline in the same slot no later
+ * than the new one (replacements keep the hash, so that entry stands for
+ * the new record); changing a deadline in place adds one unless the same
+ * holds.
+ *
+ * Each second the sweeper turns the second's slot of every stripe, under
+ * the stripe's write lock.  An entry whose lap is still ahead is passed
+ * over without looking at the table (a TTL longer than a lap costs one
+ * scan of its 8 bytes a lap).  The others are looked up: records of the
+ * entry's hash past their deadline are expired; if one is due in this
+ * slot on a later lap the entry stays, tagged with that lap, else it goes
+ * (so a stale entry, of a record deleted, replaced or touched, goes at its
+ * lap's turn).  A slot written since its last turn is sorted first, and
+ * the entries of one key are made one (the earliest lap).  An entry that
+ * cannot be stored (no memory) marks the stripe lost: the sweeper then
+ * walks that stripe's buckets once and enters every deadline again.
+ */
+struct eslot {
+    uint64_t *e;
+    uint32_t n;
+    uint32_t cap : 31;
+    uint32_t dirty : 1; /* added to since the last turn: not sorted */
+};
+struct ewheel {
+    struct eslot s[EW_SLOTS];
+};
+
+#define EW_LAP(d) ((uint16_t)((d) / EW_SLOTS))
+static inline uint64_t ew_entry(uint64_t h, uint32_t d)
+{
+    return (uint64_t)(uint16_t)(h >> 48) << 48 |
+           (uint64_t)(uint32_t)h << 16 | EW_LAP(d);
+}
+static inline uint64_t ew_key(uint64_t e) { return e >> 16; }
+/* laps of e's tag after 'lap' (negative: before), on the 16-bit circle */
+static inline int ew_ahead(uint64_t e, uint16_t lap)
+{
+    return (int16_t)(uint16_t)((uint16_t)e - lap);
+}
+
+static void wheel_lose(struct store *st, uint32_t j)
+{
+    st->wlost[j] = 1;
+    atomic_store_explicit(&st->wheel_lost, 1, memory_order_relaxed);
+}
+
+/* Enter h for deadline d (under h's stripe write lock). */
+void wheel_add(struct store *st, uint64_t h, uint32_t d)
+{
+    if (st->wheels == NULL || d == 0)
+        return;
+    uint32_t j = (uint32_t)h & st->lmask;
+    struct ewheel *w = st->wheels[j];
+    if (w == NULL) {
+        w = mdc_calloc(1, sizeof(*w));
+        if (w == NULL) {
+            wheel_lose(st, j);
+            return;
+        }
+        atomic_fetch_add_explicit(&st->wheel_bytes, (int64_t)sizeof(*w),
+                                  memory_order_relaxed);
+        /* the sweeper looks without the lock first (release: the slots
+         * it then reads under the lock are the zeroed ones) */
+        __atomic_store_n(&st->wheels[j], w, __ATOMIC_RELEASE);
+    }
+    struct eslot *s = &w->s[EW_SLOT(d)];
+    if (s->n == s->cap) {
+        uint32_t nc = s->cap ? s->cap * 2 : 4;
+        uint64_t *ne = mdc_realloc(s->e, nc * sizeof(*ne));
+        if (ne == NULL) {
+            wheel_lose(st, j);
+            return;
+        }
+        atomic_fetch_add_explicit(&st->wheel_bytes,
+                                  (int64_t)(nc - s->cap) * 8,
+                                  memory_order_relaxed);
+        s->e = ne;
+        s->cap = nc;
+    }
+    s->e[s->n++] = ew_entry(h, d);
+    s->dirty = 1;
+}
+
+/* Whether a record of hash h with deadline d has its entry, or h's stripe
+ * is lost (store_check). */
+bool wheel_has(struct store *st, uint64_t h, uint32_t d)
+{
+    if (st->wheels == NULL)
+        return true;
+    uint32_t j = (uint32_t)h & st->lmask;
+    uint64_t want = ew_key(ew_entry(h, d));
+    bool found = false;
+    mdc_rdlock(&st->locks[j]); /* the sweeper may be turning it */
+    struct ewheel *w = st->wheels[j];
+    if (st->wlost[j]) {
+        found = true;
+    } else if (w != NULL) {
+        struct eslot *s = &w->s[EW_SLOT(d)];
+        for (uint32_t i = 0; i < s->n && !found; i++)
+            found = ew_key(s->e[i]) == want &&
+                    ew_ahead(s->e[i], EW_LAP(d)) <= 0;
+    }
+    mdc_unlock(&st->locks[j]);
+    return found;
+}
+
+void wheel_teardown(struct store *st)
+{
+    if (st->wheels == NULL)
+        return;
+    for (uint32_t j = 0; j <= st->lmask; j++) {
+        struct ewheel *w = st->wheels[j];
+        if (w == NULL)
+            continue;
+        for (uint32_t i = 0; i < EW_SLOTS; i++)
+            mdc_free(w->s[i].e);
+        mdc_free(w);
+    }
+    mdc_free(st->wheels);
+    mdc_free(st->wlost);
+    st->wheels = NULL;
+}
+
+static int u64_cmp(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The records of entry e's hash in slot i at store second now: expire
+ * those past their deadline; returns the earliest deadline of those due
+ * in this slot on a later lap, 0 if none. */
+static uint32_t wheel_visit(struct store *st, uint64_t e, uint32_t i,
+                            uint32_t now)
+{
+    uint16_t hi = (uint16_t)(e >> 48);
+    uint32_t keep = 0;
+    struct record *r, *nx;
+    RT_FOREACH_SAFE(r, &st->buckets[bucket_idx(st, e >> 16 & 0xffffffffu)],
+                    nx)
+    {
+        uint32_t d = __atomic_load_n(&r->deadline, __ATOMIC_RELAXED);
+        if (d == 0)
+            continue;
+        uint64_t h = store_hash(rec_key(r), rec_klen(r));
+        if ((uint16_t)(h >> 48) != hi)
+            continue;
+        if (d <= now)
+            do_expire(st, r, h);
+        else if (EW_SLOT(d) == i && (keep == 0 || d < keep))
+            keep = d;
+    }
+    return keep;
+}
+
+/* Turn slot i of stripe j at store second now. */
+static void wheel_turn(struct store *st, uint32_t j, uint32_t i, uint32_t now)
+{
+    struct ewheel *w = __atomic_load_n(&st->wheels[j], __ATOMIC_ACQUIRE);
+    if (w == NULL)
+        return;
+    mdc_rwlock_t *l = &st->locks[j];
+    uint16_t lap = EW_LAP(now);
+    struct eslot *s = &w->s[i]; /* a wheel never moves once published */
+    /* a look under the read lock first (its biased fast path writes
+     * nothing shared): the write lock, which takes the stripe's reader
+     * bias away, only when an entry's lap has come or the slot was added
+     * to (sorted then, so that entries of one key cannot pile up) */
+    mdc_rdlock(l);
+    bool due = s->dirty;
+    for (uint32_t x = 0; x < s->n && !due; x++)
+        due = ew_ahead(s->e[x], lap) <= 0;
+    mdc_unlock(l);
+    if (!due)
+        return;
+    mdc_wrlock(l);
+    if (s->dirty && s->n > 1)
+        qsort(s->e, s->n, sizeof(*s->e), u64_cmp);
+    s->dirty = 0;
+    uint32_t k = 0;
+    for (uint32_t x = 0; x < s->n;) {
+        /* the run of one key's entries (one entry once sorted) */
+        uint64_t e = s->e[x];
+        uint32_t y = x + 1;
+        for (; y < s->n && ew_key(s->e[y]) == ew_key(e); y++)
+            if (ew_ahead(s->e[y], lap) < ew_ahead(e, lap))
+                e = s->e[y];
+        x = y;
+        if (ew_ahead(e, lap) > 0) { /* its lap is still ahead */
+            s->e[k++] = e;
+            continue;
+        }
+        uint32_t d = wheel_visit(st, e, i, now);
+        if (d != 0)
+            s->e[k++] = (e & ~(uint64_t)0xffff) | EW_LAP(d);
+    }
+    s->n = k;
+    if (s->cap > 8 && k <= s->cap / 4) { /* give back what a burst took */
+        uint32_t nc = k ? k * 2 : 0;
+        uint64_t *ne = nc ? mdc_realloc(s->e, nc * sizeof(*ne)) : NULL;
+        if (nc == 0 || ne != NULL) {
+            if (nc == 0)
+                mdc_free(s->e);
+            atomic_fetch_sub_explicit(&st->wheel_bytes,
+                                      (int64_t)(s->cap - nc) * 8,
+                                      memory_order_relaxed);
+            s->e = ne;
+            s->cap = nc;
+        }
+    }
+    mdc_unlock(l);
+}
+
+/* Enter every deadline of a lost stripe's records again (expiring those
+ * past it), under the stripe's write lock: its buckets are j, j + nlocks,
+ * ... (none of them can split meanwhile). */
+static void wheel_rebuild(struct store *st, uint32_t j, uint32_t now)
+{
+    mdc_rwlock_t *l = &st->locks[j];
+    mdc_wrlock(l);
+    st->wlost[j] = 0;
+    uint32_t nb = nbuckets_now(st);
+    for (uint32_t b = j; b < nb; b += st->lmask + 1) {
+        struct record *r, *nx;
+        RT_FOREACH_SAFE(r, &st->buckets[b], nx)
+        {
+            uint32_t d = __atomic_load_n(&r->deadline, __ATOMIC_RELAXED);
+            if (d == 0)
+                continue;
+            uint64_t h = store_hash(rec_key(r), rec_klen(r));
+            if (d <= now)
+                do_expire(st, r, h);
+            else
+                wheel_add(st, h, d);
+        }
+    }
+    mdc_unlock(l);
+}
+
+/* The sweeper's pass: rebuild lost stripes, then turn every slot of the
+ * seconds since the last pass (each slot once after a long pause). */
+static void wheel_run(struct store *st, uint32_t now)
+{
+    if (atomic_exchange_explicit(&st->wheel_lost, 0, memory_order_relaxed))
+        for (uint32_t j = 0; j <= st->lmask; j++) {
+            mdc_rdlock(&st->locks[j]);
+            bool lost = st->wlost[j] != 0;
+            mdc_unlock(&st->locks[j]);
+            if (lost)
+                wheel_rebuild(st, j, now);
+        }
+    if (now <= st->wheel_done) {
+        st->wheel_done = now; /* the clock was set back (tests) */
+        return;
+    }
+    uint32_t from = now - st->wheel_done >= EW_SLOTS
+                        ? now - EW_SLOTS + 1
+                        : st->wheel_done + 1;
+    for (uint32_t sec = from; sec <= now; sec++)
+        for (uint32_t j = 0; j <= st->lmask; j++)
+            wheel_turn(st, j, EW_SLOT(sec), now);
+    st->wheel_done = now;
+}
+
+/* When the sweeper wakes next: every interval, and with an interval of a
+ * second or more just after a store second begins (EW_MARGIN_NS later, for
+ * the coarse clock), so a deadline is acted on within that margin. */
+static void sweep_wake_at(struct store *st, struct timespec *ts)
+{
+    uint64_t wait = (uint64_t)st->cfg.sweep_interval_ms * 1000000u;
+    if (wait >= 1000000000u) {
+        uint64_t t = now_ns(st) - st->epoch_ns;
+        uint64_t next = ((t + wait - 1000000000u) / 1000000000u + 1) *
+                            1000000000u +
+                        EW_MARGIN_NS;
+        wait = next - t;
+    }
+    clock_gettime(CLOCK_REALTIME, ts);
+    uint64_t ns = (uint64_t)ts->tv_nsec + wait;
+    ts->tv_sec += (time_t)(ns / 1000000000u);
+    ts->tv_nsec = (long)(ns % 1000000000u);
+}
+
 void *sweeper_main(void *arg)
 {
     struct store *st = arg;
     pthread_mutex_lock(&st->sweep_mu);
     while (!st->sweep_stop) {
-        /* visit every bucket about once every 10 intervals */
-        size_t per = (size_t)nbuckets_now(st) / 10 + 1;
         struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        uint64_t ns = (uint64_t)ts.tv_nsec +
-                      (uint64_t)st->cfg.sweep_interval_ms * 1000000u;
-        ts.tv_sec += (time_t)(ns / 1000000000u);
-        ts.tv_nsec = (long)(ns % 1000000000u);
+        sweep_wake_at(st, &ts);
         pthread_cond_timedwait(&st->sweep_cv, &st->sweep_mu, &ts);
         if (st->sweep_stop)
             break;
         pthread_mutex_unlock(&st->sweep_mu);
-        /* nothing can expire: skip the walk (a pending delayed flush is
-         * still checked) */
-        if (atomic_load_explicit(&st->expiring, memory_order_relaxed) > 0)
-            store_sweep(st, per);
-        else
-            check_flush(st, now_s(st));
+        uint32_t now = now_s(st);
+        check_flush(st, now); /* a pending delayed flush */
+        wheel_run(st, now);
         if (atomic_load_explicit(&st->nretired, memory_order_relaxed) != 0)
             reclaim_retired(st);
         pthread_mutex_lock(&st->sweep_mu);

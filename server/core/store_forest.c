@@ -110,8 +110,16 @@ int do_link(struct store *st, uint64_t h, struct record *r,
     if (tmem != 0)
         store_account(st, tmem, 1);
     rt_insert(&st->buckets[b], r);
-    if (r->deadline != 0)
+    if (r->deadline != 0) {
         d_expiring++;
+        /* the expiry wheel: old's entry stands for r if in the same slot
+         * and not later */
+        uint32_t o = old != NULL ? __atomic_load_n(&old->deadline,
+                                                   __ATOMIC_RELAXED)
+                                 : 0;
+        if (o == 0 || EW_SLOT(o) != EW_SLOT(r->deadline) || r->deadline < o)
+            wheel_add(st, h, r->deadline);
+    }
     /* the creator's reference becomes the index's */
     __atomic_fetch_add(&r->refcnt, REF_INDEX - 1, __ATOMIC_RELAXED);
     rec_set_rflag(r, R_LINKED);

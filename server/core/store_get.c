@@ -114,7 +114,7 @@ struct record *store_gat(struct store *st, const void *key, uint32_t klen,
     struct record *r = do_find_live(st, h, key, klen);
     if (r != NULL) {
         announce(st, EV_TOUCH, r, h);
-        set_deadline(st, r, d);
+        set_deadline(st, r, h, d);
         __atomic_store_n(&r->atime, now_tick(st), __ATOMIC_RELAXED);
         rec_set_rflag(r, R_FETCHED);
         rec_hold(r);
@@ -156,14 +156,14 @@ static void mget_hit(struct store *st, struct record *r, uint64_t h,
     if (res->created) { /* its expiry came from N; T then applies */
         res->won = true;
         if (q->touch)
-            set_deadline(st, r, deadline_of(st, q->exptime));
+            set_deadline(st, r, h, deadline_of(st, q->exptime));
         return;
     }
     if (q->recache && !q->recache_after_touch)
         want = recache_due(st, r, q->recache_exptime);
     if (q->touch) {
         announce(st, EV_TOUCH, r, h);
-        set_deadline(st, r, deadline_of(st, q->exptime));
+        set_deadline(st, r, h, deadline_of(st, q->exptime));
     }
     if (q->recache && q->recache_after_touch)
         want = recache_due(st, r, q->recache_exptime);

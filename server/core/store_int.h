@@ -117,6 +117,14 @@ struct store {
      * counts get_flushed, or by a store of the key.  At most
      * FLUSH_MARKS_MAX in all; flush_live: entries not yet consumed. */
     struct flush_marks *fmarks; /* [nlocks] */
+    /* the expiry wheel (store_expiry.c), with a sweeper only: per stripe,
+     * allocated when a record with a deadline is first linked there,
+     * written under the stripe's write lock; wlost[j]: an entry of stripe
+     * j could not be stored, the sweeper rebuilds that stripe's wheel */
+    struct ewheel **wheels; /* [nlocks], NULL without a sweeper */
+    uint8_t *wlost;         /* [nlocks] */
+    _Atomic uint32_t wheel_lost; /* some wlost[j] is set */
+    uint32_t wheel_done; /* the sweeper's: last store second turned */
     _Atomic uint64_t flush_live;
     _Atomic uint64_t flush_total;
 
@@ -144,6 +152,7 @@ struct store {
     _Atomic uint64_t direct_reclaims; /* stores that evicted (reserve) */
     _Atomic uint64_t lrutail_reflocked; /* evictions of referenced records */
     _Atomic uint64_t get_flushed; /* gets of records a flush removed */
+    _Atomic int64_t wheel_bytes; /* the expiry wheel's allocations */
     uint64_t fixed_bytes;
 
     /* unlinked records no counted token keeps but a hold slot still does
@@ -486,9 +495,16 @@ void rec_put(struct store *st, struct record *r, unsigned tokens,
 void rec_unindex(struct store *st, struct record *r);
 void reclaim_retired(struct store *st);
 
-/* store_expiry.c: deadlines, flush and sweep */
+/* store_expiry.c: deadlines, flush and sweep; the expiry wheel */
+#define EW_SLOTS 256u /* one-second slots: a lap of 256 s */
+#define EW_SLOT(d) ((d) & (EW_SLOTS - 1))
+#define EW_MARGIN_NS 20000000u /* the sweeper wakes 20 ms into a second */
 uint32_t deadline_of(struct store *st, int64_t exptime);
-void set_deadline(struct store *st, struct record *r, uint32_t d);
+void set_deadline(struct store *st, struct record *r, uint64_t h,
+                  uint32_t d);
+void wheel_add(struct store *st, uint64_t h, uint32_t d);
+bool wheel_has(struct store *st, uint64_t h, uint32_t d);
+void wheel_teardown(struct store *st);
 void do_expire(struct store *st, struct record *r, uint64_t h);
 struct record *do_find_live(struct store *st, uint64_t h, const void *key,
                             uint32_t klen);

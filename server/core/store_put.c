@@ -249,7 +249,7 @@ void do_invalidate(struct store *st, struct record *r, uint64_t h,
 {
     announce(st, EV_STALE, r, h);
     if (set_ttl)
-        set_deadline(st, r, deadline_of(st, exptime));
+        set_deadline(st, r, h, deadline_of(st, exptime));
     rec_set_rflag(r, R_STALE);
     rec_clear_rflag(r, R_WON); /* the next reader wins */
     rec_set_cas(r, next_cas());
@@ -293,7 +293,7 @@ int store_touch(struct store *st, const void *key, uint32_t klen,
     struct record *r = do_find_live(st, h, key, klen);
     if (r != NULL) {
         announce(st, EV_TOUCH, r, h);
-        set_deadline(st, r, d);
+        set_deadline(st, r, h, d);
         rc = ST_OK;
     }
     mdc_unlock(l);

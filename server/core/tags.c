@@ -396,6 +396,16 @@ size_t tags_top(struct tags *t, struct store_tag_count *out, size_t n)
     return have;
 }
 
+/* Take and release every bucket's lock: what other threads wrote under
+ * them before is then visible to this one (store_check's barrier). */
+void tags_barrier(struct tags *t)
+{
+    for (uint32_t i = 0; i <= t->mask; i++) {
+        mdc_wrlock(&t->b[i].lock);
+        mdc_unlock(&t->b[i].lock);
+    }
+}
+
 /* The forest alone: every tag in its bucket, no empty node left behind,
  * every entry in the list of its own (tkey, tval), lists holding exactly
  * 'count' entries. */

@@ -81,6 +81,7 @@ size_t tags_top(struct tags *t, struct store_tag_count *out, size_t n);
 void tags_counts(struct tags *t, uint64_t *nkeys, uint64_t *nvals,
                  uint64_t *nlinks);
 int tags_check(struct tags *t, char *buf, size_t len);
+void tags_barrier(struct tags *t);
 typedef int (*tags_visit_fn)(void *ctx, const struct tag_entry *e);
 int tags_foreach(struct tags *t, tags_visit_fn fn, void *ctx);
 

@@ -28,35 +28,6 @@
 
 #define STOP_GRACE_S 5 /* in-flight work gets this long after SIGTERM */
 
-enum thread_model thread_model_of(unsigned nnet, unsigned npay)
-{
-    if (nnet == 0)
-        return npay == 0 ? TM_SPED : TM_AMPED_1;
-    if (npay == 0)
-        return TM_SYMPED;
-    if (nnet == 1)
-        return TM_AMPED;
-    return nnet == npay ? TM_SEDA_S : TM_SEDA;
-}
-
-const char *thread_model_name(enum thread_model tm)
-{
-    switch (tm) {
-    case TM_SPED:
-        return "SPED";
-    case TM_AMPED_1:
-    case TM_AMPED:
-        return "AMPED";
-    case TM_SYMPED:
-        return "SYMPED";
-    case TM_SEDA:
-        return "SEDA";
-    case TM_SEDA_S:
-        return "SEDA-S";
-    }
-    return "?";
-}
-
 struct mdc_tag *worker_tags(struct worker *w, size_t n)
 {
     if (n > w->tagcap) {

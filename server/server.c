@@ -1,0 +1,72 @@
+/*
+ * server.c - the few functions server.h declares for every layer above the
+ * core: the monotonic clocks the connections, threads and the report stamp
+ * with, and the thread model's name.  Base layer (docs/architecture.md,
+ * "Layers"): net/, proto/ and the report call these, so they cannot live in
+ * daemon.c or net/ (tools/check-layers.sh checks the calls too).
+ */
+#include "config.h"
+
+#include <time.h>
+
+#include "server.h"
+
+uint64_t server_mono_s(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec + 1; /* never 0: 0 means "unset" */
+}
+
+uint64_t server_coarse_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000 + 1;
+}
+
+uint64_t server_coarse_res_ms(void)
+{
+    struct timespec ts;
+
+    if (clock_getres(CLOCK_MONOTONIC_COARSE, &ts) != 0)
+        return 1000;
+    return (uint64_t)ts.tv_sec * 1000 +
+           ((uint64_t)ts.tv_nsec + 999999) / 1000000; /* rounded up */
+}
+
+uint64_t server_uptime(const struct server *srv)
+{
+    return server_mono_s() - srv->started_mono;
+}
+
+enum thread_model thread_model_of(unsigned nnet, unsigned npay)
+{
+    if (nnet == 0)
+        return npay == 0 ? TM_SPED : TM_AMPED_1;
+    if (npay == 0)
+        return TM_SYMPED;
+    if (nnet == 1)
+        return TM_AMPED;
+    return nnet == npay ? TM_SEDA_S : TM_SEDA;
+}
+
+const char *thread_model_name(enum thread_model tm)
+{
+    switch (tm) {
+    case TM_SPED:
+        return "SPED";
+    case TM_AMPED_1:
+    case TM_AMPED:
+        return "AMPED";
+    case TM_SYMPED:
+        return "SYMPED";
+    case TM_SEDA:
+        return "SEDA";
+    case TM_SEDA_S:
+        return "SEDA-S";
+    }
+    return "?";
+}

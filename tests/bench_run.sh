@@ -1,0 +1,55 @@
+#!/bin/sh
+# bench_run.sh - bench/run, the bench driver, end to end on a tiny run (no
+# figure is checked: figures are not tests, docs/benchmarking.md): two
+# mdcached targets given with -t, and --against's twin of the first,
+# alternate for 2 rounds, the load
+# generator's arguments after "--" reach mdc-load, the raw results go to
+# the -o directory (never into bench/results/), and the table has one row
+# per target with the first target's ratio 1.000.  A workload file that
+# does not exist and an unknown option are refused with status 64.
+# Exit 0 pass, 1 fail, 77 skip.
+set -u
+. "$(dirname "$0")/realclients/common.sh"
+SRC=${srcdir:-$(dirname "$0")/..}
+RUN=$SRC/bench/run
+B=${MDC_BUILDDIR:-.}
+need taskset python3
+# the generator keeps its buffers to the end (exit frees them): no leak
+# report for it from the sanitizer builds (as in mdc_load_rate.sh)
+ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+export ASAN_OPTIONS
+[ -x "$B/bench/mdc-load" ] || { echo "FAIL: $B/bench/mdc-load not built"; exit 1; }
+[ "$(nproc)" -ge 2 ] || skip "bench/run pins to CPUs 0 and 1"
+
+"$RUN" no-such-workload -B "$B" >/dev/null 2>&1
+check "an unknown workload is refused" 64 $?
+"$RUN" w1 --no-such-option >/dev/null 2>&1
+check "an unknown option is refused" 64 $?
+"$RUN" --list >"$RC_TMP/list" 2>&1
+grep -q '^w1 ' "$RC_TMP/list" && ok "--list names w1" || fail "--list names w1: $(cat "$RC_TMP/list")"
+
+before=$(ls "$SRC/bench/results" 2>/dev/null | wc -l)
+"$RUN" w1 -B "$B" -r 2 -D 0.5 -W 0.1 -s keys=2000 -s quiet_wait=0 -s tries=1 \
+    -t 'one mdcached text -n 1 -t 0' -t 'two mdcached text -n 1 -t 0 --io=epoll' \
+    -A "$B" -s against=one -o "$RC_TMP/res" -- -c 4 >"$RC_TMP/out" 2>"$RC_TMP/err"
+check "bench/run w1 with two -t targets ran" 0 $?
+check "nothing written into bench/results" "$before" "$(ls "$SRC/bench/results" 2>/dev/null | wc -l)"
+runs=$(ls "$RC_TMP"/res/w1-*.jsonl 2>/dev/null | head -1)
+[ -n "$runs" ] && ok "raw results in the -o directory" || fail "no w1-*.jsonl in $RC_TMP/res"
+n=$(grep -c '"kind": "run"' "$runs" 2>/dev/null)
+check "two rounds of three targets (one, its --against twin, two)" 6 "${n:-0}"
+# the rounds alternate: one two one two
+order=$(python3 -c 'import json,sys
+print(" ".join(json.loads(l)["target"] for l in open(sys.argv[1]) if "\"kind\": \"run\"" in l))' "$runs" 2>/dev/null)
+check "targets alternate within the rounds" "one one-base two one one-base two" "$order"
+m=$(grep -c '"args": "[^"]*-c 4' "$runs" 2>/dev/null)
+check "arguments after -- reach mdc-load" 6 "${m:-0}"
+grep -q '^| one | [12] | [0-9.]* | [0-9.]*-[0-9.]* | 1.000 |' "$RC_TMP/out" &&
+    ok "table: the first target, ratio 1.000" || fail "table row of one: $(cat "$RC_TMP/out" "$RC_TMP/err")"
+grep -q '^| one-base | [12] | ' "$RC_TMP/out" && ok "table: a row for the --against twin" ||
+    fail "table row of one-base: $(cat "$RC_TMP/out")"
+grep -q '^| two | [12] | ' "$RC_TMP/out" && ok "table: a row for the second target" ||
+    fail "table row of two: $(cat "$RC_TMP/out")"
+grep -q 'p99 µs' "$RC_TMP/out" && ok "table: latency columns (W1 asks for them)" ||
+    fail "no latency columns"
+rc_finish
