@@ -110,7 +110,7 @@ static void test_atime_grain(void **state)
     struct store *st = mk(&tc);
     set(st, "k", "v");
     struct record *r = store_get(st, "k", 1);
-    uint32_t a0 = r->atime;
+    uint16_t a0 = r->atime;
     uint8_t e0 = r->evb;
     assert_int_equal(e0 & EVB_READS, 1);
     store_release(st, r);
@@ -121,11 +121,30 @@ static void test_atime_grain(void **state)
         assert_int_equal(r->evb, e0);
         store_release(st, r);
     }
-    tc.mono_ns += 2000000000ull; /* 2 s */
+    tc.mono_ns += 3000000000ull; /* 3 s: at least ATIME_GRAIN ticks */
     r = store_get(st, "k", 1);
     assert_true(r->atime != a0);
     assert_int_equal(r->evb & EVB_READS, 2);
     store_release(st, r);
+    /* a read every 10 ms for 10 s: the record's atime and evb are written
+     * at most once a second, and at least every ATIME_GRAIN + 1 ticks */
+    uint16_t a = r->atime;
+    uint64_t last = tc.mono_ns;
+    int writes = 0;
+    for (int i = 0; i < 1000; i++) {
+        tc.mono_ns += 10000000;
+        r = store_get(st, "k", 1);
+        if (r->atime != a) {
+            assert_true(tc.mono_ns - last >= 1000000000ull);
+            assert_true(tc.mono_ns - last <=
+                        (uint64_t)(ATIME_GRAIN + 1) << ATIME_SHIFT);
+            a = r->atime;
+            last = tc.mono_ns;
+            writes++;
+        }
+        store_release(st, r);
+    }
+    assert_true(writes >= 3 && writes <= 10);
     store_teardown(st);
 }
 
