@@ -148,6 +148,36 @@ static void test_atime_grain(void **state)
     store_teardown(st);
 }
 
+/* A read dates itself on the store clock by the record's 48-bit version:
+ * the key length sharing that word (cas_klen) is not part of its age.  A
+ * long key is stored, then 1000 others: its first read records an age of
+ * about 1000 stores (evb's log-scaled code), not 0 or a wrapped one. */
+static void test_evb_age_is_version_age(void **state)
+{
+    (void)state;
+    struct testclock tc;
+    struct store *st = mk(&tc);
+    char key[200];
+    memset(key, 'k', sizeof(key) - 1);
+    key[sizeof(key) - 1] = '\0';
+    set(st, key, "v");
+    for (int i = 0; i < 1000; i++) {
+        char k[16];
+        snprintf(k, sizeof(k), "o%d", i);
+        set(st, k, "v");
+    }
+    struct record *r = store_get(st, key, strlen(key));
+    assert_non_null(r);
+    assert_int_equal(rec_klen(r), strlen(key));
+    assert_true(rec_age(r, cas_clock()) >= 1000 &&
+                rec_age(r, cas_clock()) <= 1001);
+    unsigned code = r->evb >> EVB_AGE_SHIFT;
+    assert_int_equal(r->evb & EVB_READS, 1);
+    assert_int_equal(code, evb_age_code(1000));
+    store_release(st, r);
+    store_teardown(st);
+}
+
 /* A held record outlives deletion and overwrite, its bytes accounted until
  * the last release; more holds than a thread's slots fall back to counts. */
 static void test_hold_outlives_delete(void **state)
@@ -399,6 +429,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_get_writes_nothing_shared),
         cmocka_unit_test(test_atime_grain),
+        cmocka_unit_test(test_evb_age_is_version_age),
         cmocka_unit_test(test_hold_outlives_delete),
         cmocka_unit_test(test_release_by_another_thread),
         cmocka_unit_test(test_brlock_excludes_fast_readers),

@@ -65,6 +65,7 @@ struct record {
 };
 _Static_assert(sizeof(struct record) == 48, "record header must stay 48 bytes");
 _Static_assert(offsetof(struct record, rb) == 0, "a tree node is its record");
+_Static_assert(offsetof(struct record, evb) == 47, "evb is the last byte");
 
 /* Versions are CAS_BITS wide: 2^48 stores before one repeats (nine years
  * at a million stores a second). */
