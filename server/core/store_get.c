@@ -117,8 +117,9 @@ struct record *store_gat(struct store *st, const void *key, uint32_t klen,
     if (r != NULL) {
         announce(st, EV_TOUCH, r, h);
         set_deadline(st, r, h, d);
-        uint32_t t = now_tick(st);
-        if (t - __atomic_load_n(&r->atime, __ATOMIC_RELAXED) >= ATIME_GRAIN)
+        /* a touch writes the line anyway; a read counts once a grain */
+        uint16_t t = now_tick(st);
+        if (atime_due(t, __atomic_load_n(&r->atime, __ATOMIC_RELAXED)))
             rec_note_read(r);
         __atomic_store_n(&r->atime, t, __ATOMIC_RELAXED);
         rec_set_rflag(r, R_FETCHED);
