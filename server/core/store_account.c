@@ -11,9 +11,10 @@
 #include "tags.h"
 
 /*
- * CAS versions: per-thread blocks of a global counter.  The counter is also
- * the eviction's clock (a record's age is cas_clock() - its version, both
- * CAS_BITS wide: rec_age() in store_int.h), so a
+ * CAS versions: per-thread blocks of a global counter, CAS_BITS wide (the
+ * top 16 bits of a record's version word hold its key length).  The
+ * counter is also the eviction's clock (a record's age is cas_clock() -
+ * its version in CAS_BITS arithmetic: rec_age() in store_int.h), so a
  * thread whose block has fallen far behind (it stores rarely while others
  * store a lot) drops the rest of it: its records would otherwise look old
  * from the start.  Reading the counter costs little: it is written once
