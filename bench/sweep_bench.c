@@ -66,7 +66,7 @@ static uint64_t held_late(struct store *st)
         mdc_rwlock_t *l = lock_of(st, b);
         struct record *r;
         mdc_rdlock(l);
-        RB_FOREACH(r, rtree, &st->buckets[b])
+        RT_FOREACH(r, &st->buckets[b])
         {
             uint32_t d = __atomic_load_n(&r->deadline, __ATOMIC_RELAXED);
             late += d != 0 && d + 1 <= now;

@@ -110,7 +110,7 @@ static void test_atime_grain(void **state)
     struct store *st = mk(&tc);
     set(st, "k", "v");
     struct record *r = store_get(st, "k", 1);
-    uint32_t a0 = r->atime;
+    uint16_t a0 = r->atime;
     uint8_t e0 = r->evb;
     assert_int_equal(e0 & EVB_READS, 1);
     store_release(st, r);
@@ -121,10 +121,59 @@ static void test_atime_grain(void **state)
         assert_int_equal(r->evb, e0);
         store_release(st, r);
     }
-    tc.mono_ns += 2000000000ull; /* 2 s */
+    tc.mono_ns += 3000000000ull; /* 3 s: at least ATIME_GRAIN ticks */
     r = store_get(st, "k", 1);
     assert_true(r->atime != a0);
     assert_int_equal(r->evb & EVB_READS, 2);
+    store_release(st, r);
+    /* a read every 10 ms for 10 s: the record's atime and evb are written
+     * at most once a second, and at least every ATIME_GRAIN + 1 ticks */
+    uint16_t a = r->atime;
+    uint64_t last = tc.mono_ns;
+    int writes = 0;
+    for (int i = 0; i < 1000; i++) {
+        tc.mono_ns += 10000000;
+        r = store_get(st, "k", 1);
+        if (r->atime != a) {
+            assert_true(tc.mono_ns - last >= 1000000000ull);
+            assert_true(tc.mono_ns - last <=
+                        (uint64_t)(ATIME_GRAIN + 1) << ATIME_SHIFT);
+            a = r->atime;
+            last = tc.mono_ns;
+            writes++;
+        }
+        store_release(st, r);
+    }
+    assert_true(writes >= 3 && writes <= 10);
+    store_teardown(st);
+}
+
+/* A read dates itself on the store clock by the record's 48-bit version:
+ * the key length sharing that word (cas_klen) is not part of its age.  A
+ * long key is stored, then 1000 others: its first read records an age of
+ * about 1000 stores (evb's log-scaled code), not 0 or a wrapped one. */
+static void test_evb_age_is_version_age(void **state)
+{
+    (void)state;
+    struct testclock tc;
+    struct store *st = mk(&tc);
+    char key[200];
+    memset(key, 'k', sizeof(key) - 1);
+    key[sizeof(key) - 1] = '\0';
+    set(st, key, "v");
+    for (int i = 0; i < 1000; i++) {
+        char k[16];
+        snprintf(k, sizeof(k), "o%d", i);
+        set(st, k, "v");
+    }
+    struct record *r = store_get(st, key, strlen(key));
+    assert_non_null(r);
+    assert_int_equal(rec_klen(r), strlen(key));
+    assert_true(rec_age(r, cas_clock()) >= 1000 &&
+                rec_age(r, cas_clock()) <= 1001);
+    unsigned code = r->evb >> EVB_AGE_SHIFT;
+    assert_int_equal(r->evb & EVB_READS, 1);
+    assert_int_equal(code, evb_age_code(1000));
     store_release(st, r);
     store_teardown(st);
 }
@@ -380,6 +429,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_get_writes_nothing_shared),
         cmocka_unit_test(test_atime_grain),
+        cmocka_unit_test(test_evb_age_is_version_age),
         cmocka_unit_test(test_hold_outlives_delete),
         cmocka_unit_test(test_release_by_another_thread),
         cmocka_unit_test(test_brlock_excludes_fast_readers),

@@ -22,11 +22,11 @@ static struct record *fake(const char *key, const struct mdc_tag *tg,
                            uint32_t nt)
 {
     uint32_t klen = (uint32_t)strlen(key);
-    size_t sz = rec_tag_offset(klen, 0) + sizeof(struct tag_area) +
+    size_t sz = rec_tag_offset(klen, 0, 0) + sizeof(struct tag_area) +
                 nt * sizeof(struct tag_entry);
     struct record *r = calloc(1, sz);
     assert_non_null(r);
-    r->klen = (uint16_t)klen;
+    r->cas_klen = (uint64_t)klen << KLEN_SHIFT;
     r->refcnt = 1;
     r->rflags = R_TAGGED | R_LINKED;
     memcpy(r->data, key, klen);

@@ -4,10 +4,12 @@
  * bench/missratio/README.md).  The store's bucket table (its size from -m
  * as store_setup picks it, grown by linear hashing), its sample (random
  * start, up to 64 buckets probed for a non-empty one, whole buckets), its
- * record sizes (64-byte header + key + value in jemalloc's classes) and
- * mr-replay's batches (the batch's gets, then the sets of its misses) are
- * modelled; time advances at RATE requests a second, and a read counts for
- * eviction at most once a simulated second, as in the server.
+ * record sizes (48-byte header + key + value in jemalloc's classes; the
+ * replay's flags are 0, so none are stored) and mr-replay's batches (the
+ * batch's gets, then the sets of its misses) are modelled; time advances
+ * at RATE requests a second, and a read counts for eviction only when the
+ * record's 16-bit atime (ticks of 2^30 ns, ~1.07 s) is ATIME_GRAIN ticks
+ * old, as in the server (store_int.h's atime_due).
  *
  *   mr-evict-sim TRACE MIB [POLICY] [RATE] [SAMPLE] [PROBATION] [GHOSTS]
  *
@@ -35,7 +37,7 @@ struct obj {
 	int32_t next;		/* in its bucket, -1 = last */
 	uint64_t ins;		/* store clock at its store */
 	uint64_t last;		/* store clock at its last counted read */
-	uint32_t atime;		/* ms tick of its last counted read, 0 = none */
+	uint16_t atime;		/* tick of its last counted read, 0 = none */
 	uint8_t reads, res;
 };
 
@@ -43,7 +45,10 @@ static struct obj *o;
 static int32_t *bk;
 static uint32_t n, split, maxb;
 static uint64_t items, mem, lim, clk, rng = 0x9E3779B97F4A7C15ull;
-static uint32_t tick;
+static uint16_t tick;	/* store_int.h's tick_of(): 2^ATIME_SHIFT ns, never 0 */
+#define HDR 48		/* sizeof(struct record) */
+#define ATIME_SHIFT 30
+#define ATIME_GRAIN 2
 static int lru, sample = 12;
 static double prob = 0.1;
 static uint16_t *ghost;
@@ -118,7 +123,7 @@ static void grow(void)
 static uint64_t rank(const struct obj *x)
 {
 	if (lru)
-		return x->atime == 0 ? UINT64_MAX : tick - x->atime;
+		return x->atime == 0 ? UINT64_MAX : (uint16_t)(tick - x->atime);
 	uint64_t age = clk - x->ins, window = (uint64_t)(prob * items);
 	if (x->reads == 0)
 		return age > window ? (2ull << 62) | age : age;
@@ -166,7 +171,7 @@ static void evict_one(void)
 
 static void read_(struct obj *x)
 {
-	if (tick - x->atime < 1024)
+	if (x->atime != 0 && (uint16_t)(tick - x->atime) < ATIME_GRAIN)
 		return;
 	x->atime = tick;
 	if (x->reads < 3)
@@ -178,7 +183,7 @@ static void store(uint32_t id, uint32_t vlen)
 {
 	struct obj *x = &o[id];
 	x->kv = MR_KEY_LEN + vlen;
-	x->size = (uint32_t)good(64 + MR_KEY_LEN + vlen);
+	x->size = (uint32_t)good(HDR + MR_KEY_LEN + vlen);
 	mem += x->size;
 	while (mem > lim && items)
 		evict_one();
@@ -237,8 +242,8 @@ int main(int argc, char **argv)
 		if (r[i].id > maxid)
 			maxid = r[i].id;
 	o = calloc((size_t)maxid + 1, sizeof(*o));
-	/* store_setup: a bucket per 8 records of 112 bytes, from 65 536 */
-	uint64_t want = lim / (112 * 8);
+	/* store_setup: a bucket per 8 records of 96 bytes, from 65 536 */
+	uint64_t want = lim / (96 * 8);
 	maxb = (uint32_t)pow2(want < 1024 ? 1024 : want);
 	n = maxb < 65536 ? maxb : 65536;
 	bk = malloc(sizeof(*bk) * maxb);
@@ -257,7 +262,9 @@ int main(int argc, char **argv)
 	for (uint64_t i = 0; i < hd->requests; i += 64) {
 		size_t m = hd->requests - i < 64 ? (size_t)(hd->requests - i) : 64;
 		/* a start well past 0: a never-read record's atime is 0 */
-		tick = (uint32_t)((uint64_t)((1000.0 + (double)i / rate) * 1e9) >> 20);
+		tick = (uint16_t)((uint64_t)((1000.0 + (double)i / rate) * 1e9) >> ATIME_SHIFT);
+		if (tick == 0)
+			tick = 1;
 		for (size_t j = 0; j < m; j++) {
 			struct obj *x = &o[r[i + j].id];
 			hit[j] = x->res;

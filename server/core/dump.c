@@ -270,7 +270,7 @@ static void dw_record(void *ctx, struct store *st, const struct record *r)
 {
     struct dw *w = ctx;
     uint32_t nt = record_ntags(r);
-    size_t need = 1 + 9 * 10 + (size_t)nt * 10 + r->klen + r->vlen;
+    size_t need = 1 + 9 * 10 + (size_t)nt * 10 + rec_klen(r) + r->vlen;
     if (dw_room(w, need) < 0) {
         w->oom = 1;
         return;
@@ -288,14 +288,14 @@ static void dw_record(void *ctx, struct store *st, const struct record *r)
     int64_t exp = record_expiry_wall(st, r);
     uint32_t idle = record_idle_ticks(st, r);
     uint8_t *p = w->blk + BLK_HDR + w->len, *p0 = p;
-    uint8_t bits = (r->flags ? RB_FLAGS : 0) | (exp ? RB_EXPIRY : 0) |
+    uint8_t bits = (rec_flags(r) ? RB_FLAGS : 0) | (exp ? RB_EXPIRY : 0) |
                    (idle != UINT32_MAX ? RB_IDLE : 0) | (nt ? RB_TAGS : 0) |
                    (record_stale(r) ? RB_STALE : 0);
     *p++ = bits;
-    p += put_var(p, r->klen);
+    p += put_var(p, rec_klen(r));
     p += put_var(p, r->vlen);
     if (bits & RB_FLAGS)
-        p += put_var(p, r->flags);
+        p += put_var(p, rec_flags(r));
     if (bits & RB_EXPIRY)
         p += put_var(p, (uint64_t)exp);
     if (bits & RB_IDLE)
@@ -309,11 +309,11 @@ static void dw_record(void *ctx, struct store *st, const struct record *r)
             p += put_var(p, zz(t.tval));
         }
     }
-    memcpy(p, record_key(r), r->klen);
-    p += r->klen;
+    memcpy(p, record_key(r), rec_klen(r));
+    p += rec_klen(r);
     memcpy(p, record_value(r), r->vlen);
     p += r->vlen;
-    w->idx[w->nrec].cas = r->cas;
+    w->idx[w->nrec].cas = rec_cas(r);
     w->idx[w->nrec].off = (uint32_t)w->len;
     w->idx[w->nrec].len = (uint32_t)(p - p0);
     w->len += (size_t)(p - p0);
@@ -631,11 +631,9 @@ static void damage(struct dl *l, uint64_t off, const char *fmt, ...)
 
 static size_t est_mem(const struct drec *d)
 {
-    size_t size = sizeof(struct record) + d->klen + d->vlen;
-    if (d->ntags > 0)
-        size = rec_tag_offset((uint32_t)d->klen, (uint32_t)d->vlen) +
-               sizeof(struct tag_area) + d->ntags * sizeof(struct tag_entry);
-    return mdc_good_size(size);
+    return mdc_good_size(rec_req_size((uint32_t)d->klen, (uint32_t)d->vlen,
+                                      d->flags ? sizeof(uint32_t) : 0,
+                                      (uint32_t)d->ntags));
 }
 
 static void note_tstack(struct dl *l, const struct drec *d)

@@ -19,6 +19,7 @@
  *   store_evict.c    the memory limit and sampled-LRU eviction
  *   store_account.c  the counters read out (stats) and CAS versions
  *   store_check.c    the consistency check of both forests
+ *   rbtree.c         the bucket trees' red-black tree (a 24-byte node)
  *
  * Lock discipline (docs/threads.md): at most one record-bucket lock is held
  * at a time; tag-bucket locks (tags.c) nest inside it and are innermost.
@@ -123,7 +124,7 @@ struct store *store_setup(const struct store_config *cfg)
     if (c->nbuckets == 0) {
         /* about eight smallest records per bucket when memory is full: a few
          * levels of tree, and under 8 bytes of bucket array per record */
-        uint64_t want = c->mem_limit / (112 * 8);
+        uint64_t want = c->mem_limit / (96 * 8);
         c->nbuckets = pow2_at_least(want < MIN_BUCKETS ? MIN_BUCKETS : want);
     }
     c->nbuckets = pow2_at_least(c->nbuckets);
@@ -214,8 +215,8 @@ fail:
 static void free_tree(struct store *st, struct record *r)
 {
     while (r != NULL) {
-        free_tree(st, RB_LEFT(r, rb));
-        struct record *right = RB_RIGHT(r, rb);
+        free_tree(st, rt_left(r));
+        struct record *right = rt_right(r);
         rec_clear_rflag(r, R_LINKED);
         if (rec_rflags(r) & R_TAGGED) {
             struct tag_area *ta = rec_tags(r);
@@ -244,8 +245,8 @@ void store_teardown(struct store *st)
      * rebalancing trees or unlinking tags one by one (tags_teardown frees
      * the whole tag index) */
     for (uint32_t b = 0; b < nbuckets_now(st); b++) {
-        free_tree(st, RB_ROOT(&st->buckets[b]));
-        RB_INIT(&st->buckets[b]);
+        free_tree(st, rt_root(&st->buckets[b]));
+        st->buckets[b].root.node = NULL;
     }
     int64_t tmem = 0;
     tags_teardown(st->tags, &tmem);

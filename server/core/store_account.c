@@ -11,8 +11,10 @@
 #include "tags.h"
 
 /*
- * CAS versions: per-thread blocks of a global counter.  The counter is also
- * the eviction's clock (a record's age is cas_clock() - its cas), so a
+ * CAS versions: per-thread blocks of a global counter, CAS_BITS wide (the
+ * top 16 bits of a record's version word hold its key length).  The
+ * counter is also the eviction's clock (a record's age is cas_clock() -
+ * its version in CAS_BITS arithmetic: rec_age() in store_int.h), so a
  * thread whose block has fallen far behind (it stores rarely while others
  * store a lot) drops the rest of it: its records would otherwise look old
  * from the start.  Reading the counter costs little: it is written once
@@ -24,14 +26,18 @@ static _Atomic uint64_t cas_global = 1;
 static __thread uint64_t cas_next, cas_end;
 uint64_t next_cas(void)
 {
-    if (cas_next == cas_end ||
-        atomic_load_explicit(&cas_global, memory_order_relaxed) - cas_end >
-            CAS_STALE) {
-        cas_next = atomic_fetch_add_explicit(&cas_global, CAS_BLOCK,
-                                             memory_order_relaxed);
-        cas_end = cas_next + CAS_BLOCK;
+    for (;;) {
+        if (cas_next == cas_end ||
+            atomic_load_explicit(&cas_global, memory_order_relaxed) - cas_end >
+                CAS_STALE) {
+            cas_next = atomic_fetch_add_explicit(&cas_global, CAS_BLOCK,
+                                                 memory_order_relaxed);
+            cas_end = cas_next + CAS_BLOCK;
+        }
+        uint64_t c = cas_next++ & CAS_MASK; /* CAS_BITS wide, never 0 */
+        if (c != 0)
+            return c;
     }
-    return cas_next++;
 }
 
 /* Exact for the thread that took the newest block (a store's own thread,
@@ -40,7 +46,7 @@ uint64_t next_cas(void)
 uint64_t cas_clock(void)
 {
     uint64_t g = atomic_load_explicit(&cas_global, memory_order_relaxed);
-    return cas_end == g ? cas_next : g;
+    return (cas_end == g ? cas_next : g) & CAS_MASK; /* as versions are */
 }
 
 /* Versions handed out later are above 'cas' (a restored record's). */

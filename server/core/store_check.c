@@ -28,8 +28,8 @@ static int xcheck_entry(void *ctx, const struct tag_entry *e)
                  e->tkey, e->tval);
         return -1;
     }
-    uint64_t h = store_hash(rec_key(r), r->klen);
-    if (do_find(x->st, h, rec_key(r), r->klen) != r) {
+    uint64_t h = store_hash(rec_key(r), rec_klen(r));
+    if (do_find(x->st, h, rec_key(r), rec_klen(r)) != r) {
         snprintf(x->buf, x->len, "tag (%d,%d) links a record not in the "
                  "forest", e->tkey, e->tval);
         return -1;
@@ -58,24 +58,35 @@ int store_check(struct store *st, char *buf, size_t len)
     }
     tags_barrier(st->tags);
     for (uint32_t b = 0; b <= st->bmask; b++) {
-        if (b >= nbuckets_now(st) && !RB_EMPTY(&st->buckets[b])) {
+        if (b >= nbuckets_now(st) && !rt_empty(&st->buckets[b])) {
             snprintf(buf, len, "records in bucket %u beyond the table", b);
             return -1;
         }
-        struct record *r;
-        RB_FOREACH(r, rtree, &st->buckets[b])
+        const char *why = NULL;
+        if (mdc_rb_verify(&st->buckets[b].root, &why) < 0) {
+            snprintf(buf, len, "bucket %u: %s", b, why);
+            return -1;
+        }
+        struct record *r, *prev = NULL;
+        RT_FOREACH(r, &st->buckets[b])
         {
+            if (prev != NULL &&
+                rec_keycmp(rec_key(prev), rec_klen(prev), r) >= 0) {
+                snprintf(buf, len, "bucket %u out of key order", b);
+                return -1;
+            }
+            prev = r;
             items++;
             uint32_t d = __atomic_load_n(&r->deadline, __ATOMIC_RELAXED);
             if (d != 0)
                 expiring++;
-            uint64_t h = store_hash(rec_key(r), r->klen);
+            uint64_t h = store_hash(rec_key(r), rec_klen(r));
             if (d != 0 && !wheel_has(st, h, d)) {
                 snprintf(buf, len, "record with a deadline not in the "
                          "expiry wheel");
                 return -1;
             }
-            if (bucket_idx(st, h) != b || r->hash32 != (uint32_t)(h >> 32)) {
+            if (bucket_idx(st, h) != b) {
                 snprintf(buf, len, "record in wrong bucket");
                 return -1;
             }

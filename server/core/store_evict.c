@@ -7,11 +7,13 @@
  * 12 records (whole buckets), the one of highest rank:
  *   1. an expired record;
  *   2. a record never read since it was stored, older than a tenth of
- *      the records (its age on the version clock, cas_clock() - cas: how
- *      many stores came after it): the oldest such, so that most records
- *      read once or never (one-hit wonders, scans) leave first;
+ *      the records (its age on the version clock, cas_clock() - version
+ *      in 48 bits: how many stores came after it): the oldest such, so
+ *      that most records read once or never (one-hit wonders, scans)
+ *      leave first;
  *   3. a record read: the one longest unread, that time divided by how
- *      many times it was read (1..3, counted at most once a second);
+ *      many times it was read (1..3, counted at most once per atime
+ *      refresh: two ~1.07 s ticks, ATIME_GRAIN);
  *   4. a record on probation, not yet read and younger than that tenth.
  * A key evicted leaves a ghost, a 16-bit fingerprint; a store of a key
  * that has one starts as read once (it came back: it is wanted).
@@ -65,9 +67,11 @@ static uint64_t evict_rank(const struct evict_pick *p, const struct record *r)
     if (rec_expired(r, p->now))
         return RANK_EXPIRED;
     uint8_t e = __atomic_load_n(&r->evb, __ATOMIC_RELAXED);
-    uint64_t age = p->clock - __atomic_load_n(&r->cas, __ATOMIC_RELAXED);
-    if ((int64_t)age < 0) /* a version set by a restore: as if just out of
-                           * probation */
+    /* stores since its version, both CAS_BITS wide (cas_klen's klen bits
+     * are not part of it) */
+    uint64_t age = (p->clock - rec_cas(r)) & CAS_MASK;
+    if (age >> (CAS_BITS - 1)) /* a version above the clock, set by a
+                                * restore: as if just out of probation */
         age = p->window + 1;
     unsigned reads = e & EVB_READS;
     if (reads == 0)
@@ -90,7 +94,7 @@ static int evict_pick(struct store *st, uint32_t b, struct evict_pick *p)
     int hit = 0;
 
     mdc_rdlock(l);
-    RB_FOREACH(r, rtree, &st->buckets[b])
+    RT_FOREACH(r, &st->buckets[b])
     {
         hit = 1;
         p->ranked++;
@@ -177,7 +181,7 @@ static int evict_one(struct store *st)
     if (best == NULL)
         return -1;
 
-    uint64_t h = store_hash(rec_key(best), best->klen);
+    uint64_t h = store_hash(rec_key(best), rec_klen(best));
     mdc_rwlock_t *l = stripe_of(st, h); /* best may have moved bucket */
     mdc_wrlock(l);
     if (rec_rflags(best) & R_LINKED) {

@@ -176,8 +176,8 @@ void store_flush(struct store *st)
         mdc_rwlock_t *l = lock_of(st, b);
         mdc_wrlock(l);
         struct record *r;
-        while ((r = RB_ROOT(&st->buckets[b])) != NULL) {
-            uint64_t h = store_hash(rec_key(r), r->klen);
+        while ((r = rt_root(&st->buckets[b])) != NULL) {
+            uint64_t h = store_hash(rec_key(r), rec_klen(r));
             if (!rec_expired(r, now))
                 fmarks_add(st, h); /* a get of it counts get_flushed */
             announce(st, EV_FLUSH, r, h);
@@ -219,10 +219,10 @@ size_t store_sweep(struct store *st, size_t max_buckets)
         mdc_rwlock_t *l = lock_of(st, b);
         mdc_wrlock(l);
         struct record *r, *nx;
-        RB_FOREACH_SAFE(r, rtree, &st->buckets[b], nx)
+        RT_FOREACH_SAFE(r, &st->buckets[b], nx)
         {
             if (rec_expired(r, now)) {
-                do_expire(st, r, store_hash(rec_key(r), r->klen));
+                do_expire(st, r, store_hash(rec_key(r), rec_klen(r)));
                 n++;
             }
         }
@@ -236,8 +236,9 @@ size_t store_sweep(struct store *st, size_t max_buckets)
  * of its deadline without walking the table.  Each lock stripe has
  * EW_SLOTS one-second slots; slot (d mod EW_SLOTS) of the key's stripe
  * holds an entry for a linked record with deadline d: 8 bytes, the key
- * hash's low 32 bits (its bucket and stripe) and the top 16 bits of its
- * hash32 (which record of the bucket), and a lap tag, the 16 bits of
+ * hash's low 32 bits (its bucket and stripe) and its top 16 bits (which
+ * record of the bucket: the turn hashes the bucket's keys, the record has
+ * no room for a hash), and a lap tag, the 16 bits of
  * d / EW_SLOTS.  Nothing is kept for a record without a deadline, and
  * nothing in the record.
  *
@@ -382,16 +383,17 @@ static uint32_t wheel_visit(struct store *st, uint64_t e, uint32_t i,
     uint16_t hi = (uint16_t)(e >> 48);
     uint32_t keep = 0;
     struct record *r, *nx;
-    RB_FOREACH_SAFE(r, rtree, &st->buckets[bucket_idx(st, e >> 16 & 0xffffffffu)],
+    RT_FOREACH_SAFE(r, &st->buckets[bucket_idx(st, e >> 16 & 0xffffffffu)],
                     nx)
     {
-        if ((uint16_t)(r->hash32 >> 16) != hi)
-            continue;
         uint32_t d = __atomic_load_n(&r->deadline, __ATOMIC_RELAXED);
         if (d == 0)
             continue;
+        uint64_t h = store_hash(rec_key(r), rec_klen(r));
+        if ((uint16_t)(h >> 48) != hi)
+            continue;
         if (d <= now)
-            do_expire(st, r, store_hash(rec_key(r), r->klen));
+            do_expire(st, r, h);
         else if (EW_SLOT(d) == i && (keep == 0 || d < keep))
             keep = d;
     }
@@ -467,12 +469,12 @@ static void wheel_rebuild(struct store *st, uint32_t j, uint32_t now)
     uint32_t nb = nbuckets_now(st);
     for (uint32_t b = j; b < nb; b += st->lmask + 1) {
         struct record *r, *nx;
-        RB_FOREACH_SAFE(r, rtree, &st->buckets[b], nx)
+        RT_FOREACH_SAFE(r, &st->buckets[b], nx)
         {
             uint32_t d = __atomic_load_n(&r->deadline, __ATOMIC_RELAXED);
             if (d == 0)
                 continue;
-            uint64_t h = store_hash(rec_key(r), r->klen);
+            uint64_t h = store_hash(rec_key(r), rec_klen(r));
             if (d <= now)
                 do_expire(st, r, h);
             else

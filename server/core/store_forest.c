@@ -15,21 +15,12 @@
 #define GROW_LOAD 1 /* records per bucket that trigger a split */
 #define GROW_STEPS 8 /* buckets split per trigger */
 
-static int rec_cmp(struct record *a, struct record *b)
-{
-    if (a->hash32 != b->hash32)
-        return a->hash32 < b->hash32 ? -1 : 1;
-    if (a->klen != b->klen)
-        return a->klen < b->klen ? -1 : 1;
-    return memcmp(a->data, b->data, a->klen);
-}
-RB_GENERATE(rtree, record, rb, rec_cmp);
 
 /* Take 'r' out of the record forest (not yet out of the tag index: the
  * index's reference stays until it is, see rec_untag). */
 void do_detach_b(struct store *st, uint32_t b, struct record *r)
 {
-    RB_REMOVE(rtree, &st->buckets[b], r);
+    rt_remove(&st->buckets[b], r);
     rec_clear_rflag(r, R_LINKED);
     atomic_fetch_sub_explicit(&st->curr_items, 1, memory_order_relaxed);
     if (__atomic_load_n(&r->deadline, __ATOMIC_RELAXED) != 0)
@@ -97,7 +88,7 @@ int do_link(struct store *st, uint64_t h, struct record *r,
         }
     }
     if (old != NULL) {
-        RB_REMOVE(rtree, &st->buckets[b], old);
+        rt_remove(&st->buckets[b], old);
         if (keep_pos) {
             struct tag_area *oa = rec_tags(old);
             for (uint32_t i = 0; i < nt; i++)
@@ -118,7 +109,7 @@ int do_link(struct store *st, uint64_t h, struct record *r,
     }
     if (tmem != 0)
         store_account(st, tmem, 1);
-    RB_INSERT(rtree, &st->buckets[b], r);
+    rt_insert(&st->buckets[b], r);
     if (r->deadline != 0) {
         d_expiring++;
         /* the expiry wheel: old's entry stands for r if in the same slot
@@ -174,12 +165,12 @@ static void grow_step(struct store *st)
     mdc_rwlock_t *l = lock_of(st, b);
     mdc_wrlock(l);
     struct record *r, *nx;
-    RB_FOREACH_SAFE(r, rtree, &st->buckets[b], nx)
+    RT_FOREACH_SAFE(r, &st->buckets[b], nx)
     {
-        uint64_t h = store_hash(rec_key(r), r->klen);
+        uint64_t h = store_hash(rec_key(r), rec_klen(r));
         if ((uint32_t)h & n) {
-            RB_REMOVE(rtree, &st->buckets[b], r);
-            RB_INSERT(rtree, &st->buckets[b + n], r);
+            rt_remove(&st->buckets[b], r);
+            rt_insert(&st->buckets[b + n], r);
         }
     }
     if (++split == n) {
@@ -254,12 +245,12 @@ size_t store_walk_class(struct store *st, uint32_t nclasses, uint32_t cls,
     uint32_t k = nclasses < n ? nclasses : n;
     for (uint32_t b = cls & (k - 1); b < nb; b += k) {
         struct record *r;
-        RB_FOREACH(r, rtree, &st->buckets[b])
+        RT_FOREACH(r, &st->buckets[b])
         {
             if (rec_expired(r, now))
                 continue;
             if (k != nclasses &&
-                ((uint32_t)store_hash(rec_key(r), r->klen) &
+                ((uint32_t)store_hash(rec_key(r), rec_klen(r)) &
                  (nclasses - 1)) != cls)
                 continue;
             fn(ctx, st, r);

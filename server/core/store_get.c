@@ -56,16 +56,14 @@ static struct record *get_hashed(struct store *st, uint64_t h,
             rec_hold(r);
             /* recency and reads for eviction, written at most once per
              * ATIME_GRAIN so that reads of a hot record share its line */
-            uint32_t t = tick_of(ns);
-            uint32_t at = __atomic_load_n(&r->atime, __ATOMIC_RELAXED);
+            uint16_t t = tick_of(ns);
+            uint16_t at = __atomic_load_n(&r->atime, __ATOMIC_RELAXED);
             uint8_t fl = rec_rflags(r);
             if (prev != NULL) {
                 prev->hit_before = (fl & R_FETCHED) != 0;
-                /* ticks of 2^20 ns */
-                prev->idle_s = (uint32_t)(((uint64_t)(t - at) << 20) /
-                                          1000000000u);
+                prev->idle_s = tick_secs(tick_age(t, at));
             }
-            if (t - at >= ATIME_GRAIN) {
+            if (atime_due(t, at)) {
                 __atomic_store_n(&r->atime, t, __ATOMIC_RELAXED);
                 rec_note_read(r);
             }
@@ -119,8 +117,9 @@ struct record *store_gat(struct store *st, const void *key, uint32_t klen,
     if (r != NULL) {
         announce(st, EV_TOUCH, r, h);
         set_deadline(st, r, h, d);
-        uint32_t t = now_tick(st);
-        if (t - __atomic_load_n(&r->atime, __ATOMIC_RELAXED) >= ATIME_GRAIN)
+        /* a touch writes the line anyway; a read counts once a grain */
+        uint16_t t = now_tick(st);
+        if (atime_due(t, __atomic_load_n(&r->atime, __ATOMIC_RELAXED)))
             rec_note_read(r);
         __atomic_store_n(&r->atime, t, __ATOMIC_RELAXED);
         rec_set_rflag(r, R_FETCHED);
@@ -147,15 +146,15 @@ static void mget_hit(struct store *st, struct record *r, uint64_t h,
                      uint64_t ns, const struct store_mget *q,
                      struct store_mget_res *res)
 {
-    uint32_t t = tick_of(ns);
-    uint32_t at = __atomic_load_n(&r->atime, __ATOMIC_RELAXED);
+    uint16_t t = tick_of(ns);
+    uint16_t at = __atomic_load_n(&r->atime, __ATOMIC_RELAXED);
     uint8_t fl = rec_rflags(r);
     bool want = false;
 
     res->prev.hit_before = (fl & R_FETCHED) != 0;
-    res->prev.idle_s = (uint32_t)(((uint64_t)(t - at) << 20) / 1000000000u);
+    res->prev.idle_s = tick_secs(tick_age(t, at));
     if (!q->no_bump) {
-        if (t - at >= ATIME_GRAIN) {
+        if (atime_due(t, at)) {
             __atomic_store_n(&r->atime, t, __ATOMIC_RELAXED);
             rec_note_read(r);
         }
@@ -228,7 +227,7 @@ struct record *store_mget(struct store *st, const void *key, uint32_t klen,
                  * write lock: a racing vivify may have linked first */
                 mdc_unlock(l);
                 if (fresh == NULL &&
-                    rec_alloc(st, key, klen, 0, 0, &fresh) != 0)
+                    rec_alloc(st, key, klen, 0, 0, 0, &fresh) != 0)
                     return NULL;
                 wr = true;
                 continue;
@@ -236,7 +235,7 @@ struct record *store_mget(struct store *st, const void *key, uint32_t klen,
             r = fresh;
             fresh = NULL;
             r->deadline = deadline_of(st, q->vivify_exptime);
-            r->cas = next_cas();
+            rec_set_cas(r, next_cas());
             r->rflags |= R_WON;
             announce(st, EV_ADD, r, h);
             if (do_link(st, h, r, NULL, 0) != 0) { /* no tags: cannot */
@@ -313,7 +312,7 @@ static inline void batch_stage2(struct store *st, const struct store_key *k,
         return;
     mdc_rwlock_t *l = stripe_of(st, h);
     mdc_rdlock(l);
-    struct record *r = RB_ROOT(&st->buckets[bucket_idx(st, h)]);
+    struct record *r = rt_root(&st->buckets[bucket_idx(st, h)]);
     if (r != NULL) {
         __builtin_prefetch(r, 0, 3);
         __builtin_prefetch((const char *)r + 64, 0, 3);

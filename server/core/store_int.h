@@ -3,10 +3,12 @@
  * and dump.c (not for other modules: they use store.h).  store.c lists the
  * store's files and what each holds.
  *
- * Record layout (one allocation):
+ * Record layout (one allocation; docs/architecture.md, "Record layout"):
  *
- *   struct record (64 bytes) | key | value | pad to 8 | tag area (tagged only)
+ *   struct record (48 bytes) | key | value | [flags] | pad to 8 | tag area
  *
+ * The client flags take 4 bytes after the value only when they are not 0
+ * (R_FLAGS); the tag area is there only for tagged records (R_TAGGED).
  * The tag area is a struct tag_area followed by ntags struct tag_entry; each
  * entry is both the record's copy of one tag and the link node that the tag
  * forest keeps in that tag's list, so linking never allocates.
@@ -15,33 +17,20 @@
 #define MDC_STORE_INT_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/queue.h>
-#include <sys/tree.h>
 
 #include "lock.h"
+#include "rbtree.h"
 #include "store.h"
 #include "tags.h"
 
 #ifndef __unused
 #define __unused __attribute__((unused))
 #endif
-
-/*
- * <sys/tree.h>'s entry is three pointers and an int: 32 bytes once padded.
- * Packed to 28, the record header fits 64 bytes and a 16-byte key with a
- * 32-byte value fits jemalloc's 112-byte class.  The pointers stay at 8-byte
- * aligned offsets because the record itself is.
- */
-#define MDC_RB_ENTRY_PACKED(type)                                              \
-    struct __attribute__((packed, aligned(4))) {                               \
-        struct type *rbe_left;                                                 \
-        struct type *rbe_right;                                                \
-        struct type *rbe_parent;                                               \
-        int rbe_color;                                                         \
-    }
 
 /* rflags bits (accessed atomically: readers set R_FETCHED under a read lock) */
 #define R_LINKED 0x01  /* in the record forest (holds the index reference) */
@@ -53,22 +42,37 @@
  * with an atomic fetch-or under the read lock, so exactly one gets W */
 #define R_STALE 0x08   /* marked stale: mg answers X */
 #define R_WON 0x10     /* a win token (W) went out: later readers get Z */
+#define R_FLAGS 0x20   /* client flags stored after the value (not 0) */
 
+/*
+ * 48 bytes, so that a 16-byte key and a 32-byte value fit jemalloc's 96-byte
+ * class (64 + 48 was its 112-byte class).  What went, and why the rest
+ * stays: docs/architecture.md, "Record layout".
+ */
 struct record {
-    MDC_RB_ENTRY_PACKED(record) rb; /* 28 */
-    uint32_t hash32;                /* upper half of the key's 64-bit hash */
-    uint64_t cas;      /* atomic: bumped in place by an invalidation */
+    struct mdc_rb_node rb; /* 24: left, right, parent | colour */
+    uint64_t cas_klen; /* atomic: version (low CAS_BITS bits, bumped in
+                        * place by an invalidation) | key length << 48
+                        * (fixed for the record's life) */
     uint32_t vlen;
-    uint32_t flags;    /* client flags */
-    uint32_t deadline; /* store seconds (now_s() in store.c); 0 = never */
+    uint32_t deadline; /* store seconds (now_s()); 0 = never */
     uint32_t refcnt;   /* atomic: index token (bit 31) + counted refs */
-    uint32_t atime;    /* atomic relaxed; ~1 ms ticks, wraps */
-    uint16_t klen;
+    uint16_t atime;    /* atomic relaxed; ticks of 2^ATIME_SHIFT ns
+                        * (~1.07 s), wraps after ~19.5 h; 0 = never read */
     uint8_t rflags;    /* atomic */
     uint8_t evb;       /* atomic relaxed: eviction bits (EVB_* below) */
-    unsigned char data[]; /* key, value, [pad, tag area] */
+    unsigned char data[]; /* key, value, [flags, pad, tag area] */
 };
-_Static_assert(sizeof(struct record) == 64, "record header must stay 64 bytes");
+_Static_assert(sizeof(struct record) == 48, "record header must stay 48 bytes");
+_Static_assert(offsetof(struct record, rb) == 0, "a tree node is its record");
+_Static_assert(offsetof(struct record, evb) == 47, "evb is the last byte");
+
+/* Versions are CAS_BITS wide: 2^48 stores before one repeats (nine years
+ * at a million stores a second). */
+#define CAS_BITS 48
+#define CAS_MASK ((UINT64_C(1) << CAS_BITS) - 1)
+#define KLEN_SHIFT 48
+#define ATIME_SHIFT 30
 
 struct tag_area {
     uint32_t ntags;
@@ -78,8 +82,10 @@ struct tag_area {
     struct tag_entry e[];
 };
 
-RB_HEAD(rtree, record);
-RB_PROTOTYPE(rtree, record, rb, rec_cmp);
+/* A bucket: the red-black tree of its records, ordered by (klen, key). */
+struct rtree {
+    struct mdc_rb_root root;
+};
 
 /* One stripe's flushed keys (struct store, fmarks). */
 struct flush_marks {
@@ -155,7 +161,7 @@ struct store {
     uint32_t gmask;
 
     /* unlinked records no counted token keeps but a hold slot still does
-     * (linked through rb.rbe_left); freed once no slot holds them */
+     * (linked through rb.left); freed once no slot holds them */
     _Alignas(64) pthread_mutex_t retire_mu;
     struct record *retired;
     _Atomic uint32_t nretired;
@@ -168,24 +174,61 @@ struct store {
 };
 
 /* ---- record helpers ---------------------------------------------------- */
+static inline uint32_t rec_klen(const struct record *r)
+{
+    return (uint32_t)(__atomic_load_n(&r->cas_klen, __ATOMIC_RELAXED) >>
+                      KLEN_SHIFT);
+}
+static inline uint64_t rec_cas(const struct record *r)
+{
+    return __atomic_load_n(&r->cas_klen, __ATOMIC_RELAXED) & CAS_MASK;
+}
+/* A new version (under the write lock, or before the record is linked). */
+/* A record's age on the version clock (cas_clock(), eviction's): stores
+ * since its version, in CAS_BITS arithmetic (klen is not part of it); a
+ * version above the clock (restored, or set by a client) is age 0. */
+static inline uint64_t rec_age(const struct record *r, uint64_t clock)
+{
+    uint64_t d = (clock - rec_cas(r)) & CAS_MASK;
+    return d >> (CAS_BITS - 1) ? 0 : d;
+}
+static inline void rec_set_cas(struct record *r, uint64_t cas)
+{
+    uint64_t w = __atomic_load_n(&r->cas_klen, __ATOMIC_RELAXED);
+    __atomic_store_n(&r->cas_klen, (w & ~CAS_MASK) | (cas & CAS_MASK),
+                     __ATOMIC_RELAXED);
+}
 static inline unsigned char *rec_key(struct record *r) { return r->data; }
 static inline unsigned char *rec_val(struct record *r)
 {
-    return r->data + r->klen;
+    return r->data + rec_klen(r);
 }
-static inline size_t rec_tag_offset(uint32_t klen, uint32_t vlen)
+static inline uint8_t rec_rflags(const struct record *r)
 {
-    size_t off = sizeof(struct record) + klen + vlen;
+    return __atomic_load_n(&r->rflags, __ATOMIC_RELAXED);
+}
+/* bytes of client flags after the value: 0 or 4 */
+static inline size_t rec_flags_len(const struct record *r)
+{
+    return (rec_rflags(r) & R_FLAGS) ? sizeof(uint32_t) : 0;
+}
+static inline uint32_t rec_flags(const struct record *r)
+{
+    uint32_t f = 0;
+    if (rec_rflags(r) & R_FLAGS)
+        memcpy(&f, r->data + rec_klen(r) + r->vlen, sizeof(f));
+    return f;
+}
+static inline size_t rec_tag_offset(uint32_t klen, uint32_t vlen, size_t fl)
+{
+    size_t off = sizeof(struct record) + klen + vlen + fl;
     return (off + 7) & ~(size_t)7;
 }
 static inline struct tag_area *rec_tags(struct record *r)
 {
     return (struct tag_area *)((unsigned char *)r +
-                               rec_tag_offset(r->klen, r->vlen));
-}
-static inline uint8_t rec_rflags(const struct record *r)
-{
-    return __atomic_load_n(&r->rflags, __ATOMIC_RELAXED);
+                               rec_tag_offset(rec_klen(r), r->vlen,
+                                              rec_flags_len(r)));
 }
 static inline void rec_set_rflag(struct record *r, uint8_t f)
 {
@@ -200,6 +243,74 @@ static inline void rec_incref(struct record *r)
     __atomic_fetch_add(&r->refcnt, 1, __ATOMIC_RELAXED);
 }
 
+/* ---- the bucket trees (rbtree.h) --------------------------------------- */
+static inline struct record *rt_root(const struct rtree *t)
+{
+    return (struct record *)t->root.node;
+}
+static inline struct record *rt_left(const struct record *r)
+{
+    return (struct record *)r->rb.left;
+}
+static inline struct record *rt_right(const struct record *r)
+{
+    return (struct record *)r->rb.right;
+}
+static inline struct record *rt_first(const struct rtree *t)
+{
+    return (struct record *)mdc_rb_first(&t->root);
+}
+static inline struct record *rt_next(const struct record *r)
+{
+    return (struct record *)mdc_rb_next(&r->rb);
+}
+static inline int rt_empty(const struct rtree *t)
+{
+    return mdc_rb_empty(&t->root);
+}
+static inline void rt_remove(struct rtree *t, struct record *r)
+{
+    mdc_rb_erase(&t->root, &r->rb);
+}
+/* The trees' order: key length, then the key's 8-byte words as integers,
+ * then its last bytes (any total order will do; this one needs no call
+ * for short keys).  No hash in the header: a bucket holds one record, up
+ * to about eight at the table's maximum, and a small record's key shares
+ * the header's cache line. */
+static inline int rec_keycmp(const void *key, uint32_t klen,
+                             const struct record *n)
+{
+    uint32_t nk = rec_klen(n);
+    if (klen != nk)
+        return klen < nk ? -1 : 1;
+    const unsigned char *a = key, *b = n->data;
+    for (; klen >= 8; a += 8, b += 8, klen -= 8) {
+        uint64_t x, y;
+        memcpy(&x, a, 8);
+        memcpy(&y, b, 8);
+        if (x != y)
+            return x < y ? -1 : 1;
+    }
+    return klen ? memcmp(a, b, klen) : 0;
+}
+/* Insert r, whose key t does not hold. */
+static inline void rt_insert(struct rtree *t, struct record *r)
+{
+    struct mdc_rb_node **link = &t->root.node, *parent = NULL;
+    uint32_t klen = rec_klen(r);
+    while (*link != NULL) {
+        parent = *link;
+        link = rec_keycmp(r->data, klen, (struct record *)parent) < 0
+                   ? &parent->left
+                   : &parent->right;
+    }
+    mdc_rb_link(&r->rb, parent, link);
+    mdc_rb_insert_fixup(&t->root, &r->rb);
+}
+#define RT_FOREACH(r, t) for ((r) = rt_first(t); (r) != NULL; (r) = rt_next(r))
+#define RT_FOREACH_SAFE(r, t, nx)                                              \
+    for ((r) = rt_first(t); (r) != NULL && ((nx) = rt_next(r), 1); (r) = (nx))
+
 
 /* ---- clock, table, lookup: inline on every path ------------------------------ */
 /* Store seconds: 1 at creation, so a deadline of 0 can mean "never". */
@@ -207,9 +318,33 @@ static inline uint32_t secs_of(struct store *st, uint64_t ns)
 {
     return (uint32_t)((ns - st->epoch_ns) / 1000000000u) + 1;
 }
-static inline uint32_t tick_of(uint64_t ns) { return (uint32_t)(ns >> 20); }
-/* store_get refreshes atime only when it is this many ticks old (~1 s) */
-#define ATIME_GRAIN 1024u
+/* atime ticks (struct record): 0 means "never read", so tick 0 reads as 1 */
+static inline uint16_t tick_of(uint64_t ns)
+{
+    uint16_t t = (uint16_t)(ns >> ATIME_SHIFT);
+    return t ? t : 1;
+}
+/* ticks since a (16 bits: an age past ~19.5 h wraps) */
+static inline uint32_t tick_age(uint16_t now, uint16_t a)
+{
+    return (uint16_t)(now - a);
+}
+/* A read refreshes atime only when it is this many ticks old: two ticks
+ * apart, two writes are at least one tick (~1.07 s) apart, so reads of a
+ * hot record share its line */
+#define ATIME_GRAIN 2u
+static inline bool atime_due(uint16_t now, uint16_t a)
+{
+    return a == 0 || tick_age(now, a) >= ATIME_GRAIN;
+}
+/* idle seconds as a protocol reports them (mg's l and la) */
+static inline uint32_t tick_secs(uint32_t ticks)
+{
+    return (uint32_t)(((uint64_t)ticks << ATIME_SHIFT) / 1000000000u);
+}
+/* record_idle_ticks() and dumps count ticks of 2^20 ns, as before atime
+ * was 16 bits of 2^30 ns */
+#define IDLE_TICK_SHIFT (ATIME_SHIFT - 20)
 static inline uint64_t now_ns(struct store *st)
 {
     return st->clk.mono_ns(st->clk.ctx);
@@ -218,7 +353,7 @@ static inline uint32_t now_s(struct store *st)
 {
     return secs_of(st, now_ns(st));
 }
-static inline uint32_t now_tick(struct store *st)
+static inline uint16_t now_tick(struct store *st)
 {
     return tick_of(now_ns(st));
 }
@@ -230,7 +365,8 @@ static inline uint32_t now_tick(struct store *st)
  *   bits 0-1  reads: how many of those writes since the record was linked
  *             (saturates at 3; 0 = never read, still on probation)
  *   bits 2-7  when the last of them was, as the record's age on the version
- *             clock (cas_clock() - cas) then, log-scaled (evb_age_code)
+ *             clock (rec_age(): cas_clock() - version) then, log-scaled
+ *             (evb_age_code)
  */
 #define EVB_READS 3u
 uint64_t cas_clock(void); /* store_account.c */
@@ -255,9 +391,7 @@ static inline void rec_note_read(struct record *r)
 {
     uint8_t e = __atomic_load_n(&r->evb, __ATOMIC_RELAXED);
     unsigned n = e & EVB_READS;
-    uint64_t age = cas_clock() - __atomic_load_n(&r->cas, __ATOMIC_RELAXED);
-    if ((int64_t)age < 0) /* a restored or client-set version */
-        age = 0;
+    uint64_t age = rec_age(r, cas_clock());
     if (n < EVB_READS)
         n++;
     __atomic_store_n(&r->evb,
@@ -314,7 +448,7 @@ static inline void announce(struct store *st, enum store_event ev,
                             struct record *r, uint64_t h)
 {
     if (st->hook != NULL)
-        st->hook(st->hook_ctx, ev, rec_key(r), r->klen, h);
+        st->hook(st->hook_ctx, ev, rec_key(r), rec_klen(r), h);
 }
 
 /* Run a pending delayed flush once its moment has come (one relaxed load
@@ -329,17 +463,17 @@ static inline void check_flush(struct store *st, uint32_t now)
 
 /* The size rec_alloc() asked for: from the header, so that freeing needs
  * no allocator lookup (mdc_alloc_size, mdc_free_sized). */
-static inline size_t rec_req_size(uint32_t klen, uint32_t vlen,
+static inline size_t rec_req_size(uint32_t klen, uint32_t vlen, size_t fl,
                                   uint32_t ntags)
 {
     if (ntags == 0)
-        return sizeof(struct record) + klen + vlen;
-    return rec_tag_offset(klen, vlen) + sizeof(struct tag_area) +
+        return sizeof(struct record) + klen + vlen + fl;
+    return rec_tag_offset(klen, vlen, fl) + sizeof(struct tag_area) +
            (size_t)ntags * sizeof(struct tag_entry);
 }
 static inline size_t rec_req_size_of(struct record *r)
 {
-    return rec_req_size(r->klen, r->vlen,
+    return rec_req_size(rec_klen(r), r->vlen, rec_flags_len(r),
                         (rec_rflags(r) & R_TAGGED) ? rec_tags(r)->ntags : 0);
 }
 
@@ -365,19 +499,12 @@ static inline void rec_hold(struct record *r)
 static inline struct record *do_find(struct store *st, uint64_t h, const void *key,
                               uint32_t klen)
 {
-    uint32_t h32 = (uint32_t)(h >> 32);
-    struct record *n = RB_ROOT(&st->buckets[bucket_idx(st, h)]);
+    struct record *n = rt_root(&st->buckets[bucket_idx(st, h)]);
     while (n != NULL) {
-        int c;
-        if (h32 != n->hash32)
-            c = h32 < n->hash32 ? -1 : 1;
-        else if (klen != n->klen)
-            c = klen < n->klen ? -1 : 1;
-        else
-            c = memcmp(key, n->data, klen);
+        int c = rec_keycmp(key, klen, n);
         if (c == 0)
             return n;
-        n = c < 0 ? RB_LEFT(n, rb) : RB_RIGHT(n, rb);
+        n = c < 0 ? rt_left(n) : rt_right(n);
     }
     return NULL;
 }
@@ -411,7 +538,8 @@ void maybe_grow(struct store *st); /* no lock held */
 
 /* store_record.c: allocation and references */
 int rec_alloc(struct store *st, const void *key, uint32_t klen,
-              uint32_t vlen, uint32_t ntags, struct record **out);
+              uint32_t vlen, uint32_t flags, uint32_t ntags,
+              struct record **out);
 void rec_set_tags(struct record *r, const struct mdc_tag *tags, uint32_t n);
 void rec_copy_tags(struct record *r, struct record *src);
 #define TOK_OWN 1u   /* one of the caller's tokens: its hold, else a count */

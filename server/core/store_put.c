@@ -63,28 +63,28 @@ int replace_derived(struct store *st, uint64_t h, struct record *old,
 {
     uint32_t nt = record_ntags(old);
     struct record *r;
-    int rc = rec_alloc(st, rec_key(old), old->klen, alen + blen, nt, &r);
+    int rc = rec_alloc(st, rec_key(old), rec_klen(old), alen + blen,
+                       rec_flags(old), nt, &r);
     if (rc != 0)
         return rc;
     if (alen)
         memcpy(rec_val(r), a, alen);
     if (blen)
         memcpy(rec_val(r) + alen, b, blen);
-    r->flags = old->flags;
     r->deadline = __atomic_load_n(&old->deadline, __ATOMIC_RELAXED);
     if (nt)
         rec_copy_tags(r, old);
-    r->cas = next_cas();
+    rec_set_cas(r, next_cas());
 
     mdc_rwlock_t *l = stripe_of(st, h);
     mdc_wrlock(l);
-    struct record *cur = do_find_live(st, h, rec_key(old), old->klen);
+    struct record *cur = do_find_live(st, h, rec_key(old), rec_klen(old));
     if (cur != old) {
         mdc_unlock(l);
         store_release(st, r);
         return cur == NULL ? REPLACE_GONE : REPLACE_RETRY;
     }
-    uint64_t ncas = r->cas; /* r may be replaced once unlocked */
+    uint64_t ncas = rec_cas(r); /* r may be replaced once unlocked */
     /* a counter changes in place in memcached (stale state and win kept);
      * append and prepend build a new item there (both dropped) */
     if (ev == EV_INCR || ev == EV_ATOMIC)
@@ -183,20 +183,19 @@ int put_common(struct store *st, enum store_mode mode,
 
     check_flush(st, now_s(st));
     struct record *r;
-    rc = rec_alloc(st, it->key, it->klen, it->vlen, nt, &r);
+    rc = rec_alloc(st, it->key, it->klen, it->vlen, it->flags, nt, &r);
     if (rc != 0)
         goto out;
     if (it->vlen)
         memcpy(rec_val(r), it->value, it->vlen);
-    r->flags = it->flags;
     r->deadline = deadline_of(st, it->exptime);
     if (nt)
         rec_set_tags(r, tb, nt);
-    r->cas = next_cas();
+    rec_set_cas(r, next_cas());
 
     uint64_t h = store_hash(it->key, it->klen);
     mdc_rwlock_t *l = stripe_of(st, h);
-    uint64_t ncas = r->cas; /* r may be replaced once unlocked */
+    uint64_t ncas = rec_cas(r); /* r may be replaced once unlocked */
     mdc_wrlock(l);
     struct record *old = do_find_live(st, h, it->key, it->klen);
     switch (mode) {
@@ -211,9 +210,9 @@ int put_common(struct store *st, enum store_mode mode,
     case STORE_CAS:
         if (old == NULL)
             rc = ST_NOT_FOUND;
-        else if (old->cas == it->cas)
+        else if (rec_cas(old) == it->cas)
             break;
-        else if (it->invalidate && it->cas < old->cas) {
+        else if (it->invalidate && it->cas < rec_cas(old)) {
             /* memcached's ms I: an older version is stored, stale, for
              * the old record's remaining life and with its win token */
             uint8_t ofl = rec_rflags(old);
@@ -253,7 +252,7 @@ void do_invalidate(struct store *st, struct record *r, uint64_t h,
         set_deadline(st, r, h, deadline_of(st, exptime));
     rec_set_rflag(r, R_STALE);
     rec_clear_rflag(r, R_WON); /* the next reader wins */
-    __atomic_store_n(&r->cas, next_cas(), __ATOMIC_RELAXED);
+    rec_set_cas(r, next_cas());
 }
 
 int store_invalidate(struct store *st, const void *key, uint32_t klen,
@@ -269,7 +268,7 @@ int store_invalidate(struct store *st, const void *key, uint32_t klen,
     mdc_wrlock(l);
     struct record *r = do_find_live(st, h, key, klen);
     if (r != NULL) {
-        if (cas != 0 && r->cas != cas) {
+        if (cas != 0 && rec_cas(r) != cas) {
             rc = ST_EXISTS;
         } else {
             do_invalidate(st, r, h, set_ttl, exptime);
@@ -315,7 +314,7 @@ int store_delete(struct store *st, const void *key, uint32_t klen,
     if (r == NULL)
         (void)fmarks_take(st, h); /* memcached unlinks the flushed item */
     if (r != NULL) {
-        if (cas != 0 && r->cas != cas) {
+        if (cas != 0 && rec_cas(r) != cas) {
             rc = ST_EXISTS;
         } else {
             announce(st, EV_DELETE, r, h);
@@ -359,24 +358,24 @@ int store_restore(struct store *st, const struct store_restore *it,
             return ST_NOT_FOUND;
         d = rel > (int64_t)UINT32_MAX - now ? UINT32_MAX : now + (uint32_t)rel;
     }
-    size_t size = sizeof(struct record) + it->klen + it->vlen;
-    if (it->ntags > 0)
-        size = rec_tag_offset(it->klen, it->vlen) + sizeof(struct tag_area) +
-               (size_t)it->ntags * sizeof(struct tag_entry);
+    size_t size = rec_req_size(it->klen, it->vlen,
+                               it->flags ? sizeof(it->flags) : 0, it->ntags);
     if (atomic_load_explicit(&st->mem, memory_order_relaxed) +
             (int64_t)mdc_good_size(size) > (int64_t)st->cfg.mem_limit)
         return ST_NO_MEMORY;
     uint64_t h = store_hash(it->key, it->klen);
     mdc_rwlock_t *l = stripe_of(st, h);
     struct record *r;
-    int rc = rec_alloc(st, it->key, it->klen, it->vlen, it->ntags, &r);
+    int rc = rec_alloc(st, it->key, it->klen, it->vlen, it->flags,
+                       it->ntags, &r);
     if (rc != 0)
         return rc;
     if (it->vlen)
         memcpy(rec_val(r), it->value, it->vlen);
-    r->flags = it->flags;
     r->deadline = d;
-    r->cas = it->cas;
+    /* versions are CAS_BITS wide (store_int.h): a wider one from
+     * elsewhere keeps its low bits */
+    rec_set_cas(r, (it->cas & CAS_MASK) ? it->cas : next_cas());
     if (it->ntags)
         rec_set_tags(r, it->tags, it->ntags);
     if (it->stale) /* its win token is not: the next reader wins */
@@ -392,8 +391,11 @@ int store_restore(struct store *st, const struct store_restore *it,
     /* keep_pos without an old record: into the forest, tags not linked */
     do_link(st, h, r, NULL, 1);
     if (it->idle_ticks != UINT32_MAX) {
-        __atomic_store_n(&r->atime, now_tick(st) - it->idle_ticks,
-                         __ATOMIC_RELAXED);
+        uint32_t idle = it->idle_ticks >> IDLE_TICK_SHIFT;
+        uint16_t a = (uint16_t)(now_tick(st) - (idle > UINT16_MAX - 1
+                                                    ? UINT16_MAX - 1
+                                                    : idle));
+        __atomic_store_n(&r->atime, a ? a : 1, __ATOMIC_RELAXED);
         /* it had been read: off probation, as old as its version says */
         __atomic_store_n(&r->evb, (uint8_t)1, __ATOMIC_RELAXED);
     }
@@ -408,7 +410,7 @@ int store_restore(struct store *st, const struct store_restore *it,
 
 int store_restore_tags(struct store *st, struct record *r)
 {
-    uint64_t h = store_hash(rec_key(r), r->klen);
+    uint64_t h = store_hash(rec_key(r), rec_klen(r));
     mdc_rwlock_t *l = stripe_of(st, h);
     int64_t tmem = 0;
     int rc = ST_OK;

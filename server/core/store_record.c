@@ -14,13 +14,13 @@
 #include "store_int.h"
 
 const void *record_key(const struct record *r) { return r->data; }
-uint32_t record_klen(const struct record *r) { return r->klen; }
-const void *record_value(const struct record *r) { return r->data + r->klen; }
+uint32_t record_klen(const struct record *r) { return rec_klen(r); }
+const void *record_value(const struct record *r) { return r->data + rec_klen(r); }
 uint32_t record_vlen(const struct record *r) { return r->vlen; }
-uint32_t record_flags(const struct record *r) { return r->flags; }
+uint32_t record_flags(const struct record *r) { return rec_flags(r); }
 uint64_t record_cas(const struct record *r)
 {
-    return __atomic_load_n(&r->cas, __ATOMIC_RELAXED);
+    return rec_cas(r);
 }
 bool record_stale(const struct record *r)
 {
@@ -74,7 +74,8 @@ static void rec_retire(struct store *st, struct record *r, int64_t *freed)
         return;
     }
     pthread_mutex_lock(&st->retire_mu);
-    r->rb.rbe_left = st->retired; /* out of every tree: the link is free */
+    /* out of every tree: the link is free */
+    r->rb.left = (struct mdc_rb_node *)st->retired;
     st->retired = r;
     atomic_fetch_add_explicit(&st->nretired, 1, memory_order_relaxed);
     pthread_mutex_unlock(&st->retire_mu);
@@ -88,12 +89,12 @@ void reclaim_retired(struct store *st)
     struct record *r = st->retired, *keep = NULL;
     st->retired = NULL;
     while (r != NULL) {
-        struct record *next = r->rb.rbe_left;
+        struct record *next = rt_left(r);
         if (!mdc_held_anywhere(r)) {
             atomic_fetch_sub_explicit(&st->nretired, 1, memory_order_relaxed);
             rec_free(st, r);
         } else {
-            r->rb.rbe_left = keep;
+            r->rb.left = (struct mdc_rb_node *)keep;
             keep = r;
         }
         r = next;
@@ -180,9 +181,11 @@ void store_release(struct store *st, struct record *r)
  * done here with its exact usable size.
  */
 int rec_alloc(struct store *st, const void *key, uint32_t klen,
-                     uint32_t vlen, uint32_t ntags, struct record **out)
+              uint32_t vlen, uint32_t flags, uint32_t ntags,
+              struct record **out)
 {
-    size_t size = rec_req_size(klen, vlen, ntags);
+    size_t fl = flags ? sizeof(flags) : 0;
+    size_t size = rec_req_size(klen, vlen, fl, ntags);
     size_t real = mdc_good_size(size);
     int rc = mem_reserve(st, real);
     if (rc != 0)
@@ -197,15 +200,17 @@ int rec_alloc(struct store *st, const void *key, uint32_t klen,
     if (usable != real)
         store_account(st, (int64_t)usable - (int64_t)real, 0);
     memset(r, 0, sizeof(*r));
-    uint64_t h = store_hash(key, klen);
-    r->hash32 = (uint32_t)(h >> 32);
-    r->klen = (uint16_t)klen;
+    r->cas_klen = (uint64_t)klen << KLEN_SHIFT;
     r->vlen = vlen;
     r->refcnt = 1;
     if (klen)
         memcpy(r->data, key, klen);
+    if (flags) { /* after the value, only when not 0 */
+        r->rflags = R_FLAGS;
+        memcpy(r->data + klen + vlen, &flags, sizeof(flags));
+    }
     if (ntags > 0) {
-        r->rflags = R_TAGGED;
+        r->rflags |= R_TAGGED;
         struct tag_area *ta = rec_tags(r);
         ta->ntags = ntags;
         ta->lseq = 0;
@@ -248,11 +253,10 @@ void store_recset_release(struct store *st, struct store_recset *set)
 
 uint32_t record_idle_ticks(struct store *st, const struct record *r)
 {
-    uint32_t a = __atomic_load_n(&r->atime, __ATOMIC_RELAXED);
+    uint16_t a = __atomic_load_n(&r->atime, __ATOMIC_RELAXED);
     if (a == 0)
         return UINT32_MAX;
-    uint32_t idle = now_tick(st) - a;
-    return idle == UINT32_MAX ? UINT32_MAX - 1 : idle;
+    return tick_age(now_tick(st), a) << IDLE_TICK_SHIFT;
 }
 
 uint32_t record_link_age(struct store *st, const struct record *r)

@@ -61,7 +61,7 @@ int store_get_by_tag(struct store *st, int32_t tkey, const int32_t *tvals,
         int live = (rec_rflags(r) & R_LINKED) && !rec_expired(r, now);
         if (live) {
             cand.recs[k++] = r;
-            out->bytes += (size_t)r->klen + r->vlen;
+            out->bytes += (size_t)rec_klen(r) + r->vlen;
             if (!(rec_rflags(r) & R_FETCHED))
                 rec_set_rflag(r, R_FETCHED);
         } else {
@@ -128,7 +128,7 @@ static size_t dbt_detach(struct dbt *d, struct record **cand, size_t k,
 
     for (size_t i = 0; i < k; i++) {
         struct record *c = cand[i];
-        slot[i] = store_hash(rec_key(c), c->klen);
+        slot[i] = store_hash(rec_key(c), rec_klen(c));
         if (i < DBT_AHEAD)
             __builtin_prefetch(&st->buckets[bucket_idx(st, slot[i])]);
     }
@@ -139,11 +139,11 @@ static size_t dbt_detach(struct dbt *d, struct record **cand, size_t k,
             __builtin_prefetch(&st->buckets[bucket_idx(st, slot[i + DBT_AHEAD])]);
         mdc_rwlock_t *l = stripe_of(st, h);
         mdc_wrlock(l);
-        struct record *r = do_find(st, h, rec_key(c), c->klen);
+        struct record *r = do_find(st, h, rec_key(c), rec_klen(c));
         if (r != NULL && carries(r, d->tkey, d->tvals, d->ntvals)) {
             announce(st, EV_DEL_BY_TAG, r, h);
             /* do_detach_b, with the shared counters summed for the end */
-            RB_REMOVE(rtree, &st->buckets[bucket_idx(st, h)], r);
+            rt_remove(&st->buckets[bucket_idx(st, h)], r);
             rec_clear_rflag(r, R_LINKED);
             if (__atomic_load_n(&r->deadline, __ATOMIC_RELAXED) != 0)
                 nexp++;
@@ -284,10 +284,10 @@ int store_stale_by_tag(struct store *st, int32_t tkey, const int32_t *tvals,
     check_flush(st, now_s(st));
     for (size_t i = 0; i < cand.n; i++) {
         struct record *c = cand.recs[i];
-        uint64_t h = store_hash(rec_key(c), c->klen);
+        uint64_t h = store_hash(rec_key(c), rec_klen(c));
         mdc_rwlock_t *l = stripe_of(st, h);
         mdc_wrlock(l);
-        struct record *r = do_find_live(st, h, rec_key(c), c->klen);
+        struct record *r = do_find_live(st, h, rec_key(c), rec_klen(c));
         if (r != NULL && carries(r, tkey, tvals, ntvals)) {
             do_invalidate(st, r, h, set_ttl, exptime);
             n++;
@@ -325,7 +325,7 @@ int store_tstack_pop(struct store *st, struct mdc_tag tag, struct record **out)
         struct record *c = tags_newest(st->tags, tag);
         if (c == NULL)
             return ST_NOT_FOUND;
-        uint64_t h = store_hash(rec_key(c), c->klen);
+        uint64_t h = store_hash(rec_key(c), rec_klen(c));
         mdc_rwlock_t *l = stripe_of(st, h);
         mdc_wrlock(l);
         if (rec_rflags(c) & R_LINKED) {

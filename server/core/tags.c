@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/tree.h>
+
 #include "alloc.h"
 #include "store_int.h"
 #include "tags.h"
@@ -258,7 +260,7 @@ int tags_collect(struct tags *t, int32_t tkey, const int32_t *tvals,
             LIST_FOREACH(e, &v->list, le)
             {
                 struct record *r = e->rec;
-                size_t sz = (size_t)r->klen + r->vlen;
+                size_t sz = (size_t)rec_klen(r) + r->vlen;
                 if (byte_limit != 0 && out->bytes + sz > byte_limit) {
                     rc = ST_TRUNCATED;
                     break;

@@ -1,0 +1,179 @@
+#!/bin/bash
+# bytes.sh - bytes per record, mdcached beside memcached, in one run
+# (issue 27 item 3; docs/performance.md, "Bytes per record"):
+#   1. records held in -m MIB (default 64) after FILL sets of 16-byte keys
+#      and 32-byte values (more than either holds: both evict);
+#   2. RSS per record once N records of the same shape are loaded into
+#      -m 4096 (W6; nothing evicted);
+#   3. the store-level table (bench/rec-bytes): where each record's bytes
+#      go for 16/32, 16/32 with 2 tags and the miss-ratio trace's size mix;
+#   4. the miss-ratio trace's size mix through both servers: a z1.0 trace
+#      of MIX_REQUESTS (3 M) requests over MIX_OBJECTS (1 M) objects
+#      replayed read-through into -m 4096 (every object it asks for held):
+#      records, `stats bytes` and RSS per record.
+# Each server runs pinned to CPU 0, the loader to CPU 1.
+#
+# usage: bench/bytes.sh [-n RECORDS] [-f FILL] [-m MIB] [-B BUILD_DIR] [-s STEPS]
+#   STEPS: any of 1 2 3 4 (default "1 2 3 4"); MDCACHED=path overrides
+#   BUILD_DIR/server/mdcached.
+set -eu
+
+N=10000000
+FILL=1500000
+MIB=64
+STEPS="1 2 3 4"
+MIX_REQUESTS=${MIX_REQUESTS:-3000000}
+MIX_OBJECTS=${MIX_OBJECTS:-1000000}
+BUILD=${BUILD:-$(pwd)}
+while getopts "n:f:m:B:s:h" o; do
+    case $o in
+    n) N=$OPTARG ;;
+    f) FILL=$OPTARG ;;
+    m) MIB=$OPTARG ;;
+    B) BUILD=$OPTARG ;;
+    s) STEPS=$OPTARG ;;
+    *) sed -n '2,19p' "$0"; exit 64 ;;
+    esac
+done
+LOAD=$BUILD/bench/mdc-load
+RECB=$BUILD/bench/rec-bytes
+MDCACHED=${MDCACHED:-$BUILD/server/mdcached}
+for x in "$LOAD" "$MDCACHED"; do
+    [ -x "$x" ] || { echo "bytes.sh: no $x (use -B)" >&2; exit 1; }
+done
+
+PIDS=()
+cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; }
+trap cleanup EXIT
+
+free_port() {
+    local p
+    for p in $(seq "$1" $(($1 + 100))); do
+        if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "$p"; return; fi
+    done
+    echo "bytes.sh: no free port near $1" >&2; exit 1
+}
+wait_port() {
+    for _ in $(seq 100); do
+        (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+        sleep 0.1
+    done
+    echo "bytes.sh: nothing listens on $1" >&2; exit 1
+}
+rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
+# the value of memcached text "stats" field $2 (both servers answer it)
+stat_of() {
+    exec 3<>"/dev/tcp/127.0.0.1/$1"
+    printf 'stats\r\nquit\r\n' >&3
+    tr -d '\r' <&3 | awk -v k="$2" '$1 == "STAT" && $2 == k { print $3 }'
+    exec 3<&-
+}
+# RSS that has not moved for a second (memcached resizes its hash table
+# in a background thread after a load)
+settled_rss() {
+    local a b
+    b=$(rss_kib "$1")
+    for _ in $(seq 30); do
+        sleep 1
+        a=$(rss_kib "$1")
+        [ "$a" = "$b" ] && break
+        b=$a
+    done
+    echo "$a"
+}
+
+# start NAME MIB: starts a server on a free port; sets PORT, PID, PROTO
+start() {
+    case $1 in
+    memcached)
+        PORT=$(free_port 21411); PROTO=text
+        taskset -c 0 memcached -u nobody -m "$2" -p "$PORT" -l 127.0.0.1 -U 0 -t 1 -c 1024 &
+        ;;
+    mdcached)
+        PORT=$(free_port 21511); PROTO=native
+        taskset -c 0 "$MDCACHED" -n 1 -t 0 -m "$2" -p "$PORT" -l 127.0.0.1 2>/dev/null &
+        ;;
+    esac
+    PID=$!; PIDS+=("$PID")
+    wait_port "$PORT"
+    sleep 0.5
+}
+stop() { kill "$PID"; wait "$PID" 2>/dev/null || true; }
+
+echo "bytes.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -n); $(memcached -V); mdcached $("$MDCACHED" -V 2>/dev/null | head -1)"
+
+case " $STEPS " in *" 1 "*)
+echo
+echo "1. -m $MIB, $FILL sets of 16-byte keys and 32-byte values (each key once)"
+printf '%-10s %12s %14s %10s %10s\n' server curr_items bytes evictions "RSS MiB"
+held=()
+for s in memcached mdcached; do
+    start "$s" "$MIB"
+    taskset -c 1 "$LOAD" -q -P "$PROTO" -s "127.0.0.1:$PORT" -k "$FILL" -K 16 -v 32 -c 8 -f -D 0 -w 0
+    items=$(stat_of "$PORT" curr_items)
+    printf '%-10s %12s %14s %10s %10.1f\n' "$s" "$items" "$(stat_of "$PORT" bytes)" \
+        "$(stat_of "$PORT" evictions)" "$(echo "$(rss_kib "$PID") / 1024" | bc -l)"
+    held+=("$items")
+    stop
+done
+echo "mdcached / memcached records held: $(echo "scale=3; ${held[1]} / ${held[0]}" | bc)"
+;; esac
+
+case " $STEPS " in *" 2 "*)
+echo
+echo "2. W6: $N records of 16-byte keys and 32-byte values in -m 4096; RSS once settled"
+printf '%-10s %12s %10s %10s %10s %10s\n' server curr_items "RSS0 MiB" "RSS MiB" "B/rec" "dB/rec"
+per=()
+for s in memcached mdcached; do
+    start "$s" 4096
+    before=$(rss_kib "$PID")
+    taskset -c 1 "$LOAD" -q -P "$PROTO" -s "127.0.0.1:$PORT" -k "$N" -K 16 -v 32 -c 8 -f -D 0 -w 0
+    after=$(settled_rss "$PID")
+    b=$(echo "scale=2; $after * 1024 / $N" | bc)
+    printf '%-10s %12s %10.1f %10.1f %10s %10.2f\n' "$s" "$(stat_of "$PORT" curr_items)" \
+        "$(echo "$before / 1024" | bc -l)" "$(echo "$after / 1024" | bc -l)" "$b" \
+        "$(echo "($after - $before) * 1024 / $N" | bc -l)"
+    per+=("$b")
+    stop
+done
+echo "mdcached / memcached RSS per record: $(echo "scale=3; ${per[1]} / ${per[0]}" | bc)"
+;; esac
+
+case " $STEPS " in *" 3 "*)
+if [ -x "$RECB" ]; then
+    echo
+    echo "3. where the bytes go (bench/rec-bytes, the store without a network)"
+    "$RECB" -n "$N" -k 16 -v 32
+    "$RECB" -n "$N" -k 16 -v 32 -t 2
+    # the trace's mix: 10^6 records (5 GB at 10^7)
+    "$RECB" -n $((N < 1000000 ? N : 1000000)) -x
+fi
+;; esac
+
+case " $STEPS " in *" 4 "*)
+MRGEN=$BUILD/bench/missratio/mr-gen
+MRREP=$BUILD/bench/missratio/mr-replay
+TRACE=$(mktemp /tmp/bytes-trace.XXXXXX)
+PIDS_TRACE=$TRACE
+trap 'cleanup; rm -f "$PIDS_TRACE"' EXIT
+"$MRGEN" -o "$TRACE" -n "$MIX_REQUESTS" -N "$MIX_OBJECTS" -a 1.0 -S 1 >/dev/null
+echo
+echo "4. the miss-ratio trace's size mix: $MIX_REQUESTS requests over $MIX_OBJECTS objects (z1.0, seed 1) replayed read-through into -m 4096"
+printf '%-10s %12s %14s %10s %10s %10s %10s\n' server curr_items bytes "bytes/rec" "RSS0 MiB" "RSS MiB" "dB/rec"
+per=()
+for s in memcached mdcached; do
+    start "$s" 4096
+    before=$(rss_kib "$PID")
+    taskset -c 1 "$MRREP" -t "$TRACE" -p "$PORT" -P text -w 0 >/dev/null
+    after=$(settled_rss "$PID")
+    items=$(stat_of "$PORT" curr_items)
+    bytes=$(stat_of "$PORT" bytes)
+    d=$(echo "scale=2; ($after - $before) * 1024 / $items" | bc)
+    printf '%-10s %12s %14s %10.1f %10.1f %10.1f %10s\n' "$s" "$items" "$bytes" \
+        "$(echo "$bytes / $items" | bc -l)" "$(echo "$before / 1024" | bc -l)" \
+        "$(echo "$after / 1024" | bc -l)" "$d"
+    per+=("$d")
+    stop
+done
+echo "mdcached / memcached RSS added per record: $(echo "scale=3; ${per[1]} / ${per[0]}" | bc)"
+;; esac
