@@ -1,0 +1,105 @@
+#!/bin/sh
+# tools/coverage.sh [SRCDIR] - line coverage of server/, protocol/ and
+# client-c/ under the whole automake test suite (docs/architecture.md,
+# "Line coverage").
+#
+# Builds SRCDIR (default: the tree this script lives in) out of tree in a
+# scratch directory with gcc's --coverage at -O0, runs `make check` as
+# tools/test-all.sh runs its "normal" build: once on the default I/O
+# backend and, when the build has liburing, once more with
+# MDC_TEST_IO=epoll; the counters of both passes add up.  Then prints, with
+# lcov, lines hit / lines for each directory and in total.  Failing tests
+# are counted and reported; they do not stop the report.
+#
+# Works on older checkouts without --enable-coverage (configure is then
+# given CFLAGS/LDFLAGS=--coverage), so that a baseline is measured the same
+# way.  Runs autoreconf -fi in SRCDIR, as tools/test-all.sh does; SRCDIR
+# must not be configured in tree.
+#
+# Environment: JOBS (parallel make, default nproc), COVERAGE_DIR (scratch
+# directory, default a new one under ${TMPDIR:-/tmp}; kept, with the
+# lcov data and the suite's logs), COVERAGE_EPOLL=0 (skip the epoll pass).
+# Needs lcov (tools/deps.sh).  Not run by CI: it takes about as long as two
+# passes of the suite at -O0.
+set -u
+here=$(cd "$(dirname "$0")/.." && pwd)
+SRC=$(cd "${1:-$here}" && pwd) || exit 1
+JOBS=${JOBS:-$(nproc)}
+W=${COVERAGE_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/mdc-coverage.XXXXXX")}
+B="$W/build"
+command -v lcov >/dev/null || { echo "coverage.sh: lcov not found (tools/deps.sh)" >&2; exit 1; }
+[ -f "$SRC/configure.ac" ] || { echo "coverage.sh: $SRC has no configure.ac" >&2; exit 1; }
+[ -f "$SRC/config.status" ] && { echo "coverage.sh: $SRC is configured in tree (make distclean there first)" >&2; exit 1; }
+
+t0=$(date +%s)
+phase() { # what: elapsed seconds and load average, on stderr and in the log
+    echo "-- $1 at $(date -u +%H:%M:%S) UTC, +$(( $(date +%s) - t0 )) s, load $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$W/phases.txt" >&2
+}
+
+rm -rf "$B"; mkdir -p "$B"
+phase "autoreconf"
+(cd "$SRC" && autoreconf -fi >"$W/autoreconf.out" 2>&1) || { tail -20 "$W/autoreconf.out"; exit 1; }
+if grep -q -- '--enable-coverage' "$SRC/configure"; then
+    set -- --enable-coverage CFLAGS="-g"
+else
+    set -- CFLAGS="-g -O0 --coverage" LDFLAGS="--coverage"
+fi
+phase "configure $* --enable-debug-commands"
+(cd "$B" && "$SRC/configure" "$@" --enable-debug-commands >configure.out 2>&1) ||
+    { tail -30 "$B/configure.out"; exit 1; }
+phase "make"
+(cd "$B" && make -j"$JOBS" >make.out 2>&1) || { tail -40 "$B/make.out"; exit 1; }
+
+passed=0; failed=0; skipped=0; summary=""
+# check NAME [VAR=VALUE...]: make check, counted from test-suite.log
+check() {
+    name=$1; shift
+    phase "make check: $name"
+    (cd "$B" && env "$@" make -j"$JOBS" check >"$W/check-$name.out" 2>&1)
+    mkdir -p "$W/$name"
+    cp "$B/test-suite.log" "$W/$name/test-suite.log" 2>/dev/null
+    grep -E '^(FAIL|ERROR|XPASS):' "$W/check-$name.out" | sed "s/^/   [$name] /"
+    l="$W/$name/test-suite.log"
+    if [ ! -f "$l" ]; then
+        echo "   [$name] no test-suite.log: the suite did not run (see $W/check-$name.out)"
+        failed=$((failed + 1)); summary="$summary $name: did not run;"; return
+    fi
+    p=$(sed -n 's/^# PASS: *//p' "$l" | head -1)
+    f=$(sed -n 's/^# FAIL: *//p' "$l" | head -1)
+    e=$(sed -n 's/^# ERROR: *//p' "$l" | head -1)
+    x=$(sed -n 's/^# XPASS: *//p' "$l" | head -1)
+    s=$(sed -n 's/^# SKIP: *//p' "$l" | head -1)
+    nf=$(( ${f:-0} + ${e:-0} + ${x:-0} ))
+    passed=$((passed + ${p:-0})); failed=$((failed + nf)); skipped=$((skipped + ${s:-0}))
+    summary="$summary $name: ${p:-0} passed, $nf failed, ${s:-0} skipped;"
+}
+check default
+if [ "${COVERAGE_EPOLL:-1}" != 0 ] && grep -q '^#define HAVE_LIBURING 1' "$B/config.h"; then
+    check epoll MDC_TEST_IO=epoll
+fi
+
+phase "lcov"
+lcov -q --capture --directory "$B" --output-file "$W/all.info" >"$W/lcov.out" 2>&1 ||
+    { tail -20 "$W/lcov.out"; exit 1; }
+# lines hit / lines of the files under the given directories of SRC
+report() {
+    label=$1; shift
+    pats=""
+    for d in "$@"; do pats="$pats $SRC/$d/*"; done
+    # shellcheck disable=SC2086
+    lcov -q --extract "$W/all.info" $pats --output-file "$W/$label.info" >>"$W/lcov.out" 2>&1
+    # LF: lines found, LH: lines hit, per file
+    awk -F: -v label="$label" '
+        /^LF:/ { lf += $2 } /^LH:/ { lh += $2 }
+        END { printf "%-10s %7d / %7d lines  %5.1f%%\n", label, lh, lf, lf ? 100 * lh / lf : 0 }' \
+        "$W/$label.info"
+}
+phase "report"
+echo "mdcached line coverage: $(cd "$SRC" && git rev-parse --short HEAD 2>/dev/null || echo "$SRC")"
+echo "configure: $* --enable-debug-commands"
+echo "suite:$summary total $passed passed, $failed failed, $skipped skipped"
+report server server
+report protocol protocol
+report client-c client-c
+report total server protocol client-c
+echo "time: $(( $(date +%s) - t0 )) s; data and logs in $W"
