@@ -1482,7 +1482,12 @@ static void test_record_bytes(void **state)
 {
     (void)state;
     size_t c96 = class_of(96);
-    struct store *st = mk(1000 * c96, false, NULL);
+    /* 256 bytes of room for what else is counted under the limit: with
+     * glibc's malloc (the portable build) the 1000 stores below ended 80
+     * bytes over 999 records and evicted one, cause not traced (none with
+     * jemalloc); less than one record, so 1000 records of the old 112
+     * bytes (glibc: 120) still do not fit */
+    struct store *st = mk(1000 * c96 + 256, false, NULL);
     const struct mdc_tag tg[2] = {T(1, 2), T(3, 4)};
     struct store_stats s;
 
