@@ -15,11 +15,13 @@
 #define MDC_STORE_INT_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/queue.h>
 #include <sys/tree.h>
+#include <time.h>
 
 #include "lock.h"
 #include "store.h"
@@ -101,6 +103,7 @@ struct store {
     store_hook_fn hook;
     void *hook_ctx;
     struct store_clock clk;
+    bool clk_sys;      /* clk is the system's (now_ns reads it inline) */
     uint64_t epoch_ns; /* monotonic ns at which store second 1 began */
 
     /* read on every operation, written rarely: apart from the counters */
@@ -210,8 +213,24 @@ static inline uint32_t secs_of(struct store *st, uint64_t ns)
 static inline uint32_t tick_of(uint64_t ns) { return (uint32_t)(ns >> 20); }
 /* store_get refreshes atime only when it is this many ticks old (~1 s) */
 #define ATIME_GRAIN 1024u
+/* The system clock: the coarse clock (a few ms resolution) is several
+ * times cheaper and lags the precise one: a deadline it checks is never
+ * passed earlier than bpf_ktime_get_ns() sees it (the XDP mirror stays
+ * conservative). */
+static inline uint64_t store_sys_mono_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+/* Read on every GET: the system clock inline (no call through the clock's
+ * pointer into store.c, docs/architecture.md, "The walk of a GET"); a
+ * clock a test set (store_set_clock) through its pointer. */
 static inline uint64_t now_ns(struct store *st)
 {
+    if (st->clk_sys)
+        return store_sys_mono_ns();
     return st->clk.mono_ns(st->clk.ctx);
 }
 static inline uint32_t now_s(struct store *st)
