@@ -751,6 +751,22 @@ static int ur_flush(struct conn *c)
     return r;
 }
 
+/* Run c's request loop, and send what it leaves when it asks (conn_run):
+ * the send is started here, after the loop returned, never from inside
+ * it, so conn.c does not call back into this file on a request's way
+ * (docs/architecture.md, "The walk of a GET").  May free c. */
+static void ur_drive(struct conn *c)
+{
+    struct conn_turn t = {0};
+
+    while (conn_run(c, &t) == CONN_RUN_SEND) {
+        if (ur_flush(c) < 0) {
+            conn_teardown(c);
+            return;
+        }
+    }
+}
+
 /* ---- plain connections: sends from the output queue ------------------- */
 
 static int uc_send(struct conn *c)
@@ -1107,7 +1123,7 @@ static void uw_on_recv(struct uring_worker *uw, struct conn *c,
                 uc_cancel_recv(uw, c);
             if (!uc->recv_armed)
                 uw_want_rearm(uw, c);
-            conn_drive(c); /* may free c */
+            ur_drive(c); /* may free c */
             uw_buf_put(uw, gi, bid);
             return;
         }
@@ -1121,7 +1137,7 @@ static void uw_on_recv(struct uring_worker *uw, struct conn *c,
             uc_cancel_recv(uw, c);
         if (!uc->recv_armed)
             uw_want_rearm(uw, c);
-        conn_drive(c);
+        ur_drive(c);
         return;
     }
     if (buf)
@@ -1129,7 +1145,7 @@ static void uw_on_recv(struct uring_worker *uw, struct conn *c,
     if (res == 0) { /* EOF */
         c->rd_shut = true;
         if (!c->inflight)
-            conn_drive(c);
+            ur_drive(c);
         return;
     }
     if (res == -ENOBUFS || res == -ECANCELED || res == -EINTR ||
@@ -1188,7 +1204,7 @@ static void uw_on_send(struct uring_worker *uw, struct conn *c,
     }
     c->wr_ready = true;
     if (!c->inflight)
-        conn_drive(c);
+        ur_drive(c);
 }
 
 /* ---- the loop ------------------------------------------------------------ */
@@ -1269,7 +1285,7 @@ static void uw_passes(struct uring_worker *uw)
             uw->rq_tail = NULL;
         uw->rq_n--;
         UC(c)->in_rq = false;
-        conn_drive(c); /* may free c */
+        ur_drive(c); /* may free c */
     }
     while ((c = uw->ra) != NULL) {
         struct uconn *uc = UC(c);
