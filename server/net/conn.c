@@ -648,6 +648,13 @@ int conn_run(struct conn *c, struct conn_turn *t)
         goto kill;
     if (t->sent_last) /* the send after a yield (below) is made: done */
         return CONN_RUN_DONE;
+    if (t->reading) { /* back from the read CONN_RUN_READ asked for */
+        t->reading = false;
+        if (t->rd < 0)
+            goto kill;
+        if (c->ilen - c->ioff > t->rd_before)
+            t->rbytes += c->ilen - c->ioff - t->rd_before;
+    }
     if (c->hs_pending) { /* the byte filter's handshake (TLS) */
         int h = xp->start(c);
 
@@ -721,8 +728,6 @@ int conn_run(struct conn *c, struct conn_turn *t)
             break;
         }
         if (c->rd_ready && !conn_out_full(c) && c->hold_until == 0) {
-            int r;
-
             if (t->reads++ >= CONN_READ_BUDGET ||
                 t->rbytes >= CONN_READ_BYTES_BUDGET) {
                 /* Let the other connections of this loop have a turn
@@ -731,16 +736,12 @@ int conn_run(struct conn *c, struct conn_turn *t)
                 xp->requeue(c);
                 break;
             }
-            {
-                size_t before = c->ilen - c->ioff;
-
-                r = xp->read(c);
-                if (r < 0)
-                    goto kill;
-                if (c->ilen - c->ioff > before)
-                    t->rbytes += c->ilen - c->ioff - before;
-            }
-            continue;
+            /* the caller reads (its table's read) and calls again, with
+             * what the read returned in t->rd (the loop goes on at its
+             * top, as after a send) */
+            t->rd_before = c->ilen - c->ioff;
+            t->reading = true;
+            return CONN_RUN_READ;
         }
         break;
     }
@@ -784,15 +785,19 @@ void conn_drive(struct conn *c)
     struct conn_turn t = {0};
     const struct transport *xp = c->srv->xp;
 
-    while (conn_run(c, &t) == CONN_RUN_SEND) {
-        if (xp->flush(c) < 0) {
+    int r;
+
+    while ((r = conn_run(c, &t)) > 0) {
+        if (r == CONN_RUN_READ) {
+            t.rd = xp->read(c);
+        } else if (xp->flush(c) < 0) {
             conn_teardown(c);
             return;
         }
     }
 }
 
-void conn_on_io(struct conn *c, short what)
+bool conn_io_ready(struct conn *c, short what)
 {
     if (what & (CONN_EV_READ | CONN_EV_CLOSED)) {
         c->rd_ready = true; /* a new edge: read at least once more */
@@ -811,7 +816,12 @@ void conn_on_io(struct conn *c, short what)
     }
     if (what & CONN_EV_WRITE)
         c->wr_ready = true;
-    if (!c->inflight)
+    return !c->inflight;
+}
+
+void conn_on_io(struct conn *c, short what)
+{
+    if (conn_io_ready(c, what))
         conn_drive(c);
 }
 

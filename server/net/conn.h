@@ -217,9 +217,23 @@ struct conn_turn {
     bool sent;          /* CONN_RUN_SEND was returned: go on past the send */
     bool send_last;     /* a yield left output: sent after the loop ... */
     bool sent_last;     /* ... and was: the turn is over */
+    bool reading;       /* CONN_RUN_READ was returned ... */
+    int rd;             /* ... the caller puts its read's result here */
+    size_t rd_before;   /* unconsumed input before that read */
 };
-enum { CONN_RUN_GONE = -1, CONN_RUN_DONE = 0, CONN_RUN_SEND = 1 };
+/* CONN_RUN_READ: read the socket (the table's read: 1 bytes came, 0
+ * nothing more, -1 broken) into t->rd, then call again; like the send,
+ * the read is the backend's, after the loop returned to it. */
+enum {
+    CONN_RUN_GONE = -1,
+    CONN_RUN_DONE = 0,
+    CONN_RUN_SEND = 1,
+    CONN_RUN_READ = 2
+};
 int conn_run(struct conn *c, struct conn_turn *t);
+/* conn_on_io() without the run: note the readiness what says; true when
+ * the backend should run c now (not in a payload thread). */
+bool conn_io_ready(struct conn *c, short what);
 /* A payload thread finished with c (owner thread). */
 void conn_returned(struct conn *c);
 /* Owner-thread checks once a second: idle timeout, stalled output, stop. */

@@ -664,6 +664,8 @@ static int uc_want_wr(struct conn *c)
     return 0;
 }
 
+static void ur_drive(struct conn *c);
+
 /* A readiness poll of a filtered connection completed. */
 static void uw_on_poll(struct uring_worker *uw, uint64_t ud,
                        const struct io_uring_cqe *cqe)
@@ -703,7 +705,8 @@ static void uw_on_poll(struct uring_worker *uw, uint64_t ud,
         what |= CONN_EV_WRITE;
     if (!wr && !uc->recv_armed)
         uw_want_rearm(uw, c);
-    conn_on_io(c, what); /* may free c */
+    if (conn_io_ready(c, what))
+        ur_drive(c); /* may free c */
 }
 
 static int ur_start(struct conn *c)
@@ -758,9 +761,12 @@ static int ur_flush(struct conn *c)
 static void ur_drive(struct conn *c)
 {
     struct conn_turn t = {0};
+    int r;
 
-    while (conn_run(c, &t) == CONN_RUN_SEND) {
-        if (ur_flush(c) < 0) {
+    while ((r = conn_run(c, &t)) > 0) {
+        if (r == CONN_RUN_READ) {
+            t.rd = ur_read(c);
+        } else if (ur_flush(c) < 0) {
             conn_teardown(c);
             return;
         }
