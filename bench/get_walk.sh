@@ -51,6 +51,10 @@ trap cleanup EXIT INT TERM
 nm --defined-only "$BIN" | awk '$2 ~ /^[tTwW]$/ { print $1, $3 }' | sort -u \
     >"$T/syms"
 awk '{ print "0x" $1 }' "$T/syms" | addr2line -e "$BIN" >"$T/lines"
+# and their sizes: a return address outside every function of the binary
+# (libevent's, libc's) belongs to no file of the project
+nm -S --defined-only "$BIN" | awk 'NF == 4 && $3 ~ /^[tTwW]$/ { print $1, $2 }' \
+    >"$T/sizes"
 paste -d' ' "$T/syms" "$T/lines" | python3 -c '
 import os, sys
 src = ("server/", "protocol/", "client-c/", "bpf/")
@@ -167,11 +171,22 @@ funcs = {}
 for ln in open(d + "/funcs"):
     off, name, f = ln.split()
     funcs[off] = (name, f)
+sizes = {}
+for ln in open(d + "/sizes"):
+    off, sz = ln.split()
+    sizes[int(off, 16)] = max(sizes.get(int(off, 16), 0), int(sz, 16))
 starts = sorted((int(o, 16), f) for o, (_, f) in funcs.items())
 keys = [s for s, _ in starts]
 def file_of(pc):  # the project file whose function holds pc, or None
-    i = bisect.bisect_right(keys, int(pc, 16) - 1) - 1
-    return starts[i][1] if i >= 0 else None
+    pc = int(pc, 16) - 1
+    i = bisect.bisect_right(keys, pc) - 1
+    if i < 0:
+        return None
+    # past the end of that function: a library's code (libevent calling
+    # back), not the project's
+    if keys[i] in sizes and pc >= keys[i] + sizes[keys[i]]:
+        return None
+    return starts[i][1]
 allhits = [ln.split() for ln in open(d + "/hits")]
 best = None
 for w in open(d + "/window"):

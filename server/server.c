@@ -1,7 +1,8 @@
 /*
  * server.c - the few functions server.h declares for every layer above the
- * core: the monotonic clocks the connections, threads and the report stamp
- * with, and the thread model's name.  Base layer (docs/architecture.md,
+ * core: the clock resolution and uptime beside the monotonic clocks the
+ * connections, threads and the report stamp with (those two are inline in
+ * server.h: read on every request), and the thread model's name.  Base layer (docs/architecture.md,
  * "Layers"): net/, proto/ and the report call these, so they cannot live in
  * daemon.c or net/ (tools/check-layers.sh checks the calls too).
  */
@@ -10,22 +11,6 @@
 #include <time.h>
 
 #include "server.h"
-
-uint64_t server_mono_s(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec + 1; /* never 0: 0 means "unset" */
-}
-
-uint64_t server_coarse_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000 + 1;
-}
 
 uint64_t server_coarse_res_ms(void)
 {

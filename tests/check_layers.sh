@@ -5,7 +5,7 @@
 #  - on a temporary copy of both it passes too, and fails, naming the file
 #    and the symbol, once a call up the layers is planted there that no
 #    include shows: a file of server/net/ calling server_setup() (daemon.c)
-#    and one of server/core/ calling server_mono_s() (server.c, the base
+#    and one of server/core/ calling server_uptime() (server.c, the base
 #    layer), each declaring the function itself.
 set -u
 S=$(cd "${srcdir:-.}" && pwd)
@@ -49,9 +49,9 @@ void *planted_net(void) { return server_setup(0); }
 C
 cat >"$T/src/server/core/planted_core.c" <<'C'
 /* planted by tests/check_layers.sh: the store calls a base clock */
-unsigned long server_mono_s(void);
+unsigned long server_uptime(const void *srv);
 unsigned long planted_core(void);
-unsigned long planted_core(void) { return server_mono_s(); }
+unsigned long planted_core(void) { return server_uptime(0); }
 C
 for p in net/planted_net core/planted_core; do
     ${CC:-cc} -c -o "$T/build/server/$p.o" "$T/src/server/$p.c" ||
@@ -63,8 +63,8 @@ else
     cat "$T/planted.out"
     grep -q '^server/net/planted_net.c: uses server_setup, defined in server/daemon.c: layer net to layer daemon' "$T/planted.out" ||
         fail "no report of net/planted_net.c calling server_setup"
-    grep -q '^server/core/planted_core.c: uses server_mono_s, defined in server/server.c: layer core to layer base' "$T/planted.out" ||
-        fail "no report of core/planted_core.c calling server_mono_s"
+    grep -q '^server/core/planted_core.c: uses server_uptime, defined in server/server.c: layer core to layer base' "$T/planted.out" ||
+        fail "no report of core/planted_core.c calling server_uptime"
     grep -q '^check-layers: 2 violation(s)' "$T/planted.out" ||
         fail "not exactly the two planted violations"
 fi

@@ -31,10 +31,8 @@
 #include <string.h>
 #include <time.h>
 
-#define XXH_INLINE_ALL
-#include <xxhash.h>
-
 #include "alloc.h"
+#include "store_hash.h"
 #include "store_int.h"
 #include "tags.h"
 
@@ -81,12 +79,7 @@ const char *store_event_name(enum store_event ev)
 static uint64_t sys_mono_ns(void *ctx)
 {
     (void)ctx;
-    struct timespec ts;
-    /* the coarse clock (a few ms resolution) is several times cheaper and
-     * lags the precise one: a deadline it checks is never passed earlier
-     * than bpf_ktime_get_ns() sees it (the XDP mirror stays conservative) */
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    return store_sys_mono_ns(); /* store_int.h; now_ns() reads it inline */
 }
 static int64_t sys_wall_s(void *ctx)
 {
@@ -96,7 +89,7 @@ static int64_t sys_wall_s(void *ctx)
 
 uint64_t store_hash(const void *key, uint32_t klen)
 {
-    return XXH3_64bits(key, klen);
+    return store_hash_inline(key, klen);
 }
 
 struct store *store_setup(const struct store_config *cfg)
@@ -153,6 +146,7 @@ struct store *store_setup(const struct store_config *cfg)
     st->lmask = c->nlocks - 1;
     st->clk.mono_ns = sys_mono_ns;
     st->clk.wall_s = sys_wall_s;
+    st->clk_sys = true;
     st->epoch_ns = sys_mono_ns(NULL);
     st->buckets = mdc_huge_calloc((size_t)c->nbuckets * sizeof(*st->buckets));
     st->locks = mdc_calloc(c->nlocks, sizeof(*st->locks));
@@ -278,6 +272,7 @@ void store_set_clock(struct store *st, const struct store_clock *clk)
     /* under the sweeper's mutex: it reads the clock after its wait */
     pthread_mutex_lock(&st->sweep_mu);
     st->clk = *clk;
+    st->clk_sys = clk->mono_ns == sys_mono_ns;
     st->epoch_ns = clk->mono_ns(clk->ctx);
     st->wheel_done = 0; /* store seconds begin again at 1 */
     pthread_mutex_unlock(&st->sweep_mu);

@@ -7,6 +7,7 @@
 
 #include <string.h>
 
+#include "store_hash.h"
 #include "store_int.h"
 
 static struct record *get_common(struct store *st, const void *key,
@@ -32,7 +33,7 @@ static struct record *get_common(struct store *st, const void *key,
 {
     if (klen > STORE_MAX_KEY)
         return NULL;
-    return get_hashed(st, store_hash(key, klen), key, klen, prev);
+    return get_hashed(st, store_hash_inline(key, klen), key, klen, prev);
 }
 
 static struct record *get_hashed(struct store *st, uint64_t h,

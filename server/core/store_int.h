@@ -22,6 +22,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/queue.h>
+#include <time.h>
 
 #include "lock.h"
 #include "rbtree.h"
@@ -107,6 +108,7 @@ struct store {
     store_hook_fn hook;
     void *hook_ctx;
     struct store_clock clk;
+    bool clk_sys;      /* clk is the system's (now_ns reads it inline) */
     uint64_t epoch_ns; /* monotonic ns at which store second 1 began */
 
     /* read on every operation, written rarely: apart from the counters */
@@ -345,8 +347,24 @@ static inline uint32_t tick_secs(uint32_t ticks)
 /* record_idle_ticks() and dumps count ticks of 2^20 ns, as before atime
  * was 16 bits of 2^30 ns */
 #define IDLE_TICK_SHIFT (ATIME_SHIFT - 20)
+/* The system clock: the coarse clock (a few ms resolution) is several
+ * times cheaper and lags the precise one: a deadline it checks is never
+ * passed earlier than bpf_ktime_get_ns() sees it (the XDP mirror stays
+ * conservative). */
+static inline uint64_t store_sys_mono_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+/* Read on every GET: the system clock inline (no call through the clock's
+ * pointer into store.c, docs/architecture.md, "The walk of a GET"); a
+ * clock a test set (store_set_clock) through its pointer. */
 static inline uint64_t now_ns(struct store *st)
 {
+    if (st->clk_sys)
+        return store_sys_mono_ns();
     return st->clk.mono_ns(st->clk.ctx);
 }
 static inline uint32_t now_s(struct store *st)

@@ -519,18 +519,18 @@ void conn_in_lend(struct conn *c, const uint8_t *p, size_t n)
 
 /* ---- output ------------------------------------------------------------ */
 
-static int conn_seg_push(struct conn *c, const struct oseg *s)
+/* The slow paths of conn.h's inline output appends: lend the output, grow
+ * the segment array or the buffer. */
+int conn_seg_room(struct conn *c)
 {
     if (c->segs == NULL && conn_out_take(c) < 0)
         return -1;
     if (c->nseg == c->segcap && conn_segs_grow(c) < 0)
         return -1;
-    c->segs[c->nseg++] = *s;
-    c->opending += s->len;
     return 0;
 }
 
-uint8_t *conn_out_reserve(struct conn *c, size_t n)
+uint8_t *conn_out_reserve_slow(struct conn *c, size_t n)
 {
     /* taken before process() runs (conn_drive); here for a reply composed
      * outside it */
@@ -543,36 +543,6 @@ uint8_t *conn_out_reserve(struct conn *c, size_t n)
         return NULL;
     }
     return c->obuf + c->olen;
-}
-
-void conn_out_commit(struct conn *c, size_t n)
-{
-    struct oseg *last = c->nseg > c->seghead ? &c->segs[c->nseg - 1] : NULL;
-
-    if (n == 0)
-        return;
-    if (last != NULL && last->ptr == NULL && last->off + last->len == c->olen) {
-        last->len += (uint32_t)n;
-        c->opending += n;
-    } else {
-        struct oseg s = {NULL, NULL, (uint32_t)c->olen, (uint32_t)n};
-        if (conn_seg_push(c, &s) < 0) {
-            c->closing = true;
-            return;
-        }
-    }
-    c->olen += n;
-}
-
-int conn_out_bytes(struct conn *c, const void *p, size_t n)
-{
-    uint8_t *d = conn_out_reserve(c, n);
-
-    if (d == NULL)
-        return -1;
-    memcpy(d, p, n);
-    conn_out_commit(c, n);
-    return 0;
 }
 
 int conn_out_ref(struct conn *c, const void *p, size_t len,
@@ -667,29 +637,43 @@ static bool conn_has_work(const struct conn *c)
            c->hold_until == 0 && !c->wr_busy;
 }
 
-void conn_drive(struct conn *c)
+int conn_run(struct conn *c, struct conn_turn *t)
 {
     struct worker *w = c->owner;
     const struct transport *xp = c->srv->xp;
-    int reads = 0;
-    size_t rbytes = 0;
 
     if (c->inflight)
-        return;
+        return CONN_RUN_DONE;
     if (c->dead)
         goto kill;
+    if (t->sent_last) /* the send after a yield (below) is made: done */
+        return CONN_RUN_DONE;
+    if (t->reading) { /* back from the read CONN_RUN_READ asked for */
+        t->reading = false;
+        if (t->rd < 0)
+            goto kill;
+        if (c->ilen - c->ioff > t->rd_before)
+            t->rbytes += c->ilen - c->ioff - t->rd_before;
+    }
     if (c->hs_pending) { /* the byte filter's handshake (TLS) */
         int h = xp->start(c);
 
         if (h < 0)
             goto kill;
         if (h == 0) /* waiting for the socket (the backend watches it) */
-            return;
+            return CONN_RUN_DONE;
         c->rd_ready = true; /* a request may have come with the Finished */
     }
     for (;;) {
-        if (c->opending > 0 && c->wr_ready && xp->flush(c) < 0)
-            goto kill;
+        /* Output to send: the caller (the backend) sends it, then calls
+         * again; that call goes on from here (t->sent).  conn.c never
+         * calls the backend's flush from the loop: the send is the
+         * backend's, after the loop returned to it. */
+        if (c->opending > 0 && c->wr_ready && !t->sent) {
+            t->sent = true;
+            return CONN_RUN_SEND;
+        }
+        t->sent = false;
         if (c->proto == NULL && c->ilen > c->ioff)
             c->proto = c->srv->proto_detect(c->ibuf[c->ioff]);
         if (conn_has_work(c)) {
@@ -703,7 +687,7 @@ void conn_drive(struct conn *c)
                 c->inflight = true;
                 STAT_INC(&w->stats, payload_handoffs);
                 mq_push(w->payload_q, &c->qnode);
-                return;
+                return CONN_RUN_DONE;
             }
             __atomic_store_n(&c->state, CS_PARSE, __ATOMIC_RELAXED);
             c->proto->process(c, w);
@@ -714,7 +698,7 @@ void conn_drive(struct conn *c)
                     goto kill;
                 c->inflight = true;
                 conn_park_run(c);
-                return;
+                return CONN_RUN_DONE;
             }
             if (c->yielded) {
                 c->yielded = false;
@@ -723,9 +707,9 @@ void conn_drive(struct conn *c)
                      * the loop to the other connections (memcached's
                      * reqs_per_event, conn_yields) */
                     STAT_INC(&w->stats, conn_yields);
-                    if (c->opending > 0 && c->wr_ready && xp->flush(c) < 0)
-                        goto kill;
                     xp->requeue(c);
+                    /* sent by the caller once this returns (below) */
+                    t->send_last = c->opending > 0 && c->wr_ready;
                     break;
                 }
             }
@@ -744,26 +728,20 @@ void conn_drive(struct conn *c)
             break;
         }
         if (c->rd_ready && !conn_out_full(c) && c->hold_until == 0) {
-            int r;
-
-            if (reads++ >= CONN_READ_BUDGET ||
-                rbytes >= CONN_READ_BYTES_BUDGET) {
+            if (t->reads++ >= CONN_READ_BUDGET ||
+                t->rbytes >= CONN_READ_BYTES_BUDGET) {
                 /* Let the other connections of this loop have a turn
                  * (rd_ready stays: the next turn reads on). */
                 c->rd_short = false;
                 xp->requeue(c);
                 break;
             }
-            {
-                size_t before = c->ilen - c->ioff;
-
-                r = xp->read(c);
-                if (r < 0)
-                    goto kill;
-                if (c->ilen - c->ioff > before)
-                    rbytes += c->ilen - c->ioff - before;
-            }
-            continue;
+            /* the caller reads (its table's read) and calls again, with
+             * what the read returned in t->rd (the loop goes on at its
+             * top, as after a send) */
+            t->rd_before = c->ilen - c->ioff;
+            t->reading = true;
+            return CONN_RUN_READ;
         }
         break;
     }
@@ -772,7 +750,8 @@ void conn_drive(struct conn *c)
     conn_bufs_idle(c);
     __atomic_store_n(&c->state,
                      c->closing ? CS_CLOSING
-                     : c->opending > 0 && !c->wr_ready ? CS_MWRITE
+                     : c->opending > 0 && (!c->wr_ready || t->send_last)
+                         ? CS_MWRITE
                      : c->need_body && c->ilen - c->ioff < c->need
                          ? CS_NREAD
                          : CS_WAITING,
@@ -787,12 +766,38 @@ void conn_drive(struct conn *c)
     } else {
         c->paused = false;
     }
-    return;
+    if (t->send_last) {
+        t->sent_last = true;
+        return CONN_RUN_SEND;
+    }
+    return CONN_RUN_DONE;
 kill:
     conn_teardown(c);
+    return CONN_RUN_GONE;
 }
 
-void conn_on_io(struct conn *c, short what)
+/* conn_run() with the backend's flush through the table: for the callers
+ * outside a backend's completion or readiness path (a payload thread's
+ * hand-back, the tick, shutdown, tests); the backends' own paths send
+ * themselves (conn_run's comment). */
+void conn_drive(struct conn *c)
+{
+    struct conn_turn t = {0};
+    const struct transport *xp = c->srv->xp;
+
+    int r;
+
+    while ((r = conn_run(c, &t)) > 0) {
+        if (r == CONN_RUN_READ) {
+            t.rd = xp->read(c);
+        } else if (xp->flush(c) < 0) {
+            conn_teardown(c);
+            return;
+        }
+    }
+}
+
+bool conn_io_ready(struct conn *c, short what)
 {
     if (what & (CONN_EV_READ | CONN_EV_CLOSED)) {
         c->rd_ready = true; /* a new edge: read at least once more */
@@ -811,7 +816,12 @@ void conn_on_io(struct conn *c, short what)
     }
     if (what & CONN_EV_WRITE)
         c->wr_ready = true;
-    if (!c->inflight)
+    return !c->inflight;
+}
+
+void conn_on_io(struct conn *c, short what)
+{
+    if (conn_io_ready(c, what))
         conn_drive(c);
 }
 

@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "server/server.h"
 #include "server/queue.h"
@@ -199,6 +200,40 @@ void conn_teardown(struct conn *c);
 void conn_on_io(struct conn *c, short what);
 /* Run the state machine: write, process, read until nothing moves. */
 void conn_drive(struct conn *c);
+/*
+ * The same, for a backend that sends itself: conn_run() returns
+ * CONN_RUN_SEND where output is to be sent (c->opending > 0, c->wr_ready),
+ * the backend sends it (or starts sending it) and calls conn_run() again
+ * with the same turn, which goes on from there; CONN_RUN_DONE when the
+ * loop is done for now, CONN_RUN_GONE when c was torn down (it may be
+ * freed).  So the request loop never calls back into the backend that
+ * called it to send: the send follows the loop (docs/architecture.md,
+ * "The walk of a GET").  The turn carries the per-turn read budget across
+ * the calls.
+ */
+struct conn_turn {
+    int reads;          /* reads this turn (CONN_READ_BUDGET) */
+    size_t rbytes;      /* bytes they brought (CONN_READ_BYTES_BUDGET) */
+    bool sent;          /* CONN_RUN_SEND was returned: go on past the send */
+    bool send_last;     /* a yield left output: sent after the loop ... */
+    bool sent_last;     /* ... and was: the turn is over */
+    bool reading;       /* CONN_RUN_READ was returned ... */
+    int rd;             /* ... the caller puts its read's result here */
+    size_t rd_before;   /* unconsumed input before that read */
+};
+/* CONN_RUN_READ: read the socket (the table's read: 1 bytes came, 0
+ * nothing more, -1 broken) into t->rd, then call again; like the send,
+ * the read is the backend's, after the loop returned to it. */
+enum {
+    CONN_RUN_GONE = -1,
+    CONN_RUN_DONE = 0,
+    CONN_RUN_SEND = 1,
+    CONN_RUN_READ = 2
+};
+int conn_run(struct conn *c, struct conn_turn *t);
+/* conn_on_io() without the run: note the readiness what says; true when
+ * the backend should run c now (not in a payload thread). */
+bool conn_io_ready(struct conn *c, short what);
 /* A payload thread finished with c (owner thread). */
 void conn_returned(struct conn *c);
 /* Owner-thread checks once a second: idle timeout, stalled output, stop. */
@@ -275,11 +310,64 @@ static inline void conn_in_need_body(struct conn *c, size_t total)
 /* Discard n bytes of input: what is buffered now, the rest as it comes. */
 void conn_in_skip(struct conn *c, uint64_t n);
 
+/*
+ * The output appends below are inline: a protocol handler calls them for
+ * every reply, and they are a few stores into the queue conn_drive() lent
+ * (as memcached's and Redis's reply appends are); only their slow paths
+ * (lend or grow a buffer) are calls into conn.c.  So a request's reply
+ * never calls back into the file that called the handler
+ * (docs/architecture.md, "The walk of a GET").
+ */
+/* Slow paths: room for one more segment (0, or -1), and n bytes of room
+ * at the end of obuf (NULL, the connection then closing). */
+int conn_seg_room(struct conn *c);
+uint8_t *conn_out_reserve_slow(struct conn *c, size_t n);
+
+/* Queue one segment; -1 when the array cannot grow. */
+static inline int conn_seg_push(struct conn *c, const struct oseg *s)
+{
+    if ((c->segs == NULL || c->nseg == c->segcap) && conn_seg_room(c) < 0)
+        return -1;
+    c->segs[c->nseg++] = *s;
+    c->opending += s->len;
+    return 0;
+}
 /* Reserve n bytes at the end of the output; NULL on allocation failure. */
-uint8_t *conn_out_reserve(struct conn *c, size_t n);
+static inline uint8_t *conn_out_reserve(struct conn *c, size_t n)
+{
+    if (c->obuf != NULL && c->ocap - c->olen >= n)
+        return c->obuf + c->olen;
+    return conn_out_reserve_slow(c, n);
+}
 /* Commit n bytes written into the last reservation. */
-void conn_out_commit(struct conn *c, size_t n);
-int conn_out_bytes(struct conn *c, const void *p, size_t n);
+static inline void conn_out_commit(struct conn *c, size_t n)
+{
+    struct oseg *last = c->nseg > c->seghead ? &c->segs[c->nseg - 1] : NULL;
+
+    if (n == 0)
+        return;
+    if (last != NULL && last->ptr == NULL && last->off + last->len == c->olen) {
+        last->len += (uint32_t)n;
+        c->opending += n;
+    } else {
+        struct oseg s = {NULL, NULL, (uint32_t)c->olen, (uint32_t)n};
+        if (conn_seg_push(c, &s) < 0) {
+            c->closing = true;
+            return;
+        }
+    }
+    c->olen += n;
+}
+static inline int conn_out_bytes(struct conn *c, const void *p, size_t n)
+{
+    uint8_t *d = conn_out_reserve(c, n);
+
+    if (d == NULL)
+        return -1;
+    memcpy(d, p, n);
+    conn_out_commit(c, n);
+    return 0;
+}
 /* Values up to this size are copied into obuf instead of being queued as a
  * reference (conn_out_ref), so a small reply is one piece that goes out
  * with one send(); larger ones stay zero-copy (sendmsg() from the record),

@@ -43,6 +43,28 @@ static struct econn *EC(struct conn *c)
     return conn_xpriv(c);
 }
 
+static int ep_read(struct conn *c);
+static int ep_flush(struct conn *c);
+
+/* Run c's request loop, and read and send when it asks (conn_run): the
+ * reads and the sends are made here, after the loop returned, never from
+ * inside it, so conn.c does not call back into this file on a request's
+ * way (docs/architecture.md, "The walk of a GET").  May free c. */
+static void ep_drive(struct conn *c)
+{
+    struct conn_turn t = {0};
+    int r;
+
+    while ((r = conn_run(c, &t)) > 0) {
+        if (r == CONN_RUN_READ) {
+            t.rd = ep_read(c);
+        } else if (ep_flush(c) < 0) {
+            conn_teardown(c);
+            return;
+        }
+    }
+}
+
 static void ep_conn_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct conn *c = arg;
@@ -57,7 +79,8 @@ static void ep_conn_cb(evutil_socket_t fd, short what, void *arg)
         event_del(e->ev_wr);
         e->wr_armed = false;
     }
-    conn_on_io(c, what);
+    if (conn_io_ready(c, what))
+        ep_drive(c); /* may free c */
 }
 
 static int ep_adopt(struct conn *c)

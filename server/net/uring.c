@@ -664,6 +664,8 @@ static int uc_want_wr(struct conn *c)
     return 0;
 }
 
+static void ur_drive(struct conn *c);
+
 /* A readiness poll of a filtered connection completed. */
 static void uw_on_poll(struct uring_worker *uw, uint64_t ud,
                        const struct io_uring_cqe *cqe)
@@ -703,7 +705,8 @@ static void uw_on_poll(struct uring_worker *uw, uint64_t ud,
         what |= CONN_EV_WRITE;
     if (!wr && !uc->recv_armed)
         uw_want_rearm(uw, c);
-    conn_on_io(c, what); /* may free c */
+    if (conn_io_ready(c, what))
+        ur_drive(c); /* may free c */
 }
 
 static int ur_start(struct conn *c)
@@ -749,6 +752,25 @@ static int ur_flush(struct conn *c)
     if (r == 1)
         return uc_want_wr(c);
     return r;
+}
+
+/* Run c's request loop, and send what it leaves when it asks (conn_run):
+ * the send is started here, after the loop returned, never from inside
+ * it, so conn.c does not call back into this file on a request's way
+ * (docs/architecture.md, "The walk of a GET").  May free c. */
+static void ur_drive(struct conn *c)
+{
+    struct conn_turn t = {0};
+    int r;
+
+    while ((r = conn_run(c, &t)) > 0) {
+        if (r == CONN_RUN_READ) {
+            t.rd = ur_read(c);
+        } else if (ur_flush(c) < 0) {
+            conn_teardown(c);
+            return;
+        }
+    }
 }
 
 /* ---- plain connections: sends from the output queue ------------------- */
@@ -1107,7 +1129,7 @@ static void uw_on_recv(struct uring_worker *uw, struct conn *c,
                 uc_cancel_recv(uw, c);
             if (!uc->recv_armed)
                 uw_want_rearm(uw, c);
-            conn_drive(c); /* may free c */
+            ur_drive(c); /* may free c */
             uw_buf_put(uw, gi, bid);
             return;
         }
@@ -1121,7 +1143,7 @@ static void uw_on_recv(struct uring_worker *uw, struct conn *c,
             uc_cancel_recv(uw, c);
         if (!uc->recv_armed)
             uw_want_rearm(uw, c);
-        conn_drive(c);
+        ur_drive(c);
         return;
     }
     if (buf)
@@ -1129,7 +1151,7 @@ static void uw_on_recv(struct uring_worker *uw, struct conn *c,
     if (res == 0) { /* EOF */
         c->rd_shut = true;
         if (!c->inflight)
-            conn_drive(c);
+            ur_drive(c);
         return;
     }
     if (res == -ENOBUFS || res == -ECANCELED || res == -EINTR ||
@@ -1188,7 +1210,7 @@ static void uw_on_send(struct uring_worker *uw, struct conn *c,
     }
     c->wr_ready = true;
     if (!c->inflight)
-        conn_drive(c);
+        ur_drive(c);
 }
 
 /* ---- the loop ------------------------------------------------------------ */
@@ -1269,7 +1291,7 @@ static void uw_passes(struct uring_worker *uw)
             uw->rq_tail = NULL;
         uw->rq_n--;
         UC(c)->in_rq = false;
-        conn_drive(c); /* may free c */
+        ur_drive(c); /* may free c */
     }
     while ((c = uw->ra) != NULL) {
         struct uconn *uc = UC(c);
