@@ -106,7 +106,7 @@ struct conn {
     bool inflight;         /* a payload thread owns the buffers */
     bool adopted;          /* registered with owner's event loop */
     bool rd_ready;         /* edge seen, input not yet known drained */
-    bool rd_short;         /* a read since the last edge came back short */
+    bool rd_short;         /* the last read since the edge came back short */
     bool rd_hup;           /* peer half-closed (EV_CLOSED): read to EOF */
     bool wr_ready;         /* a write is worth trying (not known to block) */
     bool wr_busy;          /* a send of obuf/segments is in flight (a
