@@ -1,6 +1,6 @@
 #!/bin/bash
 # bytes.sh - bytes per record, mdcached beside memcached, in one run
-# (issue 27 item 3; docs/performance.md, "Bytes per record"):
+# (issue 27 item 3; docs/performance.md, "Memory per record and bytes per record"):
 #   1. records held in -m MIB (default 64) after FILL sets of 16-byte keys
 #      and 32-byte values (more than either holds: both evict);
 #   2. RSS per record once N records of the same shape are loaded into

@@ -8,7 +8,7 @@
   report.py stats text|resp SOCKET      a server's item count
   report.py compare RUNS.jsonl [--doc DOC] [--png-dir DIR]
                                         W1-W4, W6, W7: issue 4's ratios, the
-                                        Markdown of performance.md, plots
+                                        Markdown of performance-history.md, plots
   report.py w5 RUNS.jsonl               W5's tables (round trips, W5a,
                                         invalidation, leftovers, libmdcached)
   report.py w8 RESULT.json [--png P] [--md M]   W8's marginal costs

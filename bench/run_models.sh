@@ -9,7 +9,7 @@
 # generator (bench/mdc-load, CPU 1) reads each daemon's CPU time from /proc.
 # Writes every run plus the medians to RESULTS/models-DATE.json and prints a
 # Markdown table of medians; with -u it also replaces the table between the
-# "models" markers in docs/performance.md.
+# "models" markers in docs/performance-history.md.
 #
 # usage: bench/run_models.sh [-B BUILD_DIR] [-r ROUNDS] [-D SECS] [-W SECS]
 #                            [-o RESULTS_DIR] [-u DOC] [-M "NAME:flags;..."]
