@@ -1122,7 +1122,7 @@ static void uw_on_recv(struct uring_worker *uw, struct conn *c,
         }
         if (c->ibuf == NULL) {
             /* Nothing buffered: the requests are parsed where the kernel
-             * put them, and conn_drive() copies what a partial one leaves
+             * put them, and conn_run() copies what a partial one leaves
              * into a lent buffer (the ring is the thread's input pool). */
             conn_in_lend(c, g->bufs + (size_t)bid * g->sz, (size_t)res);
             if (uc_over_turn(uw, c) || uc_backlogged(c))
