@@ -42,63 +42,25 @@ for x in "$LOAD" "$MDCACHED"; do
     [ -x "$x" ] || { echo "bytes.sh: no $x (use -B)" >&2; exit 1; }
 done
 
-PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; }
-trap cleanup EXIT
+. "$(dirname "$0")/lib.sh"
+bl_init bytes.sh
+PORT= PID= PROTO=
 
-free_port() {
-    local p
-    for p in $(seq "$1" $(($1 + 100))); do
-        if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "$p"; return; fi
-    done
-    echo "bytes.sh: no free port near $1" >&2; exit 1
-}
-wait_port() {
-    for _ in $(seq 100); do
-        (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-        sleep 0.1
-    done
-    echo "bytes.sh: nothing listens on $1" >&2; exit 1
-}
-rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
-# the value of memcached text "stats" field $2 (both servers answer it)
-stat_of() {
-    exec 3<>"/dev/tcp/127.0.0.1/$1"
-    printf 'stats\r\nquit\r\n' >&3
-    tr -d '\r' <&3 | awk -v k="$2" '$1 == "STAT" && $2 == k { print $3 }'
-    exec 3<&-
-}
-# RSS that has not moved for a second (memcached resizes its hash table
-# in a background thread after a load)
-settled_rss() {
-    local a b
-    b=$(rss_kib "$1")
-    for _ in $(seq 30); do
-        sleep 1
-        a=$(rss_kib "$1")
-        [ "$a" = "$b" ] && break
-        b=$a
-    done
-    echo "$a"
-}
-
-# start NAME MIB: starts a server on a free port; sets PORT, PID, PROTO
+# start NAME MIB: starts a server (bench/lib.sh, pinned to CPU 0); sets
+# PORT, PID, PROTO
 start() {
     case $1 in
     memcached)
-        PORT=$(free_port 21411); PROTO=text
-        taskset -c 0 memcached -u nobody -m "$2" -p "$PORT" -l 127.0.0.1 -U 0 -t 1 -c 1024 &
-        ;;
+        PROTO=text
+        bl_start memcached -m "$2" -U 0 -t 1 -c 1024 ;;
     mdcached)
-        PORT=$(free_port 21511); PROTO=native
-        taskset -c 0 "$MDCACHED" -n 1 -t 0 -m "$2" -p "$PORT" -l 127.0.0.1 2>/dev/null &
-        ;;
+        PROTO=native
+        bl_start mdcached "$MDCACHED" -n 1 -t 0 -m "$2" ;;
     esac
-    PID=$!; PIDS+=("$PID")
-    wait_port "$PORT"
+    PORT=$BL_PORT PID=$BL_PID
     sleep 0.5
 }
-stop() { kill "$PID"; wait "$PID" 2>/dev/null || true; }
+stop() { bl_stop "$PID"; }
 
 echo "bytes.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -n); $(memcached -V); mdcached $("$MDCACHED" -V 2>/dev/null | head -1)"
 
@@ -110,9 +72,9 @@ held=()
 for s in memcached mdcached; do
     start "$s" "$MIB"
     taskset -c 1 "$LOAD" -q -P "$PROTO" -s "127.0.0.1:$PORT" -k "$FILL" -K 16 -v 32 -c 8 -f -D 0 -w 0
-    items=$(stat_of "$PORT" curr_items)
-    printf '%-10s %12s %14s %10s %10.1f\n' "$s" "$items" "$(stat_of "$PORT" bytes)" \
-        "$(stat_of "$PORT" evictions)" "$(echo "$(rss_kib "$PID") / 1024" | bc -l)"
+    items=$(bl_stat "$PORT" curr_items)
+    printf '%-10s %12s %14s %10s %10.1f\n' "$s" "$items" "$(bl_stat "$PORT" bytes)" \
+        "$(bl_stat "$PORT" evictions)" "$(echo "$(bl_rss_kib "$PID") / 1024" | bc -l)"
     held+=("$items")
     stop
 done
@@ -126,11 +88,11 @@ printf '%-10s %12s %10s %10s %10s %10s\n' server curr_items "RSS0 MiB" "RSS MiB"
 per=()
 for s in memcached mdcached; do
     start "$s" 4096
-    before=$(rss_kib "$PID")
+    before=$(bl_rss_kib "$PID")
     taskset -c 1 "$LOAD" -q -P "$PROTO" -s "127.0.0.1:$PORT" -k "$N" -K 16 -v 32 -c 8 -f -D 0 -w 0
-    after=$(settled_rss "$PID")
+    after=$(bl_settled_rss "$PID")
     b=$(echo "scale=2; $after * 1024 / $N" | bc)
-    printf '%-10s %12s %10.1f %10.1f %10s %10.2f\n' "$s" "$(stat_of "$PORT" curr_items)" \
+    printf '%-10s %12s %10.1f %10.1f %10s %10.2f\n' "$s" "$(bl_stat "$PORT" curr_items)" \
         "$(echo "$before / 1024" | bc -l)" "$(echo "$after / 1024" | bc -l)" "$b" \
         "$(echo "($after - $before) * 1024 / $N" | bc -l)"
     per+=("$b")
@@ -153,9 +115,7 @@ fi
 case " $STEPS " in *" 4 "*)
 MRGEN=$BUILD/bench/missratio/mr-gen
 MRREP=$BUILD/bench/missratio/mr-replay
-TRACE=$(mktemp /tmp/bytes-trace.XXXXXX)
-PIDS_TRACE=$TRACE
-trap 'cleanup; rm -f "$PIDS_TRACE"' EXIT
+TRACE=$BL_TMP/trace
 "$MRGEN" -o "$TRACE" -n "$MIX_REQUESTS" -N "$MIX_OBJECTS" -a 1.0 -S 1 >/dev/null
 echo
 echo "4. the miss-ratio trace's size mix: $MIX_REQUESTS requests over $MIX_OBJECTS objects (z1.0, seed 1) replayed read-through into -m 4096"
@@ -163,11 +123,11 @@ printf '%-10s %12s %14s %10s %10s %10s %10s\n' server curr_items bytes "bytes/re
 per=()
 for s in memcached mdcached; do
     start "$s" 4096
-    before=$(rss_kib "$PID")
+    before=$(bl_rss_kib "$PID")
     taskset -c 1 "$MRREP" -t "$TRACE" -p "$PORT" -P text -w 0 >/dev/null
-    after=$(settled_rss "$PID")
-    items=$(stat_of "$PORT" curr_items)
-    bytes=$(stat_of "$PORT" bytes)
+    after=$(bl_settled_rss "$PID")
+    items=$(bl_stat "$PORT" curr_items)
+    bytes=$(bl_stat "$PORT" bytes)
     d=$(echo "scale=2; ($after - $before) * 1024 / $items" | bc)
     printf '%-10s %12s %14s %10.1f %10.1f %10.1f %10s\n' "$s" "$items" "$bytes" \
         "$(echo "$bytes / $items" | bc -l)" "$(echo "$before / 1024" | bc -l)" \

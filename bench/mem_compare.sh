@@ -24,44 +24,20 @@ done
 LOAD=${MDC_LOAD:-$BUILD/bench/mdc-load}
 [ -x "$LOAD" ] || { echo "mem_compare: no mdc-load at $LOAD (use -B or MDC_LOAD)" >&2; exit 1; }
 
-PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; }
-trap cleanup EXIT
-
-free_port() {
-    local p
-    for p in $(seq "$1" $(($1 + 100))); do
-        if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "$p"; return; fi
-    done
-    echo "mem_compare: no free port near $1" >&2; exit 1
-}
-wait_port() {
-    for _ in $(seq 100); do
-        (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-        sleep 0.1
-    done
-    echo "mem_compare: nothing listens on $1" >&2; exit 1
-}
-rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
-# memcached's text "stats" over bash's /dev/tcp: prints the value of field $2
-mc_stat() {
-    exec 3<>"/dev/tcp/127.0.0.1/$1"
-    printf 'stats\r\nquit\r\n' >&3
-    tr -d '\r' <&3 | awk -v k="$2" '$1 == "STAT" && $2 == k { print $3 }'
-    exec 3<&-
-}
+. "$(dirname "$0")/lib.sh"
+bl_init mem_compare
 
 ROWS=()
 # measure NAME PID PROTO ADDR EXTRA_CMD
 measure() {
     local name=$1 pid=$2 proto=$3 addr=$4 before after t0 t1 extra
     sleep 0.5
-    before=$(rss_kib "$pid")
+    before=$(bl_rss_kib "$pid")
     t0=$(date +%s.%N)
     taskset -c 1 "$LOAD" -P "$proto" -s "$addr" -k "$N" -K 16 -v 32 -c 8 -f -D 0 -w 0
     t1=$(date +%s.%N)
     sleep 1
-    after=$(rss_kib "$pid")
+    after=$(bl_rss_kib "$pid")
     extra=$($5)
     printf '%-10s %10d %10.1f %10.1f %9.1f %9.1f  %s (load %.1f s)\n' "$name" "$N" \
         "$(echo "$before / 1024" | bc -l)" "$(echo "$after / 1024" | bc -l)" \
@@ -74,34 +50,27 @@ measure() {
 echo "mem_compare $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -n): $N records, 16-byte keys, 32-byte values"
 printf '%-10s %10s %10s %10s %9s %9s  %s\n' server records "RSS0 MiB" "RSS MiB" "B/rec" "dB/rec" "server's own count"
 
+# Each server started by bench/lib.sh, pinned to CPU 0 on 127.0.0.1.
 # memcached: -m 4096 so nothing is evicted; one worker thread, UDP off.
-MCPORT=$(free_port 21211)
-taskset -c 0 memcached -u nobody -m 4096 -p "$MCPORT" -l 127.0.0.1 -U 0 -t 1 -c 1024 &
-MCPID=$!; PIDS+=("$MCPID")
-wait_port "$MCPORT"
-mc_extra() { echo "curr_items=$(mc_stat "$MCPORT" curr_items) bytes=$(mc_stat "$MCPORT" bytes) hash_bytes=$(mc_stat "$MCPORT" hash_bytes)"; }
-measure memcached "$MCPID" text "127.0.0.1:$MCPORT" mc_extra
-kill "$MCPID"; wait "$MCPID" 2>/dev/null || true
+bl_start memcached -m 4096 -U 0 -t 1 -c 1024
+MCPORT=$BL_PORT
+mc_extra() { echo "curr_items=$(bl_stat "$MCPORT" curr_items) bytes=$(bl_stat "$MCPORT" bytes) hash_bytes=$(bl_stat "$MCPORT" hash_bytes)"; }
+measure memcached "$BL_PID" text "127.0.0.1:$MCPORT" mc_extra
+bl_stop
 
 # Redis: no persistence, no memory limit (maxmemory 0), no eviction.
-RPORT=$(free_port 26379)
-taskset -c 0 redis-server --port "$RPORT" --bind 127.0.0.1 --save '' \
-    --appendonly no --maxmemory 0 --daemonize no --loglevel warning &
-RPID=$!; PIDS+=("$RPID")
-wait_port "$RPORT"
+bl_start redis --save '' --appendonly no --maxmemory 0 --loglevel warning
+RPORT=$BL_PORT
 r_extra() { echo "dbsize=$(redis-cli -p "$RPORT" dbsize) $(redis-cli -p "$RPORT" info memory | tr -d '\r' | grep -E '^used_memory:' )"; }
-measure redis "$RPID" resp "127.0.0.1:$RPORT" r_extra
-kill "$RPID"; wait "$RPID" 2>/dev/null || true
+measure redis "$BL_PID" resp "127.0.0.1:$RPORT" r_extra
+bl_stop
 
 # mdcached over the native protocol, when a daemon is given.
 if [ -n "${MDCACHED:-}" ]; then
-    MPORT=$(free_port 21311)
-    taskset -c 0 "$MDCACHED" -n 1 -t 0 -m 4096 -p "$MPORT" -l 127.0.0.1 &
-    MPID=$!; PIDS+=("$MPID")
-    wait_port "$MPORT"
+    bl_start mdcached "$MDCACHED" -n 1 -t 0 -m 4096
     m_extra() { echo "-"; }
-    measure mdcached "$MPID" native "127.0.0.1:$MPORT" m_extra
-    kill "$MPID"; wait "$MPID" 2>/dev/null || true
+    measure mdcached "$BL_PID" native "127.0.0.1:$BL_PORT" m_extra
+    bl_stop
 fi
 
 if [ -n "$OUT" ]; then
