@@ -5,6 +5,10 @@
                                         the side-by-side table of a run
   report.py line ONE.json KEY=VALUE...  one mdc-load run as a JSON line
   report.py oneline < LINE              that line as one line of text
+  report.py udp UDPLOAD.json UTIME0 STIME0 UTIME1 STIME1 HZ
+                                        one `udpload get` window and the
+                                        server's clock ticks before and
+                                        after it, in mdc-load's JSON shape
   report.py stats text|resp SOCKET      a server's item count
   report.py compare RUNS.jsonl [--doc DOC] [--png-dir DIR]
                                         W1-W4, W6, W7: issue 4's ratios, the
@@ -61,6 +65,27 @@ def cmd_line(argv):
             if d["requests"] else None)
         d["noisy"] = d["foreign_cpu0"] + d["foreign_cpu1"] > NOISY_CPUS
     print(json.dumps(d, sort_keys=False))
+
+
+def cmd_udp(argv):
+    """The udp workload's window (bench/run udp): udpload's JSON and the
+    server's utime/stime from /proc/PID/stat before and after, in the shape
+    `line` and the table read: server CPU per reply (what bench/udp_ab.sh
+    printed), replies per second, p50/p99."""
+    o = json.load(open(argv[0]))
+    u0, s0, u1, s1, hz = (int(x) for x in argv[1:6])
+    rep = o.get("replies", 0)
+    user, sys_ = (u1 - u0) / hz, (s1 - s0) / hz
+    sc = {"user_s": user, "sys_s": sys_}
+    if rep:
+        sc["us_per_req"] = (user + sys_) * 1e6 / rep
+        sc["sys_us_per_req"] = sys_ * 1e6 / rep
+    d = {"requests": rep, "throughput": o.get("rps", 0),
+         "duration_s": o.get("seconds"), "lost": o.get("lost"),
+         "latency_us": {"p50": o.get("p50_us"), "p99": o.get("p99_us"),
+                        "p999": None},
+         "server_cpu": sc, "udpload": o}
+    print(json.dumps(d))
 
 
 def cmd_stats(argv):
@@ -991,11 +1016,12 @@ def w8_main(args):
 def cmd_oneline(argv):
     d = json.load(sys.stdin)
     c = d.get("server_cpu") or {}
-    print("%.0f req/s, p50 %.0f us, p99 %.0f us, server %.2f us/req, "
-          "neighbours %.2f CPU" % (
-              d["throughput"], d["latency_us"]["p50"], d["latency_us"]["p99"],
-              c.get("us_per_req", 0),
-              d.get("foreign_cpu0", 0) + d.get("foreign_cpu1", 0)))
+    # udpload (the udp workload) counts all CPUs together: no neighbours
+    nb = ("neighbours %.2f CPU" % (d["foreign_cpu0"] + d["foreign_cpu1"])
+          if "foreign_cpu0" in d else "neighbours not measured")
+    print("%.0f req/s, p50 %.0f us, p99 %.0f us, server %.2f us/req, %s" % (
+        d["throughput"], d["latency_us"]["p50"], d["latency_us"]["p99"],
+        c.get("us_per_req") or 0, nb))
 
 
 def rows_of(path):
@@ -1126,7 +1152,7 @@ def cmd_table(argv):
               meta.get("duration"), meta.get("warmup"),
               meta.get("loadavg_start"), end.get("loadavg_end", "?")))
     runs = [r for r in rows if r.get("kind") == "run"]
-    if runs:
+    if runs and any("foreign_cpu0" in r for r in runs):
         print("neighbour CPU during the windows, median %.2f CPUs; %d "
               "attempt(s) set aside as noisy" % (
                   med(r.get("foreign_cpu0", 0) + r.get("foreign_cpu1", 0)
@@ -1176,7 +1202,7 @@ def cmd_scale(argv):
 
 if __name__ == "__main__":
     cmds = {"table": cmd_table, "line": cmd_line, "oneline": cmd_oneline,
-            "stats": cmd_stats, "compare": cmd_report, "w5": cmd_w5,
+            "stats": cmd_stats, "udp": cmd_udp, "compare": cmd_report, "w5": cmd_w5,
             "w8": w8_main, "scale": cmd_scale}
     if len(sys.argv) < 2 or sys.argv[1] not in cmds:
         print(__doc__)

@@ -5,8 +5,10 @@
 # alternate for 2 rounds, the load
 # generator's arguments after "--" reach mdc-load, the raw results go to
 # the -o directory (never into bench/results/), and the table has one row
-# per target with the first target's ratio 1.000.  A workload file that
-# does not exist and an unknown option are refused with status 64.
+# per target with the first target's ratio 1.000.  The udp workload (UDP
+# gets by bench/udpload, bench/udp_ab.sh's A/B) with --against runs the
+# earlier build first in each round and takes the ratio to it.  A workload
+# file that does not exist and an unknown option are refused with status 64.
 # Exit 0 pass, 1 fail, 77 skip.
 set -u
 . "$(dirname "$0")/realclients/common.sh"
@@ -27,6 +29,7 @@ check "an unknown workload is refused" 64 $?
 check "an unknown option is refused" 64 $?
 "$RUN" --list >"$RC_TMP/list" 2>&1
 grep -q '^w1 ' "$RC_TMP/list" && ok "--list names w1" || fail "--list names w1: $(cat "$RC_TMP/list")"
+grep -q '^udp ' "$RC_TMP/list" && ok "--list names udp" || fail "--list names udp: $(cat "$RC_TMP/list")"
 
 before=$(ls "$SRC/bench/results" 2>/dev/null | wc -l)
 "$RUN" w1 -B "$B" -r 2 -D 0.5 -W 0.1 -s keys=2000 -s quiet_wait=0 -s tries=1 \
@@ -52,4 +55,21 @@ grep -q '^| two | [12] | ' "$RC_TMP/out" && ok "table: a row for the second targ
     fail "table row of two: $(cat "$RC_TMP/out")"
 grep -q 'p99 µs' "$RC_TMP/out" && ok "table: latency columns (W1 asks for them)" ||
     fail "no latency columns"
+
+[ -x "$B/bench/udpload" ] || fail "$B/bench/udpload not built"
+"$RUN" udp -B "$B" -r 2 -D 0.5 -s quiet_wait=0 -A "$B" -o "$RC_TMP/udp" \
+    >"$RC_TMP/uout" 2>"$RC_TMP/uerr"
+check "bench/run udp -A ran" 0 $?
+runs=$(ls "$RC_TMP"/udp/udp-*.jsonl 2>/dev/null | head -1)
+order=$(python3 -c 'import json,sys
+print(" ".join(json.loads(l)["target"] for l in open(sys.argv[1]) if "\"kind\": \"run\"" in l))' "$runs" 2>/dev/null)
+check "udp: the earlier build (A) before this one (B) in each round" \
+    "mdcached-base mdcached mdcached-base mdcached" "$order"
+m=$(python3 -c 'import json,sys
+print(sum(1 for l in open(sys.argv[1]) if "\"kind\": \"run\"" in l and json.loads(l)["requests"] > 0))' "$runs" 2>/dev/null)
+check "udp: every window got replies" 4 "${m:-0}"
+grep -q '^| mdcached-base | 2 | [0-9.]* | [0-9.]*-[0-9.]* | 1.000 |' "$RC_TMP/uout" &&
+    ok "udp table: A first, ratio 1.000" || fail "udp table row of A: $(cat "$RC_TMP/uout" "$RC_TMP/uerr")"
+grep -q '^| mdcached | 2 | [0-9.]* | [0-9.]*-[0-9.]* | [0-9.]* |' "$RC_TMP/uout" &&
+    ok "udp table: B's server CPU per get and ratio to A" || fail "udp table row of B: $(cat "$RC_TMP/uout")"
 rc_finish
