@@ -2,7 +2,8 @@
 # started pinned to CPU 0 on a port got the least racy way, their resident
 # memory and their text "stats".  Used by bench/bytes.sh and
 # bench/mem_compare.sh (which start and stop servers one at a time) and by
-# bench/run (bl_free_port, bl_port_of, bl_rss_kib).
+# bench/run (bl_free_port, bl_port_of, bl_wait_file, bl_rss_kib; it starts
+# its servers itself, several at once, in namespaces and over TLS).
 #
 #   . "$(dirname "$0")/lib.sh"
 #   bl_init NAME                 # messages say NAME; BL_TMP; an EXIT trap
