@@ -11,6 +11,12 @@ COLS = ["mdcached", "memcached", "redis-lru", "redis-lfu",
 HEAD = ["mdcached", "memcached", "Redis LRU", "Redis LFU",
         "LRU sim", "SIEVE sim", "S3-FIFO sim", "W-TinyLFU sim"]
 SERVERS = ["mdcached", "memcached", "redis-lru", "redis-lfu"]
+# run.sh's extra row: mdcached given as -m the memory memcached used
+EQUAL = "mdcached@mc-mem"
+
+
+def mib_of_kib(v):
+    return "%.1f" % (int(v) / 1024) if v and v.isdigit() else "–"
 
 
 def main():
@@ -46,6 +52,28 @@ def main():
         sb = "%.1f" % (int(sb) / 1e6) if sb.isdigit() else "–"
         print("| %s | %d %% | %s | %s |" % (k[0], k[1], " | ".join(held), sb))
 
+    if any(EQUAL in c for c in cells.values()):
+        print()
+        print("Equal memory: mdcached given as -m the memory memcached used "
+              "in the same row (run.sh's MR_EQUAL), RSS after the replay:")
+        print()
+        print("| trace | size | -m MiB | memcached | mdcached | "
+              "mdcached at memcached's memory: -m MiB | its miss ratio | "
+              "records held: memcached / mdcached at its memory | "
+              "RSS MiB: memcached / mdcached at its memory |")
+        print("|---" * 9 + "|")
+        for k in order:
+            c = cells[k]
+            e = c.get(EQUAL)
+            if e is None:
+                continue
+            mc = c.get("memcached", {})
+            print("| %s | %d %% | %s | %s | %s | %s | %s | %s / %s | %s / %s |" % (
+                k[0], k[1], c["mib"], mc.get("miss_ratio", "–"),
+                c.get("mdcached", {}).get("miss_ratio", "–"), e["mib"],
+                e["miss_ratio"] or "–", mc.get("records", "–"), e["records"],
+                mib_of_kib(mc.get("rss_kib")), mib_of_kib(e.get("rss_kib"))))
+
     if len(sys.argv) < 3:
         return
     try:
@@ -62,7 +90,7 @@ def main():
     fig, axes = plt.subplots(1, len(traces), figsize=(4 * len(traces), 3.6), squeeze=False)
     for ax, t in zip(axes[0], traces):
         pcts = sorted(p for tt, p in order if tt == t)
-        for s, label in zip(COLS, HEAD):
+        for s, label in zip(COLS + [EQUAL], HEAD + ["mdcached at memcached's memory"]):
             xs, ys = [], []
             for p in pcts:
                 r = cells[(t, p)].get(s)
@@ -70,7 +98,7 @@ def main():
                     xs.append(p)
                     ys.append(float(r["miss_ratio"]))
             if xs:
-                style = "-o" if s in SERVERS else "--x"
+                style = "-o" if s in SERVERS else ":s" if s == EQUAL else "--x"
                 ax.plot(xs, ys, style, label=label, markersize=4)
         ax.set_xscale("log")
         ax.set_xticks(pcts)

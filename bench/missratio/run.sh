@@ -16,6 +16,11 @@
 #   MR_SEED     [1]
 #   MR_OUT      [a new /tmp/mr-bench.XXXXXX]  traces, logs, results.tsv, plot
 #   MR_VENV     [$MR_OUT/venv]  libcachesim's venv (reuse one to save time)
+#   MR_EQUAL    [malloced]  the extra row "mdcached@mc-mem": mdcached again,
+#               given as -m the memory memcached used in the same row, its
+#               slab pages (`total_malloced`), rounded up to whole MiB;
+#               `rss` takes memcached's RSS instead, `bytes` its `bytes`
+#               stat, `off` leaves the row out (README.md, "Equal memory")
 #
 # Servers listen on 127.0.0.1 only and run one at a time; every replay is
 # bounded by `timeout`.
@@ -44,6 +49,11 @@ VENV=${MR_VENV:-$OUT/venv}
 mkdir -p "$OUT" || exit 1
 RESULTS=$OUT/results.tsv
 LIMIT=900	# seconds per replay
+EQUAL=${MR_EQUAL:-malloced}
+case $EQUAL in
+malloced | rss | bytes | off) ;;
+*) echo "run.sh: MR_EQUAL=$EQUAL: malloced, rss, bytes or off" >&2; exit 1 ;;
+esac
 
 PIDS=()
 cleanup() {
@@ -79,12 +89,12 @@ wait_port() {
 	return 1
 }
 
-# stat PORT NAME: one field of a memcached-text `stats`
+# srvstat PORT NAME [GROUP]: one field of a memcached-text `stats [GROUP]`
 srvstat() {
-	python3 - "$1" "$2" <<'EOF'
+	python3 - "$1" "$2" "${3:-}" <<'EOF'
 import socket, sys
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
-s.sendall(b"stats\r\n")
+s.sendall(("stats %s\r\n" % sys.argv[3]).strip().encode() + b"\r\n")
 buf = b""
 while not buf.endswith(b"END\r\n"):
     d = s.recv(65536)
@@ -96,6 +106,11 @@ for l in buf.decode().split("\r\n"):
     if len(f) == 3 and f[1] == sys.argv[2]:
         print(f[2])
 EOF
+}
+
+# rss PID: its resident set in KiB
+rss() {
+	awk '$1 == "VmRSS:" { print $2 }' "/proc/$1/status" 2>/dev/null || echo -
 }
 
 stop() {
@@ -117,9 +132,26 @@ field() {	# field NAME LINE
 	sed -n "s/.*\\b$1=\\([^ ]*\\).*/\\1/p" <<<"$2"
 }
 
-printf 'trace\tpct\tmib\tserver\tmiss_ratio\trecords\tobject_bytes\tstats_bytes\n' >"$RESULTS"
-row() {	# server miss records objbytes statsbytes
-	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$TR" "$PCT" "$MIB" "$1" "$2" "$3" "$4" "$5" >>"$RESULTS"
+# mib: the -m (maxmemory) the server was given; rss_kib: its resident set
+# after the replay and the probe
+printf 'trace\tpct\tmib\tserver\tmiss_ratio\trecords\tobject_bytes\tstats_bytes\trss_kib\n' >"$RESULTS"
+row() {	# server miss records objbytes statsbytes rss [mib]
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$TR" "$PCT" "${7:-$MIB}" "$1" "$2" "$3" "$4" "$5" "$6" \
+		>>"$RESULTS"
+}
+
+# run_mdc NAME MIB: mdcached at -m MIB, one replay; sets r, sb, rs
+run_mdc() {
+	rm -f "$OUT/mdc.port"
+	"$MDC" -n 4 -t 0 -m "$2" -l 127.0.0.1 -p auto --port-file "$OUT/mdc.port" \
+		2>>"$OUT/mdcached.err" &
+	PIDS=($!)
+	for _ in $(seq 100); do [ -s "$OUT/mdc.port" ] && break; sleep 0.1; done
+	port=$(awk '$1 == "tcp" { sub(/.*:/, "", $2); print $2; exit }' "$OUT/mdc.port" 2>/dev/null)
+	r=$(replay "$1" "$port" text)
+	sb=$(srvstat "$port" bytes)
+	rs=$(rss "${PIDS[0]}")
+	stop "${PIDS[0]}"
 }
 
 for TR in $TRACES; do
@@ -141,17 +173,9 @@ for TR in $TRACES; do
 		[ "$MIB" -ge 1 ] || MIB=1
 		echo "trace $TR, $PCT % = $MIB MiB" >&2
 
-		rm -f "$OUT/mdc.port"
-		"$MDC" -n 4 -t 0 -m "$MIB" -l 127.0.0.1 -p auto --port-file "$OUT/mdc.port" \
-			2>>"$OUT/mdcached.err" &
-		PIDS=($!)
-		for _ in $(seq 100); do [ -s "$OUT/mdc.port" ] && break; sleep 0.1; done
-		port=$(awk '$1 == "tcp" { sub(/.*:/, "", $2); print $2; exit }' "$OUT/mdc.port" 2>/dev/null)
-		r=$(replay mdcached "$port" text)
-		sb=$(srvstat "$port" bytes)
-		stop "${PIDS[0]}"
+		run_mdc mdcached "$MIB"
 		row mdcached "$(field miss_ratio "$r")" "$(field held_records "$r")" \
-			"$(field held_bytes "$r")" "$sb"
+			"$(field held_bytes "$r")" "$sb" "$rs"
 		HELD=$(field held_bytes "$r")
 
 		port=$(free_port)
@@ -164,9 +188,33 @@ for TR in $TRACES; do
 		wait_port "$port" "${PIDS[0]}"
 		r=$(replay memcached "$port" text)
 		sb=$(srvstat "$port" bytes)
+		mall=$(srvstat "$port" total_malloced slabs)
+		rs=$(rss "${PIDS[0]}")
 		stop "${PIDS[0]}"
 		row memcached "$(field miss_ratio "$r")" "$(field held_records "$r")" \
-			"$(field held_bytes "$r")" "$sb"
+			"$(field held_bytes "$r")" "$sb" "$rs"
+		echo "$TR $PCT memcached -m $MIB: bytes=$sb total_malloced=$mall rss_kib=$rs" \
+			>>"$OUT/equal.log"
+
+		# Equal memory: mdcached given the memory memcached really took
+		# in this row (README.md, "Equal memory"); the rows above stay
+		# at the issue's -m, this one is an addition, labelled
+		if [ "$EQUAL" != off ]; then
+			case $EQUAL in
+			malloced) used=$mall ;;
+			bytes) used=$sb ;;
+			rss) case $rs in '' | *[!0-9]*) used= ;; *) used=$((rs * 1024)) ;; esac ;;
+			esac
+			if [ -n "$used" ] && [ "$used" -gt 0 ] 2>/dev/null; then
+				emib=$(( (used + 1048575) / 1048576 ))
+				run_mdc mdcached@mc-mem "$emib"
+				row mdcached@mc-mem "$(field miss_ratio "$r")" "$(field held_records "$r")" \
+					"$(field held_bytes "$r")" "$sb" "$rs" "$emib"
+				echo "$TR $PCT mdcached@mc-mem -m $emib ($EQUAL=$used)" >>"$OUT/equal.log"
+			else
+				echo "run.sh: $TR $PCT %: memcached's $EQUAL unknown, no mdcached@mc-mem row" >&2
+			fi
+		fi
 
 		for pol in lru lfu; do
 			port=$(free_port)
@@ -176,9 +224,10 @@ for TR in $TRACES; do
 			PIDS=($!)
 			wait_port "$port" "${PIDS[0]}"
 			r=$(replay "redis-$pol" "$port" resp)
+			rs=$(rss "${PIDS[0]}")
 			stop "${PIDS[0]}"
 			row "redis-$pol" "$(field miss_ratio "$r")" "$(field held_records "$r")" \
-				"$(field held_bytes "$r")" -
+				"$(field held_bytes "$r")" - "$rs"
 		done
 
 		if [ -n "$SIM" ] && [ -n "$HELD" ] && [ "$HELD" -gt 0 ]; then
@@ -186,7 +235,7 @@ for TR in $TRACES; do
 			s=$(timeout "$LIMIT" "$SIM" "$SRC/bench/missratio/mr_sim.py" "$TRACE.oracle" \
 				"$HELD" "$warm" 2>>"$OUT/sim.err")
 			for pol in LRU SIEVE S3-FIFO W-TinyLFU; do
-				row "sim-$pol" "$(field "$pol" "$s")" - "$HELD" -
+				row "sim-$pol" "$(field "$pol" "$s")" - "$HELD" - -
 			done
 		fi
 	done
