@@ -320,16 +320,26 @@ static inline uint32_t secs_of(struct store *st, uint64_t ns)
 {
     return (uint32_t)((ns - st->epoch_ns) / 1000000000u) + 1;
 }
-/* atime ticks (struct record): 0 means "never read", so tick 0 reads as 1 */
+/* atime ticks (struct record) run 1..ATIME_TICKS, 0 meaning "never read":
+ * the clock's ticks modulo 65535, not 65536, so that the wrap (every
+ * ~19.5 h) skips no tick and ages stay exact across it (folding tick 0
+ * onto 1 made a record read at 65535 look two ticks old one tick later,
+ * and written again well within a second) */
+#define ATIME_TICKS 65535u
 static inline uint16_t tick_of(uint64_t ns)
 {
-    uint16_t t = (uint16_t)(ns >> ATIME_SHIFT);
-    return t ? t : 1;
+    return (uint16_t)((ns >> ATIME_SHIFT) % ATIME_TICKS + 1);
 }
-/* ticks since a (16 bits: an age past ~19.5 h wraps) */
+/* ticks since a, modulo ATIME_TICKS (an age past ~19.5 h wraps and reads
+ * as shorter) */
 static inline uint32_t tick_age(uint16_t now, uint16_t a)
 {
-    return (uint16_t)(now - a);
+    return now >= a ? (uint32_t)(now - a) : now + ATIME_TICKS - a;
+}
+/* the tick 'ticks' (at most ATIME_TICKS - 1) before now: never 0 */
+static inline uint16_t tick_before(uint16_t now, uint32_t ticks)
+{
+    return (uint16_t)(now > ticks ? now - ticks : now + ATIME_TICKS - ticks);
 }
 /* A read refreshes atime only when it is this many ticks old: two ticks
  * apart, two writes are at least one tick (~1.07 s) apart, so reads of a

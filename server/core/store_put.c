@@ -392,10 +392,10 @@ int store_restore(struct store *st, const struct store_restore *it,
     do_link(st, h, r, NULL, 1);
     if (it->idle_ticks != UINT32_MAX) {
         uint32_t idle = it->idle_ticks >> IDLE_TICK_SHIFT;
-        uint16_t a = (uint16_t)(now_tick(st) - (idle > UINT16_MAX - 1
-                                                    ? UINT16_MAX - 1
-                                                    : idle));
-        __atomic_store_n(&r->atime, a ? a : 1, __ATOMIC_RELAXED);
+        uint16_t a = tick_before(now_tick(st), idle > ATIME_TICKS - 1
+                                                   ? ATIME_TICKS - 1
+                                                   : idle);
+        __atomic_store_n(&r->atime, a, __ATOMIC_RELAXED);
         /* it had been read: off probation, as old as its version says */
         __atomic_store_n(&r->evb, (uint8_t)1, __ATOMIC_RELAXED);
     }
