@@ -163,7 +163,8 @@ struct store {
     uint32_t gmask;
 
     /* unlinked records no counted token keeps but a hold slot still does
-     * (linked through rb.left); freed once no slot holds them */
+     * (linked through their left child link); freed once no slot holds
+     * them */
     _Alignas(64) pthread_mutex_t retire_mu;
     struct record *retired;
     _Atomic uint32_t nretired;
@@ -252,11 +253,11 @@ static inline struct record *rt_root(const struct rtree *t)
 }
 static inline struct record *rt_left(const struct record *r)
 {
-    return (struct record *)r->rb.left;
+    return (struct record *)r->rb.child[MDC_RB_LEFT];
 }
 static inline struct record *rt_right(const struct record *r)
 {
-    return (struct record *)r->rb.right;
+    return (struct record *)r->rb.child[MDC_RB_RIGHT];
 }
 static inline struct record *rt_first(const struct rtree *t)
 {
@@ -303,8 +304,8 @@ static inline void rt_insert(struct rtree *t, struct record *r)
     while (*link != NULL) {
         parent = *link;
         link = rec_keycmp(r->data, klen, (struct record *)parent) < 0
-                   ? &parent->left
-                   : &parent->right;
+                   ? &parent->child[MDC_RB_LEFT]
+                   : &parent->child[MDC_RB_RIGHT];
     }
     mdc_rb_link(&r->rb, parent, link);
     mdc_rb_insert_fixup(&t->root, &r->rb);
