@@ -591,6 +591,21 @@ void wheel_teardown(struct store *st);
 void do_expire(struct store *st, struct record *r, uint64_t h);
 struct record *do_find_live(struct store *st, uint64_t h, const void *key,
                             uint32_t klen);
+/* A write by key, begun: a due delayed flush run, the key's stripe
+ * write-locked (kw->l, to unlock), kw->r its live record (an expired one
+ * reclaimed first) or NULL.  Returns ST_NOT_FOUND without one, ST_EXISTS
+ * if cas (0: any) is not its version, else ST_OK.  klen is valid. */
+struct key_write {
+    uint64_t h;
+    mdc_rwlock_t *l;
+    struct record *r;
+};
+int key_write_begin(struct store *st, struct key_write *kw, const void *key,
+                    uint32_t klen, uint64_t cas);
+/* A read under the read lock found the key's record expired: count it and
+ * reclaim it under the write lock (no lock held on entry or return). */
+void reclaim_expired_key(struct store *st, uint64_t h, const void *key,
+                         uint32_t klen);
 bool fmarks_take(struct store *st, uint64_t h);
 void *sweeper_main(void *arg);
 
