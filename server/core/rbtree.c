@@ -33,8 +33,11 @@ static inline void replace_child(struct mdc_rb_root *t, struct mdc_rb_node *p,
 }
 
 /* Rotate x down to side 'dir' (L: a left rotation): its child on the other
- * side takes its place, and that child's 'dir' subtree becomes x's. */
-static void rotate(struct mdc_rb_root *t, struct mdc_rb_node *x, int dir)
+ * side takes its place, and that child's 'dir' subtree becomes x's.
+ * Inlined: called, it cost a put ~11 more instructions than the two
+ * mirrored functions did (cachegrind), inlined ~3. */
+static inline __attribute__((always_inline)) void
+rotate(struct mdc_rb_root *t, struct mdc_rb_node *x, int dir)
 {
     struct mdc_rb_node *y = x->child[!dir], *p = mdc_rb_parent(x);
     x->child[!dir] = y->child[dir];
