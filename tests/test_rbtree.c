@@ -33,7 +33,8 @@ static void insert(struct mdc_rb_root *t, struct item *it)
     while (*link != NULL) {
         struct item *c = (struct item *)*link;
         parent = *link;
-        link = it->key < c->key ? &(*link)->left : &(*link)->right;
+        link = &(*link)->child[it->key < c->key ? MDC_RB_LEFT
+                                                : MDC_RB_RIGHT];
     }
     mdc_rb_link(&it->rb, parent, link);
     mdc_rb_insert_fixup(t, &it->rb);
@@ -106,29 +107,32 @@ static void test_random_ops(void **state)
     check(&t);
 }
 
-/* Sorted input (every insert on the right spine) and erasing the root
- * again and again: the rotations' worst cases. */
+/* Sorted input, ascending (every insert on the right spine) then
+ * descending (the left: the mirrored cases), and erasing the root again
+ * and again: the rotations' worst cases. */
 static void test_sorted_and_root(void **state)
 {
     (void)state;
-    struct mdc_rb_root t = {NULL};
-    for (size_t i = 0; i < N; i++) {
-        items[i].key = (uint32_t)i;
-        items[i].in = 0;
-        insert(&t, &items[i]);
-    }
-    check(&t);
-    /* height of a red-black tree: at most 2 log2(n + 1) */
-    int bh = mdc_rb_verify(&t, NULL);
-    assert_true(bh <= 12);
-    while (!mdc_rb_empty(&t)) {
-        struct item *it = (struct item *)t.node;
-        mdc_rb_erase(&t, t.node);
-        it->in = 0;
+    for (int desc = 0; desc <= 1; desc++) {
+        struct mdc_rb_root t = {NULL};
+        for (size_t i = 0; i < N; i++) {
+            items[i].key = (uint32_t)(desc ? N - 1 - i : i);
+            items[i].in = 0;
+            insert(&t, &items[i]);
+        }
         check(&t);
+        /* height of a red-black tree: at most 2 log2(n + 1) */
+        int bh = mdc_rb_verify(&t, NULL);
+        assert_true(bh <= 12);
+        while (!mdc_rb_empty(&t)) {
+            struct item *it = (struct item *)t.node;
+            mdc_rb_erase(&t, t.node);
+            it->in = 0;
+            check(&t);
+        }
+        for (size_t i = 0; i < N; i++)
+            assert_int_equal(items[i].in, 0);
     }
-    for (size_t i = 0; i < N; i++)
-        assert_int_equal(items[i].in, 0);
 }
 
 /* A tree that mdc_rb_verify must reject: a red root, a red-red pair. */
@@ -144,9 +148,11 @@ static void test_verify_rejects(void **state)
     t.node->pc &= ~MDC_RB_BLACK;
     assert_int_equal(mdc_rb_verify(&t, NULL), -1);
     t.node->pc |= MDC_RB_BLACK;
-    t.node->left->pc &= ~MDC_RB_BLACK;
-    t.node->right->pc &= ~MDC_RB_BLACK;
-    t.node->left->left = t.node->right; /* a red child of a red node */
+    struct mdc_rb_node *l = t.node->child[MDC_RB_LEFT];
+    struct mdc_rb_node *r = t.node->child[MDC_RB_RIGHT];
+    l->pc &= ~MDC_RB_BLACK;
+    r->pc &= ~MDC_RB_BLACK;
+    l->child[MDC_RB_LEFT] = r; /* a red child of a red node */
     const char *why = NULL;
     assert_int_equal(mdc_rb_verify(&t, &why), -1);
     assert_non_null(why);

@@ -148,6 +148,96 @@ static void test_atime_grain(void **state)
     store_teardown(st);
 }
 
+/* The 16-bit tick wraps every ~19.5 h: a read just before the wrap and
+ * one just after (2 us apart) write atime and evb once, and the second
+ * reports an idle time under a second.  Checked at the first two multiples
+ * of 2^16 and of 65535 ticks (before the fix, tick 0 read as 1: a record
+ * read at tick 65535 looked two ticks old at the next, and was written
+ * again).  Then reads every 100 ms across a wrap: writes at least a second
+ * apart, and at most ATIME_GRAIN + 1 ticks. */
+static void test_atime_wrap(void **state)
+{
+    (void)state;
+    struct testclock tc;
+    struct store *st = mk(&tc);
+    const uint64_t wraps[] = {65535, 65536, 2 * 65535, 2 * 65536};
+    for (size_t i = 0; i < sizeof(wraps) / sizeof(wraps[0]); i++) {
+        char k[8];
+        snprintf(k, sizeof(k), "w%zu", i);
+        tc.mono_ns = (wraps[i] << ATIME_SHIFT) - 1000;
+        set(st, k, "v");
+        struct store_access prev;
+        struct record *r = store_get_access(st, k, 2, &prev);
+        uint16_t a0 = r->atime;
+        assert_int_equal(r->evb & EVB_READS, 1);
+        store_release(st, r);
+        tc.mono_ns += 2000; /* over the wrap */
+        r = store_get_access(st, k, 2, &prev);
+        assert_int_equal(r->atime, a0);
+        assert_int_equal(r->evb & EVB_READS, 1);
+        assert_true(prev.hit_before);
+        assert_true(prev.idle_s <= 1);
+        /* and the idle ticks a dump writes: one tick, not two */
+        assert_true(record_idle_ticks(st, r) <= 1u << IDLE_TICK_SHIFT);
+        store_release(st, r);
+    }
+
+    set(st, "k", "v");
+    tc.mono_ns = (3 * 65535ull - 6) << ATIME_SHIFT;
+    store_release(st, store_get(st, "k", 1));
+    struct record *r = store_get(st, "k", 1);
+    uint16_t a = r->atime;
+    store_release(st, r);
+    uint64_t last = tc.mono_ns;
+    int writes = 0;
+    for (int i = 0; i < 150; i++) { /* 15 s, through tick 3 * 65535 */
+        tc.mono_ns += 100000000;
+        r = store_get(st, "k", 1);
+        if (r->atime != a) {
+            assert_true(tc.mono_ns - last >= 1000000000ull);
+            assert_true(tc.mono_ns - last <=
+                        (uint64_t)(ATIME_GRAIN + 1) << ATIME_SHIFT);
+            a = r->atime;
+            last = tc.mono_ns;
+            writes++;
+        }
+        store_release(st, r);
+    }
+    assert_true(writes >= 4 && writes <= 8);
+    store_teardown(st);
+}
+
+static void idle_of(void *ctx, struct store *st, const struct record *r)
+{
+    *(uint32_t *)ctx = record_idle_ticks(st, r);
+}
+
+/* A record loaded from a dump with an idle time keeps it across the
+ * wrap: restored around tick 65535 with 5 ticks idle, it reads as 5 ticks
+ * idle (its atime is counted back past the wrap; before the fix, a record
+ * restored 5 ticks after the 16-bit wrap got atime 0 -> 1 and read as 4). */
+static void test_restore_idle_wrap(void **state)
+{
+    (void)state;
+    struct testclock tc;
+    struct store *st = mk(&tc);
+    for (uint64_t t = 65535 - 2; t <= 65535 + 7; t++) {
+        char k[16];
+        snprintf(k, sizeof(k), "r%llu", (unsigned long long)t);
+        tc.mono_ns = (t << ATIME_SHIFT) + 1000;
+        struct store_restore it = {.key = k, .klen = (uint32_t)strlen(k),
+                                   .value = "v", .vlen = 1, .cas = 7,
+                                   .idle_ticks = 5u << IDLE_TICK_SHIFT};
+        struct record *tagged;
+        assert_int_equal(store_restore(st, &it, &tagged), ST_OK);
+        uint32_t idle = 0;
+        assert_int_equal(store_visit(st, k, (uint32_t)strlen(k), idle_of,
+                                     &idle), 1);
+        assert_int_equal(idle, 5u << IDLE_TICK_SHIFT);
+    }
+    store_teardown(st);
+}
+
 /* A read dates itself on the store clock by the record's 48-bit version:
  * the key length sharing that word (cas_klen) is not part of its age.  A
  * long key is stored, then 1000 others: its first read records an age of
@@ -429,6 +519,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_get_writes_nothing_shared),
         cmocka_unit_test(test_atime_grain),
+        cmocka_unit_test(test_atime_wrap),
+        cmocka_unit_test(test_restore_idle_wrap),
         cmocka_unit_test(test_evb_age_is_version_age),
         cmocka_unit_test(test_hold_outlives_delete),
         cmocka_unit_test(test_release_by_another_thread),

@@ -989,6 +989,42 @@ static void test_flush_at(void **state)
     store_teardown(st);
 }
 
+/* A delayed flush whose moment came is run by a write by key too, not only
+ * by a get or a store: touch, gat, delete and invalidate of a record
+ * stored before it find nothing (before, touch, gat and delete did, until
+ * some other call ran the flush).  Each on its own flush, as the first
+ * call after its moment. */
+static void test_flush_at_writes_by_key(void **state)
+{
+    (void)state;
+    struct testclock tc;
+    struct store *st = mk(0, false, &tc);
+    for (int op = 0; op < 4; op++) {
+        assert_int_equal(put(st, STORE_SET, "a", "1", NULL, 0, 0), ST_OK);
+        store_flush_at(st, 10);
+        testclock_advance(&tc, 10);
+        switch (op) {
+        case 0:
+            assert_int_equal(store_touch(st, "a", 1, 100), ST_NOT_FOUND);
+            break;
+        case 1:
+            assert_null(store_gat(st, "a", 1, 100));
+            break;
+        case 2:
+            assert_int_equal(store_delete(st, "a", 1, 0), ST_NOT_FOUND);
+            break;
+        default:
+            assert_int_equal(store_invalidate(st, "a", 1, 0, false, 0),
+                             ST_NOT_FOUND);
+            break;
+        }
+        struct store_stats s;
+        store_get_stats(st, &s);
+        assert_int_equal(s.curr_items, 0);
+    }
+    store_teardown(st);
+}
+
 static void test_growth(void **state)
 {
     (void)state;
@@ -1602,6 +1638,7 @@ int main(void)
         cmocka_unit_test(test_expiry_wheel),
         cmocka_unit_test(test_expiry_wheel_lost),
         cmocka_unit_test(test_flush_at),
+        cmocka_unit_test(test_flush_at_writes_by_key),
         cmocka_unit_test(test_growth),
         cmocka_unit_test(test_mget_vivify),
         cmocka_unit_test(test_mget_recache),

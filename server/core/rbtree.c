@@ -18,6 +18,9 @@ static inline int is_red(const struct mdc_rb_node *n)
     return n != NULL && !mdc_rb_is_black(n);
 }
 
+#define L MDC_RB_LEFT
+#define R MDC_RB_RIGHT
+
 /* Make 'nw' the child of p (or the root) where 'old' was. */
 static inline void replace_child(struct mdc_rb_root *t, struct mdc_rb_node *p,
                                  struct mdc_rb_node *old,
@@ -25,33 +28,24 @@ static inline void replace_child(struct mdc_rb_root *t, struct mdc_rb_node *p,
 {
     if (p == NULL)
         t->node = nw;
-    else if (p->left == old)
-        p->left = nw;
     else
-        p->right = nw;
+        p->child[p->child[R] == old] = nw;
 }
 
-static void rotate_left(struct mdc_rb_root *t, struct mdc_rb_node *x)
+/* Rotate x down to side 'dir' (L: a left rotation): its child on the other
+ * side takes its place, and that child's 'dir' subtree becomes x's.
+ * Inlined: called, it cost a put ~11 more instructions than the two
+ * mirrored functions did (cachegrind), inlined ~3. */
+static inline __attribute__((always_inline)) void
+rotate(struct mdc_rb_root *t, struct mdc_rb_node *x, int dir)
 {
-    struct mdc_rb_node *y = x->right, *p = mdc_rb_parent(x);
-    x->right = y->left;
-    if (y->left != NULL)
-        set_parent(y->left, x);
+    struct mdc_rb_node *y = x->child[!dir], *p = mdc_rb_parent(x);
+    x->child[!dir] = y->child[dir];
+    if (y->child[dir] != NULL)
+        set_parent(y->child[dir], x);
     set_parent(y, p);
     replace_child(t, p, x, y);
-    y->left = x;
-    set_parent(x, y);
-}
-
-static void rotate_right(struct mdc_rb_root *t, struct mdc_rb_node *x)
-{
-    struct mdc_rb_node *y = x->left, *p = mdc_rb_parent(x);
-    x->left = y->right;
-    if (y->right != NULL)
-        set_parent(y->right, x);
-    set_parent(y, p);
-    replace_child(t, p, x, y);
-    y->right = x;
+    y->child[dir] = x;
     set_parent(x, y);
 }
 
@@ -61,41 +55,23 @@ void mdc_rb_insert_fixup(struct mdc_rb_root *t, struct mdc_rb_node *n)
 
     while ((p = mdc_rb_parent(n)) != NULL && is_red(p)) {
         g = mdc_rb_parent(p); /* p is red, so not the root */
-        if (p == g->left) {
-            u = g->right;
-            if (is_red(u)) {
-                set_black(u);
-                set_black(p);
-                set_red(g);
-                n = g;
-                continue;
-            }
-            if (n == p->right) {
-                rotate_left(t, p);
-                n = p;
-                p = mdc_rb_parent(n);
-            }
+        int d = g->child[R] == p; /* p's side of g; u is on the other */
+        u = g->child[!d];
+        if (is_red(u)) {
+            set_black(u);
             set_black(p);
             set_red(g);
-            rotate_right(t, g);
-        } else {
-            u = g->left;
-            if (is_red(u)) {
-                set_black(u);
-                set_black(p);
-                set_red(g);
-                n = g;
-                continue;
-            }
-            if (n == p->left) {
-                rotate_right(t, p);
-                n = p;
-                p = mdc_rb_parent(n);
-            }
-            set_black(p);
-            set_red(g);
-            rotate_left(t, g);
+            n = g;
+            continue;
         }
+        if (n == p->child[!d]) { /* n on the inside: turn it outside */
+            rotate(t, p, d);
+            n = p;
+            p = mdc_rb_parent(n);
+        }
+        set_black(p);
+        set_red(g);
+        rotate(t, g, !d);
     }
     set_black(t->node);
 }
@@ -108,62 +84,35 @@ static void erase_fixup(struct mdc_rb_root *t, struct mdc_rb_node *p,
     struct mdc_rb_node *s;
 
     while (!is_red(n) && n != t->node) {
-        if (p->left == n) {
-            s = p->right;
-            if (is_red(s)) {
-                set_black(s);
-                set_red(p);
-                rotate_left(t, p);
-                s = p->right;
-            }
-            if (!is_red(s->left) && !is_red(s->right)) {
-                set_red(s);
-                n = p;
-                p = mdc_rb_parent(n);
-            } else {
-                if (!is_red(s->right)) {
-                    set_black(s->left);
-                    set_red(s);
-                    rotate_right(t, s);
-                    s = p->right;
-                }
-                /* s takes p's colour */
-                s->pc = (s->pc & ~MDC_RB_BLACK) | (p->pc & MDC_RB_BLACK);
-                set_black(p);
-                if (s->right != NULL)
-                    set_black(s->right);
-                rotate_left(t, p);
-                n = t->node;
-                break;
-            }
-        } else {
-            s = p->left;
-            if (is_red(s)) {
-                set_black(s);
-                set_red(p);
-                rotate_right(t, p);
-                s = p->left;
-            }
-            if (!is_red(s->left) && !is_red(s->right)) {
-                set_red(s);
-                n = p;
-                p = mdc_rb_parent(n);
-            } else {
-                if (!is_red(s->left)) {
-                    set_black(s->right);
-                    set_red(s);
-                    rotate_left(t, s);
-                    s = p->left;
-                }
-                s->pc = (s->pc & ~MDC_RB_BLACK) | (p->pc & MDC_RB_BLACK);
-                set_black(p);
-                if (s->left != NULL)
-                    set_black(s->left);
-                rotate_right(t, p);
-                n = t->node;
-                break;
-            }
+        int d = p->child[L] != n; /* n's side of p; its sibling s is on
+                                   * the other (n NULL: s is not) */
+        s = p->child[!d];
+        if (is_red(s)) {
+            set_black(s);
+            set_red(p);
+            rotate(t, p, d);
+            s = p->child[!d];
         }
+        if (!is_red(s->child[L]) && !is_red(s->child[R])) {
+            set_red(s);
+            n = p;
+            p = mdc_rb_parent(n);
+            continue;
+        }
+        if (!is_red(s->child[!d])) {
+            set_black(s->child[d]);
+            set_red(s);
+            rotate(t, s, !d);
+            s = p->child[!d];
+        }
+        /* s takes p's colour */
+        s->pc = (s->pc & ~MDC_RB_BLACK) | (p->pc & MDC_RB_BLACK);
+        set_black(p);
+        if (s->child[!d] != NULL)
+            set_black(s->child[!d]);
+        rotate(t, p, d);
+        n = t->node;
+        break;
     }
     if (n != NULL)
         set_black(n);
@@ -174,13 +123,13 @@ void mdc_rb_erase(struct mdc_rb_root *t, struct mdc_rb_node *n)
     struct mdc_rb_node *child, *p;
     int black;
 
-    if (n->left != NULL && n->right != NULL) {
+    if (n->child[L] != NULL && n->child[R] != NULL) {
         /* two children: the successor s (no left child) takes n's place
          * and colour; s's old place is where a node goes missing */
-        struct mdc_rb_node *s = n->right;
-        while (s->left != NULL)
-            s = s->left;
-        child = s->right;
+        struct mdc_rb_node *s = n->child[R];
+        while (s->child[L] != NULL)
+            s = s->child[L];
+        child = s->child[R];
         p = mdc_rb_parent(s);
         black = mdc_rb_is_black(s);
         if (child != NULL)
@@ -189,15 +138,15 @@ void mdc_rb_erase(struct mdc_rb_root *t, struct mdc_rb_node *n)
         if (p == n)
             p = s;
         /* s takes n's links and colour (n's right may have just changed) */
-        s->left = n->left;
-        s->right = n->right;
+        s->child[L] = n->child[L];
+        s->child[R] = n->child[R];
         s->pc = n->pc;
         replace_child(t, mdc_rb_parent(n), n, s);
-        set_parent(s->left, s);
-        if (s->right != NULL)
-            set_parent(s->right, s);
+        set_parent(s->child[L], s);
+        if (s->child[R] != NULL)
+            set_parent(s->child[R], s);
     } else {
-        child = n->left != NULL ? n->left : n->right;
+        child = n->child[L] != NULL ? n->child[L] : n->child[R];
         p = mdc_rb_parent(n);
         black = mdc_rb_is_black(n);
         if (child != NULL)
@@ -213,21 +162,21 @@ struct mdc_rb_node *mdc_rb_first(const struct mdc_rb_root *t)
     struct mdc_rb_node *n = t->node;
     if (n == NULL)
         return NULL;
-    while (n->left != NULL)
-        n = n->left;
+    while (n->child[L] != NULL)
+        n = n->child[L];
     return n;
 }
 
 struct mdc_rb_node *mdc_rb_next(const struct mdc_rb_node *n)
 {
-    if (n->right != NULL) {
-        n = n->right;
-        while (n->left != NULL)
-            n = n->left;
+    if (n->child[R] != NULL) {
+        n = n->child[R];
+        while (n->child[L] != NULL)
+            n = n->child[L];
         return (struct mdc_rb_node *)n;
     }
     struct mdc_rb_node *p;
-    while ((p = mdc_rb_parent(n)) != NULL && n == p->right)
+    while ((p = mdc_rb_parent(n)) != NULL && n == p->child[R])
         n = p;
     return p;
 }
@@ -241,14 +190,14 @@ static int verify(const struct mdc_rb_node *n, const struct mdc_rb_node *p,
         *why = "parent link wrong";
         return -1;
     }
-    if (is_red(n) && (is_red(n->left) || is_red(n->right))) {
+    if (is_red(n) && (is_red(n->child[L]) || is_red(n->child[R]))) {
         *why = "red node with a red child";
         return -1;
     }
-    int l = verify(n->left, n, why);
+    int l = verify(n->child[L], n, why);
     if (l < 0)
         return -1;
-    int r = verify(n->right, n, why);
+    int r = verify(n->child[R], n, why);
     if (r < 0)
         return -1;
     if (l != r) {

@@ -1,6 +1,7 @@
 /*
- * rbtree.h - an intrusive red-black tree whose node is three words: left,
- * right, and the parent pointer with the node's colour in its low bit.
+ * rbtree.h - an intrusive red-black tree whose node is three words: the
+ * left and right children, and the parent pointer with the node's colour in
+ * its low bit.
  *
  * <sys/tree.h>'s entry is three pointers and an int (28 bytes packed, 32
  * aligned); every record of the store carries one, so the four bytes of
@@ -18,9 +19,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The children by direction, so that each mirrored pair of cases of the
+ * rebalancing is one piece of code with the side as a parameter. */
+#define MDC_RB_LEFT 0
+#define MDC_RB_RIGHT 1
+
 struct mdc_rb_node {
-    struct mdc_rb_node *left;
-    struct mdc_rb_node *right;
+    struct mdc_rb_node *child[2]; /* [MDC_RB_LEFT], [MDC_RB_RIGHT] */
     uintptr_t pc; /* parent | colour (bit 0: 1 = black) */
 };
 
@@ -48,7 +53,7 @@ static inline int mdc_rb_empty(const struct mdc_rb_root *t)
 static inline void mdc_rb_link(struct mdc_rb_node *n, struct mdc_rb_node *parent,
                                struct mdc_rb_node **link)
 {
-    n->left = n->right = NULL;
+    n->child[MDC_RB_LEFT] = n->child[MDC_RB_RIGHT] = NULL;
     n->pc = (uintptr_t)parent;
     *link = n;
 }

@@ -165,6 +165,32 @@ struct record *do_find_live(struct store *st, uint64_t h,
     return r;
 }
 
+int key_write_begin(struct store *st, struct key_write *kw, const void *key,
+                    uint32_t klen, uint64_t cas)
+{
+    check_flush(st, now_s(st));
+    kw->h = store_hash(key, klen);
+    kw->l = stripe_of(st, kw->h);
+    mdc_wrlock(kw->l);
+    kw->r = do_find_live(st, kw->h, key, klen);
+    if (kw->r == NULL)
+        return ST_NOT_FOUND;
+    if (cas != 0 && rec_cas(kw->r) != cas)
+        return ST_EXISTS;
+    return ST_OK;
+}
+
+void reclaim_expired_key(struct store *st, uint64_t h, const void *key,
+                         uint32_t klen)
+{
+    mdc_rwlock_t *l = stripe_of(st, h);
+
+    atomic_fetch_add_explicit(&st->get_expired, 1, memory_order_relaxed);
+    mdc_wrlock(l);
+    (void)do_find_live(st, h, key, klen);
+    mdc_unlock(l);
+}
+
 void store_flush(struct store *st)
 {
     uint32_t now = now_s(st);

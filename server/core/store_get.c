@@ -73,13 +73,8 @@ static struct record *get_hashed(struct store *st, uint64_t h,
         }
     }
     mdc_unlock(l);
-    if (expired) {
-        atomic_fetch_add_explicit(&st->get_expired, 1, memory_order_relaxed);
-        /* lazy reclaim */
-        mdc_wrlock(l);
-        (void)do_find_live(st, h, key, klen);
-        mdc_unlock(l);
-    }
+    if (expired) /* lazy reclaim */
+        reclaim_expired_key(st, h, key, klen);
     return r;
 }
 
@@ -109,15 +104,14 @@ struct record *store_gat(struct store *st, const void *key, uint32_t klen,
 {
     if (klen > STORE_MAX_KEY)
         return NULL;
-    uint64_t h = store_hash(key, klen);
-    mdc_rwlock_t *l = stripe_of(st, h);
     uint32_t d = deadline_of(st, exptime);
+    struct key_write kw;
+    struct record *r = NULL;
 
-    mdc_wrlock(l);
-    struct record *r = do_find_live(st, h, key, klen);
-    if (r != NULL) {
-        announce(st, EV_TOUCH, r, h);
-        set_deadline(st, r, h, d);
+    if (key_write_begin(st, &kw, key, klen, 0) == ST_OK) {
+        r = kw.r;
+        announce(st, EV_TOUCH, r, kw.h);
+        set_deadline(st, r, kw.h, d);
         /* a touch writes the line anyway; a read counts once a grain */
         uint16_t t = now_tick(st);
         if (atime_due(t, __atomic_load_n(&r->atime, __ATOMIC_RELAXED)))
@@ -125,10 +119,10 @@ struct record *store_gat(struct store *st, const void *key, uint32_t klen,
         __atomic_store_n(&r->atime, t, __ATOMIC_RELAXED);
         rec_set_rflag(r, R_FETCHED);
         rec_hold(r);
-    } else if (fmarks_take(st, h)) {
+    } else if (fmarks_take(st, kw.h)) {
         atomic_fetch_add_explicit(&st->get_flushed, 1, memory_order_relaxed);
     }
-    mdc_unlock(l);
+    mdc_unlock(kw.l);
     return r;
 }
 
@@ -251,13 +245,8 @@ struct record *store_mget(struct store *st, const void *key, uint32_t klen,
             rec_hold(r);
         }
         mdc_unlock(l);
-        if (expired) {
-            atomic_fetch_add_explicit(&st->get_expired, 1,
-                                      memory_order_relaxed);
-            mdc_wrlock(l);
-            (void)do_find_live(st, h, key, klen);
-            mdc_unlock(l);
-        }
+        if (expired)
+            reclaim_expired_key(st, h, key, klen);
         break;
     }
     if (fresh != NULL)

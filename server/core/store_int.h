@@ -163,7 +163,8 @@ struct store {
     uint32_t gmask;
 
     /* unlinked records no counted token keeps but a hold slot still does
-     * (linked through rb.left); freed once no slot holds them */
+     * (linked through their left child link); freed once no slot holds
+     * them */
     _Alignas(64) pthread_mutex_t retire_mu;
     struct record *retired;
     _Atomic uint32_t nretired;
@@ -252,11 +253,11 @@ static inline struct record *rt_root(const struct rtree *t)
 }
 static inline struct record *rt_left(const struct record *r)
 {
-    return (struct record *)r->rb.left;
+    return (struct record *)r->rb.child[MDC_RB_LEFT];
 }
 static inline struct record *rt_right(const struct record *r)
 {
-    return (struct record *)r->rb.right;
+    return (struct record *)r->rb.child[MDC_RB_RIGHT];
 }
 static inline struct record *rt_first(const struct rtree *t)
 {
@@ -303,8 +304,8 @@ static inline void rt_insert(struct rtree *t, struct record *r)
     while (*link != NULL) {
         parent = *link;
         link = rec_keycmp(r->data, klen, (struct record *)parent) < 0
-                   ? &parent->left
-                   : &parent->right;
+                   ? &parent->child[MDC_RB_LEFT]
+                   : &parent->child[MDC_RB_RIGHT];
     }
     mdc_rb_link(&r->rb, parent, link);
     mdc_rb_insert_fixup(&t->root, &r->rb);
@@ -320,16 +321,26 @@ static inline uint32_t secs_of(struct store *st, uint64_t ns)
 {
     return (uint32_t)((ns - st->epoch_ns) / 1000000000u) + 1;
 }
-/* atime ticks (struct record): 0 means "never read", so tick 0 reads as 1 */
+/* atime ticks (struct record) run 1..ATIME_TICKS, 0 meaning "never read":
+ * the clock's ticks modulo 65535, not 65536, so that the wrap (every
+ * ~19.5 h) skips no tick and ages stay exact across it (folding tick 0
+ * onto 1 made a record read at 65535 look two ticks old one tick later,
+ * and written again well within a second) */
+#define ATIME_TICKS 65535u
 static inline uint16_t tick_of(uint64_t ns)
 {
-    uint16_t t = (uint16_t)(ns >> ATIME_SHIFT);
-    return t ? t : 1;
+    return (uint16_t)((ns >> ATIME_SHIFT) % ATIME_TICKS + 1);
 }
-/* ticks since a (16 bits: an age past ~19.5 h wraps) */
+/* ticks since a, modulo ATIME_TICKS (an age past ~19.5 h wraps and reads
+ * as shorter) */
 static inline uint32_t tick_age(uint16_t now, uint16_t a)
 {
-    return (uint16_t)(now - a);
+    return now >= a ? (uint32_t)(now - a) : now + ATIME_TICKS - a;
+}
+/* the tick 'ticks' (at most ATIME_TICKS - 1) before now: never 0 */
+static inline uint16_t tick_before(uint16_t now, uint32_t ticks)
+{
+    return (uint16_t)(now > ticks ? now - ticks : now + ATIME_TICKS - ticks);
 }
 /* A read refreshes atime only when it is this many ticks old: two ticks
  * apart, two writes are at least one tick (~1.07 s) apart, so reads of a
@@ -580,6 +591,21 @@ void wheel_teardown(struct store *st);
 void do_expire(struct store *st, struct record *r, uint64_t h);
 struct record *do_find_live(struct store *st, uint64_t h, const void *key,
                             uint32_t klen);
+/* A write by key, begun: a due delayed flush run, the key's stripe
+ * write-locked (kw->l, to unlock), kw->r its live record (an expired one
+ * reclaimed first) or NULL.  Returns ST_NOT_FOUND without one, ST_EXISTS
+ * if cas (0: any) is not its version, else ST_OK.  klen is valid. */
+struct key_write {
+    uint64_t h;
+    mdc_rwlock_t *l;
+    struct record *r;
+};
+int key_write_begin(struct store *st, struct key_write *kw, const void *key,
+                    uint32_t klen, uint64_t cas);
+/* A read under the read lock found the key's record expired: count it and
+ * reclaim it under the write lock (no lock held on entry or return). */
+void reclaim_expired_key(struct store *st, uint64_t h, const void *key,
+                         uint32_t klen);
 bool fmarks_take(struct store *st, uint64_t h);
 void *sweeper_main(void *arg);
 

@@ -260,22 +260,11 @@ int store_invalidate(struct store *st, const void *key, uint32_t klen,
 {
     if (klen > STORE_MAX_KEY)
         return ST_KEY_INVALID;
-    uint64_t h = store_hash(key, klen);
-    mdc_rwlock_t *l = stripe_of(st, h);
-    int rc = ST_NOT_FOUND;
-
-    check_flush(st, now_s(st));
-    mdc_wrlock(l);
-    struct record *r = do_find_live(st, h, key, klen);
-    if (r != NULL) {
-        if (cas != 0 && rec_cas(r) != cas) {
-            rc = ST_EXISTS;
-        } else {
-            do_invalidate(st, r, h, set_ttl, exptime);
-            rc = ST_OK;
-        }
-    }
-    mdc_unlock(l);
+    struct key_write kw;
+    int rc = key_write_begin(st, &kw, key, klen, cas);
+    if (rc == ST_OK)
+        do_invalidate(st, kw.r, kw.h, set_ttl, exptime);
+    mdc_unlock(kw.l);
     return rc;
 }
 
@@ -284,19 +273,14 @@ int store_touch(struct store *st, const void *key, uint32_t klen,
 {
     if (klen > STORE_MAX_KEY)
         return ST_KEY_INVALID;
-    uint64_t h = store_hash(key, klen);
-    mdc_rwlock_t *l = stripe_of(st, h);
     uint32_t d = deadline_of(st, exptime);
-    int rc = ST_NOT_FOUND;
-
-    mdc_wrlock(l);
-    struct record *r = do_find_live(st, h, key, klen);
-    if (r != NULL) {
-        announce(st, EV_TOUCH, r, h);
-        set_deadline(st, r, h, d);
-        rc = ST_OK;
+    struct key_write kw;
+    int rc = key_write_begin(st, &kw, key, klen, 0);
+    if (rc == ST_OK) {
+        announce(st, EV_TOUCH, kw.r, kw.h);
+        set_deadline(st, kw.r, kw.h, d);
     }
-    mdc_unlock(l);
+    mdc_unlock(kw.l);
     return rc;
 }
 
@@ -305,24 +289,15 @@ int store_delete(struct store *st, const void *key, uint32_t klen,
 {
     if (klen > STORE_MAX_KEY)
         return ST_KEY_INVALID;
-    uint64_t h = store_hash(key, klen);
-    mdc_rwlock_t *l = stripe_of(st, h);
-    int rc = ST_NOT_FOUND;
-
-    mdc_wrlock(l);
-    struct record *r = do_find_live(st, h, key, klen);
-    if (r == NULL)
-        (void)fmarks_take(st, h); /* memcached unlinks the flushed item */
-    if (r != NULL) {
-        if (cas != 0 && rec_cas(r) != cas) {
-            rc = ST_EXISTS;
-        } else {
-            announce(st, EV_DELETE, r, h);
-            do_unlink(st, h, r);
-            rc = ST_OK;
-        }
+    struct key_write kw;
+    int rc = key_write_begin(st, &kw, key, klen, cas);
+    if (rc == ST_NOT_FOUND) {
+        (void)fmarks_take(st, kw.h); /* memcached unlinks the flushed item */
+    } else if (rc == ST_OK) {
+        announce(st, EV_DELETE, kw.r, kw.h);
+        do_unlink(st, kw.h, kw.r);
     }
-    mdc_unlock(l);
+    mdc_unlock(kw.l);
     return rc;
 }
 
@@ -392,10 +367,10 @@ int store_restore(struct store *st, const struct store_restore *it,
     do_link(st, h, r, NULL, 1);
     if (it->idle_ticks != UINT32_MAX) {
         uint32_t idle = it->idle_ticks >> IDLE_TICK_SHIFT;
-        uint16_t a = (uint16_t)(now_tick(st) - (idle > UINT16_MAX - 1
-                                                    ? UINT16_MAX - 1
-                                                    : idle));
-        __atomic_store_n(&r->atime, a ? a : 1, __ATOMIC_RELAXED);
+        uint16_t a = tick_before(now_tick(st), idle > ATIME_TICKS - 1
+                                                   ? ATIME_TICKS - 1
+                                                   : idle);
+        __atomic_store_n(&r->atime, a, __ATOMIC_RELAXED);
         /* it had been read: off probation, as old as its version says */
         __atomic_store_n(&r->evb, (uint8_t)1, __ATOMIC_RELAXED);
     }

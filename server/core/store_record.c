@@ -75,7 +75,7 @@ static void rec_retire(struct store *st, struct record *r, int64_t *freed)
     }
     pthread_mutex_lock(&st->retire_mu);
     /* out of every tree: the link is free */
-    r->rb.left = (struct mdc_rb_node *)st->retired;
+    r->rb.child[MDC_RB_LEFT] = (struct mdc_rb_node *)st->retired;
     st->retired = r;
     atomic_fetch_add_explicit(&st->nretired, 1, memory_order_relaxed);
     pthread_mutex_unlock(&st->retire_mu);
@@ -94,7 +94,7 @@ void reclaim_retired(struct store *st)
             atomic_fetch_sub_explicit(&st->nretired, 1, memory_order_relaxed);
             rec_free(st, r);
         } else {
-            r->rb.left = (struct mdc_rb_node *)keep;
+            r->rb.child[MDC_RB_LEFT] = (struct mdc_rb_node *)keep;
             keep = r;
         }
         r = next;
