@@ -48,6 +48,8 @@ static ssize_t native_parse(const uint8_t *buf, size_t len, enum load_op op,
         *res = op == LOP_GET ? LR_HIT : LR_STORED;
     else if (m.hdr.status == WIRE_S_NOT_FOUND && op == LOP_GET)
         *res = LR_MISS;
+    else if (m.hdr.status == WIRE_S_NO_MEMORY && op == LOP_SET)
+        *res = LR_NOMEM;
     else
         *res = LR_ERROR;
     return n;

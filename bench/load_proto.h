@@ -20,6 +20,10 @@ enum load_result {
     LR_MISS,   /* GET found nothing */
     LR_STORED, /* SET succeeded */
     LR_ERROR,  /* an error reply; the stream is still in sync */
+    LR_NOMEM,  /* SET refused for want of memory (text "SERVER_ERROR out of
+                * memory...", native NO_MEMORY, RESP "-OOM"): a cache may
+                * take it when sent again (memcached lets a set fail when
+                * the items at its LRU tail are locked) */
 };
 
 struct load_proto {

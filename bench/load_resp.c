@@ -55,7 +55,11 @@ static ssize_t resp_parse(const uint8_t *buf, size_t len, enum load_op op,
     case '+': /* +OK */
         *res = op == LOP_SET ? LR_STORED : LR_ERROR;
         return (ssize_t)ll;
-    case '-': *res = LR_ERROR; return (ssize_t)ll;
+    case '-': /* -OOM: over maxmemory (with noeviction, or no key to evict) */
+        *res = op == LOP_SET && ll >= 4 && memcmp(buf + 1, "OOM", 3) == 0
+                   ? LR_NOMEM
+                   : LR_ERROR;
+        return (ssize_t)ll;
     case '_': /* RESP3 null */ *res = LR_MISS; return (ssize_t)ll;
     case '$': {
         if (ll >= 4 && buf[1] == '-') { /* $-1: RESP2 null */

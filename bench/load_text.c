@@ -83,6 +83,8 @@ static ssize_t text_parse(const uint8_t *buf, size_t len, enum load_op op,
         *res = LR_MISS;
     else if (op == LOP_SET && starts(buf, ll, "STORED\r\n"))
         *res = LR_STORED;
+    else if (op == LOP_SET && starts(buf, ll, "SERVER_ERROR out of memory"))
+        *res = LR_NOMEM;
     else if (starts(buf, ll, "ERROR") || starts(buf, ll, "CLIENT_ERROR") ||
              starts(buf, ll, "SERVER_ERROR") || starts(buf, ll, "NOT_STORED"))
         *res = LR_ERROR;

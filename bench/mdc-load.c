@@ -51,6 +51,9 @@
 #include "load_zipf.h"
 
 #define PREFILL_DEPTH 64
+/* a prefill set refused for want of memory is sent again until stored,
+ * for up to this long from its first refusal (ns) */
+#define PREFILL_PATIENCE_NS 1000000000ull
 #define RBUF_MIN (64 * 1024)
 
 /* ---- options ------------------------------------------------------------ */
@@ -208,8 +211,17 @@ static uint64_t pick_key(uint64_t *rng)
 
 struct inflight {
     uint64_t t; /* when composed, ns */
+    uint64_t key;
+    uint64_t since; /* prefill: when the key was first refused (ns), or 0 */
+    uint32_t tries; /* prefill: refusals of the key so far */
     uint32_t opaque;
     uint8_t op;
+};
+
+/* a prefill set refused for want of memory, to be sent again */
+struct retry {
+    uint64_t key, since;
+    uint32_t tries;
 };
 
 struct conn {
@@ -225,6 +237,8 @@ struct conn {
     uint32_t qhead, qn, qcap;
     uint32_t next_opaque;
     uint64_t pre_next, pre_end; /* prefill: key range still to send */
+    struct retry *retry;        /* prefill: refused keys to send again */
+    uint32_t nretry, cretry;
 };
 
 struct thread {
@@ -245,6 +259,9 @@ struct thread {
     uint64_t gets, sets, hits, misses, errors;
     struct hist lat;
     uint64_t prefill_errors;
+    char prefill_err[72];    /* the first failed set's reply, printable */
+    uint64_t prefill_nomem;  /* sets refused for memory, then sent again */
+    uint32_t prefill_tries;  /* the most refusals of one key */
 };
 
 static struct {
@@ -252,6 +269,7 @@ static struct {
     pthread_barrier_t go;       /* start times published */
     _Atomic uint64_t t_measure; /* ns */
     _Atomic uint64_t t_end;     /* ns */
+    _Atomic bool prefill_stop;  /* a key refused for too long: stop */
 } run;
 
 static void die(const char *fmt, ...)
@@ -438,6 +456,9 @@ static void conn_compose(struct conn *c, enum load_op op, uint64_t key,
                           opt.value_size, c->next_opaque);
     struct inflight *f = &c->q[(c->qhead + c->qn) % c->qcap];
     f->t = t;
+    f->key = key;
+    f->since = 0;
+    f->tries = 0;
     f->opaque = c->next_opaque++;
     f->op = (uint8_t)op;
     c->qn++;
@@ -449,6 +470,15 @@ static void conn_refill(struct conn *c, uint64_t t)
     struct thread *th = c->th;
 
     if (th->prefilling) {
+        if (atomic_load_explicit(&run.prefill_stop, memory_order_relaxed))
+            return;
+        while (c->qn < PREFILL_DEPTH && c->nretry > 0) {
+            struct retry *rt = &c->retry[--c->nretry];
+            conn_compose(c, LOP_SET, rt->key, t);
+            struct inflight *f = &c->q[(c->qhead + c->qn - 1) % c->qcap];
+            f->since = rt->since;
+            f->tries = rt->tries;
+        }
         while (c->qn < PREFILL_DEPTH && c->pre_next < c->pre_end)
             conn_compose(c, LOP_SET, c->pre_next++, t);
         return;
@@ -464,6 +494,51 @@ static void conn_refill(struct conn *c, uint64_t t)
             (double)(rng_next(&th->rng) >> 11) * 0x1.0p-53 < opt.get_frac;
         conn_compose(c, get ? LOP_GET : LOP_SET, pick_key(&th->rng), t);
     }
+}
+
+/* The start of a reply as printable text (other bytes as '.'), for a
+ * message: which error a refused set got. */
+static void reply_text(char *out, size_t cap, const uint8_t *buf, size_t len)
+{
+    size_t n = 0;
+
+    while (n < len && n + 1 < cap && buf[n] != '\r' && buf[n] != '\n') {
+        out[n] = buf[n] >= 0x20 && buf[n] < 0x7f ? (char)buf[n] : '.';
+        n++;
+    }
+    out[n] = '\0';
+}
+
+/*
+ * A prefill set refused for want of memory (answered at t): queue its key
+ * to be sent again, unless it has been refused for PREFILL_PATIENCE_NS
+ * already (then the prefill stops: the server is full and keeps nothing
+ * new, e.g. a cache that does not evict).  Returns whether it is queued.
+ */
+static bool prefill_again(struct conn *c, const struct inflight *f,
+                          uint64_t t)
+{
+    struct thread *th = c->th;
+    uint64_t since = f->since ? f->since : t;
+
+    th->prefill_nomem++;
+    if (f->tries + 1 > th->prefill_tries)
+        th->prefill_tries = f->tries + 1;
+    if (t - since > PREFILL_PATIENCE_NS) {
+        atomic_store(&run.prefill_stop, true);
+        return false;
+    }
+    if (c->nretry == c->cretry) {
+        uint32_t n = c->cretry ? 2 * c->cretry : 16;
+        struct retry *nr = realloc(c->retry, n * sizeof(*nr));
+        if (nr == NULL)
+            die("out of memory");
+        c->retry = nr;
+        c->cretry = n;
+    }
+    c->retry[c->nretry++] =
+        (struct retry){.key = f->key, .since = since, .tries = f->tries + 1};
+    return true;
 }
 
 static void conn_read(struct conn *c)
@@ -513,9 +588,11 @@ static void conn_read(struct conn *c)
             if (opaque != f->opaque)
                 die("reply out of order (opaque %u, expected %u)", opaque,
                     f->opaque);
-            off += (size_t)m;
             if (th->prefilling) {
-                th->prefill_errors += res != LR_STORED;
+                bool again = res == LR_NOMEM && prefill_again(c, f, t);
+                if (res != LR_STORED && !again && th->prefill_errors++ == 0)
+                    reply_text(th->prefill_err, sizeof(th->prefill_err),
+                               c->rbuf + off, (size_t)m);
             } else if (th->measuring && t < te) {
                 hist_add(&th->lat, t - f->t);
                 if (f->op == LOP_GET) {
@@ -525,8 +602,9 @@ static void conn_read(struct conn *c)
                 } else {
                     th->sets++;
                 }
-                th->errors += res == LR_ERROR;
+                th->errors += res == LR_ERROR || res == LR_NOMEM;
             }
+            off += (size_t)m;
             c->qhead = (c->qhead + 1) % c->qcap;
             c->qn--;
             if (opt.each && !th->prefilling) {
@@ -612,9 +690,10 @@ static void thread_loop(struct thread *th)
             conn_flush(c);
         }
         if (th->prefilling) {
-            bool busy = false;
+            bool busy = false, stop = atomic_load(&run.prefill_stop);
             for (int i = 0; i < th->nconns && !busy; i++)
-                busy = th->conns[i].qn > 0;
+                busy = th->conns[i].qn > 0 ||
+                       (th->conns[i].nretry > 0 && !stop);
             if (!busy)
                 return;
         } else if (now_ns() >= atomic_load(&run.t_end)) {
@@ -763,7 +842,9 @@ static void usage(FILE *f)
         "  -K, --key-size N      key bytes (default 16)\n"
         "  -v, --value-size N    value bytes (default 32)\n"
         "  -z, --zipf S          Zipf exponent (e.g. 0.99); default uniform\n"
-        "  -f, --prefill         set every key before measuring\n"
+        "  -f, --prefill         set every key before measuring (a set\n"
+        "                        refused for want of memory is sent again,\n"
+        "                        for up to 1 s)\n"
         "  -D, --duration SECS   measured window (default 5)\n"
         "  -w, --warmup SECS     unmeasured run first (default 1)\n"
         "  -p, --pid PID         server process, for CPU per request\n"
@@ -988,15 +1069,34 @@ int main(int argc, char **argv)
             die("pthread_create failed");
     pthread_barrier_wait(&run.ready);
     double prefill_s = (double)(now_ns() - tp) * 1e-9;
-    uint64_t prefill_errors = 0;
-    for (int t = 0; t < opt.threads; t++)
+    uint64_t prefill_errors = 0, prefill_nomem = 0;
+    uint32_t prefill_tries = 0;
+    const char *first_err = "";
+    for (int t = 0; t < opt.threads; t++) {
+        if (ths[t].prefill_errors && !prefill_errors)
+            first_err = ths[t].prefill_err;
         prefill_errors += ths[t].prefill_errors;
+        prefill_nomem += ths[t].prefill_nomem;
+        if (ths[t].prefill_tries > prefill_tries)
+            prefill_tries = ths[t].prefill_tries;
+    }
     if (opt.prefill && !opt.quiet)
         fprintf(stderr, "prefill: %" PRIu64 " keys in %.2f s (%.0f sets/s)%s\n",
                 opt.keys, prefill_s, (double)opt.keys / prefill_s,
                 prefill_errors ? ", with errors" : "");
+    /* said even with -q: the server refused stores (bench/run logs it) */
+    if (prefill_nomem)
+        fprintf(stderr,
+                "prefill: %" PRIu64 " sets refused for want of memory and "
+                "sent again (at most %" PRIu32 " refusal%s of one key)\n",
+                prefill_nomem, prefill_tries, prefill_tries == 1 ? "" : "s");
+    if (atomic_load(&run.prefill_stop))
+        die("prefill stopped: a key was still refused %.1f s after its "
+            "first refusal (\"%s\"): a full cache that does not evict?",
+            (double)PREFILL_PATIENCE_NS * 1e-9, first_err);
     if (prefill_errors)
-        die("%" PRIu64 " prefill sets failed", prefill_errors);
+        die("%" PRIu64 " of %" PRIu64 " prefill sets failed (one reply: \"%s\")",
+            prefill_errors, opt.keys, first_err);
 
     uint64_t t0 = now_ns();
     uint64_t tm = t0 + (uint64_t)(opt.warmup * 1e9);

@@ -1158,6 +1158,13 @@ def cmd_table(argv):
                   med(r.get("foreign_cpu0", 0) + r.get("foreign_cpu1", 0)
                       for r in runs) or 0,
                   sum(1 for r in runs if r.get("discarded"))))
+    pre = [r for r in rows if r.get("kind") == "prefill"]
+    if pre:
+        print("prefill, every key set once (a set refused for want of memory "
+              "sent again): " + "; ".join(
+                  "%s %d keys in %d s, %d refused" % (
+                      r["server"], r["keys"], r["seconds"], r["nomem"])
+                  for r in pre))
     latency = (meta.get("latency") == "yes" or any(
         "@" in r["workload"] or r["target"].endswith((" alone", " with"))
         for r in runs))

@@ -7,8 +7,10 @@
 # the -o directory (never into bench/results/), and the table has one row
 # per target with the first target's ratio 1.000.  The udp workload (UDP
 # gets by bench/udpload, bench/udp_ab.sh's A/B) with --against runs the
-# earlier build first in each round and takes the ratio to it.  A workload
-# file that does not exist and an unknown option are refused with status 64.
+# earlier build first in each round and takes the ratio to it.  W1E (the
+# evicting W1) runs scaled down, its prefill logged per server.  A
+# workload file that does not exist and an unknown option are refused
+# with status 64.
 # Exit 0 pass, 1 fail, 77 skip.
 set -u
 . "$(dirname "$0")/realclients/common.sh"
@@ -30,6 +32,7 @@ check "an unknown option is refused" 64 $?
 "$RUN" --list >"$RC_TMP/list" 2>&1
 grep -q '^w1 ' "$RC_TMP/list" && ok "--list names w1" || fail "--list names w1: $(cat "$RC_TMP/list")"
 grep -q '^udp ' "$RC_TMP/list" && ok "--list names udp" || fail "--list names udp: $(cat "$RC_TMP/list")"
+grep -q '^w1e ' "$RC_TMP/list" && ok "--list names w1e" || fail "--list names w1e: $(cat "$RC_TMP/list")"
 
 before=$(ls "$SRC/bench/results" 2>/dev/null | wc -l)
 "$RUN" w1 -B "$B" -r 2 -D 0.5 -W 0.1 -s keys=2000 -s quiet_wait=0 -s tries=1 \
@@ -72,4 +75,21 @@ grep -q '^| mdcached-base | 2 | [0-9.]* | [0-9.]*-[0-9.]* | 1.000 |' "$RC_TMP/uo
     ok "udp table: A first, ratio 1.000" || fail "udp table row of A: $(cat "$RC_TMP/uout" "$RC_TMP/uerr")"
 grep -q '^| mdcached | 2 | [0-9.]* | [0-9.]*-[0-9.]* | [0-9.]* |' "$RC_TMP/uout" &&
     ok "udp table: B's server CPU per get and ratio to A" || fail "udp table row of B: $(cat "$RC_TMP/uout")"
+# W1E, the evicting W1, scaled down (30 000 keys into -m 1, about a third
+# held): it runs, the prefill is logged per server, and most gets miss
+# (every key was set: the misses are evictions)
+"$RUN" w1e -B "$B" -T mdcached -r 1 -D 0.5 -W 0.1 -s keys=30000 -s memory=1 \
+    -s quiet_wait=0 -s tries=1 -o "$RC_TMP/res1e" >"$RC_TMP/out1e" 2>"$RC_TMP/err1e"
+check "bench/run w1e ran" 0 $?
+grep -q ' mdcached: 30000 keys set in ' "$RC_TMP/err1e" && ok "w1e: the prefill is logged" ||
+    fail "w1e: no prefill line: $(cat "$RC_TMP/err1e")"
+runs=$(ls "$RC_TMP"/res1e/w1e-*.jsonl 2>/dev/null | head -1)
+mem=$(python3 -c 'import json,sys
+r = [json.loads(l) for l in open(sys.argv[1]) if "\"kind\": \"run\"" in l]
+print(len(r), r[0]["flags"].split(" -m ")[1].split()[0], int(r[0]["misses"] > r[0]["gets"] / 2))' "$runs" 2>/dev/null)
+check "w1e: one run of mdcached -m 1, most gets missing (evicted)" "1 1 1" "$mem"
+check "w1e: the prefill recorded, no set refused" 1 \
+    "$(grep -c '"kind": "prefill", "server": "mdcached", "keys": 30000, .*"nomem": 0}' "$runs")"
+grep -q '^prefill, every key set once .*: mdcached 30000 keys in [0-9]* s, 0 refused$' "$RC_TMP/out1e" &&
+    ok "w1e: the table says how the prefill went" || fail "w1e: no prefill line: $(cat "$RC_TMP/out1e")"
 rc_finish
