@@ -7,6 +7,7 @@
 # Environment: JOBS (parallel make), FUZZ_SECONDS (per fuzzer, default 60),
 # SOAK_SECONDS (bench/soak.sh, default 120),
 # SKIP_DISTCHECK=1 / SKIP_SANITIZERS=1 / SKIP_DEB=1 to shorten a local run.
+# Every step prints its wall time ("== NAME: N s"), the run its total.
 set -u
 cd "$(dirname "$0")/.."
 TOP=$(pwd)
@@ -15,13 +16,22 @@ B="$TOP/_build"
 passed=0
 failed=0
 failures=""
+T_RUN=$(date +%s)
 
+# took NAME START: the wall time since START (date +%s), to see where a
+# run's time goes
+took() { echo "== $1: $(( $(date +%s) - $2 )) s"; }
+
+t=$(date +%s)
 sh tools/deps.sh || { echo "0 passed, 1 failed"; exit 1; }
+took deps "$t"
+t=$(date +%s)
 autoreconf -fi >/dev/null 2>&1 || { echo "autoreconf failed"; echo "0 passed, 1 failed"; exit 1; }
 if [ -f config.status ]; then
     echo "== cleaning the in-tree build (out-of-tree builds follow)"
     make distclean >/dev/null 2>&1 || true
 fi
+took autoreconf "$t"
 
 # count automake's "# PASS:/# FAIL:/# ERROR:/# XPASS:" from a test-suite.log
 count_log() {
@@ -38,8 +48,10 @@ count_log() {
 step() { # name, then command; counts one pass/fail
     name=$1; shift
     echo "== $name"
+    t_step=$(date +%s)
     if "$@"; then passed=$((passed + 1)); else
         failed=$((failed + 1)); failures="$failures $name"; echo "!! $name failed"; fi
+    took "$name" "$t_step"
 }
 
 # build_and_check NAME CONFIGURE-ARGS...
@@ -48,16 +60,22 @@ build_and_check() {
     d="$B/$name"
     rm -rf "$d"; mkdir -p "$d"
     echo "== $name: configure $*"
+    t_b=$(date +%s)
     if ! (cd "$d" && "$TOP/configure" "$@" >configure.out 2>&1); then
         tail -30 "$d/configure.out"; failed=$((failed + 1)); failures="$failures $name-configure"; return
     fi
+    took "$name: configure" "$t_b"
     echo "== $name: make"
+    t_b=$(date +%s)
     if ! (cd "$d" && make -j"$JOBS" >make.out 2>&1); then
         tail -40 "$d/make.out"; failed=$((failed + 1)); failures="$failures $name-build"; return
     fi
+    took "$name: make" "$t_b"
     echo "== $name: make check"
+    t_b=$(date +%s)
     (cd "$d" && make -j"$JOBS" check >check.out 2>&1)
     rc=$?
+    took "$name: make check" "$t_b"
     grep -E '^(PASS|FAIL|ERROR|XPASS|SKIP):' "$d/check.out" | sed "s/^/   [$name] /"
     if ! count_log "$d/test-suite.log"; then
         failed=$((failed + 1)); failures="$failures $name-check"; tail -40 "$d/check.out"; return
@@ -83,8 +101,10 @@ recheck() {
     name=$1; d=$2; shift 2
     echo "== $name: make check ($*)"
     mkdir -p "$d/$name"
+    t_b=$(date +%s)
     (cd "$d" && env "$@" make -j"$JOBS" check >"$name.out" 2>&1)
     rc=$?
+    took "$name: make check" "$t_b"
     grep -E '^(PASS|FAIL|ERROR|XPASS|SKIP):' "$d/$name.out" | sed "s/^/   [$name] /"
     cp "$d/test-suite.log" "$d/$name/test-suite.log" 2>/dev/null
     if ! count_log "$d/$name/test-suite.log"; then
@@ -117,8 +137,11 @@ fi
 # is a skip (never under CI as root: the script itself fails then)
 if [ -f "$B/normal/Makefile" ]; then
     echo "== ktls-vm"
+    t=$(date +%s)
     sh tests/ktls_vm.sh "$B/normal"
-    case $? in
+    rc=$?
+    took ktls-vm "$t"
+    case $rc in
     0) passed=$((passed + 1)) ;;
     77) echo "   (skipped)" ;;
     *) failed=$((failed + 1)); failures="$failures ktls-vm"; echo "!! ktls-vm failed" ;;
@@ -148,8 +171,11 @@ fi
 if [ "${SKIP_DEB:-0}" != 1 ] && [ -f "$B/normal/Makefile" ]; then
     step debian sh tools/deb-check.sh "$B/normal"
 fi
-step fuzz sh tools/fuzz.sh
+# the fuzzers, as many at once as there are CPUs (FUZZ_JOBS): each still
+# gets FUZZ_SECONDS of one CPU
+step fuzz env FUZZ_TIME="${FUZZ_SECONDS:-${FUZZ_TIME:-60}}" sh tools/fuzz.sh
 
+took total "$T_RUN"
 [ -n "$failures" ] && echo "failures:$failures"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
