@@ -4,7 +4,9 @@
 # +UBSan and ThreadSanitizer builds, make distcheck, and the fuzzers for a
 # bounded time.  Ends with one line "N passed, N failed".
 #
-# Environment: JOBS (parallel make), FUZZ_SECONDS (per fuzzer, default 60),
+# Environment: JOBS (parallel make), TEST_JOBS (tests run at once by make
+# check, default 2 x JOBS: most tests wait on daemons, timeouts and TTLs
+# rather than use a CPU), FUZZ_SECONDS (per fuzzer, default 60),
 # SOAK_SECONDS (bench/soak.sh, default 120),
 # SKIP_DISTCHECK=1 / SKIP_SANITIZERS=1 / SKIP_DEB=1 to shorten a local run.
 # Every step prints its wall time ("== NAME: N s"), the run its total.
@@ -12,6 +14,7 @@ set -u
 cd "$(dirname "$0")/.."
 TOP=$(pwd)
 JOBS=${JOBS:-$(nproc)}
+TEST_JOBS=${TEST_JOBS:-$((JOBS * 2))}
 B="$TOP/_build"
 passed=0
 failed=0
@@ -73,7 +76,7 @@ build_and_check() {
     took "$name: make" "$t_b"
     echo "== $name: make check"
     t_b=$(date +%s)
-    (cd "$d" && make -j"$JOBS" check >check.out 2>&1)
+    (cd "$d" && make -j"$TEST_JOBS" check >check.out 2>&1)
     rc=$?
     took "$name: make check" "$t_b"
     grep -E '^(PASS|FAIL|ERROR|XPASS|SKIP):' "$d/check.out" | sed "s/^/   [$name] /"
@@ -102,7 +105,7 @@ recheck() {
     echo "== $name: make check ($*)"
     mkdir -p "$d/$name"
     t_b=$(date +%s)
-    (cd "$d" && env "$@" make -j"$JOBS" check >"$name.out" 2>&1)
+    (cd "$d" && env "$@" make -j"$TEST_JOBS" check >"$name.out" 2>&1)
     rc=$?
     took "$name: make check" "$t_b"
     grep -E '^(PASS|FAIL|ERROR|XPASS|SKIP):' "$d/$name.out" | sed "s/^/   [$name] /"
@@ -164,7 +167,7 @@ if [ "${SKIP_DISTCHECK:-0}" != 1 ] && [ -f "$B/normal/Makefile" ]; then
     # VERBOSE=1: the inner make check prints its test-suite.log (the
     # failing tests' own logs) when it fails, before later steps remove
     # the distdir
-    step distcheck sh -c "cd '$B/normal' && make -j$JOBS distcheck VERBOSE=1 >distcheck.out 2>&1 || { tail -250 distcheck.out; exit 1; }"
+    step distcheck sh -c "cd '$B/normal' && make -j$TEST_JOBS distcheck VERBOSE=1 >distcheck.out 2>&1 || { tail -250 distcheck.out; exit 1; }"
 fi
 # the Debian packages: build (nocheck: the suite ran above), lintian,
 # install, run, purge (docs/packaging.md)
