@@ -5,8 +5,11 @@
 # bounded time.  Ends with one line "N passed, N failed".
 #
 # Environment: JOBS (parallel make), TEST_JOBS (tests run at once by make
-# check, default 2 x JOBS: most tests wait on daemons, timeouts and TTLs
-# rather than use a CPU), FUZZ_SECONDS (per fuzzer, default 60),
+# check and distcheck, default 2 x JOBS: most tests wait on daemons,
+# timeouts and TTLs rather than use a CPU), SAN_TEST_JOBS (the same for the
+# sanitizer builds, default JOBS: their tests use a CPU more, and the
+# fairness and latency bounds of some have less room there), FUZZ_SECONDS
+# (per fuzzer, default 60),
 # SOAK_SECONDS (bench/soak.sh, default 120),
 # SKIP_DISTCHECK=1 / SKIP_SANITIZERS=1 / SKIP_DEB=1 to shorten a local run.
 # Every step prints its wall time ("== NAME: N s"), the run its total.
@@ -15,6 +18,8 @@ cd "$(dirname "$0")/.."
 TOP=$(pwd)
 JOBS=${JOBS:-$(nproc)}
 TEST_JOBS=${TEST_JOBS:-$((JOBS * 2))}
+SAN_TEST_JOBS=${SAN_TEST_JOBS:-$JOBS}
+check_jobs=$TEST_JOBS # make check -j of the next build_and_check
 B="$TOP/_build"
 passed=0
 failed=0
@@ -76,7 +81,7 @@ build_and_check() {
     took "$name: make" "$t_b"
     echo "== $name: make check"
     t_b=$(date +%s)
-    (cd "$d" && make -j"$TEST_JOBS" check >check.out 2>&1)
+    (cd "$d" && make -j"$check_jobs" check >check.out 2>&1)
     rc=$?
     took "$name: make check" "$t_b"
     grep -E '^(PASS|FAIL|ERROR|XPASS|SKIP):' "$d/check.out" | sed "s/^/   [$name] /"
@@ -160,8 +165,10 @@ if [ -f "$B/portable/Makefile" ]; then
     step port sh tools/port-check.sh "$B/portable"
 fi
 if [ "${SKIP_SANITIZERS:-0}" != 1 ]; then
+    check_jobs=$SAN_TEST_JOBS
     build_and_check asan --enable-asan CFLAGS="-O1 -g"
     build_and_check tsan --enable-tsan CFLAGS="-O1 -g"
+    check_jobs=$TEST_JOBS
 fi
 if [ "${SKIP_DISTCHECK:-0}" != 1 ] && [ -f "$B/normal/Makefile" ]; then
     # VERBOSE=1: the inner make check prints its test-suite.log (the
