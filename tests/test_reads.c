@@ -380,10 +380,15 @@ static void test_brlock_excludes_fast_readers(void **state)
     assert_ptr_equal(atomic_load(&mdc_reader_self()->reading), &x.l);
     pthread_t w;
     pthread_create(&w, NULL, writer, &x);
+    /* the writer revokes the bias (waited for, up to 10 s: a loaded
+     * machine may not run it within a fixed sleep), then waits for us */
+    struct timespec ms = {0, 1000 * 1000};
+    for (int i = 0; i < 10000 && atomic_load(&x.l.rbias); i++)
+        nanosleep(&ms, NULL);
+    assert_int_equal(atomic_load(&x.l.rbias), 0); /* it revoked */
     struct timespec ts = {0, 50 * 1000 * 1000};
     nanosleep(&ts, NULL);
     assert_int_equal(atomic_load(&x.writer_in), 0); /* still excluded */
-    assert_int_equal(atomic_load(&x.l.rbias), 0);   /* it revoked */
     mdc_br_unlock(&x.l);
     pthread_join(w, NULL);
     assert_int_equal(atomic_load(&x.writer_in), 1);

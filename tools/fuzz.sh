@@ -7,6 +7,10 @@
 #
 # Environment:
 #   FUZZ_TIME       seconds per target (default 60)
+#   FUZZ_JOBS       targets run at once (default: the number of CPUs); each
+#                   target is one process on one CPU for its FUZZ_TIME, so
+#                   running them side by side on idle CPUs shortens the
+#                   whole run, not what each target gets
 #   FUZZ_BUILD_DIR  build directory (default: _build/fuzz in the source tree)
 #   FUZZ_ARGS       extra libFuzzer arguments
 #   CC              compiler (default clang; must support -fsanitize=fuzzer)
@@ -14,7 +18,9 @@
 # Target NAME is built from tests/fuzz/fuzz_NAME.c by the automake target
 # tests/fuzz/fuzz_NAME (tests/include.am, under ENABLE_FUZZ) and seeded from
 # tests/fuzz/corpus/NAME/.  New inputs go to the build directory, never into
-# the source tree; crash artifacts to $FUZZ_BUILD_DIR/fuzz-artifacts/.
+# the source tree; crash artifacts to $FUZZ_BUILD_DIR/fuzz-artifacts/,
+# each target's output to $FUZZ_BUILD_DIR/fuzz-logs/NAME.log (printed when
+# all are done, in order).
 set -eu
 
 srcdir=$(cd "$(dirname "$0")/.." && pwd)
@@ -22,6 +28,8 @@ time_s=${FUZZ_TIME:-60}
 builddir=${FUZZ_BUILD_DIR:-$srcdir/_build/fuzz}
 cc=${CC:-clang}
 jobs=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
+fjobs=${FUZZ_JOBS:-$jobs}
+[ "$fjobs" -ge 1 ] 2>/dev/null || fjobs=1
 
 if [ $# -gt 0 ]; then
     targets="$*"
@@ -54,23 +62,57 @@ if [ ! -f Makefile ]; then
     CC=$cc "$srcdir/configure" --enable-fuzz --without-jemalloc
 fi
 
+progs=
 for t in $targets; do
-    make -j"$jobs" "tests/fuzz/fuzz_$t"
+    progs="$progs tests/fuzz/fuzz_$t"
 done
+# shellcheck disable=SC2086
+make -j"$jobs" $progs
 
-status=0
-mkdir -p fuzz-artifacts
-for t in $targets; do
+# fuzz_one NAME: run one target for time_s; its output to fuzz-logs/NAME.log,
+# and fuzz-logs/NAME.failed when it found something
+fuzz_one() {
+    t=$1
     seeds="$srcdir/tests/fuzz/corpus/$t"
     work="$builddir/fuzz-corpus/$t"
     mkdir -p "$work"
     [ -d "$seeds" ] || seeds=
-    echo "fuzz.sh: fuzz_$t for ${time_s}s"
     # shellcheck disable=SC2086
-    if ! "./tests/fuzz/fuzz_$t" -max_total_time="$time_s" -timeout=10 \
+    "./tests/fuzz/fuzz_$t" -max_total_time="$time_s" -timeout=10 \
         -rss_limit_mb=2048 -print_final_stats=1 \
         -artifact_prefix="fuzz-artifacts/$t-" ${FUZZ_ARGS:-} \
-        "$work" $seeds; then
+        "$work" $seeds >"fuzz-logs/$t.log" 2>&1 || : >"fuzz-logs/$t.failed"
+}
+
+mkdir -p fuzz-artifacts
+rm -rf fuzz-logs
+mkdir fuzz-logs
+# fjobs lanes, target i in lane i mod fjobs, each lane one target after
+# the other (the targets all take time_s, so the lanes end together)
+lanes=
+lane=0
+while [ "$lane" -lt "$fjobs" ]; do
+    i=0
+    mine=
+    for t in $targets; do
+        [ $((i % fjobs)) -eq "$lane" ] && mine="$mine $t"
+        i=$((i + 1))
+    done
+    [ -n "$mine" ] || break
+    echo "fuzz.sh:$mine for ${time_s}s each, one after the other"
+    (for t in $mine; do fuzz_one "$t"; done) &
+    lanes="$lanes $!"
+    lane=$((lane + 1))
+done
+for p in $lanes; do
+    wait "$p" || :
+done
+
+status=0
+for t in $targets; do
+    echo "fuzz.sh: fuzz_$t for ${time_s}s"
+    cat "fuzz-logs/$t.log"
+    if [ -e "fuzz-logs/$t.failed" ]; then
         echo "fuzz.sh: fuzz_$t FAILED; artifacts in $builddir/fuzz-artifacts" >&2
         status=1
     fi

@@ -4,24 +4,42 @@
 # +UBSan and ThreadSanitizer builds, make distcheck, and the fuzzers for a
 # bounded time.  Ends with one line "N passed, N failed".
 #
-# Environment: JOBS (parallel make), FUZZ_SECONDS (per fuzzer, default 60),
+# Environment: JOBS (parallel make), TEST_JOBS (tests run at once by make
+# check and distcheck, default 2 x JOBS: most tests wait on daemons,
+# timeouts and TTLs rather than use a CPU), SAN_TEST_JOBS (the same for the
+# sanitizer builds, default JOBS: their tests use a CPU more, and the
+# fairness and latency bounds of some have less room there), FUZZ_SECONDS
+# (per fuzzer, default 60),
 # SOAK_SECONDS (bench/soak.sh, default 120),
 # SKIP_DISTCHECK=1 / SKIP_SANITIZERS=1 / SKIP_DEB=1 to shorten a local run.
+# Every step prints its wall time ("== NAME: N s"), the run its total.
 set -u
 cd "$(dirname "$0")/.."
 TOP=$(pwd)
 JOBS=${JOBS:-$(nproc)}
+TEST_JOBS=${TEST_JOBS:-$((JOBS * 2))}
+SAN_TEST_JOBS=${SAN_TEST_JOBS:-$JOBS}
+check_jobs=$TEST_JOBS # make check -j of the next build_and_check
 B="$TOP/_build"
 passed=0
 failed=0
 failures=""
+T_RUN=$(date +%s)
 
+# took NAME START: the wall time since START (date +%s), to see where a
+# run's time goes
+took() { echo "== $1: $(( $(date +%s) - $2 )) s"; }
+
+t=$(date +%s)
 sh tools/deps.sh || { echo "0 passed, 1 failed"; exit 1; }
+took deps "$t"
+t=$(date +%s)
 autoreconf -fi >/dev/null 2>&1 || { echo "autoreconf failed"; echo "0 passed, 1 failed"; exit 1; }
 if [ -f config.status ]; then
     echo "== cleaning the in-tree build (out-of-tree builds follow)"
     make distclean >/dev/null 2>&1 || true
 fi
+took autoreconf "$t"
 
 # count automake's "# PASS:/# FAIL:/# ERROR:/# XPASS:" from a test-suite.log
 count_log() {
@@ -38,8 +56,10 @@ count_log() {
 step() { # name, then command; counts one pass/fail
     name=$1; shift
     echo "== $name"
+    t_step=$(date +%s)
     if "$@"; then passed=$((passed + 1)); else
         failed=$((failed + 1)); failures="$failures $name"; echo "!! $name failed"; fi
+    took "$name" "$t_step"
 }
 
 # build_and_check NAME CONFIGURE-ARGS...
@@ -48,16 +68,22 @@ build_and_check() {
     d="$B/$name"
     rm -rf "$d"; mkdir -p "$d"
     echo "== $name: configure $*"
+    t_b=$(date +%s)
     if ! (cd "$d" && "$TOP/configure" "$@" >configure.out 2>&1); then
         tail -30 "$d/configure.out"; failed=$((failed + 1)); failures="$failures $name-configure"; return
     fi
+    took "$name: configure" "$t_b"
     echo "== $name: make"
+    t_b=$(date +%s)
     if ! (cd "$d" && make -j"$JOBS" >make.out 2>&1); then
         tail -40 "$d/make.out"; failed=$((failed + 1)); failures="$failures $name-build"; return
     fi
+    took "$name: make" "$t_b"
     echo "== $name: make check"
-    (cd "$d" && make -j"$JOBS" check >check.out 2>&1)
+    t_b=$(date +%s)
+    (cd "$d" && make -j"$check_jobs" check >check.out 2>&1)
     rc=$?
+    took "$name: make check" "$t_b"
     grep -E '^(PASS|FAIL|ERROR|XPASS|SKIP):' "$d/check.out" | sed "s/^/   [$name] /"
     if ! count_log "$d/test-suite.log"; then
         failed=$((failed + 1)); failures="$failures $name-check"; tail -40 "$d/check.out"; return
@@ -83,8 +109,10 @@ recheck() {
     name=$1; d=$2; shift 2
     echo "== $name: make check ($*)"
     mkdir -p "$d/$name"
-    (cd "$d" && env "$@" make -j"$JOBS" check >"$name.out" 2>&1)
+    t_b=$(date +%s)
+    (cd "$d" && env "$@" make -j"$TEST_JOBS" check >"$name.out" 2>&1)
     rc=$?
+    took "$name: make check" "$t_b"
     grep -E '^(PASS|FAIL|ERROR|XPASS|SKIP):' "$d/$name.out" | sed "s/^/   [$name] /"
     cp "$d/test-suite.log" "$d/$name/test-suite.log" 2>/dev/null
     if ! count_log "$d/$name/test-suite.log"; then
@@ -117,8 +145,11 @@ fi
 # is a skip (never under CI as root: the script itself fails then)
 if [ -f "$B/normal/Makefile" ]; then
     echo "== ktls-vm"
+    t=$(date +%s)
     sh tests/ktls_vm.sh "$B/normal"
-    case $? in
+    rc=$?
+    took ktls-vm "$t"
+    case $rc in
     0) passed=$((passed + 1)) ;;
     77) echo "   (skipped)" ;;
     *) failed=$((failed + 1)); failures="$failures ktls-vm"; echo "!! ktls-vm failed" ;;
@@ -134,22 +165,27 @@ if [ -f "$B/portable/Makefile" ]; then
     step port sh tools/port-check.sh "$B/portable"
 fi
 if [ "${SKIP_SANITIZERS:-0}" != 1 ]; then
+    check_jobs=$SAN_TEST_JOBS
     build_and_check asan --enable-asan CFLAGS="-O1 -g"
     build_and_check tsan --enable-tsan CFLAGS="-O1 -g"
+    check_jobs=$TEST_JOBS
 fi
 if [ "${SKIP_DISTCHECK:-0}" != 1 ] && [ -f "$B/normal/Makefile" ]; then
     # VERBOSE=1: the inner make check prints its test-suite.log (the
     # failing tests' own logs) when it fails, before later steps remove
     # the distdir
-    step distcheck sh -c "cd '$B/normal' && make -j$JOBS distcheck VERBOSE=1 >distcheck.out 2>&1 || { tail -250 distcheck.out; exit 1; }"
+    step distcheck sh -c "cd '$B/normal' && make -j$TEST_JOBS distcheck VERBOSE=1 >distcheck.out 2>&1 || { tail -250 distcheck.out; exit 1; }"
 fi
 # the Debian packages: build (nocheck: the suite ran above), lintian,
 # install, run, purge (docs/packaging.md)
 if [ "${SKIP_DEB:-0}" != 1 ] && [ -f "$B/normal/Makefile" ]; then
     step debian sh tools/deb-check.sh "$B/normal"
 fi
-step fuzz sh tools/fuzz.sh
+# the fuzzers, as many at once as there are CPUs (FUZZ_JOBS): each still
+# gets FUZZ_SECONDS of one CPU
+step fuzz env FUZZ_TIME="${FUZZ_SECONDS:-${FUZZ_TIME:-60}}" sh tools/fuzz.sh
 
+took total "$T_RUN"
 [ -n "$failures" ] && echo "failures:$failures"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
