@@ -1900,6 +1900,75 @@ static void test_mget_expired(void **state)
     store_teardown(st);
 }
 
+/* A burst of deadlines in one slot of few stripes: the slot's array grows
+ * for it and is given back once they have expired (the wheel's bytes, in
+ * fixed_bytes, fall again). */
+static void test_expiry_wheel_burst(void **state)
+{
+    (void)state;
+    struct store_config c = {0};
+    c.mem_limit = (size_t)64 << 20;
+    c.nbuckets = 1024;
+    c.nlocks = 4;
+    c.sweep_interval_ms = 10;
+    struct store *st = store_setup(&c);
+    assert_non_null(st);
+    atomic_store(&aclk_ns, 1000000000ull * 1000);
+    struct store_clock clk = {aclk_mono, aclk_wall, NULL};
+    store_set_clock(st, &clk);
+    char k[16];
+    struct store_stats before, peak, after;
+
+    assert_int_equal(put(st, STORE_SET, "live", "v", NULL, 0, 0), ST_OK);
+    assert_int_equal(put(st, STORE_SET, "warm", "v", NULL, 0, 5), ST_OK);
+    store_get_stats(st, &before); /* a wheel on warm's stripe */
+    for (int i = 0; i < 400; i++) {
+        snprintf(k, sizeof k, "b%d", i);
+        assert_int_equal(put(st, STORE_SET, k, "v", NULL, 0, 30), ST_OK);
+    }
+    store_get_stats(st, &peak);
+    assert_true(peak.fixed_bytes >= before.fixed_bytes + 400 * 8);
+    aclk_advance(31);
+    assert_int_equal(items_when(st, 1), 1);
+    store_get_stats(st, &after);
+    assert_int_equal(after.expired, 401);
+    assert_true(after.fixed_bytes + 400 * 8 <= peak.fixed_bytes);
+    check(st);
+    store_teardown(st);
+}
+
+/* Deadlines past what the store's seconds can hold are capped, never
+ * wrapped into the past; a pending delayed flush is the expiry of a
+ * record that has none. */
+static void test_expiry_far_and_flush_at(void **state)
+{
+    (void)state;
+    struct testclock tc;
+    struct store *st = mk(0, false, &tc);
+    char b[16];
+    /* absolute, 5e9 s from now: beyond 2^32 store seconds */
+    assert_int_equal(put(st, STORE_SET, "far", "v", NULL, 0,
+                         tc.wall_s + 5000000000ll),
+                     ST_OK);
+    struct record *r = store_get(st, "far", 3);
+    assert_non_null(r);
+    assert_true(record_ttl(st, r) > 4000000000ll);
+    store_release(st, r);
+    testclock_advance(&tc, 100000);
+    assert_string_equal(val(st, "far", b, sizeof b), "v");
+
+    assert_int_equal(put(st, STORE_SET, "forever", "v", NULL, 0, 0), ST_OK);
+    r = store_get(st, "forever", 7);
+    assert_non_null(r);
+    assert_int_equal(record_expiry_wall(st, r), 0);
+    store_flush_at(st, 60);
+    assert_int_equal(record_expiry_wall(st, r), tc.wall_s + 60);
+    store_release(st, r);
+    testclock_advance(&tc, 61);
+    assert_null(val(st, "forever", b, sizeof b));
+    store_teardown(st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1943,6 +2012,8 @@ int main(void)
         cmocka_unit_test(test_mem_limit_held),
         cmocka_unit_test(test_evict_expired_first),
         cmocka_unit_test(test_mget_expired),
+        cmocka_unit_test(test_expiry_wheel_burst),
+        cmocka_unit_test(test_expiry_far_and_flush_at),
     };
     return cmocka_run_group_tests_name("store", tests, NULL, NULL);
 }
