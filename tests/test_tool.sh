@@ -193,6 +193,9 @@ has "^OK$" "flush"
 expect 0 stats
 has "^curr_items 0$" "stats after flush"
 expect 1 get k2
+# a clean exit after the session (and the daemon's coverage counts
+# written: the EXIT trap's SIGKILL would lose them)
+mdc_stop daemon || fail "mdcached: exit $? after SIGTERM"
 
 if [ $fails -ne 0 ]; then
     echo "$fails failure(s)"; cat "$T/daemon.log"; exit 1
