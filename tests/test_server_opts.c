@@ -103,6 +103,65 @@ static void test_help(void **state)
     assert_non_null(strstr(out, PACKAGE_VERSION));
 }
 
+/* A unix socket or port file that cannot be made stops the start with the
+ * documented status (docs/options.md, "Exit status") and says why; a file
+ * in the socket's place is not removed. */
+static void test_listen_failures(void **state)
+{
+    char dir[] = "/tmp/mdc-opts.XXXXXX", file[64], nodir[64], lsock[200],
+        nosock[64], sock[64], pf[64];
+    static char out[4096];
+    (void)state;
+
+    assert_non_null(mkdtemp(dir));
+    snprintf(file, sizeof(file), "%s/file", dir);
+    FILE *f = fopen(file, "w");
+    assert_non_null(f);
+    fputs("keep\n", f);
+    fclose(f);
+    snprintf(nodir, sizeof(nodir), "%s/nodir/sock", dir);
+    snprintf(nosock, sizeof(nosock), "%s/nodir/ports", dir);
+    snprintf(sock, sizeof(sock), "%s/sock", dir);
+    snprintf(pf, sizeof(pf), "%s/ok.ports", dir);
+    int n = snprintf(lsock, sizeof(lsock), "%s/", dir);
+    memset(lsock + n, 'x', sizeof(lsock) - (size_t)n - 1);
+    lsock[sizeof(lsock) - 1] = '\0';
+
+    static const struct {
+        int arg; /* which path -s gets */
+        int rc;
+        const char *want;
+    } cases[] = {
+        {0, 69, "unix socket path too long"},
+        {1, 69, "exists and is not a socket"},
+        {2, 69, "cannot bind unix socket"},
+    };
+    const char *paths[] = {lsock, file, nodir};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const char *args[] = {"-p", "0", "-s", paths[cases[i].arg], NULL};
+        int rc = run_binary(args, out, sizeof(out));
+        if (rc != cases[i].rc || strstr(out, cases[i].want) == NULL)
+            fail_msg("-s %s: exit %d, want %d and '%s'\n%s",
+                     paths[cases[i].arg], rc, cases[i].rc, cases[i].want, out);
+    }
+    char buf[16] = "";
+    f = fopen(file, "r");
+    assert_non_null(f);
+    assert_non_null(fgets(buf, sizeof(buf), f));
+    fclose(f);
+    assert_string_equal(buf, "keep\n");
+
+    /* a port file in a directory that is not there (the last one given
+     * is the one written) */
+    const char *pargs[] = {"-p", "0", "-s", sock, "--port-file", nosock, NULL};
+    int rc = run_binary(pargs, out, sizeof(out));
+    if (rc != 70 || strstr(out, "cannot write port file") == NULL)
+        fail_msg("--port-file %s: exit %d, want 70\n%s", nosock, rc, out);
+    unlink(sock);
+    unlink(file);
+    rmdir(dir);
+}
+
 static void test_bad_values_exit_64(void **state)
 {
     static const char *const bad[][7] = {
@@ -593,6 +652,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_help),
         cmocka_unit_test(test_bad_values_exit_64),
+        cmocka_unit_test(test_listen_failures),
         cmocka_unit_test(test_parse_forms),
         cmocka_unit_test(test_parse_after_error_mid_cluster),
         cmocka_unit_test(test_usage_messages),
