@@ -103,8 +103,8 @@ static void test_help(void **state)
     assert_non_null(strstr(out, PACKAGE_VERSION));
 }
 
-/* A unix socket or port file that cannot be made stops the start with the
- * documented status (docs/options.md, "Exit status") and says why; a file
+/* A unix socket, port file or pid file that cannot be made stops the start
+ * with the documented status (docs/options.md, "Exit status") and says why; a file
  * in the socket's place is not removed. */
 static void test_listen_failures(void **state)
 {
@@ -157,6 +157,11 @@ static void test_listen_failures(void **state)
     int rc = run_binary(pargs, out, sizeof(out));
     if (rc != 70 || strstr(out, "cannot write port file") == NULL)
         fail_msg("--port-file %s: exit %d, want 70\n%s", nosock, rc, out);
+    /* and a pid file */
+    const char *pidargs[] = {"-p", "0", "-s", sock, "-P", nosock, NULL};
+    rc = run_binary(pidargs, out, sizeof(out));
+    if (rc != 70 || strstr(out, "cannot write pid file") == NULL)
+        fail_msg("-P %s: exit %d, want 70\n%s", nosock, rc, out);
     unlink(sock);
     unlink(file);
     rmdir(dir);
