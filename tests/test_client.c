@@ -741,7 +741,13 @@ static void test_refused_and_down(void **state)
 }
 
 /* A fake server: accepts one connection and runs a behaviour on it. */
-enum fake_mode { FAKE_HALF_REPLY, FAKE_SILENT, FAKE_GARBAGE };
+enum fake_mode {
+    FAKE_HALF_REPLY,
+    FAKE_SILENT,
+    FAKE_GARBAGE,
+    FAKE_TOO_LARGE,   /* a whole reply: MSG_TOO_LARGE, then close */
+    FAKE_NO_RSP_FLAG, /* a whole reply without WIRE_F_RESPONSE */
+};
 struct fake {
     int lfd;
     int port;
@@ -764,6 +770,20 @@ static void *fake_main(void *arg)
             send(fd, rsp, sizeof(rsp), MSG_NOSIGNAL);
         } else if (f->mode == FAKE_GARBAGE) {
             send(fd, "HTTP/1.0 400 Bad\r\n\r\n", 20, MSG_NOSIGNAL);
+        } else if (f->mode == FAKE_TOO_LARGE || f->mode == FAKE_NO_RSP_FLAG) {
+            struct wire_msg req;
+            struct wire_hdr rsp;
+            uint8_t out[WIRE_HDR_LEN];
+            if (wire_parse(buf, (size_t)n, &req, 1 << 20) > 0) {
+                wire_hdr_response(&rsp, &req.hdr,
+                                  f->mode == FAKE_TOO_LARGE
+                                      ? WIRE_S_MSG_TOO_LARGE
+                                      : WIRE_S_OK);
+                if (f->mode == FAKE_NO_RSP_FLAG)
+                    rsp.flags &= (uint8_t)~WIRE_F_RESPONSE;
+                wire_encode_header(out, &rsp);
+                send(fd, out, sizeof(out), MSG_NOSIGNAL);
+            }
         } else {
             usleep(1500 * 1000); /* never answers in time */
         }
@@ -826,6 +846,35 @@ static void test_fake_garbage(void **state)
     fake_start(&f, FAKE_GARBAGE);
     mdc_t *m = fake_client(&f, 5000);
     assert_int_equal(mdc_noop(m), MDC_ERR_PROTOCOL);
+    fake_stop(&f);
+    mdc_destroy(m);
+}
+
+/* A server that answers "message too large" closes the connection: the
+ * operation returns that status and the handle reconnects next time. */
+static void test_fake_too_large(void **state)
+{
+    (void)state;
+    struct fake f;
+    fake_start(&f, FAKE_TOO_LARGE);
+    mdc_t *m = fake_client(&f, 5000);
+    assert_int_equal(mdc_noop(m), MDC_MSG_TOO_LARGE);
+    assert_int_equal(mdc_error(m), MDC_MSG_TOO_LARGE);
+    assert_int_equal(mdc_check(m), MDC_OK); /* closed already: nothing to do */
+    fake_stop(&f); /* nobody listens now: the next call must reconnect */
+    assert_int_equal(mdc_noop(m), MDC_ERR_CONNECT);
+    mdc_destroy(m);
+}
+
+/* A reply without the response flag is a protocol error. */
+static void test_fake_not_a_response(void **state)
+{
+    (void)state;
+    struct fake f;
+    fake_start(&f, FAKE_NO_RSP_FLAG);
+    mdc_t *m = fake_client(&f, 5000);
+    assert_int_equal(mdc_noop(m), MDC_ERR_PROTOCOL);
+    assert_non_null(strstr(mdc_errstr(m), "response flag"));
     fake_stop(&f);
     mdc_destroy(m);
 }
@@ -1210,6 +1259,8 @@ int main(void)
         cmocka_unit_test(test_refused_and_down),
         cmocka_unit_test(test_fake_half_reply),
         cmocka_unit_test(test_fake_garbage),
+        cmocka_unit_test(test_fake_too_large),
+        cmocka_unit_test(test_fake_not_a_response),
         cmocka_unit_test(test_fake_timeout),
         cmocka_unit_test(test_daemon_dies),
         cmocka_unit_test(test_check),
