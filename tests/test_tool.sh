@@ -224,6 +224,8 @@ expect 0 flush
 has "^OK$" "flush"
 expect 0 stats
 has "^curr_items 0$" "stats after flush"
+expect 0 tags
+has "^(no tagged records)$" "tags after flush"
 expect 1 get k2
 # a clean exit after the session (and the daemon's coverage counts
 # written: the EXIT trap's SIGKILL would lose them)
