@@ -44,13 +44,18 @@ static inline void put_le(uint8_t *p, uint64_t v, int n)
 
 /* A whole dump file (header -I 1024, --max-tags 4) of one block holding
  * recs with CAS 1, 2, ...; every checksum right.  *roff: each record's
- * file offset.  malloc'd; NULL when out of memory. */
-static inline uint8_t *mk_image(const struct raw *recs, size_t n, size_t *len,
-                         uint64_t *roff)
+ * file offset.  With bytes, a record i whose bytes[i] is set is those
+ * nbytes[i] bytes as they are (CAS delta first): a record no writer could
+ * encode.  malloc'd; NULL when out of memory. */
+static inline uint8_t *mk_image_bytes(const struct raw *recs, size_t n,
+                                      size_t *len, uint64_t *roff,
+                                      const uint8_t *const *bytes,
+                                      const size_t *nbytes)
 {
     size_t cap = 64 + 32 + 48 + 100000;
     for (size_t i = 0; i < n; i++)
-        cap += recs[i].klen + recs[i].vlen + 64 + 20 * recs[i].ntags;
+        cap += recs[i].klen + recs[i].vlen + 64 + 20 * recs[i].ntags +
+               (bytes != NULL && bytes[i] != NULL ? nbytes[i] : 0);
     uint8_t *b = calloc(1, cap), *p;
     if (b == NULL)
         return NULL;
@@ -68,6 +73,11 @@ static inline uint8_t *mk_image(const struct raw *recs, size_t n, size_t *len,
     for (size_t i = 0; i < n; i++) {
         const struct raw *r = &recs[i];
         roff[i] = (uint64_t)(p - b);
+        if (bytes != NULL && bytes[i] != NULL) {
+            memcpy(p, bytes[i], nbytes[i]);
+            p += nbytes[i];
+            continue;
+        }
         p += put_v(p, 1); /* CAS i + 1: one more than the previous */
         *p++ = (uint8_t)((r->flags ? 0x01 : 0) | (r->ntags ? 0x08 : 0));
         p += put_v(p, r->klen);
@@ -103,6 +113,12 @@ static inline uint8_t *mk_image(const struct raw *recs, size_t n, size_t *len,
     put_le(f + 40, XXH3_64bits(f, 40), 8);
     *len = (size_t)(f - b) + 48;
     return b;
+}
+
+static inline uint8_t *mk_image(const struct raw *recs, size_t n, size_t *len,
+                                uint64_t *roff)
+{
+    return mk_image_bytes(recs, n, len, roff, NULL, NULL);
 }
 
 #endif

@@ -741,7 +741,13 @@ static void test_refused_and_down(void **state)
 }
 
 /* A fake server: accepts one connection and runs a behaviour on it. */
-enum fake_mode { FAKE_HALF_REPLY, FAKE_SILENT, FAKE_GARBAGE };
+enum fake_mode {
+    FAKE_HALF_REPLY,
+    FAKE_SILENT,
+    FAKE_GARBAGE,
+    FAKE_TOO_LARGE,   /* a whole reply: MSG_TOO_LARGE, then close */
+    FAKE_NO_RSP_FLAG, /* a whole reply without WIRE_F_RESPONSE */
+};
 struct fake {
     int lfd;
     int port;
@@ -764,6 +770,20 @@ static void *fake_main(void *arg)
             send(fd, rsp, sizeof(rsp), MSG_NOSIGNAL);
         } else if (f->mode == FAKE_GARBAGE) {
             send(fd, "HTTP/1.0 400 Bad\r\n\r\n", 20, MSG_NOSIGNAL);
+        } else if (f->mode == FAKE_TOO_LARGE || f->mode == FAKE_NO_RSP_FLAG) {
+            struct wire_msg req;
+            struct wire_hdr rsp;
+            uint8_t out[WIRE_HDR_LEN];
+            if (wire_parse(buf, (size_t)n, &req, 1 << 20) > 0) {
+                wire_hdr_response(&rsp, &req.hdr,
+                                  f->mode == FAKE_TOO_LARGE
+                                      ? WIRE_S_MSG_TOO_LARGE
+                                      : WIRE_S_OK);
+                if (f->mode == FAKE_NO_RSP_FLAG)
+                    rsp.flags &= (uint8_t)~WIRE_F_RESPONSE;
+                wire_encode_header(out, &rsp);
+                send(fd, out, sizeof(out), MSG_NOSIGNAL);
+            }
         } else {
             usleep(1500 * 1000); /* never answers in time */
         }
@@ -826,6 +846,35 @@ static void test_fake_garbage(void **state)
     fake_start(&f, FAKE_GARBAGE);
     mdc_t *m = fake_client(&f, 5000);
     assert_int_equal(mdc_noop(m), MDC_ERR_PROTOCOL);
+    fake_stop(&f);
+    mdc_destroy(m);
+}
+
+/* A server that answers "message too large" closes the connection: the
+ * operation returns that status and the handle reconnects next time. */
+static void test_fake_too_large(void **state)
+{
+    (void)state;
+    struct fake f;
+    fake_start(&f, FAKE_TOO_LARGE);
+    mdc_t *m = fake_client(&f, 5000);
+    assert_int_equal(mdc_noop(m), MDC_MSG_TOO_LARGE);
+    assert_int_equal(mdc_error(m), MDC_MSG_TOO_LARGE);
+    assert_int_equal(mdc_check(m), MDC_OK); /* closed already: nothing to do */
+    fake_stop(&f); /* nobody listens now: the next call must reconnect */
+    assert_int_equal(mdc_noop(m), MDC_ERR_CONNECT);
+    mdc_destroy(m);
+}
+
+/* A reply without the response flag is a protocol error. */
+static void test_fake_not_a_response(void **state)
+{
+    (void)state;
+    struct fake f;
+    fake_start(&f, FAKE_NO_RSP_FLAG);
+    mdc_t *m = fake_client(&f, 5000);
+    assert_int_equal(mdc_noop(m), MDC_ERR_PROTOCOL);
+    assert_non_null(strstr(mdc_errstr(m), "response flag"));
     fake_stop(&f);
     mdc_destroy(m);
 }
@@ -942,6 +991,254 @@ static void test_check(void **state)
     tsrv_stop(&d); /* reaped above: only its directory goes */
 }
 
+/* Bad arguments are refused before anything is sent, each with its code and
+ * a message that names the fault; a NULL handle or pool gets MDC_ERR_ARG. */
+static void test_bad_arguments(void **state)
+{
+    (void)state;
+    struct mdc_tag tag = {1, 2};
+    struct mdc_itemset set = {0};
+    struct mdc_item *out[2] = {NULL, NULL};
+    const void *keys[2] = {"a", "b"};
+    size_t klens[2] = {1, 0};
+    int32_t tv = 1;
+    uint64_t u;
+    char *text = NULL;
+    /* a port nobody listens on: an argument error needs no connection */
+    mdc_t *m = mdc_create("127.0.0.1:1");
+    assert_non_null(m);
+
+    assert_int_equal(mdc_set_timeouts(NULL, 1, 1), MDC_ERR_ARG);
+    assert_int_equal(mdc_set_timeouts(m, 0, 10), MDC_ERR_ARG);
+    assert_string_equal(mdc_errstr(m), "timeouts must be positive");
+    assert_int_equal(mdc_set_retry_delay(NULL, 0), MDC_ERR_ARG);
+    assert_int_equal(mdc_set_retry_delay(m, -1), MDC_ERR_ARG);
+    assert_string_equal(mdc_errstr(m), "retry delay must be >= 0");
+    assert_int_equal(mdc_set_auth(m, "", "pw"), MDC_ERR_ARG);
+    assert_int_equal(mdc_set_auth(NULL, "u", "pw"), MDC_ERR_ARG);
+
+    /* mget: NULL arrays, a count that cannot be sent, a bad key */
+    assert_int_equal(mdc_mget(m, 2, NULL, klens, out), MDC_ERR_ARG);
+    assert_string_equal(mdc_errstr(m), "NULL argument");
+    assert_int_equal(mdc_mget(m, SIZE_MAX, keys, klens, out), MDC_ERR_ARG);
+    assert_string_equal(mdc_errstr(m), "too many keys");
+    assert_int_equal(mdc_mget(m, 2, keys, klens, out), MDC_KEY_INVALID);
+    assert_null(out[0]);
+    assert_null(out[1]);
+
+    /* stores: the record, its mode, CAS without a version */
+    struct mdc_kv kv = {.key = "k", .klen = 1, .value = "v", .vlen = 1};
+    assert_int_equal(mdc_store(NULL, MDC_SET, &kv, NULL), MDC_ERR_ARG);
+    assert_int_equal(mdc_store(m, (enum mdc_store_mode)0x16, &kv, NULL),
+                     MDC_ERR_ARG);
+    assert_string_equal(mdc_errstr(m), "bad store mode 22");
+    assert_int_equal(mdc_store(m, MDC_CAS, &kv, NULL), MDC_ERR_ARG);
+    assert_string_equal(mdc_errstr(m), "cas needs a version");
+    assert_int_equal(mdc_mset(NULL, MDC_SET, 1, &kv, NULL), MDC_ERR_ARG);
+    assert_int_equal(mdc_mset(m, MDC_SET, 1, NULL, NULL), MDC_ERR_ARG);
+    assert_string_equal(mdc_errstr(m), "NULL argument");
+    assert_int_equal(mdc_mset(m, MDC_SET, SIZE_MAX, &kv, NULL), MDC_ERR_ARG);
+    assert_string_equal(mdc_errstr(m), "too many records");
+    kv.klen = 0;
+    int st[1] = {-100};
+    assert_int_equal(mdc_mset(m, MDC_SET, 1, &kv, st), MDC_KEY_INVALID);
+    assert_int_equal(st[0], MDC_OK); /* cleared before the check */
+
+    /* every other entry point with a NULL handle */
+    assert_int_equal(mdc_delete(NULL, K("k"), 0), MDC_ERR_ARG);
+    assert_int_equal(mdc_touch(NULL, K("k"), 1), MDC_ERR_ARG);
+    assert_int_equal(mdc_incr(NULL, K("k"), 1, &u), MDC_ERR_ARG);
+    assert_int_equal(mdc_get_by_tag(NULL, 1, &tv, 1, &set), MDC_ERR_ARG);
+    assert_int_equal(mdc_del_by_tag(NULL, 1, &tv, 1, &u), MDC_ERR_ARG);
+    assert_int_equal(mdc_tstack_pop(NULL, tag, out), MDC_ERR_ARG);
+    assert_null(out[0]);
+    assert_int_equal(mdc_flush(NULL), MDC_ERR_ARG);
+    assert_int_equal(mdc_stats(NULL, NULL, &text, NULL), MDC_ERR_ARG);
+    assert_int_equal(mdc_version(NULL, (char[8]){0}, 8), MDC_ERR_ARG);
+    assert_int_equal(mdc_quit(NULL), MDC_ERR_ARG);
+
+    /* tags: a result set, at least one value, at most 65535 */
+    assert_int_equal(mdc_get_by_tag(m, 1, &tv, 1, NULL), MDC_ERR_ARG);
+    assert_string_equal(mdc_errstr(m), "NULL result set");
+    assert_int_equal(mdc_get_by_tag(m, 1, NULL, 0, &set), MDC_ERR_ARG);
+    assert_string_equal(mdc_errstr(m), "at least one tag value needed");
+    assert_int_equal(mdc_del_by_tag(m, 1, &tv, 65536, &u), MDC_ERR_ARG);
+    assert_string_equal(mdc_errstr(m), "at most 65535 tag values");
+    assert_int_equal(mdc_tstack_push(m, tag, NULL, 3, 0, 0, &text, NULL, NULL),
+                     MDC_ERR_ARG);
+    assert_string_equal(mdc_errstr(m), "NULL value");
+    assert_null(text);
+
+    /* stats and version: where the answer goes, the group's length */
+    assert_int_equal(mdc_stats(m, NULL, NULL, NULL), MDC_ERR_ARG);
+    assert_string_equal(mdc_errstr(m), "NULL output");
+    char group[MDC_MAX_KEY + 2];
+    memset(group, 'g', sizeof(group) - 1);
+    group[sizeof(group) - 1] = '\0';
+    assert_int_equal(mdc_stats(m, group, &text, NULL), MDC_ERR_ARG);
+    assert_string_equal(mdc_errstr(m), "group name too long");
+    assert_null(text);
+    assert_int_equal(mdc_version(m, NULL, 0), MDC_ERR_ARG);
+    assert_string_equal(mdc_errstr(m), "no buffer");
+
+    /* mdc_stats_u64: memcached's "STAT " prefix, a last line without a
+     * newline, a value that is not a number */
+    const char *stats = "STAT pid 42\r\nname x\nbad 12z\ncurr_items 7";
+    assert_int_equal(mdc_stats_u64(stats, "pid", &u), MDC_OK);
+    assert_int_equal(u, 42);
+    assert_int_equal(mdc_stats_u64(stats, "curr_items", &u), MDC_OK);
+    assert_int_equal(u, 7);
+    assert_int_equal(mdc_stats_u64(stats, "bad", &u), MDC_ERR_ARG);
+    assert_int_equal(mdc_stats_u64(stats, "name", &u), MDC_ERR_ARG);
+    assert_int_equal(mdc_stats_u64(stats, "nope", &u), MDC_NOT_FOUND);
+    assert_int_equal(mdc_stats_u64(NULL, "pid", &u), MDC_ERR_ARG);
+
+    /* nothing was sent: the handle never connected */
+    assert_int_equal(mdc_check(m), MDC_OK);
+    mdc_destroy(m);
+
+    /* the library's codes have their own texts; the server's map to the
+     * protocol's */
+    assert_string_equal(mdc_strerror(MDC_ERR_ARG), "invalid argument");
+    assert_string_equal(mdc_strerror(MDC_ERR_NOMEM), "out of memory");
+    assert_string_equal(mdc_strerror(MDC_ERR_CONNECT), "cannot connect");
+    assert_string_equal(mdc_strerror(MDC_ERR_IO), "connection lost");
+    assert_string_equal(mdc_strerror(MDC_ERR_PROTOCOL), "protocol error");
+    assert_string_equal(mdc_strerror(MDC_ERR_DOWN), "server marked down");
+    assert_string_equal(mdc_strerror(MDC_ERR_PARTIAL), "some servers failed");
+    assert_string_equal(mdc_strerror(MDC_ERR_NO_SERVERS), "no servers");
+    assert_string_equal(mdc_strerror(-1000), "unknown error");
+    assert_string_equal(mdc_strerror(MDC_NOT_FOUND), "not found");
+}
+
+/* A pool refuses bad arguments, and an empty pool says it has no servers
+ * (a read's result cleared) instead of failing some other way. */
+static void test_pool_bad_arguments(void **state)
+{
+    (void)state;
+    struct mdc_itemset set = {0};
+    struct mdc_item *out[2] = {(struct mdc_item *)1, (struct mdc_item *)1};
+    struct mdc_item *one = (struct mdc_item *)1;
+    const void *keys[2] = {"a", "b"};
+    size_t klens[2] = {1, 0};
+    struct mdc_kv kv = {.key = "k", .klen = 1, .value = "v", .vlen = 1};
+    int32_t tv = 1;
+    uint64_t u = 5;
+    mdc_pool_t *p = mdc_pool_create();
+    assert_non_null(p);
+
+    assert_int_equal(mdc_pool_error(NULL), MDC_ERR_ARG);
+    assert_string_equal(mdc_pool_errstr(NULL), "no pool");
+    assert_int_equal(mdc_pool_add(NULL, "127.0.0.1:1", 1), MDC_ERR_ARG);
+    assert_int_equal(mdc_pool_add(p, "host:0", 1), MDC_ERR_ARG);
+    assert_string_equal(mdc_pool_errstr(p), "bad server \"host:0\"");
+    assert_int_equal(mdc_pool_add(p, NULL, 1), MDC_ERR_ARG);
+    assert_string_equal(mdc_pool_errstr(p), "bad server \"(null)\"");
+    assert_int_equal(mdc_pool_remove(NULL, 0), MDC_ERR_ARG);
+    assert_int_equal(mdc_pool_remove(p, 3), MDC_ERR_ARG);
+    assert_string_equal(mdc_pool_errstr(p), "no server 3");
+    assert_int_equal(mdc_pool_set_timeouts(NULL, 1, 1), MDC_ERR_ARG);
+    assert_int_equal(mdc_pool_set_timeouts(p, 10, 0), MDC_ERR_ARG);
+    assert_string_equal(mdc_pool_errstr(p), "timeouts must be positive");
+    assert_int_equal(mdc_pool_set_retry_delay(NULL, 1), MDC_ERR_ARG);
+    assert_int_equal(mdc_pool_set_retry_delay(p, -5), MDC_ERR_ARG);
+    assert_string_equal(mdc_pool_errstr(p), "retry delay must be >= 0");
+    assert_int_equal(mdc_pool_set_auth(NULL, "u", "p"), MDC_ERR_ARG);
+    assert_int_equal(mdc_pool_set_tls(NULL, NULL), MDC_ERR_ARG);
+
+    /* empty: every keyed operation and every fan-out */
+    assert_int_equal(mdc_pool_get(p, K("k"), &one), MDC_ERR_NO_SERVERS);
+    assert_null(one);
+    assert_string_equal(mdc_pool_errstr(p), "pool has no servers");
+    one = (struct mdc_item *)1;
+    assert_int_equal(mdc_pool_lease_get(p, K("k"), 1, 1, &one),
+                     MDC_ERR_NO_SERVERS);
+    assert_null(one);
+    assert_int_equal(mdc_pool_store(p, MDC_SET, &kv, NULL), MDC_ERR_NO_SERVERS);
+    assert_int_equal(mdc_pool_delete(p, K("k"), 0), MDC_ERR_NO_SERVERS);
+    assert_int_equal(mdc_pool_delete_stale(p, K("k"), 0, 1),
+                     MDC_ERR_NO_SERVERS);
+    assert_int_equal(mdc_pool_flush(p, NULL), MDC_ERR_NO_SERVERS);
+    assert_int_equal(mdc_pool_del_by_tag(p, 1, &tv, 1, &u, NULL),
+                     MDC_ERR_NO_SERVERS);
+    assert_int_equal(u, 0);
+    assert_int_equal(mdc_pool_get_by_tag(p, 1, &tv, 1, &set, NULL),
+                     MDC_ERR_NO_SERVERS);
+    assert_int_equal(mdc_pool_mget(p, 2, keys, klens, out, NULL),
+                     MDC_ERR_NO_SERVERS);
+    assert_null(out[0]); /* cleared first */
+    assert_null(out[1]);
+
+    /* NULL pool */
+    assert_int_equal(mdc_pool_get(NULL, K("k"), &one), MDC_ERR_ARG);
+    assert_int_equal(mdc_pool_lease_get(NULL, K("k"), 1, 1, &one),
+                     MDC_ERR_ARG);
+    assert_int_equal(mdc_pool_store(NULL, MDC_SET, &kv, NULL), MDC_ERR_ARG);
+    assert_int_equal(mdc_pool_store(NULL, MDC_SET, NULL, NULL), MDC_ERR_ARG);
+    assert_int_equal(mdc_pool_delete(NULL, K("k"), 0), MDC_ERR_ARG);
+    assert_int_equal(mdc_pool_delete_stale(NULL, K("k"), 0, 1), MDC_ERR_ARG);
+    assert_int_equal(mdc_pool_flush(NULL, NULL), MDC_ERR_ARG);
+    assert_int_equal(mdc_pool_del_by_tag(NULL, 1, &tv, 1, NULL, NULL),
+                     MDC_ERR_ARG);
+    assert_int_equal(mdc_pool_get_by_tag(NULL, 1, &tv, 1, &set, NULL),
+                     MDC_ERR_ARG);
+    assert_int_equal(mdc_pool_mget(NULL, 2, keys, klens, out, NULL),
+                     MDC_ERR_ARG);
+
+    /* bad arguments */
+    assert_int_equal(mdc_pool_store(p, MDC_SET, NULL, NULL), MDC_ERR_ARG);
+    assert_string_equal(mdc_pool_errstr(p), "NULL record");
+    assert_int_equal(mdc_pool_get_by_tag(p, 1, &tv, 1, NULL, NULL),
+                     MDC_ERR_ARG);
+    assert_string_equal(mdc_pool_errstr(p), "bad arguments");
+    assert_int_equal(mdc_pool_del_by_tag_stale(p, 1, NULL, 1, 1, &u, NULL),
+                     MDC_ERR_ARG);
+    assert_int_equal(mdc_pool_del_by_tag(p, 1, &tv, 0, &u, NULL), MDC_ERR_ARG);
+    assert_int_equal(mdc_pool_mget(p, 2, NULL, klens, out, NULL), MDC_ERR_ARG);
+    assert_int_equal(mdc_pool_mget(p, 2, keys, klens, NULL, NULL),
+                     MDC_ERR_ARG);
+
+    /* with a server (never contacted): a bad key is refused up front */
+    assert_int_equal(mdc_pool_add(p, "127.0.0.1:1", 1), 0);
+    out[0] = out[1] = (struct mdc_item *)1;
+    assert_int_equal(mdc_pool_mget(p, 2, keys, klens, out, NULL),
+                     MDC_KEY_INVALID);
+    assert_string_equal(mdc_pool_errstr(p), "key 1: length 0");
+    assert_null(out[0]);
+    assert_null(out[1]);
+    assert_int_equal(mdc_pool_set_auth(p, "", "pw"), MDC_ERR_ARG);
+    assert_string_equal(mdc_pool_errstr(p), "mdc_set_auth: bad user");
+    assert_int_equal(mdc_pool_remove(p, 0), MDC_OK);
+    assert_int_equal(mdc_pool_count(p), 0);
+    mdc_pool_destroy(p);
+    mdc_pool_destroy(NULL);
+}
+
+/* Limits the library checks itself, on a live connection: more than 65535
+ * tags or a value over 4 GiB is refused before sending, and the
+ * connection stays usable. */
+static void test_client_limits(void **state)
+{
+    mdc_t *m = *state;
+    static struct mdc_tag tags[65536];
+    char v[4] = "abc";
+    assert_int_equal(mdc_set(m, K("k"), v, 3, 0, 0, tags, 65536),
+                     MDC_TOO_MANY_TAGS);
+    assert_string_equal(mdc_errstr(m), "65536 tags: at most 65535");
+    assert_int_equal(mdc_set(m, K("k"), v, (size_t)UINT32_MAX + 1, 0, 0, NULL,
+                             0),
+                     MDC_TOO_LARGE);
+    assert_string_equal(mdc_errstr(m), "value of 4294967296 bytes");
+    assert_int_equal(mdc_noop(m), MDC_OK);
+    tags[0] = (struct mdc_tag){1, 1};
+    tags[1] = (struct mdc_tag){1, 2};
+    assert_int_equal(mdc_set(m, K("k"), v, 3, 0, 0, tags, 2), MDC_OK);
+    struct mdc_item *it = NULL;
+    assert_int_equal(mdc_get(m, K("k"), &it), MDC_OK);
+    assert_int_equal(it->ntags, 2);
+    mdc_item_free(it);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -962,9 +1259,14 @@ int main(void)
         cmocka_unit_test(test_refused_and_down),
         cmocka_unit_test(test_fake_half_reply),
         cmocka_unit_test(test_fake_garbage),
+        cmocka_unit_test(test_fake_too_large),
+        cmocka_unit_test(test_fake_not_a_response),
         cmocka_unit_test(test_fake_timeout),
         cmocka_unit_test(test_daemon_dies),
         cmocka_unit_test(test_check),
+        cmocka_unit_test(test_bad_arguments),
+        cmocka_unit_test(test_pool_bad_arguments),
+        cmocka_unit_test_setup_teardown(test_client_limits, setup, teardown),
     };
     signal(SIGPIPE, SIG_IGN);
     return cmocka_run_group_tests_name("client", tests, group_setup,

@@ -478,6 +478,20 @@ static void test_bad_settings(void **state)
     if (strstr(mdc_errstr(m), "mismatch") == NULL)
         fail_msg("%s", mdc_errstr(m));
     cfg = with_ca();
+    cfg.cert_file = "/nonexistent/cert.pem";
+    assert_int_equal(mdc_set_tls(m, &cfg), MDC_ERR_TLS);
+    assert_non_null(strstr(mdc_errstr(m), "cannot load the certificate"));
+    /* an SNI name is 1..253 bytes */
+    char longname[255];
+    memset(longname, 'a', sizeof(longname) - 1);
+    longname[sizeof(longname) - 1] = '\0';
+    cfg = with_ca();
+    cfg.server_name = "";
+    assert_int_equal(mdc_set_tls(m, &cfg), MDC_ERR_ARG);
+    assert_non_null(strstr(mdc_errstr(m), "bad server_name"));
+    cfg.server_name = longname;
+    assert_int_equal(mdc_set_tls(m, &cfg), MDC_ERR_ARG);
+    cfg = with_ca();
     cfg.reserved[0] = &dummy;
     assert_int_equal(mdc_set_tls(m, &cfg), MDC_ERR_ARG);
     cfg = with_ca();

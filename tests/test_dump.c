@@ -786,6 +786,66 @@ static void test_stale_kept(void **state)
     store_teardown(a);
 }
 
+/* ---- records no writer encodes ------------------------------------------ */
+/* A record whose bytes do not decode (its block's checksums right): a
+ * strict load refuses the file naming the block, the record and the
+ * fault, and loads nothing. */
+static void test_malformed_records(void **state)
+{
+    (void)state;
+    static const uint8_t bits[] = {1, 0x80, 1, 1, 'k', 'v'};
+    static const uint8_t no_tags[] = {1, 0x08, 1, 1, 0, 0, 'k', 'v'};
+    static const uint8_t big_tag[] = {1, 0x08, 1, 1, 1, 0, 0x80, 0x80,
+                                      0x80, 0x80, 0x20, 0, 'k', 'v'};
+    static const uint8_t big_vlen[] = {1, 0, 1, 0x80, 0x80, 0x80, 0x80,
+                                       0x20, 'k', 'v'};
+    static const uint8_t cas_wrap[] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+                                       0xff, 0xff, 0xff, 0x01, 0, 1, 1,
+                                       'k', 'v'};
+    static const uint8_t past_end[] = {1, 0, 100, 1, 'k', 'v'};
+    static const struct {
+        const uint8_t *b;
+        size_t n;
+        const char *why;
+    } cases[] = {
+        {bits, sizeof(bits), "unknown record field bits"},
+        {no_tags, sizeof(no_tags), "bad tag count"},
+        {big_tag, sizeof(big_tag), "tag out of range"},
+        {big_vlen, sizeof(big_vlen), "field out of range"},
+        {cas_wrap, sizeof(cas_wrap), "CAS out of range"},
+        {past_end, sizeof(past_end), "record runs past the block's end"},
+    };
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        const struct raw recs[2] = {
+            {"a", 1, "1", 1, 0, NULL, 0},
+            {"", 0, "", 0, 0, NULL, 0}, /* replaced by the bytes */
+        };
+        const uint8_t *bytes[2] = {NULL, cases[c].b};
+        const size_t nbytes[2] = {0, cases[c].n};
+        uint64_t roff[2];
+        size_t len;
+        uint8_t *img = mk_image_bytes(recs, 2, &len, roff, bytes, nbytes);
+        struct dump_info info;
+        assert_non_null(img);
+        struct store *s = mkstore((size_t)64 << 20);
+        assert_int_equal(dump_load_buf(s, img, len, DUMP_LOAD_STRICT, NULL,
+                                       NULL, &info), -1);
+        char want[96];
+        snprintf(want, sizeof(want), "block 0: record 1: %s", cases[c].why);
+        if (strstr(info.err, want) == NULL)
+            fail_msg("case %zu: strict says '%s', want '%s'", c, info.err,
+                     want);
+        /* a record that does not decode is no place to resume from: the
+         * block's offset is reported (its header, 32 bytes before 'a') */
+        assert_int_equal(info.err_offset, roff[0] - 32);
+        struct store_stats ss;
+        store_get_stats(s, &ss);
+        assert_int_equal(ss.curr_items, 0);
+        store_teardown(s);
+        free(img);
+    }
+}
+
 /* ---- fields the protocol would refuse ------------------------------------ */
 static void test_invalid_fields(void **state)
 {
@@ -887,6 +947,7 @@ int main(void)
         cmocka_unit_test(test_failed_write),
         cmocka_unit_test(test_stale_kept),
         cmocka_unit_test(test_invalid_fields),
+        cmocka_unit_test(test_malformed_records),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

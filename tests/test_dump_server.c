@@ -549,6 +549,35 @@ static void test_repair_not_a_dump(void **state)
     assert_int_equal(stop(&s, SIGTERM), 0);
 }
 
+/* A -f path that is there but cannot be read as a file (a directory: it
+ * opens, it does not map) is no verdict on any content: the start stops
+ * with 66 (docs/dump.md) in either mode, the reason in the log, and the
+ * directory is left alone. */
+static void test_load_unmappable(void **state)
+{
+    (void)state;
+    struct srv s;
+    struct stat sb;
+    clean();
+    assert_int_equal(mkdir(dpath, 0755), 0);
+    const char *rep[] = {"--no-dump-on-exit", NULL};
+    int rc = start(&s, rep);
+    if (rc == 0)
+        stop(&s, SIGKILL);
+    assert_int_equal(rc, 66);
+    assert_true(file_has(logp, "cannot map"));
+    const char *strict[] = {"--dump-load=strict", "--no-dump-on-exit", NULL};
+    unlink(logp); /* clean() would try to remove the directory */
+    rc = start(&s, strict);
+    if (rc == 0)
+        stop(&s, SIGKILL);
+    assert_int_equal(rc, 66);
+    assert_true(file_has(logp, "cannot map"));
+    assert_int_equal(stat(dpath, &sb), 0);
+    assert_true(S_ISDIR(sb.st_mode));
+    assert_int_equal(rmdir(dpath), 0);
+}
+
 /* ---- kill -9 in the middle of a dump ---------------------------------------- */
 static void test_kill9(void **state)
 {
@@ -655,6 +684,7 @@ int main(void)
         cmocka_unit_test(test_dump_parked),
         cmocka_unit_test(test_load_modes),
         cmocka_unit_test(test_repair_not_a_dump),
+        cmocka_unit_test(test_load_unmappable),
         cmocka_unit_test(test_load_invalid_record),
         cmocka_unit_test(test_kill9),
         cmocka_unit_test(test_full_disk),

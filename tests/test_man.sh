@@ -90,6 +90,7 @@ if cc -I"$S/client-c" -o "$T/ex" "$T/ex.c" -L"$LIBDIR" -lmdcached \
         -Wl,-rpath,"$(cd "$LIBDIR" && pwd)"
     "$T/ex2" >"$T/exout" 2>&1
     grep -q "^1 records$" "$T/exout" || fail "libmdcached(3) example: $(cat "$T/exout")"
+    mdc_stop D || fail "mdcached: exit $? after SIGTERM"
 else
     fail "the libmdcached(3) example does not compile: $(cat "$T/cc.err")"
 fi

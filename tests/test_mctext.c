@@ -918,6 +918,64 @@ static void test_cmd_names(void **state)
     assert_string_equal(mctext_cmd_name(MCT_NONE), "?");
 }
 
+/* Corners of the parser no other test reaches: base64 keys with '+' and
+ * one decoding past the key limit, bad fields of tpush and tset, a bad J,
+ * arguments where a command takes none, a line with more tokens than any
+ * fixed-form command has. */
+static void test_parse_corners(void **state)
+{
+    struct mctext_req req;
+    char buf[512];
+    int n, i;
+    (void)state;
+
+#define TOK(t) "CLIENT_ERROR invalid token '" t "'\r\n"
+    parse_all("mg ab+/ b\r\n", &req);
+    assert_int_equal(req.klen, 3);
+    assert_memory_equal(req.key, "i\xbf\xbf", 3);
+    /* 336 characters: within the length bound, but 252 bytes decoded */
+    n = snprintf(buf, sizeof(buf), "mg ");
+    memset(buf + n, 'A', 336);
+    snprintf(buf + n + 336, sizeof(buf) - (size_t)n - 336, " b\r\n");
+    parse_err(buf, MCTEXT_E_KEY_DECODE, &req);
+
+    /* tpush <tkey> <tval> <flags> <exptime> <bytes>: each field named */
+    parse_err("tpush 1 2 0 0 x\r\n", TOK("x"), &req);
+    assert_int_equal(parse_err("tpush x 2 0 0 1\r\na\r\n", TOK("x"), &req),
+                     20); /* the data block goes too */
+    parse_err("tpush 1 2 y 0 1\r\na\r\n", TOK("y"), &req);
+    parse_err("tpush 1 2 0 z 1\r\na\r\n", TOK("z"), &req);
+    parse_all("tpush 1 2 3 4 1 noreply\r\na\r\n", &req);
+    assert_int_equal(req.cmd, MCT_TPUSH);
+    assert_true(req.noreply);
+    assert_int_equal(req.flags, 3);
+    assert_int_equal(req.exptime, 4);
+    /* tset with a key that is not one (a control character) */
+    parse_err("tset a\x01z 0 0 1 1:1\r\na\r\n", TOK("a?z"), &req); /* shown escaped */
+    /* tdel's noreply with spaces after it */
+    parse_all("tdel 42 1 2 noreply   \r\n", &req);
+    assert_int_equal(req.cmd, MCT_TDEL);
+    assert_true(req.noreply);
+    assert_int_equal(req.nlist, 2);
+    parse_err("tpop 1 2 3\r\n", TOK("3"), &req);
+    /* memcached words a bad ma flag value so, whichever flag it is */
+    parse_err("ma foo Jx\r\n", MCTEXT_E_INVALID_DUP, &req);
+
+    parse_err("shutdown graceful now\r\n", MCTEXT_R_ERROR, &req);
+    parse_err("dump now\r\n", MCTEXT_R_ERROR, &req);
+
+    /* more tokens than a fixed-form command has: ERROR, the line skipped */
+    static const char *const cmds[] = {"set", "tpush", "flush_all"};
+    for (size_t c = 0; c < sizeof(cmds) / sizeof(cmds[0]); c++) {
+        n = snprintf(buf, sizeof(buf), "%s", cmds[c]);
+        for (i = 0; i < MCTEXT_TOKENS_MAX; i++)
+            n += snprintf(buf + n, sizeof(buf) - (size_t)n, " 1");
+        snprintf(buf + n, sizeof(buf) - (size_t)n, "\r\n");
+        assert_int_equal(parse_err(buf, MCTEXT_R_ERROR, &req), strlen(buf));
+    }
+#undef TOK
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -943,6 +1001,7 @@ int main(void)
         cmocka_unit_test(test_compose),
         cmocka_unit_test(test_compose_bounds),
         cmocka_unit_test(test_cmd_names),
+        cmocka_unit_test(test_parse_corners),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -108,14 +108,16 @@ tool get k3
 tool get nope
 tool tget 3 1
 tool tdel 3 2
-# the text protocol: one hit, one miss, one set
+# the text protocol: one hit, one miss, one set; a delete, an incr and a
+# touch that miss, a tpop of an empty stack (each in its own histogram)
 python3 - "$T/sock" <<'EOF'
 import socket, sys
 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 s.connect(sys.argv[1])
-s.sendall(b"set t1 0 0 2\r\nhi\r\nget t1\r\nget none\r\n")
+s.sendall(b"set t1 0 0 2\r\nhi\r\nget t1\r\nget none\r\n"
+          b"delete none\r\nincr none 1\r\ntouch none 10\r\ntpop 9 9\r\n")
 buf = b""
-while buf.count(b"END\r\n") < 2:
+while buf.count(b"END\r\n") < 3:
     buf += s.recv(4096)
 s.close()
 EOF
@@ -163,6 +165,8 @@ check(total("memcached_commands_total", command="get", status="hit") == 3, "get 
 check(total("memcached_commands_total", command="get", status="miss") == 3, "get misses")
 check(total("memcached_commands_total", command="set", status="hit") == 5, "sets")
 check(total("memcached_commands_total", command="flush", status="hit") == 1, "flushes")
+for cmd in ("delete", "incr", "touch"):
+    check(total("memcached_commands_total", command=cmd, status="miss") == 1, cmd + " misses")
 threads = {l.get("thread") for n, l, v in samples if n == "memcached_commands_total"}
 check(threads == {"0", "1", "2"}, "thread labels %s" % threads)
 roles = {(l["thread"], l["role"]) for n, l, v in samples if n == "mdcached_thread_info"}
@@ -170,7 +174,8 @@ check(roles == {("0", "main"), ("1", "network"), ("2", "network")}, "roles %s" %
 check(total("mdcached_tag_index_records") == 1, "tagged records after tdel 3 2 (k1 left)")
 check(total("memcached_current_items") == 3, "items: k1 k3 t1")
 check(fams.get("mdcached_request_duration_seconds") == "histogram", "histogram type")
-for cmd, want in (("get", 6), ("set", 5), ("get_by_tag", 1), ("del_by_tag", 1), ("flush", 1)):
+for cmd, want in (("get", 6), ("set", 5), ("get_by_tag", 1), ("del_by_tag", 1), ("flush", 1),
+                  ("delete", 1), ("incr", 1), ("touch", 1), ("tstack", 1)):
     cnt = total("mdcached_request_duration_seconds_count", command=cmd)
     check(cnt == want, "%s: count %s, want %s" % (cmd, cnt, want))
     b = [(l["le"], v) for n, l, v in samples if n == "mdcached_request_duration_seconds_bucket" and l["command"] == cmd]

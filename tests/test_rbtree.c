@@ -158,12 +158,39 @@ static void test_verify_rejects(void **state)
     assert_non_null(why);
 }
 
+/* mdc_rb_verify names the fault: a wrong parent link, unequal black
+ * heights. */
+static void test_verify_names_fault(void **state)
+{
+    (void)state;
+    struct mdc_rb_root t = {NULL};
+    const char *why = NULL;
+    memset(items, 0, 3 * sizeof(items[0]));
+    for (size_t i = 0; i < 3; i++) {
+        items[i].key = (uint32_t)i;
+        insert(&t, &items[i]);
+    }
+    /* root black, both children red: black height 2 */
+    assert_int_equal(mdc_rb_verify(&t, NULL), 2);
+    struct mdc_rb_node *l = t.node->left, *r = t.node->right;
+    uintptr_t saved = l->pc;
+    l->pc = (uintptr_t)r | (saved & MDC_RB_BLACK);
+    assert_int_equal(mdc_rb_verify(&t, &why), -1);
+    assert_string_equal(why, "parent link wrong");
+    l->pc = saved | MDC_RB_BLACK; /* right still red: heights 2 and 1 */
+    assert_int_equal(mdc_rb_verify(&t, &why), -1);
+    assert_string_equal(why, "black heights differ");
+    r->pc |= MDC_RB_BLACK; /* both black: a valid tree again */
+    assert_int_equal(mdc_rb_verify(&t, &why), 3);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_random_ops),
         cmocka_unit_test(test_sorted_and_root),
         cmocka_unit_test(test_verify_rejects),
+        cmocka_unit_test(test_verify_names_fault),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

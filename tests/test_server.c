@@ -624,6 +624,37 @@ static void test_tstack(void **state)
 
 /* ---- misc operations -------------------------------------------------- */
 
+/* A daemon without -f has nothing to dump to: the native DUMP answers
+ * NOT_SUPPORTED naming -f, the text dump a SERVER_ERROR, and the
+ * connections go on. */
+static void test_dump_without_file(void **state)
+{
+    struct tresp p;
+    struct treq r = {.op = WIRE_OP_DUMP};
+    char line[128];
+    int fd;
+
+    (void)state;
+    if (g_srv.external)
+        skip(); /* its -f is unknown */
+    fd = tc_connect(&g_srv);
+    assert_true(fd >= 0);
+    assert_int_equal(tc_call(fd, &r, &p), WIRE_S_NOT_SUPPORTED);
+    assert_int_equal(p.h.vlen, strlen("no dump file (-f)"));
+    assert_memory_equal(p.val, "no dump file (-f)", p.h.vlen);
+    tc_resp_free(&p);
+    assert_int_equal(status_of(fd, WIRE_OP_NOOP, NULL, NULL, 0, 0, 0), 0);
+    close(fd);
+
+    fd = tc_connect(&g_srv);
+    assert_true(fd >= 0);
+    assert_int_equal(tc_send_all(fd, "dump\r\nversion\r\n", 15), 0);
+    static const char want[] = "SERVER_ERROR no dump file (-f)\r\nVERSION ";
+    assert_int_equal(tc_read_full(fd, line, sizeof(want) - 1), 0);
+    assert_memory_equal(line, want, sizeof(want) - 1);
+    close(fd);
+}
+
 static void test_stats_version_noop(void **state)
 {
     char buf[64];
@@ -1294,6 +1325,7 @@ static const struct CMUnitTest functional_tests[] = {
     cmocka_unit_test(test_tag_reply_truncated),
     cmocka_unit_test(test_tstack),
     cmocka_unit_test(test_stats_version_noop),
+    cmocka_unit_test(test_dump_without_file),
     cmocka_unit_test(test_quiet_multiget),
     cmocka_unit_test(test_pipeline),
     cmocka_unit_test(test_concurrent),

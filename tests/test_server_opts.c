@@ -103,6 +103,88 @@ static void test_help(void **state)
     assert_non_null(strstr(out, PACKAGE_VERSION));
 }
 
+/* A unix socket, port file or pid file that cannot be made stops the start
+ * with the documented status (docs/options.md, "Exit status") and says why; a file
+ * in the socket's place is not removed. */
+static void test_listen_failures(void **state)
+{
+    char dir[] = "/tmp/mdc-opts.XXXXXX", file[64], nodir[64], lsock[200],
+        nosock[64], sock[64], pf[64];
+    static char out[4096];
+    (void)state;
+
+    assert_non_null(mkdtemp(dir));
+    snprintf(file, sizeof(file), "%s/file", dir);
+    FILE *f = fopen(file, "w");
+    assert_non_null(f);
+    fputs("keep\n", f);
+    fclose(f);
+    snprintf(nodir, sizeof(nodir), "%s/nodir/sock", dir);
+    snprintf(nosock, sizeof(nosock), "%s/nodir/ports", dir);
+    snprintf(sock, sizeof(sock), "%s/sock", dir);
+    snprintf(pf, sizeof(pf), "%s/ok.ports", dir);
+    int n = snprintf(lsock, sizeof(lsock), "%s/", dir);
+    memset(lsock + n, 'x', sizeof(lsock) - (size_t)n - 1);
+    lsock[sizeof(lsock) - 1] = '\0';
+
+    static const struct {
+        int arg; /* which path -s gets */
+        int rc;
+        const char *want;
+    } cases[] = {
+        {0, 69, "unix socket path too long"},
+        {1, 69, "exists and is not a socket"},
+        {2, 69, "cannot bind unix socket"},
+    };
+    const char *paths[] = {lsock, file, nodir};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const char *args[] = {"-p", "0", "-s", paths[cases[i].arg], NULL};
+        int rc = run_binary(args, out, sizeof(out));
+        if (rc != cases[i].rc || strstr(out, cases[i].want) == NULL)
+            fail_msg("-s %s: exit %d, want %d and '%s'\n%s",
+                     paths[cases[i].arg], rc, cases[i].rc, cases[i].want, out);
+    }
+    char buf[16] = "";
+    f = fopen(file, "r");
+    assert_non_null(f);
+    assert_non_null(fgets(buf, sizeof(buf), f));
+    fclose(f);
+    assert_string_equal(buf, "keep\n");
+
+    /* a port file in a directory that is not there (the last one given
+     * is the one written) */
+    const char *pargs[] = {"-p", "0", "-s", sock, "--port-file", nosock, NULL};
+    int rc = run_binary(pargs, out, sizeof(out));
+    if (rc != 70 || strstr(out, "cannot write port file") == NULL)
+        fail_msg("--port-file %s: exit %d, want 70\n%s", nosock, rc, out);
+    /* a --metrics port another socket holds: 69 (docs/options.md) */
+    int hold = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sin = {.sin_family = AF_INET};
+    socklen_t sl = sizeof(sin);
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_true(hold >= 0);
+    assert_int_equal(bind(hold, (struct sockaddr *)&sin, sizeof(sin)), 0);
+    assert_int_equal(listen(hold, 1), 0);
+    assert_int_equal(getsockname(hold, (struct sockaddr *)&sin, &sl), 0);
+    char metrics[64];
+    snprintf(metrics, sizeof(metrics), "--metrics=127.0.0.1:%u",
+             (unsigned)ntohs(sin.sin_port));
+    const char *margs[] = {"-p", "0", "-s", sock, metrics, NULL};
+    rc = run_binary(margs, out, sizeof(out));
+    close(hold);
+    if (rc != 69 || strstr(out, "cannot listen on") == NULL)
+        fail_msg("%s on a held port: exit %d, want 69\n%s", metrics, rc, out);
+    unlink(sock);
+    /* and a pid file */
+    const char *pidargs[] = {"-p", "0", "-s", sock, "-P", nosock, NULL};
+    rc = run_binary(pidargs, out, sizeof(out));
+    if (rc != 70 || strstr(out, "cannot write pid file") == NULL)
+        fail_msg("-P %s: exit %d, want 70\n%s", nosock, rc, out);
+    unlink(sock);
+    unlink(file);
+    rmdir(dir);
+}
+
 static void test_bad_values_exit_64(void **state)
 {
     static const char *const bad[][7] = {
@@ -163,6 +245,46 @@ static int parse_msg(struct options *o, const char *const *args, char *err,
     rc = options_parse(o, argc, argv, f);
     fclose(f);
     return rc;
+}
+
+/* -v without a value counts up to the most verbose level (4) and stays
+ * there; the dump options that contradict each other or lack -f are usage
+ * errors with their reason. */
+static void test_verbose_count_and_dump_flags(void **state)
+{
+    static const struct {
+        const char *args[6];
+        unsigned verbose;
+    } levels[] = {
+        {{"-v"}, 3},
+        {{"-v", "-v", "-v"}, 4},
+        {{"-vvvvvv"}, 4},
+    };
+    static const struct {
+        const char *args[6];
+        const char *want;
+    } bad[] = {
+        {{"--dump-on-exit", "--no-dump-on-exit", "-f", "/tmp/x.dump"},
+         "--dump-on-exit and --no-dump-on-exit conflict"},
+        {{"--dump-on-exit"}, "-i and --dump-on-exit need -f PATH"},
+    };
+    char err[1024];
+    struct options o;
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(levels) / sizeof(levels[0]); i++) {
+        assert_int_equal(parse_msg(&o, levels[i].args, err, sizeof(err)),
+                         OPTIONS_RUN);
+        assert_int_equal(o.verbose, levels[i].verbose);
+        options_teardown(&o);
+    }
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        assert_int_equal(parse_msg(&o, bad[i].args, err, sizeof(err)),
+                         OPTIONS_USAGE);
+        if (strstr(err, bad[i].want) == NULL)
+            fail_msg("case %zu: want '%s' in: %s", i, bad[i].want, err);
+        options_teardown(&o);
+    }
 }
 
 /* A usage error's message names the option (a long one by its full name)
@@ -593,6 +715,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_help),
         cmocka_unit_test(test_bad_values_exit_64),
+        cmocka_unit_test(test_listen_failures),
+        cmocka_unit_test(test_verbose_count_and_dump_flags),
         cmocka_unit_test(test_parse_forms),
         cmocka_unit_test(test_parse_after_error_mid_cluster),
         cmocka_unit_test(test_usage_messages),

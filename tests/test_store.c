@@ -1612,6 +1612,399 @@ static void test_record_cas_klen(void **state)
     store_teardown(st);
 }
 
+/* Every entry point refuses what it cannot store or look up with its own
+ * status, and changes nothing: a key over STORE_MAX_KEY, an unknown mode or
+ * operation, tags promised but not given, more than 65535 tags, NULL tag
+ * values, a restore with a bad record.  The status texts name the faults. */
+static void test_bad_arguments(void **state)
+{
+    (void)state;
+    static char longkey[STORE_MAX_KEY + 1];
+    const uint32_t lk = sizeof(longkey);
+    struct store *st = mk(0, false, NULL);
+    struct store_recset set;
+    uint64_t n = 99, v;
+    char b[64];
+
+    memset(longkey, 'k', sizeof(longkey));
+    assert_int_equal(put(st, STORE_SET, "a", "1", NULL, 0, 0), ST_OK);
+
+    struct store_item it = {.key = longkey, .klen = lk, .value = "v",
+                            .vlen = 1};
+    assert_int_equal(store_put(st, STORE_SET, &it, NULL), ST_KEY_INVALID);
+    assert_int_equal(store_touch(st, longkey, lk, 10), ST_KEY_INVALID);
+    assert_int_equal(store_delete(st, longkey, lk, 0), ST_KEY_INVALID);
+    assert_int_equal(store_invalidate(st, longkey, lk, 0, false, 0),
+                     ST_KEY_INVALID);
+    assert_int_equal(store_incr(st, longkey, lk, 1, false, &v, NULL),
+                     ST_KEY_INVALID);
+
+    it = (struct store_item){.key = "a", .klen = 1, .value = "2", .vlen = 1};
+    assert_int_equal(store_put(st, (enum store_mode)(STORE_PREPEND + 1), &it,
+                               NULL),
+                     ST_INVALID);
+    it.ntags = 2; /* and no tags */
+    assert_int_equal(store_put(st, STORE_SET, &it, NULL), ST_INVALID);
+    static struct mdc_tag many[65536];
+    it.tags = many;
+    it.ntags = 65536;
+    assert_int_equal(store_put(st, STORE_SET, &it, NULL), ST_TOO_MANY_TAGS);
+    assert_int_equal(store_atomic(st, (enum store_atomic_op)99, "a", 1, 1, 0,
+                                  &v, NULL),
+                     ST_INVALID);
+    /* append with a CAS that is not the record's */
+    it = (struct store_item){.key = "a", .klen = 1, .value = "2", .vlen = 1,
+                             .cas = 12345};
+    assert_int_equal(store_put(st, STORE_APPEND, &it, NULL), ST_EXISTS);
+    assert_string_equal(val(st, "a", b, sizeof b), "1");
+
+    /* tag operations: ntvals without tvals */
+    assert_int_equal(store_get_by_tag(st, 1, NULL, 2, &set), ST_INVALID);
+    assert_int_equal(set.n, 0);
+    assert_int_equal(store_del_by_tag(st, 1, NULL, 2, &n), ST_INVALID);
+    assert_int_equal(store_stale_by_tag(st, 1, NULL, 2, false, 0, &n),
+                     ST_INVALID);
+
+    /* restore: each refusal */
+    struct store_restore rs = {.key = "r", .klen = 1, .value = "v",
+                               .vlen = 1, .cas = 5};
+    struct record *tagged;
+    rs.klen = lk;
+    rs.key = longkey;
+    assert_int_equal(store_restore(st, &rs, &tagged), ST_KEY_INVALID);
+    rs.key = "r";
+    rs.klen = 1;
+    rs.vlen = store_config(st)->max_item_size + 1;
+    assert_int_equal(store_restore(st, &rs, &tagged), ST_TOO_LARGE);
+    rs.vlen = 1;
+    rs.ntags = store_config(st)->max_tags + 1;
+    rs.tags = many;
+    assert_int_equal(store_restore(st, &rs, &tagged), ST_TOO_MANY_TAGS);
+    rs.ntags = 2;
+    rs.tags = NULL;
+    assert_int_equal(store_restore(st, &rs, &tagged), ST_INVALID);
+    const struct mdc_tag unsorted[2] = {T(2, 1), T(1, 1)};
+    rs.tags = unsorted;
+    assert_int_equal(store_restore(st, &rs, &tagged), ST_INVALID);
+    rs.ntags = 0;
+    rs.tags = NULL;
+    rs.cas = 0; /* a restored record keeps its version: it must have one */
+    assert_int_equal(store_restore(st, &rs, &tagged), ST_INVALID);
+    assert_null(tagged);
+    assert_null(val(st, "r", b, sizeof b));
+
+    assert_int_equal(store_set_mem_limit(st, 0), ST_INVALID);
+
+    struct store_stats s;
+    store_get_stats(st, &s);
+    assert_int_equal(s.curr_items, 1);
+    check(st);
+    store_teardown(st);
+    store_teardown(NULL);
+
+    assert_string_equal(store_strstatus(ST_OK), "ok");
+    assert_string_equal(store_strstatus(ST_NOT_FOUND), "not found");
+    assert_string_equal(store_strstatus(ST_EXISTS), "exists");
+    assert_string_equal(store_strstatus(ST_NOT_STORED), "not stored");
+    assert_string_equal(store_strstatus(ST_TOO_LARGE), "value too large");
+    assert_string_equal(store_strstatus(ST_KEY_INVALID), "key too long");
+    assert_string_equal(store_strstatus(ST_NO_MEMORY), "out of memory");
+    assert_string_equal(store_strstatus(ST_TOO_MANY_TAGS), "too many tags");
+    assert_string_equal(store_strstatus(ST_NOT_NUMBER),
+                        "value is not a number");
+    assert_string_equal(store_strstatus(ST_TRUNCATED), "reply truncated");
+    assert_string_equal(store_strstatus(ST_INVALID), "invalid argument");
+    assert_string_equal(store_strstatus(-1), "unknown status");
+    assert_string_equal(store_event_name(EV_EVICT), "evict");
+    assert_string_equal(store_event_name(EV__COUNT), "?");
+}
+
+/* The configuration is made consistent: at most 65535 tags per record, no
+ * more lock stripes than buckets, a table that starts with at least one
+ * bucket per stripe. */
+static void test_config_clamped(void **state)
+{
+    (void)state;
+    struct store_config c = {.mem_limit = 1 << 20, .nbuckets = 8,
+                             .nlocks = 64, .initial_buckets = 2,
+                             .max_tags = 100000};
+    struct store *st = store_setup(&c);
+    assert_non_null(st);
+    const struct store_config *e = store_config(st);
+    assert_int_equal(e->max_tags, 65535);
+    assert_int_equal(e->nbuckets, 8);
+    assert_int_equal(e->nlocks, 8);
+    assert_int_equal(e->initial_buckets, 8);
+    /* and it works: more records than buckets */
+    char k[16];
+    for (int i = 0; i < 100; i++) {
+        snprintf(k, sizeof k, "k%d", i);
+        assert_int_equal(put(st, STORE_SET, k, "v", NULL, 0, 0), ST_OK);
+    }
+    check(st);
+    store_teardown(st);
+
+    c = (struct store_config){.mem_limit = 1 << 20, .nbuckets = 64,
+                              .nlocks = 4, .initial_buckets = 1};
+    st = store_setup(&c);
+    assert_non_null(st);
+    assert_int_equal(store_config(st)->initial_buckets, 4);
+    store_teardown(st);
+}
+
+/* store_get_access tells whether the record was read before and how long
+ * since its last read (a record never read has no such time: h first,
+ * docs/protocol-text.md, "mg l"); a read sees the one before it. */
+static void test_get_access(void **state)
+{
+    (void)state;
+    struct testclock tc;
+    struct store *st = mk(0, false, &tc);
+    struct store_access a = {.hit_before = true, .idle_s = 99};
+    assert_null(store_get_access(st, "x", 1, &a));
+    assert_int_equal(put(st, STORE_SET, "x", "v", NULL, 0, 0), ST_OK);
+    struct record *r = store_get_access(st, "x", 1, &a);
+    assert_non_null(r);
+    assert_false(a.hit_before);
+    store_release(st, r);
+    testclock_advance(&tc, 10);
+    r = store_get_access(st, "x", 1, &a);
+    assert_non_null(r);
+    assert_true(a.hit_before);
+    /* the access clock ticks in ~1.07 s grains (ATIME_GRAIN) */
+    assert_in_range(a.idle_s, 8, 11);
+    store_release(st, r);
+    r = store_get_access(st, "x", 1, &a);
+    assert_non_null(r);
+    assert_true(a.hit_before);
+    assert_in_range(a.idle_s, 0, 2);
+    store_release(st, r);
+    store_teardown(st);
+}
+
+/* The tags carrying the most records, largest first; ties by tag. */
+static void test_top_tags(void **state)
+{
+    (void)state;
+    struct store *st = mk(0, false, NULL);
+    char k[16];
+    for (int i = 0; i < 10; i++) {
+        /* (1,1) on all ten, (2,i%3) on 4/3/3, (3,7) on one */
+        struct mdc_tag t[3] = {T(1, 1), T(2, i % 3), T(3, 7)};
+        snprintf(k, sizeof k, "k%d", i);
+        assert_int_equal(put(st, STORE_SET, k, "v", t, i == 0 ? 3 : 2, 0),
+                         ST_OK);
+    }
+    struct store_tag_count top[4];
+    assert_int_equal(store_top_tags(st, top, 4), 4);
+    assert_int_equal(top[0].tag.tkey, 1);
+    assert_int_equal(top[0].records, 10);
+    assert_int_equal(top[1].tag.tkey, 2);
+    assert_int_equal(top[1].tag.tval, 0);
+    assert_int_equal(top[1].records, 4);
+    assert_int_equal(top[2].tag.tkey, 2);
+    assert_int_equal(top[2].tag.tval, 1);
+    assert_int_equal(top[2].records, 3);
+    assert_int_equal(top[3].tag.tkey, 2);
+    assert_int_equal(top[3].tag.tval, 2);
+    assert_int_equal(top[3].records, 3);
+    store_teardown(st);
+}
+
+/* Lowering the limit below what readers still hold: every record is
+ * evicted (counted as evicted while referenced) and the call says
+ * ST_NO_MEMORY; a store that does not fit is refused and counted as
+ * nomem_held.  Once the readers let go, the memory comes back. */
+static void test_mem_limit_held(void **state)
+{
+    (void)state;
+    struct store *st = mk(1 << 20, false, NULL);
+    struct record *held[20];
+    char k[16], v[1000];
+    memset(v, 'h', sizeof v - 1);
+    v[sizeof v - 1] = 0;
+    for (int i = 0; i < 20; i++) {
+        snprintf(k, sizeof k, "h%d", i);
+        assert_int_equal(put(st, STORE_SET, k, v, NULL, 0, 0), ST_OK);
+        held[i] = store_get(st, k, (uint32_t)strlen(k));
+        assert_non_null(held[i]);
+    }
+    assert_int_equal(store_set_mem_limit(st, 4096), ST_NO_MEMORY);
+    struct store_stats s;
+    store_get_stats(st, &s);
+    assert_int_equal(s.curr_items, 0);
+    assert_int_equal(s.evictions, 20);
+    assert_int_equal(s.lrutail_reflocked, 20);
+    assert_true(s.bytes > 4096);
+    assert_int_equal(put(st, STORE_SET, "new", "x", NULL, 0, 0),
+                     ST_NO_MEMORY);
+    store_get_stats(st, &s);
+    assert_int_equal(s.nomem_held, 1);
+    for (int i = 0; i < 20; i++) {
+        assert_memory_equal(record_value(held[i]), v, sizeof v - 1);
+        store_release(st, held[i]);
+    }
+    assert_int_equal(store_set_mem_limit(st, 4096), ST_OK);
+    assert_int_equal(put(st, STORE_SET, "new", "x", NULL, 0, 0), ST_OK);
+    check(st);
+    store_teardown(st);
+}
+
+/* Under memory pressure an expired record goes first and counts as
+ * expired, not evicted: live records stay. */
+static void test_evict_expired_first(void **state)
+{
+    (void)state;
+    struct testclock tc;
+    size_t limit = 64 * 1024;
+    struct store *st = mk(limit, false, &tc);
+    char k[16], v[500];
+    memset(v, 'e', sizeof v - 1);
+    v[sizeof v - 1] = 0;
+    int n = 0;
+    struct store_stats s;
+    /* fill to the limit with records that expire in 5 s */
+    do {
+        snprintf(k, sizeof k, "e%d", n++);
+        assert_int_equal(put(st, STORE_SET, k, v, NULL, 0, 5), ST_OK);
+        store_get_stats(st, &s);
+    } while (s.bytes + 2 * sizeof v < limit);
+    assert_int_equal(s.evictions, 0);
+    testclock_advance(&tc, 10);
+    /* live ones in their place: each needs room */
+    for (int i = 0; i < n / 2; i++) {
+        snprintf(k, sizeof k, "l%d", i);
+        assert_int_equal(put(st, STORE_SET, k, v, NULL, 0, 0), ST_OK);
+    }
+    store_get_stats(st, &s);
+    assert_int_equal(s.evictions, 0);
+    assert_true(s.expired > 0);
+    for (int i = 0; i < n / 2; i++) {
+        snprintf(k, sizeof k, "l%d", i);
+        assert_true(has(st, k));
+    }
+    check(st);
+    store_teardown(st);
+}
+
+/* mg of an expired record: a miss that reclaims it (get_expired); with N
+ * a new empty record in its place, won, whose expiry a T in the same
+ * request sets.  gat of a flushed key counts as get_flushed.  Keys over
+ * STORE_MAX_KEY miss everywhere. */
+static void test_mget_expired(void **state)
+{
+    (void)state;
+    static char longkey[STORE_MAX_KEY + 1];
+    struct testclock tc;
+    struct store *st = mk(0, false, &tc);
+    struct store_mget_res res;
+    struct store_stats s;
+
+    assert_int_equal(put(st, STORE_SET, "e", "old", NULL, 0, 5), ST_OK);
+    assert_int_equal(put(st, STORE_SET, "f", "old", NULL, 0, 5), ST_OK);
+    testclock_advance(&tc, 10);
+    assert_null(mg(st, "e", NULL, &res));
+    store_get_stats(st, &s);
+    assert_int_equal(s.get_expired, 1);
+    assert_int_equal(s.curr_items, 1); /* e reclaimed, f not yet */
+
+    struct store_mget q = {.vivify = true, .vivify_exptime = 30,
+                           .touch = true, .exptime = 100};
+    struct record *r = mg(st, "f", &q, &res);
+    assert_non_null(r);
+    assert_true(res.created && res.won);
+    assert_true(record_won(r));
+    assert_int_equal(record_vlen(r), 0);
+    assert_int_equal(record_ttl(st, r), 100);
+    store_release(st, r);
+
+    memset(longkey, 'k', sizeof(longkey));
+    res.won = true;
+    assert_null(store_mget(st, longkey, sizeof(longkey), &q, &res));
+    assert_false(res.won || res.created);
+    assert_null(store_gat(st, longkey, sizeof(longkey), 10));
+    assert_int_equal(store_visit(st, longkey, sizeof(longkey), visit_none,
+                                 NULL),
+                     0);
+
+    assert_int_equal(put(st, STORE_SET, "g", "v", NULL, 0, 0), ST_OK);
+    store_flush(st);
+    assert_null(store_gat(st, "g", 1, 10));
+    store_get_stats(st, &s);
+    assert_int_equal(s.get_flushed, 1);
+    check(st);
+    store_teardown(st);
+}
+
+/* A burst of deadlines in one slot of few stripes: the slot's array grows
+ * for it and is given back once they have expired (the wheel's bytes, in
+ * fixed_bytes, fall again). */
+static void test_expiry_wheel_burst(void **state)
+{
+    (void)state;
+    struct store_config c = {0};
+    c.mem_limit = (size_t)64 << 20;
+    c.nbuckets = 1024;
+    c.nlocks = 4;
+    c.sweep_interval_ms = 10;
+    struct store *st = store_setup(&c);
+    assert_non_null(st);
+    atomic_store(&aclk_ns, 1000000000ull * 1000);
+    struct store_clock clk = {aclk_mono, aclk_wall, NULL};
+    store_set_clock(st, &clk);
+    char k[16];
+    struct store_stats before, peak, after;
+
+    assert_int_equal(put(st, STORE_SET, "live", "v", NULL, 0, 0), ST_OK);
+    assert_int_equal(put(st, STORE_SET, "warm", "v", NULL, 0, 5), ST_OK);
+    store_get_stats(st, &before); /* a wheel on warm's stripe */
+    for (int i = 0; i < 400; i++) {
+        snprintf(k, sizeof k, "b%d", i);
+        assert_int_equal(put(st, STORE_SET, k, "v", NULL, 0, 30), ST_OK);
+    }
+    store_get_stats(st, &peak);
+    assert_true(peak.fixed_bytes >= before.fixed_bytes + 400 * 8);
+    aclk_advance(31);
+    assert_int_equal(items_when(st, 1), 1);
+    store_get_stats(st, &after);
+    assert_int_equal(after.expired, 401);
+    assert_true(after.fixed_bytes + 400 * 8 <= peak.fixed_bytes);
+    check(st);
+    store_teardown(st);
+}
+
+/* Deadlines past what the store's seconds can hold are capped, never
+ * wrapped into the past; a pending delayed flush is the expiry of a
+ * record that has none. */
+static void test_expiry_far_and_flush_at(void **state)
+{
+    (void)state;
+    struct testclock tc;
+    struct store *st = mk(0, false, &tc);
+    char b[16];
+    /* absolute, 5e9 s from now: beyond 2^32 store seconds */
+    assert_int_equal(put(st, STORE_SET, "far", "v", NULL, 0,
+                         tc.wall_s + 5000000000ll),
+                     ST_OK);
+    struct record *r = store_get(st, "far", 3);
+    assert_non_null(r);
+    assert_true(record_ttl(st, r) > 4000000000ll);
+    store_release(st, r);
+    testclock_advance(&tc, 100000);
+    assert_string_equal(val(st, "far", b, sizeof b), "v");
+
+    assert_int_equal(put(st, STORE_SET, "forever", "v", NULL, 0, 0), ST_OK);
+    r = store_get(st, "forever", 7);
+    assert_non_null(r);
+    assert_int_equal(record_expiry_wall(st, r), 0);
+    store_flush_at(st, 60);
+    assert_int_equal(record_expiry_wall(st, r), tc.wall_s + 60);
+    store_release(st, r);
+    testclock_advance(&tc, 61);
+    assert_null(val(st, "forever", b, sizeof b));
+    store_teardown(st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1649,6 +2042,15 @@ int main(void)
         cmocka_unit_test(test_stale_evicted),
         cmocka_unit_test(test_record_bytes),
         cmocka_unit_test(test_record_cas_klen),
+        cmocka_unit_test(test_bad_arguments),
+        cmocka_unit_test(test_config_clamped),
+        cmocka_unit_test(test_get_access),
+        cmocka_unit_test(test_top_tags),
+        cmocka_unit_test(test_mem_limit_held),
+        cmocka_unit_test(test_evict_expired_first),
+        cmocka_unit_test(test_mget_expired),
+        cmocka_unit_test(test_expiry_wheel_burst),
+        cmocka_unit_test(test_expiry_far_and_flush_at),
     };
     return cmocka_run_group_tests_name("store", tests, NULL, NULL);
 }

@@ -233,12 +233,71 @@ static void test_unlink_many_one_pass_per_bucket(void **state)
         free(r[i]);
 }
 
+/* store_check finds what every store test relies on it to find: a record
+ * in the forest not marked linked, a deadline the expiry wheel does not
+ * hold, a record's tag entry not in the index, and counters that disagree
+ * with the records.  Each fault undone, the store checks clean again. */
+static void test_store_check_finds_faults(void **state)
+{
+    (void)state;
+    struct store_config c = {0};
+    c.nbuckets = 1024;
+    c.sweep_interval_ms = 3600 * 1000; /* the expiry wheel, never turned */
+    struct store *st = store_setup(&c);
+    assert_non_null(st);
+    struct mdc_tag tg = {5, 50};
+    struct store_item it = {.key = "k", .klen = 1, .value = "v", .vlen = 1,
+                            .tags = &tg, .ntags = 1};
+    char msg[256] = "";
+    assert_int_equal(store_put(st, STORE_SET, &it, NULL), 0);
+    it.key = "e";
+    it.ntags = 0;
+    it.exptime = 100;
+    assert_int_equal(store_put(st, STORE_SET, &it, NULL), 0);
+    assert_int_equal(store_check(st, msg, sizeof msg), 0);
+    struct record *r = store_get(st, "k", 1);
+    assert_non_null(r);
+
+    rec_clear_rflag(r, R_LINKED);
+    assert_int_equal(store_check(st, msg, sizeof msg), -1);
+    assert_string_equal(msg, "record in forest without R_LINKED");
+    rec_set_rflag(r, R_LINKED);
+
+    r->deadline = 12345; /* no wheel entry for it */
+    assert_int_equal(store_check(st, msg, sizeof msg), -1);
+    assert_string_equal(msg, "record with a deadline not in the expiry wheel");
+    r->deadline = 0;
+
+    struct tag_entry *e = &rec_tags(r)->e[0];
+    void *tv = e->tv;
+    e->tv = NULL;
+    assert_int_equal(store_check(st, msg, sizeof msg), -1);
+    assert_string_equal(msg, "record tag 0 not linked");
+    e->tv = tv;
+
+    atomic_fetch_add(&st->expiring, 1);
+    assert_int_equal(store_check(st, msg, sizeof msg), -1);
+    assert_string_equal(msg, "expiring count 2, records 1");
+    atomic_fetch_sub(&st->expiring, 1);
+
+    atomic_fetch_add(&st->curr_items, 1);
+    assert_int_equal(store_check(st, msg, sizeof msg), -1);
+    assert_string_equal(msg,
+                        "counters disagree: items 2/3 tagged 1/1 links 1/1");
+    atomic_fetch_sub(&st->curr_items, 1);
+
+    assert_int_equal(store_check(st, msg, sizeof msg), 0);
+    store_release(st, r);
+    store_teardown(st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_accounting_by_argument),
         cmocka_unit_test(test_check_finds_misfiled_entry),
         cmocka_unit_test(test_store_check_cross_checks),
+        cmocka_unit_test(test_store_check_finds_faults),
         cmocka_unit_test(test_bucket_by_pair),
         cmocka_unit_test(test_unlink_many_one_pass_per_bucket),
     };

@@ -701,6 +701,42 @@ static void test_meta_commands(void **state)
     close(fd);
 }
 
+/* ms in each mode on a missing and a present key, ma's T and t and its
+ * refusal of a value that is not a number, me of a missing key. */
+static void test_meta_modes(void **state)
+{
+    char k[64], n[64], b[1024], w[256];
+    int fd = conn_open();
+    (void)state;
+
+    ukey(k, sizeof(k), "mode");
+    ukey(n, sizeof(n), "num");
+    snprintf(b, sizeof(b), "ms %s 2 MR\r\nhi\r\nms %s 2 MP\r\nhi\r\nmn\r\n", k,
+             k);
+    xchg(fd, b, "NS\r\nNS\r\nMN\r\n");
+    snprintf(b, sizeof(b),
+             "ms %s 2\r\nhi\r\nms %s 2 MP\r\n<<\r\nmg %s v\r\n"
+             "ms %s 2 MR\r\nab\r\nmg %s v\r\n",
+             k, k, k, k, k);
+    xchg(fd, b, "HD\r\nHD\r\nVA 4\r\n<<hi\r\nHD\r\nVA 2\r\nab\r\n");
+    /* add with a CAS: nothing to compare with, the key is there: NS */
+    snprintf(b, sizeof(b), "ms %s 1 ME C12345\r\nz\r\nmg %s v\r\n", k, k);
+    xchg(fd, b, "NS\r\nVA 2\r\nab\r\n");
+    snprintf(b, sizeof(b), "ma %s\r\n", k);
+    xchg(fd, b,
+         "CLIENT_ERROR cannot increment or decrement non-numeric value\r\n");
+    /* created by N with J, then T sets the TTL that t reports */
+    snprintf(b, sizeof(b), "ma %s N0 J7 T100 t v\r\n", n);
+    xchg(fd, b, "VA 1 t100\r\n7\r\n");
+    snprintf(b, sizeof(b), "ma %s t\r\n", n);
+    send_str(fd, b);
+    recv_line(fd, w, sizeof(w));
+    assert_true(strcmp(w, "HD t100\r\n") == 0 || strcmp(w, "HD t99\r\n") == 0);
+    snprintf(b, sizeof(b), "me nosuch_%s\r\n", k);
+    xchg(fd, b, "EN\r\n");
+    close(fd);
+}
+
 static void test_tag_commands(void **state)
 {
     char k[3][64], b[1024], line[512];
@@ -1389,6 +1425,7 @@ static void test_meta_one_winner(void **state)
         cmocka_unit_test(test_split_every_byte),                               \
         cmocka_unit_test(test_resync_and_limits),                              \
         cmocka_unit_test(test_meta_commands),                                  \
+        cmocka_unit_test(test_meta_modes),                                     \
         cmocka_unit_test(test_tag_commands),                                   \
         cmocka_unit_test(test_tget_truncated),                                 \
         cmocka_unit_test(test_binary_refused),                                 \

@@ -51,6 +51,38 @@ grep -q "Connection refused" "$T/out" || fail "no reason given: $(cat "$T/out")"
 "$TOOL" -s "unix:$SOCK" frobnicate >"$T/out" 2>&1; rc=$?
 [ $rc -eq 64 ] || fail "unknown command: exit $rc, want 64"
 
+# --- the command line: -h and -V answer 0; a malformed one exits 64 with a
+# message, before any connection ($T/none is nobody's socket) --------------
+"$TOOL" -h >"$T/out" 2>&1; rc=$?
+[ $rc -eq 0 ] && grep -q "^Usage: mdcached-tool" "$T/out" || fail "-h: exit $rc"
+"$TOOL" -V >"$T/out" 2>&1; rc=$?
+[ $rc -eq 0 ] && grep -q "^mdcached-tool .* (libmdcached " "$T/out" || fail "-V: exit $rc"
+# usage STDERR-TEXT ARGS...: exit 64 and the text on stderr
+usage() {
+    want=$1; shift
+    "$TOOL" -s "unix:$T/none" "$@" >"$T/out" 2>"$T/err"; got=$?
+    [ $got -eq 64 ] || fail "mdcached-tool $*: exit $got, want 64"
+    grep -q -- "$want" "$T/err" || fail "mdcached-tool $*: no '$want' in: $(cat "$T/err")"
+}
+usage "^Usage:"
+usage "^Usage:" --bogus stats
+usage "-T: want milliseconds" -T 0 stats
+usage "get KEY" get
+usage "get KEY" get a b
+usage "set KEY VALUE" set k
+usage "set KEY VALUE" set k v -e soon
+usage "set KEY VALUE" set k v -f x
+usage "set KEY VALUE" set k v extra
+usage "tget TKEY TVAL" tget 7
+usage "tags N: 1..100" tags 0
+usage "top -i: want seconds" top -i 0
+usage "top -n: want a count" top -n 0
+usage "dump -w: want seconds" dump -w 0
+usage "dump does not support TLS" --tls dump
+# the server from the environment when there is no -s
+MDCACHED_SERVER="unix:$T/none" "$TOOL" stats >"$T/out" 2>&1; rc=$?
+[ $rc -eq 69 ] && grep -q "$T/none" "$T/out" || fail "MDCACHED_SERVER: exit $rc: $(cat "$T/out")"
+
 # --- a daemon ----------------------------------------------------------------
 mdc_start_raw daemon -p 0 -s "$SOCK" -n 2 -m 64 -v 1 ||
     { echo "FAIL: the daemon did not start"; exit 1; }
@@ -192,7 +224,12 @@ expect 0 flush
 has "^OK$" "flush"
 expect 0 stats
 has "^curr_items 0$" "stats after flush"
+expect 0 tags
+has "^(no tagged records)$" "tags after flush"
 expect 1 get k2
+# a clean exit after the session (and the daemon's coverage counts
+# written: the EXIT trap's SIGKILL would lose them)
+mdc_stop daemon || fail "mdcached: exit $? after SIGTERM"
 
 if [ $fails -ne 0 ]; then
     echo "$fails failure(s)"; cat "$T/daemon.log"; exit 1

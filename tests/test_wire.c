@@ -776,6 +776,44 @@ static void test_status_names(void **state)
     assert_string_equal(wire_opcode_name(WIRE_OP_GET_BY_TAG), "get_by_tag");
 }
 
+/* The status a server answers for each parse or check error (what a
+ * client sees before the close or the skip), and the texts of the errors. */
+static void test_err_status(void **state)
+{
+    (void)state;
+    static const struct {
+        int rc;
+        uint16_t status;
+    } map[] = {
+        {WIRE_OK, WIRE_S_OK},
+        {WIRE_EMAGIC, WIRE_S_BAD_MAGIC},
+        {WIRE_EVERSION, WIRE_S_BAD_VERSION},
+        {WIRE_ETOOBIG, WIRE_S_MSG_TOO_LARGE},
+        {WIRE_EOPCODE, WIRE_S_UNKNOWN_OPCODE},
+        {WIRE_EKEYLEN, WIRE_S_KEY_INVALID},
+        {WIRE_EFLAGS, WIRE_S_MALFORMED},
+        {WIRE_ERESERVED, WIRE_S_MALFORMED},
+        {WIRE_ESTATUS, WIRE_S_MALFORMED},
+        {WIRE_EFIELD, WIRE_S_MALFORMED},
+        {WIRE_ETAGS, WIRE_S_MALFORMED},
+        {WIRE_ENOSPACE, WIRE_S_INTERNAL},
+        {WIRE_AGAIN, WIRE_S_INTERNAL},
+    };
+    for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+        assert_int_equal(wire_err_status(map[i].rc), map[i].status);
+    assert_string_equal(wire_strerror(WIRE_EOPCODE), "unknown opcode");
+    assert_string_equal(wire_strerror(1), "unknown error");
+    assert_string_equal(wire_strerror(-100), "unknown error");
+
+    /* a request with an opcode no rule knows */
+    struct wire_msg m;
+    memset(&m, 0, sizeof(m));
+    m.hdr.magic = WIRE_MAGIC;
+    m.hdr.opcode = 0xEE;
+    assert_int_equal(wire_check_request(&m), WIRE_EOPCODE);
+    assert_true(wire_err_in_sync(WIRE_EOPCODE));
+}
+
 static void test_le_helpers(void **state)
 {
     (void)state;
@@ -813,6 +851,7 @@ int main(void)
         cmocka_unit_test(test_lease_rules),
         cmocka_unit_test(test_compose_nospace),
         cmocka_unit_test(test_status_names),
+        cmocka_unit_test(test_err_status),
         cmocka_unit_test(test_le_helpers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -595,6 +595,15 @@ try:
                         "--tls-cert", path("srv1.pem"), "--tls-key",
                         path("srv2.key")], capture_output=True, timeout=20)
     check(r.returncode == 78, "mismatched key: exit %d" % r.returncode)
+    # client CAs that cannot be read, or a file without a certificate
+    for ca in ("/nonexistent", path("srv1.key")):
+        r = subprocess.run([D, "-p", "0", "--tls-listen=127.0.0.1:auto",
+                            "--tls-cert", path("srv1.pem"), "--tls-key",
+                            path("srv1.key"), "--tls-ca", ca],
+                           capture_output=True, timeout=20)
+        check(r.returncode == 78 and
+              b"cannot load the client CAs" in r.stdout + r.stderr,
+              "--tls-ca %s: exit %d, %r" % (ca, r.returncode, r.stderr[-200:]))
     r = subprocess.run([D, "-p", "0", "--tls-listen=127.0.0.1:auto"],
                        capture_output=True, timeout=20)
     check(r.returncode == 64, "--tls-listen without cert: exit %d" %

@@ -515,11 +515,8 @@ static int cmd_set(mdc_t *m, int argc, char **argv)
     int c, rc;
 
     memset(&kv, 0, sizeof(kv));
-    if (argc < 3) {
-        fprintf(stderr, "mdcached-tool: set KEY VALUE [-e EXPTIME] "
-                "[-f FLAGS] [-t TKEY:TVAL]...\n");
-        return EX_USAGE;
-    }
+    if (argc < 3)
+        goto usage;
     kv.key = argv[1];
     kv.klen = strlen(argv[1]);
     if (strcmp(argv[2], "-") == 0) {
@@ -570,8 +567,10 @@ static int cmd_set(mdc_t *m, int argc, char **argv)
         return tool_fail(m, rc, "set");
     printf("STORED\n");
     return 0;
-usage:
+usage: /* every malformed set says what it takes */
     free(owned);
+    fprintf(stderr, "mdcached-tool: set KEY VALUE [-e EXPTIME] "
+            "[-f FLAGS] [-t TKEY:TVAL]...\n");
     return EX_USAGE;
 }
 
