@@ -371,8 +371,13 @@ int store_restore(struct store *st, const struct store_restore *it,
                                                    ? ATIME_TICKS - 1
                                                    : idle);
         __atomic_store_n(&r->atime, a, __ATOMIC_RELAXED);
-        /* it had been read: off probation, as old as its version says */
-        __atomic_store_n(&r->evb, (uint8_t)1, __ATOMIC_RELAXED);
+        if (!it->unread) {
+            /* it had been read: off probation, as old as its version
+             * says, and fetched (mg's h; its next read need not write
+             * atime and evb at once) */
+            __atomic_store_n(&r->evb, (uint8_t)1, __ATOMIC_RELAXED);
+            rec_set_rflag(r, R_FETCHED);
+        }
     }
     if (it->ntags) {
         rec_incref(r);
