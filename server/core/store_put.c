@@ -181,13 +181,15 @@ int put_common(struct store *st, enum store_mode mode,
     if (rc != 0)
         goto out;
 
-    check_flush(st, now_s(st));
+    uint64_t ns = now_ns(st);
+    check_flush(st, secs_of(st, ns));
     struct record *r;
     rc = rec_alloc(st, it->key, it->klen, it->vlen, it->flags, nt, &r);
     if (rc != 0)
         goto out;
     if (it->vlen)
         memcpy(rec_val(r), it->value, it->vlen);
+    r->atime = tick_of(ns); /* its store's tick: do_link needs no clock */
     r->deadline = deadline_of(st, it->exptime);
     if (nt)
         rec_set_tags(r, tb, nt);
