@@ -322,11 +322,11 @@ static inline uint32_t secs_of(struct store *st, uint64_t ns)
 {
     return (uint32_t)((ns - st->epoch_ns) / 1000000000u) + 1;
 }
-/* atime ticks (struct record) run 1..ATIME_TICKS (0 only before a record
- * is linked): the clock's ticks modulo 65535, not 65536, so that the wrap (every
- * ~19.5 h) skips no tick and ages stay exact across it (folding tick 0
- * onto 1 made a record read at 65535 look two ticks old one tick later,
- * and written again well within a second) */
+/* atime ticks (struct record) run 1..ATIME_TICKS (0 only before a
+ * record is linked): the clock's ticks modulo 65535, not 65536, so that
+ * the wrap (every ~19.5 h) skips no tick and ages stay exact across it
+ * (folding tick 0 onto 1 made a record read at 65535 look two ticks old
+ * one tick later, and written again well within a second) */
 #define ATIME_TICKS 65535u
 static inline uint16_t tick_of(uint64_t ns)
 {
