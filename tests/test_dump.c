@@ -652,6 +652,94 @@ static void test_recency_limit(void **state)
     store_teardown(b);
 }
 
+/* Relabel a dump image as format version v, with every checksum that
+ * covers the header made again (header, whole file, footer). */
+static void relabel(uint8_t *img, size_t len, uint8_t v)
+{
+    uint8_t *f = img + len - 48;
+    uint64_t h;
+    img[8] = v;
+    h = XXH3_64bits(img, 56);
+    for (int i = 0; i < 8; i++)
+        img[56 + i] = (uint8_t)(h >> (8 * i));
+    h = XXH3_64bits(img, len - 48 + 32);
+    for (int i = 0; i < 8; i++)
+        f[32 + i] = (uint8_t)(h >> (8 * i));
+    h = XXH3_64bits(f, 40);
+    for (int i = 0; i < 8; i++)
+        f[40 + i] = (uint8_t)(h >> (8 * i));
+}
+
+/* ---- idle times survive a dump, read or not --------------------------------- */
+static uint32_t mg_l(struct store *st, const char *k, bool *hit_before)
+{
+    struct store_mget q = {.no_bump = true};
+    struct store_mget_res res;
+    struct record *r = store_mget(st, k, (uint32_t)strlen(k), &q, &res);
+    assert_non_null(r);
+    store_release(st, r);
+    *hit_before = res.prev.hit_before;
+    return res.prev.idle_s;
+}
+
+/* "n" stored and never read, "r" read 20 s after its store; 100 s later
+ * they are dumped and loaded by a store whose clock is elsewhere: "n"
+ * still reports 100 s since its store (mg l, h0), "r" 80 s since its read
+ * (h1).  Before the fix "n" came back with no idle time and reported the
+ * age of the loading store's clock (l 5000 here). */
+static void test_idle_round_trip(void **state)
+{
+    (void)state;
+    struct testclock tc = {.mono_ns = 1000000000ull * 1000,
+                           .wall_s = 1700000000};
+    struct store *a = mkstore((size_t)64 << 20);
+    testclock_install(a, &tc);
+    struct store_item it = {.key = "n", .klen = 1, .value = "v", .vlen = 1};
+    assert_int_equal(store_put(a, STORE_SET, &it, NULL), ST_OK);
+    it.key = "r";
+    assert_int_equal(store_put(a, STORE_SET, &it, NULL), ST_OK);
+    testclock_advance(&tc, 20);
+    store_release(a, store_get(a, "r", 1));
+    testclock_advance(&tc, 80);
+    struct dump_info wi, li;
+    assert_int_equal(dump_write(a, path, &wi), 0);
+    struct testclock tb = {.mono_ns = 1000000000ull * 5000,
+                           .wall_s = 1700000100};
+    struct store *b = mkstore((size_t)64 << 20);
+    testclock_install(b, &tb);
+    assert_int_equal(dump_load(b, path, DUMP_LOAD_STRICT, NULL, NULL, &li), 0);
+    assert_int_equal(li.records, 2);
+    bool h;
+    assert_in_range(mg_l(b, "n", &h), 98, 100);
+    assert_false(h);
+    assert_in_range(mg_l(b, "r", &h), 78, 80);
+    assert_true(h);
+    /* and again, from b: the same */
+    testclock_advance(&tb, 10);
+    assert_int_equal(dump_write(b, path, &wi), 0);
+    struct store *c = mkstore((size_t)64 << 20);
+    testclock_install(c, &tc);
+    assert_int_equal(dump_load(c, path, DUMP_LOAD_STRICT, NULL, NULL, &li), 0);
+    assert_in_range(mg_l(c, "n", &h), 108, 110);
+    assert_false(h);
+    assert_in_range(mg_l(c, "r", &h), 88, 90);
+    assert_true(h);
+    check_clean(c);
+    /* the unread bit came with version 3: in a version 2 file, damage */
+    size_t len;
+    uint8_t *img = slurp(path, &len);
+    assert_int_equal(le32(img + 8), 3);
+    relabel(img, len, 2);
+    struct store *d = mkstore((size_t)64 << 20);
+    assert_int_equal(dump_load_buf(d, img, len, DUMP_LOAD_STRICT, NULL, NULL,
+                                   &li), -1);
+    store_teardown(d);
+    free(img);
+    store_teardown(a);
+    store_teardown(b);
+    store_teardown(c);
+}
+
 /* ---- a failed write keeps the previous dump ----------------------------------- */
 static void test_failed_write(void **state)
 {
@@ -691,23 +779,6 @@ static void stale_state(struct store *st, const char *k, bool *stale,
     store_release(st, r);
 }
 
-/* Relabel a dump image as format version v, with every checksum that
- * covers the header made again (header, whole file, footer). */
-static void relabel(uint8_t *img, size_t len, uint8_t v)
-{
-    uint8_t *f = img + len - 48;
-    uint64_t h;
-    img[8] = v;
-    h = XXH3_64bits(img, 56);
-    for (int i = 0; i < 8; i++)
-        img[56 + i] = (uint8_t)(h >> (8 * i));
-    h = XXH3_64bits(img, len - 48 + 32);
-    for (int i = 0; i < 8; i++)
-        f[32 + i] = (uint8_t)(h >> (8 * i));
-    h = XXH3_64bits(f, 40);
-    for (int i = 0; i < 8; i++)
-        f[40 + i] = (uint8_t)(h >> (8 * i));
-}
 
 static void test_stale_kept(void **state)
 {
@@ -730,7 +801,7 @@ static void test_stale_kept(void **state)
     assert_int_equal(dump_write(a, path, &wi), 0);
     size_t len;
     uint8_t *img = slurp(path, &len);
-    assert_int_equal(le32(img + 8), 2);
+    assert_int_equal(le32(img + 8), 3);
     /* the stale bits survive, the win does not: each next reader wins */
     struct store *b = mkstore((size_t)64 << 20);
     assert_int_equal(dump_load(b, path, DUMP_LOAD_STRICT, NULL, NULL, &li), 0);
@@ -762,7 +833,8 @@ static void test_stale_kept(void **state)
     assert_int_equal(li.records, 0);
     store_teardown(b);
     free(img);
-    /* a version 1 file without stale records loads as before */
+    /* a version 1 file without stale (or unread) records loads as before */
+    store_release(a, store_get(a, "f", 1));
     assert_int_equal(store_delete(a, "s", 1, 0), ST_OK);
     assert_int_equal(store_delete(a, "w", 1, 0), ST_OK);
     assert_int_equal(dump_write(a, path, &wi), 0);
@@ -776,8 +848,8 @@ static void test_stale_kept(void **state)
     assert_true(!stale && !won);
     check_clean(b);
     store_teardown(b);
-    /* and version 3 is refused */
-    relabel(img, len, 3);
+    /* and version 4 is refused */
+    relabel(img, len, 4);
     b = mkstore((size_t)64 << 20);
     assert_int_equal(dump_load_buf(b, img, len, DUMP_LOAD_STRICT, NULL, NULL,
                                    &li), -1);
@@ -944,6 +1016,7 @@ int main(void)
         cmocka_unit_test(test_bit_flips),
         cmocka_unit_test(test_concurrent),
         cmocka_unit_test(test_recency_limit),
+        cmocka_unit_test(test_idle_round_trip),
         cmocka_unit_test(test_failed_write),
         cmocka_unit_test(test_stale_kept),
         cmocka_unit_test(test_invalid_fields),

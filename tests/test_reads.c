@@ -238,6 +238,86 @@ static void test_restore_idle_wrap(void **state)
     store_teardown(st);
 }
 
+/* mg's l (seconds since last access) as the store path reports it. */
+static uint32_t mg_idle(struct store *st, const char *k, bool no_bump,
+                        bool *hit_before)
+{
+    struct store_mget q = {.no_bump = no_bump};
+    struct store_mget_res res;
+    struct record *r = store_mget(st, k, (uint32_t)strlen(k), &q, &res);
+    assert_non_null(r);
+    store_release(st, r);
+    *hit_before = res.prev.hit_before;
+    return res.prev.idle_s;
+}
+
+/* A record never read is idle since its store, as memcached's (an item's
+ * time is set when it is stored): 60 s after the store, mg's l reports
+ * 58-60 s (ticks of ~1.07 s) and a dump's idle time the same, not the age
+ * of the clock (before the fix atime 0 read as tick 0: l was 1060 here,
+ * the store clock being at 1060 s).  A replacement is idle since it
+ * replaced, a touch since it touched.  The first read still counts for
+ * eviction however soon it comes, and later reads report the time since
+ * the last one. */
+static void test_idle_since_store(void **state)
+{
+    (void)state;
+    struct testclock tc;
+    struct store *st = mk(&tc);
+    bool h;
+    set(st, "k", "v");
+    testclock_advance(&tc, 60);
+    uint32_t l = mg_idle(st, "k", true, &h); /* u: nothing recorded */
+    assert_false(h);
+    assert_in_range(l, 58, 60);
+    uint32_t idle = 0;
+    assert_int_equal(store_visit(st, "k", 1, idle_of, &idle), 1);
+    assert_in_range(idle, 55u << IDLE_TICK_SHIFT, 56u << IDLE_TICK_SHIFT);
+    struct store_access prev;
+    struct record *r = store_get_access(st, "k", 1, &prev);
+    assert_false(prev.hit_before);
+    assert_in_range(prev.idle_s, 58, 60);
+    assert_int_equal(r->evb & EVB_READS, 1);
+    store_release(st, r);
+    testclock_advance(&tc, 10);
+    l = mg_idle(st, "k", false, &h);
+    assert_true(h);
+    assert_in_range(l, 9, 10);
+
+    /* a replacement: idle since it replaced; its first read, at once,
+     * counts (the 2 reads of the ones it replaced, then 3) */
+    testclock_advance(&tc, 20);
+    set(st, "k", "w");
+    testclock_advance(&tc, 5);
+    l = mg_idle(st, "k", true, &h);
+    assert_false(h);
+    assert_in_range(l, 3, 5);
+    set(st, "k", "x");
+    r = store_get_access(st, "k", 1, &prev);
+    assert_false(prev.hit_before);
+    assert_true(prev.idle_s <= 1);
+    assert_int_equal(r->evb & EVB_READS, 3);
+    store_release(st, r);
+
+    /* a record stored and read in the same tick: that read counts too */
+    set(st, "n", "v");
+    r = store_get(st, "n", 1);
+    assert_int_equal(r->evb & EVB_READS, 1);
+    store_release(st, r);
+
+    /* gat: idle since the touch */
+    set(st, "g", "v");
+    testclock_advance(&tc, 30);
+    r = store_gat(st, "g", 1, 100);
+    assert_int_equal(r->evb & EVB_READS, 1);
+    store_release(st, r);
+    testclock_advance(&tc, 3);
+    l = mg_idle(st, "g", true, &h);
+    assert_true(h);
+    assert_in_range(l, 2, 3);
+    store_teardown(st);
+}
+
 /* A read dates itself on the store clock by the record's 48-bit version:
  * the key length sharing that word (cas_klen) is not part of its age.  A
  * long key is stored, then 1000 others: its first read records an age of
@@ -525,6 +605,7 @@ int main(void)
         cmocka_unit_test(test_get_writes_nothing_shared),
         cmocka_unit_test(test_atime_grain),
         cmocka_unit_test(test_atime_wrap),
+        cmocka_unit_test(test_idle_since_store),
         cmocka_unit_test(test_restore_idle_wrap),
         cmocka_unit_test(test_evb_age_is_version_age),
         cmocka_unit_test(test_hold_outlives_delete),

@@ -1228,6 +1228,19 @@ static void test_meta_stale(void **state)
     snprintf(b, sizeof(b), "ms %s 1\r\nx\r\nmg %s h u\r\nmg %s h u\r\n"
              "mg %s h\r\nmg %s h\r\n", k, k, k, k, k);
     xchg(fd, b, "HD\r\nHD h0\r\nHD h0\r\nHD h0\r\nHD h1\r\n");
+    /* l of a record never read: the seconds since its store (0, or 1 over
+     * a tick), as memcached; before the fix, the age of the server's
+     * clock (its ticks count from the machine's boot) */
+    ukey(k, sizeof(k), "lastaccess");
+    snprintf(b, sizeof(b), "ms %s 1\r\nx\r\nmg %s h l\r\n", k, k);
+    send_str(fd, b);
+    expect_str(fd, "HD\r\n");
+    char line[128];
+    unsigned l = 99999;
+    recv_line(fd, line, sizeof(line));
+    if (sscanf(line, "HD h0 l%u", &l) != 1)
+        fail_msg("mg h l: got \"%s\"", line);
+    assert_in_range(l, 0, 1);
     close(fd);
 }
 

@@ -45,7 +45,9 @@
 #define RB_IDLE 0x04
 #define RB_TAGS 0x08
 #define RB_STALE 0x10 /* version 2: marked stale (a pending win is not kept) */
-#define RB_KNOWN 0x1f
+#define RB_UNREAD 0x20 /* version 3: not read since stored (idle counts
+                        * from the store) */
+#define RB_KNOWN 0x3f
 
 int dump_load_mode_of(const char *s)
 {
@@ -289,8 +291,9 @@ static void dw_record(void *ctx, struct store *st, const struct record *r)
     uint32_t idle = record_idle_ticks(st, r);
     uint8_t *p = w->blk + BLK_HDR + w->len, *p0 = p;
     uint8_t bits = (rec_flags(r) ? RB_FLAGS : 0) | (exp ? RB_EXPIRY : 0) |
-                   (idle != UINT32_MAX ? RB_IDLE : 0) | (nt ? RB_TAGS : 0) |
-                   (record_stale(r) ? RB_STALE : 0);
+                   RB_IDLE | (nt ? RB_TAGS : 0) |
+                   (record_stale(r) ? RB_STALE : 0) |
+                   (record_fetched(r) ? 0 : RB_UNREAD);
     *p++ = bits;
     p += put_var(p, rec_klen(r));
     p += put_var(p, r->vlen);
@@ -581,11 +584,12 @@ struct deferred {
 };
 
 #define NBINS 470
-static unsigned idle_bin(uint64_t idle)
+static unsigned idle_bin(const struct drec *d)
 {
-    if (idle >= UINT32_MAX)
+    /* never read: loaded last, as before version 3 kept their idle time */
+    if (d->idle >= UINT32_MAX || (d->bits & RB_UNREAD))
         return NBINS - 1;
-    uint32_t v = (uint32_t)idle;
+    uint32_t v = (uint32_t)d->idle;
     if (v < 16)
         return v;
     unsigned e = 31u - (unsigned)__builtin_clz(v); /* >= 4 */
@@ -655,7 +659,7 @@ static void note_tstack(struct dl *l, const struct drec *d)
 static void insert(struct dl *l, const struct drec *d)
 {
     struct dump_info *info = l->out;
-    unsigned bin = idle_bin(d->idle);
+    unsigned bin = idle_bin(d);
     if (bin < l->lo || bin > l->hi) {
         if (bin > l->cut && l->lo == l->hi)
             info->over_limit++; /* counted in the last scan only */
@@ -683,6 +687,7 @@ static void insert(struct dl *l, const struct drec *d)
         .cas = d->cas, .expiry_wall = (int64_t)d->expiry,
         .idle_ticks = (uint32_t)d->idle, .tags = tags,
         .ntags = (uint32_t)d->ntags, .stale = (d->bits & RB_STALE) != 0,
+        .unread = (d->bits & RB_UNREAD) != 0,
     };
     struct record *tr = NULL;
     int rc = store_restore(l->st, &it, &tr);
@@ -736,7 +741,10 @@ static int do_block(struct dl *l, const uint8_t *pl, uint32_t len,
     uint64_t prev = 0;
     for (uint32_t i = 0; i < nrec; i++) {
         if (rec_decode(&p, end, &d, &prev, &why) < 0 ||
-            (l->version == 1 && (d.bits & RB_STALE) &&
+            /* version 0: the header is lost, any bit may be right */
+            (((l->version == 1 && (d.bits & RB_STALE)) ||
+              ((l->version == 1 || l->version == 2) &&
+               (d.bits & RB_UNREAD))) &&
              (why = "unknown record field bits") != NULL)) {
             damage(l, off, "block %u: record %u: %s", idx, i, why);
             return -1;
@@ -757,7 +765,7 @@ static int do_block(struct dl *l, const uint8_t *pl, uint32_t len,
             damage(l, off + BLK_HDR + (uint64_t)(r0 - pl),
                    "block %u: record %u: %s", idx, i, why);
         } else if (l->pass == 1) {
-            l->hist[idle_bin(d.idle)] += est_mem(&d);
+            l->hist[idle_bin(&d)] += est_mem(&d);
         } else if (l->pass == 2) {
             insert(l, &d);
         }

@@ -12,7 +12,8 @@
 
 struct store;
 
-#define DUMP_VERSION 2     /* written; 2 added the stale record bit */
+#define DUMP_VERSION 3     /* written; 2 added the stale record bit, 3
+                            * the unread one */
 #define DUMP_VERSION_MIN 1 /* the oldest read */
 
 enum dump_load_mode {

@@ -400,9 +400,11 @@ size_t store_walk_class(struct store *st, uint32_t nclasses, uint32_t cls,
 /* Expiry as absolute Unix time (0 = never), a pending delayed flush
  * included; at least now + 1 for a live record. */
 int64_t record_expiry_wall(struct store *st, const struct record *r);
-/* Recency: ticks of 2^20 ns since the record was last read, or
- * UINT32_MAX if it was not read since it was stored. */
+/* Recency: ticks of 2^20 ns since the record was last read, or since it
+ * was stored if it was not read since (record_fetched() tells which). */
 uint32_t record_idle_ticks(struct store *st, const struct record *r);
+/* Whether the record was read since it was stored (mg's h). */
+bool record_fetched(const struct record *r);
 /* Tagged records: tag links made since this one was linked (its place in
  * its tags' lists, newest first); 0 untagged. */
 uint32_t record_link_age(struct store *st, const struct record *r);
@@ -418,10 +420,13 @@ struct store_restore {
     uint32_t flags;
     uint64_t cas;
     int64_t expiry_wall;   /* Unix time, 0 = never */
-    uint32_t idle_ticks;   /* as record_idle_ticks() */
+    uint32_t idle_ticks;   /* as record_idle_ticks(); UINT32_MAX: none
+                            * known (idle from now, not read) */
     const struct mdc_tag *tags;
     uint32_t ntags;
     bool stale;            /* restored stale; a win token never is */
+    bool unread;           /* not read since stored: idle_ticks count
+                            * from the store, and it stays on probation */
 };
 /*
  * Insert a record with its own CAS, expiry and recency, never evicting:

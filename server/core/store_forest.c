@@ -123,7 +123,10 @@ int do_link(struct store *st, uint64_t h, struct record *r,
     /* the creator's reference becomes the index's */
     __atomic_fetch_add(&r->refcnt, REF_INDEX - 1, __ATOMIC_RELAXED);
     rec_set_rflag(r, R_LINKED);
-    __atomic_store_n(&r->atime, 0, __ATOMIC_RELAXED);
+    /* idle since the store until a read (R_FETCHED unset: not yet); a
+     * caller that read the clock already stamped it (rec_alloc zeroes) */
+    if (r->atime == 0)
+        __atomic_store_n(&r->atime, now_tick(st), __ATOMIC_RELAXED);
     __atomic_store_n(&r->evb, evict_link_bits(st, h, old), __ATOMIC_RELAXED);
     if (nt) {
         d_tagged++;

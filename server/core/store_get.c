@@ -64,7 +64,7 @@ static struct record *get_hashed(struct store *st, uint64_t h,
                 prev->hit_before = (fl & R_FETCHED) != 0;
                 prev->idle_s = tick_secs(tick_age(t, at));
             }
-            if (atime_due(t, at)) {
+            if (atime_due(t, at, fl)) {
                 __atomic_store_n(&r->atime, t, __ATOMIC_RELAXED);
                 rec_note_read(r);
             }
@@ -114,7 +114,8 @@ struct record *store_gat(struct store *st, const void *key, uint32_t klen,
         set_deadline(st, r, kw.h, d);
         /* a touch writes the line anyway; a read counts once a grain */
         uint16_t t = now_tick(st);
-        if (atime_due(t, __atomic_load_n(&r->atime, __ATOMIC_RELAXED)))
+        if (atime_due(t, __atomic_load_n(&r->atime, __ATOMIC_RELAXED),
+                      rec_rflags(r)))
             rec_note_read(r);
         __atomic_store_n(&r->atime, t, __ATOMIC_RELAXED);
         rec_set_rflag(r, R_FETCHED);
@@ -149,7 +150,7 @@ static void mget_hit(struct store *st, struct record *r, uint64_t h,
     res->prev.hit_before = (fl & R_FETCHED) != 0;
     res->prev.idle_s = tick_secs(tick_age(t, at));
     if (!q->no_bump) {
-        if (atime_due(t, at)) {
+        if (atime_due(t, at, fl)) {
             __atomic_store_n(&r->atime, t, __ATOMIC_RELAXED);
             rec_note_read(r);
         }

@@ -59,7 +59,8 @@ struct record {
     uint32_t deadline; /* store seconds (now_s()); 0 = never */
     uint32_t refcnt;   /* atomic: index token (bit 31) + counted refs */
     uint16_t atime;    /* atomic relaxed; ticks of 2^ATIME_SHIFT ns
-                        * (~1.07 s), wraps after ~19.5 h; 0 = never read */
+                        * (~1.07 s), wraps after ~19.5 h: of the last read,
+                        * or of the link while R_FETCHED is unset */
     uint8_t rflags;    /* atomic */
     uint8_t evb;       /* atomic relaxed: eviction bits (EVB_* below) */
     unsigned char data[]; /* key, value, [flags, pad, tag area] */
@@ -321,11 +322,11 @@ static inline uint32_t secs_of(struct store *st, uint64_t ns)
 {
     return (uint32_t)((ns - st->epoch_ns) / 1000000000u) + 1;
 }
-/* atime ticks (struct record) run 1..ATIME_TICKS, 0 meaning "never read":
- * the clock's ticks modulo 65535, not 65536, so that the wrap (every
- * ~19.5 h) skips no tick and ages stay exact across it (folding tick 0
- * onto 1 made a record read at 65535 look two ticks old one tick later,
- * and written again well within a second) */
+/* atime ticks (struct record) run 1..ATIME_TICKS (0 only before a
+ * record is linked): the clock's ticks modulo 65535, not 65536, so that
+ * the wrap (every ~19.5 h) skips no tick and ages stay exact across it
+ * (folding tick 0 onto 1 made a record read at 65535 look two ticks old
+ * one tick later, and written again well within a second) */
 #define ATIME_TICKS 65535u
 static inline uint16_t tick_of(uint64_t ns)
 {
@@ -344,11 +345,16 @@ static inline uint16_t tick_before(uint16_t now, uint32_t ticks)
 }
 /* A read refreshes atime only when it is this many ticks old: two ticks
  * apart, two writes are at least one tick (~1.07 s) apart, so reads of a
- * hot record share its line */
+ * hot record share its line.  The first read of a record (R_FETCHED unset
+ * in rflags, which the read loads anyway) always writes, however soon
+ * after the link: atime is the link's tick until then (so that mg's l
+ * counts from the store, as memcached's), and the sampler counts that
+ * read (evb).  A tag query sets R_FETCHED without writing either: a GET
+ * within ATIME_GRAIN of the store after one is then not counted. */
 #define ATIME_GRAIN 2u
-static inline bool atime_due(uint16_t now, uint16_t a)
+static inline bool atime_due(uint16_t now, uint16_t a, uint8_t rflags)
 {
-    return a == 0 || tick_age(now, a) >= ATIME_GRAIN;
+    return !(rflags & R_FETCHED) || tick_age(now, a) >= ATIME_GRAIN;
 }
 /* idle seconds as a protocol reports them (mg's l and la) */
 static inline uint32_t tick_secs(uint32_t ticks)

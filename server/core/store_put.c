@@ -181,13 +181,15 @@ int put_common(struct store *st, enum store_mode mode,
     if (rc != 0)
         goto out;
 
-    check_flush(st, now_s(st));
+    uint64_t ns = now_ns(st);
+    check_flush(st, secs_of(st, ns));
     struct record *r;
     rc = rec_alloc(st, it->key, it->klen, it->vlen, it->flags, nt, &r);
     if (rc != 0)
         goto out;
     if (it->vlen)
         memcpy(rec_val(r), it->value, it->vlen);
+    r->atime = tick_of(ns); /* its store's tick: do_link needs no clock */
     r->deadline = deadline_of(st, it->exptime);
     if (nt)
         rec_set_tags(r, tb, nt);
@@ -371,8 +373,13 @@ int store_restore(struct store *st, const struct store_restore *it,
                                                    ? ATIME_TICKS - 1
                                                    : idle);
         __atomic_store_n(&r->atime, a, __ATOMIC_RELAXED);
-        /* it had been read: off probation, as old as its version says */
-        __atomic_store_n(&r->evb, (uint8_t)1, __ATOMIC_RELAXED);
+        if (!it->unread) {
+            /* it had been read: off probation, as old as its version
+             * says, and fetched (mg's h; its next read need not write
+             * atime and evb at once) */
+            __atomic_store_n(&r->evb, (uint8_t)1, __ATOMIC_RELAXED);
+            rec_set_rflag(r, R_FETCHED);
+        }
     }
     if (it->ntags) {
         rec_incref(r);

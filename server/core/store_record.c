@@ -254,9 +254,12 @@ void store_recset_release(struct store *st, struct store_recset *set)
 uint32_t record_idle_ticks(struct store *st, const struct record *r)
 {
     uint16_t a = __atomic_load_n(&r->atime, __ATOMIC_RELAXED);
-    if (a == 0)
-        return UINT32_MAX;
     return tick_age(now_tick(st), a) << IDLE_TICK_SHIFT;
+}
+
+bool record_fetched(const struct record *r)
+{
+    return (rec_rflags(r) & R_FETCHED) != 0;
 }
 
 uint32_t record_link_age(struct store *st, const struct record *r)
