@@ -172,7 +172,7 @@ static void test_verify_names_fault(void **state)
     }
     /* root black, both children red: black height 2 */
     assert_int_equal(mdc_rb_verify(&t, NULL), 2);
-    struct mdc_rb_node *l = t.node->left, *r = t.node->right;
+    struct mdc_rb_node *l = t.node->child[MDC_RB_LEFT], *r = t.node->child[MDC_RB_RIGHT];
     uintptr_t saved = l->pc;
     l->pc = (uintptr_t)r | (saved & MDC_RB_BLACK);
     assert_int_equal(mdc_rb_verify(&t, &why), -1);
