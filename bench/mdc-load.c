@@ -1053,7 +1053,10 @@ int main(int argc, char **argv)
     for (int t = 0, ci = 0; t < opt.threads; t++) {
         struct thread *th = &ths[t];
         th->id = t;
-        th->rng = opt.seed * 0x9e3779b97f4a7c15ULL + (uint64_t)t + 1;
+        /* the seed hashed first: seed * step + 1 would make seed N + 1's
+         * stream seed N's one request later (the same keys set again) */
+        uint64_t sx = opt.seed;
+        th->rng = rng_next(&sx) + (uint64_t)t + 1;
         th->nconns = opt.conns / opt.threads + (t < opt.conns % opt.threads);
         th->conns = conns + ci;
         ci += th->nconns;
