@@ -1053,7 +1053,11 @@ int main(int argc, char **argv)
     for (int t = 0, ci = 0; t < opt.threads; t++) {
         struct thread *th = &ths[t];
         th->id = t;
-        th->rng = opt.seed * 0x9e3779b97f4a7c15ULL + (uint64_t)t + 1;
+        /* the seed hashed first: with seed * step + 1, seed N + 1's stream
+         * was seed N's one draw later and seed N + 2's one request (two
+         * draws) later: the same keys set again */
+        uint64_t sx = opt.seed;
+        th->rng = rng_next(&sx) + (uint64_t)t + 1;
         th->nconns = opt.conns / opt.threads + (t < opt.conns % opt.threads);
         th->conns = conns + ci;
         ci += th->nconns;
