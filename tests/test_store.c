@@ -1508,6 +1508,18 @@ static struct record *put_get(struct store *st, const char *k, uint32_t vlen,
     return r;
 }
 
+/* r asked the allocator for n bytes and holds what that takes: with
+ * jemalloc exactly n's size class; glibc's malloc may hand out a free chunk
+ * somewhat larger than n's (a remainder under its minimum is not split),
+ * so there, and in class_of(), only "at least n" is exact */
+static void rec_asks(const struct record *r, size_t n)
+{
+    assert_int_equal(record_req_bytes(r), n);
+    assert_true(record_mem(r) >= n);
+    if (strcmp(mdc_allocator_name(), "jemalloc") == 0)
+        assert_int_equal(record_mem(r), class_of(n));
+}
+
 /*
  * Issue 27 item 3: the record header is 48 bytes, so a 16-byte key with a
  * 32-byte value asks for 96 bytes (jemalloc's 96-byte class; 112 before),
@@ -1528,20 +1540,20 @@ static void test_record_bytes(void **state)
     struct store_stats s;
 
     struct record *r = put_get(st, "k000000000000001", 32, 0, NULL, 0);
-    assert_int_equal(record_mem(r), c96);
+    rec_asks(r, 96);
     store_get_stats(st, &s);
-    assert_int_equal(s.bytes, c96);
+    assert_int_equal(s.bytes, record_mem(r));
     store_release(st, r);
     r = put_get(st, "k000000000000002", 32, 0x89abcdefu, NULL, 0);
-    assert_int_equal(record_mem(r), class_of(100));
+    rec_asks(r, 100);
     store_release(st, r);
     r = put_get(st, "k000000000000003", 32, 9, tg, 2);
-    assert_int_equal(record_mem(r), class_of(184 + 8)); /* 100 -> 104 */
+    rec_asks(r, 184 + 8); /* 100 -> 104 */
     assert_int_equal(record_ntags(r), 2);
     assert_int_equal(record_tag(r, 1).tval, 4);
     store_release(st, r);
     r = put_get(st, "k000000000000004", 32, 0, tg, 2);
-    assert_int_equal(record_mem(r), class_of(184));
+    rec_asks(r, 184);
     store_release(st, r);
     check(st);
 

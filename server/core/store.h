@@ -410,6 +410,9 @@ bool record_fetched(const struct record *r);
 uint32_t record_link_age(struct store *st, const struct record *r);
 /* Accounted bytes of one record. */
 size_t record_mem(const struct record *r);
+/* The bytes the record asked the allocator for (header, key, value, flags,
+ * tag area): record_mem() less the allocator's rounding. */
+size_t record_req_bytes(const struct record *r);
 
 /* One record to put back as it was dumped. */
 struct store_restore {

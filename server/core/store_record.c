@@ -274,3 +274,8 @@ size_t record_mem(const struct record *r)
 {
     return mdc_usable_size((void *)r);
 }
+
+size_t record_req_bytes(const struct record *r)
+{
+    return rec_req_size_of((struct record *)r);
+}
