@@ -1765,8 +1765,8 @@ static void test_config_clamped(void **state)
 }
 
 /* store_get_access tells whether the record was read before and how long
- * since its last read (a record never read has no such time: h first,
- * docs/protocol-text.md, "mg l"); a read sees the one before it. */
+ * since its last read, or since its store while it was never read
+ * (docs/protocol-text.md, "mg l"); a read sees the one before it. */
 static void test_get_access(void **state)
 {
     (void)state;
