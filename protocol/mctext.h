@@ -233,6 +233,8 @@ size_t mctext_meta_line(char *out, const char *code, int64_t vlen,
 #define MCTEXT_E_DUP_FLAG "CLIENT_ERROR duplicate flag\r\n"
 #define MCTEXT_E_INVALID_DUP "CLIENT_ERROR invalid or duplicate flag\r\n"
 #define MCTEXT_E_BAD_TOKEN "CLIENT_ERROR bad token in command line format\r\n"
+#define MCTEXT_E_INITIAL "CLIENT_ERROR invalid numeric initial value\r\n"
+#define MCTEXT_E_DELTA_VALUE "CLIENT_ERROR invalid numeric delta value\r\n"
 #define MCTEXT_E_OPAQUE "CLIENT_ERROR opaque token too long\r\n"
 #define MCTEXT_E_KEY_DECODE "CLIENT_ERROR error decoding key\r\n"
 #define MCTEXT_E_MS_MODE "CLIENT_ERROR invalid mode for ms M token\r\n"
