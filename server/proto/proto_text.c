@@ -11,7 +11,8 @@
  *
  * The commands of UDP datagrams run here too, on a connection without a
  * socket (c->dgram, server/net/udp.c): one request per process() call, get
- * and gets through the same GET (txt_get), everything else refused.
+ * and gets through the same GET (txt_get), the writes with --udp-writes
+ * (txt_udp_allowed), everything else refused.
  */
 #include "config.h"
 
@@ -125,11 +126,6 @@ static bool txt_value_end(struct conn *c, struct record *r, bool with_cas,
     if (end)
         txt_str(c, MCTEXT_R_END);
     return true;
-}
-
-static void txt_value(struct conn *c, struct record *r, bool with_cas)
-{
-    (void)txt_value_end(c, r, with_cas, false);
 }
 
 static void txt_meta(struct conn *c, const char *code, int64_t vlen,
@@ -585,6 +581,11 @@ static void txt_mg(struct conn *c, struct worker *w,
         store_release(st, r);
         return;
     }
+    if (c->dgram != NULL &&
+        txt_udp_too_large(c, MCTEXT_META_LINE_MAX + (size_t)v.size)) {
+        store_release(st, r); /* --udp-writes: over --udp-reply-limit */
+        return;
+    }
     txt_meta(c, "VA", v.size, req, &v);
     conn_out_ref(c, record_value(r), v.size, r);
     (void)conn_out_bytes(c, "\r\n", 2);
@@ -827,7 +828,16 @@ static void txt_tget(struct conn *c, struct worker *w,
     if (rc == ST_OK || rc == ST_TRUNCATED) {
         STAT_ADD(&w->stats, get_by_tag_records, set.n);
         for (i = 0; i < set.n; i++)
-            txt_value(c, set.recs[i], req->cmd == MCT_TGETS);
+            if (!txt_value_end(c, set.recs[i], req->cmd == MCT_TGETS,
+                               false)) {
+                /* UDP: over --udp-reply-limit, the reply ended there
+                 * (that record released); the rest go back */
+                while (++i < set.n)
+                    store_release(st, set.recs[i]);
+                set.n = 0;
+                store_recset_release(st, &set);
+                return;
+            }
         set.n = 0; /* the references now belong to the output queue */
     }
     store_recset_release(st, &set);
@@ -903,9 +913,12 @@ static void txt_tpop(struct conn *c, struct worker *w,
 
     STAT_INC(&w->stats, cmd_tstack_pop);
     rc = store_tstack_pop(c->srv->store, tag, &r);
-    if (rc == ST_OK && r != NULL)
-        txt_value(c, r, false);
-    else if (rc != ST_OK && rc != ST_NOT_FOUND) {
+    if (rc == ST_OK && r != NULL) {
+        /* with END; over UDP's reply limit, the reply ends without it */
+        (void)txt_value_end(c, r, false, true);
+        return;
+    }
+    if (rc != ST_OK && rc != ST_NOT_FOUND) {
         txt_str(c, TXT_E_OOM);
         return;
     }
@@ -1072,6 +1085,53 @@ static void txt_refused_large(struct conn *c, struct worker *w,
 }
 
 /*
+ * The commands --udp-writes lets a datagram run besides get and gets:
+ * what memcached 1.6 serves over UDP that changes or reads the store
+ * (stores, delete, incr/decr, touch, gat, the meta commands) and the tag
+ * commands.  flush_all and shutdown never run from a datagram, nor do
+ * the commands about the daemon (stats, verbosity, cache_memlimit, dump,
+ * version, quit).
+ */
+static bool txt_udp_write(enum mctext_cmd cmd)
+{
+    switch (cmd) {
+    case MCT_SET: case MCT_ADD: case MCT_REPLACE: case MCT_APPEND:
+    case MCT_PREPEND: case MCT_CAS: case MCT_DELETE: case MCT_INCR:
+    case MCT_DECR: case MCT_TOUCH: case MCT_GAT: case MCT_GATS:
+    case MCT_MG: case MCT_MS: case MCT_MD: case MCT_MA: case MCT_MN:
+    case MCT_ME: case MCT_TSET: case MCT_TGET: case MCT_TGETS:
+    case MCT_TDEL: case MCT_TPUSH: case MCT_TPOP:
+        return true;
+    default: return false;
+    }
+}
+
+/*
+ * A datagram's command other than get/gets: true when it runs (a write
+ * under --udp-writes, counted as udp_writes), else refused here -- not
+ * run, and with noreply not answered either (memcached sends nothing to
+ * noreply), so udp_refused is the trace it leaves; a write the option
+ * would serve, and flush_all and shutdown always, count in
+ * udp_writes_refused too.
+ */
+static bool txt_udp_allowed(struct conn *c, struct worker *w,
+                            const struct mctext_req *req)
+{
+    bool write = txt_udp_write(req->cmd);
+
+    if (write && c->srv->opt.udp_writes) {
+        STAT_INC(&w->stats, udp_writes);
+        return true;
+    }
+    STAT_INC(&w->stats, udp_refused);
+    if (write || req->cmd == MCT_FLUSH_ALL || req->cmd == MCT_SHUTDOWN)
+        STAT_INC(&w->stats, udp_writes_refused);
+    txt_reply(c, req, c->srv->opt.udp_writes ? UDP_E_NOT_SERVED
+                                             : UDP_E_REFUSED);
+    return false;
+}
+
+/*
  * The end of the key starting at k: the first byte at or below ' ' or DEL
  * (the bytes mctext_parse() ends or refuses a key at), or end.  Eight
  * bytes at a time while eight remain (any byte below 0x21, or equal to
@@ -1116,7 +1176,8 @@ static size_t txt_fast(struct conn *c, struct worker *w, const uint8_t *b,
     if (len > 4 && b[0] == 'g' && b[1] == 'e' && b[2] == 't' && b[3] == ' ')
         k = b + 4, mg = false;
     else if (len > 3 && b[0] == 'm' && b[1] == 'g' && b[2] == ' ' &&
-             c->dgram == NULL) /* UDP refuses mg (the general path) */
+             c->dgram == NULL) /* UDP's mg: the general path (refused,
+                                  or with --udp-writes its reply limit) */
         k = b + 3, mg = true;
     else
         return 0;
@@ -1302,6 +1363,11 @@ static void proto_text_process(struct conn *c, struct worker *w)
                 break;
             }
             if (c->dgram != NULL) { /* refused whatever it was */
+                /* a too large value refused removes the record it would
+                 * have replaced, as over TCP, when UDP may write */
+                if (strcmp(req.err, MCTEXT_E_TOO_LARGE) == 0 &&
+                    c->srv->opt.udp_writes && txt_udp_write(req.cmd))
+                    txt_refused_large(c, w, &req);
                 txt_reply(c, &req, req.err);
                 conn_in_consume(c, req.skip < avail ? req.skip : avail);
                 continue;
@@ -1327,12 +1393,8 @@ static void proto_text_process(struct conn *c, struct worker *w)
                 break; /* a failure: the next request waits (conn_hold) */
             continue;
         }
-        if (c->dgram != NULL && req.cmd != MCT_GET && req.cmd != MCT_GETS) {
-            /* UDP serves get and gets only: not run, and with noreply
-             * not answered either (memcached sends nothing to noreply),
-             * so udp_refused is the trace it leaves */
-            STAT_INC(&w->stats, udp_refused);
-            txt_reply(c, &req, UDP_E_REFUSED);
+        if (c->dgram != NULL && req.cmd != MCT_GET && req.cmd != MCT_GETS &&
+            !txt_udp_allowed(c, w, &req)) {
             conn_in_consume(c, (size_t)n);
             continue;
         }
