@@ -58,6 +58,8 @@ static const struct {
     {"tpush", MCT_TPUSH},
     {"tpop", MCT_TPOP},
     {"dump", MCT_DUMP},
+    {"lru_crawler", MCT_LRU_CRAWLER},
+    {"watch", MCT_WATCH},
 };
 
 const char *mctext_cmd_name(enum mctext_cmd cmd)
@@ -920,10 +922,17 @@ static ssize_t parse_simple(struct mctext_req *req, const struct tok *t,
             return fail(req, MCTEXT_E_FORMAT, req->linelen);
         break;
     case MCT_STATS:
+    case MCT_WATCH:
         if (n >= 2) {
             req->arg = t[1].p;
             req->arglen = (uint32_t)(end - t[1].p);
         }
+        break;
+    case MCT_LRU_CRAWLER: /* the subcommand is the handler's */
+        if (n < 2)
+            return fail(req, MCTEXT_R_ERROR, req->linelen);
+        req->arg = t[1].p;
+        req->arglen = (uint32_t)(end - t[1].p);
         break;
     case MCT_TPOP:
         if (n < 3)
@@ -1045,7 +1054,8 @@ ssize_t mctext_parse(const void *buf, size_t len,
     case MCT_ME: return parse_meta(b, len, lim, req, t, n, more != NULL);
     default:
         if (more != NULL && req->cmd != MCT_STATS && req->cmd != MCT_VERSION &&
-            req->cmd != MCT_QUIT && req->cmd != MCT_MN)
+            req->cmd != MCT_QUIT && req->cmd != MCT_MN &&
+            req->cmd != MCT_WATCH && req->cmd != MCT_LRU_CRAWLER)
             return fail(req, MCTEXT_R_ERROR, req->linelen);
         return parse_simple(req, t, n, more, end);
     }

@@ -83,6 +83,8 @@ enum mctext_cmd {
     MCT_TPOP,
     /* admin */
     MCT_DUMP,             /* "dump": write -f now, answer when on disk */
+    MCT_LRU_CRAWLER,      /* lru_crawler <sub> [<arg>]: arg is the rest */
+    MCT_WATCH,            /* watch [<type>...]: arg is the rest, or NULL */
 };
 
 /* Bit of meta flag character c ('a'-'z', 'A'-'Z') in mctext_meta.flags. */

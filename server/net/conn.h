@@ -94,6 +94,8 @@ struct conn {
     uint32_t hold_until;   /* coarse seconds: run no request before; 0 = no
                               hold (conn_hold) */
     uint32_t blocked_since; /* coarse seconds output stalled; 0 = not */
+    uint32_t mdump_next;    /* lru_crawler metadump: the next hash class */
+    uint32_t mdump_classes; /* ... the classes of its walk; 0: none runs */
 
     /* state; see the ownership note above (no bitfields on purpose).
      * The narrow fields sit together: an idle connection is this struct

@@ -84,4 +84,9 @@ static inline void proto_get_keys(struct conn *c, struct worker *w,
 /* The handler for a connection whose first byte is b. */
 const struct proto *proto_detect(uint8_t b);
 
+/* A key as memcached's metadump and watch lines show it (URL-encoded:
+ * bytes other than letters, digits and "-._~" as %XX); out needs 3 * klen
+ * bytes.  Returns the bytes written. */
+size_t proto_uriencode(char *out, const void *key, uint32_t klen);
+
 #endif

@@ -18,8 +18,10 @@
 
 #include "proto.h"
 
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
+#include <time.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -31,6 +33,7 @@
 #include "server/metrics.h"
 #include "protocol/mctext.h"
 #include "server/core/store.h"
+#include "server/core/alloc.h"
 #include "protocol/wire.h"
 
 /* ---- memcached text protocol ------------------------------------------ */
@@ -792,6 +795,203 @@ static void txt_me(struct conn *c, const struct mctext_req *req)
 
 #undef MF
 
+/* ---- lru_crawler metadump ------------------------------------------------ */
+
+#define MDUMP_TURN_CLASSES 1024     /* hash classes walked per turn ... */
+#define MDUMP_TURN_BYTES (256u << 10) /* ... or bytes of lines per turn */
+
+/* The lines of one hash class, formatted under its read lock. */
+struct mdump_buf {
+    char *p;
+    size_t len, cap;
+    bool oom;
+    int64_t now; /* wall clock, for la */
+};
+
+static bool mdump_room(struct mdump_buf *b, size_t n)
+{
+    if (b->len + n <= b->cap)
+        return true;
+    size_t nc = b->cap ? b->cap * 2 : 8192;
+    char *np;
+
+    while (nc < b->len + n)
+        nc *= 2;
+    np = mdc_realloc(b->p, nc);
+    if (np == NULL) {
+        b->oom = true;
+        return false;
+    }
+    b->p = np;
+    b->cap = nc;
+    return true;
+}
+
+/* A key as memcached's metadump and watch show it: URL-encoded, bytes
+ * other than letters, digits and "-._~" as %XX.  out needs 3 * klen. */
+size_t proto_uriencode(char *out, const void *key, uint32_t klen)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    const unsigned char *k = key;
+    size_t n = 0;
+    uint32_t i;
+
+    for (i = 0; i < klen; i++) {
+        unsigned char ch = k[i];
+
+        if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+            (ch >= '0' && ch <= '9') || ch == '-' || ch == '.' || ch == '_' ||
+            ch == '~') {
+            out[n++] = (char)ch;
+        } else {
+            out[n++] = '%';
+            out[n++] = hex[ch >> 4];
+            out[n++] = hex[ch & 15];
+        }
+    }
+    return n;
+}
+
+/* Under a class's read lock: one line per record, into the buffer only
+ * (nothing else is called). */
+static void mdump_record(void *ctx, struct store *st, const struct record *r)
+{
+    struct mdump_buf *b = ctx;
+    uint32_t klen = record_klen(r), ntags = record_ntags(r), i;
+    int64_t exp = record_expiry_wall(st, r);
+    uint64_t idle_s = ((uint64_t)record_idle_ticks(st, r) << 20) / 1000000000u;
+    char *p;
+
+    if (b->oom || !mdump_room(b, 3 * (size_t)klen + 160 + (size_t)ntags * 24))
+        return;
+    p = b->p + b->len;
+    memcpy(p, "key=", 4);
+    p += 4;
+    p += proto_uriencode(p, record_key(r), klen);
+    p += sprintf(p, " exp=%" PRId64 " la=%" PRId64 " cas=%" PRIu64
+                    " fetch=%s cls=1 size=%zu",
+                 exp == 0 ? (int64_t)-1 : exp, b->now - (int64_t)idle_s,
+                 record_cas(r), record_fetched(r) ? "yes" : "no",
+                 record_req_bytes(r));
+    for (i = 0; i < ntags; i++) {
+        struct mdc_tag t = record_tag(r, i);
+
+        p += sprintf(p, "%s%" PRId32 ":%" PRId32, i == 0 ? " tags=" : ",",
+                     t.tkey, t.tval);
+    }
+    *p++ = '\n';
+    b->len = (size_t)(p - b->p);
+}
+
+/* The class list of metadump: 1 when it names class 1 (every record is
+ * in class 1, as for stats cachedump), 0 when only other valid classes,
+ * -1 when an entry is not a class (memcached: 1 to 63). */
+static int mdump_classes_arg(const char *p, size_t n)
+{
+    int one = 0;
+
+    while (n > 0) {
+        uint32_t v = 0;
+        size_t d = 0;
+
+        while (d < n && p[d] >= '0' && p[d] <= '9' && v < 1000)
+            v = v * 10 + (uint32_t)(p[d++] - '0');
+        if (d == 0 || v == 0 || v > 63 || (d < n && p[d] != ','))
+            return -1;
+        one |= v == 1;
+        if (d < n)
+            d++; /* the comma */
+        if (d == n && p[d - 1] == ',')
+            return -1;
+        p += d;
+        n -= d;
+    }
+    return one;
+}
+
+/*
+ * lru_crawler metadump all|hash|<class>[,<class>...]: memcached's key dump,
+ * streamed.  The store is walked one hash class (one bucket's records) at
+ * a time under that class's read lock; the lines go into the output
+ * between classes.  The request stays unconsumed until the walk is over:
+ * when the output is full (a slow reader) or this turn's share is done,
+ * false is returned and process() runs it again once there is room (the
+ * walk goes on from c->mdump_next), so a slow reader holds no lock, and
+ * the other connections of the thread have their turns.  Records stored
+ * during the walk may or may not be listed; each record present from the
+ * start to the end is listed once.  Other subcommands answer ERROR.
+ */
+static bool txt_lru_crawler(struct conn *c, const struct mctext_req *req)
+{
+    struct store *st = c->srv->store;
+    const char *a = req->arg, *end = req->arg + req->arglen, *s;
+    struct mdump_buf b = {NULL, 0, 0, false, (int64_t)time(NULL)};
+    size_t bytes = 0;
+    unsigned walked = 0;
+    int which;
+
+    while (end > a && end[-1] == ' ')
+        end--;
+    if ((size_t)(end - a) < 9 || memcmp(a, "metadump ", 9) != 0) {
+        txt_str(c, MCTEXT_R_ERROR);
+        return true;
+    }
+    a += 9;
+    while (a < end && *a == ' ')
+        a++;
+    for (s = a; s < end && *s != ' '; s++)
+        ;
+    if (a == end || s != end) { /* no argument, or more than one */
+        txt_str(c, MCTEXT_R_ERROR);
+        return true;
+    }
+    if ((s - a == 3 && memcmp(a, "all", 3) == 0) ||
+        (s - a == 4 && memcmp(a, "hash", 4) == 0))
+        which = 1;
+    else
+        which = mdump_classes_arg(a, (size_t)(s - a));
+    if (which < 0) {
+        txt_str(c, "BADCLASS invalid class id\r\n");
+        return true;
+    }
+    if (which == 0) {
+        txt_str(c, MCTEXT_R_END);
+        return true;
+    }
+    if (c->mdump_classes == 0) { /* a new walk */
+        c->mdump_classes = store_walk_classes(st);
+        c->mdump_next = 0;
+    }
+    while (c->mdump_next < c->mdump_classes) {
+        if (conn_out_full(c))
+            goto again; /* run again once the reader made room */
+        if (walked >= MDUMP_TURN_CLASSES || bytes >= MDUMP_TURN_BYTES) {
+            conn_yield(c);
+            goto again;
+        }
+        b.len = 0;
+        (void)store_walk_class(st, c->mdump_classes, c->mdump_next,
+                               mdump_record, &b);
+        if (b.oom) {
+            txt_str(c, TXT_E_OOM);
+            break;
+        }
+        if (b.len > 0)
+            (void)conn_out_bytes(c, b.p, b.len);
+        bytes += b.len;
+        walked++;
+        c->mdump_next++;
+    }
+    c->mdump_classes = 0;
+    mdc_free(b.p);
+    if (!b.oom)
+        txt_str(c, MCTEXT_R_END);
+    return true;
+again:
+    mdc_free(b.p);
+    return false;
+}
+
 /* ---- tag extension commands ---------------------------------------------- */
 
 /* The tvals of tget/tdel in w's scratch; NULL on allocation failure. */
@@ -1042,6 +1242,8 @@ static void txt_exec(struct conn *c, struct worker *w,
     case MCT_TDEL: txt_tdel(c, w, req); break;
     case MCT_TPUSH: txt_tpush(c, w, req); break;
     case MCT_TPOP: txt_tpop(c, w, req); break;
+    case MCT_LRU_CRAWLER: /* UDP: refused before it gets here */
+    case MCT_WATCH:
     case MCT_NONE: txt_str(c, MCTEXT_R_ERROR); break;
     }
 }
@@ -1395,6 +1597,12 @@ static void proto_text_process(struct conn *c, struct worker *w)
         }
         if (c->dgram != NULL && req.cmd != MCT_GET && req.cmd != MCT_GETS &&
             !txt_udp_allowed(c, w, &req)) {
+            conn_in_consume(c, (size_t)n);
+            continue;
+        }
+        if (req.cmd == MCT_LRU_CRAWLER && c->dgram == NULL) {
+            if (!txt_lru_crawler(c, &req))
+                break; /* the rest of the walk: this request again */
             conn_in_consume(c, (size_t)n);
             continue;
         }

@@ -1,0 +1,323 @@
+/*
+ * test_compat_server.c - memcached's operator commands against a real
+ * daemon: lru_crawler metadump (memcached's line format, keys URL-encoded,
+ * tags, class arguments; streamed: a reader that reads nothing stalls
+ * only its own dump, while another client of the same network thread
+ * stores and reads, and every record is listed once in the end) and
+ * watch (memcached's log types and lines, the skipped count of a watcher
+ * that does not read, both refused before login under --auth-file).
+ * MDC_TEST_IO=epoll runs it on the other backend.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "server_client.h"
+
+/* ---- a text client -------------------------------------------------------- */
+
+static void send_str(int fd, const char *s)
+{
+    assert_int_equal(tc_send_all(fd, s, strlen(s)), 0);
+}
+
+/* Read until the bytes end with tail (or the connection ends); the whole
+ * reply, NUL-terminated, malloc'd. */
+static char *read_until(int fd, const char *tail, size_t *lenp)
+{
+    size_t cap = 1 << 16, len = 0, tl = strlen(tail);
+    char *b = malloc(cap);
+
+    assert_non_null(b);
+    for (;;) {
+        ssize_t k;
+
+        if (len >= tl && memcmp(b + len - tl, tail, tl) == 0)
+            break;
+        if (cap - len < 4096) {
+            cap *= 2;
+            b = realloc(b, cap);
+            assert_non_null(b);
+        }
+        k = recv(fd, b + len, cap - len - 1, 0);
+        if (k <= 0)
+            fail_msg("connection ended (%zd, %s) after %zu bytes, want '%s'",
+                     k, strerror(errno), len, tail);
+        len += (size_t)k;
+    }
+    b[len] = '\0';
+    if (lenp != NULL)
+        *lenp = len;
+    return b;
+}
+
+static void xchg(int fd, const char *req, const char *want)
+{
+    char *r;
+
+    send_str(fd, req);
+    r = read_until(fd, "\r\n", NULL);
+    assert_string_equal(r, want);
+    free(r);
+}
+
+static int text_conn(const struct tsrv *s)
+{
+    int fd = tc_connect(s);
+
+    assert_true(fd >= 0);
+    tc_set_timeout_ms(fd, 30000); /* only a hang reaches it */
+    return fd;
+}
+
+/* ---- lru_crawler metadump ------------------------------------------------ */
+
+struct mline {
+    char key[800];
+    long long exp, la;
+    unsigned long long cas;
+    char fetch[4];
+    unsigned cls;
+    size_t size;
+    char tags[128];
+};
+
+static bool parse_mline(const char *l, struct mline *m)
+{
+    int n = 0;
+
+    m->tags[0] = '\0';
+    if (sscanf(l, "key=%799s exp=%lld la=%lld cas=%llu fetch=%3s cls=%u "
+                  "size=%zu%n",
+               m->key, &m->exp, &m->la, &m->cas, m->fetch, &m->cls, &m->size,
+               &n) != 7)
+        return false;
+    if (l[n] == ' ' && sscanf(l + n, " tags=%127s", m->tags) != 1)
+        return false;
+    return true;
+}
+
+/* The lines of a metadump reply (each ending "\n"), then "END\r\n". */
+static int split_lines(char *r, size_t len, char ***out)
+{
+    int n = 0, cap = 1024;
+    char **v = malloc(sizeof(*v) * (size_t)cap), *p = r;
+
+    assert_true(len >= 5 && strcmp(r + len - 5, "END\r\n") == 0);
+    r[len - 5] = '\0';
+    while (*p != '\0') {
+        char *nl = strchr(p, '\n');
+
+        assert_non_null(nl);
+        *nl = '\0';
+        if (n == cap) {
+            cap *= 2;
+            v = realloc(v, sizeof(*v) * (size_t)cap);
+        }
+        v[n++] = p;
+        p = nl + 1;
+    }
+    *out = v;
+    return n;
+}
+
+static void test_metadump_format(void **state)
+{
+    static const char *const args[] = {"-n", "2", "-m", "64", NULL};
+    const struct wire_tag tags[] = {{1, 2}, {3, -4}};
+    struct tsrv s;
+    struct mline m;
+    char *r, **lines;
+    size_t len;
+    int fd, nfd, n, i, seen = 0;
+    long long now = (long long)time(NULL);
+
+    (void)state;
+    assert_int_equal(tsrv_start(&s, args), 0);
+    nfd = tc_connect(&s);
+    assert_true(nfd >= 0);
+    /* keys the text protocol cannot carry: through the native one */
+    assert_int_equal(tc_set(nfd, "a b/c\x01~", "v", 1, NULL, 0), WIRE_S_OK);
+    {
+        struct treq q = {.op = WIRE_OP_SET, .key = "tagged", .klen = 6,
+                         .val = "xyz", .vlen = 3, .tags = tags, .ntags = 2};
+        struct tresp p;
+
+        assert_int_equal(tc_call(nfd, &q, &p), WIRE_S_OK);
+        tc_resp_free(&p);
+    }
+    close(nfd);
+    fd = text_conn(&s);
+    xchg(fd, "set plain 5 100 3\r\nbar\r\n", "STORED\r\n");
+    send_str(fd, "get plain\r\n");
+    r = read_until(fd, "END\r\n", NULL);
+    assert_string_equal(r, "VALUE plain 5 3\r\nbar\r\nEND\r\n");
+    free(r);
+
+    send_str(fd, "lru_crawler metadump all\r\n");
+    r = read_until(fd, "END\r\n", &len);
+    n = split_lines(r, len, &lines);
+    assert_int_equal(n, 3);
+    for (i = 0; i < n; i++) {
+        assert_true(parse_mline(lines[i], &m));
+        assert_int_equal(m.cls, 1);
+        assert_true(m.la >= now - 5 && m.la <= now + 5);
+        assert_true(m.cas > 0 && m.size > 0);
+        if (strcmp(m.key, "a%20b%2Fc%01~") == 0) {
+            assert_int_equal(m.exp, -1);
+            assert_string_equal(m.fetch, "no");
+            seen |= 1;
+        } else if (strcmp(m.key, "plain") == 0) {
+            assert_true(m.exp >= now + 95 && m.exp <= now + 105);
+            assert_string_equal(m.fetch, "yes");
+            assert_string_equal(m.tags, "");
+            seen |= 2;
+        } else if (strcmp(m.key, "tagged") == 0) {
+            assert_string_equal(m.tags, "1:2,3:-4");
+            seen |= 4;
+        } else {
+            fail_msg("unexpected line '%s'", lines[i]);
+        }
+    }
+    assert_int_equal(seen, 7);
+    free(lines);
+    free(r);
+    /* hash is the same walk; class 1 holds every record, 2-63 none */
+    send_str(fd, "lru_crawler metadump hash\r\n");
+    r = read_until(fd, "END\r\n", &len);
+    n = split_lines(r, len, &lines);
+    assert_int_equal(n, 3);
+    free(lines);
+    free(r);
+    send_str(fd, "lru_crawler metadump 2,1\r\n");
+    r = read_until(fd, "END\r\n", &len);
+    n = split_lines(r, len, &lines);
+    assert_int_equal(n, 3);
+    free(lines);
+    free(r);
+    xchg(fd, "lru_crawler metadump 2\r\n", "END\r\n");
+    xchg(fd, "lru_crawler metadump 63\r\n", "END\r\n");
+    xchg(fd, "lru_crawler metadump 0\r\n", "BADCLASS invalid class id\r\n");
+    xchg(fd, "lru_crawler metadump 64\r\n", "BADCLASS invalid class id\r\n");
+    xchg(fd, "lru_crawler metadump 1,x\r\n", "BADCLASS invalid class id\r\n");
+    xchg(fd, "lru_crawler metadump\r\n", "ERROR\r\n");
+    xchg(fd, "lru_crawler metadump all more\r\n", "ERROR\r\n");
+    xchg(fd, "lru_crawler crawl all\r\n", "ERROR\r\n");
+    xchg(fd, "lru_crawler\r\n", "ERROR\r\n");
+    /* pipelined behind it, the next request is answered after END */
+    send_str(fd, "lru_crawler metadump all\r\nget plain\r\n");
+    r = read_until(fd, "END\r\nVALUE plain 5 3\r\nbar\r\nEND\r\n", NULL);
+    free(r);
+    close(fd);
+    assert_int_equal(tsrv_stop(&s), 0);
+}
+
+#define MD_RECORDS 60000
+
+/*
+ * A dump far larger than --max-output, and a reader that reads none of
+ * it: its dump stops where the output is full, holding no lock, so a
+ * client of the same (only) network thread stores and reads meanwhile,
+ * new keys included.  Then the reader reads all: every record stored
+ * before the dump is listed exactly once.
+ */
+static void test_metadump_slow_reader(void **state)
+{
+    static const char *const args[] = {"-n", "1", "-m", "256", "--max-output",
+                                       "64k", NULL};
+    struct tsrv s;
+    char *buf, *r, **lines, *seen, cmd[256];
+    size_t len, off = 0;
+    int a, b, n, i, extra = 0;
+
+    (void)state;
+    assert_int_equal(tsrv_start(&s, args), 0);
+    b = text_conn(&s);
+    buf = malloc((size_t)MD_RECORDS * 210);
+    for (i = 0; i < MD_RECORDS; i++)
+        off += (size_t)sprintf(buf + off,
+                               "set md-%06d-%0150d 0 0 2 noreply\r\nvv\r\n", i,
+                               0);
+    assert_int_equal(tc_send_all(b, buf, off), 0);
+    xchg(b, "mn\r\n", "MN\r\n");
+    free(buf);
+
+    a = tc_connect_rcvbuf(&s, 4096);
+    assert_true(a >= 0);
+    tc_set_timeout_ms(a, 30000);
+    send_str(a, "lru_crawler metadump all\r\n");
+    /* a reads nothing: b, on the same thread, is served meanwhile */
+    for (i = 0; i < 300; i++) {
+        snprintf(cmd, sizeof(cmd), "set new-%d 0 0 1\r\nn\r\n", i);
+        xchg(b, cmd, "STORED\r\n");
+        snprintf(cmd, sizeof(cmd), "get md-%06d-%0150d\r\n",
+                 i * (MD_RECORDS / 300), 0);
+        send_str(b, cmd);
+        free(read_until(b, "END\r\n", NULL));
+    }
+    /* the dump is still waiting for its reader, not over */
+    send_str(b, "stats conns\r\n");
+    r = read_until(b, "END\r\n", NULL);
+    assert_non_null(strstr(r, ":state conn_mwrite\r\n"));
+    free(r);
+    /* now a reads it all */
+    r = read_until(a, "END\r\n", &len);
+    n = split_lines(r, len, &lines);
+    seen = calloc(MD_RECORDS, 1);
+    for (i = 0; i < n; i++) {
+        int k;
+
+        if (strncmp(lines[i], "key=new-", 8) == 0) {
+            extra++;
+            continue;
+        }
+        assert_int_equal(sscanf(lines[i], "key=md-%d-", &k), 1);
+        assert_true(k >= 0 && k < MD_RECORDS);
+        assert_int_equal(seen[k], 0); /* once */
+        seen[k] = 1;
+    }
+    for (i = 0; i < MD_RECORDS; i++)
+        if (!seen[i])
+            fail_msg("record md-%06d missing from the dump", i);
+    assert_true(extra <= 300);
+    free(seen);
+    free(lines);
+    free(r);
+    {
+        int nfd = tc_connect(&s);
+
+        assert_true(tc_stat(nfd, "output_paused") >= 1);
+        close(nfd);
+    }
+    close(a);
+    close(b);
+    assert_int_equal(tsrv_stop(&s), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_metadump_format),
+        cmocka_unit_test(test_metadump_slow_reader),
+    };
+
+    signal(SIGPIPE, SIG_IGN);
+    if (getenv("MDC_TEST_FILTER") != NULL)
+        cmocka_set_test_filter(getenv("MDC_TEST_FILTER"));
+    return cmocka_run_group_tests_name("compat", tests, NULL, NULL);
+}
