@@ -10,7 +10,9 @@
  */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <setjmp.h>
@@ -30,6 +32,8 @@
 #include "server_client.h"
 
 /* ---- a text client -------------------------------------------------------- */
+
+static const char *phase = ""; /* named in a failure */
 
 static void send_str(int fd, const char *s)
 {
@@ -56,8 +60,9 @@ static char *read_until(int fd, const char *tail, size_t *lenp)
         }
         k = recv(fd, b + len, cap - len - 1, 0);
         if (k <= 0)
-            fail_msg("connection ended (%zd, %s) after %zu bytes, want '%s'",
-                     k, strerror(errno), len, tail);
+            fail_msg("%s: connection ended (%zd, %s) after %zu bytes, want "
+                     "'%s'",
+                     phase, k, strerror(errno), len, tail);
         len += (size_t)k;
     }
     b[len] = '\0';
@@ -74,6 +79,22 @@ static void xchg(int fd, const char *req, const char *want)
     r = read_until(fd, "\r\n", NULL);
     assert_string_equal(r, want);
     free(r);
+}
+
+/* A stat from a text "stats" on fd. */
+static long long tc_stat_text(int fd, const char *name)
+{
+    char *t, pat[96], *p;
+    long long v;
+
+    send_str(fd, "stats\r\n");
+    t = read_until(fd, "END\r\n", NULL);
+    snprintf(pat, sizeof(pat), "STAT %s ", name);
+    p = strstr(t, pat);
+    assert_non_null(p);
+    v = atoll(p + strlen(pat));
+    free(t);
+    return v;
 }
 
 static int text_conn(const struct tsrv *s)
@@ -309,11 +330,265 @@ static void test_metadump_slow_reader(void **state)
     assert_int_equal(tsrv_stop(&s), 0);
 }
 
+/* ---- watch --------------------------------------------------------------- */
+
+/* The local port of fd, as a conn_new line names the client. */
+static unsigned local_port(int fd)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof(ss);
+
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&ss, &sl), 0);
+    return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+}
+
+/* Read the watcher until a line contains want; the text read so far. */
+static char *watch_until(int w, const char *want)
+{
+    size_t cap = 1 << 16, len = 0;
+    char *b = malloc(cap);
+
+    for (;;) {
+        ssize_t k;
+
+        b[len] = '\0';
+        if (strstr(b, want) != NULL)
+            return b;
+        if (cap - len < 4096) {
+            cap *= 2;
+            b = realloc(b, cap);
+        }
+        k = recv(w, b + len, cap - len - 1, 0);
+        if (k <= 0)
+            fail_msg("watcher ended without '%s'; got:\n%s", want, b);
+        len += (size_t)k;
+    }
+}
+
+/* Every line of text has memcached's prefix "ts=<s>.<us> gid=<n> ". */
+static void check_prefixes(const char *text)
+{
+    const char *l = text;
+
+    while (*l != '\0') {
+        const char *nl = strchr(l, '\n');
+        long long s, us;
+        unsigned long long gid;
+
+        if (nl == NULL)
+            break;
+        if (strncmp(l, "skipped=", 8) != 0)
+            assert_int_equal(sscanf(l, "ts=%lld.%lld gid=%llu ", &s, &us,
+                                    &gid),
+                             3);
+        l = nl + 1;
+    }
+}
+
+/*
+ * watch fetchers mutations evictions connevents: a client's connection,
+ * stores, gets, mg, evictions and close come as memcached's lines; bad
+ * types answer ERROR, and a watch over UDP is refused.
+ */
+static void test_watch_lines(void **state)
+{
+    static const char *const args[] = {"-n", "2", "-m", "8", NULL};
+    struct tsrv s;
+    int w, d, i;
+    unsigned dport;
+    char want[256], *r, *big;
+
+    (void)state;
+    assert_int_equal(tsrv_start(&s, args), 0);
+    w = text_conn(&s);
+    xchg(w, "watch bogus\r\n", "ERROR\r\n");
+    xchg(w, "watch fetchers rawcmds\r\n", "ERROR\r\n");
+    xchg(w, "watch fetchers mutations evictions connevents\r\n", "OK\r\n");
+    {
+        int n = text_conn(&s);
+        long long v = 0;
+
+        /* the watcher is taken in once its OK is out: wait for it */
+        for (i = 0; i < 3000 && v != 1; i++) {
+            char *t;
+
+            send_str(n, "stats\r\n");
+            t = read_until(n, "END\r\n", NULL);
+            v = strstr(t, "STAT log_watchers ") != NULL
+                    ? atoll(strstr(t, "STAT log_watchers ") + 18)
+                    : -1;
+            free(t);
+            if (v != 1)
+                usleep(10000);
+        }
+        assert_int_equal(v, 1);
+        close(n);
+    }
+    d = text_conn(&s);
+    dport = local_port(d);
+    xchg(d, "set w%20k 3 100 2\r\nhi\r\n", "STORED\r\n");
+    xchg(d, "add w%20k 0 0 1\r\nx\r\n", "NOT_STORED\r\n");
+    send_str(d, "get w%20k nokey\r\n");
+    free(read_until(d, "END\r\n", NULL));
+    send_str(d, "mg w%20k v\r\n");
+    r = read_until(d, "hi\r\n", NULL);
+    assert_string_equal(r, "VA 2\r\nhi\r\n");
+    free(r);
+    close(d);
+    snprintf(want, sizeof(want),
+             "type=conn_close rip=127.0.0.1 rport=%u transport=tcp "
+             "reason=normal",
+             dport);
+    r = watch_until(w, want);
+    check_prefixes(r);
+    snprintf(want, sizeof(want),
+             "type=conn_new rip=127.0.0.1 rport=%u transport=tcp cfd=", dport);
+    assert_non_null(strstr(r, want));
+    assert_non_null(strstr(r, " type=item_store key=w%2520k status=stored "
+                              "cmd=set ttl=100 clsid=1 cfd="));
+    assert_non_null(strstr(r, " type=item_store key=w%2520k "
+                              "status=not_stored cmd=add ttl=0 clsid=0 cfd="));
+    assert_non_null(strstr(r, " type=item_get key=w%2520k status=found "
+                              "clsid=1 cfd="));
+    assert_non_null(strstr(r, " type=item_get key=nokey status=not_found "
+                              "clsid=0 cfd="));
+    assert_non_null(strstr(r, " size=2\n"));
+    /* the get and the mg: two found lines for the key */
+    assert_non_null(strstr(strstr(r, "status=found") + 1, "status=found"));
+    free(r);
+    /* evictions: 8 MiB of 100 KB values through -m 8 */
+    d = text_conn(&s);
+    big = malloc(100000 + 64);
+    memset(big, 'v', 100000 + 64);
+    for (i = 0; i < 200; i++) {
+        int n = sprintf(big, "set ev%d 0 0 100000 noreply\r\n", i);
+
+        memset(big + n, 'v', 100000);
+        memcpy(big + n + 100000, "\r\n", 2);
+        assert_int_equal(tc_send_all(d, big, (size_t)n + 100002), 0);
+    }
+    xchg(d, "mn\r\n", "MN\r\n");
+    free(big);
+    r = watch_until(w, " type=eviction key=ev");
+    assert_non_null(strstr(r, " fetch=no ttl=-1 la="));
+    check_prefixes(r);
+    free(r);
+    close(d);
+    close(w);
+    assert_int_equal(tsrv_stop(&s), 0);
+}
+
+/*
+ * A watcher that reads nothing: its lines stop fitting its buffer and are
+ * dropped, counted (log_watcher_skipped) - the clients' requests are
+ * answered meanwhile, none waits for the watcher - and once it reads, a
+ * "skipped=N" line says how many it lost.
+ */
+static void test_watch_slow_watcher(void **state)
+{
+    static const char *const args[] = {"-n", "1", "-m", "64", NULL};
+    struct tsrv s;
+    int w, d, i, n;
+    char *buf, *r;
+    size_t off = 0;
+    long long skipped;
+
+    (void)state;
+    assert_int_equal(tsrv_start(&s, args), 0);
+    w = tc_connect_rcvbuf(&s, 4096);
+    assert_true(w >= 0);
+    tc_set_timeout_ms(w, 30000);
+    xchg(w, "watch fetchers\r\n", "OK\r\n");
+    d = text_conn(&s);
+    phase = "waiting for the watcher";
+    {
+        long long v = 0;
+
+        for (i = 0; i < 3000 && v != 1; i++) {
+            char *t;
+
+            send_str(d, "stats\r\n");
+            t = read_until(d, "END\r\n", NULL);
+            v = atoll(strstr(t, "STAT log_watchers ") + 18);
+            free(t);
+            if (v != 1)
+                usleep(10000);
+        }
+        assert_int_equal(v, 1);
+    }
+    /* 100 000 gets of a 200-byte key, in batches of 5 000: some 30 MB
+     * of lines for the watcher */
+    buf = malloc(5000 * 210);
+    n = 0;
+    phase = "gets";
+    for (int batch = 0; batch < 20; batch++) {
+        int got = 0;
+
+        off = 0;
+        for (i = 0; i < 5000; i++)
+            off += (size_t)sprintf(buf + off, "get s%0200d\r\n",
+                                   batch * 5000 + i);
+        assert_int_equal(tc_send_all(d, buf, off), 0);
+        while (got < 5000) { /* each answered, the watcher reading nothing */
+            char *t = read_until(d, "END\r\n", NULL);
+
+            for (char *p = t; (p = strstr(p, "END\r\n")) != NULL; p += 5)
+                got++;
+            free(t);
+        }
+        n += got;
+    }
+    free(buf);
+    assert_int_equal(n, 100000);
+    skipped = tc_stat_text(d, "log_watcher_skipped");
+    assert_true(skipped > 0);
+    /* the watcher reads now: a skipped=N line among its lines */
+    r = watch_until(w, "skipped=");
+    check_prefixes(r);
+    free(r);
+    close(w);
+    close(d);
+    assert_int_equal(tsrv_stop(&s), 0);
+}
+
+/* Under --auth-file neither runs before login; both do after it. */
+static void test_login_first(void **state)
+{
+    char path[] = "/tmp/mdc-compat-auth-XXXXXX";
+    const char *args[] = {"-n", "1", "--auth-file", path, NULL};
+    struct tsrv s;
+    int fd, afd;
+    char *r;
+
+    (void)state;
+    afd = mkstemp(path);
+    assert_true(afd >= 0);
+    assert_int_equal(write(afd, "ops:secret\n", 11), 11);
+    close(afd);
+    assert_int_equal(tsrv_start(&s, args), 0);
+    fd = text_conn(&s);
+    xchg(fd, "lru_crawler metadump all\r\n", "CLIENT_ERROR unauthenticated\r\n");
+    xchg(fd, "watch fetchers\r\n", "CLIENT_ERROR unauthenticated\r\n");
+    xchg(fd, "set x 0 0 10\r\nops secret\r\n", "STORED\r\n");
+    xchg(fd, "set k 0 0 1\r\nv\r\n", "STORED\r\n");
+    send_str(fd, "lru_crawler metadump all\r\n");
+    r = read_until(fd, "END\r\n", NULL);
+    assert_true(strncmp(r, "key=k exp=-1 la=", 16) == 0);
+    free(r);
+    xchg(fd, "watch fetchers\r\n", "OK\r\n");
+    close(fd);
+    assert_int_equal(tsrv_stop(&s), 0);
+    unlink(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_metadump_format),
         cmocka_unit_test(test_metadump_slow_reader),
+        cmocka_unit_test(test_watch_lines),
+        cmocka_unit_test(test_watch_slow_watcher),
+        cmocka_unit_test(test_login_first),
     };
 
     signal(SIGPIPE, SIG_IGN);

@@ -280,6 +280,11 @@ static void txt_store(struct conn *c, struct worker *w,
         it.ntags = n;
     }
     st = store_put(c->srv->store, mode, &it, NULL);
+    if (watch_wants(c->srv, WATCH_MUTATIONS))
+        proto_watch_store(c, req->key, req->klen,
+                          req->cmd == MCT_TSET ? "set"
+                                               : mctext_cmd_name(req->cmd),
+                          st, req->exptime, req->vlen);
     if (proto_detail_on(c->srv))
         stats_detail_count(c->srv, req->key, req->klen, DETAIL_SET, false);
     txt_put_stats(w, mode, st);
@@ -566,6 +571,8 @@ static void txt_mg(struct conn *c, struct worker *w,
     q.recache_exptime = m->recache;
     q.recache_after_touch = m->recache_after_touch;
     r = store_mget(st, req->key, req->klen, &q, &res);
+    if (watch_wants(c->srv, WATCH_FETCHERS))
+        proto_watch_get(c, req->key, req->klen, r);
     /* a vivified record is the miss it stands for */
     stats_count_get(&w->stats, q.touch, r != NULL && !res.created);
     if (r == NULL) {
@@ -627,6 +634,19 @@ static void txt_ms(struct conn *c, struct worker *w,
             it.cas = 0; /* add: nothing to compare with */
     }
     st = store_put(c->srv->store, mode, &it, &cas);
+    if (watch_wants(c->srv, WATCH_MUTATIONS)) {
+        static const char *const names[] = {
+            [STORE_SET] = "set", [STORE_ADD] = "add",
+            [STORE_REPLACE] = "replace", [STORE_APPEND] = "append",
+            [STORE_PREPEND] = "prepend", [STORE_CAS] = "cas"};
+
+        proto_watch_store(c, req->key, req->klen,
+                          (size_t)mode < sizeof(names) / sizeof(names[0]) &&
+                                  names[mode] != NULL
+                              ? names[mode]
+                              : "set",
+                          st, req->meta.ttl, req->vlen);
+    }
     txt_put_stats(w, mode, st);
     switch (st) {
     case ST_OK:
@@ -992,6 +1012,32 @@ again:
     return false;
 }
 
+/* ---- watch ----------------------------------------------------------------- */
+
+/*
+ * watch [fetchers|mutations|evictions|connevents]...: OK, then the
+ * connection becomes a watcher (server/net/watch.h): once the OK and
+ * whatever came before it are out, its socket goes to the watch thread
+ * and the connection ends (its later requests are not run, as in
+ * memcached).  Not over TLS: the watch thread writes plain bytes.
+ */
+static void txt_watch(struct conn *c, const struct mctext_req *req)
+{
+    unsigned t = watch_parse(req->arg, req->arglen);
+
+    if (t == 0) { /* a type memcached has and mdcached has not, or none */
+        txt_str(c, MCTEXT_R_ERROR);
+        return;
+    }
+    if (c->filtered) {
+        txt_str(c, "CLIENT_ERROR watch is not served over TLS\r\n");
+        return;
+    }
+    txt_str(c, MCTEXT_R_OK);
+    c->watch_types = (uint8_t)t;
+    conn_close_after_flush(c);
+}
+
 /* ---- tag extension commands ---------------------------------------------- */
 
 /* The tvals of tget/tdel in w's scratch; NULL on allocation failure. */
@@ -1242,8 +1288,8 @@ static void txt_exec(struct conn *c, struct worker *w,
     case MCT_TDEL: txt_tdel(c, w, req); break;
     case MCT_TPUSH: txt_tpush(c, w, req); break;
     case MCT_TPOP: txt_tpop(c, w, req); break;
+    case MCT_WATCH: txt_watch(c, req); break;
     case MCT_LRU_CRAWLER: /* UDP: refused before it gets here */
-    case MCT_WATCH:
     case MCT_NONE: txt_str(c, MCTEXT_R_ERROR); break;
     }
 }
@@ -1408,6 +1454,8 @@ static size_t txt_fast(struct conn *c, struct worker *w, const uint8_t *b,
         return 0;
     }
     stats_count_get(&w->stats, 0, r != NULL);
+    if (watch_wants(c->srv, WATCH_FETCHERS))
+        proto_watch_get(c, k, klen, r);
     if (r == NULL) {
         txt_str(c, "EN\r\n");
         return (size_t)(p - b);
