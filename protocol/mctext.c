@@ -58,6 +58,8 @@ static const struct {
     {"tpush", MCT_TPUSH},
     {"tpop", MCT_TPOP},
     {"dump", MCT_DUMP},
+    {"lru_crawler", MCT_LRU_CRAWLER},
+    {"watch", MCT_WATCH},
 };
 
 const char *mctext_cmd_name(enum mctext_cmd cmd)
@@ -637,53 +639,57 @@ static ssize_t parse_tag_list(struct mctext_req *req, const char *p,
     return (ssize_t)req->linelen;
 }
 
-/* Which meta flags a command takes, and the wording of its errors. */
+/*
+ * The meta flags memcached 1.6.18 accepts: one set, shared by mg, ms, md
+ * and ma (memcached parses them all before it knows the command), each
+ * command giving meaning to those that concern it and ignoring the rest
+ * (`mg k C5` reads as `mg k`, `ms k 2 MA N60` appends or answers NS).
+ * The flags only the newer protocol.txt documents (E, x, S) are refused,
+ * as memcached 1.6.18 refuses them (docs/protocol-text.md, section 4).
+ */
+#define META_FLAGS_1618 "bNTRlOPLkstcfvhuqFCMJDI"
+
+/* Which meta flags a command answers, and the wording of its errors. */
 struct meta_rules {
-    const char *valid;     /* accepted flag characters */
-    const char *ret;       /* of which those answered with a token */
-    const char *e_invalid; /* unknown flag */
-    const char *e_dup;     /* repeated flag */
-    const char *e_token;   /* bad numeric token (T, C) */
-    const char *e_mode;    /* bad M mode */
+    const char *ret;   /* flags answered with a token */
+    const char *e_all; /* every flag error worded so (md, ma), or NULL */
+    const char *e_mode; /* bad M mode */
 };
 
 static const struct meta_rules *meta_rules_of(enum mctext_cmd cmd)
 {
-    static const struct meta_rules mg = {
-        "bcfhklOqstuvNRTPL", "cfhklOst",       MCTEXT_E_INVALID_FLAG,
-        MCTEXT_E_DUP_FLAG, MCTEXT_E_BAD_TOKEN, NULL};
-    static const struct meta_rules ms = {
-        "bcCFIkOqTMPL",        "ckO",
-        MCTEXT_E_INVALID_FLAG, MCTEXT_E_DUP_FLAG,
-        MCTEXT_E_BAD_TOKEN,    MCTEXT_E_MS_MODE};
-    static const struct meta_rules md = {"bCIkOqTPL",
-                                         "kO",
-                                         MCTEXT_E_INVALID_DUP,
-                                         MCTEXT_E_INVALID_DUP,
-                                         MCTEXT_E_INVALID_DUP,
-                                         NULL};
-    static const struct meta_rules ma = {
-        "bCNJDTMqtcvkOPL",    "ctkO",
-        MCTEXT_E_INVALID_DUP, MCTEXT_E_INVALID_DUP,
-        MCTEXT_E_INVALID_DUP, MCTEXT_E_MA_MODE};
-    static const struct meta_rules me = {
-        "b", "", MCTEXT_E_FORMAT, MCTEXT_E_FORMAT, MCTEXT_E_FORMAT, NULL};
+    static const struct meta_rules mg = {"cfhklOst", NULL, NULL};
+    static const struct meta_rules ms = {"ckO", NULL, MCTEXT_E_MS_MODE};
+    static const struct meta_rules md = {"kO", MCTEXT_E_INVALID_DUP, NULL};
+    static const struct meta_rules ma = {"ctkO", MCTEXT_E_INVALID_DUP,
+                                         MCTEXT_E_MA_MODE};
 
     switch (cmd) {
     case MCT_MG: return &mg;
     case MCT_MS: return &ms;
     case MCT_MD: return &md;
-    case MCT_MA: return &ma;
-    default: return &me;
+    default: return &ma;
     }
 }
 
-/* The flags of a meta command; NULL or the error line. */
+static const char *meta_key(struct mctext_req *req, const struct tok *k);
+
+/*
+ * The flags of mg, ms, md or ma; NULL or the error line.  memcached's
+ * order of errors: a repeated or unknown flag answers at once; a bad
+ * token (or key encoding) is noted and the last one noted wins once every
+ * flag is read (a bad F keeps the one before, or the command's default);
+ * then a bad mode, then an opaque too long.  md and ma word every flag
+ * error alike.
+ */
 static const char *meta_flags(struct mctext_req *req, const struct tok *t,
-                              unsigned n)
+                              unsigned n, const struct tok *key)
 {
     const struct meta_rules *r = meta_rules_of(req->cmd);
     struct mctext_meta *m = &req->meta;
+    const char *err = NULL;
+    bool olong = false, seen_b = false;
+    uint64_t seen_pl = 0;
     unsigned i;
 
     for (i = 0; i < n; i++) {
@@ -692,71 +698,93 @@ static const char *meta_flags(struct mctext_req *req, const struct tok *t,
         uint32_t alen = t[i].n - 1;
         uint64_t bit;
 
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) ||
-            strchr(r->valid, c) == NULL)
-            return r->e_invalid;
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))) {
+            /* memcached: bytes above 126 are duplicates, others unknown */
+            if ((unsigned char)c >= 127)
+                return r->e_all ? r->e_all : MCTEXT_E_DUP_FLAG;
+            return r->e_all ? r->e_all : MCTEXT_E_INVALID_FLAG;
+        }
         bit = MCTEXT_MF(c);
-        if (c == 'P' || c == 'L')
-            continue; /* proxy hints: ignored, as memcached does */
-        if (m->flags & bit)
-            return r->e_dup;
+        if ((m->flags | seen_pl) & bit)
+            return r->e_all ? r->e_all : MCTEXT_E_DUP_FLAG;
+        if (strchr(META_FLAGS_1618, c) == NULL)
+            return r->e_all ? r->e_all : MCTEXT_E_INVALID_FLAG;
+        if (c == 'P' || c == 'L') {
+            seen_pl |= bit; /* proxy hints: ignored, as memcached does */
+            continue;
+        }
         m->flags |= bit;
         if (strchr(r->ret, c) != NULL)
             m->ret[m->nret++] = c;
         switch (c) {
+        case 'b':
+            seen_b = true;
+            if (meta_key(req, key) != NULL)
+                err = MCTEXT_E_KEY_DECODE;
+            break;
         case 'O':
             if (alen > MCTEXT_OPAQUE_MAX)
-                return MCTEXT_E_OPAQUE;
+                olong = true;
             m->opaque = arg;
-            m->olen = (uint8_t)alen;
+            m->olen = (uint8_t)(alen > 255 ? 255 : alen);
             break;
         case 'T':
             if (!parse_i64(arg, alen, &m->ttl))
-                return r->e_token;
+                err = MCTEXT_E_BAD_TOKEN;
             break;
         case 'C':
             if (!parse_u64(arg, alen, &m->cas))
-                return r->e_token;
+                err = MCTEXT_E_BAD_TOKEN;
             break;
         case 'F':
-            if (!parse_u32(arg, alen, &m->cflags))
-                return MCTEXT_E_FORMAT;
+            if (!parse_u32(arg, alen, &m->cflags) && err == NULL)
+                err = MCTEXT_E_FORMAT;
             break;
         case 'N':
             if (!parse_i64(arg, alen, &m->vivify))
-                return r->e_token;
+                err = MCTEXT_E_BAD_TOKEN;
             break;
         case 'R':
             if (!parse_i64(arg, alen, &m->recache))
-                return r->e_token;
+                err = MCTEXT_E_BAD_TOKEN;
             m->recache_after_touch = (m->flags & MCTEXT_MF('T')) != 0;
             break;
         case 'J':
             if (!parse_u64(arg, alen, &m->initial))
-                return r->e_token;
+                err = MCTEXT_E_INITIAL;
             break;
         case 'D':
             if (!parse_u64(arg, alen, &m->delta))
-                return r->e_token;
+                err = MCTEXT_E_DELTA_VALUE;
             break;
         case 'M':
             if (alen != 1)
-                return MCTEXT_E_M_LEN;
-            m->mode = arg[0];
-            if (req->cmd == MCT_MS && strchr("SEAPR", m->mode) == NULL)
-                return r->e_mode;
-            if (req->cmd == MCT_MA) {
-                if (m->mode == '+')
-                    m->mode = 'I';
-                else if (m->mode == '-')
-                    m->mode = 'D';
-                else if (m->mode != 'I' && m->mode != 'D')
-                    return r->e_mode;
-            }
+                err = MCTEXT_E_M_LEN;
+            else
+                m->mode = arg[0];
             break;
         default: break;
         }
     }
+    if (err != NULL)
+        return r->e_all ? r->e_all : err;
+    if (!seen_b && (err = meta_key(req, key)) != NULL)
+        return err;
+    /* the mode: ms and ma check it, mg and md ignore it */
+    if (req->cmd == MCT_MS && m->mode != 0 && strchr("SEAPR", m->mode) == NULL)
+        return r->e_mode;
+    if (req->cmd == MCT_MA && m->mode != 0) {
+        if (m->mode == '+')
+            m->mode = 'I';
+        else if (m->mode == '-')
+            m->mode = 'D';
+        else if (m->mode != 'I' && m->mode != 'D')
+            return r->e_mode;
+    }
+    if (req->cmd != MCT_MA && req->cmd != MCT_MS)
+        m->mode = 0; /* meaningless here */
+    if (olong)
+        return MCTEXT_E_OPAQUE;
     return NULL;
 }
 
@@ -782,7 +810,8 @@ static const char *meta_key(struct mctext_req *req, const struct tok *k)
     return NULL;
 }
 
-/* mg|md|ma <key> <flag>*; ms <key> <datalen> <flag>*; me <key> [b] */
+/* mg|md|ma <key> <flag>*; ms <key> <datalen> <flag>*; me <key> [b]
+ * (memcached's me looks at its first flag only, for b) */
 static ssize_t parse_meta(const char *b, size_t len,
                           const struct mctext_limits *lim,
                           struct mctext_req *req, const struct tok *t,
@@ -807,9 +836,13 @@ static ssize_t parse_meta(const char *b, size_t len,
     }
     if (more)
         return fail(req, MCTEXT_E_FORMAT, swallow);
-    err = meta_flags(req, t + first, n - first);
-    if (err == NULL)
+    if (req->cmd == MCT_ME) {
+        if (n >= 3 && tok_is(&t[2], "b"))
+            req->meta.flags = MCTEXT_MF('b');
         err = meta_key(req, &t[1]);
+    } else {
+        err = meta_flags(req, t + first, n - first, &t[1]);
+    }
     if (err != NULL)
         return fail(req, err, swallow);
     if (req->cmd == MCT_MS)
@@ -889,10 +922,17 @@ static ssize_t parse_simple(struct mctext_req *req, const struct tok *t,
             return fail(req, MCTEXT_E_FORMAT, req->linelen);
         break;
     case MCT_STATS:
+    case MCT_WATCH:
         if (n >= 2) {
             req->arg = t[1].p;
             req->arglen = (uint32_t)(end - t[1].p);
         }
+        break;
+    case MCT_LRU_CRAWLER: /* the subcommand is the handler's */
+        if (n < 2)
+            return fail(req, MCTEXT_R_ERROR, req->linelen);
+        req->arg = t[1].p;
+        req->arglen = (uint32_t)(end - t[1].p);
         break;
     case MCT_TPOP:
         if (n < 3)
@@ -1014,7 +1054,8 @@ ssize_t mctext_parse(const void *buf, size_t len,
     case MCT_ME: return parse_meta(b, len, lim, req, t, n, more != NULL);
     default:
         if (more != NULL && req->cmd != MCT_STATS && req->cmd != MCT_VERSION &&
-            req->cmd != MCT_QUIT && req->cmd != MCT_MN)
+            req->cmd != MCT_QUIT && req->cmd != MCT_MN &&
+            req->cmd != MCT_WATCH && req->cmd != MCT_LRU_CRAWLER)
             return fail(req, MCTEXT_R_ERROR, req->linelen);
         return parse_simple(req, t, n, more, end);
     }

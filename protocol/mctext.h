@@ -83,6 +83,8 @@ enum mctext_cmd {
     MCT_TPOP,
     /* admin */
     MCT_DUMP,             /* "dump": write -f now, answer when on disk */
+    MCT_LRU_CRAWLER,      /* lru_crawler <sub> [<arg>]: arg is the rest */
+    MCT_WATCH,            /* watch [<type>...]: arg is the rest, or NULL */
 };
 
 /* Bit of meta flag character c ('a'-'z', 'A'-'Z') in mctext_meta.flags. */
@@ -233,6 +235,8 @@ size_t mctext_meta_line(char *out, const char *code, int64_t vlen,
 #define MCTEXT_E_DUP_FLAG "CLIENT_ERROR duplicate flag\r\n"
 #define MCTEXT_E_INVALID_DUP "CLIENT_ERROR invalid or duplicate flag\r\n"
 #define MCTEXT_E_BAD_TOKEN "CLIENT_ERROR bad token in command line format\r\n"
+#define MCTEXT_E_INITIAL "CLIENT_ERROR invalid numeric initial value\r\n"
+#define MCTEXT_E_DELTA_VALUE "CLIENT_ERROR invalid numeric delta value\r\n"
 #define MCTEXT_E_OPAQUE "CLIENT_ERROR opaque token too long\r\n"
 #define MCTEXT_E_KEY_DECODE "CLIENT_ERROR error decoding key\r\n"
 #define MCTEXT_E_MS_MODE "CLIENT_ERROR invalid mode for ms M token\r\n"

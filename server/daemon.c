@@ -42,6 +42,7 @@
 #include "server/core/alloc.h"
 #include "server/core/newfile.h"
 #include "dumper.h"
+#include "server/net/watch.h"
 #include "server/net/conn.h"
 #include "server/net/net.h"
 #include "server/net/threads.h"
@@ -134,6 +135,7 @@ void server_teardown(struct server *srv)
         if (srv->ev_sig[i] != NULL)
             event_free(srv->ev_sig[i]);
     threads_teardown(srv);
+    watch_teardown(srv); /* no worker logs any more */
     if (srv->store != NULL)
         store_teardown(srv->store); /* may still announce into the mirror */
     auth_teardown(srv->auth);

@@ -68,6 +68,9 @@ struct opt_list {
     X(port_file, 0, "port-file", OT_STR, "", 0, 0, "PATH",                     \
       "once bound, write every listener's address (tcp/tls/udp/unix "         \
       "ADDR:PORT lines) to this file: the ports auto picked")                 \
+    X(udp_writes, 0, "udp-writes", OT_FLAG, "off", 0, 1, NULL,                 \
+      "-U also serves stores, delete, incr/decr, touch, the meta and tag "     \
+      "commands (spoofable: see docs/security.md); never flush_all")           \
     X(udp_reply_limit, 0, "udp-reply-limit", OT_SIZE, "2m", 2048, 67108864,    \
       "SIZE", "largest UDP reply; a longer one ends with SERVER_ERROR")        \
     X(xdp, 'x', "xdp", OT_STR, "", 0, 0, "IFACE",                              \

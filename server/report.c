@@ -183,6 +183,12 @@ void stats_collect_conn(struct server *srv, stats_visit_fn fn, void *ctx,
      * so that the first get of each counts here, as memcached's lazily
      * invalidated items do (store.h, struct store_stats) */
     emit_u64(fn, ctx, "get_flushed", s.get_flushed);
+    /* watch (server/net/watch.h): watchers now, and the lines dropped
+     * because a watcher did not read them in time */
+    emit_u64(fn, ctx, "log_watchers",
+             __atomic_load_n(&srv->watchers, __ATOMIC_RELAXED));
+    emit_u64(fn, ctx, "log_watcher_skipped",
+             __atomic_load_n(&srv->watch_skipped, __ATOMIC_RELAXED));
 #define X(n) emit_u64(fn, ctx, #n, t.n);
     STATS_THREAD_FIELDS(X)
 #undef X

@@ -153,9 +153,17 @@ struct listener {
 
 struct metrics;
 
+struct watch;
+
 struct server {
     struct options opt;
     struct store *store;
+    /* watch (server/net/watch.h): the types some watcher wants, read
+     * relaxed on the hot path; the watchers, made at the first one */
+    uint32_t watch_mask;
+    uint32_t watchers;        /* watchers now (log_watchers), atomic */
+    uint64_t watch_skipped;   /* lines dropped for slow watchers, atomic */
+    struct watch *watch;
     enum thread_model model;
     unsigned nnet;            /* network threads (-n) */
     unsigned npay;            /* payload threads (-t) */

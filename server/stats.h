@@ -66,6 +66,8 @@
     X(udp_requests)                                                            \
     X(udp_ignored)                                                             \
     X(udp_refused)                                                             \
+    X(udp_writes)                                                              \
+    X(udp_writes_refused)                                                      \
     X(udp_reply_too_large)                                                     \
     X(udp_send_drops)                                                          \
     X(tls_connections)                                                         \

@@ -675,6 +675,72 @@ static void test_meta_delete_arith(void **state)
     parse_err("me\r\n", MCTEXT_E_FORMAT, &req);
 }
 
+/*
+ * memcached 1.6.18 parses one set of meta flags for mg, ms, md and ma and
+ * lets each command ignore those that mean nothing to it: the flags of
+ * one command are accepted by the others (the Rust client's "ms k 4 MA
+ * N60" and "mg k v f c C2"), E, x and S stay refused, and the errors come
+ * in memcached's order (tests/meta_compat.py compares the replies with a
+ * running memcached).
+ */
+static void test_meta_flags_shared(void **state)
+{
+    static const char *const cmds[] = {"mg", "md", "ma"};
+    struct mctext_req req;
+    char buf[256];
+    size_t i;
+    (void)state;
+
+    parse_all("ms foo 4 MA N60\r\nabcd\r\n", &req);
+    assert_int_equal(req.meta.mode, 'A');
+    assert_int_equal(req.meta.vivify, 60);
+    parse_all("mg foo v f c C2\r\n", &req);
+    assert_memory_equal(req.meta.ret, "fc", 2);
+    assert_int_equal(req.meta.nret, 2);
+    for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+        snprintf(buf, sizeof(buf),
+                 "%s Zm9v b N1 T2 R3 l O4 P L k s t c F5 C6 M%c J7 D8 I\r\n",
+                 cmds[i], i == 2 ? 'D' : 'S');
+        parse_all(buf, &req);
+        assert_true(key_is(&req, "foo"));
+        assert_int_equal(req.meta.mode, i == 2 ? 'D' : 0);
+        assert_int_equal(req.meta.cas, 6);
+        assert_int_equal(req.meta.delta, 8);
+        snprintf(buf, sizeof(buf), "%s foo f v h u q\r\n", cmds[i]);
+        parse_all(buf, &req);
+        snprintf(buf, sizeof(buf), "%s foo E5\r\n", cmds[i]);
+        parse_err(buf, i == 0 ? MCTEXT_E_INVALID_FLAG : MCTEXT_E_INVALID_DUP,
+                  &req);
+        snprintf(buf, sizeof(buf), "%s foo P P\r\n", cmds[i]);
+        parse_err(buf, i == 0 ? MCTEXT_E_DUP_FLAG : MCTEXT_E_INVALID_DUP, &req);
+    }
+    /* ma's mode S is no ma mode; mg and md ignore M's letter */
+    parse_err("ma foo MS\r\n", MCTEXT_E_MA_MODE, &req);
+    parse_all("mg foo MX\r\n", &req);
+    assert_int_equal(req.meta.mode, 0);
+    parse_err("ma foo M\r\n", MCTEXT_E_INVALID_DUP, &req);
+    parse_err("mg foo M\r\n", MCTEXT_E_M_LEN, &req);
+    parse_all("ms foo 2 v s t h l u N5 R5 J1 D1\r\nhi\r\n", &req);
+    assert_int_equal(req.meta.nret, 0);
+    /* the order of errors */
+    parse_err("mg foo Tx Z\r\n", MCTEXT_E_INVALID_FLAG, &req);
+    parse_err("mg foo Tx Jx\r\n", MCTEXT_E_INITIAL, &req);
+    parse_err("mg foo Jx Tx\r\n", MCTEXT_E_BAD_TOKEN, &req);
+    parse_err("mg foo Dx\r\n", MCTEXT_E_DELTA_VALUE, &req);
+    parse_err("mg foo Tx Fx\r\n", MCTEXT_E_BAD_TOKEN, &req);
+    parse_err("mg foo Fx\r\n", MCTEXT_E_FORMAT, &req);
+    parse_err("mg foo Tx b\r\n", MCTEXT_E_KEY_DECODE, &req);
+    parse_err("mg !!!! b Tx\r\n", MCTEXT_E_BAD_TOKEN, &req);
+    parse_err("ms foo 2 MX Ooooooooooooooooooooooooooooooooooooooo\r\nhi\r\n",
+              MCTEXT_E_MS_MODE, &req);
+    /* me looks at its first flag only */
+    parse_all("me foo x y\r\n", &req);
+    parse_all("me Zm9v b\r\n", &req);
+    assert_true(key_is(&req, "foo"));
+    parse_all("me foo x b\r\n", &req);
+    assert_true(key_is(&req, "foo"));
+}
+
 static void test_meta_too_many_tokens(void **state)
 {
     struct mctext_req req;
@@ -996,6 +1062,7 @@ int main(void)
         cmocka_unit_test(test_meta_base64),
         cmocka_unit_test(test_meta_set),
         cmocka_unit_test(test_meta_delete_arith),
+        cmocka_unit_test(test_meta_flags_shared),
         cmocka_unit_test(test_meta_too_many_tokens),
         cmocka_unit_test(test_tags),
         cmocka_unit_test(test_compose),

@@ -533,6 +533,36 @@ static void test_malformed(void **state)
     close(fd);
 }
 
+/* Without --udp-writes a write is refused, not run, and counted in
+ * udp_writes_refused (so are flush_all and shutdown); stats and version
+ * are refused but are no writes. */
+static void test_writes_refused(void **state)
+{
+    long long wr0 = stat_of("udp_writes_refused"), r0 = stat_of("udp_refused");
+    long long w0 = stat_of("udp_writes");
+    int fd = uc_open("127.0.0.1", g_uport), tfd;
+
+    (void)state;
+    assert_true(fd >= 0);
+    uc_expect(fd, 1, "set wr 0 0 1\r\nx\r\n", UDP_E_REFUSED);
+    uc_expect(fd, 2, "ms wr 1\r\nx\r\n", UDP_E_REFUSED);
+    uc_expect(fd, 3, "tset wr 0 0 1 1:1\r\nx\r\n", UDP_E_REFUSED);
+    uc_send(fd, 4, "delete wr noreply\r\n"); /* refused, unanswered */
+    uc_expect(fd, 5, "flush_all\r\n", UDP_E_REFUSED);
+    uc_expect(fd, 6, "shutdown\r\n", UDP_E_REFUSED);
+    uc_expect(fd, 7, "stats\r\n", UDP_E_REFUSED);
+    uc_expect(fd, 8, "version\r\n", UDP_E_REFUSED);
+    uc_expect_silence(fd, 50);
+    assert_int_equal(stat_of("udp_writes_refused") - wr0, 6);
+    assert_int_equal(stat_of("udp_refused") - r0, 8);
+    assert_int_equal(stat_of("udp_writes") - w0, 0);
+    tfd = tc_connect(&g_srv);
+    assert_true(tfd >= 0);
+    assert_int_equal(tc_get(tfd, "wr", NULL, NULL), WIRE_S_NOT_FOUND);
+    close(tfd);
+    close(fd);
+}
+
 /* Two client threads, many pipelined requests each, against two network
  * threads (each client's port hashes to one of the SO_REUSEPORT sockets). */
 #define CONC_KEYS 64
@@ -725,6 +755,7 @@ static const struct CMUnitTest functional_tests[] = {
     cmocka_unit_test(test_multi_datagram),
     cmocka_unit_test(test_request_id_echo),
     cmocka_unit_test(test_malformed),
+    cmocka_unit_test(test_writes_refused),
     cmocka_unit_test(test_concurrent),
     cmocka_unit_test(test_stats_settings),
     cmocka_unit_test(test_one_get_counts_detail),
@@ -761,6 +792,114 @@ static void test_models_and_stop(void **state)
         close(fd);
         assert_int_equal(tsrv_stop(&s), 0);
     }
+}
+
+/* A text exchange over TCP: send cmd, read until want's length. */
+static void tcp_expect(int fd, const char *cmd, const char *want)
+{
+    char buf[4096];
+    size_t n = 0, wl = strlen(want);
+
+    assert_int_equal(write(fd, cmd, strlen(cmd)), (ssize_t)strlen(cmd));
+    while (n < wl) {
+        ssize_t k = read(fd, buf + n, sizeof(buf) - 1 - n);
+        assert_true(k > 0);
+        n += (size_t)k;
+    }
+    buf[n] = '\0';
+    assert_string_equal(buf, want);
+}
+
+/*
+ * --udp-writes: a datagram carries what memcached carries over UDP
+ * (stores, delete, incr/decr, touch, gat, the meta commands) and the tag
+ * commands, each answered as over TCP and seen by TCP clients at once;
+ * flush_all and shutdown are never served (nothing flushed, the daemon
+ * runs on), nor stats; the counters say so.  A value over -I refused
+ * over UDP removes the record it would have replaced, as over TCP.
+ */
+static void test_udp_writes(void **state)
+{
+    static const char *const args[] = {"-n", "2", "-I", "1k", "-A",
+                                       "--udp-writes", NULL};
+    struct tsrv s;
+    int port, fd, tfd, sfd;
+    char big[1200 + 64];
+    size_t len;
+    char *r;
+
+    (void)state;
+    assert_int_equal(start_udp(&s, &port, args), 0);
+    fd = uc_open("127.0.0.1", port);
+    assert_true(fd >= 0);
+    tfd = tc_connect(&s); /* text */
+    assert_true(tfd >= 0);
+    sfd = tc_connect(&s); /* native, for the counters */
+    assert_true(sfd >= 0);
+    assert_int_equal(tc_stat(sfd, "udp_writes"), 0);
+
+    uc_expect(fd, 1, "set a 3 0 2\r\nhi\r\n", "STORED\r\n");
+    tcp_expect(tfd, "get a\r\n", "VALUE a 3 2\r\nhi\r\nEND\r\n");
+    uc_expect(fd, 2, "add a 0 0 1\r\nx\r\n", "NOT_STORED\r\n");
+    uc_expect(fd, 3, "replace a 0 0 2\r\nho\r\n", "STORED\r\n");
+    uc_expect(fd, 4, "append a 0 0 1\r\n!\r\n", "STORED\r\n");
+    uc_expect(fd, 5, "prepend a 0 0 1\r\n<\r\n", "STORED\r\n");
+    uc_expect(fd, 6, "get a\r\n", "VALUE a 0 4\r\n<ho!\r\nEND\r\n");
+    uc_expect(fd, 7, "cas a 0 0 1 1\r\nz\r\n", "EXISTS\r\n");
+    uc_expect(fd, 8, "set n 0 0 2\r\n10\r\n", "STORED\r\n");
+    uc_expect(fd, 9, "incr n 5\r\n", "15\r\n");
+    uc_expect(fd, 10, "decr n 3\r\n", "12\r\n");
+    uc_expect(fd, 11, "touch n 100\r\n", "TOUCHED\r\n");
+    uc_expect(fd, 12, "gat 200 n\r\n", "VALUE n 0 2\r\n12\r\nEND\r\n");
+    uc_expect(fd, 13, "delete a\r\n", "DELETED\r\n");
+    tcp_expect(tfd, "get a\r\n", "END\r\n");
+    /* the meta commands */
+    uc_expect(fd, 20, "ms m 3 T0 F7\r\nabc\r\n", "HD\r\n");
+    uc_expect(fd, 21, "mg m v f\r\n", "VA 3 f7\r\nabc\r\n");
+    uc_expect(fd, 22, "ma n D8 v\r\n", "VA 2\r\n20\r\n");
+    uc_expect(fd, 23, "md m q\r\nmn\r\n", "MN\r\n");
+    uc_expect(fd, 24, "mg m v\r\n", "EN\r\n");
+    uc_send(fd, 25, "me n\r\n");
+    r = uc_reply(fd, 25, &len, NULL);
+    assert_true(strncmp(r, "ME n exp=", 9) == 0);
+    free(r);
+    /* the tag commands */
+    uc_expect(fd, 30, "tset t1 0 0 2 4:5\r\nt1\r\n", "STORED\r\n");
+    uc_expect(fd, 31, "tget 4 5\r\n", "VALUE t1 0 2\r\nt1\r\nEND\r\n");
+    uc_expect(fd, 32, "tdel 4 5\r\n", "DELETED 1\r\n");
+    uc_send(fd, 33, "tpush 4 6 0 0 1\r\np\r\n");
+    r = uc_reply(fd, 33, &len, NULL);
+    assert_true(strncmp(r, "STORED ", 7) == 0);
+    free(r);
+    uc_send(fd, 34, "tpop 4 6\r\n");
+    r = uc_reply(fd, 34, &len, NULL);
+    assert_true(strncmp(r, "VALUE ", 6) == 0);
+    assert_true(len > 12 && memcmp(r + len - 10, "\r\np\r\nEND\r\n", 10) ==
+                                 0);
+    free(r);
+    /* noreply: stored, not answered */
+    uc_send(fd, 40, "set q 0 0 1 noreply\r\nq\r\n");
+    uc_expect(fd, 41, "get q\r\n", "VALUE q 0 1\r\nq\r\nEND\r\n");
+    /* too large for -I: refused, and the old record goes, as over TCP */
+    memset(big, 'v', sizeof(big));
+    memcpy(big, "set q 0 0 1200\r\n", 16);
+    memcpy(big + 16 + 1200, "\r\n", 3);
+    uc_expect(fd, 42, big, "SERVER_ERROR object too large for cache\r\n");
+    uc_expect(fd, 43, "get q\r\n", "END\r\n");
+    /* never over UDP: flush_all, shutdown (even with -A), stats */
+    uc_expect(fd, 50, "flush_all\r\n", UDP_E_NOT_SERVED);
+    uc_expect(fd, 51, "flush_all 0 noreply\r\n"
+                      "get n\r\n", "VALUE n 0 2\r\n20\r\nEND\r\n");
+    uc_expect(fd, 52, "shutdown\r\n", UDP_E_NOT_SERVED);
+    uc_expect(fd, 53, "stats\r\n", UDP_E_NOT_SERVED);
+    tcp_expect(tfd, "get n\r\n", "VALUE n 0 2\r\n20\r\nEND\r\n");
+    assert_int_equal(tc_stat(sfd, "udp_writes_refused"), 3);
+    assert_int_equal(tc_stat(sfd, "udp_refused"), 4);
+    assert_int_equal(tc_stat(sfd, "udp_writes"), 25);
+    close(sfd);
+    close(tfd);
+    close(fd);
+    assert_int_equal(tsrv_stop(&s), 0);
 }
 
 static void test_ipv6(void **state)
@@ -995,6 +1134,7 @@ static void test_udp_flood_tcp_fair(void **state)
 
 static const struct CMUnitTest own_daemon_tests[] = {
     cmocka_unit_test(test_models_and_stop),
+    cmocka_unit_test(test_udp_writes),
     cmocka_unit_test(test_ipv6),
     cmocka_unit_test(test_reply_over_max_output),
     cmocka_unit_test(test_udp_flood_tcp_fair),

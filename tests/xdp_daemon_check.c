@@ -15,6 +15,14 @@
  *       protocol, waiting for each STORED, while readers GET over UDP; any
  *       reply older than the last version acknowledged before its request
  *       was sent, or not a well-formed version, fails.
+ *   xdp_daemon_check udpw SRV TCPPORT UDPPORT
+ *       the daemon runs with --udp-writes: the writes come over UDP (set,
+ *       append, prepend, incr, decr, touch, delete, ms, ma, md, md I,
+ *       tset), each acknowledged by its reply datagram, and the next GET
+ *       sees the new state, as after the same writes over TCP;
+ *       flush_all over UDP is refused and changes nothing.
+ *   xdp_daemon_check race-udp SRV TCPPORT UDPPORT SECONDS
+ *       the race with its writer's sets sent over UDP.
  *
  * Writes of the check go through libmdcached (the native protocol), the
  * race's writer speaks memcached's text protocol: both are acknowledged
@@ -437,10 +445,13 @@ static int tcp_open(void)
     return fd;
 }
 
+static bool race_udp; /* the writer's sets go over UDP (race-udp) */
+
 static void *race_writer(void *arg)
 {
     char cmd[512], val[200], rep[64];
-    int fd = tcp_open();
+    int fd = race_udp ? udp_open(srv_addr) : tcp_open();
+    uint16_t rid = 0;
     uint64_t v;
 
     (void)arg;
@@ -450,6 +461,22 @@ static void *race_writer(void *arg)
         int n = snprintf(cmd, sizeof(cmd), "set race%u 0 0 %zu\r\n%s\r\n", k,
                          len, val);
 
+        if (race_udp) {
+            /* udp_cmd() adds the last \r\n; a lost datagram is sent
+             * again (a set is idempotent), never counted as acknowledged */
+            cmd[n - 2] = '\0';
+            if (udp_cmd(fd, &rid, cmd, rep, sizeof(rep), 500) < 0) {
+                v--;
+                continue;
+            }
+            if (strcmp(rep, "STORED\r\n") != 0) {
+                FAIL("writer: UDP set race%u: '%s'", k, rep);
+                break;
+            }
+            atomic_store(&acked[k], v);
+            atomic_fetch_add(&n_writes, 1);
+            continue;
+        }
         if (write(fd, cmd, (size_t)n) != n) {
             FAIL("writer: write: %s", strerror(errno));
             break;
@@ -572,6 +599,89 @@ static int run_race(double seconds)
     return failures ? 1 : 0;
 }
 
+/* One write over UDP, and the reply it must get. */
+static void uwrite(const char *cmd, const char *want_rep)
+{
+    char rep[512];
+
+    if (udp_cmd(ufd, &urid, cmd, rep, sizeof(rep), 1000) < 0)
+        FAIL("UDP '%s': no reply", cmd);
+    else if (strcmp(rep, want_rep) != 0)
+        FAIL("UDP '%s': '%s', want '%s'", cmd, rep, want_rep);
+}
+
+static int run_udpw(void)
+{
+    uint64_t h0, u0, f0;
+    int i;
+
+    mc = mdc_create_tcp(srv_addr, tcp_port);
+    if (mc == NULL || mdc_connect(mc) != MDC_OK) {
+        printf("FAIL: cannot connect to %s:%u\n", srv_addr, tcp_port);
+        return 1;
+    }
+    ufd = udp_open(srv_addr);
+    mdc_flush(mc);
+
+    uwrite("set uw 5 0 3\r\nbar", "STORED\r\n");
+    after("UDP set", "uw", "bar", 5);
+    uwrite("set uw 7 0 4\r\nbazz", "STORED\r\n");
+    after("UDP set again", "uw", "bazz", 7);
+    uwrite("append uw 0 0 5\r\n-tail", "STORED\r\n");
+    after("UDP append", "uw", "bazz-tail", 7);
+    uwrite("prepend uw 0 0 5\r\nhead-", "STORED\r\n");
+    after("UDP prepend", "uw", "head-bazz-tail", 7);
+    uwrite("ms uw 2 F9\r\nms", "HD\r\n");
+    after("UDP ms", "uw", "ms", 9);
+    uwrite("ms uw 3 MA\r\n+ma", "HD\r\n");
+    after("UDP ms MA", "uw", "ms+ma", 9);
+    uwrite("set ucnt 0 0 2\r\n41", "STORED\r\n");
+    warm("ucnt", "41", 0);
+    uwrite("incr ucnt 1", "42\r\n");
+    after("UDP incr", "ucnt", "42", 0);
+    uwrite("decr ucnt 2", "40\r\n");
+    after("UDP decr", "ucnt", "40", 0);
+    uwrite("ma ucnt D5 v", "VA 2\r\n45\r\n");
+    after("UDP ma", "ucnt", "45", 0);
+    uwrite("md ucnt I", "HD\r\n");
+    /* stale: the value stays readable, the mirror entry went */
+    want("UDP md I", "ucnt", "45", 0, get("ucnt"));
+    uwrite("touch uw -1", "TOUCHED\r\n");
+    after("UDP touch to the past", "uw", NULL, 0);
+    uwrite("set uw 1 0 1\r\nx", "STORED\r\n");
+    warm("uw", "x", 1);
+    uwrite("delete uw", "DELETED\r\n");
+    after("UDP delete", "uw", NULL, 0);
+    uwrite("set uw 1 0 1\r\ny", "STORED\r\n");
+    warm("uw", "y", 1);
+    uwrite("md uw", "HD\r\n");
+    after("UDP md", "uw", NULL, 0);
+    /* a tset: the record leaves the mirror, userspace answers it */
+    uwrite("set utg 0 0 5\r\nplain", "STORED\r\n");
+    warm("utg", "plain", 0);
+    uwrite("tset utg 0 0 6 7:42\r\ntagged", "STORED\r\n");
+    h0 = sv("xdp_hits");
+    f0 = sv("xdp_fills");
+    u0 = sv("udp_requests");
+    for (i = 0; i < 5; i++) {
+        want("UDP tset", "utg", "tagged", 0, get("utg"));
+        sleep_ms(5);
+    }
+    if (sv("xdp_hits") != h0 || sv("udp_requests") != u0 + 5 ||
+        sv("xdp_fills") != f0)
+        FAIL("a record tagged over UDP was mirrored");
+    else
+        printf("ok: UDP tset: the record is answered by userspace only\n");
+    /* flush_all never runs from a datagram: the mirrored record stays */
+    uwrite("set ufa 0 0 3\r\none", "STORED\r\n");
+    warm("ufa", "one", 0);
+    uwrite("flush_all", "SERVER_ERROR command not served over UDP\r\n");
+    xdp_gets("after a refused UDP flush_all", "ufa", "one", 0, 5);
+    mdc_destroy(mc);
+    close(ufd);
+    return failures ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -584,9 +694,17 @@ int main(int argc, char **argv)
         return run_check(argc == 6 ? argv[5] : NULL);
     if (strcmp(argv[1], "race") == 0 && argc == 6)
         return run_race(atof(argv[5]));
+    if (strcmp(argv[1], "udpw") == 0 && argc == 5)
+        return run_udpw();
+    if (strcmp(argv[1], "race-udp") == 0 && argc == 6) {
+        race_udp = true;
+        return run_race(atof(argv[5]));
+    }
 usage:
     fprintf(stderr, "usage: xdp_daemon_check check SRV TCPPORT UDPPORT "
                     "[OTHER]\n       xdp_daemon_check race SRV TCPPORT "
-                    "UDPPORT SECONDS\n");
+                    "UDPPORT SECONDS\n       xdp_daemon_check udpw SRV "
+                    "TCPPORT UDPPORT\n       xdp_daemon_check race-udp SRV "
+                    "TCPPORT UDPPORT SECONDS\n");
     return 2;
 }

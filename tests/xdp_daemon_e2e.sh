@@ -13,6 +13,11 @@
 #  - tests/xdp_daemon_check race: an acknowledged writer against UDP
 #    readers through XDP, fills and invalidations racing; fails on any
 #    stale or torn read (MDC_XDP_RACE_SECONDS, default 8);
+#  - the daemon runs with --udp-writes: tests/xdp_daemon_check udpw makes
+#    the writes over UDP (set, append, prepend, ms, incr, decr, ma, md,
+#    md I, touch, delete, tset), each acknowledged, and the next GET sees
+#    the new state; flush_all over UDP is refused; race-udp is the race
+#    with its writer on UDP;
 #  - the daemon runs as nobody after attaching; SIGKILL leaves no XDP
 #    program on the interface, nor does a graceful stop (SIGTERM, exit 0).
 #
@@ -151,7 +156,8 @@ run_mode() {
     # the daemon through tests/harness.sh, its output in $W/d-$mode.log
     MDC_WRAP="ip netns exec $S" MDC_LOG="$W/d-$mode.log"
     if ! mdc_start_raw d_$mode -l $SRV -p $TPORT -U $UPORT -x "$VS" \
-        --protected-mode=no --xdp-mode "$mode" --sweep-interval 0 -n 2 -m 64; then
+        --protected-mode=no --xdp-mode "$mode" --sweep-interval 0 -n 2 -m 64 \
+        --udp-writes; then
         MDC_WRAP= MDC_LOG=
         fail "daemon did not start (exit $(eval echo \$d_${mode}_STATUS))"
         DPID=
@@ -182,6 +188,19 @@ run_mode() {
         ok "$(tail -1 "$W/race.out")"
     else
         fail "race: $(cat "$W/race.out")"
+    fi
+    # --udp-writes: writes over UDP reach the mirror as TCP writes do
+    if ip netns exec "$C" "$CHECK" udpw $SRV $TPORT $UPORT \
+        >"$W/udpw.out" 2>&1; then
+        ok "udpw: $(grep -c '^ok' "$W/udpw.out") checks passed"
+    else
+        fail "udpw: $(grep -v '^ok' "$W/udpw.out")"
+    fi
+    if ip netns exec "$C" "$CHECK" race-udp $SRV $TPORT $UPORT "$RACE_S" \
+        >"$W/race-udp.out" 2>&1; then
+        ok "writes over UDP: $(tail -1 "$W/race-udp.out")"
+    else
+        fail "race-udp: $(cat "$W/race-udp.out")"
     fi
 
     # SIGKILL: the link goes with the process

@@ -268,6 +268,13 @@ void store_set_hook(struct store *st, store_hook_fn fn, void *ctx)
     st->hook_ctx = ctx;
 }
 
+void store_set_evict_log(struct store *st, store_evict_fn fn, void *ctx)
+{
+    if (fn != NULL)
+        __atomic_store_n(&st->evict_ctx, ctx, __ATOMIC_RELAXED);
+    __atomic_store_n(&st->evict_log, fn, __ATOMIC_RELEASE);
+}
+
 void store_set_clock(struct store *st, const struct store_clock *clk)
 {
     /* under the sweeper's mutex: it reads the clock after its wait */

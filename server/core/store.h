@@ -141,6 +141,13 @@ struct store_stats {
 struct store *store_setup(const struct store_config *cfg);
 void store_teardown(struct store *st);
 void store_set_hook(struct store *st, store_hook_fn fn, void *ctx);
+
+/* Told of each eviction, after the record left the index (no lock held,
+ * the record still readable): memcached's "watch evictions".  fn NULL
+ * turns it off; set and cleared from any thread. */
+typedef void (*store_evict_fn)(void *ctx, struct store *st,
+                               const struct record *r);
+void store_set_evict_log(struct store *st, store_evict_fn fn, void *ctx);
 void store_set_clock(struct store *st, const struct store_clock *clk);
 void store_get_stats(struct store *st, struct store_stats *out);
 const struct store_config *store_config(const struct store *st);

@@ -220,6 +220,7 @@ static int evict_one(struct store *st)
 
     uint64_t h = store_hash(rec_key(best), rec_klen(best));
     mdc_rwlock_t *l = stripe_of(st, h); /* best may have moved bucket */
+    bool evicted = false;
     mdc_wrlock(l);
     if (rec_rflags(best) & R_LINKED) {
         if (rec_expired(best, p.now)) {
@@ -240,9 +241,16 @@ static int evict_one(struct store *st)
                                           memory_order_relaxed);
             ghost_put(st, h);
             do_unlink(st, h, best);
+            evicted = true;
         }
     }
     mdc_unlock(l);
+    if (evicted) {
+        store_evict_fn fn = __atomic_load_n(&st->evict_log, __ATOMIC_ACQUIRE);
+
+        if (fn != NULL) /* a watcher: our pick's count keeps best whole */
+            fn(__atomic_load_n(&st->evict_ctx, __ATOMIC_RELAXED), st, best);
+    }
     store_release(st, best);
     return 0;
 }

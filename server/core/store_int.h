@@ -108,6 +108,8 @@ struct store {
 
     store_hook_fn hook;
     void *hook_ctx;
+    store_evict_fn evict_log; /* atomic: set while a watcher wants it */
+    void *evict_ctx;
     struct store_clock clk;
     bool clk_sys;      /* clk is the system's (now_ns reads it inline) */
     uint64_t epoch_ns; /* monotonic ns at which store second 1 began */

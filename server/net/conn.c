@@ -18,6 +18,8 @@
 #include "conn.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -33,6 +35,7 @@
 #include "tls.h"
 #include "server/log.h"
 #include "server/core/store.h"
+#include "watch.h"
 
 #define CONN_IBUF_INIT 16384u
 #define CONN_OBUF_INIT 16384u
@@ -334,10 +337,67 @@ out:
     return rc;
 }
 
+/* "ip", "port" and "tcp"/"local" of c's peer, as memcached's connevents
+ * lines name them. */
+static void conn_peer(const struct conn *c, char *ip, size_t iplen,
+                      unsigned *port, const char **transport)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof(ss);
+
+    snprintf(ip, iplen, "unix");
+    *port = 0;
+    *transport = "local";
+    if (c->fd < 0 || getpeername(c->fd, (struct sockaddr *)&ss, &sl) < 0)
+        return;
+    if (ss.ss_family == AF_INET) {
+        const struct sockaddr_in *s4 = (const struct sockaddr_in *)&ss;
+        inet_ntop(AF_INET, &s4->sin_addr, ip, (socklen_t)iplen);
+        *port = ntohs(s4->sin_port);
+        *transport = "tcp";
+    } else if (ss.ss_family == AF_INET6) {
+        const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)&ss;
+        inet_ntop(AF_INET6, &s6->sin6_addr, ip, (socklen_t)iplen);
+        *port = ntohs(s6->sin6_port);
+        *transport = "tcp";
+    }
+}
+
+void conn_watch_event(struct conn *c, bool open)
+{
+    char ip[64];
+    unsigned port;
+    const char *tr;
+
+    conn_peer(c, ip, sizeof(ip), &port, &tr);
+    if (open)
+        watch_log(c->srv, WATCH_CONNEVENTS,
+                  "type=conn_new rip=%s rport=%u transport=%s cfd=%d", ip,
+                  port, tr, c->fd);
+    else
+        watch_log(c->srv, WATCH_CONNEVENTS,
+                  "type=conn_close rip=%s rport=%u transport=%s reason=%s "
+                  "cfd=%d",
+                  ip, port, tr,
+                  c->closing || c->rd_shut ? "normal" : "error", c->fd);
+}
+
 void conn_teardown(struct conn *c)
 {
     struct worker *w = c->owner;
-    bool deferred = c->srv->xp->close(c); /* c's events or operations */
+    bool deferred;
+
+    if (c->watch_types != 0 && c->opending == 0 && c->fd >= 0) {
+        /* "watch": the socket (a dup) goes on as a watcher, its OK sent;
+         * this connection ends */
+        int fd = fcntl(c->fd, F_DUPFD_CLOEXEC, 0);
+
+        if (fd >= 0)
+            (void)watch_adopt(c->srv, fd, c->watch_types);
+    } else if (watch_wants(c->srv, WATCH_CONNEVENTS)) {
+        conn_watch_event(c, false);
+    }
+    deferred = c->srv->xp->close(c); /* c's events or operations */
 
     if (c->adopted) {
         pthread_mutex_lock(&w->conns_mu);

@@ -94,6 +94,8 @@ struct conn {
     uint32_t hold_until;   /* coarse seconds: run no request before; 0 = no
                               hold (conn_hold) */
     uint32_t blocked_since; /* coarse seconds output stalled; 0 = not */
+    uint32_t mdump_next;    /* lru_crawler metadump: the next hash class */
+    uint32_t mdump_classes; /* ... the classes of its walk; 0: none runs */
 
     /* state; see the ownership note above (no bitfields on purpose).
      * The narrow fields sit together: an idle connection is this struct
@@ -117,6 +119,8 @@ struct conn {
     bool dead;             /* close as soon as the network thread can */
     bool paused;           /* output over the bound: input not processed */
     bool authed;           /* may run requests (always without --auth-file) */
+    uint8_t watch_types;   /* "watch": its socket goes to the watch thread
+                              once the output is out (conn_teardown) */
     bool yielded;          /* process() stopped after -R requests with more
                               input waiting: let other connections run */
     bool need_body;        /* the protocol waits for the rest of a
@@ -406,6 +410,9 @@ static inline void conn_park(struct conn *c, void (*park)(struct conn *),
 /* After process(): if it parked c, hand c over (c->inflight must be set
  * by the caller) and return true; false otherwise. */
 bool conn_park_run(struct conn *c);
+
+/* A connevents line (watch.h) for c: conn_new (open) or conn_close. */
+void conn_watch_event(struct conn *c, bool open);
 
 /* Drop the connection once pending output is flushed. */
 static inline void conn_close_after_flush(struct conn *c) { c->closing = true; }

@@ -26,6 +26,7 @@
 #include "server/core/alloc.h"
 #include "server/core/newfile.h"
 #include "conn.h"
+#include "watch.h"
 #include "net.h"
 #include "threads.h"
 #include "tls.h"
@@ -178,6 +179,8 @@ static void net_accept_one(struct server *srv, struct listener *l, int fd)
         return;
     }
     STAT_INC(&main_w->stats, total_connections);
+    if (watch_wants(srv, WATCH_CONNEVENTS))
+        conn_watch_event(c, true);
     log_debug("conn %llu accepted on %s", (unsigned long long)c->id, l->name);
     if (w == main_w) {
         if (conn_adopt(c) < 0)

@@ -31,6 +31,9 @@ struct worker;
 /* Reply to a command other than get/gets (well-formed or not, it is not
  * run): UDP serves retrieval only (docs/protocol.md, "UDP"). */
 #define UDP_E_REFUSED "SERVER_ERROR UDP serves get and gets only\r\n"
+/* ... with --udp-writes, to a command it does not add (flush_all,
+ * shutdown, stats, ...: docs/protocol.md, "UDP"). */
+#define UDP_E_NOT_SERVED "SERVER_ERROR command not served over UDP\r\n"
 /* A get whose reply would exceed --udp-reply-limit ends with this. */
 #define UDP_E_TOO_LARGE "SERVER_ERROR reply too large for UDP\r\n"
 

@@ -111,3 +111,45 @@ const struct proto *proto_detect(uint8_t b)
     /* 0xB7, and any other byte: the native parser answers bad magic. */
     return &proto_native;
 }
+
+/* ---- watch lines (memcached's formats: server/net/watch.h) ------------ */
+
+void proto_watch_get(struct conn *c, const void *key, uint32_t klen,
+                     const struct record *r)
+{
+    char k[3 * 256];
+
+    if (klen > 250)
+        klen = 250; /* a native key may be longer: the line shows 250 */
+    k[proto_uriencode(k, key, klen)] = '\0';
+    watch_log(c->srv, WATCH_FETCHERS,
+              "type=item_get key=%s status=%s clsid=%u cfd=%d size=%u", k,
+              r != NULL ? "found" : "not_found", r != NULL ? 1u : 0u, c->fd,
+              r != NULL ? record_vlen(r) : 0u);
+}
+
+void proto_watch_store(struct conn *c, const void *key, uint32_t klen,
+                       const char *cmd, int status, int64_t exptime,
+                       uint32_t vlen)
+{
+    const char *st;
+    char k[3 * 256];
+
+    switch (status) {
+    case ST_OK: st = "stored"; break;
+    case ST_EXISTS: st = strcmp(cmd, "add") == 0 ? "not_stored" : "exists";
+        break;
+    case ST_NOT_FOUND: st = "not_found"; break;
+    case ST_TOO_LARGE: st = "too_large"; break;
+    case ST_NO_MEMORY: st = "no_memory"; break;
+    default: st = "not_stored"; break;
+    }
+    if (klen > 250)
+        klen = 250;
+    k[proto_uriencode(k, key, klen)] = '\0';
+    watch_log(c->srv, WATCH_MUTATIONS,
+              "type=item_store key=%s status=%s cmd=%s ttl=%lld clsid=%u "
+              "cfd=%d size=%u",
+              k, st, cmd, (long long)(exptime > 0 ? exptime : 0),
+              status == ST_OK ? 1u : 0u, c->fd, vlen);
+}

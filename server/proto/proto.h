@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "server/net/conn.h"
+#include "server/net/watch.h"
 #include "server/report.h"
 #include "server/core/store.h"
 
@@ -45,6 +46,15 @@ static inline bool proto_detail_on(const struct server *srv)
 {
     return atomic_load_explicit(&srv->detail_on, memory_order_relaxed);
 }
+
+/* A fetchers line (watch.h) for a lookup of key: r the record, or NULL. */
+void proto_watch_get(struct conn *c, const void *key, uint32_t klen,
+                     const struct record *r);
+/* A mutations line for a store of key: its command ("set", "add"...),
+ * the store status, the exptime asked and the value's bytes. */
+void proto_watch_store(struct conn *c, const void *key, uint32_t klen,
+                       const char *cmd, int status, int64_t exptime,
+                       uint32_t vlen);
 
 /*
  * The lookup of a GET, for every protocol and transport: the text get,
@@ -79,9 +89,17 @@ static inline void proto_get_keys(struct conn *c, struct worker *w,
             stats_detail_count(srv, keys[i].key, keys[i].klen, DETAIL_GET,
                                out[i] != NULL);
     }
+    if (watch_wants(srv, WATCH_FETCHERS))
+        for (i = 0; i < n; i++)
+            proto_watch_get(c, keys[i].key, keys[i].klen, out[i]);
 }
 
 /* The handler for a connection whose first byte is b. */
 const struct proto *proto_detect(uint8_t b);
+
+/* A key as memcached's metadump and watch lines show it (URL-encoded:
+ * bytes other than letters, digits and "-._~" as %XX); out needs 3 * klen
+ * bytes.  Returns the bytes written. */
+size_t proto_uriencode(char *out, const void *key, uint32_t klen);
 
 #endif

@@ -11,14 +11,17 @@
  *
  * The commands of UDP datagrams run here too, on a connection without a
  * socket (c->dgram, server/net/udp.c): one request per process() call, get
- * and gets through the same GET (txt_get), everything else refused.
+ * and gets through the same GET (txt_get), the writes with --udp-writes
+ * (txt_udp_allowed), everything else refused.
  */
 #include "config.h"
 
 #include "proto.h"
 
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
+#include <time.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -30,6 +33,7 @@
 #include "server/metrics.h"
 #include "protocol/mctext.h"
 #include "server/core/store.h"
+#include "server/core/alloc.h"
 #include "protocol/wire.h"
 
 /* ---- memcached text protocol ------------------------------------------ */
@@ -125,11 +129,6 @@ static bool txt_value_end(struct conn *c, struct record *r, bool with_cas,
     if (end)
         txt_str(c, MCTEXT_R_END);
     return true;
-}
-
-static void txt_value(struct conn *c, struct record *r, bool with_cas)
-{
-    (void)txt_value_end(c, r, with_cas, false);
 }
 
 static void txt_meta(struct conn *c, const char *code, int64_t vlen,
@@ -281,6 +280,11 @@ static void txt_store(struct conn *c, struct worker *w,
         it.ntags = n;
     }
     st = store_put(c->srv->store, mode, &it, NULL);
+    if (watch_wants(c->srv, WATCH_MUTATIONS))
+        proto_watch_store(c, req->key, req->klen,
+                          req->cmd == MCT_TSET ? "set"
+                                               : mctext_cmd_name(req->cmd),
+                          st, req->exptime, req->vlen);
     if (proto_detail_on(c->srv))
         stats_detail_count(c->srv, req->key, req->klen, DETAIL_SET, false);
     txt_put_stats(w, mode, st);
@@ -567,6 +571,8 @@ static void txt_mg(struct conn *c, struct worker *w,
     q.recache_exptime = m->recache;
     q.recache_after_touch = m->recache_after_touch;
     r = store_mget(st, req->key, req->klen, &q, &res);
+    if (watch_wants(c->srv, WATCH_FETCHERS))
+        proto_watch_get(c, req->key, req->klen, r);
     /* a vivified record is the miss it stands for */
     stats_count_get(&w->stats, q.touch, r != NULL && !res.created);
     if (r == NULL) {
@@ -583,6 +589,11 @@ static void txt_mg(struct conn *c, struct worker *w,
     if (!MF('v')) {
         txt_meta(c, "HD", -1, req, &v);
         store_release(st, r);
+        return;
+    }
+    if (c->dgram != NULL &&
+        txt_udp_too_large(c, MCTEXT_META_LINE_MAX + (size_t)v.size)) {
+        store_release(st, r); /* --udp-writes: over --udp-reply-limit */
         return;
     }
     txt_meta(c, "VA", v.size, req, &v);
@@ -623,6 +634,19 @@ static void txt_ms(struct conn *c, struct worker *w,
             it.cas = 0; /* add: nothing to compare with */
     }
     st = store_put(c->srv->store, mode, &it, &cas);
+    if (watch_wants(c->srv, WATCH_MUTATIONS)) {
+        static const char *const names[] = {
+            [STORE_SET] = "set", [STORE_ADD] = "add",
+            [STORE_REPLACE] = "replace", [STORE_APPEND] = "append",
+            [STORE_PREPEND] = "prepend", [STORE_CAS] = "cas"};
+
+        proto_watch_store(c, req->key, req->klen,
+                          (size_t)mode < sizeof(names) / sizeof(names[0]) &&
+                                  names[mode] != NULL
+                              ? names[mode]
+                              : "set",
+                          st, req->meta.ttl, req->vlen);
+    }
     txt_put_stats(w, mode, st);
     switch (st) {
     case ST_OK:
@@ -791,6 +815,229 @@ static void txt_me(struct conn *c, const struct mctext_req *req)
 
 #undef MF
 
+/* ---- lru_crawler metadump ------------------------------------------------ */
+
+#define MDUMP_TURN_CLASSES 1024     /* hash classes walked per turn ... */
+#define MDUMP_TURN_BYTES (256u << 10) /* ... or bytes of lines per turn */
+
+/* The lines of one hash class, formatted under its read lock. */
+struct mdump_buf {
+    char *p;
+    size_t len, cap;
+    bool oom;
+    int64_t now; /* wall clock, for la */
+};
+
+static bool mdump_room(struct mdump_buf *b, size_t n)
+{
+    if (b->len + n <= b->cap)
+        return true;
+    size_t nc = b->cap ? b->cap * 2 : 8192;
+    char *np;
+
+    while (nc < b->len + n)
+        nc *= 2;
+    np = mdc_realloc(b->p, nc);
+    if (np == NULL) {
+        b->oom = true;
+        return false;
+    }
+    b->p = np;
+    b->cap = nc;
+    return true;
+}
+
+/* A key as memcached's metadump and watch show it: URL-encoded, bytes
+ * other than letters, digits and "-._~" as %XX.  out needs 3 * klen. */
+size_t proto_uriencode(char *out, const void *key, uint32_t klen)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    const unsigned char *k = key;
+    size_t n = 0;
+    uint32_t i;
+
+    for (i = 0; i < klen; i++) {
+        unsigned char ch = k[i];
+
+        if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+            (ch >= '0' && ch <= '9') || ch == '-' || ch == '.' || ch == '_' ||
+            ch == '~') {
+            out[n++] = (char)ch;
+        } else {
+            out[n++] = '%';
+            out[n++] = hex[ch >> 4];
+            out[n++] = hex[ch & 15];
+        }
+    }
+    return n;
+}
+
+/* Under a class's read lock: one line per record, into the buffer only
+ * (nothing else is called). */
+static void mdump_record(void *ctx, struct store *st, const struct record *r)
+{
+    struct mdump_buf *b = ctx;
+    uint32_t klen = record_klen(r), ntags = record_ntags(r), i;
+    int64_t exp = record_expiry_wall(st, r);
+    uint64_t idle_s = ((uint64_t)record_idle_ticks(st, r) << 20) / 1000000000u;
+    char *p;
+
+    if (b->oom || !mdump_room(b, 3 * (size_t)klen + 160 + (size_t)ntags * 24))
+        return;
+    p = b->p + b->len;
+    memcpy(p, "key=", 4);
+    p += 4;
+    p += proto_uriencode(p, record_key(r), klen);
+    p += sprintf(p, " exp=%" PRId64 " la=%" PRId64 " cas=%" PRIu64
+                    " fetch=%s cls=1 size=%zu",
+                 exp == 0 ? (int64_t)-1 : exp, b->now - (int64_t)idle_s,
+                 record_cas(r), record_fetched(r) ? "yes" : "no",
+                 record_req_bytes(r));
+    for (i = 0; i < ntags; i++) {
+        struct mdc_tag t = record_tag(r, i);
+
+        p += sprintf(p, "%s%" PRId32 ":%" PRId32, i == 0 ? " tags=" : ",",
+                     t.tkey, t.tval);
+    }
+    *p++ = '\n';
+    b->len = (size_t)(p - b->p);
+}
+
+/* The class list of metadump: 1 when it names class 1 (every record is
+ * in class 1, as for stats cachedump), 0 when only other valid classes,
+ * -1 when an entry is not a class (memcached: 1 to 63). */
+static int mdump_classes_arg(const char *p, size_t n)
+{
+    int one = 0;
+
+    while (n > 0) {
+        uint32_t v = 0;
+        size_t d = 0;
+
+        while (d < n && p[d] >= '0' && p[d] <= '9' && v < 1000)
+            v = v * 10 + (uint32_t)(p[d++] - '0');
+        if (d == 0 || v == 0 || v > 63 || (d < n && p[d] != ','))
+            return -1;
+        one |= v == 1;
+        if (d < n)
+            d++; /* the comma */
+        if (d == n && p[d - 1] == ',')
+            return -1;
+        p += d;
+        n -= d;
+    }
+    return one;
+}
+
+/*
+ * lru_crawler metadump all|hash|<class>[,<class>...]: memcached's key dump,
+ * streamed.  The store is walked one hash class (one bucket's records) at
+ * a time under that class's read lock; the lines go into the output
+ * between classes.  The request stays unconsumed until the walk is over:
+ * when the output is full (a slow reader) or this turn's share is done,
+ * false is returned and process() runs it again once there is room (the
+ * walk goes on from c->mdump_next), so a slow reader holds no lock, and
+ * the other connections of the thread have their turns.  Records stored
+ * during the walk may or may not be listed; each record present from the
+ * start to the end is listed once.  Other subcommands answer ERROR.
+ */
+static bool txt_lru_crawler(struct conn *c, const struct mctext_req *req)
+{
+    struct store *st = c->srv->store;
+    const char *a = req->arg, *end = req->arg + req->arglen, *s;
+    struct mdump_buf b = {NULL, 0, 0, false, (int64_t)time(NULL)};
+    size_t bytes = 0;
+    unsigned walked = 0;
+    int which;
+
+    while (end > a && end[-1] == ' ')
+        end--;
+    if ((size_t)(end - a) < 9 || memcmp(a, "metadump ", 9) != 0) {
+        txt_str(c, MCTEXT_R_ERROR);
+        return true;
+    }
+    a += 9;
+    while (a < end && *a == ' ')
+        a++;
+    for (s = a; s < end && *s != ' '; s++)
+        ;
+    if (a == end || s != end) { /* no argument, or more than one */
+        txt_str(c, MCTEXT_R_ERROR);
+        return true;
+    }
+    if ((s - a == 3 && memcmp(a, "all", 3) == 0) ||
+        (s - a == 4 && memcmp(a, "hash", 4) == 0))
+        which = 1;
+    else
+        which = mdump_classes_arg(a, (size_t)(s - a));
+    if (which < 0) {
+        txt_str(c, "BADCLASS invalid class id\r\n");
+        return true;
+    }
+    if (which == 0) {
+        txt_str(c, MCTEXT_R_END);
+        return true;
+    }
+    if (c->mdump_classes == 0) { /* a new walk */
+        c->mdump_classes = store_walk_classes(st);
+        c->mdump_next = 0;
+    }
+    while (c->mdump_next < c->mdump_classes) {
+        if (conn_out_full(c))
+            goto again; /* run again once the reader made room */
+        if (walked >= MDUMP_TURN_CLASSES || bytes >= MDUMP_TURN_BYTES) {
+            conn_yield(c);
+            goto again;
+        }
+        b.len = 0;
+        (void)store_walk_class(st, c->mdump_classes, c->mdump_next,
+                               mdump_record, &b);
+        if (b.oom) {
+            txt_str(c, TXT_E_OOM);
+            break;
+        }
+        if (b.len > 0)
+            (void)conn_out_bytes(c, b.p, b.len);
+        bytes += b.len;
+        walked++;
+        c->mdump_next++;
+    }
+    c->mdump_classes = 0;
+    mdc_free(b.p);
+    if (!b.oom)
+        txt_str(c, MCTEXT_R_END);
+    return true;
+again:
+    mdc_free(b.p);
+    return false;
+}
+
+/* ---- watch ----------------------------------------------------------------- */
+
+/*
+ * watch [fetchers|mutations|evictions|connevents]...: OK, then the
+ * connection becomes a watcher (server/net/watch.h): once the OK and
+ * whatever came before it are out, its socket goes to the watch thread
+ * and the connection ends (its later requests are not run, as in
+ * memcached).  Not over TLS: the watch thread writes plain bytes.
+ */
+static void txt_watch(struct conn *c, const struct mctext_req *req)
+{
+    unsigned t = watch_parse(req->arg, req->arglen);
+
+    if (t == 0) { /* a type memcached has and mdcached has not, or none */
+        txt_str(c, MCTEXT_R_ERROR);
+        return;
+    }
+    if (c->filtered) {
+        txt_str(c, "CLIENT_ERROR watch is not served over TLS\r\n");
+        return;
+    }
+    txt_str(c, MCTEXT_R_OK);
+    c->watch_types = (uint8_t)t;
+    conn_close_after_flush(c);
+}
+
 /* ---- tag extension commands ---------------------------------------------- */
 
 /* The tvals of tget/tdel in w's scratch; NULL on allocation failure. */
@@ -827,7 +1074,16 @@ static void txt_tget(struct conn *c, struct worker *w,
     if (rc == ST_OK || rc == ST_TRUNCATED) {
         STAT_ADD(&w->stats, get_by_tag_records, set.n);
         for (i = 0; i < set.n; i++)
-            txt_value(c, set.recs[i], req->cmd == MCT_TGETS);
+            if (!txt_value_end(c, set.recs[i], req->cmd == MCT_TGETS,
+                               false)) {
+                /* UDP: over --udp-reply-limit, the reply ended there
+                 * (that record released); the rest go back */
+                while (++i < set.n)
+                    store_release(st, set.recs[i]);
+                set.n = 0;
+                store_recset_release(st, &set);
+                return;
+            }
         set.n = 0; /* the references now belong to the output queue */
     }
     store_recset_release(st, &set);
@@ -903,9 +1159,12 @@ static void txt_tpop(struct conn *c, struct worker *w,
 
     STAT_INC(&w->stats, cmd_tstack_pop);
     rc = store_tstack_pop(c->srv->store, tag, &r);
-    if (rc == ST_OK && r != NULL)
-        txt_value(c, r, false);
-    else if (rc != ST_OK && rc != ST_NOT_FOUND) {
+    if (rc == ST_OK && r != NULL) {
+        /* with END; over UDP's reply limit, the reply ends without it */
+        (void)txt_value_end(c, r, false, true);
+        return;
+    }
+    if (rc != ST_OK && rc != ST_NOT_FOUND) {
         txt_str(c, TXT_E_OOM);
         return;
     }
@@ -1029,6 +1288,8 @@ static void txt_exec(struct conn *c, struct worker *w,
     case MCT_TDEL: txt_tdel(c, w, req); break;
     case MCT_TPUSH: txt_tpush(c, w, req); break;
     case MCT_TPOP: txt_tpop(c, w, req); break;
+    case MCT_WATCH: txt_watch(c, req); break;
+    case MCT_LRU_CRAWLER: /* UDP: refused before it gets here */
     case MCT_NONE: txt_str(c, MCTEXT_R_ERROR); break;
     }
 }
@@ -1069,6 +1330,53 @@ static void txt_refused_large(struct conn *c, struct worker *w,
     stats_count_put(&w->stats, mode == STORE_CAS, ST_TOO_LARGE);
     if (req->key != NULL)
         (void)store_drop_stale(c->srv->store, mode, req->key, req->klen, cas);
+}
+
+/*
+ * The commands --udp-writes lets a datagram run besides get and gets:
+ * what memcached 1.6 serves over UDP that changes or reads the store
+ * (stores, delete, incr/decr, touch, gat, the meta commands) and the tag
+ * commands.  flush_all and shutdown never run from a datagram, nor do
+ * the commands about the daemon (stats, verbosity, cache_memlimit, dump,
+ * version, quit).
+ */
+static bool txt_udp_write(enum mctext_cmd cmd)
+{
+    switch (cmd) {
+    case MCT_SET: case MCT_ADD: case MCT_REPLACE: case MCT_APPEND:
+    case MCT_PREPEND: case MCT_CAS: case MCT_DELETE: case MCT_INCR:
+    case MCT_DECR: case MCT_TOUCH: case MCT_GAT: case MCT_GATS:
+    case MCT_MG: case MCT_MS: case MCT_MD: case MCT_MA: case MCT_MN:
+    case MCT_ME: case MCT_TSET: case MCT_TGET: case MCT_TGETS:
+    case MCT_TDEL: case MCT_TPUSH: case MCT_TPOP:
+        return true;
+    default: return false;
+    }
+}
+
+/*
+ * A datagram's command other than get/gets: true when it runs (a write
+ * under --udp-writes, counted as udp_writes), else refused here -- not
+ * run, and with noreply not answered either (memcached sends nothing to
+ * noreply), so udp_refused is the trace it leaves; a write the option
+ * would serve, and flush_all and shutdown always, count in
+ * udp_writes_refused too.
+ */
+static bool txt_udp_allowed(struct conn *c, struct worker *w,
+                            const struct mctext_req *req)
+{
+    bool write = txt_udp_write(req->cmd);
+
+    if (write && c->srv->opt.udp_writes) {
+        STAT_INC(&w->stats, udp_writes);
+        return true;
+    }
+    STAT_INC(&w->stats, udp_refused);
+    if (write || req->cmd == MCT_FLUSH_ALL || req->cmd == MCT_SHUTDOWN)
+        STAT_INC(&w->stats, udp_writes_refused);
+    txt_reply(c, req, c->srv->opt.udp_writes ? UDP_E_NOT_SERVED
+                                             : UDP_E_REFUSED);
+    return false;
 }
 
 /*
@@ -1116,7 +1424,8 @@ static size_t txt_fast(struct conn *c, struct worker *w, const uint8_t *b,
     if (len > 4 && b[0] == 'g' && b[1] == 'e' && b[2] == 't' && b[3] == ' ')
         k = b + 4, mg = false;
     else if (len > 3 && b[0] == 'm' && b[1] == 'g' && b[2] == ' ' &&
-             c->dgram == NULL) /* UDP refuses mg (the general path) */
+             c->dgram == NULL) /* UDP's mg: the general path (refused,
+                                  or with --udp-writes its reply limit) */
         k = b + 3, mg = true;
     else
         return 0;
@@ -1145,6 +1454,8 @@ static size_t txt_fast(struct conn *c, struct worker *w, const uint8_t *b,
         return 0;
     }
     stats_count_get(&w->stats, 0, r != NULL);
+    if (watch_wants(c->srv, WATCH_FETCHERS))
+        proto_watch_get(c, k, klen, r);
     if (r == NULL) {
         txt_str(c, "EN\r\n");
         return (size_t)(p - b);
@@ -1302,6 +1613,11 @@ static void proto_text_process(struct conn *c, struct worker *w)
                 break;
             }
             if (c->dgram != NULL) { /* refused whatever it was */
+                /* a too large value refused removes the record it would
+                 * have replaced, as over TCP, when UDP may write */
+                if (strcmp(req.err, MCTEXT_E_TOO_LARGE) == 0 &&
+                    c->srv->opt.udp_writes && txt_udp_write(req.cmd))
+                    txt_refused_large(c, w, &req);
                 txt_reply(c, &req, req.err);
                 conn_in_consume(c, req.skip < avail ? req.skip : avail);
                 continue;
@@ -1327,12 +1643,14 @@ static void proto_text_process(struct conn *c, struct worker *w)
                 break; /* a failure: the next request waits (conn_hold) */
             continue;
         }
-        if (c->dgram != NULL && req.cmd != MCT_GET && req.cmd != MCT_GETS) {
-            /* UDP serves get and gets only: not run, and with noreply
-             * not answered either (memcached sends nothing to noreply),
-             * so udp_refused is the trace it leaves */
-            STAT_INC(&w->stats, udp_refused);
-            txt_reply(c, &req, UDP_E_REFUSED);
+        if (c->dgram != NULL && req.cmd != MCT_GET && req.cmd != MCT_GETS &&
+            !txt_udp_allowed(c, w, &req)) {
+            conn_in_consume(c, (size_t)n);
+            continue;
+        }
+        if (req.cmd == MCT_LRU_CRAWLER && c->dgram == NULL) {
+            if (!txt_lru_crawler(c, &req))
+                break; /* the rest of the walk: this request again */
             conn_in_consume(c, (size_t)n);
             continue;
         }
