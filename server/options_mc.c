@@ -586,8 +586,14 @@ static int mc_finish(struct mc_state *st)
                 mc_strdup(st, "127.0.0.1"));
     } else {
         /* memcached has no protected mode: the -l addresses given are
-         * served as memcached serves them */
-        mc_arg(st, mc_strdup(st, "--protected-mode=no"));
+         * served as memcached serves them (unless --protected-mode was
+         * given too) */
+        bool given = false;
+
+        for (i = 0; i < st->nout; i++)
+            given |= strncmp(st->out[i], "--protected-mode", 16) == 0;
+        if (!given)
+            mc_arg(st, mc_strdup(st, "--protected-mode=no"));
     }
     if (!st->tls) {
         for (i = 0; i < st->nlisten; i++) {
