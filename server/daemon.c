@@ -40,6 +40,7 @@
 #include <sysexits.h>
 
 #include "server/core/alloc.h"
+#include "server/core/newfile.h"
 #include "dumper.h"
 #include "server/net/conn.h"
 #include "server/net/net.h"
@@ -265,7 +266,8 @@ static void server_signal_cb(evutil_socket_t sig, short what, void *arg)
         break;
     case SIGHUP:
         if (log_reopen() < 0)
-            log_error("cannot reopen log file: %s", strerror(errno));
+            log_error("cannot reopen log file: %s",
+                      log_open_strerror(errno));
         else
             log_info("log file reopened");
         server_reload_config(srv);
@@ -320,33 +322,30 @@ static int server_signals(struct server *srv)
 static int server_write_pidfile(struct server *srv)
 {
     const char *path = srv->opt.pid_file;
-    char buf[32], tmp[4096];
-    int fd = -1, n, rc = -1;
+    struct newfile nf;
+    char buf[32];
+    int n;
 
     if (path == NULL)
         return 0;
-    /* written beside it and renamed, so a reader never sees it empty */
-    if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp)) {
-        log_error("pid file path too long: %s", path);
+    /* a fresh file beside it, renamed, so a reader never sees it empty
+     * and nothing planted there is written through (newfile.h) */
+    if (newfile_open(&nf, path, 0644) < 0) {
+        log_error("cannot write pid file %s: %s", path, strerror(errno));
         return -1;
     }
-    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        log_error("cannot write pid file %s: %s", tmp, strerror(errno));
-        goto out;
-    }
     n = snprintf(buf, sizeof(buf), "%ld\n", (long)getpid());
-    if (write(fd, buf, (size_t)n) != n || rename(tmp, path) < 0) {
+    if (write(nf.fd, buf, (size_t)n) != n) {
         log_error("cannot write pid file %s: %s", path, strerror(errno));
-        (void)unlink(tmp);
-        goto out;
+        newfile_discard(&nf);
+        return -1;
+    }
+    if (newfile_commit(&nf, false, NULL) < 0) {
+        log_error("cannot write pid file %s: %s", path, strerror(errno));
+        return -1;
     }
     srv->pidfile_written = true;
-    rc = 0;
-out:
-    if (fd >= 0)
-        close(fd);
-    return rc;
+    return 0;
 }
 
 /* As root: become -u USER (default nobody) once the sockets are bound. */

@@ -6,6 +6,8 @@
 
 #include "log.h"
 
+#include "server/core/newfile.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -21,9 +23,15 @@ static char log_path[4096];
 static const char *const log_names[] = {"error", "warn", "info", "debug",
                                         "trace"};
 
+/* as root at start (and on SIGHUP): never through a link (newfile.h) */
 static int log_open(const char *path)
 {
-    return open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+    return newfile_open_append(path, 0640);
+}
+
+const char *log_open_strerror(int e)
+{
+    return newfile_append_strerror(e);
 }
 
 int log_setup(const char *path, int level)

@@ -17,9 +17,13 @@ enum log_level {
     LOG_LVL_TRACE = 4,
 };
 
-/* Send lines to path (NULL: stderr); 0 ok, -1 with errno on failure. */
+/* Send lines to path (NULL: stderr), opened for appending without
+ * following a link; 0 ok, -1 with errno on failure. */
 int log_setup(const char *path, int level);
 void log_teardown(void);
+/* What log_setup()'s or log_reopen()'s errno e means: a link at the log
+ * file's path is refused (server/core/newfile.h). */
+const char *log_open_strerror(int e);
 /* Reopen the log file (after rotation); no-op on stderr. */
 int log_reopen(void);
 void log_set_level(int level);

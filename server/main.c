@@ -36,7 +36,7 @@ int main(int argc, char **argv)
     }
     if (log_setup(opt.log_file, (int)opt.verbose) < 0) {
         fprintf(stderr, "mdcached: cannot open log file %s: %s\n",
-                opt.log_file, strerror(errno));
+                opt.log_file, log_open_strerror(errno));
         options_teardown(&opt);
         return EX_CANTCREAT;
     }

@@ -244,8 +244,30 @@ static int teardown(void **state)
 static void clean(void)
 {
     char c[400];
-    snprintf(c, sizeof(c), "rm -f '%s'/cache.mdc* '%s'", dir, logp);
+    snprintf(c, sizeof(c), "rm -f '%s'/cache.mdc* '%s'/.cache.mdc.* '%s'",
+             dir, dir, logp);
     assert_int_equal(system(c), 0);
+}
+
+/* The dump's temporary files in dpath's directory (".NAME.XXXXXX",
+ * server/core/newfile.h) */
+static int temp_files(void)
+{
+    char d[300], prefix[300];
+    const char *slash = strrchr(dpath, '/');
+    struct dirent *e;
+    DIR *dp;
+    int n = 0;
+
+    snprintf(d, sizeof(d), "%.*s", (int)(slash - dpath), dpath);
+    snprintf(prefix, sizeof(prefix), ".%s.", slash + 1);
+    dp = opendir(d);
+    assert_non_null(dp);
+    while ((e = readdir(dp)) != NULL)
+        if (strncmp(e->d_name, prefix, strlen(prefix)) == 0)
+            n++;
+    closedir(dp);
+    return n;
 }
 
 /* ---- triggers and a warm restart ----------------------------------------- */
@@ -341,30 +363,36 @@ static void test_coalesce(void **state)
 
 /* ---- a dump request holds up nobody ---------------------------------------- */
 /*
- * The dump's temporary file is made a FIFO, so the dump thread blocks in
- * open() until this test reads it: the dump lasts exactly as long as the
- * test wants.  Meanwhile a second connection, served by the same (only)
- * network thread, must be answered, and the dump's own connection must
- * not; then, once the FIFO is drained (fsync() on a FIFO fails, so the
- * dump fails), the dump's connection gets the failure and its pipelined
- * next request after it, in order.
+ * A test-only gate (--enable-debug-commands: MDC_TEST_DUMP_GATE) makes the
+ * running dump read a FIFO to its end before it writes: the dump lasts
+ * exactly as long as the test wants.  Meanwhile a second connection,
+ * served by the same (only) network thread, must be answered, and the
+ * dump's own connection must not; a directory put at the dump's path
+ * meanwhile makes the rename fail, so once the FIFO is closed the dump's
+ * connection gets the failure and its pipelined next request after it, in
+ * order.
  */
 static void parked_dump_run(const char *payload_threads)
 {
-    const char *extra[] = {"-n", "1", "-t", payload_threads, NULL};
-    char tmp[320], out[4096];
+    /* no dump at exit: it would wait at the gate */
+    const char *extra[] = {"-n", "1", "-t", payload_threads,
+                           "--no-dump-on-exit", NULL};
+    char gate[320], out[4096];
     struct srv s;
 
     clean();
-    snprintf(tmp, sizeof(tmp), "%s.tmp", dpath);
+    snprintf(gate, sizeof(gate), "%s/gate", dir);
+    unlink(gate);
+    assert_int_equal(mkfifo(gate, 0666), 0);
+    chmod(gate, 0666); /* as root, the daemon runs as nobody */
+    setenv("MDC_TEST_DUMP_GATE", gate, 1);
     assert_int_equal(start(&s, extra), 0);
+    unsetenv("MDC_TEST_DUMP_GATE");
     fill(&s, 0, 2000, 100, "parked");
-    assert_int_equal(mkfifo(tmp, 0666), 0);
-    chmod(tmp, 0666); /* as root, the daemon runs as nobody */
     int a = conn(&s), b = conn(&s);
     assert_true(a >= 0 && b >= 0);
     send_all(a, "dump\r\nget gen\r\n", 15);
-    /* the dump thread is in the dump (blocked in the FIFO's open) ... */
+    /* the dump thread is in the dump (blocked in the gate's open) ... */
     static char st[65536];
     int i;
     for (i = 0; i < 1000; i++) {
@@ -383,16 +411,12 @@ static void parked_dump_run(const char *payload_threads)
     }
     struct pollfd p = {a, POLLIN, 0};
     assert_int_equal(poll(&p, 1, 0), 0); /* the dump's connection waits */
-    /* let the dump run: drain the FIFO until the dump thread closes it */
-    int fifo = open(tmp, O_RDONLY);
-    assert_true(fifo >= 0);
-    char buf[65536];
-    ssize_t k;
-    size_t total = 0;
-    while ((k = read(fifo, buf, sizeof(buf))) > 0)
-        total += (size_t)k;
-    close(fifo);
-    assert_true(total > 2000 * 100);
+    /* a directory where the dump goes: its rename will fail */
+    assert_int_equal(mkdir(dpath, 0755), 0);
+    /* let the dump run: open the gate and close it */
+    int g = open(gate, O_WRONLY);
+    assert_true(g >= 0);
+    close(g);
     recv_until(a, out, sizeof(out), "END\r\n", 60000);
     assert_true(strncmp(out, "SERVER_ERROR dump failed: ", 26) == 0);
     char *next = strstr(out, "\r\n");
@@ -403,17 +427,33 @@ static void parked_dump_run(const char *payload_threads)
     assert_string_equal(next + 2, "VALUE gen 0 6\r\nparked\r\nEND\r\n");
     close(a);
     close(b);
-    unlink(tmp);
+    assert_int_equal(rmdir(dpath), 0);
     assert_int_equal(stat_of(&s, "dump_failures"), 1);
-    /* the next dump request works as before */
+    assert_int_equal(temp_files(), 0); /* the failed dump left nothing */
+    /* the next dump request works as before (the gate: open, at once
+     * closed, by a writer here) */
+    pid_t w = fork();
+    assert_true(w >= 0);
+    if (w == 0) {
+        int fd = open(gate, O_WRONLY);
+        _exit(fd >= 0 ? 0 : 1);
+    }
     cmd(&s, "dump\r\n", "\r\n", out, sizeof(out));
     assert_string_equal(out, "OK\r\n");
+    int ws;
+    assert_int_equal(waitpid(w, &ws, 0), w);
     assert_int_equal(stop(&s, SIGTERM), 0);
+    unlink(gate);
 }
 
 static void test_dump_parked(void **state)
 {
     (void)state;
+#ifndef MDC_DEBUG_COMMANDS
+    printf("SKIP: test_dump_parked needs --enable-debug-commands (its "
+           "dump gate)\n");
+    skip();
+#endif
     parked_dump_run("0"); /* the reference model: network threads only */
     parked_dump_run("1"); /* a payload thread runs the request */
 }
@@ -584,8 +624,7 @@ static void test_kill9(void **state)
     (void)state;
     clean();
     struct srv s;
-    char out[4096], tmp[320];
-    snprintf(tmp, sizeof(tmp), "%s.tmp", dpath);
+    char out[4096];
     assert_int_equal(start(&s, NULL), 0);
     fill(&s, 0, KILL9_N, 1000, "first");
     cmd(&s, "dump\r\n", "\r\n", out, sizeof(out));
@@ -595,7 +634,7 @@ static void test_kill9(void **state)
     for (int attempt = 0; attempt < 5 && !mid; attempt++) {
         kill(s.pid, SIGUSR1);
         for (int i = 0; i < 200000; i++) {
-            if (access(tmp, F_OK) == 0) {
+            if (temp_files() > 0) {
                 mid = true;
                 break;
             }
@@ -605,12 +644,19 @@ static void test_kill9(void **state)
         else
             sleep_ms(500);
     }
-    assert_true(mid); /* killed while PATH.tmp was being written */
+    assert_true(mid); /* killed while the temporary file was written */
     const char *strict[] = {"--dump-load=strict", NULL};
     assert_int_equal(start(&s, strict), 0);
     get_gen(&s, out, sizeof(out));
     assert_non_null(strstr(out, "first"));
     assert_int_equal(stat_of(&s, "curr_items"), KILL9_N + 1);
+    /* the killed dump's temporary file is left, and ignored: the next
+     * dump goes to a name of its own and leaves it as it is */
+    int left = temp_files();
+    assert_true(left >= 1);
+    cmd(&s, "dump\r\n", "\r\n", out, sizeof(out));
+    assert_string_equal(out, "OK\r\n");
+    assert_int_equal(temp_files(), left);
     assert_int_equal(stop(&s, SIGKILL), 128 + SIGKILL);
 }
 
@@ -662,8 +708,7 @@ static void test_full_disk(void **state)
     /* the previous dump is intact, no temporary file left */
     snprintf(cmdl, sizeof(cmdl), "cmp -s '%s' '%s/before'", dpath, dir);
     assert_int_equal(system(cmdl), 0);
-    snprintf(cmdl, sizeof(cmdl), "%s.tmp", dpath);
-    assert_int_not_equal(access(cmdl, F_OK), 0);
+    assert_int_equal(temp_files(), 0);
     assert_int_equal(stop(&s, SIGKILL), 128 + SIGKILL);
     /* and it loads */
     const char *strict[] = {"--dump-load=strict", "--no-dump-on-exit", NULL};

@@ -183,8 +183,9 @@ if [ -f "$B/portable/Makefile" ]; then
 fi
 if [ "${SKIP_SANITIZERS:-0}" != 1 ]; then
     check_jobs=$SAN_TEST_JOBS
-    build_and_check asan --enable-asan CFLAGS="-O1 -g"
-    build_and_check tsan --enable-tsan CFLAGS="-O1 -g"
+    # with the test-only hooks (docs/testing.md) as the normal build
+    build_and_check asan --enable-asan --enable-debug-commands CFLAGS="-O1 -g"
+    build_and_check tsan --enable-tsan --enable-debug-commands CFLAGS="-O1 -g"
     check_jobs=$TEST_JOBS
 fi
 if [ "${SKIP_DISTCHECK:-0}" != 1 ] && [ -f "$B/normal/Makefile" ]; then

@@ -28,6 +28,7 @@
 
 #include "alloc.h"
 #include "dump.h"
+#include "newfile.h"
 #include "store_int.h"
 
 #define HDR_MAGIC "MDCDUMP\n"
@@ -334,18 +335,16 @@ static void set_err(struct dump_info *info, const char *fmt, const char *a,
 int dump_write(struct store *st, const char *path, struct dump_info *info)
 {
     memset(info, 0, sizeof(*info));
-    size_t plen = strlen(path);
-    char *tmp = mdc_malloc(plen + 5);
-    char *dir = mdc_malloc(plen + 1);
+    struct newfile *nf = mdc_malloc(sizeof(*nf));
     struct dw w = {.fd = -1};
+    const char *step = NULL;
     int rc = -1;
 
-    if (tmp == NULL || dir == NULL) {
+    if (nf == NULL) {
         snprintf(info->err, sizeof(info->err), "out of memory");
         goto out;
     }
-    memcpy(tmp, path, plen);
-    memcpy(tmp + plen, ".tmp", 5);
+    nf->fd = -1;
     w.cap = BLOCK_TARGET * 2;
     w.blk = mdc_malloc(BLK_HDR + w.cap);
     w.out = mdc_malloc(OUTBUF);
@@ -355,11 +354,13 @@ int dump_write(struct store *st, const char *path, struct dump_info *info)
         goto out;
     }
     XXH3_64bits_reset(w.fh);
-    w.fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (w.fd < 0) {
-        set_err(info, "cannot create %s: %s", tmp, errno);
+    /* a fresh file under a random name beside path, mode 0600 whatever
+     * the umask, renamed over path: nothing planted is written through */
+    if (newfile_open(nf, path, 0600) < 0) {
+        set_err(info, "cannot create a file beside %s: %s", path, errno);
         goto out;
     }
+    w.fd = nf->fd;
 
     const struct store_config *cfg = store_config(st);
     uint8_t h[HDR_SIZE];
@@ -401,44 +402,29 @@ int dump_write(struct store *st, const char *path, struct dump_info *info)
     dw_raw(&w, f + 32, 16);
     dw_flush(&w);
     if (w.err != 0) {
-        set_err(info, "cannot write %s: %s", tmp, w.err);
+        set_err(info, "cannot write beside %s: %s", path, w.err);
         goto out;
     }
-    if (fsync(w.fd) < 0) {
-        set_err(info, "fsync %s: %s", tmp, errno);
-        goto out;
-    }
-    int fd = w.fd;
     w.fd = -1;
-    if (close(fd) < 0) {
-        set_err(info, "close %s: %s", tmp, errno);
-        goto out;
-    }
-    if (rename(tmp, path) < 0) {
-        set_err(info, "rename to %s: %s", path, errno);
-        goto out;
-    }
-    memcpy(dir, path, plen + 1);
-    int dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0 || fsync(dfd) < 0) {
+    if (newfile_commit(nf, true, &step) < 0) {
+        if (strcmp(step, "directory fsync") != 0) {
+            snprintf(info->err, sizeof(info->err), "%s of %s: %s", step,
+                     path, strerror(errno));
+            goto out;
+        }
         /* renamed but maybe not durable yet: report, the file is whole */
         set_err(info, "fsync of the directory of %s: %s", path, errno);
-        if (dfd >= 0)
-            close(dfd);
         info->records = w.records;
         goto out_renamed;
     }
-    close(dfd);
     info->records = w.records;
     info->blocks = w.nblocks;
     info->bytes = w.off;
     rc = 0;
     goto out_renamed;
 out:
-    if (w.fd >= 0)
-        close(w.fd);
-    if (tmp != NULL)
-        unlink(tmp);
+    if (nf != NULL)
+        newfile_discard(nf); /* closes w.fd, removes the temporary file */
 out_renamed:
     if (w.fh != NULL)
         XXH3_freeState(w.fh);
@@ -446,8 +432,7 @@ out_renamed:
     mdc_free(w.blk);
     mdc_free(w.idx);
     mdc_free(w.pay);
-    mdc_free(tmp);
-    mdc_free(dir);
+    mdc_free(nf);
     return rc;
 }
 

@@ -24,6 +24,7 @@
 #include <event2/event.h>
 
 #include "server/core/alloc.h"
+#include "server/core/newfile.h"
 #include "conn.h"
 #include "net.h"
 #include "threads.h"
@@ -461,20 +462,17 @@ out:
 int net_write_port_file(struct server *srv, const char *metrics_addr)
 {
     const char *path = srv->opt.port_file;
-    char tmp[4096];
+    struct newfile nf;
+    char *text = NULL;
+    size_t len = 0, i;
     FILE *f;
-    size_t i;
     int bad;
 
     if (path == NULL)
         return 0;
-    if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp)) {
-        log_error("port file path too long: %s", path);
-        return -1;
-    }
-    f = fopen(tmp, "we");
+    f = open_memstream(&text, &len);
     if (f == NULL) {
-        log_error("cannot write port file %s: %s", tmp, strerror(errno));
+        log_error("cannot write port file %s: %s", path, strerror(errno));
         return -1;
     }
     for (i = 0; i < srv->nlisteners; i++) {
@@ -487,10 +485,28 @@ int net_write_port_file(struct server *srv, const char *metrics_addr)
     if (metrics_addr != NULL)
         fprintf(f, "metrics %s\n", metrics_addr);
     bad = ferror(f);
-    if (fclose(f) != 0 || bad || rename(tmp, path) < 0) {
+    if (fclose(f) != 0 || bad) {
+        log_error("cannot write port file %s: out of memory", path);
+        free(text);
+        return -1;
+    }
+    /* a fresh file, mode 0644 whatever the umask (a user who could
+     * rewrite it could send clients elsewhere), renamed over PATH */
+    if (newfile_open(&nf, path, 0644) < 0) {
+        log_error("cannot write port file %s: %s", path, strerror(errno));
+        free(text);
+        return -1;
+    }
+    if (write(nf.fd, text, len) != (ssize_t)len) {
         log_error("cannot write port file %s: %s", path,
-                  strerror(bad ? EIO : errno));
-        (void)unlink(tmp);
+                  strerror(errno != 0 ? errno : EIO));
+        newfile_discard(&nf);
+        free(text);
+        return -1;
+    }
+    free(text);
+    if (newfile_commit(&nf, false, NULL) < 0) {
+        log_error("cannot write port file %s: %s", path, strerror(errno));
         return -1;
     }
     srv->portfile_written = true;
