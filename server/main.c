@@ -16,6 +16,7 @@
 #include "daemon.h"
 #include "log.h"
 #include "options.h"
+#include "options_mc.h"
 
 int main(int argc, char **argv)
 {
@@ -38,6 +39,13 @@ int main(int argc, char **argv)
                 opt.log_file, log_open_strerror(errno));
         options_teardown(&opt);
         return EX_CANTCREAT;
+    }
+    if (opt.mc != NULL) {
+        /* --memcached-compat: each memcached option ignored or changed */
+        size_t i;
+
+        for (i = 0; i < opt.mc->nnotes; i++)
+            log_warn("%s", opt.mc->notes[i]);
     }
     if (opt.auth_file != NULL && (auth = auth_setup(opt.auth_file)) == NULL) {
         options_teardown(&opt);

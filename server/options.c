@@ -7,6 +7,7 @@
 #include "config.h"
 
 #include "options.h"
+#include "options_mc.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -300,6 +301,11 @@ void options_teardown(struct options *o)
 #undef X
     free(o->conf_text);
     o->conf_text = NULL;
+    if (o->mc != NULL) {
+        options_mc_teardown(o->mc);
+        free(o->mc);
+        o->mc = NULL;
+    }
 }
 
 /* Render the current value of option d in o as text. */
@@ -559,7 +565,8 @@ static int opt_load_file(struct options *o, const bool *cli_seen,
                     lineno, key);
             return -1;
         }
-        if (d->kind == OT_ACTION || strcmp(d->lname, "config") == 0) {
+        if (d->kind == OT_ACTION || strcmp(d->lname, "config") == 0 ||
+            strcmp(d->lname, "memcached-compat") == 0) {
             fprintf(err, "%s: %s:%u: '%s' is not allowed in a config file\n",
                     argv0, path, lineno, key);
             return -1;
@@ -1011,6 +1018,17 @@ static int opt_read_args(struct options *o, int argc, char **argv, FILE *err,
     return 0;
 }
 
+/* For options_mc.c: 1 an mdcached long option that takes a value, 0 a
+ * flag, -1 none. */
+static int opt_takes_value(const char *name)
+{
+    const struct opt_desc *d = opt_by_name(name);
+
+    if (d == NULL)
+        return -1;
+    return d->kind == OT_FLAG || d->kind == OT_ACTION ? 0 : 1;
+}
+
 int options_parse(struct options *o, int argc, char **argv, FILE *err)
 {
     const char *argv0 = argc > 0 ? argv[0] : "mdcached";
@@ -1020,6 +1038,20 @@ int options_parse(struct options *o, int argc, char **argv, FILE *err)
     o->argc = argc;
     o->argv = argv;
     memset(cli_seen, 0, sizeof(cli_seen));
+    if (argc > 0 && options_mc_wanted(argc, argv)) {
+        /* memcached's command line, rewritten into mdcached's */
+        o->mc = calloc(1, sizeof(*o->mc));
+        if (o->mc == NULL ||
+            options_mc_translate(o->mc, argc, argv, opt_takes_value,
+                                 err) < 0)
+            goto usage;
+        if (o->mc->help) {
+            options_mc_usage(stdout, argv0);
+            return OPTIONS_EXIT;
+        }
+        argc = o->mc->argc;
+        argv = o->mc->argv;
+    }
     if (opt_read_args(o, argc, argv, err, argv0, cli_seen) < 0)
         goto usage;
     if (o->help) {
@@ -1036,6 +1068,7 @@ int options_parse(struct options *o, int argc, char **argv, FILE *err)
         goto usage;
     return OPTIONS_RUN;
 usage:
-    fprintf(err, "Try '%s -h' for the list of options.\n", argv0);
+    fprintf(err, "Try '%s %s-h' for the list of options.\n", argv0,
+            o->mc != NULL ? "--memcached-compat " : "");
     return OPTIONS_USAGE;
 }

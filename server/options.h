@@ -166,6 +166,9 @@ struct opt_list {
       "user to run as after binding (as root the default is nobody)")          \
     X(pid_file, 'P', "pid-file", OT_STR, "", 0, 0, "PATH",                     \
       "write the process id to this file")                                     \
+    X(memcached_compat, 0, "memcached-compat", OT_FLAG, "off", 0, 1, NULL,     \
+      "read memcached 1.6's options instead (port 11211, -m 64, -t N = "      \
+      "-n N -t 0); --memcached-compat -h lists them")                          \
     X(metrics, 0, "metrics", OT_STR, "", 0, 0, "ADDR:PORT",                    \
       "serve Prometheus metrics at http://ADDR:PORT/metrics; a PORT alone "   \
       "binds 127.0.0.1; PORT auto: a free port (see --port-file)")            \
@@ -186,6 +189,9 @@ struct options {
     char *conf_text;
     int argc;
     char **argv;
+    /* --memcached-compat: memcached's command line rewritten (the values
+     * above point into it) and the notes to log (options_mc.h) */
+    struct options_mc *mc;
 };
 
 enum options_rc {

@@ -80,7 +80,7 @@ function module(p,   b) {
     if (p ~ /^server\/net\//) return "net"
     if (p ~ /^server\//) {
         b = p; sub(/^server\//, "", b)
-        if (b ~ /^(server|stats|log|options|queue|addr|auth)\.[ch]$/) return "base"
+        if (b ~ /^(server|stats|log|options|options_mc|queue|addr|auth)\.[ch]$/) return "base"
         if (b ~ /^report\.[ch]$/) return "report"
         # the Prometheus endpoint renders the same counters as the report
         if (b ~ /^metrics\.[ch]$/) return "report"

@@ -15,7 +15,8 @@ PKGS="build-essential autoconf automake libtool pkg-config
   php-illuminate-cache php-redis composer php-symfony-framework-bundle php-symfony-yaml
   libssl-dev openssl socat
   php-illuminate-container php-illuminate-config php-pear php-xml
-  qemu-system-x86 busybox-static lcov"
+  qemu-system-x86 busybox-static lcov
+  python3-venv golang-go sasl2-bin"
 if [ "$(id -u)" -ne 0 ]; then
     echo "tools/deps.sh: must run as root (apt-get install)" >&2
     exit 1

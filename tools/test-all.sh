@@ -155,6 +155,23 @@ if [ -f "$B/normal/Makefile" ]; then
     *) failed=$((failed + 1)); failures="$failures ktls-vm"; echo "!! ktls-vm failed" ;;
     esac
 fi
+# memcached's clients' own test suites (pinned; fetched from PyPI and the
+# Go module proxy at test time) against mdcached and memcached 1.6.18 in a
+# private network namespace (docs/testing.md, "memcached's client
+# suites"): once, with the normal build's daemon; exit 77 is a skip (never
+# under CI: the script itself fails then)
+if [ -f "$B/normal/Makefile" ]; then
+    echo "== client-suites"
+    t=$(date +%s)
+    MDC_BUILDDIR="$B/normal" python3 tests/client_suites.py
+    rc=$?
+    took client-suites "$t"
+    case $rc in
+    0) passed=$((passed + 1)) ;;
+    77) echo "   (skipped)" ;;
+    *) failed=$((failed + 1)); failures="$failures client-suites"; echo "!! client-suites failed" ;;
+    esac
+fi
 # the soak (docs/security.md): SOAK_SECONDS, 120 here; 1800 for the report
 step soak sh -c "MDC_BUILDDIR='$B/normal' SOAK_SECONDS=${SOAK_SECONDS:-120} sh bench/soak.sh"
 # the portable build (docs/packaging.md, "FreeBSD"): every Linux-only part
