@@ -10,18 +10,25 @@
 #   4. the miss-ratio trace's size mix through both servers: a z1.0 trace
 #      of MIX_REQUESTS (3 M) requests over MIX_OBJECTS (1 M) objects
 #      replayed read-through into -m 4096 (every object it asks for held):
-#      records, `stats bytes` and RSS per record.
+#      records, `stats bytes` and RSS per record;
+#   5. per value size (SIZES, default 32 100 1024 16384 262144 bytes,
+#      16-byte keys): bench/overfill.py writes twice what -m MIB holds over
+#      4 connections and reads every key back: records held, and RSS
+#      growth (after the writes, less before) per record held; mdcached
+#      -n 4 -t 0 (MDC_ARGS) beside memcached -t 4.
 # Each server runs pinned to CPU 0, the loader to CPU 1.
 #
 # usage: bench/bytes.sh [-n RECORDS] [-f FILL] [-m MIB] [-B BUILD_DIR] [-s STEPS]
-#   STEPS: any of 1 2 3 4 (default "1 2 3 4"); MDCACHED=path overrides
+#   STEPS: any of 1 2 3 4 5 (default "1 2 3 4 5"); MDCACHED=path overrides
 #   BUILD_DIR/server/mdcached.
 set -eu
 
 N=10000000
 FILL=1500000
 MIB=64
-STEPS="1 2 3 4"
+STEPS="1 2 3 4 5"
+SIZES=${SIZES:-32 100 1024 16384 262144}
+MDC_ARGS=${MDC_ARGS:--n 4 -t 0}
 MIX_REQUESTS=${MIX_REQUESTS:-3000000}
 MIX_OBJECTS=${MIX_OBJECTS:-1000000}
 BUILD=${BUILD:-$(pwd)}
@@ -32,7 +39,7 @@ while getopts "n:f:m:B:s:h" o; do
     m) MIB=$OPTARG ;;
     B) BUILD=$OPTARG ;;
     s) STEPS=$OPTARG ;;
-    *) sed -n '2,19p' "$0"; exit 64 ;;
+    *) sed -n '2,24p' "$0"; exit 64 ;;
     esac
 done
 LOAD=$BUILD/bench/mdc-load
@@ -136,4 +143,33 @@ for s in memcached mdcached; do
     stop
 done
 echo "mdcached / memcached RSS added per record: $(echo "scale=3; ${per[1]} / ${per[0]}" | bc)"
+;; esac
+
+case " $STEPS " in *" 5 "*)
+OVF=$(dirname "$0")/overfill.py
+echo
+echo "5. per value size: twice what -m $MIB holds written (16-byte keys, 4 connections), every key read back"
+printf '%-8s %-10s %10s %10s %10s %12s\n' value server held "RSS0 MiB" "RSS MiB" "dRSS B/rec"
+for size in $SIZES; do
+    n=$(( (MIB << 21) / (size + 64) ))
+    held=() per=()
+    for s in memcached mdcached; do
+        case $s in
+        memcached) bl_start memcached -m "$MIB" -U 0 -t 4 -c 1024 ;;
+        mdcached) bl_start mdcached "$MDCACHED" $MDC_ARGS -m "$MIB" ;;
+        esac
+        PORT=$BL_PORT PID=$BL_PID
+        sleep 0.5
+        before=$(bl_rss_kib "$PID")
+        out=$(taskset -c 1 python3 "$OVF" -s "127.0.0.1:$PORT" -p "$PID" -n "$n" --size "$size" -c 4 --limit-mib "$MIB" -j)
+        after=$(echo "$out" | python3 -c 'import json,sys; print(json.load(sys.stdin)["rss_kib"])')
+        h=$(echo "$out" | python3 -c 'import json,sys; print(json.load(sys.stdin)["held"])')
+        d=$(echo "scale=1; ($after - $before) * 1024 / $h" | bc)
+        printf '%-8s %-10s %10s %10.1f %10.1f %12s\n' "$size" "$s" "$h" \
+            "$(echo "$before / 1024" | bc -l)" "$(echo "$after / 1024" | bc -l)" "$d"
+        held+=("$h") per+=("$d")
+        bl_stop "$PID"
+    done
+    echo "$size: mdcached / memcached records held $(echo "scale=3; ${held[1]} / ${held[0]}" | bc), RSS per record $(echo "scale=3; ${per[1]} / ${per[0]}" | bc)"
+done
 ;; esac

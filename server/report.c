@@ -233,6 +233,16 @@ void stats_collect_conn(struct server *srv, stats_visit_fn fn, void *ctx,
     emit_u64(fn, ctx, "load_records", srv->load_records);
     emit_u64(fn, ctx, "load_ms", srv->load_ms);
     fn(ctx, "allocator", mdc_allocator_name());
+    {
+        struct mdc_alloc_stats as;
+        mdc_alloc_stats(&as);
+        emit_u64(fn, ctx, "allocator_allocated", as.allocated);
+        emit_u64(fn, ctx, "allocator_active", as.active);
+        emit_u64(fn, ctx, "allocator_resident", as.resident);
+        emit_u64(fn, ctx, "allocator_mapped", as.mapped);
+        emit_u64(fn, ctx, "allocator_retained", as.retained);
+        emit_u64(fn, ctx, "allocator_metadata", as.metadata);
+    }
     emit_u64(fn, ctx, "threads", threads);
     emit_u64(fn, ctx, "network_threads", srv->nnet);
     emit_u64(fn, ctx, "payload_threads", srv->npay);

@@ -7,6 +7,8 @@
 
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -35,12 +37,21 @@
 #ifdef USE_JEMALLOC
 #include <jemalloc/jemalloc.h>
 /*
- * Records are small and looked up at random over gigabytes: with 4 KiB
- * pages nearly every lookup misses the TLB (and in a VM pays a two-level
- * walk).  Let jemalloc ask for transparent huge pages on its arenas.
+ * -m bounds the process's resident memory (docs/architecture.md, "Memory
+ * and -m"), so the allocator must not hold pages the store has let go:
+ *  - no transparent huge pages on the arenas: a 2 MiB page stays resident
+ *    while one record of it lives (the overfill load peaked at 164 MiB in
+ *    -m 64 with thp:always, 88 MiB without it and with the decay below);
+ *    the bucket arrays still ask for huge pages (mdc_huge_calloc);
+ *  - freed pages go back to the kernel at once (dirty and muzzy decay 0)
+ *    rather than after 10 s: under eviction every store frees a record,
+ *    and a large one is its own extent;
+ *  - small per-thread caches: a cached free region is resident and
+ *    counted by nobody (tcache_max: only small classes are cached).
  * MALLOC_CONF in the environment still overrides this.
  */
-const char *malloc_conf = "thp:always,metadata_thp:auto";
+const char *malloc_conf = "metadata_thp:auto,dirty_decay_ms:0,"
+                          "muzzy_decay_ms:0,tcache_max:4096";
 #elif defined(HAVE_MALLOC_H)
 #include <malloc.h>     /* glibc: malloc_usable_size() */
 #elif defined(HAVE_MALLOC_NP_H)
@@ -48,6 +59,62 @@ const char *malloc_conf = "thp:always,metadata_thp:auto";
 #endif
 
 #define HUGE_MIN ((size_t)2 << 20)
+
+#ifdef USE_JEMALLOC
+/*
+ * jemalloc places a large allocation (above its largest small class,
+ * 14 KiB with 4 KiB pages) at a random cache line of an extent one page
+ * longer than its size class ("cache-oblivious", not a run-time option
+ * in 5.3): a resident page more per large record that no size class
+ * shows (16 % of a 24 KiB record).  Asking for page alignment skips
+ * it.  Both figures are read once from the allocator.
+ */
+static size_t small_max = 14336;
+static size_t page_size = 4096;
+
+/*
+ * Records come from an arena of their own, shared by every thread, with
+ * no thread cache.  With the default arena per thread (4 per CPU), a
+ * record freed by an eviction on another thread left a hole in its
+ * owner's slab that only the owner's own stores could fill again: on the
+ * overfill load of values of 16 B-2 KiB the slabs of small classes held
+ * 7 MB more than their records in -m 64 (1.1 MB with one arena); a
+ * thread cache keeps freed regions resident and counted by nobody.  The
+ * arena returns freed pages at once (decay 0, as the others).  0: no
+ * such arena (arenas.create failed), records from the thread's arena.
+ */
+static int rec_mallocx_flags;
+
+__attribute__((constructor)) static void alloc_init(void)
+{
+    unsigned nbins = 0;
+    size_t sz = sizeof(nbins), v = 0, vs = sizeof(v);
+    char name[64];
+    if (mallctl("arenas.nbins", &nbins, &sz, NULL, 0) == 0 && nbins > 0) {
+        snprintf(name, sizeof(name), "arenas.bin.%u.size", nbins - 1);
+        if (mallctl(name, &v, &vs, NULL, 0) == 0 && v > 0)
+            small_max = v;
+    }
+    vs = sizeof(v);
+    if (mallctl("arenas.page", &v, &vs, NULL, 0) == 0 && v > 0)
+        page_size = v;
+    unsigned a = 0;
+    sz = sizeof(a);
+    if (mallctl("arenas.create", &a, &sz, NULL, 0) == 0) {
+        ssize_t zero = 0;
+        snprintf(name, sizeof(name), "arena.%u.dirty_decay_ms", a);
+        (void)mallctl(name, NULL, NULL, &zero, sizeof(zero));
+        snprintf(name, sizeof(name), "arena.%u.muzzy_decay_ms", a);
+        (void)mallctl(name, NULL, NULL, &zero, sizeof(zero));
+        rec_mallocx_flags = MALLOCX_ARENA(a) | MALLOCX_TCACHE_NONE;
+    }
+}
+
+static inline int large_flags(size_t size)
+{
+    return size > small_max ? MALLOCX_ALIGN(page_size) : 0;
+}
+#endif
 
 /*
  * Allocation-failure injection (mdc_alloc_fault_set(), alloc.h).  Off
@@ -118,11 +185,34 @@ void mdc_huge_free(void *p, size_t size)
 
 void *mdc_malloc(size_t size)
 {
-    return alloc_fault() ? NULL : malloc(size);
+    if (alloc_fault())
+        return NULL;
+#ifdef USE_JEMALLOC
+    if (size > small_max)
+        return mallocx(size, large_flags(size));
+#endif
+    return malloc(size);
 }
+void *mdc_rec_malloc(size_t size)
+{
+    if (alloc_fault())
+        return NULL;
+#ifdef USE_JEMALLOC
+    return mallocx(size == 0 ? 1 : size, rec_mallocx_flags | large_flags(size));
+#else
+    return malloc(size);
+#endif
+}
+
 void *mdc_calloc(size_t n, size_t size)
 {
-    return alloc_fault() ? NULL : calloc(n, size);
+    if (alloc_fault())
+        return NULL;
+#ifdef USE_JEMALLOC
+    if (n != 0 && size <= SIZE_MAX / n && n * size > small_max)
+        return mallocx(n * size, large_flags(n * size) | MALLOCX_ZERO);
+#endif
+    return calloc(n, size);
 }
 void *mdc_realloc(void *p, size_t size)
 {
@@ -158,7 +248,7 @@ size_t mdc_alloc_size(const void *p, size_t req)
 {
 #ifdef USE_JEMALLOC
     (void)p;
-    return nallocx(req == 0 ? 1 : req, 0);
+    return nallocx(req == 0 ? 1 : req, large_flags(req));
 #else
     (void)req;
     return mdc_usable_size(p);
@@ -169,7 +259,8 @@ void mdc_free_sized(void *p, size_t req)
 {
 #ifdef USE_JEMALLOC
     if (p != NULL)
-        sdallocx(p, req == 0 ? 1 : req, 0);
+        sdallocx(p, req == 0 ? 1 : req,
+                 large_flags(req) | MALLOCX_TCACHE_NONE);
 #else
     (void)req;
     free(p);
@@ -179,7 +270,7 @@ void mdc_free_sized(void *p, size_t req)
 size_t mdc_good_size(size_t size)
 {
 #ifdef USE_JEMALLOC
-    return nallocx(size == 0 ? 1 : size, 0);
+    return nallocx(size == 0 ? 1 : size, large_flags(size));
 #else
     return size;
 #endif
@@ -204,6 +295,29 @@ int mdc_alloc_counts_threads(void)
     return 1;
 #else
     return 0;
+#endif
+}
+
+void mdc_alloc_stats(struct mdc_alloc_stats *s)
+{
+    memset(s, 0, sizeof(*s));
+#ifdef USE_JEMALLOC
+    uint64_t epoch = 1;
+    size_t sz = sizeof(epoch);
+    (void)mallctl("epoch", &epoch, &sz, &epoch, sz);
+#define ST(name, f)                                                            \
+    do {                                                                       \
+        size_t v = 0, vs = sizeof(v);                                          \
+        if (mallctl("stats." name, &v, &vs, NULL, 0) == 0)                     \
+            s->f = v;                                                          \
+    } while (0)
+    ST("allocated", allocated);
+    ST("active", active);
+    ST("resident", resident);
+    ST("mapped", mapped);
+    ST("retained", retained);
+    ST("metadata", metadata);
+#undef ST
 #endif
 }
 

@@ -11,6 +11,10 @@
 #include <stdint.h>
 
 void *mdc_malloc(size_t size);
+/* A record's memory (the store's only): from the records' own arena
+ * (alloc.c says why); freed with mdc_free_sized(), sized by
+ * mdc_alloc_size() and mdc_good_size() as mdc_malloc()'s. */
+void *mdc_rec_malloc(size_t size);
 void *mdc_calloc(size_t n, size_t size);
 void *mdc_realloc(void *p, size_t size);
 /* Zeroed, aligned to 'align' (a power of two, a multiple of the pointer
@@ -36,6 +40,14 @@ uint64_t mdc_thread_allocated(void);
 /* 1 when mdc_thread_allocated() is meaningful (jemalloc build). */
 int mdc_alloc_counts_threads(void);
 const char *mdc_allocator_name(void);
+
+/* The allocator's own figures, in bytes (jemalloc's stats.*: allocated,
+ * active pages, resident pages, mapped, retained, metadata), refreshed
+ * when read; all 0 where the allocator has none (libc). */
+struct mdc_alloc_stats {
+    uint64_t allocated, active, resident, mapped, retained, metadata;
+};
+void mdc_alloc_stats(struct mdc_alloc_stats *s);
 
 /*
  * Tests only (tests/test_fault_alloc.c): from now on make about one

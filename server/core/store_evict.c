@@ -274,11 +274,18 @@ int mem_reserve(struct store *st, size_t size)
     if (m <= lim)
         return 0;
     if (!st->cfg.no_evict && (int64_t)size <= lim) {
-        int evicted = 0;
+        int evicted = 0, fits = 0;
         /* bounded only against a livelock with concurrent stores */
         for (int i = 0; i < RETRY_LIMIT; i++) {
-            if (atomic_load_explicit(&st->mem, memory_order_relaxed) <= lim)
+            /* our reservation is in mem: once mem is under the limit it
+             * fits, whatever other stores reserve after this load (a
+             * second look at mem, after the loop, refused stores that
+             * concurrent reservations pushed over again: 3-93 refusals
+             * per overfill load with 4 threads and nothing held) */
+            if (atomic_load_explicit(&st->mem, memory_order_relaxed) <= lim) {
+                fits = 1;
                 break;
+            }
             if (evict_one(st) < 0)
                 break;
             evicted = 1;
@@ -288,7 +295,8 @@ int mem_reserve(struct store *st, size_t size)
         if (evicted)
             atomic_fetch_add_explicit(&st->direct_reclaims, 1,
                                       memory_order_relaxed);
-        if (atomic_load_explicit(&st->mem, memory_order_relaxed) <= lim)
+        if (fits ||
+            atomic_load_explicit(&st->mem, memory_order_relaxed) <= lim)
             return 0;
         atomic_fetch_add_explicit(&st->nomem_held, 1, memory_order_relaxed);
     }

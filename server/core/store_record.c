@@ -190,7 +190,7 @@ int rec_alloc(struct store *st, const void *key, uint32_t klen,
     int rc = mem_reserve(st, real);
     if (rc != 0)
         return rc;
-    struct record *r = mdc_malloc(size);
+    struct record *r = mdc_rec_malloc(size);
     if (r == NULL) {
         store_account(st, -(int64_t)real, 0);
         return ST_NO_MEMORY;
