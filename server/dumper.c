@@ -33,6 +33,7 @@
 #include "server/net/threads.h"
 #include "server/core/alloc.h"
 #include "server/core/dump.h"
+#include "server/core/testhook.h"
 
 struct dumper {
     struct server *srv;
@@ -203,6 +204,7 @@ static uint64_t dumper_ask(struct dumper *d)
         d->pending = true;
         pthread_cond_signal(&d->cv);
     }
+    testhook_stop_asked("dumper"); /* asked for a dump: as good */
     return d->seq_done + 1;
 }
 
@@ -266,6 +268,7 @@ static void *dumper_main(void *arg)
     uint64_t every = d->srv->opt.dump_interval * 1000;
     uint64_t next = every ? mono_ms() + every : 0;
 
+    testhook_hold_loop("dumper");
     pthread_mutex_lock(&d->mu);
     for (;;) {
         while (!d->pending && !d->stop) {
@@ -376,6 +379,7 @@ void dumper_teardown(struct server *srv)
     d->stop = true;
     pthread_cond_signal(&d->cv);
     pthread_mutex_unlock(&d->mu);
+    testhook_stop_asked("dumper");
     pthread_join(d->tid, NULL);
     srv->dumper = NULL;
     srv->dump_request = NULL;

@@ -35,6 +35,7 @@
 #include "store_hash.h"
 #include "store_int.h"
 #include "tags.h"
+#include "testhook.h"
 
 #define DEFAULT_MEM_LIMIT ((size_t)1024 << 20)
 #define DEFAULT_MAX_ITEM (1u << 20)
@@ -232,6 +233,7 @@ void store_teardown(struct store *st)
         st->sweep_stop = 1;
         pthread_cond_signal(&st->sweep_cv);
         pthread_mutex_unlock(&st->sweep_mu);
+        testhook_stop_asked("sweeper");
         pthread_join(st->sweeper, NULL);
     }
     wheel_teardown(st);

@@ -19,6 +19,7 @@
 #include <event2/event.h>
 
 #include "server/core/alloc.h"
+#include "server/core/testhook.h"
 #include "conn.h"
 #include "threads.h"
 #include "udp.h"
@@ -233,6 +234,7 @@ static void *worker_net_main(void *arg)
     struct worker *w = arg;
 
     log_debug("network thread %u running", w->id);
+    testhook_hold_loop("net");
     w->srv->xp->run(w);
     log_debug("network thread %u done", w->id);
     return NULL;
@@ -244,6 +246,7 @@ static void *worker_payload_main(void *arg)
     struct mq_node *n;
 
     log_debug("payload thread %u running", w->id);
+    testhook_hold_loop("payload");
     while ((n = mq_pop_wait(w->pq)) != NULL) {
         struct conn *c = conn_of_node(n);
 
@@ -379,6 +382,7 @@ void threads_stop_and_join(struct server *srv)
             srv->xp->stop(w);
         }
     }
+    testhook_stop_asked("net");
     for (i = 1; i < srv->nworkers; i++) {
         struct worker *w = &srv->workers[i];
         if (w->role == ROLE_NET && w->started) {
@@ -389,6 +393,7 @@ void threads_stop_and_join(struct server *srv)
     /* No network thread is left to hand work over: payload threads go. */
     for (i = 0; i < srv->npqs; i++)
         mq_close(&srv->pqs[i]);
+    testhook_stop_asked("payload");
     for (i = 1; i < srv->nworkers; i++) {
         struct worker *w = &srv->workers[i];
         if (w->role == ROLE_PAYLOAD && w->started) {
