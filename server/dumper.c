@@ -21,6 +21,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -343,6 +344,8 @@ int dumper_setup(struct server *srv)
 {
     struct dumper *d;
     pthread_condattr_t ca;
+    sigset_t all, old;
+    int e;
 
     if (srv->opt.dump_file == NULL)
         return 0;
@@ -356,7 +359,12 @@ int dumper_setup(struct server *srv)
     pthread_cond_init(&d->cv, &ca);
     pthread_condattr_destroy(&ca);
     pthread_cond_init(&d->done_cv, NULL);
-    if (pthread_create(&d->tid, NULL, dumper_main, d) != 0) {
+    /* only the main thread takes signals (daemon.c's libevent events) */
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    e = pthread_create(&d->tid, NULL, dumper_main, d);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (e != 0) {
         pthread_mutex_destroy(&d->mu);
         pthread_cond_destroy(&d->cv);
         pthread_cond_destroy(&d->done_cv);

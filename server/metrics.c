@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -638,10 +639,17 @@ static void *metrics_main(void *arg)
 int metrics_start_thread(struct server *srv)
 {
     struct metrics *m = srv->metrics;
+    sigset_t all, old;
+    int e;
 
     if (m == NULL)
         return 0;
-    if (pthread_create(&m->tid, NULL, metrics_main, m) != 0) {
+    /* only the main thread takes signals (daemon.c's libevent events) */
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    e = pthread_create(&m->tid, NULL, metrics_main, m);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (e != 0) {
         log_error("--metrics: cannot start its thread");
         return -1;
     }

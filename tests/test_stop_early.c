@@ -13,6 +13,7 @@
  */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -56,6 +57,43 @@ static unsigned count_of(const char *hay, const char *needle)
     return n;
 }
 
+/* Threads of pid other than its main thread that do not block SIGTERM
+ * (/proc/PID/task/TID/status, SigBlk); -1 without /proc. */
+static int signal_takers(pid_t pid)
+{
+    char path[64];
+    struct dirent *e;
+    DIR *d;
+    int n = 0;
+
+    snprintf(path, sizeof(path), "/proc/%ld/task", (long)pid);
+    d = opendir(path);
+    if (d == NULL)
+        return -1;
+    while ((e = readdir(d)) != NULL) {
+        char line[128], st[384];
+        unsigned long long blk = 0;
+        FILE *f;
+
+        if (e->d_name[0] == '.' || atol(e->d_name) == (long)pid)
+            continue;
+        snprintf(st, sizeof(st), "%s/%s/status", path, e->d_name);
+        f = fopen(st, "r");
+        if (f == NULL)
+            continue; /* gone meanwhile */
+        while (fgets(line, sizeof(line), f) != NULL)
+            if (sscanf(line, "SigBlk: %llx", &blk) == 1)
+                break;
+        fclose(f);
+        if (!(blk & (1ull << (SIGTERM - 1)))) {
+            fprintf(stderr, "thread %s takes SIGTERM\n", e->d_name);
+            n++;
+        }
+    }
+    closedir(d);
+    return n;
+}
+
 /* Start with MDC_TEST_HOLD_LOOP=hold and args; once `want` threads said
  * they are held, SIGTERM: the daemon must exit 0 within the ceiling, each
  * held thread having started its loop after its stop.  1 when io_uring is
@@ -93,6 +131,10 @@ static int stop_while_held(const char *hold, unsigned want,
         tsrv_print_log(&s, "threads not held");
         fail_msg("%s: %u of %u threads held", hold, held, want);
     }
+    /* only the main thread takes signals: a held thread that took the
+     * SIGTERM (its handler deferred, under TSan, while it waits) would
+     * keep the stop from being asked */
+    assert_true(signal_takers(s.pid) <= 0);
     s.opts.timeout_ms = CEILING_MS; /* the stop's ceiling */
     rc = tsrv_kill(&s, SIGTERM);
     log = tsrv_log(&s);

@@ -27,6 +27,7 @@
  */
 #include "config.h"
 
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -186,7 +187,16 @@ struct store *store_setup(const struct store_config *cfg)
     pthread_mutex_init(&st->retire_mu, NULL);
     pthread_cond_init(&st->sweep_cv, NULL);
     if (c->sweep_interval_ms != 0) {
-        if (pthread_create(&st->sweeper, NULL, sweeper_main, st) != 0)
+        sigset_t all, old;
+        int e;
+
+        /* the sweeper takes no signal: a process's signals are the
+         * caller's (the daemon's main thread) */
+        sigfillset(&all);
+        pthread_sigmask(SIG_BLOCK, &all, &old);
+        e = pthread_create(&st->sweeper, NULL, sweeper_main, st);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        if (e != 0)
             goto fail;
         st->sweeper_running = 1;
     }
