@@ -2,10 +2,10 @@
 """timeout_late.py - how late --idle-timeout closes a silent connection.
 
     python3 bench/timeout_late.py [NAME=PATH ...] [--conns 40]
-        [--spread 1.0] [--rounds 3] [--io epoll,uring]
+        [--spread 1.0] [--rounds 3] [--io epoll,uring] [--threads 1]
 
 Each binary (default: server/mdcached of the current directory) runs with
-`-n 1 --idle-timeout 1` on every backend of --io in turn.  A round opens
+`-n THREADS --idle-timeout 1` on every backend of --io in turn.  A round opens
 CONNS connections, evenly spread over SPREAD seconds, sends nothing, and
 times the EOF of each from just before its connect(): the lateness is that
 time less the one-second timeout (never negative unless a connection was
@@ -26,12 +26,15 @@ import tempfile
 import time
 
 
+NET_THREADS = 1
+
+
 def start(path, io, tmp):
     pf = os.path.join(tmp, "ports")
     if os.path.exists(pf):
         os.unlink(pf)
     p = subprocess.Popen([path, "-p", "auto", "-l", "127.0.0.1",
-                          "--port-file", pf, "-n", "1", "-m", "16",
+                          "--port-file", pf, "-n", str(NET_THREADS), "-m", "16",
                           "--io=" + io, "--idle-timeout", "1"],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                          env=dict(os.environ, NOTIFY_SOCKET=""))
@@ -112,7 +115,11 @@ def main():
     ap.add_argument("--spread", type=float, default=1.0)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--io", default="epoll,uring")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="-n: network threads (0: the main thread's loop)")
     a = ap.parse_args()
+    global NET_THREADS
+    NET_THREADS = a.threads
     servers = [s.split("=", 1) for s in a.servers] or \
         [["this", "server/mdcached"]]
     tmp = tempfile.mkdtemp(prefix="timeout_late.")
