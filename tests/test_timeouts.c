@@ -235,11 +235,16 @@ static void test_backends_alike(void **state)
     for (k = 0; k < NSIDE; k++) {
         int rc = tsrv_wait_ready(&sd[k].s);
         char *log = rc > 0 ? tsrv_log(&sd[k].s) : NULL;
-        bool none = log != NULL && strstr(log, "io_uring is not available");
+        const char *ci = getenv("CI");
+        /* a build without liburing (the portable one), or a kernel or
+         * sandbox without io_uring (never in CI): nothing to compare */
+        bool none = log != NULL &&
+                    (strstr(log, "built without liburing") != NULL ||
+                     (strstr(log, "io_uring is not available") != NULL &&
+                      !(ci != NULL && strcmp(ci, "true") == 0)));
 
         free(log);
-        if (none && !(getenv("CI") != NULL && strcmp(getenv("CI"), "true") == 0)) {
-            /* a kernel or sandbox without io_uring: nothing to compare */
+        if (none) {
             for (i = 0; i < NSIDE; i++)
                 if (i != k && sd[i].s.pid > 0)
                     tsrv_kill(&sd[i].s, SIGKILL);
