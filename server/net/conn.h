@@ -240,8 +240,15 @@ int conn_run(struct conn *c, struct conn_turn *t);
 bool conn_io_ready(struct conn *c, short what);
 /* A payload thread finished with c (owner thread). */
 void conn_returned(struct conn *c);
-/* Owner-thread checks once a second: idle timeout, stalled output, stop. */
-void conn_tick(struct conn *c, uint64_t now);
+/* Owner-thread checks (worker_tick_run): the timeouts (auth, TLS
+ * handshake, idle: now_ms, server_coarse_ms()), stalled output (now, whole
+ * seconds).  Returns the coarse ms at which a timeout of c may fire next
+ * (UINT64_MAX: none, or c is gone). */
+uint64_t conn_tick(struct conn *c, uint64_t now, uint64_t now_ms);
+/* The coarse ms from which a timeout of secs seconds counted from stamp (a
+ * server_coarse_ms() reading) may fire, res the coarse clock's resolution
+ * (server_coarse_res_ms()): never before secs true seconds have passed. */
+uint64_t conn_deadline_ms(uint64_t stamp, uint64_t secs, uint64_t res);
 /* Begin a graceful close (no more input; finish and flush). */
 void conn_shutdown(struct conn *c);
 

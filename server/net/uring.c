@@ -14,8 +14,9 @@
  *
  * A network thread runs the ring's loop itself (uring_run): libevent is not
  * polled per turn.  Other threads wake it through an eventfd that the ring
- * reads (inbox: new connections, payload-thread hand-backs; stop); the 1 s
- * tick is the wait's timeout; UDP sockets (-U) are one-shot polls on the
+ * reads (inbox: new connections, payload-thread hand-backs; stop); the
+ * tick (threads.c: the next second, or a connection's timeout due before
+ * it) is the wait's timeout; UDP sockets (-U) are one-shot polls on the
  * ring.  The main thread with -n 0 keeps libevent's loop (signals,
  * listeners, timers) and polls the ring's descriptor from it.
  *
@@ -1354,8 +1355,8 @@ void uring_run(struct worker *w)
     worker_inbox_run(w); /* connections given before the thread ran */
     for (;;) {
         struct __kernel_timespec to;
-        struct timespec now;
         struct io_uring_cqe *cqe;
+        uint64_t now_ms;
 
         if (atomic_load_explicit(&w->stop_req, memory_order_acquire) &&
             !w->stopping) {
@@ -1369,21 +1370,26 @@ void uring_run(struct worker *w)
             uw->nudp = 0;
             worker_begin_stop(w);
         }
-        if (server_mono_s() != w->now)
+        now_ms = server_coarse_ms();
+        if (now_ms >= w->next_tick_ms) {
             worker_tick_run(w);
+            now_ms = server_coarse_ms();
+        }
         uw_passes(uw);
         if (w->stopping && w->nconns == 0)
             break;
         if (uw->rq_n > 0 || uw->deferred) {
             io_uring_submit_and_get_events(&uw->ring);
         } else {
-            clock_gettime(CLOCK_MONOTONIC, &now);
-            to.tv_sec = 0;
-            to.tv_nsec = 1000000000L - now.tv_nsec + 1000000L;
-            if (to.tv_nsec >= 1000000000L) {
-                to.tv_sec = 1;
-                to.tv_nsec -= 1000000000L;
-            }
+            /* until the tick is due: computed on the coarse clock the
+             * deadlines are read on (a wake computed on the precise clock
+             * could find the coarse second not yet turned, and sleep a
+             * whole second more before the next tick) */
+            uint64_t ms = worker_wait_ms(now_ms, w->next_tick_ms,
+                                         server_coarse_res_ms());
+
+            to.tv_sec = (long long)(ms / 1000);
+            to.tv_nsec = (long long)(ms % 1000) * 1000000;
             (void)io_uring_submit_and_wait_timeout(&uw->ring, &cqe, 1, &to,
                                                    NULL);
         }
