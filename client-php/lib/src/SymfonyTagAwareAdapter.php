@@ -370,7 +370,7 @@ class SymfonyTagAwareAdapter extends AbstractTagAwareAdapter
             if ($value === null) { // already expired
                 return $this->doDelete([$id]);
             }
-            return $this->doSave([$id => $value], $ttl) === [];
+            return $this->storeOne($id, $value, $ttl);
         } catch (\Exception $e) {
             CacheItem::log($this->logger ?? null, 'Failed to save key "{key}": ' . $e->getMessage(),
                            ['key' => $key, 'exception' => $e, 'cache-adapter' => get_debug_type($this)]);
@@ -454,6 +454,23 @@ class SymfonyTagAwareAdapter extends AbstractTagAwareAdapter
         }
         return true;
     }
+
+    /** doSave() of one record, without its grouping: one set */
+    private function storeOne(string $id, array $v, int $lifetime): bool
+    {
+        $tags = [$this->nsTag ??= $this->nsTag()];
+        foreach ($v['tags'] ?? [] as $t) {
+            $tags[] = $this->ns . self::TAGS_PREFIX . $t;
+        }
+        if (!$this->client->set($id, $v, $lifetime > 2592000 ? time() + $lifetime : $lifetime, $tags)) {
+            return false;
+        }
+        unset($this->won[$id]); // a store ends the win (get())
+        return true;
+    }
+
+    /** nsTag(), kept */
+    private ?string $nsTag = null;
 
     protected function doSave(array $values, int $lifetime, array $addTagData = [], array $removeTagData = []): array
     {
