@@ -35,12 +35,16 @@
 #ifdef USE_JEMALLOC
 #include <jemalloc/jemalloc.h>
 /*
- * Records are small and looked up at random over gigabytes: with 4 KiB
- * pages nearly every lookup misses the TLB (and in a VM pays a two-level
- * walk).  Let jemalloc ask for transparent huge pages on its arenas.
+ * Transparent huge pages are not asked for on jemalloc's arenas
+ * ("thp:default": the system's setting, madvise on Debian, so none): with
+ * "thp:always" every 2 MiB region an allocation touched became resident
+ * whole, and an idle daemon held 6 MiB of them (14 MiB of RSS against
+ * memcached's 4.7: docs/performance.md, "Idle footprint"), and the huge
+ * pages' slack hid what idle connections cost.  The bucket array, which
+ * every lookup reads at random, still asks for them (mdc_huge_calloc).
  * MALLOC_CONF in the environment still overrides this.
  */
-const char *malloc_conf = "thp:always,metadata_thp:auto";
+const char *malloc_conf = "thp:default,metadata_thp:auto";
 #elif defined(HAVE_MALLOC_H)
 #include <malloc.h>     /* glibc: malloc_usable_size() */
 #elif defined(HAVE_MALLOC_NP_H)

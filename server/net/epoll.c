@@ -16,6 +16,7 @@
 #include <sched.h>
 
 #include <event2/event.h>
+#include <event2/event_struct.h> /* struct event, kept in the connection */
 
 #include "conn.h"
 #include "net.h"
@@ -27,19 +28,22 @@
  * for the connection's life; write readiness only while a write would
  * block (ep_want_wr), so the socket's EPOLLOUT edges (one each time the
  * peer reads a reply) neither wake the loop nor cost a callback.  The
- * events are libevent's own allocations, as before the transport table:
- * kept in the connection (conn + 2 x 128 bytes in one allocation of 640)
- * the idle connection measured 280 bytes more with jemalloc's
- * transparent huge pages (bench/conn_mem.py, docs/performance.md).  The
- * write event exists only while a write would block: an idle connection
- * holds its struct conn (384 bytes with this part) and the read event
- * (128) only. */
+ * read event lives in the connection (event_assign: 304 + 144 bytes, one
+ * allocation of 448, where conn and a separate event took 384 + 128); the
+ * write event exists only while a write would block (libevent's own
+ * allocation), so an idle connection is that one allocation (and
+ * libevent's per-descriptor map entry).  Before issue 34 both events were
+ * separate: kept in the connection (one allocation of 640) they measured
+ * 280 bytes more with jemalloc's transparent huge pages, since turned off
+ * (bench/conn_mem.py, docs/performance.md). */
 struct econn {
-    struct event *ev;    /* EV_READ|EV_CLOSED|EV_ET|EV_PERSIST, always on */
+    struct event ev;     /* EV_READ|EV_CLOSED|EV_ET|EV_PERSIST, always on
+                            from ep_adopt to ep_close (ev_on) */
     struct event *ev_wr; /* EV_WRITE|EV_ET|EV_PERSIST, made and armed
                             only while a write would block (wr_armed);
                             NULL otherwise */
     bool wr_armed;       /* ev_wr is registered with the loop */
+    bool ev_on;          /* ev is assigned and not yet deleted */
 };
 
 static struct econn *EC(struct conn *c)
@@ -103,11 +107,12 @@ static int ep_adopt(struct conn *c)
     struct econn *e = EC(c);
     struct event_base *base = c->owner->base;
 
-    e->ev = event_new(base, c->fd, EV_READ | EV_CLOSED | EV_ET | EV_PERSIST,
-                      ep_conn_cb, c);
-    if (e->ev == NULL)
+    if (event_assign(&e->ev, base, c->fd,
+                     EV_READ | EV_CLOSED | EV_ET | EV_PERSIST, ep_conn_cb,
+                     c) < 0)
         return -1;
-    return event_add(e->ev, NULL);
+    e->ev_on = true;
+    return event_add(&e->ev, NULL);
 }
 
 /* A write would block: register for the EPOLLOUT edge.  EPOLL_CTL_MOD
@@ -167,7 +172,7 @@ static int ep_flush(struct conn *c)
 
 static void ep_requeue(struct conn *c)
 {
-    event_active(EC(c)->ev, EV_TIMEOUT, 0);
+    event_active(&EC(c)->ev, EV_TIMEOUT, 0);
 }
 
 static bool ep_close(struct conn *c)
@@ -178,9 +183,10 @@ static bool ep_close(struct conn *c)
         event_free(e->ev_wr);
         conn_backend_held(c->owner, -1);
     }
-    if (e->ev != NULL)
-        event_free(e->ev);
-    e->ev = e->ev_wr = NULL;
+    if (e->ev_on)
+        event_del(&e->ev);
+    e->ev_on = false;
+    e->ev_wr = NULL;
     return false;
 }
 
