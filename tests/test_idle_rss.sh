@@ -14,8 +14,22 @@
 # SKIP when memcached is not installed (tools/deps.sh installs it), except
 # under CI=true as root, where that is a failure; the io_uring rows are
 # skipped only where the kernel refuses io_uring, with the same exception.
+# The figures are those of a release build: a sanitizer or coverage build,
+# or one without jemalloc (libc malloc: the portable build), is measured
+# and printed, not judged.  A build --with-jemalloc=shared is judged, and
+# misses (docs/packaging.md, "Debian packages").
 set -u
 B=${MDC_BUILDDIR:-.}
+judge=1
+why=
+if grep -qE '^#define MDC_(ASAN|TSAN) 1' "$B/config.h" 2>/dev/null; then
+    judge=0; why="a sanitizer build"
+elif ! grep -q '^#define HAVE_JEMALLOC 1' "$B/config.h" 2>/dev/null; then
+    judge=0; why="a build without jemalloc"
+elif sed -n 's/^CFLAGS = //p' "$B/Makefile" 2>/dev/null | grep -q -- --coverage
+then
+    judge=0; why="a coverage build"
+fi
 command -v python3 >/dev/null 2>&1 || { echo "SKIP: python3"; exit 77; }
 strict=0
 [ "${CI:-}" = true ] && [ "$(id -u)" -eq 0 ] && strict=1
@@ -104,7 +118,7 @@ for io in uring epoll; do
         r=$(settle "$pid")
         a=$(anon "$pid")
         printf '%-28s %6d kB %6d kB\n' "mdcached --io=$io -m $m" "$r" "$a"
-        [ "$r" -le $limit ] ||
+        [ $judge = 0 ] || [ "$r" -le $limit ] ||
             fail "--io=$io -m $m: VmRSS $r kB > memcached's $mc + 2048"
         mdc_stop "$name" || fail "--io=$io -m $m: exit status not 0"
     done
@@ -114,4 +128,5 @@ mc2=$(rss $MC)
 printf '%-28s %6d kB (at the end)\n' "memcached -t 4 -m 64" "$mc2"
 
 [ $fails -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
+[ $judge = 1 ] || { echo "note: $why: figures not judged"; exit 0; }
 echo "PASS: idle VmRSS within memcached's + 2 MiB ($limit kB)"
