@@ -92,6 +92,12 @@ struct conn_pool {
     unsigned n[CONN_POOL_KINDS];
     uint64_t lent;        /* input and output buffers lent out now
                              (relaxed atomic, for stats) */
+    uint64_t xheld;       /* backend state a connection holds beyond its
+                             struct, now: epoll's write event while a write
+                             would block, io_uring's iovec array while a
+                             sendmsg is in flight and stash while a payload
+                             thread has the input (relaxed atomic, for
+                             stats conn_backend_held; 0 when all idle) */
 };
 
 struct worker {

@@ -58,7 +58,7 @@ struct conn *conn_setup(struct server *srv, struct worker *w, int fd,
     c->srv = srv;
     c->owner = w;
     c->fd = fd;
-    c->family = family;
+    c->family = (uint8_t)family;
     c->id = atomic_fetch_add_explicit(&next_id, 1, memory_order_relaxed);
     c->need = 1;
     c->authed = srv->auth == NULL;

@@ -122,8 +122,8 @@ struct ustash {
 };
 
 /* A connection's ring state: the backend-private part of struct conn
- * (conn_xpriv), zeroed with it; 80 bytes, so that with the connection it
- * makes one 384-byte allocation (docs/performance.md, "Memory per
+ * (conn_xpriv), zeroed with it; 80 bytes, so that with the connection (304)
+ * it makes one 384-byte allocation (docs/performance.md, "Memory per
  * connection"). */
 struct uconn {
     unsigned ops;         /* operations in flight that reference c */
@@ -148,6 +148,13 @@ struct uconn {
     struct ustash *stash; /* buffers received while a payload thread owns
                              the input */
 };
+
+/* An idle connection is this one allocation (the receive's buffers are
+ * the thread's, a send's iovec array is lent): keep it in jemalloc's
+ * 384-byte class, under memcached's ~640 bytes a connection
+ * (docs/performance.md, "Memory per connection"). */
+_Static_assert(sizeof(struct conn) + sizeof(struct uconn) <= 384,
+               "an io_uring connection fits in 384 bytes");
 
 /* User data of c's armed receive (or read poll). */
 static uint64_t uc_recv_ud(const struct conn *c);
@@ -795,6 +802,7 @@ static int uc_send(struct conn *c)
                                    : mdc_malloc(sizeof(*uc->snd));
         if (uc->snd == NULL)
             return -1;
+        conn_backend_held(c->owner, 1);
     }
     sqe = uw_sqe(uw);
     if (sqe == NULL)
@@ -929,10 +937,13 @@ static bool ur_close(struct conn *c)
 }
 
 /* The send is done: its msghdr and iovec array go back to the thread. */
-static void uc_iov_give(struct uring_worker *uw, struct uconn *uc)
+static void uc_iov_give(struct uring_worker *uw, struct conn *c)
 {
+    struct uconn *uc = UC(c);
+
     if (uc->snd == NULL)
         return;
+    conn_backend_held(c->owner, -1);
     if (!uw->exiting && uw->niovfree < URING_IOV_POOL)
         uw->iovfree[uw->niovfree++] = uc->snd;
     else
@@ -954,10 +965,14 @@ static void ur_release(struct conn *c)
             uw->g[uc->stash[i].id >> 16].held--;
         }
     }
+    if (uc->stash != NULL)
+        conn_backend_held(c->owner, -1);
     mdc_free(uc->stash);
     if (uw != NULL)
-        uc_iov_give(uw, uc);
-    mdc_free(uc->snd); /* NULL unless the ring is gone */
+        uc_iov_give(uw, c);
+    if (uc->snd != NULL) /* the ring is gone */
+        conn_backend_held(c->owner, -1);
+    mdc_free(uc->snd);
     uc->snd = NULL;
     uc->stash = NULL;
     uc->nstash = uc->stashcap = 0;
@@ -992,6 +1007,8 @@ static int uc_stash(struct uring_worker *uw, struct conn *c, unsigned gi,
         st = mdc_realloc(uc->stash, cap * sizeof(*st));
         if (st == NULL)
             return -1;
+        if (uc->stash == NULL)
+            conn_backend_held(c->owner, 1);
         uc->stash = st;
         uc->stashcap = (uint16_t)cap;
     }
@@ -1020,6 +1037,13 @@ static void ur_returned(struct conn *c)
                                 uc->stash[i].len);
         uw_buf_put(uw, uc->stash[i].id >> 16, bid);
         g->held--;
+    }
+    /* the stash goes with its last buffer: an idle connection holds none */
+    if (uc->stash != NULL) {
+        mdc_free(uc->stash);
+        uc->stash = NULL;
+        uc->stashcap = 0;
+        conn_backend_held(c->owner, -1);
     }
     uc->nstash = 0;
     if (rc < 0)
@@ -1196,7 +1220,7 @@ static void uw_on_send(struct uring_worker *uw, struct conn *c,
     uc->zc = false;
     UC(c)->ops--;
     c->wr_busy = false;
-    uc_iov_give(uw, uc);
+    uc_iov_give(uw, c);
     if (UC(c)->zombie) {
         uw_zombie_done(uw, c);
         return;
