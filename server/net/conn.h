@@ -92,8 +92,6 @@ struct conn {
     uint32_t hold_until;   /* coarse seconds: run no request before; 0 = no
                               hold (conn_hold) */
     uint32_t blocked_since; /* coarse seconds output stalled; 0 = not */
-    uint32_t mdump_next;    /* lru_crawler metadump: the next hash class */
-    uint32_t mdump_classes; /* ... the classes of its walk; 0: none runs */
 
     /* state; see the ownership note above (no bitfields on purpose).
      * The narrow fields sit together: an idle connection is this struct
@@ -142,8 +140,16 @@ struct conn {
     void (*park)(struct conn *c);  /* to run once process() has returned */
     void (*park_done)(struct conn *c, int rc, const char *msg); /* answer */
     uint64_t park_seq;             /* the parking thread's own use */
-    uint64_t park_req[6];          /* the request, as the protocol needs it
-                                      to answer (48 bytes) */
+    union {                        /* the one long request in progress */
+        uint64_t park_req[6];      /* a parked request, as the protocol
+                                      needs it to answer (48 bytes) */
+        struct {
+            uint32_t next;         /* lru_crawler metadump: the next hash
+                                      class of its walk */
+            uint32_t classes;      /* ... the classes of the walk; 0: no
+                                      walk runs */
+        } mdump;
+    };
     struct tls_conn *tls;  /* the TLS filter's state (tls.h), or NULL */
     struct conn_dgram *dgram; /* a UDP socket's requests, or NULL */
     /* the backend's own state (transport.conn_priv bytes): conn_xpriv() */
