@@ -386,7 +386,10 @@ static void test_expiry(void **state)
     assert_null(val(st, "rel", b, sizeof b)); /* lazily reclaimed */
     struct store_stats s;
     store_get_stats(st, &s);
-    assert_int_equal(s.get_expired, 4); /* past, neg, d30p, rel */
+    /* past, neg and d30p were stored already expired: never linked, so
+     * their gets are plain misses (memcached links them and counts them
+     * here); rel expired linked */
+    assert_int_equal(s.get_expired, 1);
     assert_int_equal(s.tag_links, 0);
     assert_true(s.expired >= 1);
     testclock_advance(&tc, 100);
@@ -394,7 +397,7 @@ static void test_expiry(void **state)
     assert_int_equal(store_sweep(st, 1u << 20), 1); /* abs */
     store_get_stats(st, &s);
     assert_int_equal(s.curr_items, 2); /* never, d30 */
-    assert_true(s.expired_unfetched >= 1);
+    assert_int_equal(s.expired, 2); /* rel, abs: both read once */
     /* touch and gat move the deadline */
     assert_int_equal(store_touch(st, "never", 5, 5), ST_OK);
     assert_int_equal(store_touch(st, "nope", 4, 5), ST_NOT_FOUND);
@@ -754,8 +757,9 @@ static void test_eviction(void **state)
     assert_memory_equal(record_value(held), v, sizeof v - 1);
     store_release(st, held);
     check(st);
-    /* flush: accounting returns to zero */
+    /* flush: accounting returns to zero once the (lazy) flush is swept */
     store_flush(st);
+    store_sweep(st, 1u << 30);
     store_get_stats(st, &s);
     assert_int_equal(s.curr_items, 0);
     assert_int_equal(s.bytes, 0);
@@ -1055,6 +1059,7 @@ static void test_growth(void **state)
     assert_int_equal(set.n, 6667);
     store_recset_release(st, &set);
     store_flush(st);
+    store_sweep(st, 1u << 30);
     store_get_stats(st, &s);
     assert_int_equal(s.curr_items, 0);
     assert_int_equal(s.bytes, 0);
