@@ -2107,7 +2107,9 @@ static void test_expired_touch_swept(void **state)
     (void)state;
     struct store *st = mk_swept();
     assert_int_equal(put(st, STORE_SET, "t", "v", NULL, 0, 100), ST_OK);
-    aclk_advance(3); /* the wheel's slots of these seconds are turned */
+    assert_int_equal(put(st, STORE_SET, "probe", "p", NULL, 0, 2), ST_OK);
+    aclk_advance(3);
+    /* the probe gone: the sweeper has turned the slots up to this second */
     assert_int_equal(items_when(st, 1), 1);
     assert_int_equal(store_touch(st, "t", 1, -1), ST_OK);
     aclk_advance(1);
