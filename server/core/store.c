@@ -147,7 +147,16 @@ struct store *store_setup(const struct store_config *cfg)
     st->clk.mono_ns = sys_mono_ns;
     st->clk.wall_s = sys_wall_s;
     st->clk_sys = true;
-    st->epoch_ns = sys_mono_ns(NULL);
+    /* store seconds begin with the wall clock's (while it is not set): a
+     * deadline, the first store second beginning at or after its moment
+     * (store_expiry.c), then falls on an absolute time's own second, and a
+     * dump's whole seconds say it */
+    {
+        struct timespec w;
+        clock_gettime(CLOCK_REALTIME, &w);
+        uint64_t m = sys_mono_ns(NULL);
+        st->epoch_ns = m > (uint64_t)w.tv_nsec ? m - (uint64_t)w.tv_nsec : m;
+    }
     st->buckets = mdc_huge_calloc((size_t)c->nbuckets * sizeof(*st->buckets));
     st->locks = mdc_calloc(c->nlocks, sizeof(*st->locks));
     st->tags = tags_setup(c->tag_buckets);

@@ -103,8 +103,10 @@ uint64_t record_deadline_ns(const struct store *st, const struct record *r)
     return deadline_ns(st, d);
 }
 
-/* The wall-clock second from which the record is dead (dumps), rounded up:
- * a record loaded back never goes earlier than it would have. */
+/* The wall-clock second at which the record dies (dumps, cachedump): its
+ * deadline, the start of a store second, which begins with a wall-clock
+ * second (store_setup), so rounded to the nearest: an absolute time is
+ * given back as it was set, a relative TTL rounded up. */
 int64_t record_expiry_wall(struct store *st, const struct record *r)
 {
     uint32_t d = __atomic_load_n(&r->deadline, __ATOMIC_RELAXED);
@@ -115,10 +117,11 @@ int64_t record_expiry_wall(struct store *st, const struct record *r)
         return 0;
     int64_t w = wall_ns(st);
     uint64_t now = mono_precise_ns(st), at = deadline_ns(st, d);
+    int64_t ws = w / 1000000000;
     if (at <= now)
-        return w / 1000000000 + 1;
-    int64_t e = w + (int64_t)(at - now);
-    return (e + 999999999) / 1000000000;
+        return ws + 1;
+    int64_t e = (w + (int64_t)(at - now) + 500000000) / 1000000000;
+    return e > ws ? e : ws + 1;
 }
 
 /* Change a linked record's deadline in place (touch/gat), under the write
