@@ -386,6 +386,85 @@ static void test_conns(void **state)
     memset(&S, 0, sizeof(S));
 }
 
+/* ---- no linger: connect, flush_all, close (issue 35 item 3) ------------- */
+
+/* 'rounds' connections that send cmd and close without reading the reply
+ * (gomemcache's pattern), one at a time; every 50th round a probe reads a
+ * version reply: the probes the server reset (its connection limit was
+ * full of connections it had not yet released). */
+static int linger_rounds(const char *cmd, int rounds)
+{
+    int resets = 0;
+
+    for (int i = 0; i < rounds; i++) {
+        int fd = tc_connect(&S);
+        if (fd < 0) {
+            resets++;
+            continue;
+        }
+        (void)!write(fd, cmd, strlen(cmd));
+        close(fd);
+        if (i % 50 == 49) {
+            char b[64];
+            fd = tc_connect(&S);
+            if (fd < 0 || write(fd, "version\r\n", 9) != 9 ||
+                read(fd, b, sizeof(b)) <= 0)
+                resets++;
+            if (fd >= 0)
+                close(fd);
+        }
+    }
+    return resets;
+}
+
+/* The old flush_all walked the table on the network thread (milliseconds
+ * even when empty): a client that sends it and closes at once outran the
+ * server, whose unreleased connections filled the limit (-c) and new ones
+ * were reset.  Now a flush costs what a version does: 2 000 rounds reset
+ * no more probes than 2 000 rounds of version (the baseline of this run,
+ * for a slow build), and every connection is released (curr_connections
+ * back to its baseline; the ceiling only a hang reaches). */
+static void test_flush_no_linger(void **state)
+{
+    const char *args[] = {"-n", "2", "-c", "64", "-m", "64", NULL};
+    int fd, rv, rf;
+    long long base, now = -1;
+
+    (void)state;
+    assert_int_equal(start(args), 0);
+    fd = tc_connect(&S);
+    assert_true(fd >= 0);
+    /* records to flush: the old walk's cost grew with them */
+    for (int i = 0; i < 2000; i++) {
+        char req[64];
+        snprintf(req, sizeof(req), "set nl:%d 0 0 1 noreply\r\nx\r\n", i);
+        assert_int_equal(write(fd, req, strlen(req)), (ssize_t)strlen(req));
+    }
+    base = stat_of(fd, NULL, "curr_connections");
+    rv = linger_rounds("version\r\n", 2000);
+    for (int i = 0; i < 3000 && now != base; i++) { /* 30 s: a hang */
+        now = stat_of(fd, NULL, "curr_connections");
+        if (now != base)
+            sleep_ms(10);
+    }
+    assert_int_equal(now, base);
+    rf = linger_rounds("flush_all\r\n", 2000);
+    now = -1;
+    for (int i = 0; i < 3000 && now != base; i++) {
+        now = stat_of(fd, NULL, "curr_connections");
+        if (now != base)
+            sleep_ms(10);
+    }
+    assert_int_equal(now, base);
+    if (rf > rv + 2)
+        fail_msg("flush_all rounds: %d probes reset (version: %d)", rf, rv);
+    /* (not every flush_all need have run: a connection over the limit,
+     * in a slow build as for version, is reset before its request) */
+    close(fd);
+    assert_int_equal(tsrv_stop(&S), 0);
+    memset(&S, 0, sizeof(S));
+}
+
 /* ---- stats: get_flushed and the other fields ----------------------------- */
 
 /* get_flushed counts, as memcached, a read that finds a record a flush
@@ -606,6 +685,7 @@ int main(void)
         cmocka_unit_test_teardown(test_cachedump_bounded, stop_daemon),
         cmocka_unit_test_teardown(test_conns, stop_daemon),
         cmocka_unit_test_teardown(test_get_flushed, stop_daemon),
+        cmocka_unit_test_teardown(test_flush_no_linger, stop_daemon),
         cmocka_unit_test_teardown(test_fields, stop_daemon),
         cmocka_unit_test_teardown(test_reclaims, stop_daemon),
         cmocka_unit_test_teardown(test_listen_disabled, stop_daemon),
