@@ -570,6 +570,19 @@ static inline uint32_t pow2_at_least(uint64_t v)
     return p;
 }
 
+/* A record's size as memcached counts it against -I (item_size_ok()):
+ * its 48-byte item header, the key and its NUL, the value and its "\r\n",
+ * the 8-byte CAS, and 4 bytes of client flags unless they are 0.
+ * memcached 1.6.18 -I 1m stores a value of 1048576 - 59 - klen bytes,
+ * 4 fewer with flags, and refuses one byte more. */
+#define MC_ITEM_OVERHEAD 59u
+static inline bool over_item_size(const struct store *st, uint32_t klen,
+                                  uint64_t vlen, uint32_t flags)
+{
+    return MC_ITEM_OVERHEAD + (uint64_t)klen + vlen + (flags ? 4 : 0) >
+           st->cfg.max_item_size;
+}
+
 static inline int check_key(uint32_t klen)
 {
     return klen > STORE_MAX_KEY ? ST_KEY_INVALID : 0;

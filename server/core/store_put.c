@@ -112,7 +112,8 @@ static int put_concat(struct store *st, enum store_mode mode,
         int rc;
         if (it->cas != 0 && record_cas(old) != it->cas)
             rc = ST_EXISTS;
-        else if ((uint64_t)old->vlen + it->vlen > st->cfg.max_item_size)
+        else if (over_item_size(st, it->klen, (uint64_t)old->vlen + it->vlen,
+                                rec_flags(old)))
             rc = ST_TOO_LARGE;
         else if (mode == STORE_APPEND)
             rc = replace_derived(st, h, old, rec_val(old), old->vlen,
@@ -163,7 +164,7 @@ int put_common(struct store *st, enum store_mode mode,
         return ST_INVALID;
     if (mode == STORE_APPEND || mode == STORE_PREPEND)
         return put_concat(st, mode, it, cas_out);
-    if (it->vlen > st->cfg.max_item_size)
+    if (over_item_size(st, it->klen, it->vlen, it->flags))
         return ST_TOO_LARGE;
     if (it->ntags > 0 && it->tags == NULL)
         return ST_INVALID;
