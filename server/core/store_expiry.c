@@ -263,6 +263,12 @@ void store_flush_at(struct store *st, int64_t exptime)
 #define FWALK_BATCH 64u
 #define FWALK_SLICE 16384u
 #define FWALK_PAUSE_NS 1000000
+/* ... and at least FWALK_IDLE times as long as the slice took: the walk
+ * takes at most a quarter of a CPU (freeing 10^7 records at full speed
+ * took a CPU for 20 s on a busy 2-CPU machine and slowed the clients'
+ * GETs by as much: docs/performance.md, "flush_all at 10^7 records"). The
+ * flushed records are hidden meanwhile, and eviction takes them first. */
+#define FWALK_IDLE 3u
 
 /* The sweeper's walk after a flush: up to max_buckets buckets, stripe by
  * stripe (a stripe's buckets are j, j + nlocks, ...; a split, under the
@@ -670,23 +676,34 @@ void *sweeper_main(void *arg)
         check_flush(st, now); /* a pending delayed flush */
         wheel_run(st, now);
         /* a flush's walk, a slice at a time: between slices the sweeper
-         * sleeps FWALK_PAUSE_NS, so that it takes a share of a CPU and a
-         * stripe lock only briefly, whatever the table's size */
+         * sleeps FWALK_IDLE times the slice's time (FWALK_PAUSE_NS at
+         * least), so that it takes a quarter of a CPU at most and a stripe
+         * lock only briefly, whatever the table's size */
+        uint64_t t0 = store_sys_mono_ns(); /* the real clock, not a test's */
         bool walked = flush_walk(st, FWALK_SLICE);
+        uint64_t took = store_sys_mono_ns() - t0;
         if (atomic_load_explicit(&st->nretired, memory_order_relaxed) != 0)
             reclaim_retired(st);
         pthread_mutex_lock(&st->sweep_mu);
         while (!walked && !st->sweep_stop) {
+            uint64_t pause = took * FWALK_IDLE;
+            if (pause < FWALK_PAUSE_NS)
+                pause = FWALK_PAUSE_NS;
+            if (pause > 1000000000u) /* a slice preempted for long */
+                pause = 1000000000u;
             struct timespec p;
             clock_gettime(CLOCK_REALTIME, &p);
-            p.tv_nsec += FWALK_PAUSE_NS;
+            p.tv_sec += (time_t)(pause / 1000000000u);
+            p.tv_nsec += (long)(pause % 1000000000u);
             if (p.tv_nsec >= 1000000000) {
                 p.tv_sec++;
                 p.tv_nsec -= 1000000000;
             }
             pthread_cond_timedwait(&st->sweep_cv, &st->sweep_mu, &p);
             pthread_mutex_unlock(&st->sweep_mu);
+            t0 = store_sys_mono_ns();
             walked = flush_walk(st, FWALK_SLICE);
+            took = store_sys_mono_ns() - t0;
             uint32_t n2 = now_s(st);
             if (n2 != now) { /* keep the wheel's seconds meanwhile */
                 now = n2;
