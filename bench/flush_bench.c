@@ -16,7 +16,10 @@
  * until mdcached's sweeper has reclaimed the flushed records
  * (flush_pending 0; memcached has no such walk) and 1 s after.  Reported
  * per round, one JSON line: the flush reply time, the GET client's worst,
- * p99 and count in each window, and the worst while the sweeper walked.
+ * p99 and count in each window, and the worst while the sweeper walked;
+ * then a window as long as the flush's, after it ("after": as many
+ * seconds, GETs missing as they do after the flush), since the worst of a
+ * longer window is larger by chance alone.
  * GETs after the flush miss (END) where before they hit: with 8-byte
  * values the replies differ by ~30 bytes.
  */
@@ -311,6 +314,13 @@ int main(int argc, char **argv)
         struct wstat at = wstat_of(tf, tr + 1);
         struct wstat walk = wstat_of(tr, twalk);
         long long left = stat_of(ctl, "curr_items");
+        /* a window as long as the flush's, after it (GETs miss, as after
+         * the flush): the worst of an equal number of seconds */
+        uint64_t flen = end;
+        start_getter(&g);
+        sleep_ns(flen);
+        stop_getter(g);
+        struct wstat after = wstat_of(0, UINT64_MAX);
         printf("{\"what\":\"round\",\"round\":%d,\"records\":%llu,"
                "\"curr_items_loaded\":%lld,\"load_s\":%.1f,"
                "\"flush_us\":%.1f,\"walk_s\":%.2f,"
@@ -322,12 +332,16 @@ int main(int argc, char **argv)
                "\"during_reply\":{\"n\":%zu,\"worst_us\":%.1f},"
                "\"during_walk\":{\"n\":%zu,\"worst_us\":%.1f,"
                "\"p99_us\":%.1f},"
-               "\"worst_ratio\":%.3f}\n",
+               "\"after\":{\"n\":%zu,\"worst_us\":%.1f,\"p99_us\":%.1f,"
+               "\"p999_us\":%.1f,\"s\":%.1f},"
+               "\"worst_ratio\":%.3f,\"worst_ratio_after\":%.3f}\n",
                round, (unsigned long long)nrec, items, load_s, fus,
                (twalk - tr) / 1e9, left, base.n, base.worst_us, base.p99_us,
                base.p999_us, fl.n, fl.worst_us, fl.p99_us, fl.p999_us, at.n,
-               at.worst_us, walk.n, walk.worst_us, walk.p99_us,
-               base.worst_us > 0 ? fl.worst_us / base.worst_us : 0);
+               at.worst_us, walk.n, walk.worst_us, walk.p99_us, after.n,
+               after.worst_us, after.p99_us, after.p999_us, flen / 1e9,
+               base.worst_us > 0 ? fl.worst_us / base.worst_us : 0,
+               after.worst_us > 0 ? fl.worst_us / after.worst_us : 0);
         fflush(stdout);
     }
     close(ctl);

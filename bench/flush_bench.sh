@@ -74,15 +74,17 @@ for r in rows[1:]:
         print("%-9s empty cache: flush_all median %.0f us, max %.0f us" % (
             r["server"], r["flush_us_median"], r["flush_us_max"]))
     else:
+        aft = r.get("after", {"worst_us": 0, "p99_us": 0, "s": 0})
         print("%-9s round %d: %d loaded (%.1f s), flush_all %.0f us, walk "
               "%.2f s, curr_items after %d; GET worst %.0f us without, "
               "%.0f us with the flush (x%.2f; while the reply: %.0f, the "
-              "walk: %.0f); p99 %.0f / %.0f us; GETs %d / %d" % (
+              "walk: %.0f); p99 %.0f / %.0f us; GETs %d / %d; the %.0f s "
+              "after: worst %.0f us, p99 %.0f us" % (
             r["server"], r["round"], r["curr_items_loaded"], r["load_s"],
             r["flush_us"], r["walk_s"], r["curr_items_after"],
             r["base"]["worst_us"], r["flush"]["worst_us"], r["worst_ratio"],
             r["during_reply"]["worst_us"], r["during_walk"]["worst_us"],
             r["base"]["p99_us"], r["flush"]["p99_us"], r["base"]["n"],
-            r["flush"]["n"]))
+            r["flush"]["n"], aft["s"], aft["worst_us"], aft["p99_us"]))
 print("raw:", sys.argv[1])
 PY
