@@ -808,6 +808,14 @@ static int opt_validate(struct options *o, FILE *err, const char *argv0)
                 argv0, o->user);
         return -1;
     }
+    /* memcached refuses the same (and -I under 1024, as the table does) */
+    if (o->max_item_size > (o->memory_mb << 20) / 2) {
+        fprintf(err, "%s: -I %llu is more than half of -m %llu MiB: "
+                "cannot set item size limit higher than 1/2 of memory "
+                "max\n", argv0, (unsigned long long)o->max_item_size,
+                (unsigned long long)o->memory_mb);
+        return -1;
+    }
     if (o->xdp != NULL && o->udp_port == 0) {
         fprintf(err, "%s: -x %s needs -U PORT: XDP answers memcached UDP "
                 "GETs only\n", argv0, o->xdp);

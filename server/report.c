@@ -168,6 +168,7 @@ void stats_collect_conn(struct server *srv, stats_visit_fn fn, void *ctx,
     s.direct_reclaims -= sb.direct_reclaims;
     s.lrutail_reflocked -= sb.lrutail_reflocked;
     s.get_flushed -= sb.get_flushed;
+    s.flush_reclaimed -= sb.flush_reclaimed;
 
     emit_u64(fn, ctx, "pid", (uint64_t)getpid());
     emit_u64(fn, ctx, "uptime", server_uptime(srv));
@@ -191,9 +192,9 @@ void stats_collect_conn(struct server *srv, stats_visit_fn fn, void *ctx,
              atomic_load_explicit(&srv->nconns, memory_order_relaxed));
     emit_u64(fn, ctx, "accepting_conns",
              __atomic_load_n(&srv->accepting, __ATOMIC_RELAXED) ? 1 : 0);
-    /* a flush removes the records at once; the store remembers their keys
-     * so that the first get of each counts here, as memcached's lazily
-     * invalidated items do (store.h, struct store_stats) */
+    /* a flush hides the records at once (a cut-off) and they are
+     * reclaimed later: a read that finds one counts here, as in memcached
+     * (store.h, struct store_stats) */
     emit_u64(fn, ctx, "get_flushed", s.get_flushed);
     /* watch (server/net/watch.h): watchers now, and the lines dropped
      * because a watcher did not read them in time */
@@ -201,6 +202,8 @@ void stats_collect_conn(struct server *srv, stats_visit_fn fn, void *ctx,
              __atomic_load_n(&srv->watchers, __ATOMIC_RELAXED));
     emit_u64(fn, ctx, "log_watcher_skipped",
              __atomic_load_n(&srv->watch_skipped, __ATOMIC_RELAXED));
+    emit_u64(fn, ctx, "flush_pending", s.flush_pending);
+    emit_u64(fn, ctx, "flush_reclaimed", s.flush_reclaimed);
 #define X(n) emit_u64(fn, ctx, #n, t.n);
     STATS_THREAD_FIELDS(X)
 #undef X

@@ -3,7 +3,7 @@
  * against a real mdcached on a free loopback port: every command with and
  * without noreply, pipelining and requests split at every byte, the
  * zero-copy value path (multi-get, large values), resync after bad data,
- * oversize values and lines, meta commands, the tag extension commands
+ * oversize values and lines, -I's boundary as memcached counts it, meta commands, the tag extension commands
  * (with a truncated tget), stats, quit and the binary-protocol refusal.
  * The suite runs once with requests in the network threads (SYMPED) and
  * once with payload threads (AMPED).
@@ -591,6 +591,87 @@ static void test_split_every_byte(void **state)
             usleep(1000);
     }
     expect_str(fd, want);
+    close(fd);
+}
+
+/* Send a storage line then a value of n bytes of 'c' and its "\r\n". */
+static void send_value(int fd, const char *line, size_t n, char c)
+{
+    char *v = malloc(n + 2);
+
+    assert_non_null(v);
+    memset(v, c, n);
+    memcpy(v + n, "\r\n", 2);
+    send_str(fd, line);
+    send_all(fd, v, n + 2);
+    free(v);
+}
+
+/* -I at its boundary, as memcached 1.6.18 counts it (-I 1m, the default):
+ * a record is 59 bytes of memcached's item header + key + value (+ 4 with
+ * flags), so the largest value stored is 1048576 - 59 - klen (4 fewer
+ * with flags); one byte more is refused with memcached's words and its
+ * data discarded, the connection carrying on.  An append or prepend that
+ * would take a record over it answers NOT_STORED (ms in mode A: NS) and
+ * leaves the record, as memcached.  Run with MDC_TEST_TEXT_SERVER against
+ * memcached 1.6.18 -I 1m, it passes as it is. */
+static void test_item_size_boundary(void **state)
+{
+    char k[64], b[512], want[512];
+    int fd = conn_open();
+    size_t max;
+
+    (void)state;
+    ukey(k, sizeof(k), "isz");
+    max = ((size_t)1 << 20) - 59 - strlen(k);
+    /* exactly the largest: stored, and read back whole */
+    snprintf(b, sizeof(b), "set %s 0 0 %zu\r\n", k, max);
+    send_value(fd, b, max, 'a');
+    expect_str(fd, "STORED\r\n");
+    snprintf(b, sizeof(b), "mg %s s\r\n", k);
+    snprintf(want, sizeof(want), "HD s%zu\r\n", max);
+    xchg(fd, b, want);
+    /* one byte more: refused, the old record removed (as memcached's set
+     * does), the data discarded, the next request answered */
+    snprintf(b, sizeof(b), "set %s 0 0 %zu\r\n", k, max + 1);
+    send_value(fd, b, max + 1, 'b');
+    expect_str(fd, "SERVER_ERROR object too large for cache\r\n");
+    xchg(fd, "mn\r\n", "MN\r\n");
+    snprintf(b, sizeof(b), "get %s\r\n", k);
+    xchg(fd, b, "END\r\n");
+    /* with flags: 4 bytes fewer */
+    snprintf(b, sizeof(b), "set %s 7 0 %zu\r\n", k, max - 4);
+    send_value(fd, b, max - 4, 'c');
+    expect_str(fd, "STORED\r\n");
+    snprintf(b, sizeof(b), "set %s 7 0 %zu\r\n", k, max - 3);
+    send_value(fd, b, max - 3, 'c');
+    expect_str(fd, "SERVER_ERROR object too large for cache\r\n");
+    xchg(fd, "mn\r\n", "MN\r\n");
+    /* meta set, the same count */
+    snprintf(b, sizeof(b), "ms %s %zu\r\n", k, max + 1);
+    send_value(fd, b, max + 1, 'd');
+    expect_str(fd, "SERVER_ERROR object too large for cache\r\n");
+    snprintf(b, sizeof(b), "ms %s %zu\r\n", k, max);
+    send_value(fd, b, max, 'd');
+    expect_str(fd, "HD\r\n");
+    /* joined over the limit: NOT_STORED, the record kept */
+    snprintf(b, sizeof(b), "append %s 0 0 1\r\nz\r\n", k);
+    xchg(fd, b, "NOT_STORED\r\n");
+    snprintf(b, sizeof(b), "prepend %s 0 0 1\r\nz\r\n", k);
+    xchg(fd, b, "NOT_STORED\r\n");
+    snprintf(b, sizeof(b), "ms %s 1 MA\r\nz\r\n", k);
+    xchg(fd, b, "NS\r\n");
+    snprintf(b, sizeof(b), "mg %s s\r\n", k);
+    snprintf(want, sizeof(want), "HD s%zu\r\n", max);
+    xchg(fd, b, want);
+    /* one byte under: the append fits exactly */
+    snprintf(b, sizeof(b), "set %s 0 0 %zu\r\n", k, max - 1);
+    send_value(fd, b, max - 1, 'e');
+    expect_str(fd, "STORED\r\n");
+    snprintf(b, sizeof(b), "append %s 0 0 1\r\nz\r\n", k);
+    xchg(fd, b, "STORED\r\n");
+    snprintf(b, sizeof(b), "mg %s s\r\n", k);
+    xchg(fd, b, want);
     close(fd);
 }
 
@@ -1522,6 +1603,7 @@ static void test_meta_one_winner(void **state)
         cmocka_unit_test(test_multiget_zero_copy),                             \
         cmocka_unit_test(test_split_every_byte),                               \
         cmocka_unit_test(test_resync_and_limits),                              \
+        cmocka_unit_test(test_item_size_boundary),                             \
         cmocka_unit_test(test_meta_commands),                                  \
         cmocka_unit_test(test_meta_modes),                                     \
         cmocka_unit_test(test_tag_commands),                                   \

@@ -142,8 +142,12 @@ row() {	# server miss records objbytes statsbytes rss [mib]
 
 # run_mdc NAME MIB: mdcached at -m MIB, one replay; sets r, sb, rs
 run_mdc() {
+	local ilim=
 	rm -f "$OUT/mdc.port"
-	"$MDC" -n 4 -t 0 -m "$2" -l 127.0.0.1 -p auto --port-file "$OUT/mdc.port" \
+	# -I at most half of -m, as memcached requires (below)
+	[ "$2" -ge 2 ] || ilim="-I 512k"
+	# shellcheck disable=SC2086
+	"$MDC" -n 4 -t 0 -m "$2" $ilim -l 127.0.0.1 -p auto --port-file "$OUT/mdc.port" \
 		2>>"$OUT/mdcached.err" &
 	PIDS=($!)
 	for _ in $(seq 100); do [ -s "$OUT/mdc.port" ] && break; sleep 0.1; done

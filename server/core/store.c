@@ -149,10 +149,18 @@ struct store *store_setup(const struct store_config *cfg)
     st->clk.mono_ns = sys_mono_ns;
     st->clk.wall_s = sys_wall_s;
     st->clk_sys = true;
-    st->epoch_ns = sys_mono_ns(NULL);
+    /* store seconds begin with the wall clock's (while it is not set): a
+     * deadline, the first store second beginning at or after its moment
+     * (store_expiry.c), then falls on an absolute time's own second, and a
+     * dump's whole seconds say it */
+    {
+        struct timespec w;
+        clock_gettime(CLOCK_REALTIME, &w);
+        uint64_t m = sys_mono_ns(NULL);
+        st->epoch_ns = m > (uint64_t)w.tv_nsec ? m - (uint64_t)w.tv_nsec : m;
+    }
     st->buckets = mdc_huge_calloc((size_t)c->nbuckets * sizeof(*st->buckets));
     st->locks = mdc_calloc(c->nlocks, sizeof(*st->locks));
-    st->fmarks = mdc_calloc(c->nlocks, sizeof(*st->fmarks));
     st->tags = tags_setup(c->tag_buckets);
     /* ghosts: three slots per 448 bytes of the limit (2 B for every
      * 149 B), untouched until evictions begin; 1.5 slots rather than 1
@@ -161,7 +169,7 @@ struct store *store_setup(const struct store_config *cfg)
     st->gmask = pow2_at_least(gw < GHOST_MIN ? GHOST_MIN
                               : gw > GHOST_MAX ? GHOST_MAX : gw) - 1;
     st->ghost = mdc_huge_calloc(((size_t)st->gmask + 1) * sizeof(*st->ghost));
-    if (st->buckets == NULL || st->locks == NULL || st->fmarks == NULL ||
+    if (st->buckets == NULL || st->locks == NULL ||
         st->tags == NULL || st->ghost == NULL)
         goto fail;
     for (uint32_t i = 0; i < c->nlocks; i++)
@@ -174,7 +182,7 @@ struct store *store_setup(const struct store_config *cfg)
     }
     st->fixed_bytes = sizeof(*st) +
                       (uint64_t)c->nlocks *
-                          (sizeof(*st->locks) + sizeof(*st->fmarks)) +
+                          sizeof(*st->locks) +
                       tags_fixed_bytes(st->tags) + /* + buckets in use */
                       (st->wheels != NULL
                            ? (uint64_t)c->nlocks * (sizeof(*st->wheels) + 1)
@@ -206,7 +214,6 @@ fail:
         mdc_free(st->locks);
     mdc_free(st->wheels);
     mdc_free(st->wlost);
-    mdc_free(st->fmarks);
     mdc_huge_free(st->buckets, (size_t)c->nbuckets * sizeof(*st->buckets));
     mdc_huge_free(st->ghost, ((size_t)st->gmask + 1) * sizeof(*st->ghost));
     if (st->tags != NULL) {
@@ -266,9 +273,6 @@ void store_teardown(struct store *st)
     pthread_mutex_destroy(&st->grow_mu);
     pthread_cond_destroy(&st->sweep_cv);
     mdc_free(st->locks);
-    for (uint32_t i = 0; i <= st->lmask; i++)
-        mdc_free(st->fmarks[i].h);
-    mdc_free(st->fmarks);
     mdc_huge_free(st->buckets, (size_t)st->cfg.nbuckets * sizeof(*st->buckets));
     mdc_huge_free(st->ghost, ((size_t)st->gmask + 1) * sizeof(*st->ghost));
     mdc_free(st);

@@ -160,7 +160,13 @@ static const char *txt_put_status(int st, enum store_mode mode)
         return mode == STORE_ADD ? MCTEXT_R_NOT_STORED : MCTEXT_R_EXISTS;
     case ST_NOT_STORED: return MCTEXT_R_NOT_STORED;
     case ST_NOT_FOUND: return MCTEXT_R_NOT_FOUND;
-    case ST_TOO_LARGE: return MCTEXT_E_TOO_LARGE;
+    case ST_TOO_LARGE:
+        /* an append or prepend that would take the record over -I:
+         * memcached cannot allocate the joined item and answers
+         * NOT_STORED */
+        return mode == STORE_APPEND || mode == STORE_PREPEND
+                   ? MCTEXT_R_NOT_STORED
+                   : MCTEXT_E_TOO_LARGE;
     case ST_NO_MEMORY: return MCTEXT_E_NO_MEMORY;
     case ST_TOO_MANY_TAGS: return MCTEXT_E_TOO_MANY_TAGS;
     default: return MCTEXT_E_FORMAT;
@@ -661,6 +667,13 @@ static void txt_ms(struct conn *c, struct worker *w,
         txt_meta(c, mode == STORE_ADD ? "NS" : "EX", -1, req, &v);
         break;
     case ST_NOT_FOUND: txt_meta(c, "NF", -1, req, &v); break;
+    case ST_TOO_LARGE: /* joined over -I: NS, as memcached (above) */
+        if (mode == STORE_APPEND || mode == STORE_PREPEND) {
+            txt_meta(c, "NS", -1, req, &v);
+            break;
+        }
+        txt_str(c, MCTEXT_E_TOO_LARGE);
+        break;
     default: txt_str(c, txt_put_status(st, mode)); break;
     }
 }
