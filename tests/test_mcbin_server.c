@@ -21,6 +21,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -915,7 +917,7 @@ static void sasl_auth(int fd, const char *user, const char *pass,
 static void test_sasl(void **state)
 {
     char dir[] = "/tmp/mdc-mcbin-XXXXXX", file[128], arg[160], buf[64];
-    const char *args[] = {"-n", "2", NULL, NULL};
+    const char *args[] = {"-n", "2", "--metrics=127.0.0.1:auto", NULL, NULL};
     struct tsrv saved = g_srv, s;
     struct rsp r;
     FILE *f;
@@ -931,7 +933,7 @@ static void test_sasl(void **state)
     fclose(f);
     chmod(file, 0644);
     snprintf(arg, sizeof(arg), "--auth-file=%s", file);
-    args[2] = arg;
+    args[3] = arg;
     assert_int_equal(tsrv_start(&s, args), 0);
     g_srv = s;
 
@@ -1004,6 +1006,58 @@ static void test_sasl(void **state)
         assert_int_equal(atoll(v), 4);
     }
     close(fd);
+    /* the same counters in text stats (after a text login) */
+    fd = mc_conn();
+    assert_int_equal(tc_send_all(fd, "set a 0 0 12\r\nalice s3cret\r\n"
+                                     "stats\r\n", 35), 0);
+    {
+        char st[32768];
+        size_t got = 0;
+        ssize_t k;
+        while (got < sizeof(st) - 1 &&
+               (k = recv(fd, st + got, sizeof(st) - 1 - got, 0)) > 0) {
+            got += (size_t)k;
+            st[got] = 0;
+            if (strstr(st, "END\r\n") != NULL)
+                break;
+        }
+        assert_non_null(strstr(st, "STAT sasl_auth_errors 4\r\n"));
+        assert_non_null(strstr(st, "STAT binary_requests "));
+        assert_null(strstr(st, "STAT binary_requests 0\r\n"));
+    }
+    close(fd);
+    /* and in /metrics, per thread: summed */
+    {
+        int mport = tsrv_port_of(&s, "metrics", "127.0.0.1");
+        struct sockaddr_in sa = {0};
+        char page[1 << 17], *p;
+        size_t got = 0;
+        ssize_t k;
+        long long sasl = 0, bin = 0;
+
+        assert_true(mport > 0);
+        fd = socket(AF_INET, SOCK_STREAM, 0);
+        sa.sin_family = AF_INET;
+        sa.sin_port = htons((uint16_t)mport);
+        sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+        tc_set_timeout_ms(fd, 30000);
+        assert_int_equal(tc_send_all(fd, "GET /metrics HTTP/1.0\r\n\r\n", 25),
+                         0);
+        while (got < sizeof(page) - 1 &&
+               (k = recv(fd, page + got, sizeof(page) - 1 - got, 0)) > 0)
+            got += (size_t)k;
+        page[got] = 0;
+        close(fd);
+        for (p = page; (p = strstr(p, "\nmdcached_sasl_auth_errors_total{"));
+             p++)
+            sasl += atoll(strchr(p, '}') + 1);
+        for (p = page; (p = strstr(p, "\nmdcached_binary_requests_total{"));
+             p++)
+            bin += atoll(strchr(p, '}') + 1);
+        assert_int_equal(sasl, 4);
+        assert_true(bin >= 10);
+    }
     g_srv = saved;
     assert_int_equal(tsrv_stop(&s), 0);
     unlink(file);
