@@ -381,11 +381,13 @@ static void mcb_stat(struct conn *c, struct worker *w,
     } else if (key_is(req, "detail dump")) {
         /* one packet "detailed": its header patched once the lines are
          * in (the output buffer may move as it grows: an offset) */
-        size_t hoff = c->olen;
+        uint8_t *p = conn_out_reserve(c, MCBIN_HDR_LEN + 8);
+        size_t hoff;
 
-        if (conn_out_reserve(c, MCBIN_HDR_LEN + 8) == NULL)
+        if (p == NULL)
             return;
-        memcpy(c->obuf + hoff + MCBIN_HDR_LEN, "detailed", 8);
+        hoff = (size_t)(p - c->obuf);
+        memcpy(p + MCBIN_HDR_LEN, "detailed", 8);
         conn_out_commit(c, MCBIN_HDR_LEN + 8);
         stats_detail_dump(srv, mcb_detail_line, c);
         if (c->closing)
