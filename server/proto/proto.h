@@ -1,8 +1,7 @@
 /*
  * proto.h - the protocol handlers.  The first byte of a connection picks
  * one (proto_detect): the native magic 0xB7, memcached's binary 0x80
- * (refused with a clear error), or printable ASCII for memcached's text
- * protocol.  A handler implements net/conn.h's struct proto: it runs whole
+ * (proto_mcbin.c), or printable ASCII for memcached's text protocol.  A handler implements net/conn.h's struct proto: it runs whole
  * requests from the connection's input into its output and never does I/O
  * itself, so it runs unchanged in a network thread or a payload thread.
  */
@@ -19,7 +18,7 @@
 #include "server/core/store.h"
 
 extern const struct proto proto_native;
-extern const struct proto proto_mcbin_reject;
+extern const struct proto proto_mcbin;
 extern const struct proto proto_text;
 
 /*
