@@ -482,11 +482,11 @@ static int spool_send(struct mdc *m, const struct spent *e)
  * one of the same generation, or of an unknown one, is sent.  A transport
  * error stops (the rest stays).  Returns the entries still pending.
  */
-static uint64_t spool_replay_server(struct mdc_pool *p, size_t i,
+static uint64_t spool_replay_server(struct mdc_pool *p,
+                                    struct mdci_spool *s, size_t i,
                                     unsigned *budget, int64_t deadline,
                                     struct mdc_spool_result *res)
 {
-    struct mdci_spool *s = spool_get(p);
     struct mdc *m = p->servers[i];
     struct spent *es = NULL;
     size_t ne = 0, done = 0;
@@ -610,7 +610,7 @@ static void spool_before(struct mdc_pool *p, size_t i, unsigned *budget,
         return;
     if (*deadline == 0)
         *deadline = mdci_now_ms() + p->spool_ms;
-    spool_replay_server(p, i, budget, *deadline, NULL);
+    spool_replay_server(p, spool_get(p), i, budget, *deadline, NULL);
 }
 
 /* One server a call goes to (keyed operations). */
@@ -1243,5 +1243,117 @@ out:
     free(c);
     if (rc != stack_rc)
         free(rc);
+    return ret;
+}
+
+/* ---- the background replayer ---------------------------------------------- */
+
+static int find_label(struct mdc_pool *p, const char *label, size_t len)
+{
+    for (size_t i = 0; i < p->n; i++)
+        if (strlen(p->servers[i]->label) == len &&
+            memcmp(p->servers[i]->label, label, len) == 0)
+            return (int)i;
+    return -1;
+}
+
+/* Replay one spool file completely. */
+static int replay_file(struct mdc_pool *p, const char *dir, const char *name,
+                       struct mdc_spool_result *res)
+{
+    struct mdci_spool s;
+    char (*labels)[MDCI_SPOOL_MAX_NAME + 1] = NULL;
+    size_t nl = 0;
+    int ret = MDC_OK;
+
+    if (mdci_spool_open(&s, dir, name, 0) < 0 ||
+        mdci_spool_lock(&s, false) < 0) {
+        pool_seterr(p, MDC_ERR_IO, "%s", s.err);
+        mdci_spool_close(&s);
+        return MDC_ERR_IO;
+    }
+    if (mdci_spool_scan(&s) < 0) {
+        pool_seterr(p, MDC_ERR_IO, "%s", s.err);
+        mdci_spool_close(&s);
+        return MDC_ERR_IO;
+    }
+    if (s.damaged > 0) /* reported; the replay below counts them */
+        fprintf(stderr, "%s\n", s.err);
+    labels = calloc(s.nrecs ? s.nrecs : 1, sizeof(*labels));
+    for (size_t k = 0; labels != NULL && k < s.nrecs; k++) {
+        const struct mdci_spool_rec *r = &s.recs[k];
+        size_t j;
+        if (!r->pending)
+            continue;
+        for (j = 0; j < nl; j++)
+            if (strlen(labels[j]) == r->slen &&
+                memcmp(labels[j], r->server, r->slen) == 0)
+                break;
+        if (j == nl) {
+            memcpy(labels[nl], r->server, r->slen);
+            labels[nl++][r->slen] = '\0';
+        }
+    }
+    mdci_spool_unlock(&s);
+    res->files++;
+    for (size_t j = 0; j < nl; j++) {
+        int i = find_label(p, labels[j], strlen(labels[j]));
+        if (i < 0) {
+            const char *spec = labels[j];
+            if (strncmp(spec, "unix:", 5) == 0)
+                spec += 5;
+            i = mdc_pool_add(p, spec, 1);
+        }
+        if (i < 0) {
+            ret = MDC_ERR_PARTIAL;
+            continue;
+        }
+        p->servers[i]->down_until = 0;
+        uint64_t before = res->damaged;
+        res->left += spool_replay_server(p, &s, (size_t)i, NULL, 0, res);
+        res->damaged = before; /* counted once per file, below */
+    }
+    res->damaged += s.damaged;
+    free(labels);
+    mdci_spool_close(&s);
+    return ret;
+}
+
+int mdc_pool_spool_replay(mdc_pool_t *p, const char *dir,
+                          struct mdc_spool_result *res)
+{
+    struct mdc_spool_result dummy;
+    DIR *d;
+    struct dirent *e;
+    int ret = MDC_OK;
+
+    if (res == NULL)
+        res = &dummy;
+    memset(res, 0, sizeof(*res));
+    if (p == NULL)
+        return MDC_ERR_ARG;
+    if (geteuid() == 0)
+        return pool_seterr(p, MDC_ERR_ARG,
+                           "spool replay: refusing to run as root (run it "
+                           "as the user whose processes write the spool)");
+    if (dir == NULL || (d = opendir(dir)) == NULL)
+        return pool_seterr(p, MDC_ERR_ARG, "spool %s: %s",
+                           dir ? dir : "(null)", strerror(errno));
+    while ((e = readdir(d)) != NULL) {
+        size_t l = strlen(e->d_name);
+        if (e->d_name[0] == '.' || l < 7 ||
+            strcmp(e->d_name + l - 6, ".spool") != 0)
+            continue;
+        int rc = replay_file(p, dir, e->d_name, res);
+        if (rc != MDC_OK)
+            ret = rc;
+    }
+    closedir(d);
+    if (ret == MDC_OK && res->left > 0)
+        ret = pool_seterr(p, MDC_ERR_PARTIAL,
+                          "spool replay: %llu entries left (servers "
+                          "unreachable)", (unsigned long long)res->left);
+    else if (ret == MDC_OK)
+        pool_seterr(p, MDC_OK, "ok");
     return ret;
 }
