@@ -399,15 +399,21 @@ static bool same_server(const struct mdci_spool_rec *a,
 }
 
 /* Pending flags: walked from the end, each server's "done up to" grows
- * with its DONE records and its FLUSH (which covers what came before). */
+ * with its DONE records and its FLUSH (which covers what came before).  A
+ * pending FLUSH also covers the server's entries written after it: the
+ * flush runs when the server is back, after all of them. */
 static int mark_pending(struct mdci_spool *s)
 {
     struct srv_upto {
         const struct mdci_spool_rec *r;
         uint64_t upto;
+        bool flush;
     } *u = NULL;
     size_t nu = 0, capu = 0;
+    uint32_t *slot = malloc((s->nrecs ? s->nrecs : 1) * sizeof(*slot));
 
+    if (slot == NULL)
+        return -1;
     for (size_t k = s->nrecs; k-- > 0;) {
         struct mdci_spool_rec *r = &s->recs[k];
         size_t j;
@@ -419,14 +425,17 @@ static int mark_pending(struct mdci_spool *s)
                 struct srv_upto *n = realloc(u, cap * sizeof(*n));
                 if (n == NULL) {
                     free(u);
+                    free(slot);
                     return -1;
                 }
                 u = n;
                 capu = cap;
             }
             u[nu].r = r;
+            u[nu].flush = false;
             u[nu++].upto = 0;
         }
+        slot[k] = (uint32_t)j;
         if (r->kind == MDCI_SP_DONE) {
             r->pending = false;
             if (r->upto > u[j].upto)
@@ -434,10 +443,17 @@ static int mark_pending(struct mdci_spool *s)
             continue;
         }
         r->pending = r->off >= u[j].upto;
-        if (r->kind == MDCI_SP_FLUSH && r->pending && r->off > u[j].upto)
-            u[j].upto = r->off; /* a flush covers every earlier entry */
+        if (r->kind == MDCI_SP_FLUSH && r->pending) {
+            u[j].flush = true;
+            if (r->off > u[j].upto)
+                u[j].upto = r->off; /* covers every earlier entry */
+        }
     }
+    for (size_t k = 0; k < s->nrecs; k++)
+        if (u[slot[k]].flush && s->recs[k].kind != MDCI_SP_FLUSH)
+            s->recs[k].pending = false;
     free(u);
+    free(slot);
     return 0;
 }
 
