@@ -30,6 +30,7 @@
 
 #ifdef HAVE_LIBURING
 #include <liburing.h>
+#include <pthread.h>
 #endif
 
 #define IN_CHUNK 16384u
@@ -1019,9 +1020,22 @@ out:
 struct mdci_uring {
     struct io_uring ring;
     unsigned entries;
-    pid_t pid; /* a ring is not carried across fork() */
+    unsigned forks; /* uring_forks when made: not carried across fork() */
     bool up;
 };
+
+/* Counted in every child at fork(): a ring made before is the parent's
+ * (checked without a getpid() system call per operation). */
+static _Atomic unsigned uring_forks;
+static pthread_once_t uring_once = PTHREAD_ONCE_INIT;
+static void uring_child(void)
+{
+    uring_forks++;
+}
+static void uring_atfork(void)
+{
+    pthread_atfork(NULL, NULL, uring_child);
+}
 
 static int uring_setup(struct mdci_uring *u, unsigned entries)
 {
@@ -1037,13 +1051,14 @@ static int uring_setup(struct mdci_uring *u, unsigned entries)
             return -1;
     }
     u->entries = entries;
-    u->pid = getpid();
+    u->forks = uring_forks;
     u->up = true;
     return 0;
 }
 
 struct mdci_uring *mdci_uring_new(void)
 {
+    pthread_once(&uring_once, uring_atfork);
     return calloc(1, sizeof(struct mdci_uring));
 }
 
@@ -1051,7 +1066,7 @@ void mdci_uring_free(struct mdci_uring *u)
 {
     if (u == NULL)
         return;
-    if (u->up && u->pid == getpid())
+    if (u->up && u->forks == uring_forks)
         io_uring_queue_exit(&u->ring);
     free(u);
 }
@@ -1063,7 +1078,7 @@ static bool uring_ready(struct mdci_uring *u, size_t n)
     unsigned want = 8;
     while (want < 2 * n + 2)
         want *= 2;
-    if (u->up && u->pid != getpid()) /* the parent's ring: leave it */
+    if (u->up && u->forks != uring_forks) /* the parent's ring: leave it */
         u->up = false;
     if (u->up && u->entries >= want)
         return true;
