@@ -832,7 +832,9 @@ int mdc_pool_index(const mdc_pool_t *p, const void *key, size_t klen);
 
 /**
  * The handle of the server a key maps to: run any keyed operation on it,
- * e.g. mdc_incr(mdc_pool_pick(p, k, n), k, n, 1, &v).
+ * e.g. mdc_incr(mdc_pool_pick(p, k, n), k, n, 1, &v).  With a spool
+ * (mdc_pool_set_spool_dir()), that server's spooled invalidations are
+ * replayed first (within the per-call bounds).
  * @param p pool
  * @param key key bytes
  * @param klen key length

@@ -212,10 +212,16 @@ int mdc_pool_index(const mdc_pool_t *p, const void *key, size_t klen)
     return (int)mdci_ketama_find(&p->ring, mdci_ketama_hash(key, klen));
 }
 
+static void spool_before_one(struct mdc_pool *p, size_t i);
+
 mdc_t *mdc_pool_pick(mdc_pool_t *p, const void *key, size_t klen)
 {
     int i = mdc_pool_index(p, key, klen);
-    return i < 0 ? NULL : p->servers[i];
+    if (i < 0)
+        return NULL;
+    /* the caller is about to talk to it: its spooled entries go first */
+    spool_before_one(p, (size_t)i);
+    return p->servers[i];
 }
 
 int mdc_pool_set_timeouts(mdc_pool_t *p, int connect_ms, int io_ms)
