@@ -8,6 +8,9 @@
  *
  *   pool_fanout [-n OPS] [-r ROUNDS] [-M poll|uring] SERVER...
  *   (-M: that path only, e.g. under strace -c to count system calls)
+ *   pool_fanout -S DIR -n OPS SERVER...
+ *   (fill the spool of DIR: OPS tag deletes while the servers do not
+ *   answer; bench/pool_fanout.sh then times mdcached-tool spool-replay)
  */
 #include "config.h"
 
@@ -45,11 +48,14 @@ static int cmp64(const void *a, const void *b)
 int main(int argc, char **argv)
 {
     int ops = 2000, rounds = 6, c, only = -1;
+    const char *spool = NULL;
     static const int modes[2] = {MDC_FANOUT_POLL, MDC_FANOUT_URING};
     static const char *const names[2] = {"tcp", "uring"};
 
-    while ((c = getopt(argc, argv, "n:r:M:")) != -1) {
-        if (c == 'n')
+    while ((c = getopt(argc, argv, "n:r:M:S:")) != -1) {
+        if (c == 'S')
+            spool = optarg;
+        else if (c == 'n')
             ops = atoi(optarg);
         else if (c == 'r')
             rounds = atoi(optarg);
@@ -67,6 +73,21 @@ int main(int argc, char **argv)
         if (mdc_pool_add(p, argv[i], 1) < 0)
             return fprintf(stderr, "bad server %s\n", argv[i]), 2;
     int nsrv = argc - optind;
+    if (spool != NULL) {
+        struct mdc_pool_stats st;
+        mdc_pool_set_timeouts(p, 100, 100);
+        mdc_pool_set_retry_delay(p, 600000); /* the rest fail at once */
+        mdc_pool_set_spool_limits(p, (size_t)64 << 20, 0, 0);
+        if (mdc_pool_set_spool_dir(p, spool) != MDC_OK)
+            return fprintf(stderr, "%s\n", mdc_pool_errstr(p)), 1;
+        for (int32_t i = 0; i < ops; i++)
+            mdc_pool_del_by_tag(p, 1, &i, 1, NULL, NULL);
+        mdc_pool_get_stats(p, &st);
+        printf("spooled %llu errors %llu\n", (unsigned long long)st.spooled,
+               (unsigned long long)st.spool_errors);
+        mdc_pool_destroy(p);
+        return st.spooled == (uint64_t)ops * (uint64_t)nsrv ? 0 : 1;
+    }
     int64_t *lat[2];
     int64_t cpu[2] = {0, 0}, wall[2] = {0, 0};
     size_t nlat[2] = {0, 0};

@@ -48,3 +48,24 @@ for mode in $MODES; do
         bed_stop
     done
 done
+
+# the replay of 10 000 spooled tag deletes (one server, a local process)
+if [ -z "${NO_SPOOL:-}" ]; then
+    bed_start local 1 >/dev/null || exit 1
+    SP="$H_TMP/spool"
+    mkdir -m 700 "$SP"
+    RUNAS=""
+    if [ "$(id -u)" = 0 ]; then
+        chown 65534:65534 "$SP"
+        RUNAS="setpriv --reuid=65534 --regid=65534 --clear-groups"
+    fi
+    bed_cut 0
+    $RUNAS "$PF" -S "$SP" -n 10000 $BED_SERVERS || exit 1
+    bed_restore 0
+    t0=$(date +%s%N)
+    out=$($RUNAS "$B/client-c/tool/mdcached-tool" spool-replay "$SP") || exit 1
+    t1=$(date +%s%N)
+    echo "spool replay: $out in $(( (t1 - t0) / 1000000 )) ms" \
+        "($(ls -l "$SP"/*.spool | awk '{print $5}') bytes left)"
+    bed_stop
+fi
