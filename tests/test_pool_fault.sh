@@ -22,7 +22,9 @@ fail() {
 trap 'bed_stop; mdc_cleanup' EXIT
 
 MODE=local
-if bed_can_ns; then
+if [ "${MDC_BED_MODE:-}" = local ]; then
+    echo "# MDC_BED_MODE=local: the server is stopped (SIGSTOP)"
+elif bed_can_ns; then
     MODE=ns
 elif [ "$(id -u)" = 0 ] && [ "${CI:-}" = true ]; then
     echo "FAIL: root under CI=true but no network namespaces"
