@@ -83,6 +83,7 @@ enum {
     OPT_CONNECT_TIMEOUT = 7,
     OPT_READ_TIMEOUT = 8,
     OPT_RETRY_TIMEOUT = 9,
+    OPT_SPOOL_DIR = 10, /* libmdcached's spool of invalidations */
 };
 enum { SER_PHP = 1, SER_IGBINARY = 2, SER_MSGPACK = 3 };
 enum { COMP_ZLIB = 1, COMP_ZSTD = 2 };
@@ -153,6 +154,8 @@ void mdcx_conn_free(mdcx_conn *c)
         pefree(c->auth_pass, c->persistent);
     if (c->tls_key)
         pefree(c->tls_key, c->persistent);
+    if (c->spool_dir)
+        pefree(c->spool_dir, c->persistent);
     pefree(c, c->persistent);
 }
 
@@ -1429,6 +1432,26 @@ static bool mdcx_set_option(mdcx_obj *o, zend_long opt, zval *v)
             o->c->retry_ms = (int)l;
         mdcx_conn_apply(o->c);
         break;
+    case OPT_SPOOL_DIR: {
+        /* tag deletes and deletes that miss a server are spooled in this
+         * directory and replayed (docs/client-c.md); "" or null: off */
+        zend_string *s = Z_TYPE_P(v) == IS_NULL ? NULL : zval_get_string(v);
+        const char *d = (s != NULL && ZSTR_LEN(s) > 0) ? ZSTR_VAL(s) : NULL;
+        int rc = mdc_pool_set_spool_dir(o->c->pool, d);
+        if (rc != MDC_OK) {
+            mdcx_result(o, MDCX_RES_INVALID_ARGS, "invalid arguments: %s",
+                        mdc_pool_errstr(o->c->pool));
+            if (s != NULL)
+                zend_string_release(s);
+            return false;
+        }
+        if (o->c->spool_dir)
+            pefree(o->c->spool_dir, o->c->persistent);
+        o->c->spool_dir = d ? pestrdup(d, o->c->persistent) : NULL;
+        if (s != NULL)
+            zend_string_release(s);
+        break;
+    }
     default:
         mdcx_result(o, MDCX_RES_INVALID_ARGS,
                     "invalid arguments: unknown option " ZEND_LONG_FMT, opt);
@@ -1500,6 +1523,10 @@ PHP_METHOD(Mdcached_Client, getOption)
         RETURN_LONG(o->c->io_ms);
     case OPT_RETRY_TIMEOUT:
         RETURN_LONG(o->c->retry_ms);
+    case OPT_SPOOL_DIR:
+        if (o->c->spool_dir == NULL)
+            RETURN_NULL();
+        RETURN_STRING(o->c->spool_dir);
     }
     mdcx_result(o, MDCX_RES_INVALID_ARGS,
                 "invalid arguments: unknown option " ZEND_LONG_FMT, opt);
@@ -2027,7 +2054,11 @@ PHP_METHOD(Mdcached_Client, delete)
     mdc_t *h = mdcx_key_server(o, key, &k);
     if (h == NULL)
         RETURN_FALSE;
-    RETURN_BOOL(mdcx_key_done(o, h, &k, mdc_delete(h, k.p, k.len, 0)) == MDC_OK);
+    /* through the pool: a delete that misses its server is spooled
+     * (OPT_SPOOL_DIR) */
+    RETURN_BOOL(mdcx_key_done(o, h, &k,
+                              mdc_pool_delete(o->c->pool, k.p, k.len, 0)) ==
+                MDC_OK);
 }
 
 /* deleteStale(key, ttl): memcached's md I [T]: the record stays readable,
@@ -2759,6 +2790,7 @@ PHP_MINIT_FUNCTION(mdcached)
     mdcx_const("OPT_CONNECT_TIMEOUT", OPT_CONNECT_TIMEOUT);
     mdcx_const("OPT_READ_TIMEOUT", OPT_READ_TIMEOUT);
     mdcx_const("OPT_RETRY_TIMEOUT", OPT_RETRY_TIMEOUT);
+    mdcx_const("OPT_SPOOL_DIR", OPT_SPOOL_DIR);
     mdcx_const("SERIALIZER_PHP", SER_PHP);
     mdcx_const("SERIALIZER_IGBINARY", SER_IGBINARY);
     mdcx_const("SERIALIZER_MSGPACK", SER_MSGPACK);

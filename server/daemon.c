@@ -33,6 +33,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <sys/ioctl.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sysexits.h>
 
@@ -69,6 +70,23 @@ static int server_libevent_threads(void)
 
     pthread_once(&once, server_evthread_init);
     return server_evthread_rc;
+}
+
+/* A random non-zero 64-bit number (getrandom; the clock and pid mixed in
+ * should it fail: an identity, not a secret). */
+static uint64_t random_u64(void)
+{
+    uint64_t v = 0;
+    struct timespec ts;
+
+    if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != (ssize_t)sizeof(v)) {
+        clock_gettime(CLOCK_REALTIME, &ts);
+        v = ((uint64_t)ts.tv_sec * 1000000007u) ^ (uint64_t)ts.tv_nsec ^
+            ((uint64_t)getpid() << 40);
+        v ^= v >> 31;
+        v *= 0x9E3779B97F4A7C15ull;
+    }
+    return v != 0 ? v : 1;
 }
 
 struct server *server_setup(const struct options *opt)
@@ -110,6 +128,10 @@ struct server *server_setup(const struct options *opt)
                   (unsigned long long)opt->memory_mb);
         goto fail;
     }
+    /* who we are (boot_id) and whose records we hold (the data generation:
+     * new while empty, replaced by a dump's at the load) */
+    srv->boot_id = random_u64();
+    store_set_generation(srv->store, random_u64());
     srv->proto_detect = proto_detect;
     if (threads_setup(srv) < 0) {
         log_error("cannot set up threads");

@@ -173,6 +173,8 @@ void stats_collect_conn(struct server *srv, stats_visit_fn fn, void *ctx,
     emit_u64(fn, ctx, "pid", (uint64_t)getpid());
     emit_u64(fn, ctx, "uptime", server_uptime(srv));
     emit_u64(fn, ctx, "time", (uint64_t)time(NULL));
+    emit_u64(fn, ctx, "boot_id", srv->boot_id);
+    emit_u64(fn, ctx, "data_generation", store_generation(srv->store));
     fn(ctx, "version", MDC_TEXT_VERSION);
     fn(ctx, "libevent", event_get_version());
     emit_u64(fn, ctx, "pointer_size", 8 * sizeof(void *));
@@ -374,8 +376,17 @@ int stats_collect_group(struct server *srv, const char *group, size_t glen,
 {
 #define IS(s) (glen == sizeof(s) - 1 && memcmp(group, s, glen) == 0)
     if (fn == NULL) /* only asks whether the group exists */
-        return IS("settings") || IS("threads") || IS("tags") ? 0 : -1;
-    if (IS("settings"))
+        return IS("settings") || IS("threads") || IS("tags") ||
+                       IS("identity")
+                   ? 0
+                   : -1;
+    if (IS("identity")) {
+        /* what a client spooling invalidations asks (libmdcached's
+         * spool): this process, and whose records it holds */
+        emit_u64(fn, ctx, "boot_id", srv->boot_id);
+        emit_u64(fn, ctx, "data_generation", store_generation(srv->store));
+        emit_u64(fn, ctx, "uptime", server_uptime(srv));
+    } else if (IS("settings"))
         stats_collect_settings(srv, fn, ctx);
     else if (IS("threads"))
         stats_collect_threads(srv, fn, ctx);

@@ -243,6 +243,7 @@ struct server {
     _Atomic uint64_t dump_last_ms;    /* how long the last dump took */
     _Atomic uint64_t dump_last_time;  /* Unix time it ended */
     _Atomic bool dump_running;
+    uint64_t boot_id;                 /* random at each start, never 0 */
     uint64_t load_records;            /* loaded at start */
     uint64_t load_ms;
     /* stats reset and stats detail (report.c) */

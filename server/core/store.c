@@ -307,6 +307,16 @@ const struct store_config *store_config(const struct store *st)
     return &st->cfg;
 }
 
+void store_set_generation(struct store *st, uint64_t gen)
+{
+    atomic_store(&st->generation, gen);
+}
+
+uint64_t store_generation(const struct store *st)
+{
+    return atomic_load(&((struct store *)st)->generation);
+}
+
 size_t store_top_tags(struct store *st, struct store_tag_count *out, size_t n)
 {
     return tags_top(st->tags, out, n);

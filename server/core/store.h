@@ -156,6 +156,14 @@ void store_set_evict_log(struct store *st, store_evict_fn fn, void *ctx);
 void store_set_clock(struct store *st, const struct store_clock *clk);
 void store_get_stats(struct store *st, struct store_stats *out);
 const struct store_config *store_config(const struct store *st);
+/*
+ * The data generation: an identity of the records the store holds, chosen
+ * at random by the server when it starts empty and carried over by a dump
+ * (written into the dump's header, set again by the load), so a client can
+ * tell a server that kept its records from one that lost them.  0: none.
+ */
+void store_set_generation(struct store *st, uint64_t gen);
+uint64_t store_generation(const struct store *st);
 
 /* ---- records -------------------------------------------------------- */
 const void *record_key(const struct record *r);

@@ -91,6 +91,8 @@ struct rtree {
 
 struct store {
     struct store_config cfg;
+    /* the data generation (store_set_generation()): kept across a dump */
+    _Atomic uint64_t generation;
     uint32_t bmask; /* of the reserved array (cfg.nbuckets, the maximum) */
     uint32_t lmask;
     _Atomic uint64_t hstate; /* linear hashing: n << 32 | split */
