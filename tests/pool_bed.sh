@@ -60,10 +60,10 @@ bed_start() {
             ip -n "$_ns" addr add "$_ip/24" dev eth0
             ip -n "$_ns" link set eth0 up
             MDC_WRAP="ip netns exec $_ns" mdc_start_raw "S$_i" -l "$_ip" \
-                -p 11311 -m 1 -t 1 -u nobody --protected-mode=no "$@" || return 1
+                -p 11311 -m 1 -I 512k -t 1 -u nobody --protected-mode=no "$@" || return 1
             BED_SERVERS="$BED_SERVERS $_ip:11311"
         else
-            mdc_start "S$_i" -l 127.0.0.1 -m 1 -t 1 "$@" || return 1
+            mdc_start "S$_i" -l 127.0.0.1 -m 1 -I 512k -t 1 "$@" || return 1
             eval "_p=\$S${_i}_PORT"
             BED_SERVERS="$BED_SERVERS 127.0.0.1:$_p"
         fi
