@@ -832,6 +832,12 @@ static int opt_validate(struct options *o, FILE *err, const char *argv0)
                 "strict or ignore\n", argv0, o->dump_load);
         return -1;
     }
+    if (o->memory_kib != 0 && o->memory_kib < 1024) {
+        fprintf(err, "%s: invalid value '%llu' for --memory-limit-kib: "
+                "below 1024 (1 MiB, -m's least)\n", argv0,
+                (unsigned long long)o->memory_kib);
+        return -1;
+    }
     if (o->dump_on_exit && o->no_dump_on_exit) {
         fprintf(err, "%s: --dump-on-exit and --no-dump-on-exit conflict\n",
                 argv0);

@@ -212,6 +212,8 @@ static void test_bad_values_exit_64(void **state)
         {"-x", "lo", "-U", "auto"}, /* XDP filters on a fixed port */
         {"-l", "127.0.0.1", "-l", "127.0.0.1"},   /* given twice */
         {"-C", "/tmp"},                            /* a directory */
+        {"--memory-limit-kib", "1023"},            /* below -m's 1 MiB */
+        {"--memory-limit-kib", "2m"},              /* KiB, no suffix */
     };
     static char out[4096];
 
