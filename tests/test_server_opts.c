@@ -417,6 +417,15 @@ static void test_parse_forms(void **state)
         options_teardown(&o);
     }
     {
+        /* --memory-limit-kib: KiB, 0 (the default) leaves -m's limit */
+        char b0[] = "mdcached", b1[] = "--memory-limit-kib=2560";
+        char *bv[] = {b0, b1, NULL};
+        assert_int_equal(options_parse(&o, 2, bv, devnull), OPTIONS_RUN);
+        assert_int_equal(o.memory_kib, 2560);
+        assert_int_equal(o.memory_mb, 1024);
+        options_teardown(&o);
+    }
+    {
         char b0[] = "mdcached", b1[] = "-d";
         char *bv[] = {b0, b1, NULL};
         assert_int_equal(options_parse(&o, 2, bv, devnull), OPTIONS_RUN);
