@@ -63,10 +63,12 @@ for tr in z1.0 wide; do
         rs=$1 lim=$2 tgt=$3
         check "$tr $e: its target is $srv's RSS" \
             "$(awk -F'\t' -v t="$tr" -v s="$srv" '$1 == t && $4 == s { print $9 }' "$R")" "$tgt"
-        # the closest of this row's replays (the search's tries and the
-        # mdcached row at -m) to the target
-        closest=$( (awk -v t="$tr" '$1 == t && $3 == "try" { sub(/:/, "", $5); sub(/rss_kib=/, "", $6); print $5, $6 }' "$L"
-            awk -F'\t' -v t="$tr" '$1 == t && $4 == "mdcached" { print $10, $9 }' "$R") |
+        # the closest to the target of this row's replays so far (the
+        # tries logged before the row's line, the mdcached rows at -m and
+        # at memcached's pages)
+        closest=$( (awk -v t="$tr" -v e="$e:" '$1 == t && $3 == e { exit }
+            $1 == t && $3 == "try" { sub(/:/, "", $5); sub(/rss_kib=/, "", $6); print $5, $6 }' "$L"
+            awk -F'\t' -v t="$tr" '$1 == t && ($4 == "mdcached" || $4 == "mdcached@mc-mem") { print $10, $9 }' "$R") |
             awk -v g="$tgt" '{ d = $2 - g; if (d < 0) d = -d }
                 NR == 1 || d < bd { bd = d; b = $1 } END { print b }')
         check "$tr $e: the closest limit tried" "$closest" "$lim"

@@ -204,7 +204,8 @@ tried() {
 # rss_match LABEL TARGET_KIB: the limit whose RSS is TARGET within RSS_TOL,
 # reusing this row's earlier replays; at most RSS_TRIES new ones. The next
 # limit tried: between the closest below and above the target, by linear
-# interpolation kept inside the bracket's middle 3/4 (so it shrinks); with
+# interpolation kept inside the bracket's middle half (so it shrinks to
+# 3/4 at least, however curved RSS is in the limit); with
 # points on one side only, a slope of 1 KiB of RSS per KiB of limit from
 # the nearest. Adds the row LABEL with the closest replay (target missed:
 # its RSS says by how much; the log says so).
@@ -228,7 +229,7 @@ elif lo and hi and hi[0] <= lo[0] + 1:
     nxt = 0  # adjacent, or RSS not monotonic in the limit here: stop
 elif lo and hi:
     x = lo[0] + (t - lo[1]) * (hi[0] - lo[0]) / max(hi[1] - lo[1], 1)
-    q = (hi[0] - lo[0]) / 8
+    q = (hi[0] - lo[0]) / 4
     nxt = int(round(min(max(x, lo[0] + q), hi[0] - q)))
 elif lo and not hi and len(below) > 1 and \
         below[-1][1] - below[-2][1] < 0.1 * (below[-1][0] - below[-2][0]):
@@ -325,6 +326,9 @@ for TR in $TRACES; do
 				run_mdc mdcached@mc-mem "$emib"
 				row mdcached@mc-mem "$(field miss_ratio "$r")" "$(field held_records "$r")" \
 					"$(field held_bytes "$r")" "$sb" "$rs" "$emib"
+				case $rs in *[!0-9]* | '') ;; *)	# a point for the RSS search
+					TRIED[$((emib * 1024))]="$rs $(field miss_ratio "$r") $(field held_records "$r") $(field held_bytes "$r") $sb" ;;
+				esac
 				echo "$TR $PCT mdcached@mc-mem -m $emib ($EQUAL=$used)" >>"$OUT/equal.log"
 			else
 				echo "run.sh: $TR $PCT %: memcached's $EQUAL unknown, no mdcached@mc-mem row" >&2
