@@ -26,9 +26,6 @@
 
 #include <event2/event.h>
 #include <event2/thread.h>
-#ifdef HAVE_LIBSYSTEMD
-#include <systemd/sd-daemon.h>
-#endif
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>
@@ -50,6 +47,7 @@
 #include "auth.h"
 #include "server/net/tls.h"
 #include "log.h"
+#include "notify.h"
 #include "report.h"
 #include "metrics.h"
 #include "bpf/mirror.h"
@@ -173,20 +171,16 @@ int server_xdp_open(struct server *srv)
 /*
  * systemd's readiness protocol (Type=notify): READY=1 once every listener
  * accepts, STOPPING=1 when a graceful stop begins.  Does nothing outside
- * systemd (no $NOTIFY_SOCKET) or in a build without libsystemd.
+ * systemd (no $NOTIFY_SOCKET) or in a build --without-systemd (notify.c).
  */
 static void server_notify(const char *state)
 {
-#ifdef HAVE_LIBSYSTEMD
-    int r = sd_notify(0, state);
+    int r = notify_send(state);
 
     if (r < 0)
-        log_warn("sd_notify: %s", strerror(-r));
+        log_warn("sd_notify to $NOTIFY_SOCKET: %s", strerror(-r));
     else if (r > 0)
         log_debug("sd_notify: %s", state);
-#else
-    (void)state;
-#endif
 }
 
 /* SIGHUP with -C: apply what can change live, log what cannot. */

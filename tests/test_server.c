@@ -1494,8 +1494,7 @@ static double mono_now(void)
 }
 
 /* --idle-timeout SEC closes no connection earlier than SEC seconds after
- * its last input (the once-a-second tick may make it up to a second
- * late).  The requests are spread over a second, so that some come just
+ * its last input (how late it may be: test_timeouts).  The requests are spread over a second, so that some come just
  * before a second of the clock turns, where a timeout counted in whole
  * seconds of the tick fired almost a second early. */
 static void test_idle_timeout_not_early(void **state)

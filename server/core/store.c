@@ -27,6 +27,7 @@
  */
 #include "config.h"
 
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -35,6 +36,7 @@
 #include "store_hash.h"
 #include "store_int.h"
 #include "tags.h"
+#include "testhook.h"
 
 #define DEFAULT_MEM_LIMIT ((size_t)1024 << 20)
 #define DEFAULT_MAX_ITEM (1u << 20)
@@ -185,7 +187,16 @@ struct store *store_setup(const struct store_config *cfg)
     pthread_mutex_init(&st->retire_mu, NULL);
     pthread_cond_init(&st->sweep_cv, NULL);
     if (c->sweep_interval_ms != 0) {
-        if (pthread_create(&st->sweeper, NULL, sweeper_main, st) != 0)
+        sigset_t all, old;
+        int e;
+
+        /* the sweeper takes no signal: a process's signals are the
+         * caller's (the daemon's main thread) */
+        sigfillset(&all);
+        pthread_sigmask(SIG_BLOCK, &all, &old);
+        e = pthread_create(&st->sweeper, NULL, sweeper_main, st);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        if (e != 0)
             goto fail;
         st->sweeper_running = 1;
     }
@@ -232,6 +243,7 @@ void store_teardown(struct store *st)
         st->sweep_stop = 1;
         pthread_cond_signal(&st->sweep_cv);
         pthread_mutex_unlock(&st->sweep_mu);
+        testhook_stop_asked("sweeper");
         pthread_join(st->sweeper, NULL);
     }
     wheel_teardown(st);

@@ -10,6 +10,7 @@
 
 #include "alloc.h"
 #include "store_int.h"
+#include "testhook.h"
 
 /* memcached expiry: 0 never; <0 already expired; <=30 days relative;
  * otherwise absolute Unix time, converted to the monotonic clock now. */
@@ -557,6 +558,8 @@ static void sweep_wake_at(struct store *st, struct timespec *ts)
 void *sweeper_main(void *arg)
 {
     struct store *st = arg;
+
+    testhook_hold_loop("sweeper");
     pthread_mutex_lock(&st->sweep_mu);
     while (!st->sweep_stop) {
         struct timespec ts;
