@@ -114,7 +114,9 @@ struct server *server_setup(const struct options *opt)
         goto fail;
     }
     memset(&cfg, 0, sizeof(cfg));
-    cfg.mem_limit = (size_t)opt->memory_mb << 20;
+    /* --memory-limit-kib, when given, overrides -m with a finer limit */
+    cfg.mem_limit = opt->memory_kib != 0 ? (size_t)opt->memory_kib << 10
+                                         : (size_t)opt->memory_mb << 20;
     cfg.no_evict = opt->no_evict;
     cfg.nbuckets = (uint32_t)opt->buckets;
     cfg.tag_buckets = (uint32_t)opt->tag_buckets;
@@ -124,8 +126,8 @@ struct server *server_setup(const struct options *opt)
     cfg.sweep_interval_ms = (uint32_t)opt->sweep_interval;
     srv->store = store_setup(&cfg);
     if (srv->store == NULL) {
-        log_error("cannot create the store (-m %llu MiB)",
-                  (unsigned long long)opt->memory_mb);
+        log_error("cannot create the store (%llu KiB)",
+                  (unsigned long long)(cfg.mem_limit >> 10));
         goto fail;
     }
     /* who we are (boot_id) and whose records we hold (the data generation:
@@ -433,9 +435,13 @@ int server_run(struct server *srv)
         goto stop;
     }
     log_info("mdcached %s ready: model %s, %u network and %u payload "
-             "threads, %llu MiB, %s",
+             "threads, %llu %s, %s",
              PACKAGE_VERSION, thread_model_name(srv->model), srv->nnet,
-             srv->npay, (unsigned long long)srv->opt.memory_mb,
+             srv->npay,
+             (unsigned long long)(srv->opt.memory_kib != 0
+                                      ? srv->opt.memory_kib
+                                      : srv->opt.memory_mb),
+             srv->opt.memory_kib != 0 ? "KiB" : "MiB",
              mdc_allocator_name());
     server_notify("READY=1\nSTATUS=accepting connections");
     event_base_dispatch(srv->workers[0].base);

@@ -120,9 +120,11 @@ int dumper_load(struct server *srv)
                      path, info.bad, info.invalid, info.blocks, dest);
     }
     if (info.over_limit > 0)
-        log_warn("dump %s: memory limit (-m %" PRIu64 " MiB) reached: %"
+        log_warn("dump %s: memory limit (%" PRIu64 " KiB) reached: %"
                  PRIu64 " least recently used records not loaded", path,
-                 srv->opt.memory_mb, info.over_limit);
+                 srv->opt.memory_kib != 0 ? srv->opt.memory_kib
+                                          : srv->opt.memory_mb << 10,
+                 info.over_limit);
     if (info.refused > 0)
         log_warn("dump %s: %" PRIu64 " records refused by the store "
                  "(duplicate key, or over -I / --max-tags)", path,
