@@ -79,6 +79,18 @@ void proto_watch_get(struct conn *c, const void *key, uint32_t klen,
               r != NULL ? record_vlen(r) : 0u);
 }
 
+const char *proto_store_mode_name(enum store_mode mode)
+{
+    switch (mode) {
+    case STORE_ADD: return "add";
+    case STORE_REPLACE: return "replace";
+    case STORE_CAS: return "cas";
+    case STORE_APPEND: return "append";
+    case STORE_PREPEND: return "prepend";
+    default: return "set";
+    }
+}
+
 void proto_watch_store(struct conn *c, const void *key, uint32_t klen,
                        const char *cmd, int status, int64_t exptime,
                        uint32_t vlen)

@@ -54,6 +54,9 @@ void proto_watch_get(struct conn *c, const void *key, uint32_t klen,
 void proto_watch_store(struct conn *c, const void *key, uint32_t klen,
                        const char *cmd, int status, int64_t exptime,
                        uint32_t vlen);
+/* The command name a watch line gives a store of mode (the text and meta
+ * commands name their own; the native and binary stores use this). */
+const char *proto_store_mode_name(enum store_mode mode);
 
 /*
  * The lookup of a GET, for every protocol and transport: the text get,

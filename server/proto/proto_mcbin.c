@@ -196,6 +196,9 @@ static void mcb_store(struct conn *c, struct worker *w,
     it.exptime = (int64_t)req->exptime;
     it.cas = req->hdr.cas;
     st = store_put(c->srv->store, mode, &it, &cas);
+    if (watch_wants(c->srv, WATCH_MUTATIONS))
+        proto_watch_store(c, req->key, req->klen, proto_store_mode_name(mode),
+                          st, (int64_t)req->exptime, req->vlen);
     if (proto_detail_on(c->srv))
         stats_detail_count(c->srv, (const char *)req->key, req->klen,
                            DETAIL_SET, false);
