@@ -104,7 +104,12 @@ limit=$((mc + 2048))
 printf '%-28s %8s %8s\n' server "VmRSS" "RssAnon"
 printf '%-28s %6d kB %6d kB\n' "memcached -t 4 -m 64" "$mc" "$mca"
 
-for io in uring epoll; do
+ios="uring epoll"
+if ! grep -q '^#define HAVE_LIBURING 1' "$B/config.h" 2>/dev/null; then
+    ios=epoll
+    echo "note: built without liburing (the portable build): epoll only"
+fi
+for io in $ios; do
     for m in 64 4096; do
         name=d_${io}_$m
         if ! mdc_start "$name" -n 4 -t 0 -m "$m" --io="$io" -l 127.0.0.1; then
