@@ -1357,9 +1357,11 @@ static void test_flush(void **state)
     assert_int_equal(status_of(fd, WIRE_OP_FLUSH, NULL, NULL, 0, 0, 0), 0);
     assert_int_equal(tc_get(fd, "a", NULL, NULL), WIRE_S_NOT_FOUND);
     assert_int_equal(tc_get(fd, "b", NULL, NULL), WIRE_S_NOT_FOUND);
-    /* flush is a cut-off: the sweeper reclaims what it hides (within a
-     * 30 s ceiling that only a hang crosses) */
-    for (int i = 0; i < 3000 && tc_stat(fd, "curr_items") != 0; i++)
+    /* flush is a cut-off: the sweeper's walk reclaims what it hides and
+     * then ends (within a 30 s ceiling that only a hang crosses) */
+    for (int i = 0; i < 3000 && (tc_stat(fd, "curr_items") != 0 ||
+                                 tc_stat(fd, "flush_pending") != 0);
+         i++)
         usleep(10000);
     assert_int_equal(tc_stat(fd, "curr_items"), 0);
     assert_int_equal(tc_stat(fd, "flush_pending"), 0);
