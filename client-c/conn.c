@@ -396,6 +396,19 @@ static int resolve(struct mdc *m)
 }
 
 /* Mark a transport failure: close, remember the server is down. */
+/* A receive that ended the reply early: e is 0 for the server's end of
+ * file, else the errno (the poll loops and the io_uring fan-out alike). */
+static void recv_failed(struct mdc *m, int e)
+{
+    if (e == 0)
+        mdci_seterr(m, MDC_ERR_IO,
+                    "%s: connection closed by the server before the reply "
+                    "was complete",
+                    m->label);
+    else
+        mdci_seterr(m, MDC_ERR_IO, "%s: recv: %s", m->label, strerror(e));
+}
+
 static int fail(struct mdc *m, int rc)
 {
     mdc_close(m);
@@ -856,14 +869,7 @@ static void do_read(struct mdc *m)
             return;
         if (tls_refused(m, n == 0 ? "end of file" : strerror(errno)))
             return;
-        if (n == 0)
-            mdci_seterr(m, MDC_ERR_IO,
-                        "%s: connection closed by the server "
-                        "before the reply was complete",
-                        m->label);
-        else
-            mdci_seterr(m, MDC_ERR_IO, "%s: recv: %s", m->label,
-                        strerror(errno));
+        recv_failed(m, n == 0 ? 0 : errno);
         fail(m, MDC_ERR_IO);
         return;
     }
@@ -1262,14 +1268,7 @@ int mdci_uring_run(struct mdci_uring *u, struct mdc **hs, size_t n)
                 }
                 continue;
             }
-            if (res == 0)
-                mdci_seterr(m, MDC_ERR_IO,
-                            "%s: connection closed by the server "
-                            "before the reply was complete",
-                            m->label);
-            else
-                mdci_seterr(m, MDC_ERR_IO, "%s: recv: %s", m->label,
-                            strerror(-res));
+            recv_failed(m, -res);
             bad[i] = 1;
         }
         io_uring_cq_advance(&u->ring, seen);
@@ -1383,14 +1382,7 @@ static void read_blocking(struct mdc *m)
             fail(m, MDC_ERR_TIMEOUT);
             return;
         }
-        if (n == 0)
-            mdci_seterr(m, MDC_ERR_IO,
-                        "%s: connection closed by the server "
-                        "before the reply was complete",
-                        m->label);
-        else
-            mdci_seterr(m, MDC_ERR_IO, "%s: recv: %s", m->label,
-                        strerror(errno));
+        recv_failed(m, n == 0 ? 0 : errno);
         fail(m, MDC_ERR_IO);
         return;
     }
