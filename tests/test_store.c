@@ -536,11 +536,13 @@ static struct store *mk_swept(void)
     return st;
 }
 
-/* curr_items once it is 'want' (the sweeper's work), or after 3 s. */
+/* curr_items once the sweeper has brought it to want, or what it is
+ * after a 30-second ceiling only a hang crosses (a loaded machine or a
+ * sanitizer build can take seconds to schedule the sweeper) */
 static uint64_t items_when(struct store *st, uint64_t want)
 {
     struct store_stats ss;
-    for (int i = 0; i < 300; i++) {
+    for (int i = 0; i < 3000; i++) {
         store_get_stats(st, &ss);
         if (ss.curr_items == want)
             break;

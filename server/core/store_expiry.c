@@ -422,15 +422,29 @@ static void wheel_lose(struct store *st, uint32_t j)
     atomic_store_explicit(&st->wheel_lost, 1, memory_order_relaxed);
 }
 
+static void wheel_add_at(struct store *st, uint64_t h, uint32_t d,
+                         uint32_t now);
+
 /* Enter h for deadline d (under h's stripe write lock).  A deadline
  * already past (a touch to a negative time, a record restored or linked
  * late) is entered for the next second, whose turn is still to come: its
  * own slot may have been turned already, and would wait a lap. */
 void wheel_add(struct store *st, uint64_t h, uint32_t d)
 {
+    wheel_add_at(st, h, d, now_s(st));
+}
+
+/* wheel_add with 'now' the store second the caller's view is of: the
+ * sweeper's rebuild passes the second its pass turns up to, so that a
+ * deadline after it goes in its own slot, turned by the next pass, even
+ * when the clock has moved on meanwhile (had it been entered for the
+ * clock's next second instead, nothing would turn it until that second
+ * comes) */
+static void wheel_add_at(struct store *st, uint64_t h, uint32_t d,
+                         uint32_t now)
+{
     if (st->wheels == NULL || d == 0)
         return;
-    uint32_t now = now_s(st);
     if (d <= now)
         d = now + 1;
     uint32_t j = (uint32_t)h & st->lmask;
@@ -620,7 +634,7 @@ static void wheel_rebuild(struct store *st, uint32_t j, uint32_t now)
             if (d <= now)
                 do_expire(st, r, h);
             else
-                wheel_add(st, h, d);
+                wheel_add_at(st, h, d, now);
         }
     }
     mdc_unlock(l);
