@@ -492,27 +492,58 @@ static __always_inline int parse(struct xdp_md *ctx, struct mirror_scratch *s,
 }
 
 /* ---- match -------------------------------------------------------------- */
+/* Why a short key that was only hashed is not answered: its bytes decide
+ * between 'reason' and a bad key (MC_KEY) or several keys (MC_CMD). */
+static __always_inline int unanswered(struct mirror_scratch *s,
+                                      struct scan_ctx *sc, int checked,
+                                      int reason)
+{
+    __u32 i;
+
+    if (!checked) {
+        for (i = 0; i < INLINE_WORDS; i++)
+            if (i >= sc->nwords || scan_one(s, sc, i))
+                break;
+        if (sc->bad)
+            return sc->bad == 2 ? MC_CMD : MC_KEY;
+    }
+    return reason;
+}
+
 static __always_inline int match(struct mirror_scratch *s, const struct req *q,
                                  struct found *f)
 {
     struct scan_ctx sc;
     struct cmp_ctx cc;
     __u32 i, rc;
+    int checked;
 
-    /* validate and hash the key */
+    /* hash the key.  A short key's bytes are checked only if it is not
+     * answered: one found equal to a mirrored key is valid, since the
+     * mirror holds only keys of 0x21..0x7e (mirror_fill() refuses others),
+     * so the check is off the hit path; the counters come out the same. */
     sc.nwords = q->nwords;
     sc.lastmask = mirror_word_mask(q->klen - (sc.nwords - 1) * 8);
     sc.hash = mirror_hash_init(mdc_cfg.seed, q->klen);
     sc.bad = 0;
     if (sc.nwords <= INLINE_WORDS) {
-        for (i = 0; i < INLINE_WORDS; i++)
-            if (i >= sc.nwords || scan_one(s, &sc, i))
+        for (i = 0; i < INLINE_WORDS; i++) {
+            __u64 w;
+
+            if (i >= sc.nwords)
                 break;
+            w = s->key[i];
+            if (i + 1 == sc.nwords)
+                w &= sc.lastmask;
+            sc.hash = mirror_hash_word(sc.hash, w);
+        }
+        checked = 0;
     } else {
         bpf_loop(sc.nwords, scan_word, &sc, 0);
+        if (sc.bad)
+            return sc.bad == 2 ? MC_CMD : MC_KEY;
+        checked = 1;
     }
-    if (sc.bad)
-        return sc.bad == 2 ? MC_CMD : MC_KEY;
     sc.hash = mirror_hash_final(sc.hash);
 
     /* look the key up: it lives in at most one tier */
@@ -525,9 +556,9 @@ static __always_inline int match(struct mirror_scratch *s, const struct req *q,
         rc = tier_read(&mirror_t2, &mirror_i2, MIRROR_SLOT2, mdc_cfg.mask[2],
                        sc.hash, q->klen, s, f);
     if (rc == R_MISS)
-        return MC_MISS;
+        return unanswered(s, &sc, checked, MC_MISS);
     if (rc == R_CONFLICT)
-        return MC_CONFLICT;
+        return unanswered(s, &sc, checked, MC_CONFLICT);
 
     /* the copy is consistent: now the full key, then the deadline */
     cc.nwords = sc.nwords;
@@ -541,7 +572,7 @@ static __always_inline int match(struct mirror_scratch *s, const struct req *q,
         bpf_loop(cc.nwords, cmp_word, &cc, 0);
     }
     if (cc.differ)
-        return MC_MISS;
+        return unanswered(s, &sc, checked, MC_MISS);
     if (f->deadline && bpf_ktime_get_ns() >= f->deadline)
         return MC_EXPIRED;
     return GO;
