@@ -2,7 +2,7 @@
 """bench/bpf_path.py - count the BPF instructions an XDP program of bpf/
 executes on one packet, load-free (docs/xdp.md, "Cost per packet").
 
-    bench/bpf_path.py BUILD_DIR [--keys N] [--vlen V]
+    bench/bpf_path.py BUILD_DIR [--key KEY] [--vlen V] [--profile] [--json]
 
 Interprets the compiled objects (bpf/mdc_xdp.bpf.o, bpf/mdc_bounce.bpf.o)
 instruction by instruction on a crafted request - a W8 hit (12-byte key,
@@ -14,9 +14,10 @@ unused entries) and inlines array lookups (a lookup counts as one call
 here, 4-8 instructions in the kernel's translation); both programs are
 counted the same way, so their ratio is what this is for.  It checks the
 reply it produced like tests/test_xdp does (sizes, checksums), so a count
-is never the count of a wrong path.
+is never the count of a wrong path.  Helpers: 1 map_lookup_elem, 44
+xdp_adjust_head.  --profile: the hit's instructions per source line.
 """
-import os, re, struct, subprocess, sys
+import glob, json, os, re, shutil, struct, subprocess, sys
 
 MASK = (1 << 64) - 1
 
@@ -41,9 +42,19 @@ def sx(v, bits):
     return v - (1 << bits) if v >> (bits - 1) else v
 
 
+def llvm(tool):
+    """llvm-objcopy / llvm-objdump, or a versioned one (llvm-objdump-14)."""
+    for c in [os.environ.get(tool.upper().replace("-", "_"), ""), tool] + \
+            sorted(glob.glob("/usr/bin/%s-[0-9]*" % tool)) + \
+            sorted(glob.glob("/usr/lib/llvm-*/bin/%s" % tool)):
+        if c and shutil.which(c):
+            return shutil.which(c)
+    raise SystemExit("bpf_path.py: %s not found" % tool)
+
+
 def section(obj, name):
     out = "/tmp/bpf_path.%d.bin" % os.getpid()
-    subprocess.run(["llvm-objcopy", "-O", "binary", "--only-section=" + name,
+    subprocess.run([llvm("llvm-objcopy"), "-O", "binary", "--only-section=" + name,
                     obj, out], check=True)
     b = open(out, "rb").read()
     os.unlink(out)
@@ -52,7 +63,7 @@ def section(obj, name):
 
 def relocs(obj, sec):
     r = {}
-    txt = subprocess.run(["llvm-objdump", "-r", obj], capture_output=True,
+    txt = subprocess.run([llvm("llvm-objdump"), "-r", obj], capture_output=True,
                          text=True, check=True).stdout
     cur = None
     for ln in txt.splitlines():
@@ -66,7 +77,7 @@ def relocs(obj, sec):
 
 def symbols(obj, sec):
     s = {}
-    txt = subprocess.run(["llvm-objdump", "-t", obj], capture_output=True,
+    txt = subprocess.run([llvm("llvm-objdump"), "-t", obj], capture_output=True,
                          text=True, check=True).stdout
     for ln in txt.splitlines():
         f = ln.split()
@@ -309,7 +320,7 @@ def check_reply(req, rep):
 
 
 def profile(obj, hist):
-    txt = subprocess.run(["llvm-objdump", "-d", "-l", "--section=xdp", obj],
+    txt = subprocess.run([llvm("llvm-objdump"), "-d", "-l", "--section=xdp", obj],
                          capture_output=True, text=True).stdout
     where, per = "?", {}
     for ln in txt.splitlines():
@@ -332,6 +343,7 @@ def main():
     ap.add_argument("build")
     ap.add_argument("--vlen", type=int, default=32)
     ap.add_argument("--key", default="key:00000001")
+    ap.add_argument("--json", action="store_true", help="one JSON line")
     ap.add_argument("--profile", action="store_true",
                     help="instructions of the hit per source line")
     a = ap.parse_args()
@@ -440,12 +452,19 @@ def main():
             want = pkt[42:44] + b"\0\0\0\1\0\0" + b"VALUE " + key + \
                 b" 0 %d\r\n" % len(val) + val + b"\r\nEND\r\n"
             assert pl == want, "reply bytes"
-        out[case] = (m.count, dict(m.calls), names.get(v, v))
-        if case == "hit" and a.profile:
-            profile(obj, m.hist)
+        out[case] = {"instructions": m.count, "verdict": names.get(v, v),
+                     "helper_calls": {str(k): n for k, n in m.calls.items()}}
+        if a.json:
+            continue
         print("%-6s %4d instructions  helper calls %s  verdict %s" %
               (case, m.count, m.calls, names.get(v, v)))
-    print("hit / bounce: %.2f" % (out["hit"][0] / out["bounce"][0]))
+        if case == "hit" and a.profile:
+            profile(obj, m.hist)
+    if a.json:
+        print(json.dumps(out))
+    else:
+        print("hit / bounce: %.2f" % (out["hit"]["instructions"] /
+                                      out["bounce"]["instructions"]))
 
 
 if __name__ == "__main__":
