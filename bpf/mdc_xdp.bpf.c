@@ -555,24 +555,25 @@ static __always_inline int match(struct mirror_scratch *s, const struct req *q,
     if (rc == R_MISS)
         rc = tier_read(&mirror_t2, &mirror_i2, MIRROR_SLOT2, mdc_cfg.mask[2],
                        sc.hash, q->klen, s, f);
-    if (rc == R_MISS)
-        return unanswered(s, &sc, checked, MC_MISS);
-    if (rc == R_CONFLICT)
-        return unanswered(s, &sc, checked, MC_CONFLICT);
-
-    /* the copy is consistent: now the full key, then the deadline */
-    cc.nwords = sc.nwords;
-    cc.lastmask = sc.lastmask;
-    cc.differ = 0;
-    if (cc.nwords <= INLINE_WORDS) {
-        for (i = 0; i < INLINE_WORDS; i++)
-            if (i >= cc.nwords || cmp_one(s, &cc, i))
-                break;
-    } else {
-        bpf_loop(cc.nwords, cmp_word, &cc, 0);
+    if (rc == R_FOUND) {
+        /* the copy is consistent: now the full key, then the deadline */
+        cc.nwords = sc.nwords;
+        cc.lastmask = sc.lastmask;
+        cc.differ = 0;
+        if (cc.nwords <= INLINE_WORDS) {
+            for (i = 0; i < INLINE_WORDS; i++)
+                if (i >= cc.nwords || cmp_one(s, &cc, i))
+                    break;
+        } else {
+            bpf_loop(cc.nwords, cmp_word, &cc, 0);
+        }
+        if (!cc.differ)
+            goto found;
+        rc = R_MISS;
     }
-    if (cc.differ)
-        return unanswered(s, &sc, checked, MC_MISS);
+    /* one place for the check of the bytes: one copy of its code */
+    return unanswered(s, &sc, checked, rc == R_MISS ? MC_MISS : MC_CONFLICT);
+found:
     if (f->deadline && bpf_ktime_get_ns() >= f->deadline)
         return MC_EXPIRED;
     return GO;
