@@ -68,6 +68,19 @@ struct {
 #define SEQ_READ(p) __sync_fetch_and_add((__u32 *)(p), 0)
 #endif
 #define READ_ONCE(x) (*(volatile typeof(x) *)&(x))
+/*
+ * clang's BPF backend splits a load or store it knows to be misaligned into
+ * byte operations (a copy of 12 words to an odd offset became 264
+ * instructions).  x86-64 has efficient unaligned access, so the verifier
+ * allows it on map values and packets: hiding a pointer's origin makes clang
+ * assume the type's alignment and emit one instruction.  Elsewhere the
+ * pointer keeps its known alignment and the byte operations stay.
+ */
+#if defined(__TARGET_ARCH_x86)
+#define UNALIGNED_OK(p) barrier_var(p)
+#else
+#define UNALIGNED_OK(p) ((void)0)
+#endif
 /* Head growth that fits the 256-byte XDP headroom less struct xdp_frame. */
 #define HEAD_PART 192
 
@@ -227,11 +240,13 @@ static __always_inline int tier_read(void *map, void *imap, __u32 slot_size,
     if (slot_size == MIRROR_SLOT0) {
         /* a small slot is copied whole, inline: no helper call */
         __u64 *src = (__u64 *)e->blob;
+        __u64 *dst = (__u64 *)&s->pkt[MIRROR_REPLY_HDRS];
         int i;
 
+        UNALIGNED_OK(dst); /* offset 50: one store per word, not eight */
 #pragma unroll
         for (i = 0; i < (MIRROR_SLOT0 - MIRROR_HDR_SIZE) / 8; i++)
-            *(__u64 *)&s->pkt[MIRROR_REPLY_HDRS + i * 8] = src[i];
+            dst[i] = src[i];
     } else {
         if (bpf_dynptr_from_mem(e, slot_size, 0, &dp))
             return R_CONFLICT;
@@ -253,9 +268,11 @@ static __always_inline __u32 csum_fold(__u64 sum)
     return (__u32)sum;
 }
 
-static __always_inline __u64 sum16(const void *p, int nwords)
+/* A ones'-complement sum taken over 32-bit words folds to the same 16 bits
+ * as one over their 16-bit halves: half the loads. */
+static __always_inline __u64 sum32(const void *p, int nwords)
 {
-    const __u16 *w = p;
+    const __u32 *w = p;
     __u64 sum = 0;
     int i;
 
@@ -268,7 +285,7 @@ static __always_inline __u64 sum16(const void *p, int nwords)
 /* The IPv4 header checksum over 20 bytes: 0 when valid. */
 static __always_inline __u32 ip_csum20(const void *ip)
 {
-    return (~csum_fold(sum16(ip, 10))) & 0xffff;
+    return (~csum_fold(sum32(ip, 5))) & 0xffff;
 }
 
 /*
@@ -298,8 +315,8 @@ struct req {
     __u32 plen;   /* UDP payload bytes */
     __u32 klen;   /* key bytes */
     __u32 nwords; /* key words of 8 bytes */
-    __be32 saddr, daddr; /* the request's */
-    __be16 sport, dport;
+    __u64 addr_sum;  /* the request's two addresses, as two 32-bit words */
+    __u32 port_pair; /* its two ports, as one 32-bit word */
 };
 
 /* ---- parse -------------------------------------------------------------- */
@@ -369,12 +386,15 @@ static __always_inline int parse_frame(void *data_end, struct req *q)
     if (plen < MIRROR_FRAME_HDR ||
         (void *)(frame + MIRROR_FRAME_HDR) > data_end)
         return MC_FRAME;
-    if (frame[2] | frame[3] | frame[4] | (frame[5] ^ 1) | frame[6] | frame[7])
+    UNALIGNED_OK(frame); /* words, not bytes */
+    /* sequence 0, 1 datagram, reserved 0: bytes 2..7 = 00 00 00 01 00 00 */
+    if (*(__u16 *)&frame[2] |
+        (*(__u32 *)&frame[4] ^ bpf_htonl(0x00010000)))
         return MC_FRAME;
     cmd = frame + MIRROR_FRAME_HDR;
     if (plen < MIRROR_FRAME_HDR + 4 + 1 + 2 || (void *)(cmd + 4) > data_end)
         return MC_CMD;
-    if (cmd[0] != 'g' || cmd[1] != 'e' || cmd[2] != 't' || cmd[3] != ' ')
+    if (*(__u32 *)cmd != bpf_htonl(0x67657420)) /* "get " */
         return MC_CMD;
     klen = plen - MIRROR_FRAME_HDR - 4 - 2;
     if (klen > MIRROR_KEY_MAX)
@@ -446,40 +466,84 @@ static __always_inline int parse(struct xdp_md *ctx, struct mirror_scratch *s,
         return c;
     if ((c = parse_key(ctx, data_end, q, s)) != GO)
         return c;
-    /* what the reply takes from the request: MACs and the request id go to
-     * scratch now (the blob lands after them), addresses and ports to q */
-    __builtin_memcpy(&s->pkt[0], q->eth->h_source, ETH_ALEN);
-    __builtin_memcpy(&s->pkt[6], q->eth->h_dest, ETH_ALEN);
-    __builtin_memcpy(&s->pkt[42], q->frame, 2); /* request id */
-    q->saddr = q->ip->saddr;
-    q->daddr = q->ip->daddr;
-    q->sport = q->udp->source;
-    q->dport = q->udp->dest;
+    /* what the reply takes from the request goes to scratch now, swapped
+     * (the blob lands after it): MACs, addresses, ports, request id; and
+     * the sums the checksums need (a sum does not depend on the order of
+     * its terms, so the request's words serve for the reply's) */
+    {
+        __u8 *e = (__u8 *)q->eth, *o = s->pkt;
+        __u32 sa = q->ip->saddr, da = q->ip->daddr, pp;
+
+        UNALIGNED_OK(e);
+        UNALIGNED_OK(o);
+        *(__u32 *)&o[0] = *(__u32 *)&e[6]; /* destination MAC: the sender */
+        *(__u16 *)&o[4] = *(__u16 *)&e[10];
+        *(__u16 *)&o[6] = *(__u16 *)&e[0]; /* source MAC: ours */
+        *(__u32 *)&o[8] = *(__u32 *)&e[2];
+        *(__u32 *)&o[26] = da;
+        *(__u32 *)&o[30] = sa;
+        pp = *(__u32 *)q->udp; /* source port, destination port */
+        *(__u32 *)&o[34] = (pp >> 16) | (pp << 16);
+        *(__u16 *)&o[42] = *(__u16 *)q->frame; /* request id */
+        q->addr_sum = (__u64)sa + da;
+        q->port_pair = pp;
+    }
     return GO;
 }
 
 /* ---- match -------------------------------------------------------------- */
+/* Why a short key that was only hashed is not answered: its bytes decide
+ * between 'reason' and a bad key (MC_KEY) or several keys (MC_CMD). */
+static __always_inline int unanswered(struct mirror_scratch *s,
+                                      struct scan_ctx *sc, int checked,
+                                      int reason)
+{
+    __u32 i;
+
+    if (!checked) {
+        for (i = 0; i < INLINE_WORDS; i++)
+            if (i >= sc->nwords || scan_one(s, sc, i))
+                break;
+        if (sc->bad)
+            return sc->bad == 2 ? MC_CMD : MC_KEY;
+    }
+    return reason;
+}
+
 static __always_inline int match(struct mirror_scratch *s, const struct req *q,
                                  struct found *f)
 {
     struct scan_ctx sc;
     struct cmp_ctx cc;
     __u32 i, rc;
+    int checked;
 
-    /* validate and hash the key */
+    /* hash the key.  A short key's bytes are checked only if it is not
+     * answered: one found equal to a mirrored key is valid, since the
+     * mirror holds only keys of 0x21..0x7e (mirror_fill() refuses others),
+     * so the check is off the hit path; the counters come out the same. */
     sc.nwords = q->nwords;
     sc.lastmask = mirror_word_mask(q->klen - (sc.nwords - 1) * 8);
     sc.hash = mirror_hash_init(mdc_cfg.seed, q->klen);
     sc.bad = 0;
     if (sc.nwords <= INLINE_WORDS) {
-        for (i = 0; i < INLINE_WORDS; i++)
-            if (i >= sc.nwords || scan_one(s, &sc, i))
+        for (i = 0; i < INLINE_WORDS; i++) {
+            __u64 w;
+
+            if (i >= sc.nwords)
                 break;
+            w = s->key[i];
+            if (i + 1 == sc.nwords)
+                w &= sc.lastmask;
+            sc.hash = mirror_hash_word(sc.hash, w);
+        }
+        checked = 0;
     } else {
         bpf_loop(sc.nwords, scan_word, &sc, 0);
+        if (sc.bad)
+            return sc.bad == 2 ? MC_CMD : MC_KEY;
+        checked = 1;
     }
-    if (sc.bad)
-        return sc.bad == 2 ? MC_CMD : MC_KEY;
     sc.hash = mirror_hash_final(sc.hash);
 
     /* look the key up: it lives in at most one tier */
@@ -491,24 +555,25 @@ static __always_inline int match(struct mirror_scratch *s, const struct req *q,
     if (rc == R_MISS)
         rc = tier_read(&mirror_t2, &mirror_i2, MIRROR_SLOT2, mdc_cfg.mask[2],
                        sc.hash, q->klen, s, f);
-    if (rc == R_MISS)
-        return MC_MISS;
-    if (rc == R_CONFLICT)
-        return MC_CONFLICT;
-
-    /* the copy is consistent: now the full key, then the deadline */
-    cc.nwords = sc.nwords;
-    cc.lastmask = sc.lastmask;
-    cc.differ = 0;
-    if (cc.nwords <= INLINE_WORDS) {
-        for (i = 0; i < INLINE_WORDS; i++)
-            if (i >= cc.nwords || cmp_one(s, &cc, i))
-                break;
-    } else {
-        bpf_loop(cc.nwords, cmp_word, &cc, 0);
+    if (rc == R_FOUND) {
+        /* the copy is consistent: now the full key, then the deadline */
+        cc.nwords = sc.nwords;
+        cc.lastmask = sc.lastmask;
+        cc.differ = 0;
+        if (cc.nwords <= INLINE_WORDS) {
+            for (i = 0; i < INLINE_WORDS; i++)
+                if (i >= cc.nwords || cmp_one(s, &cc, i))
+                    break;
+        } else {
+            bpf_loop(cc.nwords, cmp_word, &cc, 0);
+        }
+        if (!cc.differ)
+            goto found;
+        rc = R_MISS;
     }
-    if (cc.differ)
-        return MC_MISS;
+    /* one place for the check of the bytes: one copy of its code */
+    return unanswered(s, &sc, checked, rc == R_MISS ? MC_MISS : MC_CONFLICT);
+found:
     if (f->deadline && bpf_ktime_get_ns() >= f->deadline)
         return MC_EXPIRED;
     return GO;
@@ -522,51 +587,40 @@ static __always_inline int build_headers(struct mirror_scratch *s,
                                          const struct req *q,
                                          const struct found *f, __u32 *rlen)
 {
-    struct iphdr rip;
-    struct udphdr rudp;
-    __u32 len;
+    __u8 *o = s->pkt;
+    __u32 len, ulen_n, check;
     __u64 sum;
 
     len = MIRROR_REPLY_HDRS + f->blob_len;
     if (len > mdc_cfg.max_pkt || len > MIRROR_PKT_MAX)
         return MC_TOO_BIG;
+    UNALIGNED_OK(o);
 
-    /* IPv4 header */
-    rip.saddr = q->daddr;
-    rip.daddr = q->saddr;
-    rip.version = 4;
-    rip.ihl = 5;
-    rip.tos = 0;
-    rip.tot_len = bpf_htons(len - MIRROR_L2_HDRS);
-    rip.id = 0;
-    rip.frag_off = bpf_htons(0x4000); /* DF */
-    rip.ttl = 64;
-    rip.protocol = IPPROTO_UDP;
-    rip.check = 0;
-    rip.check = ip_csum20(&rip);
+    /* IPv4: 45 00 <tot_len> 00 00 40 00 (DF) 40 11 (TTL 64, UDP) <check>
+     * <saddr> <daddr>; the addresses are in place (parse).  Sums are of
+     * native-order words, as loads of the bytes would give. */
+    sum = q->addr_sum + bpf_htons(0x4500) + bpf_htons(len - MIRROR_L2_HDRS) +
+          bpf_htons(0x4000) + bpf_htons(0x4011);
+    *(__u16 *)&o[12] = bpf_htons(ETH_P_IP);
+    *(__u16 *)&o[14] = bpf_htons(0x4500);
+    *(__u16 *)&o[16] = bpf_htons(len - MIRROR_L2_HDRS);
+    *(__u32 *)&o[18] = bpf_htonl(0x00004000);
+    *(__u16 *)&o[22] = bpf_htons(0x4011);
+    *(__u16 *)&o[24] = ~csum_fold(sum) & 0xffff;
 
-    /* UDP header; checksum = pseudo header + UDP header + frame + blob sum */
-    rudp.source = q->dport;
-    rudp.dest = q->sport;
-    rudp.len = bpf_htons(len - MIRROR_L2_HDRS - sizeof(rip));
-    rudp.check = 0;
-    sum = sum16(&rip.saddr, 4) + bpf_htons(IPPROTO_UDP) + rudp.len;
-    sum += sum16(&rudp, 4);
-    s->pkt[44] = 0;
-    s->pkt[45] = 0;
-    s->pkt[46] = 0;
-    s->pkt[47] = 1;
-    s->pkt[48] = 0;
-    s->pkt[49] = 0;
-    sum += sum16(&s->pkt[42], 4);
-    sum += f->csum;
-    rudp.check = ~csum_fold(sum) & 0xffff;
-    if (rudp.check == 0)
-        rudp.check = 0xffff;
-    s->pkt[12] = ETH_P_IP >> 8;
-    s->pkt[13] = ETH_P_IP & 0xff;
-    __builtin_memcpy(&s->pkt[14], &rip, sizeof(rip));
-    __builtin_memcpy(&s->pkt[34], &rudp, sizeof(rudp));
+    /* UDP: the ports are in place; checksum = pseudo header (addresses,
+     * protocol, length) + header (ports, length) + frame header (request
+     * id, 00 00 00 01 00 00) + the blob's sum from the mirror */
+    ulen_n = bpf_htons(len - MIRROR_L2_HDRS - 20);
+    sum = q->addr_sum + bpf_htons(IPPROTO_UDP) + 2 * ulen_n + q->port_pair +
+          *(__u16 *)&o[42] + bpf_htons(1) + f->csum;
+    check = ~csum_fold(sum) & 0xffff;
+    if (check == 0)
+        check = 0xffff;
+    *(__u16 *)&o[38] = ulen_n;
+    *(__u16 *)&o[40] = check;
+    *(__u32 *)&o[44] = bpf_htonl(1); /* sequence 0, 1 datagram */
+    *(__u16 *)&o[48] = 0;            /* reserved */
     *rlen = len;
     return GO;
 }
@@ -618,26 +672,36 @@ static __always_inline int write_reply(struct xdp_md *ctx,
         return XDP_ABORTED;
     if (rlen <= SMALL_REPLY) {
         /* a small reply is written with plain stores: no helper call */
-        void *data = (void *)(long)ctx->data;
-        __u8 *p, *pend = (void *)(long)ctx->data_end;
-        __u32 words = rlen / 8, off;
+        __u8 *data = (void *)(long)ctx->data;
+        void *pend = (void *)(long)ctx->data_end;
+        __u64 *p = (__u64 *)data;
+        __u8 *o = s->pkt;
+        __u32 off;
 
-        for (i = 0; i < SMALL_REPLY / 8; i++) {
-            p = (__u8 *)data + i * 8;
-            if (i >= words || (void *)(p + 8) > (void *)pend)
+        /* every hit's frame is longer than 64 bytes (50 of headers, at
+         * least 19 of blob): 8 words after one bound check, then a check a
+         * word (the frame is exactly rlen long), then the last rlen % 8
+         * bytes as one word ending at the frame's end */
+        if ((void *)(p + 8) > pend)
+            return XDP_ABORTED; /* cannot happen: the frame is rlen long */
+#pragma unroll
+        for (i = 0; i < 8; i++)
+            p[i] = s->pktw[i];
+#pragma unroll
+        for (i = 8; i < SMALL_REPLY / 8; i++) {
+            if ((void *)(p + i + 1) > pend)
                 break;
-            *(__u64 *)p = s->pktw[i];
+            p[i] = s->pktw[i];
         }
-        for (i = 0; i < 7; i++) {
-            off = words * 8 + i;
-            barrier_var(off);
-            if (off >= rlen || off >= SMALL_REPLY)
-                break;
-            p = (__u8 *)data + off;
-            if ((void *)(p + 1) > (void *)pend)
-                break;
-            *p = s->pkt[off];
-        }
+        off = rlen - 8;
+        if (off > SMALL_REPLY - 8)
+            return XDP_ABORTED;
+        p = (__u64 *)(data + off);
+        UNALIGNED_OK(p);
+        UNALIGNED_OK(o);
+        if ((void *)(p + 1) > pend)
+            return XDP_ABORTED;
+        *p = *(__u64 *)&o[off];
     } else if (bpf_xdp_store_bytes(ctx, 0, s->pkt, rlen)) {
         return XDP_ABORTED; /* cannot happen: the frame is rlen long */
     }
