@@ -1278,6 +1278,75 @@ static void test_mget_recache(void **state)
     store_teardown(st);
 }
 
+/* What another thread does to the store, one step at a time (joined
+ * before the next): its versions come from its own block. */
+struct other_op {
+    struct store *st;
+    const char *key;
+    int op; /* 0 set, 1 invalidate, 2 append */
+};
+static void *other_thread(void *arg)
+{
+    struct other_op *o = arg;
+    if (o->op == 0)
+        assert_int_equal(put(o->st, STORE_SET, o->key, "v", NULL, 0, 0),
+                         ST_OK);
+    else if (o->op == 1)
+        assert_int_equal(store_invalidate(o->st, o->key,
+                                          (uint32_t)strlen(o->key), 0,
+                                          false, 0),
+                         ST_OK);
+    else
+        assert_int_equal(put(o->st, STORE_APPEND, o->key, "w", NULL, 0, 0),
+                         ST_OK);
+    return NULL;
+}
+static void on_other_thread(struct store *st, const char *key, int op)
+{
+    struct other_op o = {st, key, op};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, other_thread, &o), 0);
+    assert_int_equal(pthread_join(th, NULL), 0);
+}
+static uint64_t cas_of(struct store *st, const char *k)
+{
+    struct record *r = store_get(st, k, (uint32_t)strlen(k));
+    assert_non_null(r);
+    uint64_t c = record_cas(r);
+    store_release(st, r);
+    return c;
+}
+
+/* A key's versions grow as its stores happen, whichever thread does them:
+ * each thread hands out versions from a block of its own, and memcached's
+ * ms I and md I compare versions by age.  This thread takes its block
+ * first, another thread a later one; this thread's next store, stale
+ * mark and append must still be above what the other thread gave. */
+static void test_cas_grows_across_threads(void **state)
+{
+    (void)state;
+    struct store *st = mk(0, false, NULL);
+    assert_int_equal(put(st, STORE_SET, "mine", "v", NULL, 0, 0), ST_OK);
+    on_other_thread(st, "k", 0);
+    uint64_t c1 = cas_of(st, "k");
+    assert_int_equal(put(st, STORE_SET, "k", "v2", NULL, 0, 0), ST_OK);
+    uint64_t c2 = cas_of(st, "k");
+    assert_true(c2 > c1);
+    on_other_thread(st, "k", 1); /* stale, on the other thread */
+    uint64_t c3 = cas_of(st, "k");
+    assert_true(c3 > c2);
+    assert_int_equal(store_invalidate(st, "k", 1, 0, false, 0), ST_OK);
+    uint64_t c4 = cas_of(st, "k");
+    assert_true(c4 > c3);
+    on_other_thread(st, "k", 2);
+    uint64_t c5 = cas_of(st, "k");
+    assert_true(c5 > c4);
+    assert_int_equal(put(st, STORE_APPEND, "k", "x", NULL, 0, 0), ST_OK);
+    assert_true(cas_of(st, "k") > c5);
+    check(st);
+    store_teardown(st);
+}
+
 static void test_invalidate(void **state)
 {
     (void)state;
@@ -2321,6 +2390,7 @@ int main(void)
         cmocka_unit_test(test_invalidate),
         cmocka_unit_test(test_cas_invalidate),
         cmocka_unit_test(test_mget_no_bump),
+        cmocka_unit_test(test_cas_grows_across_threads),
         cmocka_unit_test(test_stale_by_tag),
         cmocka_unit_test(test_stale_evicted),
         cmocka_unit_test(test_record_bytes),

@@ -40,6 +40,21 @@ uint64_t next_cas(void)
     }
 }
 
+/* A version above 'old' for a record that replaces one at 'old' (or
+ * re-versions it): 'cand' if it is above, else one from a new block above
+ * 'old'.  Blocks are per thread, so a store on one thread can take a
+ * version below the one another thread gave the key just before; memcached
+ * compares versions by age (ms I's "older CAS", md I's new CAS), so a
+ * key's versions must grow as its stores happen. */
+uint64_t cas_over(uint64_t cand, uint64_t old)
+{
+    if (cand > old)
+        return cand;
+    cas_above(old);
+    cas_next = cas_end; /* this thread's block is behind: drop it */
+    return next_cas();
+}
+
 /* Exact for the thread that took the newest block (a store's own thread,
  * and every thread of a server with one): the next version it hands out;
  * otherwise the newest block's end, at most a block ahead. */

@@ -664,6 +664,7 @@ uint8_t evict_link_bits(struct store *st, uint64_t h,
 
 /* store_account.c: CAS versions */
 uint64_t next_cas(void);
+uint64_t cas_over(uint64_t cand, uint64_t old);
 void cas_above(uint64_t cas);
 /* a flush's cut-off: every version handed out from now on, by any thread,
  * is at or above it, every one handed out before is below it */

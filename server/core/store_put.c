@@ -84,6 +84,7 @@ int replace_derived(struct store *st, uint64_t h, struct record *old,
         store_release(st, r);
         return cur == NULL ? REPLACE_GONE : REPLACE_RETRY;
     }
+    rec_set_cas(r, cas_over(rec_cas(r), rec_cas(old)));
     uint64_t ncas = rec_cas(r); /* r may be replaced once unlocked */
     /* a counter changes in place in memcached (stale state and win kept);
      * append and prepend build a new item there (both dropped) */
@@ -198,9 +199,11 @@ int put_common(struct store *st, enum store_mode mode,
 
     uint64_t h = store_hash(it->key, it->klen);
     mdc_rwlock_t *l = stripe_of(st, h);
-    uint64_t ncas = rec_cas(r); /* r may be replaced once unlocked */
     mdc_wrlock(l);
     struct record *old = do_find_live(st, h, it->key, it->klen);
+    if (old != NULL)
+        rec_set_cas(r, cas_over(rec_cas(r), rec_cas(old)));
+    uint64_t ncas = rec_cas(r); /* r may be replaced once unlocked */
     switch (mode) {
     case STORE_ADD:
         if (old != NULL)
@@ -268,7 +271,7 @@ void do_invalidate(struct store *st, struct record *r, uint64_t h,
         set_deadline(st, r, h, deadline_of(st, exptime));
     rec_set_rflag(r, R_STALE);
     rec_clear_rflag(r, R_WON); /* the next reader wins */
-    rec_set_cas(r, next_cas());
+    rec_set_cas(r, cas_over(next_cas(), rec_cas(r)));
 }
 
 int store_invalidate(struct store *st, const void *key, uint32_t klen,
