@@ -50,6 +50,25 @@ static int parse_ipport(const char *s, struct sockaddr_in *sa)
     return inet_pton(AF_INET, buf, &sa->sin_addr) == 1 ? 0 : -1;
 }
 
+/* the socket, connected to the virtual address: the completions of this
+ * process's requests come back to it (a child after fork() makes its own,
+ * or parent and child would read each other's) */
+static int sg_socket(struct mdci_sg *s)
+{
+    if (s->fd >= 0)
+        close(s->fd);
+    s->pid = (int)getpid();
+    s->fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (s->fd < 0)
+        return -1;
+    if (connect(s->fd, (struct sockaddr *)&s->vip, sizeof(s->vip)) < 0) {
+        close(s->fd);
+        s->fd = -1;
+        return -1;
+    }
+    return 0;
+}
+
 void mdci_sg_free(struct mdci_sg *s)
 {
     if (s == NULL)
@@ -101,8 +120,8 @@ struct mdci_sg *mdci_sg_open(const char *desc, char *err, size_t errlen)
         snprintf(err, errlen, "%s: no vip or no server", desc);
         goto fail;
     }
-    s->fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (s->fd < 0 || connect(s->fd, (struct sockaddr *)&vip, sizeof(vip)) < 0) {
+    s->vip = vip;
+    if (sg_socket(s) < 0) {
         snprintf(err, errlen, "UDP socket to the virtual address: %s",
                  strerror(errno));
         goto fail;
@@ -179,6 +198,8 @@ int mdci_sg_run(struct mdci_sg *s, const char *cmd, size_t len,
     memset(res, 0, sizeof(*res));
     res->first_err = -1;
     if (len > MDCI_SG_MAX_CMD)
+        return -1;
+    if ((s->pid != (int)getpid() || s->fd < 0) && sg_socket(s) < 0)
         return -1;
     buf[0] = (uint8_t)(rid >> 8);
     buf[1] = (uint8_t)rid;

@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <netinet/in.h>
 
 #define MDCI_SG_MAX 64
 #define MDCI_SG_MAX_CMD 1400 /* one datagram, no fragments */
@@ -18,6 +19,8 @@ struct mdci_sg {
     int nserv;
     char *servers[MDCI_SG_MAX]; /* "addr:port" as the loader was given */
     int fd;                     /* UDP, connected to the virtual address */
+    int pid;                    /* the process fd was made in */
+    struct sockaddr_in vip;
     uint16_t reqid;
 };
 
