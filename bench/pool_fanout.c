@@ -1,13 +1,15 @@
 /*
  * pool_fanout.c - the client's cost of a pool-wide tag delete, fan-out over
- * the poll loop ("tcp") against io_uring ("uring"), side by side in one
- * run: rounds alternate the two paths on the same pool and connections, so
- * a busy machine slows both alike.  Per path: client CPU (user + system,
+ * the poll loop ("tcp") against io_uring ("uring") and, with -B, the
+ * kernel scatter-gather ("bpf", docs/pool-bpf.md), side by side in one
+ * run: rounds alternate the paths on the same pool and connections, so
+ * a busy machine slows them alike.  Per path: client CPU (user + system,
  * getrusage) per operation, operations per second, p50/p99 latency.
  * bench/pool_fanout.sh runs it on the pool test bed (tests/pool_bed.sh).
  *
- *   pool_fanout [-n OPS] [-r ROUNDS] [-M poll|uring] SERVER...
- *   (-M: that path only, e.g. under strace -c to count system calls)
+ *   pool_fanout [-n OPS] [-r ROUNDS] [-M poll|uring|bpf] [-B DESC] SERVER...
+ *   (-M: that path only, e.g. under strace -c to count system calls;
+ *   -B: the pool's description the loader wrote, adds the path "bpf")
  *   pool_fanout -S DIR -n OPS SERVER...
  *   (fill the spool of DIR: OPS tag deletes while the servers do not
  *   answer; bench/pool_fanout.sh then times mdcached-tool spool-replay)
@@ -45,29 +47,45 @@ static int cmp64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* path k: 0 poll loop, 1 io_uring, 2 the kernel (desc) */
+static int use_path(mdc_pool_t *p, int k, const int *modes, const char *desc)
+{
+    mdc_pool_set_fanout(p, modes[k]);
+    return mdc_pool_set_bpf(p, k == 2 ? desc : NULL, 0, 200);
+}
+
 int main(int argc, char **argv)
 {
-    int ops = 2000, rounds = 6, c, only = -1;
-    const char *spool = NULL;
-    static const int modes[2] = {MDC_FANOUT_POLL, MDC_FANOUT_URING};
-    static const char *const names[2] = {"tcp", "uring"};
+    int ops = 2000, rounds = 6, c, only = -1, npath = 2;
+    const char *spool = NULL, *desc = NULL;
+    static const int modes[3] = {MDC_FANOUT_POLL, MDC_FANOUT_URING,
+                                 MDC_FANOUT_URING};
+    static const char *const names[3] = {"tcp", "uring", "bpf"};
 
-    while ((c = getopt(argc, argv, "n:r:M:S:")) != -1) {
+    while ((c = getopt(argc, argv, "n:r:M:S:B:")) != -1) {
         if (c == 'S')
             spool = optarg;
+        else if (c == 'B')
+            desc = optarg;
         else if (c == 'n')
             ops = atoi(optarg);
         else if (c == 'r')
             rounds = atoi(optarg);
         else if (c == 'M')
-            only = strcmp(optarg, "poll") == 0 ? 0 : 1;
+            only = strcmp(optarg, "poll") == 0    ? 0
+                   : strcmp(optarg, "uring") == 0 ? 1
+                                                  : 2;
         else
             return 2;
     }
     if (optind >= argc || ops < 1 || rounds < 1)
         return fprintf(stderr, "usage: pool_fanout [-n OPS] [-r ROUNDS] "
-                               "[-M poll|uring] SERVER...\n"),
+                               "[-M poll|uring|bpf] [-B DESC] SERVER...\n"),
                2;
+    if (desc != NULL)
+        npath = 3;
+    if (only == 2 && desc == NULL)
+        return fprintf(stderr, "-M bpf wants -B DESC\n"), 2;
     mdc_pool_t *p = mdc_pool_create();
     for (int i = optind; i < argc; i++)
         if (mdc_pool_add(p, argv[i], 1) < 0)
@@ -88,14 +106,15 @@ int main(int argc, char **argv)
         mdc_pool_destroy(p);
         return st.spooled == (uint64_t)ops * (uint64_t)nsrv ? 0 : 1;
     }
-    int64_t *lat[2];
-    int64_t cpu[2] = {0, 0}, wall[2] = {0, 0};
-    size_t nlat[2] = {0, 0};
-    for (int k = 0; k < 2; k++)
+    int64_t *lat[3];
+    int64_t cpu[3] = {0, 0, 0}, wall[3] = {0, 0, 0};
+    size_t nlat[3] = {0, 0, 0};
+    for (int k = 0; k < npath; k++)
         lat[k] = malloc((size_t)ops * (size_t)rounds * sizeof(int64_t));
-    /* connect and warm both paths */
-    for (int k = 0; k < 2; k++) {
-        mdc_pool_set_fanout(p, modes[k]);
+    /* connect and warm every path */
+    for (int k = 0; k < npath; k++) {
+        if (use_path(p, k, modes, desc) != MDC_OK)
+            return fprintf(stderr, "%s\n", mdc_pool_errstr(p)), 1;
         for (int i = 0; i < 50; i++) {
             int32_t v = -1 - i;
             if (mdc_pool_del_by_tag(p, 1, &v, 1, NULL, NULL) != MDC_OK)
@@ -104,11 +123,11 @@ int main(int argc, char **argv)
     }
     int32_t tv = 0;
     for (int r = 0; r < rounds; r++)
-        for (int k = 0; k < 2; k++) {
-            int kk = (r % 2) ? 1 - k : k; /* alternate which goes first */
+        for (int k = 0; k < npath; k++) {
+            int kk = (k + r) % npath; /* rotate which goes first */
             if (only >= 0 && kk != only)
                 continue;
-            mdc_pool_set_fanout(p, modes[kk]);
+            use_path(p, kk, modes, desc);
             int64_t c0 = cpu_ns(), w0 = now_ns();
             for (int i = 0; i < ops; i++) {
                 int64_t t = now_ns();
@@ -124,9 +143,10 @@ int main(int argc, char **argv)
                                mdc_pool_last_path(p), names[kk]),
                        1;
         }
-    printf("fanout %d ops/path %zu\n", nsrv, nlat[0] ? nlat[0] : nlat[1]);
-    double per[2] = {0, 0};
-    for (int k = 0; k < 2; k++) {
+    printf("fanout %d ops/path %zu\n", nsrv,
+           nlat[0] ? nlat[0] : nlat[1] ? nlat[1] : nlat[2]);
+    double per[3] = {0, 0, 0};
+    for (int k = 0; k < npath; k++) {
         if (nlat[k] == 0)
             continue;
         qsort(lat[k], nlat[k], sizeof(int64_t), cmp64);
@@ -139,6 +159,15 @@ int main(int argc, char **argv)
     }
     if (per[0] > 0 && per[1] > 0)
         printf("ratio uring/tcp cpu %.2f\n", per[1] / per[0]);
+    if (per[1] > 0 && per[2] > 0)
+        printf("ratio uring/bpf cpu %.2f\n", per[1] / per[2]);
+    if (desc != NULL) {
+        /* honest: how many operations needed the poll or TCP retries */
+        struct mdc_pool_stats st;
+        mdc_pool_get_stats(p, &st);
+        printf("bpf ops %" PRIu64 " polls %" PRIu64 " tcp_retries %" PRIu64
+               "\n", st.ops[MDC_PATH_BPF], st.bpf_polls, st.bpf_tcp_retries);
+    }
     mdc_pool_destroy(p);
     return 0;
 }

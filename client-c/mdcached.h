@@ -1012,7 +1012,7 @@ int mdc_pool_flush(mdc_pool_t *p, int *server_rc);
 enum mdc_fanout_path {
     MDC_PATH_TCP = 0,   /**< one TCP connection per server, one poll loop */
     MDC_PATH_URING = 1, /**< the same connections driven by io_uring */
-    MDC_PATH_BPF = 2,   /**< kernel scatter-gather (reserved) */
+    MDC_PATH_BPF = 2,   /**< kernel scatter-gather (mdc_pool_set_bpf()) */
     MDC_PATH_COUNT = 4
 };
 
@@ -1038,7 +1038,13 @@ struct mdc_pool_stats {
     uint64_t dropped;         /**< spooled entries dropped: the server
                                    started empty since */
     uint64_t spool_damaged;   /**< damaged places skipped in spool files */
-    uint64_t reserved[7];
+    uint64_t bpf_fallbacks;   /**< kernel path wanted, TCP used (nothing
+                                   loaded, TLS or auth, command too long) */
+    uint64_t bpf_polls;       /**< kernel path: completion late or partial,
+                                   the kernel polled for the aggregate */
+    uint64_t bpf_tcp_retries; /**< servers the kernel path did not show as
+                                   answered, retried over TCP */
+    uint64_t reserved[4];
 };
 
 /**
@@ -1050,6 +1056,32 @@ int mdc_pool_set_fanout(mdc_pool_t *p, int mode);
 int mdc_pool_get_stats(const mdc_pool_t *p, struct mdc_pool_stats *out);
 /** "tcp", "uring" or "bpf": the path of the last fan-out ("" before). */
 const char *mdc_pool_last_path(const mdc_pool_t *p);
+
+/**
+ * The path that carried server index's part of the last fan-out: one of
+ * enum mdc_fanout_path (MDC_PATH_BPF: answered through the kernel
+ * scatter-gather; MDC_PATH_TCP or MDC_PATH_URING: over its connection,
+ * e.g. retried after the kernel path showed no answer), -1 before any.
+ */
+int mdc_pool_server_path(const mdc_pool_t *p, size_t index);
+
+/**
+ * Send tag deletes (plain and stale) through the kernel scatter-gather
+ * programs that root loaded with mdcached-tool pool-bpf (docs/pool-bpf.md):
+ * one datagram to the virtual address, one completion back.  Pools with
+ * TLS or credentials, and servers not in the description, stay on TCP;
+ * every server the completion does not show as answered is retried over
+ * TCP before the call returns.
+ * @param desc the description the loader wrote
+ *        (/run/mdcached/pool-bpf/NAME); NULL turns it off
+ * @param need completion policy: return when need servers answered
+ *        (0: all of them), the rest finished over TCP
+ * @param timeout_ms how long to wait for the completion (0: 50 ms)
+ * @return MDC_OK, or MDC_ERR_CONNECT when nothing is loaded (the pool then
+ *         fans out over TCP as before; mdc_pool_errstr() says why)
+ */
+int mdc_pool_set_bpf(mdc_pool_t *p, const char *desc, unsigned need,
+                     int timeout_ms);
 
 /* ---- the spool of invalidations (docs/client-c.md, "Invalidations that
  * survive absence") ---- */

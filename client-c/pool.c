@@ -22,8 +22,11 @@
 #include "ops.h"
 #include "ketama.h"
 #include "spool.h"
+#include "sg.h"
+#include "sg_layout.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +41,7 @@
 #define SPOOL_CALL_ENTRIES 100
 #define SPOOL_CALL_MS 10
 #define POOL_ERRLEN 1024
+#define SG_DEFAULT_MS 50
 
 struct mdc_pool {
     struct mdc **servers;
@@ -52,6 +56,13 @@ struct mdc_pool {
     bool uring_none;           /* none can be had (no liburing, no memory) */
     int last_path;             /* -1 before the first fan-out */
     struct mdc_pool_stats st;
+    int *srv_path;             /* each server's path in the last fan-out */
+    /* the kernel scatter-gather (mdc_pool_set_bpf(), sg.c) */
+    struct mdci_sg *sg;
+    unsigned sg_need;
+    int sg_ms;
+    int sg_map[MDCI_SG_MAX];   /* description's server -> pool index, -1 */
+    bool sg_map_stale;         /* servers added or removed since */
     /* the spool (mdc_pool_set_spool_dir()) */
     char *spool_dir;
     struct mdci_spool *spool;  /* opened at first use */
@@ -83,6 +94,16 @@ mdc_pool_t *mdc_pool_create(void)
     p->spool_entries = SPOOL_CALL_ENTRIES;
     p->spool_ms = SPOOL_CALL_MS;
     strcpy(p->errstr, "ok");
+    /* MDC_POOL_BPF=DESC[,NEED[,MS]]: the kernel path, for tests, benches
+     * and programs that cannot call mdc_pool_set_bpf() */
+    const char *sg = getenv("MDC_POOL_BPF");
+    if (sg != NULL && sg[0] != '\0') {
+        char d[512];
+        unsigned need = 0;
+        int ms = 0;
+        if (sscanf(sg, "%511[^,],%u,%d", d, &need, &ms) >= 1)
+            mdc_pool_set_bpf(p, d, need, ms);
+    }
     return p;
 }
 
@@ -97,6 +118,8 @@ void mdc_pool_destroy(mdc_pool_t *p)
     mdci_tls_unref(p->tls);
     mdci_ketama_free(&p->ring);
     mdci_uring_free(p->uring);
+    mdci_sg_free(p->sg);
+    free(p->srv_path);
     if (p->spool != NULL)
         mdci_spool_close(p->spool);
     free(p->spool);
@@ -121,6 +144,15 @@ static int rebuild(struct mdc_pool *p)
     const char *stack[16] = {0};
     const char **names = stack;
     int rc = MDC_OK;
+    p->sg_map_stale = true;
+    if (p->n > 0) {
+        int *sp = realloc(p->srv_path, p->n * sizeof(*sp));
+        if (sp == NULL)
+            return MDC_ERR_NOMEM;
+        p->srv_path = sp;
+        for (size_t i = 0; i < p->n; i++)
+            sp[i] = -1;
+    }
     if (p->n > 16) {
         names = malloc(p->n * sizeof(*names));
         if (names == NULL)
@@ -923,7 +955,8 @@ static int choose_path(struct mdc_pool *p, const struct mdci_req *r)
 /* Run every handle that began successfully: over io_uring when path says
  * so and every connection can take it, else in one poll loop.  Returns
  * the path that carried them. */
-static int run_all(struct mdc_pool *p, const int *rc, int path)
+static int run_all(struct mdc_pool *p, const int *rc, int path,
+                   const uint8_t *skip)
 {
     struct mdc *stack[16];
     struct mdc **hs = stack;
@@ -932,13 +965,14 @@ static int run_all(struct mdc_pool *p, const int *rc, int path)
         hs = malloc(p->n * sizeof(*hs));
         if (hs == NULL) { /* fall back to one at a time */
             for (size_t i = 0; i < p->n; i++)
-                if (rc[i] == MDC_OK)
+                if (rc[i] == MDC_OK && (skip == NULL || !skip[i]))
                     mdci_exchange(p->servers[i]);
             return MDC_PATH_TCP;
         }
     }
     for (size_t i = 0; i < p->n; i++)
-        if (rc[i] == MDC_OK && p->servers[i]->busy)
+        if (rc[i] == MDC_OK && p->servers[i]->busy &&
+            (skip == NULL || !skip[i]))
             hs[k++] = p->servers[i];
     if (path == MDC_PATH_URING) {
         /* one submission for every send, one wait for the replies */
@@ -981,7 +1015,8 @@ static int *rc_array(struct mdc_pool *p, int *stack, size_t nstack)
  */
 static int fan_out(struct mdc_pool *p, const struct mdci_req *r, int *rc,
                    int *server_rc, const char *what, bool (*okish)(int),
-                   uint64_t *total, struct ident_snap *sn)
+                   uint64_t *total, struct ident_snap *sn,
+                   const uint8_t *skip)
 {
     union mdci_req_ctx stack_c[16];
     union mdci_req_ctx *c = stack_c;
@@ -993,16 +1028,28 @@ static int fan_out(struct mdc_pool *p, const struct mdci_req *r, int *rc,
         return pool_seterr(p, MDC_ERR_NOMEM, "out of memory");
     spool_before_all(p); /* what an earlier call could not deliver first */
     path = choose_path(p, r);
-    /* (the kernel scatter-gather path would take the operation here) */
+    /* skip[i]: done already (the kernel path), rc[i] holds its result */
     for (size_t i = 0; i < p->n; i++) {
         if (sn != NULL)
             ident_take(p->servers[i], &sn[i]);
+        if (skip != NULL && skip[i])
+            continue;
         rc[i] = mdci_req_begin(p->servers[i], r, &c[i]);
     }
-    path = run_all(p, rc, path);
-    p->st.ops[path]++;
-    p->last_path = path;
+    path = run_all(p, rc, path, skip);
+    {
+        size_t nrun = 0;
+        for (size_t i = 0; i < p->n; i++)
+            nrun += skip == NULL || !skip[i];
+        if (nrun > 0)
+            p->st.ops[path]++;
+    }
+    if (skip == NULL)
+        p->last_path = path;
     for (size_t i = 0; i < p->n; i++) {
+        if (skip != NULL && skip[i])
+            continue;
+        p->srv_path[i] = path;
         if (rc[i] == MDC_OK)
             rc[i] = mdci_req_finish(p->servers[i], r, &c[i]);
         if (rc[i] == MDC_ERR_IO && r->kind == MDCI_REQ_DBT && sn != NULL &&
@@ -1049,10 +1096,113 @@ int mdc_pool_get_by_tag(mdc_pool_t *p, int32_t tkey, const int32_t *tvals,
     if ((rc = rc_array(p, stack_rc, 16)) == NULL)
         return MDC_ERR_NOMEM;
     ret = fan_out(p, &r, rc, server_rc, "get_by_tag", ok_or_truncated, NULL,
-                  NULL);
+                  NULL, NULL);
     if (rc != stack_rc)
         free(rc);
     return ret;
+}
+
+/* ---- the kernel scatter-gather path (sg.c, docs/pool-bpf.md) ---- */
+
+int mdc_pool_set_bpf(mdc_pool_t *p, const char *desc, unsigned need,
+                     int timeout_ms)
+{
+    char err[300];
+    if (p == NULL)
+        return MDC_ERR_ARG;
+    mdci_sg_free(p->sg);
+    p->sg = NULL;
+    if (desc == NULL)
+        return pool_seterr(p, MDC_OK, "ok");
+    if (timeout_ms < 0 || need > MDCI_SG_MAX)
+        return pool_seterr(p, MDC_ERR_ARG, "bad need or timeout");
+    p->sg_need = need;
+    p->sg_ms = timeout_ms > 0 ? timeout_ms : SG_DEFAULT_MS;
+    p->sg_map_stale = true;
+    if ((p->sg = mdci_sg_open(desc, err, sizeof(err))) == NULL)
+        return pool_seterr(p, MDC_ERR_CONNECT, "kernel path: %s", err);
+    return pool_seterr(p, MDC_OK, "ok");
+}
+
+int mdc_pool_server_path(const mdc_pool_t *p, size_t index)
+{
+    if (p == NULL || index >= p->n || p->srv_path == NULL)
+        return -1;
+    return p->srv_path[index];
+}
+
+/* the pool's index of each server of the description (by "addr:port") */
+static void sg_remap(struct mdc_pool *p)
+{
+    for (int k = 0; k < p->sg->nserv; k++) {
+        p->sg_map[k] = -1;
+        for (size_t i = 0; i < p->n; i++)
+            if (strcmp(p->servers[i]->label, p->sg->servers[k]) == 0) {
+                p->sg_map[k] = (int)i;
+                break;
+            }
+    }
+    p->sg_map_stale = false;
+}
+
+/*
+ * A tag delete through the kernel: -1 when the path cannot take it (then
+ * nothing was sent; counted as a fallback), else 0 with skip[i] set and
+ * rc[i] = MDC_OK for every server the completion shows as answered
+ * without an error (their counts added into *total).  The others are left
+ * to the caller's TCP fan-out.
+ */
+static int sg_dbt(struct mdc_pool *p, const struct mdci_req *r, int *rc,
+                  uint8_t *skip, uint64_t *total)
+{
+    char cmd[MDCI_SG_MAX_CMD + 1];
+    size_t len;
+    struct mdci_sg_res res;
+    int n;
+
+    if (p->tls != NULL)
+        goto fallback;
+    for (size_t i = 0; i < p->n; i++)
+        if (p->servers[i]->auth_user != NULL || p->servers[i]->tls != NULL)
+            goto fallback;
+    n = snprintf(cmd, sizeof(cmd), "tdel %" PRId32, r->tkey);
+    for (size_t k = 0; k < r->ntvals && n > 0 && (size_t)n < sizeof(cmd);
+         k++)
+        n += snprintf(cmd + n, sizeof(cmd) - (size_t)n, " %" PRId32,
+                      r->tvals[k]);
+    if (r->stale && n > 0 && (size_t)n < sizeof(cmd))
+        n += r->ttl > 0 ? snprintf(cmd + n, sizeof(cmd) - (size_t)n,
+                                   " I T%" PRId64, r->ttl)
+                        : snprintf(cmd + n, sizeof(cmd) - (size_t)n, " I");
+    if (n > 0 && (size_t)n < sizeof(cmd))
+        n += snprintf(cmd + n, sizeof(cmd) - (size_t)n, "\r\n");
+    if (n <= 0 || (size_t)n >= sizeof(cmd))
+        goto fallback; /* more than one datagram: TCP */
+    len = (size_t)n;
+    if (p->sg_map_stale)
+        sg_remap(p);
+    if (mdci_sg_run(p->sg, cmd, len, p->sg_need, p->sg_ms, &res) < 0)
+        goto fallback;
+    p->st.ops[MDC_PATH_BPF]++;
+    if (res.kind != MDC_SG_DONE ||
+        (p->sg->nserv < 64 && res.answered != (1ULL << p->sg->nserv) - 1) ||
+        (p->sg->nserv == 64 && res.answered != ~0ULL))
+        p->st.bpf_polls++;
+    for (int k = 0; k < p->sg->nserv; k++) {
+        int i = p->sg_map[k];
+        uint64_t bit = 1ULL << k;
+        if (i < 0 || !(res.answered & bit) || (res.failed & bit))
+            continue; /* not ours, not answered, or an error: TCP */
+        skip[i] = 1;
+        rc[i] = MDC_OK;
+        p->srv_path[i] = MDC_PATH_BPF;
+    }
+    /* the sum counts the ok answers only, the ones skipped here */
+    *total += res.sum;
+    return 0;
+fallback:
+    p->st.bpf_fallbacks++;
+    return -1;
 }
 
 static int pool_dbt(mdc_pool_t *p, int32_t tkey, const int32_t *tvals,
@@ -1081,9 +1231,34 @@ static int pool_dbt(mdc_pool_t *p, int32_t tkey, const int32_t *tvals,
         ret = pool_seterr(p, MDC_ERR_NOMEM, "out of memory");
         goto out;
     }
+    if (p->sg != NULL && p->n > 0) {
+        /* the kernel path first; what it did not reach goes over TCP */
+        uint8_t stack_skip[16], *skip = stack_skip;
+        if (p->n > 16 && (skip = calloc(p->n, 1)) == NULL) {
+            ret = pool_seterr(p, MDC_ERR_NOMEM, "out of memory");
+            goto out;
+        }
+        memset(skip, 0, p->n);
+        if (sg_dbt(p, &r, rc, skip, &total) == 0) {
+            size_t nleft = 0;
+            for (size_t i = 0; i < p->n; i++)
+                nleft += !skip[i];
+            p->st.bpf_tcp_retries += nleft;
+            ret = fan_out(p, &r, rc, server_rc,
+                          stale ? "del_by_tag_stale" : "del_by_tag", ok_only,
+                          &total, sn, skip);
+            p->last_path = MDC_PATH_BPF;
+            if (skip != stack_skip)
+                free(skip);
+            goto spool;
+        }
+        if (skip != stack_skip)
+            free(skip);
+    }
     ret = fan_out(p, &r, rc, server_rc,
                   stale ? "del_by_tag_stale" : "del_by_tag", ok_only, &total,
-                  sn);
+                  sn, NULL);
+spool:
     if (p->spool_dir != NULL && (ret == MDC_ERR_PARTIAL || ret < 0) &&
         p->n > 0) {
         /* what did not reach a server waits in the spool */
@@ -1152,7 +1327,7 @@ int mdc_pool_flush(mdc_pool_t *p, int *server_rc)
         return MDC_ERR_ARG;
     if ((rc = rc_array(p, stack_rc, 16)) == NULL)
         return MDC_ERR_NOMEM;
-    ret = fan_out(p, &r, rc, server_rc, "flush", ok_only, NULL, NULL);
+    ret = fan_out(p, &r, rc, server_rc, "flush", ok_only, NULL, NULL, NULL);
     if (rc != stack_rc)
         free(rc);
     return ret;
@@ -1229,7 +1404,7 @@ int mdc_pool_mget(mdc_pool_t *p, size_t n, const void *const *keys,
         }
         for (size_t s = 0; s < p->n; s++)
             part[s] = (c[s].n > 0) ? rc[s] : 1;
-        run_all(p, part, MDC_PATH_TCP);
+        run_all(p, part, MDC_PATH_TCP, NULL);
         if (part != stack_part)
             free(part);
     }

@@ -33,6 +33,7 @@
 #include <sys/un.h>
 
 #include "client-c/mdcached.h"
+#include "client-c/tool/sg_load.h"
 
 #define TOOL_DEFAULT_SERVER "127.0.0.1:11311"
 #define TOOL_MAX_TAGS 64
@@ -78,6 +79,9 @@ static void tool_usage(FILE *f)
 "  flush                 remove every record\n"
 "  spool-replay DIR      replay libmdcached's spooled invalidations of DIR\n"
 "                        (as the web user; refused as root)\n"
+"  pool-bpf load|unload NAME ...\n"
+"                        (root) load the kernel scatter-gather of a pool's\n"
+"                        tag deletes, or take it away (mdcached-tool(1))\n"
 "  version               the server's version\n"
 "\n"
 "Exit status: 0 done, 1 the server did not do it, 64 bad usage,\n"
@@ -916,6 +920,8 @@ int main(int argc, char **argv)
     cargv = argv + optind;
     if (strcmp(cmd, "spool-replay") == 0)
         return cmd_spool_replay(cargc, cargv);
+    if (strcmp(cmd, "pool-bpf") == 0)
+        return sg_tool_main(cargc, cargv);
     if (strcmp(cmd, "dump") == 0) {
         if (tool_tls) { /* dump is a text command on a plain socket */
             fprintf(stderr, "mdcached-tool: dump does not support TLS: run "
