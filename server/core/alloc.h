@@ -11,10 +11,15 @@
 #include <stdint.h>
 
 void *mdc_malloc(size_t size);
-/* A record's memory (the store's only): from the records' own arena
- * (alloc.c says why); freed with mdc_free_sized(), sized by
- * mdc_alloc_size() and mdc_good_size() as mdc_malloc()'s. */
+/* A record's memory (the store's only): from the records' own arena, in
+ * finer size classes than the allocator's from 129 B to 64 KiB (alloc.c
+ * says why); freed with mdc_free_sized(), sized by mdc_alloc_size() and
+ * mdc_good_size(), which are for records only. */
 void *mdc_rec_malloc(size_t size);
+/* What the allocator really reserved for the record p = mdc_rec_malloc(req),
+ * looked up from p (mdc_alloc_size() computes it from req): 0 when p is not
+ * where req's class puts it. */
+size_t mdc_rec_usable_size(const void *p, size_t req);
 void *mdc_calloc(size_t n, size_t size);
 void *mdc_realloc(void *p, size_t size);
 /* Zeroed, aligned to 'align' (a power of two, a multiple of the pointer
@@ -24,12 +29,13 @@ void mdc_free(void *p);
 char *mdc_strdup(const char *s);
 /* Bytes the allocator really reserved for p (>= requested size). */
 size_t mdc_usable_size(const void *p);
-/* mdc_usable_size(p) of p = mdc_malloc(req), computed from req where the
- * allocator allows (jemalloc: nallocx, no lookup of p); and free p knowing
- * its requested size (jemalloc: sdallocx, which skips the lookup too). */
+/* mdc_rec_usable_size(p, req) of p = mdc_rec_malloc(req), computed from req
+ * where the allocator allows (jemalloc: nallocx, no lookup of p); and free
+ * p knowing its requested size (jemalloc: sdallocx, which skips the lookup
+ * too). */
 size_t mdc_alloc_size(const void *p, size_t req);
 void mdc_free_sized(void *p, size_t req);
-/* What mdc_malloc(size) will really reserve. */
+/* What mdc_rec_malloc(size) will really reserve. */
 size_t mdc_good_size(size_t size);
 /* Large zeroed arrays (bucket arrays): page-aligned, backed by transparent
  * huge pages where the kernel allows, so random lookups miss the TLB less. */
