@@ -138,35 +138,40 @@ static inline int large_flags(size_t size)
  * 16-byte key with a 1 KiB value asks 1 088 B and takes 1 280, one with a
  * 16 KiB value asks 16 448 and takes 20 480 (five pages), where memcached's
  * classes (factor 1.25) happened to hold them in 1 184 and about 17 600 B
- * (docs/architecture.md, "Record layout", has the measurements).  Here a
- * class is at most 1/16 above the one below (1/32 from 4 KiB), so a record
- * wastes 3 % on average, at most 6 %; records of up to 128 B keep
- * jemalloc's classes, 16 B apart there.
+ * (docs/architecture.md, "Record layout", has the measurements).  Here
+ * classes are 16 B apart up to 256 B, then eight per doubling (at most
+ * 12.5 % apart) up to 4 KiB and sixteen (6.25 %) up to 64 KiB, where a
+ * record's pages are most of its cost; records of up to 128 B keep
+ * jemalloc's classes, 16 B apart there.  Fewer classes than that below
+ * 4 KiB: every class keeps its own free regions, which stay resident.
  *
  * A slab is a power of two of at least 16 regions (64 KiB to 1 MiB),
  * aligned to its size, so a free finds it from the pointer and the class
  * (from the size the record asked for, as sdallocx does); it comes from
  * the records' arena (jemalloc) and goes back to it when its last region is
- * freed, whose pages jemalloc returns at once.  Regions are handed out in
- * address order first (a slab's untouched tail is never resident), then
- * from the slab's free list.  A freed region of 8 KiB or more gives its
- * whole pages back to the kernel at once (MADV_DONTNEED), as jemalloc did
- * for such records, each its own extent: eviction frees real memory.  One
- * lock per class, as jemalloc's bins without a thread cache.
+ * freed, whose pages jemalloc returns at once.  Free regions are a bitmap
+ * in the slab's header, the lowest first, so a slab's untouched tail is
+ * never resident and nothing is written into a free region: one larger
+ * than a page gives its whole pages back to the kernel when freed
+ * (MADV_DONTNEED), with a page it shares with a free neighbour, as jemalloc
+ * did for records above 14 KiB, each its own extent: eviction frees real
+ * memory.
+ * One lock per class, as jemalloc's bins without a thread cache.
  */
 #define RS_MIN ((size_t)128)      /* requests above this use the slabs */
 #define RS_MAX ((size_t)64 << 10) /* up to this */
-#define RS_HDR 64                 /* the slab's header; regions follow */
-#define RS_PURGE_MIN 8192         /* regions that give pages back on free */
+#define RS_MAP 8                  /* bitmap words: up to 512 regions */
+#define RS_HDR 112                /* sizeof(struct rslab), 16-aligned */
+#define RS_PURGE_MIN 4097         /* regions that give pages back on free */
 #define RS_MAGIC 0x72736c62u
-#define RS_NCLASS 200
+#define RS_NCLASS 104
 
 struct rslab {
     struct rslab *next, *prev; /* the class's list of slabs with room */
-    void *free;                /* freed regions, linked by their 1st word */
-    uint32_t bump;             /* offset of the first never-used region */
     uint32_t used;             /* regions handed out */
-    uint32_t cls, magic;
+    uint32_t cls, magic, pad;
+    uint64_t map[RS_MAP];      /* 1: the region is free */
+    uint64_t pad2[2];
 };
 
 struct rs_class {
@@ -175,6 +180,8 @@ struct rs_class {
     uint32_t size, nregs;
     size_t slab;               /* bytes and alignment, a power of two */
 } __attribute__((aligned(64)));
+
+_Static_assert(sizeof(struct rslab) == RS_HDR, "slab header size");
 
 static struct rs_class rs_cls[RS_NCLASS];
 static uint8_t rs_idx[RS_MAX / 16 + 1]; /* (req + 15) / 16 -> class */
@@ -189,7 +196,7 @@ __attribute__((constructor)) static void rslab_init(void)
         rs_page = (uintptr_t)pg;
     for (unsigned lg = 7; ((size_t)1 << lg) < RS_MAX; lg++) {
         size_t base = (size_t)1 << lg;
-        size_t step = base >> (lg >= 12 ? 5 : 4);
+        size_t step = base >> (lg >= 12 ? 4 : 3);
         if (step < 16)
             step = 16;
         for (size_t c = base + step; c <= 2 * base; c += step) {
@@ -203,9 +210,13 @@ __attribute__((constructor)) static void rslab_init(void)
             k->size = (uint32_t)c;
             k->slab = slab;
             k->nregs = (uint32_t)((slab - RS_HDR) / c);
+            if (k->nregs > 64 * RS_MAP)
+                k->nregs = 64 * RS_MAP;
             n++;
         }
     }
+    if (n != RS_NCLASS)
+        return;
     for (size_t i = RS_MIN / 16 + 1, k = 0; i <= RS_MAX / 16; i++) {
         while (rs_cls[k].size < i * 16)
             k++;
@@ -234,10 +245,10 @@ static struct rslab *rs_slab_new(struct rs_class *k)
 #endif
     if (s == NULL)
         return NULL;
-    s->next = s->prev = NULL;
-    s->free = NULL;
-    s->bump = RS_HDR;
-    s->used = 0;
+    memset(s, 0, sizeof(*s));
+    for (uint32_t i = 0; i < k->nregs; i += 64)
+        s->map[i / 64] = k->nregs - i >= 64 ? ~(uint64_t)0
+                                            : ((uint64_t)1 << (k->nregs - i)) - 1;
     s->cls = (uint32_t)(k - rs_cls);
     s->magic = RS_MAGIC;
     return s;
@@ -270,7 +281,7 @@ static void rs_unlink(struct rs_class *k, struct rslab *s)
 static void *rs_alloc(struct rs_class *k)
 {
     struct rslab *s;
-    void *p;
+    unsigned w = 0;
 
     pthread_mutex_lock(&k->mu);
     s = k->head;
@@ -287,32 +298,32 @@ static void *rs_alloc(struct rs_class *k)
             k->tail = s;
         k->head = s;
     }
-    if (s->free != NULL) {
-        p = s->free;
-        s->free = *(void **)p;
-    } else {
-        p = (char *)s + s->bump;
-        s->bump += k->size;
-    }
+    while (s->map[w] == 0) /* a slab on the list has a free region */
+        w++;
+    unsigned b = (unsigned)__builtin_ctzll(s->map[w]);
+    s->map[w] &= s->map[w] - 1;
     if (++s->used == k->nregs)
         rs_unlink(k, s); /* full: off the list until a region is freed */
     pthread_mutex_unlock(&k->mu);
-    return p;
+    return (char *)s + RS_HDR + (size_t)(w * 64 + b) * k->size;
+}
+
+static inline bool rs_is_free(const struct rslab *s, size_t i)
+{
+    return (s->map[i / 64] >> (i % 64) & 1) != 0;
 }
 
 static void rs_free(struct rs_class *k, void *p)
 {
     struct rslab *s = (struct rslab *)((uintptr_t)p & ~(uintptr_t)(k->slab - 1));
+    size_t i = (size_t)((char *)p - (char *)s - RS_HDR) / k->size;
+    uintptr_t lo = (uintptr_t)p, hi = lo + k->size;
+    uintptr_t a = (lo + rs_page - 1) & ~(rs_page - 1), e = hi & ~(rs_page - 1);
+    bool purge = k->size >= RS_PURGE_MIN;
 
-    if (k->size >= RS_PURGE_MIN) {
-        /* the region's whole pages, but the one its free link is in;
-         * before the region is on the free list, while it is still ours */
-        uintptr_t a = ((uintptr_t)p + sizeof(void *) + rs_page - 1) &
-                      ~(rs_page - 1);
-        uintptr_t e = ((uintptr_t)p + k->size) & ~(rs_page - 1);
-        if (e > a)
-            (void)madvise((void *)a, e - a, MADV_DONTNEED);
-    }
+    /* the region's whole pages, while it is still ours */
+    if (purge && e > a)
+        (void)madvise((void *)a, e - a, MADV_DONTNEED);
     pthread_mutex_lock(&k->mu);
     if (s->used == k->nregs) { /* was full: back on the list, last */
         s->prev = k->tail;
@@ -328,8 +339,17 @@ static void rs_free(struct rs_class *k, void *p)
         rs_slab_free(k, s);
         return;
     }
-    *(void **)p = s->free;
-    s->free = p;
+    s->map[i / 64] |= (uint64_t)1 << (i % 64);
+    if (purge) {
+        /* a page shared with a neighbour goes too when that one is free
+         * (under the lock: it cannot be handed out meanwhile); regions are
+         * larger than a page, so a page has at most one neighbour */
+        if (a > lo && a - rs_page > (uintptr_t)s && i > 0 &&
+            rs_is_free(s, i - 1)) /* not the header's page */
+            (void)madvise((void *)(a - rs_page), rs_page, MADV_DONTNEED);
+        if (hi > e && (i + 1 == k->nregs || rs_is_free(s, i + 1)))
+            (void)madvise((void *)e, rs_page, MADV_DONTNEED);
+    }
     pthread_mutex_unlock(&k->mu);
 }
 #endif
