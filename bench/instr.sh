@@ -1,6 +1,7 @@
 #!/bin/bash
 # instr.sh - user-space instructions and system calls per request of
-# mdcached -n 1 -t 0 (epoll unless --io is given) in W1, W2 or W3
+# mdcached -n 1 -t 0 (--io=epoll unless another --io is given: valgrind
+# does not run io_uring, the default) in W1, W2 or W3
 # (docs/benchmarking.md): deterministic figures a shared machine's other
 # load does not change, for before/after comparisons of the request path.
 #
@@ -40,7 +41,7 @@ while [ $# -gt 0 ]; do
     -S) STRACE=1; PERFSYS=1 ;;
     -o) OUT=$2; shift ;;
     --) shift; break ;;
-    -h) sed -n '2,27p' "$0"; exit 0 ;;
+    -h) sed -n '2,28p' "$0"; exit 0 ;;
     *) echo "instr.sh: unknown option $1" >&2; exit 64 ;;
     esac
     shift
@@ -101,7 +102,7 @@ LARGS=(-P text -s "$ADDR" -k 100000 -K 16 -v 32)
 if [ "$STRACE" = 1 ] && [ "$PERFSYS" = 1 ]; then
     # system calls at full speed (strace slows the server, which changes
     # how many connections one epoll_wait returns): perf's tracepoints
-    "$DAEMON" $ASUSER -n 1 -t 0 -m 1024 "${LISTEN[@]}" -v 1 "$@" > "$TMP/log" 2>&1 &
+    "$DAEMON" $ASUSER -n 1 -t 0 -m 1024 "${LISTEN[@]}" -v 1 --io=epoll "$@" > "$TMP/log" 2>&1 &
     PID=$!
     wait_up
     "$LOAD" "${LARGS[@]}" -c 8 -f -D 0 -w 0 -q
@@ -124,7 +125,7 @@ if [ "$STRACE" = 1 ] && [ "$PERFSYS" = 1 ]; then
     exit 0
 fi
 if [ "$STRACE" = 1 ]; then
-    "$DAEMON" $ASUSER -n 1 -t 0 -m 1024 "${LISTEN[@]}" -v 1 "$@" > "$TMP/log" 2>&1 &
+    "$DAEMON" $ASUSER -n 1 -t 0 -m 1024 "${LISTEN[@]}" -v 1 --io=epoll "$@" > "$TMP/log" 2>&1 &
     PID=$!
     wait_up
     "$LOAD" "${LARGS[@]}" -c 8 -f -D 0 -w 0 -q
@@ -154,7 +155,7 @@ EOF
 fi
 
 valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$TMP/cg.out" \
-    "$DAEMON" $ASUSER -n 1 -t 0 -m 1024 "${LISTEN[@]}" -v 1 "$@" > "$TMP/log" 2>&1 &
+    "$DAEMON" $ASUSER -n 1 -t 0 -m 1024 "${LISTEN[@]}" -v 1 --io=epoll "$@" > "$TMP/log" 2>&1 &
 PID=$!
 wait_up
 "$LOAD" "${LARGS[@]}" -c 8 -f -D 0 -w 0 -q

@@ -140,10 +140,11 @@ static inline int large_flags(size_t size)
  * classes (factor 1.25) happened to hold them in 1 184 and about 17 600 B
  * (docs/architecture.md, "Record layout", has the measurements).  Here
  * classes are 16 B apart up to 256 B, then eight per doubling (at most
- * 12.5 % apart) up to 4 KiB and sixteen (6.25 %) up to 64 KiB, where a
- * record's pages are most of its cost; records of up to 128 B keep
- * jemalloc's classes, 16 B apart there.  Fewer classes than that below
- * 4 KiB: every class keeps its own free regions, which stay resident.
+ * 12.5 % apart) up to 4 KiB, sixteen (6.25 %) up to 8 KiB and 32 (3.1 %)
+ * up to 64 KiB, where a free region gives its pages back (below) and more
+ * classes cost little; records of up to 128 B keep jemalloc's classes,
+ * 16 B apart there.  Fewer classes below 4 KiB: every class keeps its own
+ * free regions there, which stay resident.
  *
  * A slab is a power of two of at least 16 regions (64 KiB to 1 MiB),
  * aligned to its size, so a free finds it from the pointer and the class
@@ -164,7 +165,7 @@ static inline int large_flags(size_t size)
 #define RS_HDR 112                /* sizeof(struct rslab), 16-aligned */
 #define RS_PURGE_MIN 4097         /* regions that give pages back on free */
 #define RS_MAGIC 0x72736c62u
-#define RS_NCLASS 104
+#define RS_NCLASS 152
 
 struct rslab {
     struct rslab *next, *prev; /* the class's list of slabs with room */
@@ -196,7 +197,7 @@ __attribute__((constructor)) static void rslab_init(void)
         rs_page = (uintptr_t)pg;
     for (unsigned lg = 7; ((size_t)1 << lg) < RS_MAX; lg++) {
         size_t base = (size_t)1 << lg;
-        size_t step = base >> (lg >= 12 ? 4 : 3);
+        size_t step = base >> (lg >= 13 ? 5 : lg >= 12 ? 4 : 3);
         if (step < 16)
             step = 16;
         for (size_t c = base + step; c <= 2 * base; c += step) {
