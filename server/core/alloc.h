@@ -12,8 +12,8 @@
 
 void *mdc_malloc(size_t size);
 /* A record's memory (the store's only): from the records' own arena, in
- * finer size classes than the allocator's from 129 B to 64 KiB (alloc.c
- * says why); freed with mdc_free_sized(), sized by mdc_alloc_size() and
+ * finer size classes than the allocator's up to 64 KiB (alloc.c says
+ * why); freed with mdc_free_sized(), sized by mdc_alloc_size() and
  * mdc_good_size(), which are for records only. */
 void *mdc_rec_malloc(size_t size);
 /* What the allocator really reserved for the record p = mdc_rec_malloc(req),
