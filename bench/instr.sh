@@ -17,12 +17,13 @@
 # instead and the system calls per request are printed.
 #
 # usage: bench/instr.sh [-B BUILD] [-w W1|W2|W3] [-D SECONDS] [-s|-S] [-o OUT]
-#                       [-- extra mdcached options]
+#                       [-P PROTO] [-- extra mdcached options]
 #   -B  build directory (default .)      -w  workload (default W1)
 #   -D  measured seconds (default 10)    -s  strace -c instead of callgrind
 #   -S  the system calls counted by perf stat's tracepoints instead (the
 #       server at full speed, so epoll_wait batching is the real one)
 #   -o  keep callgrind.out / strace output as OUT (default: a temp dir)
+#   -P  the load's protocol: text (default) or binary (memcached's)
 # prints: "W1 instr/req 5123.4 requests 81234 ..." and the top functions
 # (callgrind_annotate, inclusive) unless -s.
 set -eu
@@ -32,6 +33,7 @@ DUR=10
 STRACE=0
 PERFSYS=0
 OUT=
+PROTO=text
 while [ $# -gt 0 ]; do
     case $1 in
     -B) BUILD=$2; shift ;;
@@ -40,6 +42,7 @@ while [ $# -gt 0 ]; do
     -s) STRACE=1 ;;
     -S) STRACE=1; PERFSYS=1 ;;
     -o) OUT=$2; shift ;;
+    -P) PROTO=$2; shift ;;
     --) shift; break ;;
     -h) sed -n '2,28p' "$0"; exit 0 ;;
     *) echo "instr.sh: unknown option $1" >&2; exit 64 ;;
@@ -97,7 +100,7 @@ wait_up() {
 # cannot reach it: stay root
 ASUSER=
 [ "$(id -u)" = 0 ] && ASUSER="-u root"
-LARGS=(-P text -s "$ADDR" -k 100000 -K 16 -v 32)
+LARGS=(-P "$PROTO" -s "$ADDR" -k 100000 -K 16 -v 32)
 
 if [ "$STRACE" = 1 ] && [ "$PERFSYS" = 1 ]; then
     # system calls at full speed (strace slows the server, which changes

@@ -46,6 +46,7 @@ struct load_proto {
 extern const struct load_proto load_proto_native;
 extern const struct load_proto load_proto_text;
 extern const struct load_proto load_proto_resp;
+extern const struct load_proto load_proto_mcbin;
 
 /* Writes the decimal digits of v at p; returns the count. */
 static inline size_t load_put_uint(uint8_t *p, uint64_t v)

@@ -819,7 +819,8 @@ static void usage(FILE *f)
         "usage: mdc-load [options]\n"
         "  -s, --server ADDR     host:port, [v6]:port or a Unix socket path\n"
         "                        (default 127.0.0.1 and the protocol's port)\n"
-        "  -P, --proto NAME      native (default), text (memcached), resp "
+        "  -P, --proto NAME      native (default), text (memcached), binary\n"
+        "                        (memcached's binary protocol), resp "
         "(Redis)\n"
         "  -c, --conns N         connections (default 50)\n"
         "  -d, --depth N         pipeline depth: requests written together "
@@ -866,6 +867,8 @@ static const struct load_proto *proto_by_name(const char *s)
         return &load_proto_text;
     if (strcmp(s, "resp") == 0 || strcmp(s, "redis") == 0)
         return &load_proto_resp;
+    if (strcmp(s, "binary") == 0)
+        return &load_proto_mcbin;
     return NULL;
 }
 

@@ -28,6 +28,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#ifdef HAVE_LIBURING
+#include <liburing.h>
+#include <pthread.h>
+#endif
+
 #define IN_CHUNK 16384u
 #define OUT_KEEP (4u << 20) /* larger output buffers are freed after use */
 
@@ -264,6 +269,7 @@ void mdc_close(mdc_t *m)
     m->fd = -1;
     m->state = MDCI_CLOSED;
     m->auth_pending = false;
+    m->ident_pending = false;
     m->in.off = m->in.len = 0;
     m->out.off = m->out.len = 0;
 }
@@ -390,6 +396,19 @@ static int resolve(struct mdc *m)
 }
 
 /* Mark a transport failure: close, remember the server is down. */
+/* A receive that ended the reply early: e is 0 for the server's end of
+ * file, else the errno (the poll loops and the io_uring fan-out alike). */
+static void recv_failed(struct mdc *m, int e)
+{
+    if (e == 0)
+        mdci_seterr(m, MDC_ERR_IO,
+                    "%s: connection closed by the server before the reply "
+                    "was complete",
+                    m->label);
+    else
+        mdci_seterr(m, MDC_ERR_IO, "%s: recv: %s", m->label, strerror(e));
+}
+
 static int fail(struct mdc *m, int rc)
 {
     mdc_close(m);
@@ -539,6 +558,9 @@ int mdci_begin(struct mdc *m, mdci_on_msg on_msg, void *ctx)
             return fail(m, rc);
         m->auth_due = m->auth_user != NULL;
         m->auth_pending = false;
+        m->conn_serial++;
+        m->ident_due = m->ident_want;
+        m->ident_pending = false;
     }
     m->out.off = m->out.len = 0;
     m->on_msg = on_msg;
@@ -559,6 +581,20 @@ int mdci_begin(struct mdc *m, mdci_on_msg on_msg, void *ctx)
         }
         m->auth_due = false;
         m->auth_pending = true;
+    }
+    if (m->ident_due && on_msg != NULL) {
+        /* the identity, also ahead of the request (after AUTH) */
+        struct wire_hdr h;
+
+        wire_hdr_request(&h, WIRE_OP_STATS);
+        h.opaque = m->ident_opaque = mdci_opaque(m);
+        rc = mdci_add(m, &h, NULL, 0, "identity", 8, NULL, 0);
+        if (rc != MDC_OK) {
+            m->busy = false;
+            return rc;
+        }
+        m->ident_due = false;
+        m->ident_pending = true;
     }
     return MDC_OK;
 }
@@ -777,6 +813,18 @@ static void dispatch(struct mdc *m)
             }
             continue;
         }
+        if (m->ident_pending && msg.hdr.opcode == WIRE_OP_STATS &&
+            msg.hdr.opaque == m->ident_opaque) {
+            /* the identity asked ahead of this exchange; a server that
+             * does not know the group (NOT_FOUND) leaves it unknown */
+            m->ident_pending = false;
+            m->ident_conn = m->conn_serial;
+            m->ident_boot = m->ident_gen = 0;
+            if (st == WIRE_S_OK)
+                mdci_parse_identity(msg.value, msg.hdr.vlen, &m->ident_boot,
+                                    &m->ident_gen);
+            continue;
+        }
         int rc = m->on_msg ? m->on_msg(m, &msg, m->ctx) : 1;
         if (rc < 0) {
             fail(m, rc);
@@ -821,14 +869,7 @@ static void do_read(struct mdc *m)
             return;
         if (tls_refused(m, n == 0 ? "end of file" : strerror(errno)))
             return;
-        if (n == 0)
-            mdci_seterr(m, MDC_ERR_IO,
-                        "%s: connection closed by the server "
-                        "before the reply was complete",
-                        m->label);
-        else
-            mdci_seterr(m, MDC_ERR_IO, "%s: recv: %s", m->label,
-                        strerror(errno));
+        recv_failed(m, n == 0 ? 0 : errno);
         fail(m, MDC_ERR_IO);
         return;
     }
@@ -971,6 +1012,325 @@ out:
         free(idx);
 }
 
+/* ---- the io_uring fan-out -------------------------------------------------
+ *
+ * The same exchanges as run() over io_uring: every handle's send and a
+ * receive into its input buffer go in one submission, and one wait gathers
+ * the completions (io_uring_submit_and_wait_timeout: one system call for N
+ * sends and the first replies, then one per wait while replies are still
+ * out).  Only plain connections that are up take this path (TLS goes
+ * through OpenSSL's BIO, a pending connect needs the poll loop's rules):
+ * mdci_uring_run() refuses anything else and the caller uses mdci_run().
+ */
+#ifdef HAVE_LIBURING
+struct mdci_uring {
+    struct io_uring ring;
+    unsigned entries;
+    unsigned forks; /* uring_forks when made: not carried across fork() */
+    bool up;
+};
+
+/* Counted in every child at fork(): a ring made before is the parent's
+ * (checked without a getpid() system call per operation). */
+static _Atomic unsigned uring_forks;
+static pthread_once_t uring_once = PTHREAD_ONCE_INIT;
+static void uring_child(void)
+{
+    uring_forks++;
+}
+static void uring_atfork(void)
+{
+    pthread_atfork(NULL, NULL, uring_child);
+}
+
+static int uring_setup(struct mdci_uring *u, unsigned entries)
+{
+    struct io_uring_params pr;
+
+    memset(&pr, 0, sizeof(pr));
+    /* completions are run when this thread waits: no interrupt-time task
+     * work, no wake-ups while it is busy (kernel 6.1+) */
+    pr.flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN;
+    if (io_uring_queue_init_params(entries, &u->ring, &pr) < 0) {
+        memset(&pr, 0, sizeof(pr));
+        if (io_uring_queue_init_params(entries, &u->ring, &pr) < 0)
+            return -1;
+    }
+    u->entries = entries;
+    u->forks = uring_forks;
+    u->up = true;
+    return 0;
+}
+
+struct mdci_uring *mdci_uring_new(void)
+{
+    pthread_once(&uring_once, uring_atfork);
+    return calloc(1, sizeof(struct mdci_uring));
+}
+
+void mdci_uring_free(struct mdci_uring *u)
+{
+    if (u == NULL)
+        return;
+    if (u->up && u->forks == uring_forks)
+        io_uring_queue_exit(&u->ring);
+    free(u);
+}
+
+/* A ring of at least 2n entries for this process; false when io_uring is
+ * unavailable (kernel, seccomp, sysctl) */
+static bool uring_ready(struct mdci_uring *u, size_t n)
+{
+    unsigned want = 8;
+    while (want < 2 * n + 2)
+        want *= 2;
+    if (u->up && u->forks != uring_forks) /* the parent's ring: leave it */
+        u->up = false;
+    if (u->up && u->entries >= want)
+        return true;
+    if (u->up) {
+        io_uring_queue_exit(&u->ring);
+        u->up = false;
+    }
+    return uring_setup(u, want) == 0;
+}
+
+#define UR_SEND 0u
+#define UR_RECV 1u
+#define UR_CANCEL 2u
+
+static bool ur_send(struct mdci_uring *u, struct mdc *m, size_t i)
+{
+    struct io_uring_sqe *sqe = io_uring_get_sqe(&u->ring);
+    if (sqe == NULL)
+        return false;
+    io_uring_prep_send(sqe, m->fd, m->out.p + m->out.off,
+                       m->out.len - m->out.off, MSG_NOSIGNAL);
+    io_uring_sqe_set_data64(sqe, (uint64_t)i << 2 | UR_SEND);
+    return true;
+}
+
+static bool ur_recv(struct mdci_uring *u, struct mdc *m, size_t i)
+{
+    struct io_uring_sqe *sqe;
+    if (buf_reserve(&m->in, IN_CHUNK) < 0)
+        return false;
+    sqe = io_uring_get_sqe(&u->ring);
+    if (sqe == NULL)
+        return false;
+    io_uring_prep_recv(sqe, m->fd, m->in.p + m->in.len,
+                       m->in.cap - m->in.len, 0);
+    io_uring_sqe_set_data64(sqe, (uint64_t)i << 2 | UR_RECV);
+    return true;
+}
+
+int mdci_uring_run(struct mdci_uring *u, struct mdc **hs, size_t n)
+{
+    uint8_t stack_out[64];
+    uint8_t *out = stack_out; /* operations in flight per handle */
+    uint8_t stack_bad[64];
+    uint8_t *bad = stack_bad; /* failed: 1, cancel sent: 2; closed once
+                                 nothing is in flight */
+    size_t inflight = 0, busy = 0;
+    int ret = -1;
+
+    if (u == NULL || n == 0)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        if (!hs[i]->busy || hs[i]->state != MDCI_READY ||
+            hs[i]->ssl != NULL || hs[i]->out.off >= hs[i]->out.len)
+            return -1;
+    if (!uring_ready(u, n))
+        return -1;
+    if (n > 64) {
+        out = calloc(n, 1);
+        bad = calloc(n, 1);
+        if (out == NULL || bad == NULL)
+            goto out;
+    } else {
+        memset(out, 0, n);
+        memset(bad, 0, n);
+    }
+    /* reserve first: a buffer that cannot grow leaves the poll loop to
+     * report it, before anything was queued */
+    for (size_t i = 0; i < n; i++)
+        if (buf_reserve(&hs[i]->in, IN_CHUNK) < 0)
+            goto out;
+    int64_t now = mdci_now_ms();
+    for (size_t i = 0; i < n; i++) {
+        /* recv first: the reply may come before the send's completion
+         * is seen; both are queued in this one submission */
+        if (!ur_recv(u, hs[i], i) || !ur_send(u, hs[i], i)) {
+            /* cannot happen with 2n entries; nothing was submitted */
+            io_uring_queue_exit(&u->ring);
+            u->up = false;
+            goto out;
+        }
+        out[i] = 2;
+        hs[i]->deadline = now + hs[i]->io_ms;
+    }
+    inflight = 2 * n;
+    busy = n;
+    ret = 0;
+    bool first = true;
+    while (inflight > 0) {
+        struct io_uring_cqe *cqe = NULL;
+        int64_t dl = INT64_MAX;
+        now = mdci_now_ms();
+        for (size_t i = 0; i < n; i++)
+            if (hs[i]->busy && !bad[i] && hs[i]->deadline < dl)
+                dl = hs[i]->deadline;
+        int64_t left = dl == INT64_MAX ? 1000 : dl - now;
+        if (left < 0)
+            left = 0;
+        struct __kernel_timespec ts = {.tv_sec = left / 1000,
+                                       .tv_nsec = (left % 1000) * 1000000};
+        /* wait for every completion still out: one call returns when all
+         * replies are in (or at the first deadline) */
+        int r = io_uring_submit_and_wait_timeout(&u->ring, &cqe,
+                                                 (unsigned)inflight, &ts,
+                                                 NULL);
+        if (getenv("MDC_URING_DEBUG"))
+            fprintf(stderr, "uring: wait %lld ms inflight %zu -> %d at %lld\n",
+                    (long long)left, inflight, r, (long long)mdci_now_ms());
+        if (r < 0 && r != -ETIME && r != -EINTR && r != -EAGAIN &&
+            r != -EBUSY) {
+            if (first) {
+                /* the ring refuses this thread (SINGLE_ISSUER: a pool
+                 * moved to another thread) or is broken: a new ring next
+                 * time; nothing was queued in the kernel */
+                io_uring_queue_exit(&u->ring);
+                u->up = false;
+                ret = -1;
+                goto out;
+            }
+            for (size_t i = 0; i < n; i++)
+                if (hs[i]->busy && !bad[i]) {
+                    mdci_seterr(hs[i], MDC_ERR_IO, "io_uring: %s",
+                                strerror(-r));
+                    bad[i] = 1;
+                }
+        }
+        first = false;
+        unsigned head, seen = 0;
+        io_uring_for_each_cqe(&u->ring, head, cqe)
+        {
+            uint64_t d = io_uring_cqe_get_data64(cqe);
+            size_t i = (size_t)(d >> 2);
+            unsigned kind = (unsigned)(d & 3);
+            int res = cqe->res;
+            struct mdc *m = hs[i];
+            seen++;
+            if (kind == UR_CANCEL)
+                continue; /* not counted in flight */
+            inflight--;
+            out[i]--;
+            if (bad[i] || !m->busy)
+                continue;
+            if (kind == UR_SEND) {
+                if (res > 0) {
+                    /* (no new deadline: the send happened at the
+                     * submission, this is only its completion seen) */
+                    m->out.off += (size_t)res;
+                    if (m->out.off < m->out.len) {
+                        if (ur_send(u, m, i)) {
+                            out[i]++;
+                            inflight++;
+                        } else {
+                            mdci_seterr(m, MDC_ERR_IO, "%s: io_uring: no "
+                                        "room to send", m->label);
+                            bad[i] = 1;
+                        }
+                    }
+                } else {
+                    mdci_seterr(m, MDC_ERR_IO, "%s: send: %s", m->label,
+                                res < 0 ? strerror(-res) : "nothing written");
+                    bad[i] = 1;
+                }
+                continue;
+            }
+            /* UR_RECV */
+            if (res > 0) {
+                m->in.len += (size_t)res;
+                m->deadline = mdci_now_ms() + m->io_ms;
+                dispatch(m);
+                if (!m->busy) { /* done, or failed (closed: fd is -1) */
+                    busy--;
+                    continue;
+                }
+                if (ur_recv(u, m, i)) {
+                    out[i]++;
+                    inflight++;
+                } else {
+                    mdci_seterr(m, MDC_ERR_NOMEM, "%s: out of memory "
+                                "reading", m->label);
+                    bad[i] = 1;
+                }
+                continue;
+            }
+            recv_failed(m, -res);
+            bad[i] = 1;
+        }
+        io_uring_cq_advance(&u->ring, seen);
+        /* deadlines: a handle without progress for io_ms times out */
+        now = mdci_now_ms();
+        for (size_t i = 0; i < n; i++)
+            if (hs[i]->busy && !bad[i] && now >= hs[i]->deadline) {
+                mdci_seterr(hs[i], MDC_ERR_TIMEOUT,
+                            "%s: no reply within %d ms", hs[i]->label,
+                            hs[i]->io_ms);
+                bad[i] = 1;
+            }
+        /* failed handles: cancel what they still have in flight (the
+         * kernel holds the socket and our buffers until it completes),
+         * then close them */
+        for (size_t i = 0; i < n; i++) {
+            if (!bad[i] || !hs[i]->busy)
+                continue;
+            if (out[i] > 0) {
+                struct io_uring_sqe *sqe;
+                if (bad[i] == 1 &&
+                    (sqe = io_uring_get_sqe(&u->ring)) != NULL) {
+                    io_uring_prep_cancel_fd(sqe, hs[i]->fd,
+                                            IORING_ASYNC_CANCEL_ALL);
+                    io_uring_sqe_set_data64(sqe,
+                                            (uint64_t)i << 2 | UR_CANCEL);
+                    bad[i] = 2;
+                }
+                continue; /* closed once drained */
+            }
+            int rc = hs[i]->err;
+            fail(hs[i], rc < 0 ? rc : MDC_ERR_IO);
+            busy--;
+        }
+        if (busy == 0 && inflight == 0)
+            break;
+    }
+out:
+    if (out != stack_out)
+        free(out);
+    if (bad != stack_bad)
+        free(bad);
+    return ret;
+}
+#else
+struct mdci_uring *mdci_uring_new(void)
+{
+    return NULL;
+}
+void mdci_uring_free(struct mdci_uring *u)
+{
+    (void)u;
+}
+int mdci_uring_run(struct mdci_uring *u, struct mdc **hs, size_t n)
+{
+    (void)u;
+    (void)hs;
+    (void)n;
+    return -1;
+}
+#endif
+
 void mdci_run(struct mdc **hs, size_t n)
 {
     run(hs, n, true);
@@ -1022,14 +1382,7 @@ static void read_blocking(struct mdc *m)
             fail(m, MDC_ERR_TIMEOUT);
             return;
         }
-        if (n == 0)
-            mdci_seterr(m, MDC_ERR_IO,
-                        "%s: connection closed by the server "
-                        "before the reply was complete",
-                        m->label);
-        else
-            mdci_seterr(m, MDC_ERR_IO, "%s: recv: %s", m->label,
-                        strerror(errno));
+        recv_failed(m, n == 0 ? 0 : errno);
         fail(m, MDC_ERR_IO);
         return;
     }
@@ -1132,4 +1485,32 @@ void mdc_itemset_free(struct mdc_itemset *set)
     free(set->items);
     set->items = NULL;
     set->count = set->cap = 0;
+}
+
+/* "boot_id N\ndata_generation N\n..." (STATS identity, or general STATS) */
+void mdci_parse_identity(const uint8_t *v, size_t n, uint64_t *boot,
+                         uint64_t *gen)
+{
+    size_t i = 0;
+    while (i < n) {
+        size_t e = i;
+        while (e < n && v[e] != '\n')
+            e++;
+        size_t l = e - i;
+        const char *line = (const char *)v + i;
+        uint64_t *dst = NULL;
+        size_t skip = 0;
+        if (l > 8 && memcmp(line, "boot_id ", 8) == 0)
+            dst = boot, skip = 8;
+        else if (l > 16 && memcmp(line, "data_generation ", 16) == 0)
+            dst = gen, skip = 16;
+        if (dst != NULL) {
+            uint64_t x = 0;
+            for (size_t k = skip; k < l && line[k] >= '0' && line[k] <= '9';
+                 k++)
+                x = x * 10 + (uint64_t)(line[k] - '0');
+            *dst = x;
+        }
+        i = e + 1;
+    }
 }

@@ -72,6 +72,16 @@ struct mdc {
     char *auth_user, *auth_pass; /* mdc_set_auth(), or NULL */
     bool auth_due;     /* this connection has not sent AUTH yet */
     bool auth_pending; /* AUTH sent, its reply not yet read */
+    /* the server's identity (a pool with a spool, docs/client-c.md): asked
+     * with "STATS identity" ahead of the first request of each connection,
+     * in the same write; valid for the connection numbered ident_conn */
+    bool ident_want;    /* ask on every new connection */
+    bool ident_due, ident_pending;
+    uint32_t ident_opaque;
+    uint64_t conn_serial;          /* connections started by this handle */
+    uint64_t ident_conn;           /* the connection the identity is of */
+    uint64_t ident_boot, ident_gen; /* 0: the server did not say */
+    bool spool_pending; /* the pool's spool holds entries for this server */
     struct mdci_buf out;
     struct mdci_buf in;
 
@@ -127,6 +137,19 @@ static inline uint32_t mdci_opaque(struct mdc *m)
  * holds MDC_OK or the transport error (also in its err/errstr).
  */
 void mdci_run(struct mdc **hs, size_t n);
+/*
+ * The io_uring fan-out (HAVE_LIBURING; else the stubs refuse): drives the
+ * exchanges of hs[] - all busy, plain and connected, requests not yet sent
+ * - with one submission for every send and receive and one wait for the
+ * replies.  0 when it ran them (each handle's xrc as after mdci_run()), -1
+ * when it could not start (no ring, TLS, a connect pending): nothing was
+ * sent, run them with mdci_run().
+ */
+struct mdci_uring;
+struct mdci_uring *mdci_uring_new(void); /* NULL without liburing */
+void mdci_uring_free(struct mdci_uring *u);
+int mdci_uring_run(struct mdci_uring *u, struct mdc **hs, size_t n);
+
 /* Send what the socket takes now, without waiting (before mdci_run). */
 void mdci_exchange_write(struct mdc *m);
 /* One handle: begin is assumed done; returns m->xrc. */
@@ -161,6 +184,10 @@ ssize_t mdci_tls_read(struct mdc *m, void *buf, size_t cap);
 bool mdci_tls_pending(const struct mdc *m);
 /* Send close_notify if the session is up (never waits), free the SSL. */
 void mdci_tls_close(struct mdc *m);
+
+/* Read boot_id and data_generation out of STATS lines (0 when absent). */
+void mdci_parse_identity(const uint8_t *v, size_t n, uint64_t *boot,
+                         uint64_t *gen);
 
 /* Used by the pool to build handles with the pool's settings. */
 struct mdc *mdci_create_spec(const char *spec);

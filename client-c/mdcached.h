@@ -832,7 +832,9 @@ int mdc_pool_index(const mdc_pool_t *p, const void *key, size_t klen);
 
 /**
  * The handle of the server a key maps to: run any keyed operation on it,
- * e.g. mdc_incr(mdc_pool_pick(p, k, n), k, n, 1, &v).
+ * e.g. mdc_incr(mdc_pool_pick(p, k, n), k, n, 1, &v).  With a spool
+ * (mdc_pool_set_spool_dir()), that server's spooled invalidations are
+ * replayed first (within the per-call bounds).
  * @param p pool
  * @param key key bytes
  * @param klen key length
@@ -1003,6 +1005,91 @@ int mdc_pool_del_by_tag_stale(mdc_pool_t *p, int32_t tkey,
  * @return MDC_OK, MDC_ERR_PARTIAL, or an error when every server failed
  */
 int mdc_pool_flush(mdc_pool_t *p, int *server_rc);
+
+/* ---- fan-out paths and pool statistics (docs/client-c.md, "Pools") ---- */
+
+/** The path that carried a fan-out operation (tag operations, flush). */
+enum mdc_fanout_path {
+    MDC_PATH_TCP = 0,   /**< one TCP connection per server, one poll loop */
+    MDC_PATH_URING = 1, /**< the same connections driven by io_uring */
+    MDC_PATH_BPF = 2,   /**< kernel scatter-gather (reserved) */
+    MDC_PATH_COUNT = 4
+};
+
+/** How to fan out: mdc_pool_set_fanout(). */
+enum mdc_fanout_mode {
+    MDC_FANOUT_AUTO = 0,  /**< io_uring where available, else poll */
+    MDC_FANOUT_POLL = 1,  /**< the poll loop only */
+    MDC_FANOUT_URING = 2, /**< io_uring when usable (else poll, counted) */
+};
+
+/** Counters of a pool, since its creation (mdc_pool_get_stats()). */
+struct mdc_pool_stats {
+    uint64_t ops[MDC_PATH_COUNT]; /**< fan-out operations by path */
+    uint64_t uring_fallbacks; /**< io_uring wanted, poll used (no ring, a
+                                   connect or TLS pending) */
+    uint64_t retries;         /**< deletes sent again at once after a lost
+                                   connection */
+    uint64_t spooled;         /**< invalidations written to the spool */
+    uint64_t spool_flush_marks; /**< spool full: servers marked for flush */
+    uint64_t spool_covered;   /**< not written: a pending flush covers them */
+    uint64_t spool_errors;    /**< could not be spooled (see errstr) */
+    uint64_t replayed;        /**< spooled entries replayed */
+    uint64_t dropped;         /**< spooled entries dropped: the server
+                                   started empty since */
+    uint64_t spool_damaged;   /**< damaged places skipped in spool files */
+    uint64_t reserved[7];
+};
+
+/**
+ * Choose the fan-out path (default MDC_FANOUT_AUTO).
+ * @return MDC_OK, or MDC_ERR_ARG for an unknown mode
+ */
+int mdc_pool_set_fanout(mdc_pool_t *p, int mode);
+/** Copy the pool's counters into out (zeroed first). */
+int mdc_pool_get_stats(const mdc_pool_t *p, struct mdc_pool_stats *out);
+/** "tcp", "uring" or "bpf": the path of the last fan-out ("" before). */
+const char *mdc_pool_last_path(const mdc_pool_t *p);
+
+/* ---- the spool of invalidations (docs/client-c.md, "Invalidations that
+ * survive absence") ---- */
+
+/**
+ * Keep the tag deletes (plain and stale) and deletes that could not reach
+ * a server in a file of dir (created 0700 if missing; the file 0600), and
+ * replay them in order when the pool next talks to that server.
+ * @param dir a directory of the application's user; NULL turns it off
+ * @return MDC_OK, or an error (mdc_pool_errstr()) when dir is unusable
+ */
+int mdc_pool_set_spool_dir(mdc_pool_t *p, const char *dir);
+/**
+ * Bounds: the file's size (0: 1 MiB; when full, a server's entries are
+ * replaced by one mark to flush it when it comes back), and the replay
+ * done inside one pool call (0, 0: 100 entries, 10 ms).
+ */
+int mdc_pool_set_spool_limits(mdc_pool_t *p, size_t max_bytes,
+                              unsigned per_call_entries, int per_call_ms);
+
+/** What a replay did (mdc_pool_spool_replay()). */
+struct mdc_spool_result {
+    uint64_t replayed; /**< entries sent */
+    uint64_t dropped;  /**< entries not sent: the server started empty */
+    uint64_t left;     /**< entries still pending (server unreachable) */
+    uint64_t damaged;  /**< damaged places skipped */
+    uint64_t files;    /**< spool files read */
+    uint64_t reserved[3];
+};
+
+/**
+ * Replay every pending entry of every spool file in dir, without the
+ * per-call bounds (the background replayer: mdcached-tool spool-replay).
+ * Servers named in the files are added to p as needed, so p's timeouts,
+ * credentials and TLS settings apply.  Refuses to run as root.
+ * @return MDC_OK when nothing is left, MDC_ERR_PARTIAL when entries are
+ *         left, MDC_ERR_ARG (root, a bad dir), or an error
+ */
+int mdc_pool_spool_replay(mdc_pool_t *p, const char *dir,
+                          struct mdc_spool_result *res);
 
 #ifdef __cplusplus
 }

@@ -16,8 +16,18 @@
 #include <zend_exceptions.h>
 #include <zend_smart_str.h>
 
+/* compression libraries: each one config.m4 found (the project's build
+ * always has both; a PECL build on php-dev alone may have neither) */
+#ifdef MDC_HAVE_ZLIB
 #include <zlib.h>
+#else
+PHPAPI uint32_t php_crc32_bulk_update(uint32_t crc, const char *p, size_t nr);
+#define php_crc32_bulk_init() (0 ^ 0xffffffff)
+#define php_crc32_bulk_end(c) ((c) ^ 0xffffffff)
+#endif
+#ifdef MDC_HAVE_ZSTD
 #include <zstd.h>
+#endif
 
 #include "php_mdcached.h"
 #include "mdcached_arginfo.h"
@@ -73,6 +83,7 @@ enum {
     OPT_CONNECT_TIMEOUT = 7,
     OPT_READ_TIMEOUT = 8,
     OPT_RETRY_TIMEOUT = 9,
+    OPT_SPOOL_DIR = 10, /* libmdcached's spool of invalidations */
 };
 enum { SER_PHP = 1, SER_IGBINARY = 2, SER_MSGPACK = 3 };
 enum { COMP_ZLIB = 1, COMP_ZSTD = 2 };
@@ -143,6 +154,8 @@ void mdcx_conn_free(mdcx_conn *c)
         pefree(c->auth_pass, c->persistent);
     if (c->tls_key)
         pefree(c->tls_key, c->persistent);
+    if (c->spool_dir)
+        pefree(c->spool_dir, c->persistent);
     pefree(c, c->persistent);
 }
 
@@ -397,7 +410,13 @@ static bool mdcx_arg_types(uint32_t num, zval *z, uint32_t mask,
 
 static int32_t mdcx_string_tval(const char *s, size_t len)
 {
+#ifdef MDC_HAVE_ZLIB
     return (int32_t)(crc32(0L, (const Bytef *)s, (uInt)len) & 0x7fffffffu);
+#else
+    /* PHP's crc32(), the same CRC-32 as zlib's */
+    uint32_t c = php_crc32_bulk_update(php_crc32_bulk_init(), s, len);
+    return (int32_t)(php_crc32_bulk_end(c) & 0x7fffffffu);
+#endif
 }
 
 typedef struct {
@@ -599,6 +618,45 @@ static bool mdcx_have_fn(const char *fn)
     return zend_hash_str_exists(EG(function_table), fn, strlen(fn));
 }
 
+/* The output bound of compressing len bytes with type; 0 when this build
+ * lacks that library. */
+static size_t mdcx_zbound(int type, size_t len)
+{
+#ifdef MDC_HAVE_ZSTD
+    if (type == COMP_ZSTD)
+        return ZSTD_compressBound(len);
+#endif
+#ifdef MDC_HAVE_ZLIB
+    if (type == COMP_ZLIB)
+        return compressBound((uLong)len);
+#endif
+    (void)len;
+    return 0;
+}
+
+/* Compress s into d (cap bytes, mdcx_zbound()'s): true and *zlen. */
+static bool mdcx_zcompress(int type, unsigned char *d, size_t cap,
+                           const char *s, size_t len, size_t *zlen)
+{
+#ifdef MDC_HAVE_ZSTD
+    if (type == COMP_ZSTD) {
+        *zlen = ZSTD_compress(d, cap, s, len, 3);
+        return !ZSTD_isError(*zlen);
+    }
+#endif
+#ifdef MDC_HAVE_ZLIB
+    if (type == COMP_ZLIB) {
+        uLongf dl = (uLongf)cap;
+        bool ok = compress2(d, &dl, (const Bytef *)s, (uLong)len,
+                            Z_DEFAULT_COMPRESSION) == Z_OK;
+        *zlen = dl;
+        return ok;
+    }
+#endif
+    (void)d, (void)cap, (void)s, (void)len, (void)zlen;
+    return false;
+}
+
 /* Encode a value into out (a smart_str) and flags.  0 or an error. */
 static int mdcx_encode(mdcx_obj *o, zval *v, smart_str *out, uint32_t *flags)
 {
@@ -657,9 +715,9 @@ static int mdcx_encode(mdcx_obj *o, zval *v, smart_str *out, uint32_t *flags)
     size_t len = out->s ? ZSTR_LEN(out->s) : 0;
     if (o->compression && len >= (size_t)o->compression_threshold &&
         len > 0 && len <= MAX_UNCOMPRESSED) {
-        size_t cap = o->compression_type == COMP_ZSTD
-                         ? ZSTD_compressBound(len)
-                         : compressBound((uLong)len);
+        size_t cap = mdcx_zbound(o->compression_type, len);
+        if (cap == 0) /* this build lacks the library: stored plain */
+            return 0;
         zend_string *z = zend_string_alloc(cap + 4, 0);
         unsigned char *d = (unsigned char *)ZSTR_VAL(z);
         size_t zlen = 0;
@@ -668,15 +726,8 @@ static int mdcx_encode(mdcx_obj *o, zval *v, smart_str *out, uint32_t *flags)
         d[1] = (len >> 8) & 0xff;
         d[2] = (len >> 16) & 0xff;
         d[3] = (len >> 24) & 0xff;
-        if (o->compression_type == COMP_ZSTD) {
-            zlen = ZSTD_compress(d + 4, cap, ZSTR_VAL(out->s), len, 3);
-            ok = !ZSTD_isError(zlen);
-        } else {
-            uLongf dl = (uLongf)cap;
-            ok = compress2(d + 4, &dl, (const Bytef *)ZSTR_VAL(out->s),
-                           (uLong)len, Z_DEFAULT_COMPRESSION) == Z_OK;
-            zlen = dl;
-        }
+        ok = mdcx_zcompress(o->compression_type, d + 4, cap,
+                            ZSTR_VAL(out->s), len, &zlen);
         /* keep compressed data only when it saves space */
         if (ok && zlen + 4 < len) {
             ZSTR_LEN(z) = zlen + 4;
@@ -901,18 +952,24 @@ static int mdcx_decode(mdcx_obj *o, const char *p, size_t len, uint32_t flags,
          * at most 1032:1, and a zstd frame states its size */
         if (olen > MAX_UNCOMPRESSED)
             goto bad;
-        if ((flags & VF_ZSTD) &&
-            ZSTD_getFrameContentSize(p + 4, len - 4) != (unsigned long long)olen)
-            goto bad;
-        if (!(flags & VF_ZSTD) && olen > (len - 4) * 1032 + 64)
-            goto bad;
-        plain = zend_string_alloc(olen, 0);
         if (flags & VF_ZSTD) {
+#ifdef MDC_HAVE_ZSTD
+            if (ZSTD_getFrameContentSize(p + 4, len - 4) !=
+                (unsigned long long)olen)
+                goto bad;
+            plain = zend_string_alloc(olen, 0);
             size_t r = ZSTD_decompress(ZSTR_VAL(plain), olen, p + 4, len - 4);
             if (ZSTD_isError(r) || r != olen ||
                 ZSTD_findFrameCompressedSize(p + 4, len - 4) != len - 4)
                 goto bad;
+#else
+            goto bad; /* built without libzstd */
+#endif
         } else {
+#ifdef MDC_HAVE_ZLIB
+            if (olen > (len - 4) * 1032 + 64)
+                goto bad;
+            plain = zend_string_alloc(olen, 0);
             uLongf dl = (uLongf)olen;
             uLong sl = (uLong)(len - 4);
             /* the whole stream must be consumed: trailing bytes are a
@@ -921,6 +978,9 @@ static int mdcx_decode(mdcx_obj *o, const char *p, size_t len, uint32_t flags,
                             (const Bytef *)p + 4, &sl) != Z_OK ||
                 dl != olen || sl != (uLong)(len - 4))
                 goto bad;
+#else
+            goto bad; /* built without zlib */
+#endif
         }
         ZSTR_VAL(plain)[olen] = '\0';
         p = ZSTR_VAL(plain);
@@ -1338,6 +1398,12 @@ static bool mdcx_set_option(mdcx_obj *o, zend_long opt, zval *v)
                         "invalid arguments: unknown compression type");
             return false;
         }
+        if (mdcx_zbound((int)l, 1) == 0) {
+            mdcx_result(o, MDC_NOT_SUPPORTED,
+                        l == COMP_ZSTD ? "not supported: built without libzstd"
+                                       : "not supported: built without zlib");
+            return false;
+        }
         o->compression_type = l;
         break;
     case OPT_COMPRESSION_THRESHOLD:
@@ -1366,6 +1432,26 @@ static bool mdcx_set_option(mdcx_obj *o, zend_long opt, zval *v)
             o->c->retry_ms = (int)l;
         mdcx_conn_apply(o->c);
         break;
+    case OPT_SPOOL_DIR: {
+        /* tag deletes and deletes that miss a server are spooled in this
+         * directory and replayed (docs/client-c.md); "" or null: off */
+        zend_string *s = Z_TYPE_P(v) == IS_NULL ? NULL : zval_get_string(v);
+        const char *d = (s != NULL && ZSTR_LEN(s) > 0) ? ZSTR_VAL(s) : NULL;
+        int rc = mdc_pool_set_spool_dir(o->c->pool, d);
+        if (rc != MDC_OK) {
+            mdcx_result(o, MDCX_RES_INVALID_ARGS, "invalid arguments: %s",
+                        mdc_pool_errstr(o->c->pool));
+            if (s != NULL)
+                zend_string_release(s);
+            return false;
+        }
+        if (o->c->spool_dir)
+            pefree(o->c->spool_dir, o->c->persistent);
+        o->c->spool_dir = d ? pestrdup(d, o->c->persistent) : NULL;
+        if (s != NULL)
+            zend_string_release(s);
+        break;
+    }
     default:
         mdcx_result(o, MDCX_RES_INVALID_ARGS,
                     "invalid arguments: unknown option " ZEND_LONG_FMT, opt);
@@ -1437,6 +1523,10 @@ PHP_METHOD(Mdcached_Client, getOption)
         RETURN_LONG(o->c->io_ms);
     case OPT_RETRY_TIMEOUT:
         RETURN_LONG(o->c->retry_ms);
+    case OPT_SPOOL_DIR:
+        if (o->c->spool_dir == NULL)
+            RETURN_NULL();
+        RETURN_STRING(o->c->spool_dir);
     }
     mdcx_result(o, MDCX_RES_INVALID_ARGS,
                 "invalid arguments: unknown option " ZEND_LONG_FMT, opt);
@@ -1964,7 +2054,11 @@ PHP_METHOD(Mdcached_Client, delete)
     mdc_t *h = mdcx_key_server(o, key, &k);
     if (h == NULL)
         RETURN_FALSE;
-    RETURN_BOOL(mdcx_key_done(o, h, &k, mdc_delete(h, k.p, k.len, 0)) == MDC_OK);
+    /* through the pool: a delete that misses its server is spooled
+     * (OPT_SPOOL_DIR) */
+    RETURN_BOOL(mdcx_key_done(o, h, &k,
+                              mdc_pool_delete(o->c->pool, k.p, k.len, 0)) ==
+                MDC_OK);
 }
 
 /* deleteStale(key, ttl): memcached's md I [T]: the record stays readable,
@@ -2696,6 +2790,7 @@ PHP_MINIT_FUNCTION(mdcached)
     mdcx_const("OPT_CONNECT_TIMEOUT", OPT_CONNECT_TIMEOUT);
     mdcx_const("OPT_READ_TIMEOUT", OPT_READ_TIMEOUT);
     mdcx_const("OPT_RETRY_TIMEOUT", OPT_RETRY_TIMEOUT);
+    mdcx_const("OPT_SPOOL_DIR", OPT_SPOOL_DIR);
     mdcx_const("SERIALIZER_PHP", SER_PHP);
     mdcx_const("SERIALIZER_IGBINARY", SER_IGBINARY);
     mdcx_const("SERIALIZER_MSGPACK", SER_MSGPACK);

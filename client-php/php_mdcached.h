@@ -41,6 +41,7 @@ typedef struct mdcx_conn {
     char *auth_user, *auth_pass; /* setSaslAuthData(), or NULL */
     char *tls_key; /* setTls()'s options in one string (unchanged options
                       on a persistent connection keep it open), or NULL */
+    char *spool_dir; /* OPT_SPOOL_DIR (libmdcached's spool), or NULL */
     bool in_use; /* a persistent connection taken by a live object */
     uint64_t in_use_req; /* ... of this request (a request that died
                             without freeing its objects frees it) */

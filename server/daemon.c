@@ -26,9 +26,6 @@
 
 #include <event2/event.h>
 #include <event2/thread.h>
-#ifdef HAVE_LIBSYSTEMD
-#include <systemd/sd-daemon.h>
-#endif
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>
@@ -36,6 +33,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <sys/ioctl.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sysexits.h>
 
@@ -50,6 +48,7 @@
 #include "auth.h"
 #include "server/net/tls.h"
 #include "log.h"
+#include "notify.h"
 #include "report.h"
 #include "metrics.h"
 #include "bpf/mirror.h"
@@ -71,6 +70,23 @@ static int server_libevent_threads(void)
 
     pthread_once(&once, server_evthread_init);
     return server_evthread_rc;
+}
+
+/* A random non-zero 64-bit number (getrandom; the clock and pid mixed in
+ * should it fail: an identity, not a secret). */
+static uint64_t random_u64(void)
+{
+    uint64_t v = 0;
+    struct timespec ts;
+
+    if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != (ssize_t)sizeof(v)) {
+        clock_gettime(CLOCK_REALTIME, &ts);
+        v = ((uint64_t)ts.tv_sec * 1000000007u) ^ (uint64_t)ts.tv_nsec ^
+            ((uint64_t)getpid() << 40);
+        v ^= v >> 31;
+        v *= 0x9E3779B97F4A7C15ull;
+    }
+    return v != 0 ? v : 1;
 }
 
 struct server *server_setup(const struct options *opt)
@@ -98,7 +114,9 @@ struct server *server_setup(const struct options *opt)
         goto fail;
     }
     memset(&cfg, 0, sizeof(cfg));
-    cfg.mem_limit = (size_t)opt->memory_mb << 20;
+    /* --memory-limit-kib, when given, overrides -m with a finer limit */
+    cfg.mem_limit = opt->memory_kib != 0 ? (size_t)opt->memory_kib << 10
+                                         : (size_t)opt->memory_mb << 20;
     cfg.no_evict = opt->no_evict;
     cfg.nbuckets = (uint32_t)opt->buckets;
     cfg.tag_buckets = (uint32_t)opt->tag_buckets;
@@ -108,10 +126,14 @@ struct server *server_setup(const struct options *opt)
     cfg.sweep_interval_ms = (uint32_t)opt->sweep_interval;
     srv->store = store_setup(&cfg);
     if (srv->store == NULL) {
-        log_error("cannot create the store (-m %llu MiB)",
-                  (unsigned long long)opt->memory_mb);
+        log_error("cannot create the store (%llu KiB)",
+                  (unsigned long long)(cfg.mem_limit >> 10));
         goto fail;
     }
+    /* who we are (boot_id) and whose records we hold (the data generation:
+     * new while empty, replaced by a dump's at the load) */
+    srv->boot_id = random_u64();
+    store_set_generation(srv->store, random_u64());
     srv->proto_detect = proto_detect;
     if (threads_setup(srv) < 0) {
         log_error("cannot set up threads");
@@ -171,20 +193,16 @@ int server_xdp_open(struct server *srv)
 /*
  * systemd's readiness protocol (Type=notify): READY=1 once every listener
  * accepts, STOPPING=1 when a graceful stop begins.  Does nothing outside
- * systemd (no $NOTIFY_SOCKET) or in a build without libsystemd.
+ * systemd (no $NOTIFY_SOCKET) or in a build --without-systemd (notify.c).
  */
 static void server_notify(const char *state)
 {
-#ifdef HAVE_LIBSYSTEMD
-    int r = sd_notify(0, state);
+    int r = notify_send(state);
 
     if (r < 0)
-        log_warn("sd_notify: %s", strerror(-r));
+        log_warn("sd_notify to $NOTIFY_SOCKET: %s", strerror(-r));
     else if (r > 0)
         log_debug("sd_notify: %s", state);
-#else
-    (void)state;
-#endif
 }
 
 /* SIGHUP with -C: apply what can change live, log what cannot. */
@@ -417,9 +435,13 @@ int server_run(struct server *srv)
         goto stop;
     }
     log_info("mdcached %s ready: model %s, %u network and %u payload "
-             "threads, %llu MiB, %s",
+             "threads, %llu %s, %s",
              PACKAGE_VERSION, thread_model_name(srv->model), srv->nnet,
-             srv->npay, (unsigned long long)srv->opt.memory_mb,
+             srv->npay,
+             (unsigned long long)(srv->opt.memory_kib != 0
+                                      ? srv->opt.memory_kib
+                                      : srv->opt.memory_mb),
+             srv->opt.memory_kib != 0 ? "KiB" : "MiB",
              mdc_allocator_name());
     server_notify("READY=1\nSTATUS=accepting connections");
     event_base_dispatch(srv->workers[0].base);

@@ -21,6 +21,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,7 @@
 #include "server/net/threads.h"
 #include "server/core/alloc.h"
 #include "server/core/dump.h"
+#include "server/core/testhook.h"
 
 struct dumper {
     struct server *srv;
@@ -118,9 +120,11 @@ int dumper_load(struct server *srv)
                      path, info.bad, info.invalid, info.blocks, dest);
     }
     if (info.over_limit > 0)
-        log_warn("dump %s: memory limit (-m %" PRIu64 " MiB) reached: %"
+        log_warn("dump %s: memory limit (%" PRIu64 " KiB) reached: %"
                  PRIu64 " least recently used records not loaded", path,
-                 srv->opt.memory_mb, info.over_limit);
+                 srv->opt.memory_kib != 0 ? srv->opt.memory_kib
+                                          : srv->opt.memory_mb << 10,
+                 info.over_limit);
     if (info.refused > 0)
         log_warn("dump %s: %" PRIu64 " records refused by the store "
                  "(duplicate key, or over -I / --max-tags)", path,
@@ -203,6 +207,7 @@ static uint64_t dumper_ask(struct dumper *d)
         d->pending = true;
         pthread_cond_signal(&d->cv);
     }
+    testhook_stop_asked("dumper"); /* asked for a dump: as good */
     return d->seq_done + 1;
 }
 
@@ -266,6 +271,7 @@ static void *dumper_main(void *arg)
     uint64_t every = d->srv->opt.dump_interval * 1000;
     uint64_t next = every ? mono_ms() + every : 0;
 
+    testhook_hold_loop("dumper");
     pthread_mutex_lock(&d->mu);
     for (;;) {
         while (!d->pending && !d->stop) {
@@ -340,6 +346,8 @@ int dumper_setup(struct server *srv)
 {
     struct dumper *d;
     pthread_condattr_t ca;
+    sigset_t all, old;
+    int e;
 
     if (srv->opt.dump_file == NULL)
         return 0;
@@ -353,7 +361,12 @@ int dumper_setup(struct server *srv)
     pthread_cond_init(&d->cv, &ca);
     pthread_condattr_destroy(&ca);
     pthread_cond_init(&d->done_cv, NULL);
-    if (pthread_create(&d->tid, NULL, dumper_main, d) != 0) {
+    /* only the main thread takes signals (daemon.c's libevent events) */
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    e = pthread_create(&d->tid, NULL, dumper_main, d);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (e != 0) {
         pthread_mutex_destroy(&d->mu);
         pthread_cond_destroy(&d->cv);
         pthread_cond_destroy(&d->done_cv);
@@ -376,6 +389,7 @@ void dumper_teardown(struct server *srv)
     d->stop = true;
     pthread_cond_signal(&d->cv);
     pthread_mutex_unlock(&d->mu);
+    testhook_stop_asked("dumper");
     pthread_join(d->tid, NULL);
     srv->dumper = NULL;
     srv->dump_request = NULL;

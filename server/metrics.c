@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,7 @@
 
 #include "log.h"
 #include "options.h"
+#include "server/core/testhook.h"
 #include "report.h"
 #include "stats.h"
 
@@ -34,6 +36,7 @@ struct metrics_hist {
 struct metrics {
     struct event_base *base;
     struct evhttp *http;
+    struct event *ev_stop; /* made active to stop the thread's loop */
     pthread_t tid;
     bool started;
     struct metrics_hist *hist; /* one per worker */
@@ -174,6 +177,10 @@ static const struct gmap gmaps[] = {
      "Bytes allocated to records and the tag index."},
     {"get_flushed", "mdcached_get_flushed_total", "counter",
      "Gets that found a record a flush_all had invalidated."},
+    {"flush_pending", "mdcached_flush_pending", "gauge",
+     "flush_all cut-offs pending: a delayed one not yet due, one whose records are not all reclaimed."},
+    {"flush_reclaimed", "mdcached_flush_reclaimed_total", "counter",
+     "Records a flush_all had hidden, reclaimed since."},
     {"dumps", "mdcached_dumps_total", "counter", "Dumps written."},
     {"dump_failures", "mdcached_dump_failures_total", "counter", "Dumps that failed."},
     {"store_no_memory_held", "mdcached_store_no_memory_held_total", "counter",
@@ -549,6 +556,18 @@ const char *metrics_name(const struct server *srv)
     return srv->metrics != NULL ? srv->metrics->name : NULL;
 }
 
+/* The stop, run by the thread's own loop.  The stop is an event made
+ * active rather than event_base_loopbreak() from the main thread: a break
+ * asked before the loop runs is forgotten when it starts (libevent clears
+ * the flag), and the main thread then waited for good in pthread_join().
+ * An active event stays active until the loop runs it. */
+static void metrics_stop_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    event_base_loopbreak(arg);
+}
+
 int metrics_setup(struct server *srv)
 {
     const char *spec = srv->opt.metrics;
@@ -575,7 +594,10 @@ int metrics_setup(struct server *srv)
     memset(m->hist, 0, (size_t)m->nhist * sizeof(*m->hist));
     m->base = event_base_new();
     m->http = m->base != NULL ? evhttp_new(m->base) : NULL;
-    if (m->http == NULL)
+    m->ev_stop = m->base != NULL ? event_new(m->base, -1, 0, metrics_stop_cb,
+                                             m->base)
+                                 : NULL;
+    if (m->http == NULL || m->ev_stop == NULL)
         goto nomem;
     evhttp_set_allowed_methods(m->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD);
     evhttp_set_cb(m->http, "/metrics", metrics_http_cb, srv);
@@ -613,6 +635,7 @@ static void *metrics_main(void *arg)
 {
     struct metrics *m = arg;
 
+    testhook_hold_loop("metrics");
     event_base_dispatch(m->base);
     return NULL;
 }
@@ -620,10 +643,17 @@ static void *metrics_main(void *arg)
 int metrics_start_thread(struct server *srv)
 {
     struct metrics *m = srv->metrics;
+    sigset_t all, old;
+    int e;
 
     if (m == NULL)
         return 0;
-    if (pthread_create(&m->tid, NULL, metrics_main, m) != 0) {
+    /* only the main thread takes signals (daemon.c's libevent events) */
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    e = pthread_create(&m->tid, NULL, metrics_main, m);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (e != 0) {
         log_error("--metrics: cannot start its thread");
         return -1;
     }
@@ -638,10 +668,13 @@ void metrics_teardown(struct server *srv)
     if (m == NULL)
         return;
     if (m->started) {
-        event_base_loopbreak(m->base);
+        event_active(m->ev_stop, EV_READ, 0);
+        testhook_stop_asked("metrics");
         pthread_join(m->tid, NULL);
     }
     srv->metrics = NULL;
+    if (m->ev_stop != NULL)
+        event_free(m->ev_stop);
     if (m->http != NULL)
         evhttp_free(m->http);
     if (m->base != NULL)

@@ -808,6 +808,23 @@ static int opt_validate(struct options *o, FILE *err, const char *argv0)
                 argv0, o->user);
         return -1;
     }
+    /* memcached refuses the same (and -I under 1024, as the table does);
+     * the limit is --memory-limit-kib's when given, else -m's */
+    if (o->max_item_size > (o->memory_kib != 0 ? o->memory_kib << 10
+                                               : o->memory_mb << 20) / 2) {
+        if (o->memory_kib != 0)
+            fprintf(err, "%s: -I %llu is more than half of "
+                    "--memory-limit-kib %llu: cannot set item size limit "
+                    "higher than 1/2 of memory max\n", argv0,
+                    (unsigned long long)o->max_item_size,
+                    (unsigned long long)o->memory_kib);
+        else
+            fprintf(err, "%s: -I %llu is more than half of -m %llu MiB: "
+                    "cannot set item size limit higher than 1/2 of memory "
+                    "max\n", argv0, (unsigned long long)o->max_item_size,
+                    (unsigned long long)o->memory_mb);
+        return -1;
+    }
     if (o->xdp != NULL && o->udp_port == 0) {
         fprintf(err, "%s: -x %s needs -U PORT: XDP answers memcached UDP "
                 "GETs only\n", argv0, o->xdp);
@@ -830,6 +847,12 @@ static int opt_validate(struct options *o, FILE *err, const char *argv0)
         strcmp(o->dump_load, "ignore") != 0) {
         fprintf(err, "%s: invalid value '%s' for --dump-load: want repair, "
                 "strict or ignore\n", argv0, o->dump_load);
+        return -1;
+    }
+    if (o->memory_kib != 0 && o->memory_kib < 1024) {
+        fprintf(err, "%s: invalid value '%llu' for --memory-limit-kib: "
+                "below 1024 (1 MiB, -m's least)\n", argv0,
+                (unsigned long long)o->memory_kib);
         return -1;
     }
     if (o->dump_on_exit && o->no_dump_on_exit) {

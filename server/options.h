@@ -54,6 +54,8 @@ struct opt_list {
       "(IORING_OP_SEND_ZC); 0 = off")                                          \
     X(memory_mb, 'm', "memory-limit", OT_UINT, "1024", 1, 16777216, "MiB",     \
       "memory for records and the tag index, in MiB")                          \
+    X(memory_kib, 0, "memory-limit-kib", OT_UINT, "0", 0, 17179869184ULL,      \
+      "KiB", "the same limit in KiB, finer than -m (benches); 0 = -m's")       \
     X(no_evict, 'M', "no-evict", OT_FLAG, "off", 0, 1, NULL,                   \
       "when memory is full refuse stores instead of evicting")                 \
     X(listen, 'l', "listen", OT_LIST, "127.0.0.1", 0, 0, "ADDR",               \

@@ -102,8 +102,10 @@ enum mc_action {
     X('F', "disable-flush-all", MC_NOARG, MA_SAME, "disable-flush-all",        \
       "--disable-flush-all")                                                   \
     X('X', "disable-dumping", MC_NOARG, MA_IGNORE, NULL,                       \
-      "ignored: no stats cachedump")                                           \
-    X('W', "disable-watch", MC_NOARG, MA_IGNORE, NULL, "ignored")              \
+      "ignored: lru_crawler metadump stays served (after login under "        \
+      "--auth-file)")                                                          \
+    X('W', "disable-watch", MC_NOARG, MA_IGNORE, NULL,                         \
+      "ignored: watch stays served (after login under --auth-file)")          \
     X('Y', "auth-file", MC_ARG, MA_SAME, "auth-file", "--auth-file")           \
     X('e', "memory-file", MC_ARG, MA_IGNORE, NULL,                             \
       "ignored: a restartable cache is -f (--dump-file), docs/dump.md")       \

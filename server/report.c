@@ -99,6 +99,18 @@ static uint64_t stats_buffers_lent(struct server *srv, unsigned own)
     return n > own ? n - own : 0;
 }
 
+/* Per-connection backend state held now beyond the connections' structs
+ * (struct conn_pool, xheld): 0 once every connection idles. */
+static uint64_t stats_backend_held(struct server *srv)
+{
+    uint64_t n = 0;
+    unsigned i;
+
+    for (i = 0; i < srv->nworkers; i++)
+        n += __atomic_load_n(&srv->workers[i].pool.xheld, __ATOMIC_RELAXED);
+    return n;
+}
+
 /* Time accepting was paused (net.c's backoff), the pause going on
  * included, in microseconds. */
 static uint64_t listen_disabled_us(struct server *srv)
@@ -156,10 +168,13 @@ void stats_collect_conn(struct server *srv, stats_visit_fn fn, void *ctx,
     s.direct_reclaims -= sb.direct_reclaims;
     s.lrutail_reflocked -= sb.lrutail_reflocked;
     s.get_flushed -= sb.get_flushed;
+    s.flush_reclaimed -= sb.flush_reclaimed;
 
     emit_u64(fn, ctx, "pid", (uint64_t)getpid());
     emit_u64(fn, ctx, "uptime", server_uptime(srv));
     emit_u64(fn, ctx, "time", (uint64_t)time(NULL));
+    emit_u64(fn, ctx, "boot_id", srv->boot_id);
+    emit_u64(fn, ctx, "data_generation", store_generation(srv->store));
     fn(ctx, "version", MDC_TEXT_VERSION);
     fn(ctx, "libevent", event_get_version());
     emit_u64(fn, ctx, "pointer_size", 8 * sizeof(void *));
@@ -179,9 +194,9 @@ void stats_collect_conn(struct server *srv, stats_visit_fn fn, void *ctx,
              atomic_load_explicit(&srv->nconns, memory_order_relaxed));
     emit_u64(fn, ctx, "accepting_conns",
              __atomic_load_n(&srv->accepting, __ATOMIC_RELAXED) ? 1 : 0);
-    /* a flush removes the records at once; the store remembers their keys
-     * so that the first get of each counts here, as memcached's lazily
-     * invalidated items do (store.h, struct store_stats) */
+    /* a flush hides the records at once (a cut-off) and they are
+     * reclaimed later: a read that finds one counts here, as in memcached
+     * (store.h, struct store_stats) */
     emit_u64(fn, ctx, "get_flushed", s.get_flushed);
     /* watch (server/net/watch.h): watchers now, and the lines dropped
      * because a watcher did not read them in time */
@@ -189,10 +204,13 @@ void stats_collect_conn(struct server *srv, stats_visit_fn fn, void *ctx,
              __atomic_load_n(&srv->watchers, __ATOMIC_RELAXED));
     emit_u64(fn, ctx, "log_watcher_skipped",
              __atomic_load_n(&srv->watch_skipped, __ATOMIC_RELAXED));
+    emit_u64(fn, ctx, "flush_pending", s.flush_pending);
+    emit_u64(fn, ctx, "flush_reclaimed", s.flush_reclaimed);
 #define X(n) emit_u64(fn, ctx, #n, t.n);
     STATS_THREAD_FIELDS(X)
 #undef X
     emit_u64(fn, ctx, "conn_buffers_lent", stats_buffers_lent(srv, own));
+    emit_u64(fn, ctx, "conn_backend_held", stats_backend_held(srv));
     emit_u64(fn, ctx, "time_in_listen_disabled_us",
              listen_disabled_us(srv) - tb_listen_us);
     /* evictions of a record a reader still held (memcached counts the
@@ -358,8 +376,17 @@ int stats_collect_group(struct server *srv, const char *group, size_t glen,
 {
 #define IS(s) (glen == sizeof(s) - 1 && memcmp(group, s, glen) == 0)
     if (fn == NULL) /* only asks whether the group exists */
-        return IS("settings") || IS("threads") || IS("tags") ? 0 : -1;
-    if (IS("settings"))
+        return IS("settings") || IS("threads") || IS("tags") ||
+                       IS("identity")
+                   ? 0
+                   : -1;
+    if (IS("identity")) {
+        /* what a client spooling invalidations asks (libmdcached's
+         * spool): this process, and whose records it holds */
+        emit_u64(fn, ctx, "boot_id", srv->boot_id);
+        emit_u64(fn, ctx, "data_generation", store_generation(srv->store));
+        emit_u64(fn, ctx, "uptime", server_uptime(srv));
+    } else if (IS("settings"))
         stats_collect_settings(srv, fn, ctx);
     else if (IS("threads"))
         stats_collect_threads(srv, fn, ctx);

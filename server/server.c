@@ -14,12 +14,19 @@
 
 uint64_t server_coarse_res_ms(void)
 {
+    static uint64_t res_ms; /* read once; every thread stores the same */
+    uint64_t res = __atomic_load_n(&res_ms, __ATOMIC_RELAXED);
     struct timespec ts;
 
+    if (res != 0)
+        return res;
     if (clock_getres(CLOCK_MONOTONIC_COARSE, &ts) != 0)
-        return 1000;
-    return (uint64_t)ts.tv_sec * 1000 +
-           ((uint64_t)ts.tv_nsec + 999999) / 1000000; /* rounded up */
+        res = 1000;
+    else
+        res = (uint64_t)ts.tv_sec * 1000 +
+              ((uint64_t)ts.tv_nsec + 999999) / 1000000; /* rounded up */
+    __atomic_store_n(&res_ms, res, __ATOMIC_RELAXED);
+    return res;
 }
 
 uint64_t server_uptime(const struct server *srv)

@@ -92,6 +92,12 @@ struct conn_pool {
     unsigned n[CONN_POOL_KINDS];
     uint64_t lent;        /* input and output buffers lent out now
                              (relaxed atomic, for stats) */
+    uint64_t xheld;       /* backend state a connection holds beyond its
+                             struct, now: epoll's write event while a write
+                             would block, io_uring's iovec array while a
+                             sendmsg is in flight and stash while a payload
+                             thread has the input (relaxed atomic, for
+                             stats conn_backend_held; 0 when all idle) */
 };
 
 struct worker {
@@ -105,7 +111,8 @@ struct worker {
     /* network role (and main) */
     struct event_base *base;
     struct event *ev_inbox;   /* activated when inbox goes non-empty */
-    struct event *ev_tick;    /* 1 s: idle and slow-reader checks */
+    struct event *ev_tick;    /* the tick (timeouts, slow readers), armed
+                                 for next_tick_ms (threads.c) */
     struct event *ev_stop;    /* activated by the main thread on shutdown */
     struct mq inbox;          /* conns: new ones and ones back from payload */
     struct conn *conns;       /* list head (struct conn_link in conn) */
@@ -117,7 +124,10 @@ struct worker {
                                  CPU away after each loop turn (threads.c) */
     bool stopping;
     uint64_t stop_at;         /* coarse seconds when stopping began */
-    uint64_t now;             /* coarse monotonic seconds, set by ev_tick */
+    uint64_t now;             /* coarse monotonic seconds, set by the tick */
+    uint64_t next_tick_ms;    /* server_coarse_ms() when the tick is due:
+                                 the next second, or a connection's
+                                 timeout before it */
     uint64_t auth_log_at;     /* proto.c: second of the last failure logged */
     unsigned auth_log_quiet;  /* failures since then not logged */
 
@@ -233,6 +243,7 @@ struct server {
     _Atomic uint64_t dump_last_ms;    /* how long the last dump took */
     _Atomic uint64_t dump_last_time;  /* Unix time it ended */
     _Atomic bool dump_running;
+    uint64_t boot_id;                 /* random at each start, never 0 */
     uint64_t load_records;            /* loaded at start */
     uint64_t load_ms;
     /* stats reset and stats detail (report.c) */

@@ -20,6 +20,8 @@
     X(auth_cmds)                                                               \
     X(auth_errors)                                                             \
     X(auth_timeouts)                                                           \
+    X(sasl_auth_errors)                                                        \
+    X(binary_requests)                                                         \
     X(closed_connections)                                                      \
     X(cmd_get)                                                                 \
     X(cmd_set)                                                                 \

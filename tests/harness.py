@@ -14,7 +14,7 @@ As a module (tests/tls_e2e.py):
 start() runs mdcached on ports it picks itself (-p auto, --port-file: no
 free port is probed), its stdout and stderr into a log file, and waits for
 the daemon's own signal that it is ready: READY=1 on a NOTIFY_SOCKET the
-harness binds (sd_notify, in a build with libsystemd), else its port file
+harness binds (sd_notify; not in a build --without-systemd), else its port file
 renamed into place (inotify).  An exit before that ends the wait at once (a
 pidfd).  No sleep, no connect probe.  A daemon that does not get ready, or
 does not exit 0 on stop(), has its log printed; so has every daemon still
@@ -57,13 +57,13 @@ def binary():
 
 
 def _notifies():
-    """True when the daemon was built with libsystemd (it sends READY=1);
+    """True when the daemon was built with sd_notify (it sends READY=1);
     the build's config.h says.  MDC_TEST_NOTIFY=0: the port file only."""
     if os.environ.get("MDC_TEST_NOTIFY") == "0":
         return False
     try:
         with open(os.path.join(B, "config.h")) as f:
-            return "#define HAVE_LIBSYSTEMD 1" in f.read()
+            return "#define MDC_SD_NOTIFY 1" in f.read()
     except OSError:
         return False
 
@@ -362,7 +362,7 @@ def exec_notified(marker, argv):
     its own) with NOTIFY_SOCKET bound here first; a detached process keeps
     the socket and, on READY=1, renames marker into place (what
     wait-ready then waits for), or exits when the daemon does first.  In
-    a build without libsystemd the daemon is run as it is: the port file
+    a build --without-systemd the daemon is run as it is: the port file
     says ready then."""
     if not _notifies():
         os.environ.pop("NOTIFY_SOCKET", None)

@@ -11,7 +11,7 @@
 # adds none: the test gives its own listeners) and --port-file, its output
 # in $H_TMP/NAME.log, and waits for the daemon's own signal that it is
 # ready: READY=1 (sd_notify; harness.py exec binds the NOTIFY_SOCKET and
-# then becomes the daemon), or in a build without libsystemd its port file,
+# then becomes the daemon), or in a build --without-systemd its port file,
 # written once every listener is bound (harness.py wait-ready: inotify and
 # a pidfd, no sleep and no connect probe).
 # MDC_WRAP (e.g. "ip netns exec NS") is put in front of the daemon;
@@ -70,11 +70,11 @@ mdc_start() {
         _prev=$_a
     done
     # harness.py exec binds a NOTIFY_SOCKET, then becomes the daemon (its
-    # pid is $!); $_rd appears on READY=1.  Without libsystemd in the
-    # build the daemon does not notify: the port file says it is ready.
+    # pid is $!); $_rd appears on READY=1.  In a build --without-systemd
+    # the daemon does not notify: the port file says it is ready.
     _rd="$H_TMP/$_n.ready"
     rm -f "$_rd"
-    grep -q '^#define HAVE_LIBSYSTEMD 1' "${MDC_BUILDDIR:-.}/config.h" \
+    grep -q '^#define MDC_SD_NOTIFY 1' "${MDC_BUILDDIR:-.}/config.h" \
         2>/dev/null || _rd=$_pf
     [ "${MDC_TEST_NOTIFY:-1}" = 0 ] && _rd=$_pf
     _auto="-p auto"

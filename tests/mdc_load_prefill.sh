@@ -102,7 +102,7 @@ grep -q '1 of 100 prefill sets failed (one reply: "SERVER_ERROR object too large
     fail "message: $(cat "$RC_TMP/large.err")"
 
 # 3. a full cache that does not evict: stops within seconds, says why
-mdc_start F -l 127.0.0.1 -n 1 -m 1 -M || { echo "FAIL: mdcached did not start"; exit 1; }
+mdc_start F -l 127.0.0.1 -n 1 -m 1 -I 512k -M || { echo "FAIL: mdcached did not start"; exit 1; }
 for p in text native; do
     t0=$(date +%s)
     load -P $p -s 127.0.0.1:$F_PORT -k 200000 -v 100 -c 4 -f -D 0 -w 0 -q 2>"$RC_TMP/full-$p.err"

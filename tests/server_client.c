@@ -271,17 +271,17 @@ static const char *arg_value(const char *const *args, const char *name)
 }
 
 /* A datagram socket for the daemon's sd_notify (NOTIFY_SOCKET): READY=1
- * comes once every listener accepts.  -1 in a build without libsystemd
+ * comes once every listener accepts.  -1 in a build --without-systemd
  * (the daemon does not notify) or with MDC_TEST_NOTIFY=0: the port file
  * says it then, written once every listener is bound. */
 static int notify_socket(const struct tsrv *s, char *path, size_t len)
 {
-#ifdef HAVE_LIBSYSTEMD
+#ifdef MDC_SD_NOTIFY
     struct sockaddr_un sa;
     const char *e = getenv("MDC_TEST_NOTIFY");
     int fd;
 
-    /* MDC_TEST_NOTIFY=0: the port file only, as without libsystemd */
+    /* MDC_TEST_NOTIFY=0: the port file only, as --without-systemd */
     if (e != NULL && strcmp(e, "0") == 0)
         return -1;
     fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);

@@ -3,7 +3,7 @@
  * (docs/testing.md): start a real mdcached on a port it picks itself (-p
  * auto, read back from its --port-file; or use the one
  * MDC_TEST_SERVER=host:port names), wait until it says it is ready (its
- * sd_notify READY=1, or its port file in a build without libsystemd: no
+ * sd_notify READY=1, or its port file in a build --without-systemd: no
  * sleep, no connect probe), stop it and collect its exit status, print its
  * log when something went wrong; and a tiny blocking native-protocol client
  * built on wire.h.

@@ -231,6 +231,46 @@ static void test_spread(void **state)
     assert_int_equal(mdc_pool_get(pool, kp[7], kl[7], &it), MDC_NOT_FOUND);
 }
 
+/* Each fan-out says which path carried it: "tcp" (the poll loop) when
+ * asked, "uring" by default in a build with liburing (the connections are
+ * up after the first call), and the counters add up; both paths give the
+ * same results. */
+static void test_fanout_paths(void **state)
+{
+    (void)state;
+    struct mdc_pool_stats st0, st;
+    struct mdc_itemset set = {0};
+    int32_t tv = 3;
+    const char *hu = getenv("MDC_HAVE_URING");
+    bool uring = hu != NULL && strcmp(hu, "1") == 0;
+    if (pool == NULL)
+        skip();
+    mdc_pool_get_stats(pool, &st0);
+    assert_int_equal(mdc_pool_set_fanout(pool, 7), MDC_ERR_ARG);
+    assert_int_equal(mdc_pool_set_fanout(pool, MDC_FANOUT_POLL), MDC_OK);
+    assert_int_equal(mdc_pool_get_by_tag(pool, 100, &tv, 1, &set, NULL),
+                     MDC_OK);
+    size_t n_poll = set.count;
+    mdc_itemset_free(&set);
+    assert_string_equal(mdc_pool_last_path(pool), "tcp");
+    assert_int_equal(mdc_pool_set_fanout(pool, MDC_FANOUT_AUTO), MDC_OK);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(mdc_pool_get_by_tag(pool, 100, &tv, 1, &set, NULL),
+                         MDC_OK);
+        assert_int_equal(set.count, n_poll);
+        mdc_itemset_free(&set);
+        assert_string_equal(mdc_pool_last_path(pool), uring ? "uring"
+                                                            : "tcp");
+    }
+    mdc_pool_get_stats(pool, &st);
+    assert_int_equal(st.ops[MDC_PATH_TCP] + st.ops[MDC_PATH_URING] -
+                         st0.ops[MDC_PATH_TCP] - st0.ops[MDC_PATH_URING],
+                     4);
+    assert_int_equal(st.ops[MDC_PATH_URING] - st0.ops[MDC_PATH_URING],
+                     uring ? 3 : 0);
+    assert_int_equal(st.ops[MDC_PATH_BPF], 0);
+}
+
 static void test_tag_fanout(void **state)
 {
     (void)state;
@@ -411,6 +451,7 @@ int main(void)
         cmocka_unit_test(test_wide_fanout), /* first: it ends with a flush */
         cmocka_unit_test(test_spread),
         cmocka_unit_test(test_tag_fanout),
+        cmocka_unit_test(test_fanout_paths),
         cmocka_unit_test(test_lease_fanout),
         cmocka_unit_test(test_server_killed),
     };

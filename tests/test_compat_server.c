@@ -456,6 +456,29 @@ static void test_watch_lines(void **state)
     /* the get and the mg: two found lines for the key */
     assert_non_null(strstr(strstr(r, "status=found") + 1, "status=found"));
     free(r);
+    /* mutations over the native protocol and memcached's binary one too */
+    {
+        /* memcached binary SET "bink" = "vv", flags 0, exptime 0 */
+        static const uint8_t bset[24 + 8 + 4 + 2] = {
+            0x80, 0x01, 0, 4, 8, 0, 0, 0, 0, 0, 0, 14, 0, 0, 0, 0,
+            0,    0,    0, 0, 0, 0, 0, 0, 0, 0, 0, 0,  0, 0, 0, 0,
+            'b',  'i',  'n', 'k', 'v', 'v'};
+        uint8_t rsp[24];
+        int nfd = tc_connect(&s), bfd = text_conn(&s);
+
+        assert_true(nfd >= 0 && bfd >= 0);
+        assert_int_equal(tc_set(nfd, "natk", "v", 1, NULL, 0), 0);
+        assert_int_equal(tc_send_all(bfd, bset, sizeof(bset)), 0);
+        assert_int_equal(tc_read_full(bfd, rsp, sizeof(rsp)), 0);
+        assert_int_equal(rsp[0], 0x81);
+        assert_int_equal(rsp[6] << 8 | rsp[7], 0); /* status: no error */
+        close(nfd);
+        close(bfd);
+        r = watch_until(w, " type=item_store key=bink status=stored cmd=set");
+        assert_non_null(strstr(r, " type=item_store key=natk status=stored "
+                                  "cmd=set ttl=0 clsid=1 cfd="));
+        free(r);
+    }
     /* evictions: 8 MiB of 100 KB values through -m 8 */
     d = text_conn(&s);
     big = malloc(100000 + 64);

@@ -270,6 +270,83 @@ static int temp_files(void)
     return n;
 }
 
+/* ---- identity: boot_id and data_generation ----------------------------- */
+/* A restart that reloads the dump keeps data_generation and draws a new
+ * boot_id; one that starts empty (--dump-load=ignore, no file) draws both;
+ * a dump of the old format (the header's bytes 44-51 zero, checksum
+ * recomputed) loads and leaves the server's own generation. */
+static void test_identity(void **state)
+{
+    (void)state;
+    clean();
+    struct srv s;
+    char out[4096];
+    assert_int_equal(start(&s, NULL), 0);
+    uint64_t boot1 = stat_of(&s, "boot_id"), gen1 = stat_of(&s,
+                                                            "data_generation");
+    assert_true(boot1 != 0 && gen1 != 0);
+    /* stats identity: the same numbers, nothing else but uptime */
+    cmd(&s, "stats identity\r\n", "END\r\n", out, sizeof(out));
+    char want[128];
+    snprintf(want, sizeof(want), "STAT boot_id %llu\r\n",
+             (unsigned long long)boot1);
+    assert_non_null(strstr(out, want));
+    snprintf(want, sizeof(want), "STAT data_generation %llu\r\n",
+             (unsigned long long)gen1);
+    assert_non_null(strstr(out, want));
+    assert_null(strstr(out, "curr_items"));
+    fill(&s, 0, 10, 10, "one");
+    assert_int_equal(stop(&s, SIGTERM), 0);
+    /* warm restart: same generation, new boot */
+    assert_int_equal(start(&s, NULL), 0);
+    assert_int_equal(stat_of(&s, "data_generation"), gen1);
+    uint64_t boot2 = stat_of(&s, "boot_id");
+    assert_true(boot2 != 0 && boot2 != boot1);
+    get_gen(&s, out, sizeof(out));
+    assert_non_null(strstr(out, "one"));
+    assert_int_equal(stop(&s, SIGTERM), 0);
+    /* started empty: a new generation */
+    const char *ign[] = {"--dump-load=ignore", "--no-dump-on-exit", NULL};
+    assert_int_equal(start(&s, ign), 0);
+    assert_int_not_equal(stat_of(&s, "data_generation"), gen1);
+    assert_int_not_equal(stat_of(&s, "boot_id"), boot2);
+    assert_int_equal(stop(&s, SIGTERM), 0);
+    /* an old-format header (no generation): loads, a fresh generation.
+     * The header's and the whole file's checksums are made again. */
+    int fd = open(dpath, O_RDWR);
+    struct stat sb;
+    assert_int_equal(fstat(fd, &sb), 0);
+    size_t flen = (size_t)sb.st_size;
+    uint8_t *f = malloc(flen), *h = f;
+    assert_non_null(f);
+    assert_int_equal(pread(fd, f, flen, 0), (ssize_t)flen);
+    uint64_t g = 0;
+    for (int i = 0; i < 8; i++)
+        g |= (uint64_t)h[44 + i] << (8 * i);
+    assert_int_equal(g, gen1); /* the header carries it, little endian */
+    memset(h + 44, 0, 8);
+    uint64_t x = XXH3_64bits(h, 56);
+    for (int i = 0; i < 8; i++)
+        h[56 + i] = (uint8_t)(x >> (8 * i));
+    uint8_t *ftr = f + flen - 48;
+    x = XXH3_64bits(f, flen - 16); /* footer bytes 32, 40 */
+    for (int i = 0; i < 8; i++)
+        ftr[32 + i] = (uint8_t)(x >> (8 * i));
+    x = XXH3_64bits(ftr, 40);
+    for (int i = 0; i < 8; i++)
+        ftr[40 + i] = (uint8_t)(x >> (8 * i));
+    assert_int_equal(pwrite(fd, f, flen, 0), (ssize_t)flen);
+    free(f);
+    close(fd);
+    const char *strict[] = {"--dump-load=strict", "--no-dump-on-exit", NULL};
+    assert_int_equal(start(&s, strict), 0);
+    get_gen(&s, out, sizeof(out));
+    assert_non_null(strstr(out, "one"));
+    uint64_t gen3 = stat_of(&s, "data_generation");
+    assert_true(gen3 != 0 && gen3 != gen1);
+    assert_int_equal(stop(&s, SIGTERM), 0);
+}
+
 /* ---- triggers and a warm restart ----------------------------------------- */
 static void test_triggers(void **state)
 {
@@ -725,6 +802,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_triggers),
+        cmocka_unit_test(test_identity),
         cmocka_unit_test(test_coalesce),
         cmocka_unit_test(test_dump_parked),
         cmocka_unit_test(test_load_modes),

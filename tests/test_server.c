@@ -954,24 +954,23 @@ static void expect_line_then_eof(int fd, const char *prefix)
 
 static void test_foreign_protocols(void **state)
 {
-    static const uint8_t mcbin[24] = {0x80, 0x00, [12] = 1, 2, 3, 4};
-    uint8_t rsp[24 + 15];
+    static const uint8_t mcbin[24] = {0x80, 0x0a, [12] = 1, 2, 3, 4};
+    uint8_t rsp[24];
     int fd;
 
     (void)state;
-    /* memcached's binary protocol: its own "unknown command" response
-     * (magic 0x81, the request's opcode and opaque, status 0x0081), then
-     * EOF (tests/test_text_server.c checks it byte by byte) */
+    /* memcached's binary protocol: served (a NOOP answered with magic
+     * 0x81, the request's opcode and opaque, status 0), the connection
+     * kept (tests/test_mcbin_server.c has the protocol itself) */
     fd = tc_connect(&g_srv);
     assert_true(fd >= 0);
     assert_int_equal(tc_send_all(fd, mcbin, sizeof(mcbin)), 0);
     assert_int_equal(tc_read_full(fd, rsp, sizeof(rsp)), 0);
     assert_int_equal(rsp[0], 0x81);
-    assert_int_equal(rsp[1], 0x00);
-    assert_int_equal(rsp[6] << 8 | rsp[7], 0x0081);
+    assert_int_equal(rsp[1], 0x0a);
+    assert_int_equal(rsp[6] << 8 | rsp[7], 0);
     assert_memory_equal(rsp + 12, mcbin + 12, 4);
-    assert_memory_equal(rsp + 24, "Unknown command", 15);
-    assert_true(tc_wait_eof(fd, 5000));
+    assert_false(tc_wait_eof(fd, 100));
     close(fd);
     /* printable ASCII selects memcached's text protocol: a text line comes
      * back (its own tests live with the text protocol) */
@@ -1357,7 +1356,15 @@ static void test_flush(void **state)
     assert_int_equal(tc_set(fd, "b", "2", 1, NULL, 0), 0);
     assert_int_equal(status_of(fd, WIRE_OP_FLUSH, NULL, NULL, 0, 0, 0), 0);
     assert_int_equal(tc_get(fd, "a", NULL, NULL), WIRE_S_NOT_FOUND);
+    assert_int_equal(tc_get(fd, "b", NULL, NULL), WIRE_S_NOT_FOUND);
+    /* flush is a cut-off: the sweeper's walk reclaims what it hides and
+     * then ends (within a 30 s ceiling that only a hang crosses) */
+    for (int i = 0; i < 3000 && (tc_stat(fd, "curr_items") != 0 ||
+                                 tc_stat(fd, "flush_pending") != 0);
+         i++)
+        usleep(10000);
     assert_int_equal(tc_stat(fd, "curr_items"), 0);
+    assert_int_equal(tc_stat(fd, "flush_pending"), 0);
     close(fd);
     assert_int_equal(tsrv_stop(&s), 0);
 }
@@ -1494,8 +1501,7 @@ static double mono_now(void)
 }
 
 /* --idle-timeout SEC closes no connection earlier than SEC seconds after
- * its last input (the once-a-second tick may make it up to a second
- * late).  The requests are spread over a second, so that some come just
+ * its last input (how late it may be: test_timeouts).  The requests are spread over a second, so that some come just
  * before a second of the clock turns, where a timeout counted in whole
  * seconds of the tick fired almost a second early. */
 static void test_idle_timeout_not_early(void **state)

@@ -212,6 +212,8 @@ static void test_bad_values_exit_64(void **state)
         {"-x", "lo", "-U", "auto"}, /* XDP filters on a fixed port */
         {"-l", "127.0.0.1", "-l", "127.0.0.1"},   /* given twice */
         {"-C", "/tmp"},                            /* a directory */
+        {"--memory-limit-kib", "1023"},            /* below -m's 1 MiB */
+        {"--memory-limit-kib", "2m"},              /* KiB, no suffix */
     };
     static char out[4096];
 
@@ -412,6 +414,15 @@ static void test_parse_forms(void **state)
         assert_int_equal(options_parse(&o, 4, bv, devnull), OPTIONS_RUN);
         assert_int_equal(o.verbose, 4);
         assert_true(o.debug);
+        options_teardown(&o);
+    }
+    {
+        /* --memory-limit-kib: KiB, 0 (the default) leaves -m's limit */
+        char b0[] = "mdcached", b1[] = "--memory-limit-kib=2560";
+        char *bv[] = {b0, b1, NULL};
+        assert_int_equal(options_parse(&o, 2, bv, devnull), OPTIONS_RUN);
+        assert_int_equal(o.memory_kib, 2560);
+        assert_int_equal(o.memory_mb, 1024);
         options_teardown(&o);
     }
     {

@@ -364,15 +364,20 @@ try:
           body[-vlen:] == b"hello", "native GET over TLS: %r %r" % (h, body))
     s.close()
 
-    # -- memcached binary protocol: refused in its own terms (status 0x0081
-    #    "unknown command", opcode and opaque echoed), then EOF, over TLS
+    # -- memcached binary protocol, detected on the first decrypted byte:
+    #    a SET then a GET of it answered (magic 0x81, opaque echoed)
     s = tls_conn()
-    s.sendall(struct.pack(">BBHBBHIIQ", 0x80, 0x00, 0, 0, 0, 0, 0, 0x1234, 0))
-    d = recv_n(s, 24 + 15)
-    check(d == struct.pack(">BBHBBHIIQ", 0x81, 0x00, 0, 0, 0, 0x81, 15,
-                           0x1234, 0) + b"Unknown command",
-          "binary over TLS: %r" % d)
-    check(s.recv(10) == b"", "binary over TLS: not closed")
+    s.sendall(struct.pack(">BBHBBHIIQ", 0x80, 0x01, 2, 8, 0, 0, 15, 0x1234,
+                          0) + struct.pack(">II", 9, 0) + b"bkhello" +
+              struct.pack(">BBHBBHIIQ", 0x80, 0x00, 2, 0, 0, 0, 2, 0x1235,
+                          0) + b"bk")
+    d = recv_n(s, 24)
+    check(d[0] == 0x81 and d[1] == 0x01 and d[6:8] == b"\0\0" and
+          d[12:16] == struct.pack(">I", 0x1234), "binary SET over TLS: %r" % d)
+    d = recv_n(s, 24 + 4 + 5)
+    check(d[0] == 0x81 and d[1] == 0x00 and d[6:8] == b"\0\0" and
+          d[24:] == struct.pack(">I", 9) + b"hello",
+          "binary GET over TLS: %r" % d)
     s.close()
 
     # -- pipelined: 500 gets in one write

@@ -84,8 +84,9 @@ function module(p,   b) {
         if (b ~ /^report\.[ch]$/) return "report"
         # the Prometheus endpoint renders the same counters as the report
         if (b ~ /^metrics\.[ch]$/) return "report"
-        # dumper: the dump thread and loading at start, part of the lifecycle
-        if (b ~ /^(daemon|dumper)\.[ch]$/) return "daemon"
+        # dumper: the dump thread and loading at start, part of the lifecycle;
+        # notify: its readiness messages to systemd
+        if (b ~ /^(daemon|dumper|notify)\.[ch]$/) return "daemon"
         if (b == "main.c") return "main"
         return "server-other"
     }

@@ -158,8 +158,8 @@ $p->save($p->getItem("i")->set(42));
 if ($p->getItem("i")->get() !== 42) { echo "PSR-6\n"; exit(1); }
 $cache = new Illuminate\Cache\Repository(new Mdcached\Cache\LaravelStore($c, "deb"));
 $cache->tags(["t"])->put("l", "v", 60);
-if (!$cache->tags(["t"]) instanceof Illuminate\Cache\TaggedCache || $cache->get("l") !== "v"
-    || !$cache->tags("t")->flush() || $cache->get("l") !== null) { echo "Laravel store\n"; exit(1); }
+if (!$cache->tags(["t"]) instanceof Illuminate\Cache\TaggedCache || $cache->tags("t")->get("l") !== "v"
+    || !$cache->tags("t")->flush() || $cache->tags("t")->get("l") !== null) { echo "Laravel store\n"; exit(1); }
 if (!$cache->lock("x", 5)->get(fn() => true)) { echo "Laravel lock\n"; exit(1); }
 echo (new ReflectionClass(Mdcached\Cache\SimpleCache::class))->getFileName(), "\n";' "$PORT" \
     >"$W/phplib.out" 2>&1 || fail "php-mdcached-cache: $(cat "$W/phplib.out")"

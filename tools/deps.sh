@@ -8,7 +8,7 @@ PKGS="build-essential autoconf automake libtool pkg-config
   libmemcached-dev libhiredis-dev memcached redis-server
   libbpf-dev bpftool iproute2 ethtool python3-matplotlib liburing-dev
   libmemcached-tools php-cli php-memcached nutcracker
-  tmux man-db groff-base libsystemd-dev systemd
+  tmux man-db groff-base systemd
   debhelper dpkg-dev lintian adduser prometheus dh-php
   php-dev php-cgi php-igbinary php-msgpack zlib1g-dev libzstd-dev
   phpunit php-psr-simple-cache php-psr-cache php-symfony-cache

@@ -219,12 +219,13 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	const struct mr_header *hd = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_SHARED, fd, 0);
-	if (hd == MAP_FAILED || memcmp(hd->magic, MR_MAGIC, 8) != 0 ||
-	    (size_t)sb.st_size < sizeof(*hd) + hd->requests * sizeof(struct mr_rec)) {
+	size_t hlen = hd == MAP_FAILED ? 0 : mr_header_len(hd->magic);
+	if (hlen == 0 ||
+	    (size_t)sb.st_size < hlen + hd->requests * sizeof(struct mr_rec)) {
 		fprintf(stderr, "mr-evict-sim: %s: not a trace\n", argv[1]);
 		return 1;
 	}
-	const struct mr_rec *r = (const void *)(hd + 1);
+	const struct mr_rec *r = (const void *)((const char *)hd + hlen);
 	lim = (uint64_t)(atof(argv[2]) * 1048576);
 	lru = argc > 3 && strcmp(argv[3], "lru") == 0;
 	double rate = argc > 4 ? atof(argv[4]) : 220000;

@@ -4,12 +4,15 @@
  *
  *   mr-gen -o FILE [-n REQUESTS] [-N OBJECTS] [-a ALPHA] [-w ONE_HIT_SHARE]
  *          [-d DRIFT] [-s SCAN_SHARE] [-L SCAN_LEN] [-S SEED]
+ *          [-g SIZE_SIGMA] [-b BIG_SHARE] [-B BIG_MIN,BIG_MAX]
  *   mr-gen --oracle IN OUT   (libCacheSim's oracleGeneral format, for mr_sim.py)
  *   mr-gen --info IN         (the header, one key=value a line)
  *
  * Everything is drawn from one splitmix64 stream seeded by -S, and an
  * object's size is a hash of its id and the seed, so the same arguments
- * write the same bytes on every machine.
+ * write the same bytes on every machine.  With the default size model
+ * (-g 0.8, -b 0) the file is format 1, byte for byte what it was before
+ * -g and -b existed; otherwise format 2 records the model in its header.
  */
 #include <errno.h>
 #include <math.h>
@@ -41,14 +44,33 @@ static double rnd(void)
 	return unit(splitmix64(&rng_state));
 }
 
-/* An object's value size: lognormal, median MR_SIZE_MEDIAN, sigma
- * MR_SIZE_SIGMA, clamped; a function of (seed, id) only, so fixed. */
-static uint32_t object_size(uint64_t seed, uint64_t id)
+/* An object's value size: a big one (share big_share, log-uniform in
+ * [big_min, big_max]) or lognormal, median MR_SIZE_MEDIAN, sigma sigma,
+ * clamped; a function of (seed, id) only, so fixed.  The big draw has its
+ * own hash stream, so -b 0 leaves every other size as format 1 had it. */
+static uint32_t object_size(const struct mr_header2 *m, uint64_t id)
 {
+	uint64_t seed = m->v1.seed;
 	uint64_t s = seed ^ (id * 0xd1342543de82ef95ULL);
-	double u1 = unit(splitmix64(&s)), u2 = unit(splitmix64(&s));
-	double z = sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
-	double v = exp(log(MR_SIZE_MEDIAN) + MR_SIZE_SIGMA * z);
+	double u1, u2, z, v;
+
+	if (m->big_share > 0) {
+		uint64_t b = seed ^ (id * 0x9e6c63d0676a9a99ULL) ^ 0xb16b00b5ULL;
+		if (unit(splitmix64(&b)) < m->big_share) {
+			double lo = log((double)m->big_min);
+			double hi = log((double)m->big_max);
+			v = exp(lo + unit(splitmix64(&b)) * (hi - lo));
+			if (v < (double)m->big_min)
+				v = (double)m->big_min;
+			if (v > (double)m->big_max)
+				v = (double)m->big_max;
+			return (uint32_t)v;
+		}
+	}
+	u1 = unit(splitmix64(&s));
+	u2 = unit(splitmix64(&s));
+	z = sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
+	v = exp(log(MR_SIZE_MEDIAN) + m->sigma * z);
 
 	if (v < MR_SIZE_MIN)
 		v = MR_SIZE_MIN;
@@ -62,6 +84,7 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: mr-gen -o FILE [-n REQUESTS] [-N OBJECTS] [-a ALPHA] [-w ONE_HIT_SHARE]\n"
 		"              [-d DRIFT] [-s SCAN_SHARE] [-L SCAN_LEN] [-S SEED]\n"
+		"              [-g SIZE_SIGMA] [-b BIG_SHARE] [-B BIG_MIN,BIG_MAX]\n"
 		"       mr-gen --oracle IN OUT\n"
 		"       mr-gen --info IN\n");
 	exit(64);
@@ -92,12 +115,21 @@ static FILE *open_or_die(const char *path, const char *mode)
 	return f;
 }
 
-static void read_header(FILE *f, const char *path, struct mr_header *h)
+/* either format; a format 1 header gets format 1's fixed size model */
+static void read_header(FILE *f, const char *path, struct mr_header2 *m)
 {
-	if (fread(h, sizeof(*h), 1, f) != 1 || memcmp(h->magic, MR_MAGIC, 8) != 0) {
+	size_t len;
+
+	memset(m, 0, sizeof(*m));
+	if (fread(&m->v1, sizeof(m->v1), 1, f) != 1 ||
+	    (len = mr_header_len(m->v1.magic)) == 0 ||
+	    (len > sizeof(m->v1) &&
+	     fread((char *)m + sizeof(m->v1), len - sizeof(m->v1), 1, f) != 1)) {
 		fprintf(stderr, "mr-gen: %s: not a miss-ratio trace\n", path);
 		exit(65);
 	}
+	if (len == sizeof(m->v1))
+		m->sigma = MR_SIZE_SIGMA;
 }
 
 /* libCacheSim's oracleGeneral record: u32 time, u64 id, u32 size,
@@ -112,13 +144,13 @@ struct __attribute__((packed)) oracle_rec {
 static int to_oracle(const char *in, const char *out)
 {
 	FILE *fi = open_or_die(in, "rb"), *fo = open_or_die(out, "wb");
-	struct mr_header h;
+	struct mr_header2 m;
 	struct mr_rec r;
 	struct oracle_rec o;
 	uint64_t i;
 
-	read_header(fi, in, &h);
-	for (i = 0; i < h.requests; i++) {
+	read_header(fi, in, &m);
+	for (i = 0; i < m.v1.requests; i++) {
 		if (fread(&r, sizeof(r), 1, fi) != 1) {
 			fprintf(stderr, "mr-gen: %s: short trace\n", in);
 			return 65;
@@ -140,15 +172,19 @@ static int to_oracle(const char *in, const char *out)
 static int info(const char *in)
 {
 	FILE *f = open_or_die(in, "rb");
-	struct mr_header h;
+	struct mr_header2 m;
+	const struct mr_header *h = &m.v1;
 
-	read_header(f, in, &h);
+	read_header(f, in, &m);
 	printf("requests=%llu\nobjects=%llu\nalpha=%g\none_hit_share=%g\ndrift=%g\n"
-	       "scan_share=%g\nscan_len=%llu\nseed=%llu\ndistinct=%llu\nworking_set_bytes=%llu\n",
-	       (unsigned long long)h.requests, (unsigned long long)h.objects, h.alpha,
-	       h.one_hit, h.drift, h.scan, (unsigned long long)h.scan_len,
-	       (unsigned long long)h.seed, (unsigned long long)h.distinct,
-	       (unsigned long long)h.ws_bytes);
+	       "scan_share=%g\nscan_len=%llu\nseed=%llu\ndistinct=%llu\nworking_set_bytes=%llu\n"
+	       "format=%d\nsize_sigma=%g\nbig_share=%g\nbig_min=%llu\nbig_max=%llu\n",
+	       (unsigned long long)h->requests, (unsigned long long)h->objects, h->alpha,
+	       h->one_hit, h->drift, h->scan, (unsigned long long)h->scan_len,
+	       (unsigned long long)h->seed, (unsigned long long)h->distinct,
+	       (unsigned long long)h->ws_bytes,
+	       mr_header_len(h->magic) == sizeof(*h) ? 1 : 2, m.sigma, m.big_share,
+	       (unsigned long long)m.big_min, (unsigned long long)m.big_max);
 	fclose(f);
 	return 0;
 }
@@ -168,8 +204,29 @@ static uint64_t zipf_rank(const double *cdf, uint64_t n, double u)
 	return lo;
 }
 
+/* -B MIN,MAX: big objects' value bytes */
+static void big_range(const char *v, struct mr_header2 *m)
+{
+	const char *comma = strchr(v, ',');
+	char lo[32];
+
+	if (!comma || (size_t)(comma - v) >= sizeof(lo)) {
+		fprintf(stderr, "mr-gen: bad big-object range '%s' (MIN,MAX)\n", v);
+		exit(64);
+	}
+	memcpy(lo, v, (size_t)(comma - v));
+	lo[comma - v] = 0;
+	m->big_min = (uint64_t)num(lo, 1, MR_VALUE_MAX, "big-object minimum");
+	m->big_max = (uint64_t)num(comma + 1, 1, MR_VALUE_MAX, "big-object maximum");
+	if (m->big_min > m->big_max) {
+		fprintf(stderr, "mr-gen: bad big-object range '%s' (MIN > MAX)\n", v);
+		exit(64);
+	}
+}
+
 int main(int argc, char **argv)
 {
+	struct mr_header2 m;
 	struct mr_header h;
 	const char *out = NULL;
 	double *cdf, sum = 0;
@@ -181,6 +238,10 @@ int main(int argc, char **argv)
 	FILE *f;
 
 	memset(&h, 0, sizeof(h));
+	memset(&m, 0, sizeof(m));
+	m.sigma = MR_SIZE_SIGMA;
+	m.big_min = 10240;
+	m.big_max = 102400;
 	memcpy(h.magic, MR_MAGIC, 8);
 	h.requests = 1000000;
 	h.objects = 100000;
@@ -209,6 +270,9 @@ int main(int argc, char **argv)
 		case 's': h.scan = num(v, 0, 1, "scan share"); break;
 		case 'L': h.scan_len = (uint64_t)num(v, 1, 1e9, "scan length"); break;
 		case 'S': h.seed = (uint64_t)num(v, 0, 1e18, "seed"); break;
+		case 'g': m.sigma = num(v, 0, 4, "size sigma"); break;
+		case 'b': m.big_share = num(v, 0, 1, "big-object share"); break;
+		case 'B': big_range(v, &m); break;
 		default: usage();
 		}
 	}
@@ -220,6 +284,12 @@ int main(int argc, char **argv)
 	}
 	n = h.objects;
 	rng_state = h.seed;
+	/* format 2 only when the size model is not format 1's */
+	if (m.sigma != MR_SIZE_SIGMA || m.big_share > 0)
+		memcpy(h.magic, MR_MAGIC2, 8);
+	else
+		m.big_min = m.big_max = 0;
+	m.v1.seed = h.seed;
 
 	/* Popularity: Zipf over ranks; rank r is object perm[(r + shift) % n],
 	 * perm a seeded shuffle so popular ids are not clustered. Every tenth
@@ -256,7 +326,8 @@ int main(int argc, char **argv)
 		return 71;
 	}
 	f = open_or_die(out, "wb");
-	fwrite(&h, sizeof(h), 1, f);	/* rewritten with the totals at the end */
+	m.v1 = h;	/* rewritten with the totals at the end */
+	fwrite(&m, mr_header_len(h.magic), 1, f);
 	for (i = 0; i < h.requests; i++) {
 		uint64_t id;
 
@@ -276,7 +347,7 @@ int main(int argc, char **argv)
 			id = perm[(zipf_rank(cdf, n, rnd()) + shift) % n];
 		}
 		buf[nbuf].id = (uint32_t)id;
-		buf[nbuf].size = object_size(h.seed, id);
+		buf[nbuf].size = object_size(&m, id);
 		if (!(seen[id >> 3] & (1u << (id & 7)))) {
 			seen[id >> 3] |= (uint8_t)(1u << (id & 7));
 			h.distinct++;
@@ -289,7 +360,8 @@ int main(int argc, char **argv)
 	}
 	fwrite(buf, sizeof(*buf), nbuf, f);
 	rewind(f);
-	fwrite(&h, sizeof(h), 1, f);
+	m.v1 = h;
+	fwrite(&m, mr_header_len(h.magic), 1, f);
 	if (fclose(f) != 0) {
 		fprintf(stderr, "mr-gen: %s: %s\n", out, strerror(errno));
 		return 74;

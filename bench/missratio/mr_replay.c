@@ -38,7 +38,7 @@
 
 static int fd;
 static int resp;
-static char filler[MR_SIZE_MAX];
+static char filler[MR_VALUE_MAX];
 
 /* output: one growing buffer, written out whole */
 static char *obuf;
@@ -304,6 +304,7 @@ int main(int argc, char **argv)
 	const struct mr_header *h;
 	const struct mr_rec *rec;
 	uint8_t hit[MAX_BATCH];
+	size_t hlen;
 	uint64_t i, warm, reqs = 0, misses = 0, refused = 0;
 
 	while ((opt = getopt(argc, argv, "t:p:h:P:b:w:x")) != -1) {
@@ -341,12 +342,18 @@ int main(int argc, char **argv)
 	h = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, tfd, 0);
 	if (h == MAP_FAILED)
 		die("mmap");
-	if ((size_t)st.st_size < sizeof(*h) || memcmp(h->magic, MR_MAGIC, 8) != 0 ||
-	    (size_t)st.st_size < sizeof(*h) + h->requests * sizeof(struct mr_rec)) {
+	if ((size_t)st.st_size < sizeof(*h) || (hlen = mr_header_len(h->magic)) == 0 ||
+	    (size_t)st.st_size < hlen + h->requests * sizeof(struct mr_rec)) {
 		fprintf(stderr, "mr-replay: %s: not a whole miss-ratio trace\n", trace);
 		return 65;
 	}
-	rec = (const struct mr_rec *)(h + 1);
+	rec = (const struct mr_rec *)((const char *)h + hlen);
+	for (i = 0; i < h->requests; i++)
+		if (rec[i].size > MR_VALUE_MAX) {
+			fprintf(stderr, "mr-replay: %s: a value of %u bytes (at most %u)\n",
+				trace, rec[i].size, MR_VALUE_MAX);
+			return 65;
+		}
 	madvise((void *)h, (size_t)st.st_size, MADV_SEQUENTIAL);
 	warm = (uint64_t)(warm_share * (double)h->requests);
 

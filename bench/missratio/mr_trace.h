@@ -1,6 +1,8 @@
 /*
  * The miss-ratio bench's trace format (bench/missratio/README.md):
- * a 96-byte header, then one 8-byte record per request, little-endian.
+ * a header (96 bytes, magic MRTRACE1; 128 bytes, MRTRACE2, when the value
+ * sizes are not the default model), then one 8-byte record per request,
+ * little-endian.  mr_header_len() tells a reader where the records start.
  */
 #ifndef MR_TRACE_H
 #define MR_TRACE_H
@@ -8,6 +10,7 @@
 #include <stdint.h>
 
 #define MR_MAGIC "MRTRACE1"
+#define MR_MAGIC2 "MRTRACE2"
 
 /* keys are "k%010u": 11 bytes, the same for every object */
 #define MR_KEY_LEN 11
@@ -17,6 +20,10 @@
 #define MR_SIZE_SIGMA 0.8
 #define MR_SIZE_MIN 16
 #define MR_SIZE_MAX 16384
+
+/* big objects (format 2): a value is at most this long (memcached at the
+ * bench's smallest -m runs with -I 512k) */
+#define MR_VALUE_MAX 512000
 
 struct mr_header {
 	char magic[8];		/* MR_MAGIC */
@@ -32,6 +39,32 @@ struct mr_header {
 	uint64_t ws_bytes;	/* their key + value bytes: the working set */
 	uint64_t reserved;
 };
+
+/* MRTRACE2: the v1 header, then the value size model that v1 fixes at
+ * sigma MR_SIZE_SIGMA and no big objects */
+struct mr_header2 {
+	struct mr_header v1;	/* magic MR_MAGIC2 */
+	double sigma;		/* lognormal sigma of the value sizes */
+	double big_share;	/* share of objects that are big */
+	uint64_t big_min;	/* their value bytes: log-uniform in */
+	uint64_t big_max;	/* [big_min, big_max] */
+};
+
+/* the header's length (where the records start) by its magic; 0: not a
+ * trace */
+static inline size_t mr_header_len(const void *magic)
+{
+	const char *m = magic;
+	size_t i;
+
+	for (i = 0; i < 8 && m[i] == MR_MAGIC[i]; i++)
+		;
+	if (i == 8)
+		return sizeof(struct mr_header);
+	for (i = 0; i < 8 && m[i] == MR_MAGIC2[i]; i++)
+		;
+	return i == 8 ? sizeof(struct mr_header2) : 0;
+}
 
 struct mr_rec {
 	uint32_t id;		/* object id; the key is "k%010u" of it */

@@ -4,7 +4,10 @@
     report.py RESULTS.tsv [PLOT.png]
 """
 import csv
+import os
 import sys
+
+TOL = float(os.environ.get("MR_RSS_TOL", "0.02"))
 
 COLS = ["mdcached", "memcached", "redis-lru", "redis-lfu",
         "sim-LRU", "sim-SIEVE", "sim-S3-FIFO", "sim-W-TinyLFU"]
@@ -13,6 +16,10 @@ HEAD = ["mdcached", "memcached", "Redis LRU", "Redis LFU",
 SERVERS = ["mdcached", "memcached", "redis-lru", "redis-lfu"]
 # run.sh's extra row: mdcached given as -m the memory memcached used
 EQUAL = "mdcached@mc-mem"
+# run.sh's equal-RSS rows: mdcached where its RSS is that server's
+RSS_ROWS = [("memcached", "mdcached@mc-rss"),
+            ("redis-lru", "mdcached@redis-lru-rss"),
+            ("redis-lfu", "mdcached@redis-lfu-rss")]
 
 
 def mib_of_kib(v):
@@ -73,6 +80,38 @@ def main():
                 c.get("mdcached", {}).get("miss_ratio", "–"), e["mib"],
                 e["miss_ratio"] or "–", mc.get("records", "–"), e["records"],
                 mib_of_kib(mc.get("rss_kib")), mib_of_kib(e.get("rss_kib"))))
+
+    if any(e in c for c in cells.values() for _, e in RSS_ROWS):
+        print()
+        print("Equal RSS: mdcached at the limit where its RSS after the replay "
+              "and the probe is the other server's (run.sh's MR_RSS); each "
+              "cell: the server's miss ratio / mdcached's there (its limit "
+              "MiB; RSS MiB: the server / mdcached); * = RSS not matched "
+              "within the tolerance, ! = mdcached misses more:")
+        print()
+        print("| trace | size | memcached | Redis LRU | Redis LFU |")
+        print("|---" * 5 + "|")
+        for k in order:
+            c = cells[k]
+            out = []
+            for srv, e in RSS_ROWS:
+                a, b = c.get(srv), c.get(e)
+                if not a or not b or not b["miss_ratio"]:
+                    out.append("–")
+                    continue
+                try:
+                    rel = abs(int(b["rss_kib"]) - int(b["target_rss_kib"])) \
+                        / int(b["target_rss_kib"])
+                except (KeyError, ValueError, ZeroDivisionError):
+                    rel = 1
+                flag = "*" if rel > TOL else ""
+                worse = "!" if a["miss_ratio"] and \
+                    float(b["miss_ratio"]) > float(a["miss_ratio"]) else ""
+                out.append("%s / %s%s (%s; %s / %s)%s" % (
+                    a["miss_ratio"], b["miss_ratio"], worse, b["mib"],
+                    mib_of_kib(a.get("rss_kib")), mib_of_kib(b.get("rss_kib")),
+                    flag))
+            print("| %s | %d %% | %s |" % (k[0], k[1], " | ".join(out)))
 
     if len(sys.argv) < 3:
         return

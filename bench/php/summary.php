@@ -20,13 +20,28 @@ if (isset($by['mixed'])) {
     }
     echo "Mixed workload (90% get, 8% save, 2% invalidateTags), per contender: median over rounds\n";
     printf("%-26s %10s %12s %12s %12s %9s %s\n", '', 'ops/s', 'client us/op', 'server us/op', 'total us/op', 'req/op', 'misses');
+    $present = array_unique(array_map(fn($r) => $r['who'], $by['mixed']));
     foreach ($names as $k => $n) {
+        if (!in_array($k, $present, true)) {
+            continue;
+        }
         $col = fn($f) => med(array_map(fn($r) => $r[$k][$f] ?? 0, $m));
         printf("%-26s %10.0f %12.1f %12.1f %12.1f %9.2f %s\n", $n, $col('ops_per_s'), $col('client_us_per_op'),
                $col('server_us_per_op'), med(array_map(fn($r) => $r[$k]['client_us_per_op'] + $r[$k]['server_us_per_op'], $m)),
                $col('requests_per_op'), implode('/', array_map(fn($r) => $r[$k]['misses'], $m)));
     }
+    echo "user/system CPU split, us/op (medians): client user, client sys, server user, server sys\n";
+    foreach ($names as $k => $n) {
+        if (in_array($k, $present, true) && isset(reset($m)[$k]['client_sys_us_per_op'])) {
+            $col = fn($f) => med(array_map(fn($r) => $r[$k][$f] ?? 0, $m));
+            printf("%-26s %8.1f %8.1f %8.1f %8.1f\n", $n, $col('client_user_us_per_op'), $col('client_sys_us_per_op'),
+                   $col('server_user_us_per_op'), $col('server_sys_us_per_op'));
+        }
+    }
     foreach (['a', 'b'] as $o) {
+        if (!in_array($o, $present, true) || !in_array('c', $present, true)) {
+            continue;
+        }
         $thr = array_map(fn($r) => $r['c']['ops_per_s'] / $r[$o]['ops_per_s'], $m);
         $cpu = array_map(fn($r) => ($r['c']['client_us_per_op'] + $r['c']['server_us_per_op']) /
                                    ($r[$o]['client_us_per_op'] + $r[$o]['server_us_per_op']), $m);

@@ -63,6 +63,20 @@ function server_cpu(int $pid): float
     $f = explode(' ', substr($s, strrpos($s, ')') + 2));
     return ((int)$f[11] + (int)$f[12]) / $clk;
 }
+/** [user, system] seconds of a server process */
+function server_cpu_split(int $pid): array
+{
+    global $clk;
+    $s = file_get_contents("/proc/$pid/stat");
+    $f = explode(' ', substr($s, strrpos($s, ')') + 2));
+    return [(int)$f[11] / $clk, (int)$f[12] / $clk];
+}
+/** [user, system] seconds of this process */
+function self_cpu_split(): array
+{
+    $r = getrusage();
+    return [$r['ru_utime.tv_sec'] + $r['ru_utime.tv_usec'] / 1e6, $r['ru_stime.tv_sec'] + $r['ru_stime.tv_usec'] / 1e6];
+}
 function self_cpu(): float
 {
     $r = getrusage();
@@ -193,6 +207,8 @@ if (str_contains($only, 'mixed')) {
         foreach ($order as $x) {
             $pool = $make[$x]('mix');
             $q0 = server_requests($x);
+            $ss0 = server_cpu_split($pids[$x]);
+            $cs0 = self_cpu_split();
             $s0 = server_cpu($pids[$x]);
             $c0 = self_cpu();
             $t0 = hrtime(true);
@@ -200,11 +216,18 @@ if (str_contains($only, 'mixed')) {
             $wall = (hrtime(true) - $t0) / 1e9;
             $c1 = self_cpu();
             $s1 = server_cpu($pids[$x]);
+            $cs1 = self_cpu_split();
+            $ss1 = server_cpu_split($pids[$x]);
             $q1 = server_requests($x) - ($x === 'b' ? 1 : 0); // the INFO itself
             out(['test' => 'mixed', 'round' => $round, 'who' => $x, 'ops' => $OPS, 'secs' => $wall,
                  'requests_per_op' => ($q1 - $q0) / max(1, $mixedOps),
                  'ops_per_s' => $OPS / $wall, 'client_us_per_op' => ($c1 - $c0) / $OPS * 1e6,
-                 'server_us_per_op' => ($s1 - $s0) / $OPS * 1e6] + $info);
+                 'server_us_per_op' => ($s1 - $s0) / $OPS * 1e6,
+                 // user and kernel time apart (the kernel's: system calls, wakeups)
+                 'client_user_us_per_op' => ($cs1[0] - $cs0[0]) / $OPS * 1e6,
+                 'client_sys_us_per_op' => ($cs1[1] - $cs0[1]) / $OPS * 1e6,
+                 'server_user_us_per_op' => ($ss1[0] - $ss0[0]) / $OPS * 1e6,
+                 'server_sys_us_per_op' => ($ss1[1] - $ss0[1]) / $OPS * 1e6] + $info);
         }
     }
 }

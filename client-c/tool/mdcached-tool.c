@@ -7,7 +7,8 @@
  * Exit status: 0 done; 1 the server answered but did not do it (a get that
  * missed, an unknown stats group, a refused dump); 64 bad usage; 69 the
  * server cannot be reached (or its TLS refused); 70 any other failure; 78
- * TLS files that cannot be loaded.
+ * TLS files that cannot be loaded; spool-replay: 75 entries left, 77 run
+ * as root (refused).
  */
 #include "config.h"
 
@@ -75,6 +76,8 @@ static void tool_usage(FILE *f)
 "  dump [-w SEC]         ask the server for a dump and wait (default 600 s)\n"
 "                        until it is safe on disk\n"
 "  flush                 remove every record\n"
+"  spool-replay DIR      replay libmdcached's spooled invalidations of DIR\n"
+"                        (as the web user; refused as root)\n"
 "  version               the server's version\n"
 "\n"
 "Exit status: 0 done, 1 the server did not do it, 64 bad usage,\n"
@@ -781,6 +784,56 @@ static int cmd_dump(int argc, char **argv)
     return 0;
 }
 
+/* ---- spool-replay ------------------------------------------------------ */
+
+/*
+ * Replay every spool file of DIR (libmdcached's invalidations that could
+ * not reach a server: docs/client-c.md), all entries, in order.  Run as
+ * the web user that writes the spool, never as root (refused: exit 77).
+ * Exit 0 nothing left, 75 entries left (servers still unreachable), 64
+ * usage, 70 other failures.  -T, --tls* apply to every server.
+ */
+static int cmd_spool_replay(int argc, char **argv)
+{
+    struct mdc_spool_result r;
+    mdc_pool_t *p;
+    int rc;
+
+    if (argc != 2) {
+        fprintf(stderr, "mdcached-tool: spool-replay DIR\n");
+        return EX_USAGE;
+    }
+    if (geteuid() == 0) {
+        fprintf(stderr, "mdcached-tool: spool-replay: refusing to run as "
+                "root: run it as the user whose processes write %s\n",
+                argv[1]);
+        return EX_NOPERM;
+    }
+    if ((p = mdc_pool_create()) == NULL)
+        return EX_SOFTWARE;
+    mdc_pool_set_timeouts(p, tool_timeout_ms, tool_timeout_ms);
+    mdc_pool_set_retry_delay(p, 0);
+    if (tool_tls && mdc_pool_set_tls(p, &tool_tls_cfg) != MDC_OK) {
+        fprintf(stderr, "mdcached-tool: TLS settings: %s\n",
+                mdc_pool_errstr(p));
+        mdc_pool_destroy(p);
+        return EX_CONFIG;
+    }
+    rc = mdc_pool_spool_replay(p, argv[1], &r);
+    printf("files %" PRIu64 " replayed %" PRIu64 " dropped %" PRIu64
+           " left %" PRIu64 " damaged %" PRIu64 "\n",
+           r.files, r.replayed, r.dropped, r.left, r.damaged);
+    if (rc != MDC_OK)
+        fprintf(stderr, "mdcached-tool: spool-replay: %s\n",
+                mdc_pool_errstr(p));
+    mdc_pool_destroy(p);
+    if (rc == MDC_OK)
+        return 0;
+    return rc == MDC_ERR_PARTIAL ? EX_TEMPFAIL
+           : rc == MDC_ERR_ARG  ? EX_USAGE
+                                : EX_SOFTWARE;
+}
+
 /* ---- main ------------------------------------------------------------- */
 
 int main(int argc, char **argv)
@@ -861,6 +914,8 @@ int main(int argc, char **argv)
     cmd = argv[optind];
     cargc = argc - optind;
     cargv = argv + optind;
+    if (strcmp(cmd, "spool-replay") == 0)
+        return cmd_spool_replay(cargc, cargv);
     if (strcmp(cmd, "dump") == 0) {
         if (tool_tls) { /* dump is a text command on a plain socket */
             fprintf(stderr, "mdcached-tool: dump does not support TLS: run "

@@ -12,7 +12,11 @@
 #     builds it against the build tree's libmdcached (staged as a prefix:
 #     include/mdcached.h, lib/libmdcached.so), after which
 #     `php -n -d extension=...' loads it and round-trips a tagged record
-#     (client-php/tests/pecl-install.sh);
+#     (client-php/tests/pecl-install.sh); and the same package installed
+#     with no libmdcached anywhere, as on a machine with php-dev only
+#     (zlib's and libzstd's headers hidden from configure): configure
+#     chooses the bundled libmdcached sources, with TLS (OpenSSL's headers
+#     come with php-dev), and the .so links no libmdcached, zlib or zstd;
 #  3. PIE's composer.json of the extension (client-php/composer.json):
 #     `composer validate --strict' clean, and its php-ext section as PIE
 #     reads it (extension-name, priority, configure-options that config.m4
@@ -85,7 +89,7 @@ else
         if (!$s->set("k", [1, 2], 60) || $s->get("k") !== [1, 2]) { echo "PSR-16 round trip\n"; exit(1); }
         $cache = new Illuminate\Cache\Repository(new Mdcached\Cache\LaravelStore($c, "inst"));
         $cache->tags(["t"])->put("l", "v", 60);
-        if ($cache->get("l") !== "v" || !$cache->tags("t")->flush() || $cache->get("l") !== null) { echo "Laravel store\n"; exit(1); }
+        if ($cache->tags("t")->get("l") !== "v" || !$cache->tags("t")->flush() || $cache->tags("t")->get("l") !== null) { echo "Laravel store\n"; exit(1); }
         echo "ok\n";' "$port" "$incdir/Mdcached/Cache/" >"$tmp/lib.out" 2>&1 ||
         fail "require 'Mdcached/Cache/autoload.php' from the include path: $(cat "$tmp/lib.out")"
     echo "require 'Mdcached/Cache/autoload.php': $(cat "$tmp/lib.out")"
@@ -106,6 +110,11 @@ for f in $(sed -n '/^PHPEXT_SRC =/,/[^\\]$/p' "$srctop/client-php/include.am" |
         tr ' \\\t' '\n\n\n' | grep '^client-php/'); do
     grep -q "<file name=\"${f#client-php/}\"" "$pkg" || fail "package.xml does not list ${f#client-php/}"
 done
+# libmdcached's sources are packaged too (libmdcached/ = client-c/, protocol/)
+for f in $(sed -n '/^client_c_libmdcached_la_SOURCES =/,/[^\\]$/p; /^protocol_libmdcproto_la_SOURCES =/,/[^\\]$/p' \
+        "$srctop/client-c/include.am" "$srctop/protocol/include.am" | tr ' \\\t' '\n\n\n' | grep -E '^(client-c|protocol)/'); do
+    grep -q "<file name=\"libmdcached/$f\"" "$pkg" || fail "package.xml does not list libmdcached/$f"
+done
 stage=$tmp/libmdcached
 mkdir -p "$stage/include" "$stage/lib"
 cp "$srctop/client-c/mdcached.h" "$stage/include/"
@@ -115,6 +124,44 @@ if sh "$here/pecl-install.sh" "$srctop" "$tmp/pecl" "$stage" "$port" >"$tmp/pecl
 else
     cat "$tmp/pecl.out"
     fail "pecl package / pecl install / load"
+fi
+# php-dev only: no libmdcached installed (this machine must have none:
+# configure would take it), zlib.h and zstd.h hidden (autoconf's cache
+# variables), OpenSSL's headers there (php-dev depends on libssl-dev)
+if pkg-config --exists libmdcached 2>/dev/null || [ -e /usr/include/mdcached.h ] ||
+        [ -e /usr/local/include/mdcached.h ]; then
+    echo "  (a libmdcached is installed: the bundled build is forced with -D with-mdcached=bundled)"
+    how=bundled
+else
+    how=""
+fi
+if ac_cv_header_zlib_h=no ac_cv_header_zstd_h=no \
+        sh "$here/pecl-install.sh" "$srctop" "$tmp/pecl-alone" "$how" "$port" >"$tmp/pecl-alone.out" 2>&1; then
+    sed 's/^/  alone: /' "$tmp/pecl-alone.out"
+    aso=$(tail -n 1 "$tmp/pecl-alone.out")
+    grep -q 'checking which libmdcached to use\.\.\. bundled' "$tmp/pecl-alone.out" ||
+        fail "pecl install with no libmdcached did not use the bundled sources"
+    grep -q 'checking for TLS in the bundled libmdcached\.\.\. yes' "$tmp/pecl-alone.out" ||
+        fail "bundled libmdcached without TLS though OpenSSL's headers are there"
+    ldd "$aso" | grep -E 'libmdcached|libz\.|libzstd' &&
+        fail "the bundled build links an outside libmdcached, zlib or zstd"
+    ldd "$aso" | grep -q libssl || fail "the bundled build does not link libssl"
+    "$PHP" -n -d extension="$aso" -r '
+        $c = new Mdcached\Client();
+        $c->addServer("127.0.0.1", (int)$argv[1]);
+        $big = str_repeat("compressible ", 1000);
+        $e = [];
+        if (!$c->set("alone:big", $big) || $c->get("alone:big") !== $big) $e[] = "a large value (stored plain)";
+        if ($c->setOption(Mdcached\Client::OPT_COMPRESSION_TYPE, Mdcached\Client::COMPRESSION_ZSTD)
+            || $c->getResultCode() !== Mdcached\Client::RES_NOT_SUPPORTED) $e[] = "zstd without libzstd is not RES_NOT_SUPPORTED";
+        if (!$c->setTls(["insecure" => true]) || !$c->setTls(null)) $e[] = "setTls: " . $c->getResultMessage();
+        echo $e ? implode("; ", $e) . "\n" : "ok\n";
+        exit($e ? 1 : 0);' "$port" >"$tmp/alone.out" 2>&1 ||
+        fail "the bundled build: $(cat "$tmp/alone.out")"
+    echo "  alone: large value stored plain, zstd refused, TLS built in: $(cat "$tmp/alone.out")"
+else
+    cat "$tmp/pecl-alone.out"
+    fail "pecl install with no libmdcached installed (bundled sources)"
 fi
 
 # ---- 3. PIE's composer.json ------------------------------------------------------

@@ -1,16 +1,19 @@
 #!/bin/sh
 # client-php/tests/pecl-install.sh - the extension's PECL package, made and
-# installed as a user would: `pecl package client-php/package.xml`, then
-# `pecl install mdcached-<version>.tgz` (phpize, configure, make by PEAR's
-# builder) against php-dev and an installed libmdcached, then the installed
-# mdcached.so loaded with `php -n -d extension=...`.
+# installed as a user would: client-php/pecl-package.sh (`pecl package' of
+# the extension and libmdcached's sources), then `pecl install
+# mdcached-<version>.tgz` (phpize, configure, make by PEAR's builder)
+# against php-dev and an installed libmdcached or the bundled sources, then
+# the installed mdcached.so loaded with `php -n -d extension=...`.
 #
 # Usage: pecl-install.sh SRCTOP WORK [PREFIX [PORT]]
 #   SRCTOP  the source tree (client-php/package.xml)
 #   WORK    a scratch directory (created; everything is written below it)
 #   PREFIX  libmdcached's prefix (include/mdcached.h, lib/libmdcached.so),
-#           passed as -D with-mdcached="PREFIX"; without it configure finds
-#           the installed one (pkg-config's libmdcached, /usr/local, /usr).
+#           or "bundled", passed as -D with-mdcached="PREFIX"; without it
+#           configure finds the installed one (pkg-config's libmdcached,
+#           /usr/local, /usr), else builds the bundled sources.
+# The environment reaches configure (e.g. ac_cv_header_zlib_h=no).
 #   PORT    a daemon on 127.0.0.1:PORT: the loaded extension round-trips a
 #           tagged record with it (set, get, getByTag, deleteByTag).
 # Prints the path of the installed mdcached.so as its last line; exit 0
@@ -65,7 +68,7 @@ PATH=$W/bin:$PATH
 export PATH
 
 # pecl package: the release tarball of the extension
-(cd "$W/pkg" && pecl -c "$rc" package "$SRCTOP/client-php/package.xml") >"$W/package.out" 2>&1 ||
+PECL="pecl -c $rc" sh "$SRCTOP/client-php/pecl-package.sh" "$W/pkg" >"$W/package.out" 2>&1 ||
     { cat "$W/package.out"; echo "pecl-install: pecl package failed"; exit 1; }
 tgz=$(ls "$W"/pkg/mdcached-*.tgz 2>/dev/null)
 [ -n "$tgz" ] || { cat "$W/package.out"; echo "pecl-install: no mdcached-*.tgz"; exit 1; }
@@ -85,7 +88,7 @@ if ! pecl -c "$rc" install "$@" "$tgz" </dev/null >"$W/install.out" 2>&1; then
 fi
 grep -q '^install ok: channel://pecl.php.net/mdcached-' "$W/install.out" ||
     { tail -20 "$W/install.out"; echo "pecl-install: no 'install ok'"; exit 1; }
-grep 'running: .*configure' "$W/install.out" | sed 's/^/  /'
+grep -E 'running: .*configure|checking (which libmdcached|for TLS in|for compression)' "$W/install.out" | sed 's/^/  /'
 echo "pecl install: $(($(date +%s) - t0)) s"
 so=$W/ext/mdcached.so
 [ -f "$so" ] || { tail -20 "$W/install.out"; echo "pecl-install: $so not installed"; exit 1; }

@@ -54,9 +54,11 @@
 /*
  * -m bounds the process's resident memory (docs/architecture.md, "Memory
  * and -m"), so the allocator must not hold pages the store has let go:
- *  - no transparent huge pages on the arenas: a 2 MiB page stays resident
- *    while one record of it lives (the overfill load peaked at 164 MiB in
- *    -m 64 with thp:always, 88 MiB without it and with the decay below);
+ *  - no transparent huge pages on the arenas (the system's setting,
+ *    madvise on Debian, so none): a 2 MiB page stays resident while one
+ *    record of it lives (the overfill load peaked at 164 MiB in -m 64 with
+ *    thp:always, 88 MiB without it and with the decay below), and an idle
+ *    daemon held 6 MiB of them (docs/performance.md, "Idle footprint");
  *    the bucket arrays still ask for huge pages (mdc_huge_calloc);
  *  - freed pages go back to the kernel at once (dirty and muzzy decay 0)
  *    rather than after 10 s: under eviction every store frees a record,

@@ -373,6 +373,8 @@ int dump_write(struct store *st, const char *path, struct dump_info *info)
     put32(h + 32, cfg->max_item_size);
     put32(h + 36, cfg->max_tags);
     put32(h + 40, BLOCK_TARGET);
+    put64(h + 44, store_generation(st)); /* once reserved: old readers
+                                          * ignore it */
     put64(h + 56, XXH3_64bits(h, 56));
     dw_raw(&w, h, sizeof(h));
 
@@ -598,6 +600,7 @@ struct dl {
     uint32_t version; /* the file's format version */
     uint64_t tstack_max;
     uint64_t max_item, max_tags; /* the writer's, from the header; 0 unknown */
+    uint64_t generation;         /* the header's data generation; 0 none */
     int nomem;
 };
 
@@ -792,6 +795,7 @@ static uint64_t scan(struct dl *l, const uint8_t *buf, size_t len)
         l->version = get32(buf + 8);
         l->max_item = get32(buf + 32);
         l->max_tags = get32(buf + 36);
+        l->generation = get64(buf + 44); /* 0 in older files */
     }
     while (off < len) {
         const uint8_t *b = buf + off;
@@ -935,6 +939,11 @@ int dump_load_buf(struct store *st, const uint8_t *buf, size_t len,
             info->over_limit++;
         }
     store_note_tstack_seq(st, l->tstack_max);
+    /* the records are the writer's: so is their generation (a file
+     * without one leaves the server's own) */
+    info->generation = l->generation;
+    if (l->generation != 0)
+        store_set_generation(st, l->generation);
     mdc_free(l->def);
     mdc_free(l);
     return 0;

@@ -34,6 +34,7 @@ struct dump_info {
     uint64_t expired;    /* load: records whose expiry had passed */
     uint64_t over_limit; /* load: records left out at the memory limit */
     uint64_t refused;    /* load: records the store would not take */
+    uint64_t generation; /* load: the file's data generation (0: none) */
     uint64_t err_offset; /* first damage: file offset */
     char err[256];       /* first damage, or why a write failed */
 };

@@ -27,6 +27,7 @@
  */
 #include "config.h"
 
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -35,6 +36,7 @@
 #include "store_hash.h"
 #include "store_int.h"
 #include "tags.h"
+#include "testhook.h"
 
 #define DEFAULT_MEM_LIMIT ((size_t)1024 << 20)
 #define DEFAULT_MAX_ITEM (1u << 20)
@@ -147,10 +149,18 @@ struct store *store_setup(const struct store_config *cfg)
     st->clk.mono_ns = sys_mono_ns;
     st->clk.wall_s = sys_wall_s;
     st->clk_sys = true;
-    st->epoch_ns = sys_mono_ns(NULL);
+    /* store seconds begin with the wall clock's (while it is not set): a
+     * deadline, the first store second beginning at or after its moment
+     * (store_expiry.c), then falls on an absolute time's own second, and a
+     * dump's whole seconds say it */
+    {
+        struct timespec w;
+        clock_gettime(CLOCK_REALTIME, &w);
+        uint64_t m = sys_mono_ns(NULL);
+        st->epoch_ns = m > (uint64_t)w.tv_nsec ? m - (uint64_t)w.tv_nsec : m;
+    }
     st->buckets = mdc_huge_calloc((size_t)c->nbuckets * sizeof(*st->buckets));
     st->locks = mdc_calloc(c->nlocks, sizeof(*st->locks));
-    st->fmarks = mdc_calloc(c->nlocks, sizeof(*st->fmarks));
     st->tags = tags_setup(c->tag_buckets);
     /* ghosts: three slots per 448 bytes of the limit (2 B for every
      * 149 B), untouched until evictions begin; 1.5 slots rather than 1
@@ -159,7 +169,7 @@ struct store *store_setup(const struct store_config *cfg)
     st->gmask = pow2_at_least(gw < GHOST_MIN ? GHOST_MIN
                               : gw > GHOST_MAX ? GHOST_MAX : gw) - 1;
     st->ghost = mdc_huge_calloc(((size_t)st->gmask + 1) * sizeof(*st->ghost));
-    if (st->buckets == NULL || st->locks == NULL || st->fmarks == NULL ||
+    if (st->buckets == NULL || st->locks == NULL ||
         st->tags == NULL || st->ghost == NULL)
         goto fail;
     for (uint32_t i = 0; i < c->nlocks; i++)
@@ -172,7 +182,7 @@ struct store *store_setup(const struct store_config *cfg)
     }
     st->fixed_bytes = sizeof(*st) +
                       (uint64_t)c->nlocks *
-                          (sizeof(*st->locks) + sizeof(*st->fmarks)) +
+                          sizeof(*st->locks) +
                       tags_fixed_bytes(st->tags) + /* + buckets in use */
                       (st->wheels != NULL
                            ? (uint64_t)c->nlocks * (sizeof(*st->wheels) + 1)
@@ -185,7 +195,16 @@ struct store *store_setup(const struct store_config *cfg)
     pthread_mutex_init(&st->retire_mu, NULL);
     pthread_cond_init(&st->sweep_cv, NULL);
     if (c->sweep_interval_ms != 0) {
-        if (pthread_create(&st->sweeper, NULL, sweeper_main, st) != 0)
+        sigset_t all, old;
+        int e;
+
+        /* the sweeper takes no signal: a process's signals are the
+         * caller's (the daemon's main thread) */
+        sigfillset(&all);
+        pthread_sigmask(SIG_BLOCK, &all, &old);
+        e = pthread_create(&st->sweeper, NULL, sweeper_main, st);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        if (e != 0)
             goto fail;
         st->sweeper_running = 1;
     }
@@ -195,7 +214,6 @@ fail:
         mdc_free(st->locks);
     mdc_free(st->wheels);
     mdc_free(st->wlost);
-    mdc_free(st->fmarks);
     mdc_huge_free(st->buckets, (size_t)c->nbuckets * sizeof(*st->buckets));
     mdc_huge_free(st->ghost, ((size_t)st->gmask + 1) * sizeof(*st->ghost));
     if (st->tags != NULL) {
@@ -232,6 +250,7 @@ void store_teardown(struct store *st)
         st->sweep_stop = 1;
         pthread_cond_signal(&st->sweep_cv);
         pthread_mutex_unlock(&st->sweep_mu);
+        testhook_stop_asked("sweeper");
         pthread_join(st->sweeper, NULL);
     }
     wheel_teardown(st);
@@ -254,9 +273,6 @@ void store_teardown(struct store *st)
     pthread_mutex_destroy(&st->grow_mu);
     pthread_cond_destroy(&st->sweep_cv);
     mdc_free(st->locks);
-    for (uint32_t i = 0; i <= st->lmask; i++)
-        mdc_free(st->fmarks[i].h);
-    mdc_free(st->fmarks);
     mdc_huge_free(st->buckets, (size_t)st->cfg.nbuckets * sizeof(*st->buckets));
     mdc_huge_free(st->ghost, ((size_t)st->gmask + 1) * sizeof(*st->ghost));
     mdc_free(st);
@@ -289,6 +305,16 @@ void store_set_clock(struct store *st, const struct store_clock *clk)
 const struct store_config *store_config(const struct store *st)
 {
     return &st->cfg;
+}
+
+void store_set_generation(struct store *st, uint64_t gen)
+{
+    atomic_store(&st->generation, gen);
+}
+
+uint64_t store_generation(const struct store *st)
+{
+    return atomic_load(&((struct store *)st)->generation);
 }
 
 size_t store_top_tags(struct store *st, struct store_tag_count *out, size_t n)

@@ -56,7 +56,9 @@ struct store_config {
     uint32_t nlocks;        /* lock stripes, power of two; 0 = default */
     uint32_t tag_buckets;   /* power of two; 0 = 64 */
     uint32_t max_tags;      /* per record; 0 = 64 */
-    uint32_t max_item_size; /* bytes of value; 0 = 1 MiB */
+    uint32_t max_item_size; /* bytes of key, value and memcached's item
+                             * header (over_item_size() in store_int.h);
+                             * a restore checks the value alone; 0 = 1 MiB */
     size_t tag_reply_limit; /* get_by_tag reply bytes; 0 = 16 MiB */
     uint32_t sweep_interval_ms; /* background expiry sweep; 0 = no thread */
 };
@@ -125,11 +127,14 @@ struct store_stats {
     uint64_t lrutail_reflocked; /* evictions of a record a reader still
                                  * referenced (its memory returns when the
                                  * reader lets go) */
-    uint64_t get_flushed;     /* gets that found no record because a flush
-                               * had removed the key's record: the first
-                               * get of each key after the flush, until the
-                               * key is stored again (at most
-                               * FLUSH_MARKS_MAX keys per flush) */
+    uint64_t get_flushed;     /* reads by key that found a record a flush
+                               * had made unreadable and not yet reclaimed
+                               * (and reclaimed it), as memcached counts */
+    uint64_t flush_reclaimed; /* flushed records reclaimed (by a read or
+                               * write of the key, the sweeper, eviction) */
+    uint64_t flush_pending;   /* flush cut-offs pending: a delayed flush
+                               * not yet due, and a flush whose records the
+                               * sweeper has not all reclaimed (0..2) */
     uint64_t tagged_items;    /* live records with at least one tag */
     uint64_t tag_links;       /* (record, tag) links in the tag index */
     uint64_t tag_values;      /* distinct (tkey, tval) in the index */
@@ -151,6 +156,14 @@ void store_set_evict_log(struct store *st, store_evict_fn fn, void *ctx);
 void store_set_clock(struct store *st, const struct store_clock *clk);
 void store_get_stats(struct store *st, struct store_stats *out);
 const struct store_config *store_config(const struct store *st);
+/*
+ * The data generation: an identity of the records the store holds, chosen
+ * at random by the server when it starts empty and carried over by a dump
+ * (written into the dump's header, set again by the load), so a client can
+ * tell a server that kept its records from one that lost them.  0: none.
+ */
+void store_set_generation(struct store *st, uint64_t gen);
+uint64_t store_generation(const struct store *st);
 
 /* ---- records -------------------------------------------------------- */
 const void *record_key(const struct record *r);
@@ -336,12 +349,16 @@ int store_atomic(struct store *st, enum store_atomic_op op, const void *key,
                  uint32_t klen, uint64_t a, uint64_t b, uint64_t *result,
                  uint64_t *cas_out);
 
-/* Remove every record (announced per record). */
+/* Flush every record, in O(1): a cut-off on the version clock hides every
+ * record stored before it at once (announced once, as EV_FLUSH with no
+ * key); the sweeper, a read or write of the key, or eviction reclaims
+ * them later (without a sweeper: only the last two). */
 void store_flush(struct store *st);
 /* memcached's "flush_all <delay>": flush everything when the protocol
  * expiry (relative or absolute, as for records) comes; a later call
- * replaces the pending one, exptime <= 0 flushes now.  The flush runs from
- * the first store call after the moment (or the sweeper's tick). */
+ * replaces the pending one, exptime <= 0 flushes now.  The cut-off is set
+ * by the first store call from the moment on (or the sweeper's tick), so
+ * that what is stored from then on is above it. */
 void store_flush_at(struct store *st, int64_t exptime);
 
 /* Reclaim expired records in up to 'max_buckets' buckets; returns count. */

@@ -49,6 +49,21 @@ uint64_t cas_clock(void)
     return (cas_end == g ? cas_next : g) & CAS_MASK; /* as versions are */
 }
 
+/* A flush's cut-off.  Every thread's block ends at or below the counter,
+ * so moving the counter more than CAS_STALE past it makes every thread
+ * drop the rest of its block at its next version (next_cas's staleness
+ * test) and take a new one at or above the cut-off; the versions skipped
+ * are never handed out. */
+uint64_t cas_cut(void)
+{
+    for (;;) {
+        uint64_t c = (atomic_fetch_add(&cas_global, CAS_STALE + 1) +
+                      CAS_STALE + 1) & CAS_MASK;
+        if (c != 0)
+            return c;
+    }
+}
+
 /* Versions handed out later are above 'cas' (a restored record's). */
 void cas_above(uint64_t cas)
 {
@@ -77,6 +92,9 @@ void store_get_stats(struct store *st, struct store_stats *o)
     o->direct_reclaims = LD(direct_reclaims);
     o->lrutail_reflocked = LD(lrutail_reflocked);
     o->get_flushed = LD(get_flushed);
+    o->flush_reclaimed = LD(flush_reclaimed);
+    o->flush_pending = (LD(flush_at) != 0) +
+                       (LD(flush_gen) != LD(flush_walked));
     o->tagged_items = LD(tagged_items);
     o->tag_links = LD(tag_links);
 #undef LD

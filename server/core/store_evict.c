@@ -37,6 +37,7 @@
 #define RANK_EXPIRED UINT64_MAX
 
 struct evict_pick {
+    struct store *st;
     uint32_t now;    /* store seconds */
     uint64_t clock;  /* cas_clock() */
     uint64_t window; /* the probation: records younger than this */
@@ -64,7 +65,7 @@ static inline uint64_t rank_age(uint64_t a)
 /* How much a record deserves to go (the file's comment): higher first. */
 static uint64_t evict_rank(const struct evict_pick *p, const struct record *r)
 {
-    if (rec_expired(r, p->now))
+    if (rec_dead(p->st, r, p->now))
         return RANK_EXPIRED;
     uint8_t e = __atomic_load_n(&r->evb, __ATOMIC_RELAXED);
     /* stores since its version, both CAS_BITS wide (cas_klen's klen bits
@@ -184,6 +185,7 @@ uint8_t evict_link_bits(struct store *st, uint64_t h, const struct record *old)
 static int evict_one(struct store *st)
 {
     struct evict_pick p = {
+        .st = st,
         .now = now_s(st),
         .clock = cas_clock(),
         .window = atomic_load_explicit(&st->curr_items,
@@ -223,7 +225,7 @@ static int evict_one(struct store *st)
     bool evicted = false;
     mdc_wrlock(l);
     if (rec_rflags(best) & R_LINKED) {
-        if (rec_expired(best, p.now)) {
+        if (rec_dead(st, best, p.now)) {
             do_expire(st, best, h);
         } else {
             announce(st, EV_EVICT, best, h);

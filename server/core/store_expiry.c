@@ -10,24 +10,76 @@
 
 #include "alloc.h"
 #include "store_int.h"
+#include "testhook.h"
+
+/*
+ * Deadlines.  A record with deadline d (a store second, now_s()) is dead
+ * once now_s() >= d, i.e. once the monotonic clock reaches
+ * epoch_ns + (d - 1) s.  So a deadline is the first store second that
+ * begins at or after the moment it stands for: whole wall-clock seconds
+ * are not whole store seconds (the store's seconds begin when it was set
+ * up), and rounding down (d = now + ttl) let a record go up to a second
+ * early.  The moment is taken on the precise clocks (the coarse one lags
+ * by a few ms, which would move it earlier); the wall clock is read before
+ * the monotonic one, so the time between the two reads can only move it
+ * later.  With a test clock, wall seconds are taken as whole.
+ */
+static uint64_t mono_precise_ns(struct store *st)
+{
+    if (!st->clk_sys)
+        return st->clk.mono_ns(st->clk.ctx);
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+static int64_t wall_ns(struct store *st)
+{
+    if (!st->clk_sys)
+        return st->clk.wall_s(st->clk.ctx) * 1000000000;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* The first store second beginning at or after monotonic ns 'at'. */
+static uint32_t deadline_at(struct store *st, uint64_t at)
+{
+    if (at <= st->epoch_ns)
+        return 1;
+    uint64_t s = (at - st->epoch_ns + 999999999u) / 1000000000u + 1;
+    return s > UINT32_MAX ? UINT32_MAX : (uint32_t)s;
+}
+
+uint32_t deadline_of_wall(struct store *st, int64_t wall)
+{
+    int64_t w = wall_ns(st);
+    uint64_t mono = mono_precise_ns(st);
+    if (wall > INT64_MAX / 1000000000)
+        return UINT32_MAX;
+    int64_t rel = wall * 1000000000 - w;
+    if (rel <= 0)
+        return 1;
+    return deadline_at(st, mono + (uint64_t)rel);
+}
 
 /* memcached expiry: 0 never; <0 already expired; <=30 days relative;
- * otherwise absolute Unix time, converted to the monotonic clock now. */
+ * otherwise absolute Unix time. */
 uint32_t deadline_of(struct store *st, int64_t exptime)
 {
-    uint32_t now = now_s(st);
     if (exptime == 0)
         return 0;
     if (exptime < 0)
         return 1;
     if (exptime <= STORE_REL_EXPIRY_MAX)
-        return now + (uint32_t)exptime;
-    int64_t rel = exptime - st->clk.wall_s(st->clk.ctx);
-    if (rel <= 0)
-        return 1;
-    if (rel > (int64_t)UINT32_MAX - now)
-        return UINT32_MAX;
-    return now + (uint32_t)rel;
+        return deadline_at(st, mono_precise_ns(st) +
+                                   (uint64_t)exptime * 1000000000u);
+    return deadline_of_wall(st, exptime);
+}
+
+/* The monotonic ns at which deadline d falls (d != 0). */
+static inline uint64_t deadline_ns(const struct store *st, uint32_t d)
+{
+    return st->epoch_ns + (uint64_t)(d - 1) * 1000000000u;
 }
 
 int64_t record_ttl(struct store *st, const struct record *r)
@@ -35,8 +87,8 @@ int64_t record_ttl(struct store *st, const struct record *r)
     uint32_t d = __atomic_load_n(&r->deadline, __ATOMIC_RELAXED);
     if (d == 0)
         return -1;
-    uint32_t now = now_s(st);
-    return d > now ? (int64_t)(d - now) : 0;
+    uint64_t at = deadline_ns(st, d), now = mono_precise_ns(st);
+    return at > now ? (int64_t)((at - now) / 1000000000u) : 0;
 }
 
 uint64_t record_deadline_ns(const struct store *st, const struct record *r)
@@ -49,9 +101,13 @@ uint64_t record_deadline_ns(const struct store *st, const struct record *r)
         d = f;
     if (d == 0)
         return 0;
-    return st->epoch_ns + (uint64_t)(d - 1) * 1000000000u;
+    return deadline_ns(st, d);
 }
 
+/* The wall-clock second at which the record dies (dumps, cachedump): its
+ * deadline, the start of a store second, which begins with a wall-clock
+ * second (store_setup), so rounded to the nearest: an absolute time is
+ * given back as it was set, a relative TTL rounded up. */
 int64_t record_expiry_wall(struct store *st, const struct record *r)
 {
     uint32_t d = __atomic_load_n(&r->deadline, __ATOMIC_RELAXED);
@@ -60,69 +116,13 @@ int64_t record_expiry_wall(struct store *st, const struct record *r)
         d = f;
     if (d == 0)
         return 0;
-    uint32_t now = now_s(st);
-    int64_t wall = st->clk.wall_s(st->clk.ctx);
-    return wall + (d > now ? (int64_t)(d - now) : 1);
-}
-
-static inline uint64_t fmark_of(uint64_t h) { return h | 1; }
-
-/* Remember h (a flush, under h's stripe write lock). */
-static void fmarks_add(struct store *st, uint64_t h)
-{
-    struct flush_marks *m = &st->fmarks[(uint32_t)h & st->lmask];
-
-    if (atomic_fetch_add_explicit(&st->flush_total, 1, memory_order_relaxed) >=
-        FLUSH_MARKS_MAX)
-        return;
-    if (m->n == m->cap) {
-        uint32_t nc = m->cap ? m->cap * 2 : 8;
-        _Atomic uint64_t *nh = mdc_realloc(m->h, nc * sizeof(*nh));
-        if (nh == NULL)
-            return;
-        m->h = nh;
-        m->cap = nc;
-    }
-    atomic_store_explicit(&m->h[m->n++], fmark_of(h), memory_order_relaxed);
-    atomic_fetch_add_explicit(&st->flush_live, 1, memory_order_relaxed);
-}
-
-/* Consume h's mark if the last flush left one; under h's stripe lock, read
- * (racing readers: the CAS lets one win) or write.  One relaxed load when
- * no mark is left. */
-bool fmarks_take(struct store *st, uint64_t h)
-{
-    if (atomic_load_explicit(&st->flush_live, memory_order_relaxed) == 0)
-        return false;
-    struct flush_marks *m = &st->fmarks[(uint32_t)h & st->lmask];
-    uint64_t want = fmark_of(h);
-    for (uint32_t i = 0; i < m->n; i++) {
-        uint64_t v = atomic_load_explicit(&m->h[i], memory_order_relaxed);
-        if (v == want && atomic_compare_exchange_strong(&m->h[i], &v, 0)) {
-            atomic_fetch_sub_explicit(&st->flush_live, 1,
-                                      memory_order_relaxed);
-            return true;
-        }
-    }
-    return false;
-}
-
-/* A new flush forgets the marks of the last one. */
-static void fmarks_reset(struct store *st)
-{
-    for (uint32_t i = 0; i <= st->lmask; i++) {
-        struct flush_marks *m = &st->fmarks[i];
-        uint64_t live = 0;
-        mdc_wrlock(&st->locks[i]);
-        for (uint32_t k = 0; k < m->n; k++)
-            live += atomic_load_explicit(&m->h[k], memory_order_relaxed) != 0;
-        m->n = 0;
-        mdc_unlock(&st->locks[i]);
-        if (live)
-            atomic_fetch_sub_explicit(&st->flush_live, live,
-                                      memory_order_relaxed);
-    }
-    atomic_store_explicit(&st->flush_total, 0, memory_order_relaxed);
+    int64_t w = wall_ns(st);
+    uint64_t now = mono_precise_ns(st), at = deadline_ns(st, d);
+    int64_t ws = w / 1000000000;
+    if (at <= now)
+        return ws + 1;
+    int64_t e = (w + (int64_t)(at - now) + 500000000) / 1000000000;
+    return e > ws ? e : ws + 1;
 }
 
 /* Change a linked record's deadline in place (touch/gat), under the write
@@ -142,9 +142,17 @@ void set_deadline(struct store *st, struct record *r, uint64_t h, uint32_t d)
         wheel_add(st, h, d);
 }
 
-/* Remove an expired record found under the write lock. */
+/* Remove a dead record (expired or flushed) found under the write lock.
+ * A flushed one is not counted as expired (memcached neither): the flush
+ * was announced once for every record. */
 void do_expire(struct store *st, struct record *r, uint64_t h)
 {
+    if (rec_flushed(st, r)) {
+        atomic_fetch_add_explicit(&st->flush_reclaimed, 1,
+                                  memory_order_relaxed);
+        do_unlink(st, h, r);
+        return;
+    }
     announce(st, EV_EXPIRE, r, h);
     atomic_fetch_add_explicit(&st->expired, 1, memory_order_relaxed);
     if (!(rec_rflags(r) & R_FETCHED))
@@ -153,16 +161,26 @@ void do_expire(struct store *st, struct record *r, uint64_t h)
     do_unlink(st, h, r);
 }
 
-/* Find a live record under the write lock, reclaiming it if expired. */
-struct record *do_find_live(struct store *st, uint64_t h,
-                                   const void *key, uint32_t klen)
+/* Find a live record under the write lock, reclaiming it if dead; *gone
+ * says what was reclaimed. */
+struct record *do_find_live_gone(struct store *st, uint64_t h,
+                                 const void *key, uint32_t klen, int *gone)
 {
     struct record *r = do_find(st, h, key, klen);
-    if (r != NULL && rec_expired(r, now_s(st))) {
+    *gone = GONE_NONE;
+    if (r != NULL && rec_dead(st, r, now_s(st))) {
+        *gone = rec_flushed(st, r) ? GONE_FLUSHED : GONE_EXPIRED;
         do_expire(st, r, h);
         r = NULL;
     }
     return r;
+}
+
+struct record *do_find_live(struct store *st, uint64_t h, const void *key,
+                            uint32_t klen)
+{
+    int gone;
+    return do_find_live_gone(st, h, key, klen, &gone);
 }
 
 int key_write_begin(struct store *st, struct key_write *kw, const void *key,
@@ -172,7 +190,7 @@ int key_write_begin(struct store *st, struct key_write *kw, const void *key,
     kw->h = store_hash(key, klen);
     kw->l = stripe_of(st, kw->h);
     mdc_wrlock(kw->l);
-    kw->r = do_find_live(st, kw->h, key, klen);
+    kw->r = do_find_live_gone(st, kw->h, key, klen, &kw->gone);
     if (kw->r == NULL)
         return ST_NOT_FOUND;
     if (cas != 0 && rec_cas(kw->r) != cas)
@@ -181,35 +199,46 @@ int key_write_begin(struct store *st, struct key_write *kw, const void *key,
 }
 
 void reclaim_expired_key(struct store *st, uint64_t h, const void *key,
-                         uint32_t klen)
+                         uint32_t klen, bool flushed)
 {
     mdc_rwlock_t *l = stripe_of(st, h);
 
-    atomic_fetch_add_explicit(&st->get_expired, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(flushed ? &st->get_flushed : &st->get_expired,
+                              1, memory_order_relaxed);
     mdc_wrlock(l);
     (void)do_find_live(st, h, key, klen);
     mdc_unlock(l);
 }
 
+/*
+ * flush: memcached's cut-off.  A flush takes a cut-off on the version
+ * clock (cas_cut: versions handed out from then on are above it, by every
+ * thread) and publishes it; every path that finds a record by key, a tag
+ * or a walk treats one below it as absent (rec_dead), and a write by key
+ * reclaims it first.  Nothing is walked and no byte is added to the
+ * record.  The sweeper then walks the table (flush_walk) and reclaims what
+ * the cut-off hides, a bounded number of buckets under each stripe lock
+ * taken; eviction takes such records first, as expired ones.  A flush
+ * while a walk is under way restarts it (its cut-off is the higher one).
+ * The cut-off stays after the walk (a version a client set below it stays
+ * hidden, as in memcached) until the version clock is 2^45 past it, so
+ * that versions, CAS_BITS wide, never come round to it.
+ */
 void store_flush(struct store *st)
 {
-    uint32_t now = now_s(st);
-
-    fmarks_reset(st);
-    /* re-read the size each step: a bucket split behind the cursor moves
-     * records ahead of it, never behind */
-    for (uint32_t b = 0; b < nbuckets_now(st); b++) {
-        mdc_rwlock_t *l = lock_of(st, b);
-        mdc_wrlock(l);
-        struct record *r;
-        while ((r = rt_root(&st->buckets[b])) != NULL) {
-            uint64_t h = store_hash(rec_key(r), rec_klen(r));
-            if (!rec_expired(r, now))
-                fmarks_add(st, h); /* a get of it counts get_flushed */
-            announce(st, EV_FLUSH, r, h);
-            do_unlink_b(st, b, r);
-        }
-        mdc_unlock(l);
+    uint64_t cut = cas_cut();
+    /* the generation first: a walk that sees the new cut-off must not be
+     * taken as the walk of this flush before it began */
+    atomic_fetch_add(&st->flush_gen, 1);
+    atomic_store(&st->flush_cut, cut);
+    /* copies of records made outside the store (the XDP mirror) are
+     * dropped: "everything" (no key) */
+    if (st->hook != NULL)
+        st->hook(st->hook_ctx, EV_FLUSH, NULL, 0, 0);
+    if (st->sweeper_running) {
+        pthread_mutex_lock(&st->sweep_mu);
+        pthread_cond_signal(&st->sweep_cv);
+        pthread_mutex_unlock(&st->sweep_mu);
     }
 }
 
@@ -230,6 +259,82 @@ void store_flush_at(struct store *st, int64_t exptime)
     check_flush(st, now_s(st)); /* an absolute time already past */
 }
 
+/* Buckets one stripe lock covers in the walk at most, and records it
+ * reclaims under it at most (the bucket it is in is finished), before it
+ * is let go; the buckets of one slice, and the sweeper's pause between
+ * slices.  At 10^7 records (4.8 a bucket) 64 buckets held the lock for
+ * 143 us of CPU on average, and for up to 168 ms when the sweeper was
+ * preempted holding it (a busy machine); 32 records hold it ~15 us. */
+#define FWALK_BATCH 64u
+#define FWALK_RECS 32u
+#define FWALK_SLICE 16384u
+#define FWALK_PAUSE_NS 1000000
+/* ... and at least FWALK_IDLE times as long as the slice took: the walk
+ * takes at most a quarter of a CPU (freeing 10^7 records at full speed
+ * took a CPU for 20 s on a busy 2-CPU machine and slowed the clients'
+ * GETs by as much: docs/performance.md, "flush_all at 10^7 records"). The
+ * flushed records are hidden meanwhile, and eviction takes them first. */
+#define FWALK_IDLE 3u
+
+/* The sweeper's walk after a flush: up to max_buckets buckets, stripe by
+ * stripe (a stripe's buckets are j, j + nlocks, ...; a split, under the
+ * stripe's lock, only moves records to the newest bucket, ahead of the
+ * walk), reclaiming flushed records.  Returns true when the walk is done
+ * (or none is due). */
+static bool flush_walk(struct store *st, uint32_t max_buckets)
+{
+    uint32_t gen = atomic_load(&st->flush_gen);
+    if (gen == atomic_load(&st->flush_walked)) {
+        /* done: forget the cut-off once versions are far past it */
+        uint64_t c = atomic_load_explicit(&st->flush_cut,
+                                          memory_order_relaxed);
+        if (c != 0 && ((cas_clock() - c) & CAS_MASK) > (UINT64_C(1) << 45))
+            atomic_compare_exchange_strong(&st->flush_cut, &c, 0);
+        return true;
+    }
+    if (gen != st->fwalk_gen) { /* a new flush: from the start */
+        st->fwalk_gen = gen;
+        st->fwalk_next = 0;
+        st->fwalk_b = 0;
+    }
+    uint32_t done = 0;
+    while (st->fwalk_next <= st->lmask && done < max_buckets) {
+        uint32_t j = st->fwalk_next;
+        mdc_rwlock_t *l = &st->locks[j];
+        mdc_wrlock(l);
+        uint32_t nb = nbuckets_now(st), b = st->fwalk_b;
+        if (b < j)
+            b = j;
+        uint32_t freed = 0;
+        for (uint32_t k = 0;
+             k < FWALK_BATCH && freed < FWALK_RECS && b < nb;
+             k++, b += st->lmask + 1) {
+            struct record *r, *nx;
+            RT_FOREACH_SAFE(r, &st->buckets[b], nx)
+            {
+                if (rec_flushed(st, r)) {
+                    atomic_fetch_add_explicit(&st->flush_reclaimed, 1,
+                                              memory_order_relaxed);
+                    do_unlink_b(st, b, r);
+                    freed++;
+                }
+            }
+            done++;
+        }
+        mdc_unlock(l);
+        if (b >= nb) {
+            st->fwalk_next++;
+            st->fwalk_b = 0;
+        } else {
+            st->fwalk_b = b;
+        }
+    }
+    if (st->fwalk_next <= st->lmask)
+        return false;
+    atomic_store(&st->flush_walked, gen);
+    return true;
+}
+
 size_t store_sweep(struct store *st, size_t max_buckets)
 {
     size_t n = 0;
@@ -247,7 +352,7 @@ size_t store_sweep(struct store *st, size_t max_buckets)
         struct record *r, *nx;
         RT_FOREACH_SAFE(r, &st->buckets[b], nx)
         {
-            if (rec_expired(r, now)) {
+            if (rec_dead(st, r, now)) {
                 do_expire(st, r, store_hash(rec_key(r), rec_klen(r)));
                 n++;
             }
@@ -317,11 +422,17 @@ static void wheel_lose(struct store *st, uint32_t j)
     atomic_store_explicit(&st->wheel_lost, 1, memory_order_relaxed);
 }
 
-/* Enter h for deadline d (under h's stripe write lock). */
+/* Enter h for deadline d (under h's stripe write lock).  A deadline
+ * already past (a touch to a negative time, a record restored or linked
+ * late) is entered for the next second, whose turn is still to come: its
+ * own slot may have been turned already, and would wait a lap. */
 void wheel_add(struct store *st, uint64_t h, uint32_t d)
 {
     if (st->wheels == NULL || d == 0)
         return;
+    uint32_t now = now_s(st);
+    if (d <= now)
+        d = now + 1;
     uint32_t j = (uint32_t)h & st->lmask;
     struct ewheel *w = st->wheels[j];
     if (w == NULL) {
@@ -367,6 +478,11 @@ bool wheel_has(struct store *st, uint64_t h, uint32_t d)
     struct ewheel *w = st->wheels[j];
     if (st->wlost[j]) {
         found = true;
+    } else if (w != NULL && d <= now_s(st)) {
+        /* past: entered for a later second (wheel_add), any slot */
+        for (uint32_t i = 0; i < EW_SLOTS && !found; i++)
+            for (uint32_t x = 0; x < w->s[i].n && !found; x++)
+                found = ew_key(w->s[i].e[x]) == want;
     } else if (w != NULL) {
         struct eslot *s = &w->s[EW_SLOT(d)];
         for (uint32_t i = 0; i < s->n && !found; i++)
@@ -557,6 +673,8 @@ static void sweep_wake_at(struct store *st, struct timespec *ts)
 void *sweeper_main(void *arg)
 {
     struct store *st = arg;
+
+    testhook_hold_loop("sweeper");
     pthread_mutex_lock(&st->sweep_mu);
     while (!st->sweep_stop) {
         struct timespec ts;
@@ -568,9 +686,46 @@ void *sweeper_main(void *arg)
         uint32_t now = now_s(st);
         check_flush(st, now); /* a pending delayed flush */
         wheel_run(st, now);
+        /* a flush's walk, a slice at a time: between slices the sweeper
+         * sleeps FWALK_IDLE times the slice's time (FWALK_PAUSE_NS at
+         * least), so that it takes a quarter of a CPU at most and a stripe
+         * lock only briefly, whatever the table's size */
+        uint64_t t0 = store_sys_mono_ns(); /* the real clock, not a test's */
+        bool walked = flush_walk(st, FWALK_SLICE);
+        uint64_t took = store_sys_mono_ns() - t0;
         if (atomic_load_explicit(&st->nretired, memory_order_relaxed) != 0)
             reclaim_retired(st);
         pthread_mutex_lock(&st->sweep_mu);
+        while (!walked && !st->sweep_stop) {
+            uint64_t pause = took * FWALK_IDLE;
+            if (pause < FWALK_PAUSE_NS)
+                pause = FWALK_PAUSE_NS;
+            if (pause > 1000000000u) /* a slice preempted for long */
+                pause = 1000000000u;
+            struct timespec p;
+            clock_gettime(CLOCK_REALTIME, &p);
+            p.tv_sec += (time_t)(pause / 1000000000u);
+            p.tv_nsec += (long)(pause % 1000000000u);
+            if (p.tv_nsec >= 1000000000) {
+                p.tv_sec++;
+                p.tv_nsec -= 1000000000;
+            }
+            pthread_cond_timedwait(&st->sweep_cv, &st->sweep_mu, &p);
+            pthread_mutex_unlock(&st->sweep_mu);
+            t0 = store_sys_mono_ns();
+            walked = flush_walk(st, FWALK_SLICE);
+            took = store_sys_mono_ns() - t0;
+            uint32_t n2 = now_s(st);
+            if (n2 != now) { /* keep the wheel's seconds meanwhile */
+                now = n2;
+                check_flush(st, now);
+                wheel_run(st, now);
+            }
+            if (atomic_load_explicit(&st->nretired,
+                                     memory_order_relaxed) != 0)
+                reclaim_retired(st);
+            pthread_mutex_lock(&st->sweep_mu);
+        }
     }
     pthread_mutex_unlock(&st->sweep_mu);
     return NULL;

@@ -70,8 +70,6 @@ int do_link(struct store *st, uint64_t h, struct record *r,
     struct tag_area *ta = nt ? rec_tags(r) : NULL;
     int64_t tmem = 0, d_items = 0, d_tagged = 0, d_links = 0, d_expiring = 0;
 
-    (void)fmarks_take(st, h); /* stored again: a later miss is no flush's */
-
     if (!keep_pos && nt)
         ta->lseq = atomic_fetch_add_explicit(&st->link_seq, 1,
                                              memory_order_relaxed);
@@ -250,7 +248,7 @@ size_t store_walk_class(struct store *st, uint32_t nclasses, uint32_t cls,
         struct record *r;
         RT_FOREACH(r, &st->buckets[b])
         {
-            if (rec_expired(r, now))
+            if (rec_dead(st, r, now))
                 continue;
             if (k != nclasses &&
                 ((uint32_t)store_hash(rec_key(r), rec_klen(r)) &

@@ -42,15 +42,15 @@ static struct record *get_hashed(struct store *st, uint64_t h,
 {
     mdc_rwlock_t *l = stripe_of(st, h);
     int expired = 0;
+    bool flushed = false;
 
     uint64_t ns = now_ns(st);
     check_flush(st, secs_of(st, ns));
     mdc_rdlock(l);
     struct record *r = do_find(st, h, key, klen);
-    if (r == NULL && fmarks_take(st, h))
-        atomic_fetch_add_explicit(&st->get_flushed, 1, memory_order_relaxed);
     if (r != NULL) {
-        if (rec_expired(r, secs_of(st, ns))) {
+        if (rec_dead(st, r, secs_of(st, ns))) {
+            flushed = rec_flushed(st, r);
             r = NULL;
             expired = 1;
         } else {
@@ -74,7 +74,7 @@ static struct record *get_hashed(struct store *st, uint64_t h,
     }
     mdc_unlock(l);
     if (expired) /* lazy reclaim */
-        reclaim_expired_key(st, h, key, klen);
+        reclaim_expired_key(st, h, key, klen, flushed);
     return r;
 }
 
@@ -91,7 +91,7 @@ int store_visit(struct store *st, const void *key, uint32_t klen,
 
     mdc_rdlock(l);
     struct record *r = do_find(st, h, key, klen);
-    if (r != NULL && !rec_expired(r, now_s(st))) {
+    if (r != NULL && !rec_dead(st, r, now_s(st))) {
         fn(ctx, st, r);
         ran = 1;
     }
@@ -120,7 +120,7 @@ struct record *store_gat(struct store *st, const void *key, uint32_t klen,
         __atomic_store_n(&r->atime, t, __ATOMIC_RELAXED);
         rec_set_rflag(r, R_FETCHED);
         rec_hold(r);
-    } else if (fmarks_take(st, kw.h)) {
+    } else if (kw.gone == GONE_FLUSHED) {
         atomic_fetch_add_explicit(&st->get_flushed, 1, memory_order_relaxed);
     }
     mdc_unlock(kw.l);
@@ -204,15 +204,19 @@ struct record *store_mget(struct store *st, const void *key, uint32_t klen,
     for (;;) {
         uint64_t ns = now_ns(st);
         uint32_t now = secs_of(st, ns);
-        int expired = 0;
+        int expired = 0, gone = GONE_NONE;
         check_flush(st, now);
         if (wr) {
             mdc_wrlock(l);
-            r = do_find_live(st, h, key, klen);
+            r = do_find_live_gone(st, h, key, klen, &gone);
+            if (gone == GONE_FLUSHED)
+                atomic_fetch_add_explicit(&st->get_flushed, 1,
+                                          memory_order_relaxed);
         } else {
             mdc_rdlock(l);
             r = do_find(st, h, key, klen);
-            if (r != NULL && rec_expired(r, now)) {
+            if (r != NULL && rec_dead(st, r, now)) {
+                gone = rec_flushed(st, r) ? GONE_FLUSHED : GONE_EXPIRED;
                 r = NULL;
                 expired = 1;
             }
@@ -247,7 +251,7 @@ struct record *store_mget(struct store *st, const void *key, uint32_t klen,
         }
         mdc_unlock(l);
         if (expired)
-            reclaim_expired_key(st, h, key, klen);
+            reclaim_expired_key(st, h, key, klen, gone == GONE_FLUSHED);
         break;
     }
     if (fresh != NULL)

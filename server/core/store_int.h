@@ -89,15 +89,10 @@ struct rtree {
     struct mdc_rb_root root;
 };
 
-/* One stripe's flushed keys (struct store, fmarks). */
-struct flush_marks {
-    _Atomic uint64_t *h; /* hash | 1 (0: consumed) */
-    uint32_t n, cap;
-};
-#define FLUSH_MARKS_MAX 65536u
-
 struct store {
     struct store_config cfg;
+    /* the data generation (store_set_generation()): kept across a dump */
+    _Atomic uint64_t generation;
     uint32_t bmask; /* of the reserved array (cfg.nbuckets, the maximum) */
     uint32_t lmask;
     _Atomic uint64_t hstate; /* linear hashing: n << 32 | split */
@@ -117,12 +112,16 @@ struct store {
     /* read on every operation, written rarely: apart from the counters */
     _Atomic uint32_t flush_at; /* store second of a pending flush; 0 none */
     _Atomic int64_t mem_limit; /* cfg.mem_limit, changed live */
-    /* the keys (hashes) of records the last flush removed, per stripe,
-     * written under the stripe's write lock; an entry is consumed (set to
-     * 0 with a CAS, readers may race) by the first get of its key, which
-     * counts get_flushed, or by a store of the key.  At most
-     * FLUSH_MARKS_MAX in all; flush_live: entries not yet consumed. */
-    struct flush_marks *fmarks; /* [nlocks] */
+    /* flush_all's cut-off (store_expiry.c, "flush"): a record whose
+     * version is below it (in CAS_BITS arithmetic) is flushed, as absent to
+     * every read and write, until the sweeper or eviction reclaims it; 0:
+     * none.  Set by store_flush, cleared by the sweeper long after its
+     * walk has reclaimed what the cut-off hid. */
+    _Atomic uint64_t flush_cut;
+    /* flushes begun, and the last one whose records the sweeper's walk
+     * has all reclaimed (flush_pending counts the difference as one) */
+    _Atomic uint32_t flush_gen;
+    _Atomic uint32_t flush_walked;
     /* the expiry wheel (store_expiry.c), with a sweeper only: per stripe,
      * allocated when a record with a deadline is first linked there,
      * written under the stripe's write lock; wlost[j]: an entry of stripe
@@ -131,8 +130,9 @@ struct store {
     uint8_t *wlost;         /* [nlocks] */
     _Atomic uint32_t wheel_lost; /* some wlost[j] is set */
     uint32_t wheel_done; /* the sweeper's: last store second turned */
-    _Atomic uint64_t flush_live;
-    _Atomic uint64_t flush_total;
+    uint32_t fwalk_gen;  /* the sweeper's: the flush its walk serves */
+    uint32_t fwalk_next; /* the sweeper's: the walk's next stripe */
+    uint32_t fwalk_b;    /* the sweeper's: its next bucket in the stripe */
 
     /* counters every write updates: on lines of their own, so that the
      * read-mostly fields above and the retire list's below are not
@@ -157,7 +157,8 @@ struct store {
     _Atomic uint64_t nomem_held; /* refusals with eviction on (reserve) */
     _Atomic uint64_t direct_reclaims; /* stores that evicted (reserve) */
     _Atomic uint64_t lrutail_reflocked; /* evictions of referenced records */
-    _Atomic uint64_t get_flushed; /* gets of records a flush removed */
+    _Atomic uint64_t get_flushed; /* reads that found a flushed record */
+    _Atomic uint64_t flush_reclaimed; /* flushed records reclaimed */
     _Atomic int64_t wheel_bytes; /* the expiry wheel's allocations */
     uint64_t fixed_bytes;
     /* ghosts (store_evict.c): a 16-bit fingerprint of each evicted key
@@ -441,6 +442,24 @@ static inline int rec_expired(const struct record *r, uint32_t now)
     uint32_t d = __atomic_load_n(&r->deadline, __ATOMIC_RELAXED);
     return d != 0 && d <= now;
 }
+/* Below flush_all's cut-off: versions are CAS_BITS wide and wrap, so
+ * "below" is a distance under half the circle (the cut-off is cleared
+ * long before versions come round: store_expiry.c).  A version a client
+ * set below it (meta E) is flushed too, as in memcached. */
+static inline int rec_flushed(struct store *st, const struct record *r)
+{
+    uint64_t c = atomic_load_explicit(&st->flush_cut, memory_order_relaxed);
+    if (__builtin_expect(c == 0, 1))
+        return 0;
+    uint64_t d = (c - rec_cas(r)) & CAS_MASK;
+    return d != 0 && !(d >> (CAS_BITS - 1));
+}
+/* Gone to every reader: past its deadline, or flushed. */
+static inline int rec_dead(struct store *st, const struct record *r,
+                           uint32_t now)
+{
+    return rec_expired(r, now) || rec_flushed(st, r);
+}
 
 static inline void store_account(struct store *st, int64_t delta, int tag_index)
 {
@@ -488,8 +507,9 @@ static inline void announce(struct store *st, enum store_event ev,
         st->hook(st->hook_ctx, ev, rec_key(r), rec_klen(r), h);
 }
 
-/* Run a pending delayed flush once its moment has come (one relaxed load
- * on the common path). */
+/* Set a pending delayed flush's cut-off once its moment has come (one
+ * relaxed load on the common path), before the caller takes a version:
+ * what is stored from its moment on is above the cut-off. */
 static inline void check_flush(struct store *st, uint32_t now)
 {
     uint32_t at = atomic_load_explicit(&st->flush_at, memory_order_relaxed);
@@ -554,6 +574,19 @@ static inline uint32_t pow2_at_least(uint64_t v)
     return p;
 }
 
+/* A record's size as memcached counts it against -I (item_size_ok()):
+ * its 48-byte item header, the key and its NUL, the value and its "\r\n",
+ * the 8-byte CAS, and 4 bytes of client flags unless they are 0.
+ * memcached 1.6.18 -I 1m stores a value of 1048576 - 59 - klen bytes,
+ * 4 fewer with flags, and refuses one byte more. */
+#define MC_ITEM_OVERHEAD 59u
+static inline bool over_item_size(const struct store *st, uint32_t klen,
+                                  uint64_t vlen, uint32_t flags)
+{
+    return MC_ITEM_OVERHEAD + (uint64_t)klen + vlen + (flags ? 4 : 0) >
+           st->cfg.max_item_size;
+}
+
 static inline int check_key(uint32_t klen)
 {
     return klen > STORE_MAX_KEY ? ST_KEY_INVALID : 0;
@@ -591,14 +624,20 @@ void reclaim_retired(struct store *st);
 #define EW_SLOT(d) ((d) & (EW_SLOTS - 1))
 #define EW_MARGIN_NS 20000000u /* the sweeper wakes 20 ms into a second */
 uint32_t deadline_of(struct store *st, int64_t exptime);
+/* the deadline of an absolute wall-clock second (a dump's) */
+uint32_t deadline_of_wall(struct store *st, int64_t wall);
 void set_deadline(struct store *st, struct record *r, uint64_t h,
                   uint32_t d);
 void wheel_add(struct store *st, uint64_t h, uint32_t d);
 bool wheel_has(struct store *st, uint64_t h, uint32_t d);
 void wheel_teardown(struct store *st);
 void do_expire(struct store *st, struct record *r, uint64_t h);
+/* what do_find_live reclaimed: nothing, an expired or a flushed record */
+enum { GONE_NONE, GONE_EXPIRED, GONE_FLUSHED };
 struct record *do_find_live(struct store *st, uint64_t h, const void *key,
                             uint32_t klen);
+struct record *do_find_live_gone(struct store *st, uint64_t h,
+                                 const void *key, uint32_t klen, int *gone);
 /* A write by key, begun: a due delayed flush run, the key's stripe
  * write-locked (kw->l, to unlock), kw->r its live record (an expired one
  * reclaimed first) or NULL.  Returns ST_NOT_FOUND without one, ST_EXISTS
@@ -607,14 +646,14 @@ struct key_write {
     uint64_t h;
     mdc_rwlock_t *l;
     struct record *r;
+    int gone; /* GONE_*: what was reclaimed on the way */
 };
 int key_write_begin(struct store *st, struct key_write *kw, const void *key,
                     uint32_t klen, uint64_t cas);
 /* A read under the read lock found the key's record expired: count it and
  * reclaim it under the write lock (no lock held on entry or return). */
 void reclaim_expired_key(struct store *st, uint64_t h, const void *key,
-                         uint32_t klen);
-bool fmarks_take(struct store *st, uint64_t h);
+                         uint32_t klen, bool flushed);
 void *sweeper_main(void *arg);
 
 /* store_evict.c: the memory limit */
@@ -626,6 +665,9 @@ uint8_t evict_link_bits(struct store *st, uint64_t h,
 /* store_account.c: CAS versions */
 uint64_t next_cas(void);
 void cas_above(uint64_t cas);
+/* a flush's cut-off: every version handed out from now on, by any thread,
+ * is at or above it, every one handed out before is below it */
+uint64_t cas_cut(void);
 /* the version clock: above every version handed out (with this thread's
  * block still partly unused); counts stores, so the eviction's clock */
 uint64_t cas_clock(void);

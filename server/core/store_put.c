@@ -112,7 +112,8 @@ static int put_concat(struct store *st, enum store_mode mode,
         int rc;
         if (it->cas != 0 && record_cas(old) != it->cas)
             rc = ST_EXISTS;
-        else if ((uint64_t)old->vlen + it->vlen > st->cfg.max_item_size)
+        else if (over_item_size(st, it->klen, (uint64_t)old->vlen + it->vlen,
+                                rec_flags(old)))
             rc = ST_TOO_LARGE;
         else if (mode == STORE_APPEND)
             rc = replace_derived(st, h, old, rec_val(old), old->vlen,
@@ -163,7 +164,7 @@ int put_common(struct store *st, enum store_mode mode,
         return ST_INVALID;
     if (mode == STORE_APPEND || mode == STORE_PREPEND)
         return put_concat(st, mode, it, cas_out);
-    if (it->vlen > st->cfg.max_item_size)
+    if (over_item_size(st, it->klen, it->vlen, it->flags))
         return ST_TOO_LARGE;
     if (it->ntags > 0 && it->tags == NULL)
         return ST_INVALID;
@@ -226,13 +227,26 @@ int put_common(struct store *st, enum store_mode mode,
     default:
         break;
     }
-    if (rc == 0) {
+    bool dead = rc == 0 && rec_expired(r, secs_of(st, ns));
+    if (dead) {
+        /* stored already expired (a negative or past exptime): counted as
+         * memcached counts it (total_items; the protocol's cmd_set), and
+         * it replaces the old record, but it is never linked, so neither
+         * curr_items nor bytes keep it (linked, only the sweeper's next
+         * lap of the wheel would have reclaimed it) */
+        announce(st, ev, r, h);
+        if (old != NULL)
+            do_unlink(st, h, old);
+        atomic_fetch_add_explicit(&st->total_items, 1, memory_order_relaxed);
+    } else if (rc == 0) {
         announce(st, ev, r, h);
         rc = do_link(st, h, r, old, 0);
     }
     mdc_unlock(l);
-    if (rc != 0) {
+    if (rc != 0 || dead) {
         store_release(st, r);
+        if (dead && cas_out != NULL)
+            *cas_out = ncas;
     } else {
         if (cas_out != NULL)
             *cas_out = ncas;
@@ -293,9 +307,7 @@ int store_delete(struct store *st, const void *key, uint32_t klen,
         return ST_KEY_INVALID;
     struct key_write kw;
     int rc = key_write_begin(st, &kw, key, klen, cas);
-    if (rc == ST_NOT_FOUND) {
-        (void)fmarks_take(st, kw.h); /* memcached unlinks the flushed item */
-    } else if (rc == ST_OK) {
+    if (rc == ST_OK) {
         announce(st, EV_DELETE, kw.r, kw.h);
         do_unlink(st, kw.h, kw.r);
     }
@@ -327,13 +339,11 @@ int store_restore(struct store *st, const struct store_restore *it,
     for (uint32_t i = 1; i < it->ntags; i++)
         if (tag_cmp(&it->tags[i - 1], &it->tags[i]) >= 0)
             return ST_INVALID;
-    uint32_t now = now_s(st);
     uint32_t d = 0;
     if (it->expiry_wall != 0) {
-        int64_t rel = it->expiry_wall - st->clk.wall_s(st->clk.ctx);
-        if (rel <= 0)
+        d = deadline_of_wall(st, it->expiry_wall);
+        if (d <= now_s(st))
             return ST_NOT_FOUND;
-        d = rel > (int64_t)UINT32_MAX - now ? UINT32_MAX : now + (uint32_t)rel;
     }
     size_t size = rec_req_size(it->klen, it->vlen,
                                it->flags ? sizeof(it->flags) : 0, it->ntags);
@@ -360,7 +370,7 @@ int store_restore(struct store *st, const struct store_restore *it,
     /* versions handed out later are above this one */
     cas_above(it->cas);
     mdc_wrlock(l);
-    if (do_find(st, h, it->key, it->klen) != NULL) {
+    if (do_find_live(st, h, it->key, it->klen) != NULL) {
         mdc_unlock(l);
         store_release(st, r);
         return ST_EXISTS;

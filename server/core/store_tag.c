@@ -58,7 +58,7 @@ int store_get_by_tag(struct store *st, int32_t tkey, const int32_t *tvals,
     out->bytes = 0;
     for (size_t i = 0; i < cand.n; i++) {
         struct record *r = cand.recs[i];
-        int live = (rec_rflags(r) & R_LINKED) && !rec_expired(r, now);
+        int live = (rec_rflags(r) & R_LINKED) && !rec_dead(st, r, now);
         if (live) {
             cand.recs[k++] = r;
             out->bytes += (size_t)rec_klen(r) + r->vlen;
@@ -149,7 +149,7 @@ static size_t dbt_detach(struct dbt *d, struct record **cand, size_t k,
                 nexp++;
             /* an expired record is removed but not counted: to clients
              * it was gone already (tget skips it too) */
-            d->nlive += !rec_expired(r, d->now);
+            d->nlive += !rec_dead(st, r, d->now);
             if (r == c)
                 cand[i] = NULL;
             slot[n++] = (uint64_t)(uintptr_t)r | (r == c); /* n <= i */
@@ -329,7 +329,7 @@ int store_tstack_pop(struct store *st, struct mdc_tag tag, struct record **out)
         mdc_rwlock_t *l = stripe_of(st, h);
         mdc_wrlock(l);
         if (rec_rflags(c) & R_LINKED) {
-            if (rec_expired(c, now_s(st))) {
+            if (rec_dead(st, c, now_s(st))) {
                 do_expire(st, c, h);
                 mdc_unlock(l);
                 store_release(st, c);

@@ -58,7 +58,7 @@ struct conn *conn_setup(struct server *srv, struct worker *w, int fd,
     c->srv = srv;
     c->owner = w;
     c->fd = fd;
-    c->family = family;
+    c->family = (uint8_t)family;
     c->id = atomic_fetch_add_explicit(&next_id, 1, memory_order_relaxed);
     c->need = 1;
     c->authed = srv->auth == NULL;
@@ -934,37 +934,44 @@ void conn_shutdown(struct conn *c)
     conn_drive(c);
 }
 
-/* ms elapsed since stamp is at least secs seconds.  Both readings come
- * from the coarse clock, each behind the true time by less than its
- * resolution: adding that resolution keeps a timeout from firing early.
- * The once-a-second tick makes it up to a second late. */
-static bool conn_elapsed(uint64_t now_ms, uint64_t stamp, uint64_t secs)
+/* The coarse-clock ms from which a timeout of secs seconds counted from
+ * stamp may fire.  Both readings come from the coarse clock, each behind
+ * the true time by less than its resolution res: adding res keeps the
+ * timeout from firing early (the stamp's true time may be up to res after
+ * the reading).  Not later than that either: the owner's tick is armed for
+ * the earliest such moment of its connections (worker_tick_run). */
+uint64_t conn_deadline_ms(uint64_t stamp, uint64_t secs, uint64_t res)
 {
-    static uint64_t res_ms; /* set once; every thread stores the same */
-    uint64_t res = __atomic_load_n(&res_ms, __ATOMIC_RELAXED);
-
-    if (res == 0) {
-        res = server_coarse_res_ms();
-        __atomic_store_n(&res_ms, res, __ATOMIC_RELAXED);
-    }
-    return now_ms >= stamp && now_ms - stamp >= secs * 1000 + res;
+    return stamp + secs * 1000 + res;
 }
 
-void conn_tick(struct conn *c, uint64_t now)
+/* A timeout that fired: close c.  Its deadline otherwise, the earliest
+ * seen so far kept in *due. */
+static bool conn_due(uint64_t now_ms, uint64_t deadline, uint64_t *due)
+{
+    if (now_ms >= deadline)
+        return true;
+    if (deadline < *due)
+        *due = deadline;
+    return false;
+}
+
+uint64_t conn_tick(struct conn *c, uint64_t now, uint64_t now_ms)
 {
     const struct options *o = &c->srv->opt;
     struct worker *w = c->owner;
-    uint64_t now_ms = server_coarse_ms();
+    uint64_t res = server_coarse_res_ms(), due = UINT64_MAX, hs;
 
     if (c->inflight)
-        return;
+        return due; /* back on this thread at most a tick later */
     if (c->hold_until != 0 && now >= c->hold_until) {
         c->hold_until = 0;
         conn_drive(c);
-        return; /* the connection may be gone */
+        return due; /* the connection may be gone */
     }
     if (!c->authed && o->auth_timeout > 0 &&
-        conn_elapsed(now_ms, c->born, o->auth_timeout)) {
+        conn_due(now_ms, conn_deadline_ms(c->born, o->auth_timeout, res),
+                 &due)) {
         /* --auth-file: a connection that never logs in gives its -c slot
          * back, however much it sends */
         STAT_INC(&w->stats, auth_timeouts);
@@ -972,15 +979,16 @@ void conn_tick(struct conn *c, uint64_t now)
                   (unsigned long long)c->id,
                   (unsigned long long)o->auth_timeout);
         conn_teardown(c);
-        return;
+        return UINT64_MAX;
     }
-    if (tls_handshake_expired(c, now)) {
+    hs = tls_handshake_due_ms(c);
+    if (hs != 0 && conn_due(now_ms, hs + res, &due)) {
         STAT_INC(&w->stats, tls_handshake_failures);
         log_info("conn %llu: TLS handshake not done in %llu s, closed",
                  (unsigned long long)c->id,
                  (unsigned long long)o->tls_handshake_timeout);
         conn_teardown(c);
-        return;
+        return UINT64_MAX;
     }
     if (c->opending > 0 && c->blocked_since != 0 &&
         now - c->blocked_since >= o->output_timeout) {
@@ -989,16 +997,20 @@ void conn_tick(struct conn *c, uint64_t now)
                  (unsigned long long)c->id, c->opending,
                  (unsigned long long)(now - c->blocked_since));
         conn_teardown(c);
-        return;
+        return UINT64_MAX;
     }
     if (o->idle_timeout > 0 && c->opending == 0 &&
-        conn_elapsed(now_ms,
-                     __atomic_load_n(&c->last_active, __ATOMIC_RELAXED),
-                     o->idle_timeout)) {
+        conn_due(now_ms,
+                 conn_deadline_ms(__atomic_load_n(&c->last_active,
+                                                  __ATOMIC_RELAXED),
+                                  o->idle_timeout, res),
+                 &due)) {
         STAT_INC(&w->stats, idle_kicks);
         log_debug("conn %llu idle, closed", (unsigned long long)c->id);
         conn_teardown(c);
+        return UINT64_MAX;
     }
+    return due;
 }
 
 /* ---- stats conns ---------------------------------------------------------- */

@@ -65,7 +65,10 @@ struct conn {
     struct worker *owner;  /* network worker */
     struct server *srv;
     int fd;
-    int family;
+    uint32_t iscan;        /* unconsumed bytes a protocol has scanned for
+                              its line end without finding it: the next
+                              scan resumes there (reset on consume; a
+                              line is far shorter than 4 GiB) */
     uint64_t id;
 
     /* protocol (set from the first byte) */
@@ -86,21 +89,14 @@ struct conn {
      * segment is at most 4 GiB: struct oseg's len) */
     uint32_t segcap, nseg, seghead, headsent;
 
-    uint32_t iscan;        /* unconsumed bytes a protocol has scanned for
-                              its line end without finding it: the next
-                              scan resumes there (reset on consume; a
-                              line is far shorter than 4 GiB) */
-    unsigned auth_fails;   /* failed authentications on this connection */
     uint32_t hold_until;   /* coarse seconds: run no request before; 0 = no
                               hold (conn_hold) */
     uint32_t blocked_since; /* coarse seconds output stalled; 0 = not */
-    uint32_t mdump_next;    /* lru_crawler metadump: the next hash class */
-    uint32_t mdump_classes; /* ... the classes of its walk; 0: none runs */
 
     /* state; see the ownership note above (no bitfields on purpose).
      * The narrow fields sit together: an idle connection is this struct
-     * and its backend's part (docs/performance.md, "Memory per
-     * connection"). */
+     * and its backend's part, 304 + 80 bytes on io_uring, one 384-byte
+     * allocation (docs/performance.md, "Memory per connection"). */
     bool in_ext;           /* ibuf is the backend's (an io_uring provided
                               buffer parsed in place), not lent: what is
                               left is copied out before it goes back */
@@ -132,6 +128,9 @@ struct conn {
     bool hs_pending;       /* the filter's handshake is not done */
     bool rd_wants_wr;      /* the filter's read needs the socket writable */
     bool wr_wants_rd;      /* the filter's write needs it readable */
+    uint8_t family;        /* the socket's address family (AF_*) */
+    uint8_t auth_fails;    /* failed authentications on this connection
+                              (at most PROTO_AUTH_MAX_FAILS, 10) */
     uint64_t born;         /* server_coarse_ms() when the owner adopted it */
     uint64_t last_active;  /* server_coarse_ms() of the last input (written
                               by the owner with relaxed atomics: stats
@@ -141,8 +140,16 @@ struct conn {
     void (*park)(struct conn *c);  /* to run once process() has returned */
     void (*park_done)(struct conn *c, int rc, const char *msg); /* answer */
     uint64_t park_seq;             /* the parking thread's own use */
-    uint64_t park_req[6];          /* the request, as the protocol needs it
-                                      to answer (48 bytes) */
+    union {                        /* the one long request in progress */
+        uint64_t park_req[6];      /* a parked request, as the protocol
+                                      needs it to answer (48 bytes) */
+        struct {
+            uint32_t next;         /* lru_crawler metadump: the next hash
+                                      class of its walk */
+            uint32_t classes;      /* ... the classes of the walk; 0: no
+                                      walk runs */
+        } mdump;
+    };
     struct tls_conn *tls;  /* the TLS filter's state (tls.h), or NULL */
     struct conn_dgram *dgram; /* a UDP socket's requests, or NULL */
     /* the backend's own state (transport.conn_priv bytes): conn_xpriv() */
@@ -240,8 +247,15 @@ int conn_run(struct conn *c, struct conn_turn *t);
 bool conn_io_ready(struct conn *c, short what);
 /* A payload thread finished with c (owner thread). */
 void conn_returned(struct conn *c);
-/* Owner-thread checks once a second: idle timeout, stalled output, stop. */
-void conn_tick(struct conn *c, uint64_t now);
+/* Owner-thread checks (worker_tick_run): the timeouts (auth, TLS
+ * handshake, idle: now_ms, server_coarse_ms()), stalled output (now, whole
+ * seconds).  Returns the coarse ms at which a timeout of c may fire next
+ * (UINT64_MAX: none, or c is gone). */
+uint64_t conn_tick(struct conn *c, uint64_t now, uint64_t now_ms);
+/* The coarse ms from which a timeout of secs seconds counted from stamp (a
+ * server_coarse_ms() reading) may fire, res the coarse clock's resolution
+ * (server_coarse_res_ms()): never before secs true seconds have passed. */
+uint64_t conn_deadline_ms(uint64_t stamp, uint64_t secs, uint64_t res);
 /* Begin a graceful close (no more input; finish and flush). */
 void conn_shutdown(struct conn *c);
 
@@ -277,6 +291,16 @@ int conn_bufs_take(struct conn *c);
 static inline unsigned conn_bufs_held(const struct conn *c)
 {
     return (c->ibuf != NULL && !c->in_ext) + (c->obuf != NULL);
+}
+/* The backend took (d = 1) or gave back (d = -1) a piece of per-connection
+ * state that an idle connection does not hold (owner thread; counted in
+ * w->pool.xheld, stats conn_backend_held). */
+static inline void conn_backend_held(struct worker *w, int d)
+{
+    __atomic_store_n(&w->pool.xheld,
+                     __atomic_load_n(&w->pool.xheld, __ATOMIC_RELAXED) +
+                         (uint64_t)(int64_t)d,
+                     __ATOMIC_RELAXED);
 }
 /* Give c's buffers back to its owner's pool unless it holds input or
  * output (a connection without a socket, once its owner has sent what it

@@ -16,6 +16,7 @@
 #include <sched.h>
 
 #include <event2/event.h>
+#include <event2/event_struct.h> /* struct event, kept in the connection */
 
 #include "conn.h"
 #include "net.h"
@@ -27,15 +28,22 @@
  * for the connection's life; write readiness only while a write would
  * block (ep_want_wr), so the socket's EPOLLOUT edges (one each time the
  * peer reads a reply) neither wake the loop nor cost a callback.  The
- * events are libevent's own allocations, as before the transport table:
- * kept in the connection (conn + 2 x 128 bytes in one allocation of 640)
- * the idle connection measured 280 bytes more with jemalloc's
- * transparent huge pages (bench/conn_mem.py, docs/performance.md). */
+ * read event lives in the connection (event_assign: 304 + 144 bytes, one
+ * allocation of 448, where conn and a separate event took 384 + 128); the
+ * write event exists only while a write would block (libevent's own
+ * allocation), so an idle connection is that one allocation (and
+ * libevent's per-descriptor map entry).  Before issue 34 both events were
+ * separate: kept in the connection (one allocation of 640) they measured
+ * 280 bytes more with jemalloc's transparent huge pages, since turned off
+ * (bench/conn_mem.py, docs/performance.md). */
 struct econn {
-    struct event *ev;    /* EV_READ|EV_CLOSED|EV_ET|EV_PERSIST, always on */
-    struct event *ev_wr; /* EV_WRITE|EV_ET|EV_PERSIST, armed only once a
-                            write would block (see wr_armed) */
+    struct event ev;     /* EV_READ|EV_CLOSED|EV_ET|EV_PERSIST, always on
+                            from ep_adopt to ep_close (ev_on) */
+    struct event *ev_wr; /* EV_WRITE|EV_ET|EV_PERSIST, made and armed
+                            only while a write would block (wr_armed);
+                            NULL otherwise */
     bool wr_armed;       /* ev_wr is registered with the loop */
+    bool ev_on;          /* ev is assigned and not yet deleted */
 };
 
 static struct econn *EC(struct conn *c)
@@ -65,6 +73,19 @@ static void ep_drive(struct conn *c)
     }
 }
 
+/* The blocked episode is over: stop listening for EPOLLOUT and free the
+ * write event, so an idle connection holds none (libevent lets a callback
+ * free its own event). */
+static void ep_wr_off(struct conn *c)
+{
+    struct econn *e = EC(c);
+
+    event_free(e->ev_wr);
+    e->ev_wr = NULL;
+    e->wr_armed = false;
+    conn_backend_held(c->owner, -1);
+}
+
 static void ep_conn_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct conn *c = arg;
@@ -75,10 +96,8 @@ static void ep_conn_cb(evutil_socket_t fd, short what, void *arg)
      * until a write blocks again (an epoll_ctl per blocked episode, none
      * per request). */
     if ((what & EV_WRITE) && e->wr_armed && !c->inflight &&
-        c->opending == 0) {
-        event_del(e->ev_wr);
-        e->wr_armed = false;
-    }
+        c->opending == 0)
+        ep_wr_off(c);
     if (conn_io_ready(c, what))
         ep_drive(c); /* may free c */
 }
@@ -88,13 +107,12 @@ static int ep_adopt(struct conn *c)
     struct econn *e = EC(c);
     struct event_base *base = c->owner->base;
 
-    e->ev = event_new(base, c->fd, EV_READ | EV_CLOSED | EV_ET | EV_PERSIST,
-                      ep_conn_cb, c);
-    e->ev_wr = event_new(base, c->fd, EV_WRITE | EV_ET | EV_PERSIST,
-                         ep_conn_cb, c);
-    if (e->ev == NULL || e->ev_wr == NULL)
-        return -1; /* ep_close frees what was made */
-    return event_add(e->ev, NULL);
+    if (event_assign(&e->ev, base, c->fd,
+                     EV_READ | EV_CLOSED | EV_ET | EV_PERSIST, ep_conn_cb,
+                     c) < 0)
+        return -1;
+    e->ev_on = true;
+    return event_add(&e->ev, NULL);
 }
 
 /* A write would block: register for the EPOLLOUT edge.  EPOLL_CTL_MOD
@@ -105,6 +123,14 @@ static int ep_want_wr(struct conn *c)
     struct econn *e = EC(c);
 
     if (!e->wr_armed) {
+        if (e->ev_wr == NULL) { /* freed when the last episode ended */
+            e->ev_wr = event_new(c->owner->base, c->fd,
+                                 EV_WRITE | EV_ET | EV_PERSIST, ep_conn_cb,
+                                 c);
+            if (e->ev_wr == NULL)
+                return -1;
+            conn_backend_held(c->owner, 1);
+        }
         if (event_add(e->ev_wr, NULL) < 0)
             return -1;
         e->wr_armed = true;
@@ -136,23 +162,31 @@ static int ep_flush(struct conn *c)
 
     if (r == 1)
         return ep_want_wr(c);
+    /* the write that ended a blocked episode: no EPOLLOUT edge need come
+     * after it (the kernel raises one only after a write that would
+     * block), so the event goes now, unless the filter's read needs it */
+    if (r == 0 && EC(c)->wr_armed && c->opending == 0 && !c->rd_wants_wr)
+        ep_wr_off(c);
     return r;
 }
 
 static void ep_requeue(struct conn *c)
 {
-    event_active(EC(c)->ev, EV_TIMEOUT, 0);
+    event_active(&EC(c)->ev, EV_TIMEOUT, 0);
 }
 
 static bool ep_close(struct conn *c)
 {
     struct econn *e = EC(c);
 
-    if (e->ev_wr != NULL)
+    if (e->ev_wr != NULL) {
         event_free(e->ev_wr);
-    if (e->ev != NULL)
-        event_free(e->ev);
-    e->ev = e->ev_wr = NULL;
+        conn_backend_held(c->owner, -1);
+    }
+    if (e->ev_on)
+        event_del(&e->ev);
+    e->ev_on = false;
+    e->ev_wr = NULL;
     return false;
 }
 

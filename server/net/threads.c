@@ -19,6 +19,7 @@
 #include <event2/event.h>
 
 #include "server/core/alloc.h"
+#include "server/core/testhook.h"
 #include "conn.h"
 #include "threads.h"
 #include "udp.h"
@@ -76,16 +77,55 @@ static void worker_inbox_cb(evutil_socket_t fd, short what, void *arg)
     worker_inbox_run(arg);
 }
 
+/*
+ * When the tick runs next, as a coarse-clock reading: the start of the
+ * next coarse second (the whole-second checks: stalled output, a held
+ * reply, the stop's grace), or the earliest connection deadline due if
+ * that comes first, but not sooner than WORKER_TICK_GRAIN_MS after now: a walk
+ * costs every connection a look, and connections due within the grain are
+ * closed by one walk.
+ */
+uint64_t worker_next_tick_ms(uint64_t now_ms, uint64_t due)
+{
+    /* server_coarse_ms() is the clock's ms + 1 (never 0), so the coarse
+     * second (server_mono_s()) turns at readings of k * 1000 + 1 */
+    uint64_t next_s = (now_ms - 1) / 1000 * 1000 + 1001;
+
+    if (due < now_ms + WORKER_TICK_GRAIN_MS)
+        due = now_ms + WORKER_TICK_GRAIN_MS;
+    return due < next_s ? due : next_s;
+}
+
+/* How long to wait, in true ms, from the coarse reading now_ms until a
+ * coarse reading is at least at (res: the clock's resolution).  The coarse
+ * clock lags the true time by up to res, so waiting only at - now_ms may
+ * wake to a reading still before at: the wait's end is pushed by res, and
+ * a reading after it is at or after at.  0 when at has come. */
+uint64_t worker_wait_ms(uint64_t now_ms, uint64_t at, uint64_t res)
+{
+    return at > now_ms ? at - now_ms + res : 0;
+}
+
+/* The network thread's tick: each connection's timeouts (conn_tick), the
+ * stop's grace; then w->next_tick_ms says when it is due again.  Run when
+ * that moment comes: by ev_tick (libevent's loops) or the ring's wait
+ * timeout (uring_run). */
 void worker_tick_run(struct worker *w)
 {
     static const uint64_t grace = STOP_GRACE_S;
     struct conn *c, *next;
+    uint64_t now_ms = server_coarse_ms(), due = UINT64_MAX;
 
     w->now = server_mono_s();
     for (c = w->conns; c != NULL; c = next) {
+        uint64_t d;
+
         next = c->link.next;
-        conn_tick(c, w->now);
+        d = conn_tick(c, w->now, now_ms);
+        if (d < due)
+            due = d;
     }
+    w->next_tick_ms = worker_next_tick_ms(now_ms, due);
     if (w->stopping && w->nconns > 0 && w->now >= w->stop_at + grace) {
         log_warn("%zu connections still busy %llu s after stop: closing",
                  w->nconns, (unsigned long long)grace);
@@ -100,11 +140,25 @@ void worker_tick_run(struct worker *w)
     worker_check_done(w);
 }
 
+/* libevent's loops: ev_tick is a one-shot timer armed for the next tick */
+static void worker_tick_arm(struct worker *w)
+{
+    uint64_t now_ms = server_coarse_ms();
+    uint64_t ms = worker_wait_ms(now_ms, w->next_tick_ms, server_coarse_res_ms());
+    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
+
+    if (event_add(w->ev_tick, &tv) < 0)
+        log_error("cannot arm the tick of thread %u", w->id);
+}
+
 static void worker_tick_cb(evutil_socket_t fd, short what, void *arg)
 {
+    struct worker *w = arg;
+
     (void)fd;
     (void)what;
-    worker_tick_run(arg);
+    worker_tick_run(w);
+    worker_tick_arm(w);
 }
 
 /* Stop: no more reading; finish what is buffered, flush, close. */
@@ -133,21 +187,20 @@ static void worker_stop_cb(evutil_socket_t fd, short what, void *arg)
 
 int worker_net_setup(struct worker *w)
 {
-    struct timeval one = {1, 0};
     int rc = -1;
 
     mq_setup(&w->inbox);
     w->now = server_mono_s();
+    w->next_tick_ms = worker_next_tick_ms(server_coarse_ms(), UINT64_MAX);
     w->base = event_base_new();
     if (w->base == NULL)
         goto out;
     w->ev_inbox = event_new(w->base, -1, 0, worker_inbox_cb, w);
-    w->ev_tick = event_new(w->base, -1, EV_PERSIST, worker_tick_cb, w);
+    w->ev_tick = event_new(w->base, -1, 0, worker_tick_cb, w);
     w->ev_stop = event_new(w->base, -1, 0, worker_stop_cb, w);
     if (w->ev_inbox == NULL || w->ev_tick == NULL || w->ev_stop == NULL)
         goto out;
-    if (event_add(w->ev_tick, &one) < 0)
-        goto out;
+    worker_tick_arm(w);
     rc = 0;
 out:
     return rc;
@@ -181,6 +234,7 @@ static void *worker_net_main(void *arg)
     struct worker *w = arg;
 
     log_debug("network thread %u running", w->id);
+    testhook_hold_loop("net");
     w->srv->xp->run(w);
     log_debug("network thread %u done", w->id);
     return NULL;
@@ -192,6 +246,7 @@ static void *worker_payload_main(void *arg)
     struct mq_node *n;
 
     log_debug("payload thread %u running", w->id);
+    testhook_hold_loop("payload");
     while ((n = mq_pop_wait(w->pq)) != NULL) {
         struct conn *c = conn_of_node(n);
 
@@ -209,7 +264,6 @@ static void *worker_payload_main(void *arg)
  * explicit. */
 static int threads_uring_fallback(struct server *srv, unsigned upto)
 {
-    struct timeval one = {1, 0};
     unsigned j;
 
     if (!srv->io_uring_fallback)
@@ -221,8 +275,8 @@ static int threads_uring_fallback(struct server *srv, unsigned upto)
         if (w->uring == NULL)
             continue;
         uring_worker_teardown(w);
-        if (w->ev_tick != NULL && event_add(w->ev_tick, &one) < 0)
-            return -1;
+        if (w->ev_tick != NULL)
+            worker_tick_arm(w);
     }
     srv->io_uring = false;
     return 0;
@@ -328,6 +382,7 @@ void threads_stop_and_join(struct server *srv)
             srv->xp->stop(w);
         }
     }
+    testhook_stop_asked("net");
     for (i = 1; i < srv->nworkers; i++) {
         struct worker *w = &srv->workers[i];
         if (w->role == ROLE_NET && w->started) {
@@ -338,6 +393,7 @@ void threads_stop_and_join(struct server *srv)
     /* No network thread is left to hand work over: payload threads go. */
     for (i = 0; i < srv->npqs; i++)
         mq_close(&srv->pqs[i]);
+    testhook_stop_asked("payload");
     for (i = 1; i < srv->nworkers; i++) {
         struct worker *w = &srv->workers[i];
         if (w->role == ROLE_PAYLOAD && w->started) {

@@ -23,6 +23,15 @@ int worker_net_setup(struct worker *w);
  * that is not libevent's (uring.c). */
 void worker_inbox_run(struct worker *w);
 void worker_tick_run(struct worker *w);
+/* The tick runs at most this often for a connection's timeout: a walk
+ * looks at every connection, and those due within a grain go in one. */
+#define WORKER_TICK_GRAIN_MS 20
+/* The tick's arithmetic (threads.c), coarse-clock ms (server_coarse_ms()):
+ * when the tick is due next, given the earliest connection deadline due
+ * (UINT64_MAX: none); and how long to wait from now_ms until a coarse
+ * reading is at least at, res the clock's resolution. */
+uint64_t worker_next_tick_ms(uint64_t now_ms, uint64_t due);
+uint64_t worker_wait_ms(uint64_t now_ms, uint64_t at, uint64_t res);
 /* Begin a graceful stop of w's connections (w's own thread). */
 void worker_begin_stop(struct worker *w);
 /* Hand a new connection to a network worker (from the main thread). */

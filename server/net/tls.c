@@ -617,19 +617,16 @@ ssize_t tls_send_pending(struct conn *c)
     return -1;
 }
 
-bool tls_handshake_expired(const struct conn *c, uint64_t now)
+uint64_t tls_handshake_due_ms(const struct conn *c)
 {
     const struct tls_conn *t = c->tls;
 
-    uint64_t now_ms = server_coarse_ms();
-
     /* milliseconds, as conn.c's timeouts: in whole seconds a connection
      * accepted late in a second was closed by the tick just after it,
-     * whatever the timeout (the io_uring loop ticks on the second) */
-    (void)now;
-    return t != NULL && !t->hs_done && now_ms >= t->started &&
-           now_ms - t->started >= c->srv->opt.tls_handshake_timeout * 1000 +
-                                      server_coarse_res_ms();
+     * whatever the timeout */
+    if (t == NULL || t->hs_done)
+        return 0;
+    return t->started + c->srv->opt.tls_handshake_timeout * 1000;
 }
 
 #else /* !HAVE_TLS: options.c refuses --tls-listen */
@@ -684,11 +681,10 @@ ssize_t tls_send_pending(struct conn *c)
     errno = ENOTSUP;
     return -1;
 }
-bool tls_handshake_expired(const struct conn *c, uint64_t now)
+uint64_t tls_handshake_due_ms(const struct conn *c)
 {
     (void)c;
-    (void)now;
-    return false;
+    return 0;
 }
 
 #endif

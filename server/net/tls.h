@@ -84,7 +84,9 @@ ssize_t tls_ktls_recv(struct conn *c, void *buf, size_t len);
 /* SSL_write of the head of c's output queue: > 0 bytes taken (fewer than
  * pending is normal: one record at a time), -1 with errno (EAGAIN: wait). */
 ssize_t tls_send_pending(struct conn *c);
-/* The handshake took longer than --tls-handshake-timeout (owner tick). */
-bool tls_handshake_expired(const struct conn *c, uint64_t now);
+/* The coarse ms (server_coarse_ms()) at which c's handshake has taken
+ * --tls-handshake-timeout, before the clock's resolution is added (owner
+ * tick, conn_tick()); 0: no handshake pending. */
+uint64_t tls_handshake_due_ms(const struct conn *c);
 
 #endif

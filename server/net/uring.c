@@ -14,8 +14,9 @@
  *
  * A network thread runs the ring's loop itself (uring_run): libevent is not
  * polled per turn.  Other threads wake it through an eventfd that the ring
- * reads (inbox: new connections, payload-thread hand-backs; stop); the 1 s
- * tick is the wait's timeout; UDP sockets (-U) are one-shot polls on the
+ * reads (inbox: new connections, payload-thread hand-backs; stop); the
+ * tick (threads.c: the next second, or a connection's timeout due before
+ * it) is the wait's timeout; UDP sockets (-U) are one-shot polls on the
  * ring.  The main thread with -n 0 keeps libevent's loop (signals,
  * listeners, timers) and polls the ring's descriptor from it.
  *
@@ -121,8 +122,8 @@ struct ustash {
 };
 
 /* A connection's ring state: the backend-private part of struct conn
- * (conn_xpriv), zeroed with it; 80 bytes, so that with the connection it
- * makes one 384-byte allocation (docs/performance.md, "Memory per
+ * (conn_xpriv), zeroed with it; 80 bytes, so that with the connection (304)
+ * it makes one 384-byte allocation (docs/performance.md, "Memory per
  * connection"). */
 struct uconn {
     unsigned ops;         /* operations in flight that reference c */
@@ -147,6 +148,13 @@ struct uconn {
     struct ustash *stash; /* buffers received while a payload thread owns
                              the input */
 };
+
+/* An idle connection is this one allocation (the receive's buffers are
+ * the thread's, a send's iovec array is lent): keep it in jemalloc's
+ * 384-byte class, under memcached's ~640 bytes a connection
+ * (docs/performance.md, "Memory per connection"). */
+_Static_assert(sizeof(struct conn) + sizeof(struct uconn) <= 384,
+               "an io_uring connection fits in 384 bytes");
 
 /* User data of c's armed receive (or read poll). */
 static uint64_t uc_recv_ud(const struct conn *c);
@@ -794,6 +802,7 @@ static int uc_send(struct conn *c)
                                    : mdc_malloc(sizeof(*uc->snd));
         if (uc->snd == NULL)
             return -1;
+        conn_backend_held(c->owner, 1);
     }
     sqe = uw_sqe(uw);
     if (sqe == NULL)
@@ -928,10 +937,13 @@ static bool ur_close(struct conn *c)
 }
 
 /* The send is done: its msghdr and iovec array go back to the thread. */
-static void uc_iov_give(struct uring_worker *uw, struct uconn *uc)
+static void uc_iov_give(struct uring_worker *uw, struct conn *c)
 {
+    struct uconn *uc = UC(c);
+
     if (uc->snd == NULL)
         return;
+    conn_backend_held(c->owner, -1);
     if (!uw->exiting && uw->niovfree < URING_IOV_POOL)
         uw->iovfree[uw->niovfree++] = uc->snd;
     else
@@ -953,10 +965,14 @@ static void ur_release(struct conn *c)
             uw->g[uc->stash[i].id >> 16].held--;
         }
     }
+    if (uc->stash != NULL)
+        conn_backend_held(c->owner, -1);
     mdc_free(uc->stash);
     if (uw != NULL)
-        uc_iov_give(uw, uc);
-    mdc_free(uc->snd); /* NULL unless the ring is gone */
+        uc_iov_give(uw, c);
+    if (uc->snd != NULL) /* the ring is gone */
+        conn_backend_held(c->owner, -1);
+    mdc_free(uc->snd);
     uc->snd = NULL;
     uc->stash = NULL;
     uc->nstash = uc->stashcap = 0;
@@ -991,6 +1007,8 @@ static int uc_stash(struct uring_worker *uw, struct conn *c, unsigned gi,
         st = mdc_realloc(uc->stash, cap * sizeof(*st));
         if (st == NULL)
             return -1;
+        if (uc->stash == NULL)
+            conn_backend_held(c->owner, 1);
         uc->stash = st;
         uc->stashcap = (uint16_t)cap;
     }
@@ -1019,6 +1037,13 @@ static void ur_returned(struct conn *c)
                                 uc->stash[i].len);
         uw_buf_put(uw, uc->stash[i].id >> 16, bid);
         g->held--;
+    }
+    /* the stash goes with its last buffer: an idle connection holds none */
+    if (uc->stash != NULL) {
+        mdc_free(uc->stash);
+        uc->stash = NULL;
+        uc->stashcap = 0;
+        conn_backend_held(c->owner, -1);
     }
     uc->nstash = 0;
     if (rc < 0)
@@ -1195,7 +1220,7 @@ static void uw_on_send(struct uring_worker *uw, struct conn *c,
     uc->zc = false;
     UC(c)->ops--;
     c->wr_busy = false;
-    uc_iov_give(uw, uc);
+    uc_iov_give(uw, c);
     if (UC(c)->zombie) {
         uw_zombie_done(uw, c);
         return;
@@ -1354,8 +1379,8 @@ void uring_run(struct worker *w)
     worker_inbox_run(w); /* connections given before the thread ran */
     for (;;) {
         struct __kernel_timespec to;
-        struct timespec now;
         struct io_uring_cqe *cqe;
+        uint64_t now_ms;
 
         if (atomic_load_explicit(&w->stop_req, memory_order_acquire) &&
             !w->stopping) {
@@ -1369,21 +1394,26 @@ void uring_run(struct worker *w)
             uw->nudp = 0;
             worker_begin_stop(w);
         }
-        if (server_mono_s() != w->now)
+        now_ms = server_coarse_ms();
+        if (now_ms >= w->next_tick_ms) {
             worker_tick_run(w);
+            now_ms = server_coarse_ms();
+        }
         uw_passes(uw);
         if (w->stopping && w->nconns == 0)
             break;
         if (uw->rq_n > 0 || uw->deferred) {
             io_uring_submit_and_get_events(&uw->ring);
         } else {
-            clock_gettime(CLOCK_MONOTONIC, &now);
-            to.tv_sec = 0;
-            to.tv_nsec = 1000000000L - now.tv_nsec + 1000000L;
-            if (to.tv_nsec >= 1000000000L) {
-                to.tv_sec = 1;
-                to.tv_nsec -= 1000000000L;
-            }
+            /* until the tick is due: computed on the coarse clock the
+             * deadlines are read on (a wake computed on the precise clock
+             * could find the coarse second not yet turned, and sleep a
+             * whole second more before the next tick) */
+            uint64_t ms = worker_wait_ms(now_ms, w->next_tick_ms,
+                                         server_coarse_res_ms());
+
+            to.tv_sec = (long long)(ms / 1000);
+            to.tv_nsec = (long long)(ms % 1000) * 1000000;
             (void)io_uring_submit_and_wait_timeout(&uw->ring, &cqe, 1, &to,
                                                    NULL);
         }

@@ -1,17 +1,15 @@
 /*
- * proto.c - protocol selection by the first byte of a connection, and the
- * refusal of memcached's binary protocol (0x80, deprecated upstream: an
- * error response in that protocol, then close).  Any first byte that is
- * neither 0x80 nor printable ASCII goes to the native handler, which
- * answers a wrong magic with status "bad magic" in a native frame.
+ * proto.c - protocol selection by the first byte of a connection
+ * (memcached's binary protocol 0x80, its text protocol, or the native
+ * one), and the login every protocol shares (proto_auth).  Any first byte
+ * that is neither 0x80 nor printable ASCII goes to the native handler,
+ * which answers a wrong magic with status "bad magic" in a native frame.
  * daemon.c injects proto_detect() into the network layer (struct
- * server's proto_detect).
+ * server's proto_detect).  Over TLS the byte is the first decrypted one.
  */
 #include "config.h"
 
 #include "proto.h"
-
-#include <string.h>
 
 #include "server/auth.h"
 #include "server/log.h"
@@ -54,57 +52,10 @@ bool proto_auth(struct conn *c, struct worker *w, const void *user,
     return false;
 }
 
-/* memcached's binary protocol: a 24-byte request header (magic 0x80,
- * opcode at 1, body length at 8, opaque at 12, big-endian). */
-#define MCBIN_HDR 24
-
-/*
- * Refuse it in its own terms, as memcached answers an opcode it does not
- * know: a response header (magic 0x81, the request's opcode and opaque,
- * status 0x0081 "unknown command") with the body "Unknown command", then
- * close.  A binary client reads an error instead of waiting for a header
- * that a text line cannot give it.  The first request is read whole when
- * its body is short (a login's size at most), so that closing with it
- * unread does not reset the connection before the client has the answer.
- */
-static void proto_mcbin_process(struct conn *c, struct worker *w)
-{
-    static const char msg[] = "Unknown command";
-    uint8_t rsp[MCBIN_HDR + sizeof(msg) - 1];
-    size_t len;
-    const uint8_t *b = conn_in_data(c, &len);
-    uint32_t body;
-
-    if (len < MCBIN_HDR) {
-        conn_in_need(c, MCBIN_HDR);
-        return;
-    }
-    body = (uint32_t)b[8] << 24 | (uint32_t)b[9] << 16 | (uint32_t)b[10] << 8 |
-           b[11];
-    if (body <= PROTO_PREAUTH_MAX && len < MCBIN_HDR + body) {
-        conn_in_need(c, MCBIN_HDR + body);
-        return;
-    }
-    memset(rsp, 0, MCBIN_HDR);
-    rsp[0] = 0x81;
-    rsp[1] = b[1];               /* opcode */
-    rsp[7] = 0x81;               /* status 0x0081: unknown command */
-    rsp[11] = sizeof(msg) - 1;   /* total body length */
-    memcpy(rsp + 12, b + 12, 4); /* opaque */
-    memcpy(rsp + MCBIN_HDR, msg, sizeof(msg) - 1);
-    conn_in_consume(c, len);
-    STAT_INC(&w->stats, protocol_errors);
-    (void)conn_out_bytes(c, rsp, sizeof(rsp));
-    conn_close_after_flush(c);
-}
-
-const struct proto proto_mcbin_reject = {"memcached-binary",
-                                         proto_mcbin_process};
-
 const struct proto *proto_detect(uint8_t b)
 {
     if (b == 0x80)
-        return &proto_mcbin_reject;
+        return &proto_mcbin;
     /* printable ASCII, and an empty line (memcached answers it ERROR) */
     if ((b >= 0x20 && b < 0x7f) || b == '\r' || b == '\n')
         return &proto_text;
@@ -126,6 +77,18 @@ void proto_watch_get(struct conn *c, const void *key, uint32_t klen,
               "type=item_get key=%s status=%s clsid=%u cfd=%d size=%u", k,
               r != NULL ? "found" : "not_found", r != NULL ? 1u : 0u, c->fd,
               r != NULL ? record_vlen(r) : 0u);
+}
+
+const char *proto_store_mode_name(enum store_mode mode)
+{
+    switch (mode) {
+    case STORE_ADD: return "add";
+    case STORE_REPLACE: return "replace";
+    case STORE_CAS: return "cas";
+    case STORE_APPEND: return "append";
+    case STORE_PREPEND: return "prepend";
+    default: return "set";
+    }
 }
 
 void proto_watch_store(struct conn *c, const void *key, uint32_t klen,

@@ -1,8 +1,7 @@
 /*
  * proto.h - the protocol handlers.  The first byte of a connection picks
  * one (proto_detect): the native magic 0xB7, memcached's binary 0x80
- * (refused with a clear error), or printable ASCII for memcached's text
- * protocol.  A handler implements net/conn.h's struct proto: it runs whole
+ * (proto_mcbin.c), or printable ASCII for memcached's text protocol.  A handler implements net/conn.h's struct proto: it runs whole
  * requests from the connection's input into its output and never does I/O
  * itself, so it runs unchanged in a network thread or a payload thread.
  */
@@ -19,7 +18,7 @@
 #include "server/core/store.h"
 
 extern const struct proto proto_native;
-extern const struct proto proto_mcbin_reject;
+extern const struct proto proto_mcbin;
 extern const struct proto proto_text;
 
 /*
@@ -55,6 +54,9 @@ void proto_watch_get(struct conn *c, const void *key, uint32_t klen,
 void proto_watch_store(struct conn *c, const void *key, uint32_t klen,
                        const char *cmd, int status, int64_t exptime,
                        uint32_t vlen);
+/* The command name a watch line gives a store of mode (the text and meta
+ * commands name their own; the native and binary stores use this). */
+const char *proto_store_mode_name(enum store_mode mode);
 
 /*
  * The lookup of a GET, for every protocol and transport: the text get,

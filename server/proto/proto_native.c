@@ -280,6 +280,9 @@ static void nat_store(struct conn *c, struct worker *w,
     }
     mode = nat_store_mode(h->opcode, h->cas);
     st = store_put(c->srv->store, mode, &it, &cas);
+    if (watch_wants(c->srv, WATCH_MUTATIONS))
+        proto_watch_store(c, m->key, h->klen, proto_store_mode_name(mode), st,
+                          h->expiry, h->vlen);
     stats_count_put(&w->stats, mode == STORE_CAS, st);
     nat_status(c, h, wire_status_from_store(st), st == ST_OK ? cas : 0);
 }

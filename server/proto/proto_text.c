@@ -160,7 +160,13 @@ static const char *txt_put_status(int st, enum store_mode mode)
         return mode == STORE_ADD ? MCTEXT_R_NOT_STORED : MCTEXT_R_EXISTS;
     case ST_NOT_STORED: return MCTEXT_R_NOT_STORED;
     case ST_NOT_FOUND: return MCTEXT_R_NOT_FOUND;
-    case ST_TOO_LARGE: return MCTEXT_E_TOO_LARGE;
+    case ST_TOO_LARGE:
+        /* an append or prepend that would take the record over -I:
+         * memcached cannot allocate the joined item and answers
+         * NOT_STORED */
+        return mode == STORE_APPEND || mode == STORE_PREPEND
+                   ? MCTEXT_R_NOT_STORED
+                   : MCTEXT_E_TOO_LARGE;
     case ST_NO_MEMORY: return MCTEXT_E_NO_MEMORY;
     case ST_TOO_MANY_TAGS: return MCTEXT_E_TOO_MANY_TAGS;
     default: return MCTEXT_E_FORMAT;
@@ -661,6 +667,13 @@ static void txt_ms(struct conn *c, struct worker *w,
         txt_meta(c, mode == STORE_ADD ? "NS" : "EX", -1, req, &v);
         break;
     case ST_NOT_FOUND: txt_meta(c, "NF", -1, req, &v); break;
+    case ST_TOO_LARGE: /* joined over -I: NS, as memcached (above) */
+        if (mode == STORE_APPEND || mode == STORE_PREPEND) {
+            txt_meta(c, "NS", -1, req, &v);
+            break;
+        }
+        txt_str(c, MCTEXT_E_TOO_LARGE);
+        break;
     default: txt_str(c, txt_put_status(st, mode)); break;
     }
 }
@@ -936,7 +949,7 @@ static int mdump_classes_arg(const char *p, size_t n)
  * between classes.  The request stays unconsumed until the walk is over:
  * when the output is full (a slow reader) or this turn's share is done,
  * false is returned and process() runs it again once there is room (the
- * walk goes on from c->mdump_next), so a slow reader holds no lock, and
+ * walk goes on from c->mdump.next), so a slow reader holds no lock, and
  * the other connections of the thread have their turns.  Records stored
  * during the walk may or may not be listed; each record present from the
  * start to the end is listed once.  Other subcommands answer ERROR.
@@ -978,11 +991,11 @@ static bool txt_lru_crawler(struct conn *c, const struct mctext_req *req)
         txt_str(c, MCTEXT_R_END);
         return true;
     }
-    if (c->mdump_classes == 0) { /* a new walk */
-        c->mdump_classes = store_walk_classes(st);
-        c->mdump_next = 0;
+    if (c->mdump.classes == 0) { /* a new walk */
+        c->mdump.classes = store_walk_classes(st);
+        c->mdump.next = 0;
     }
-    while (c->mdump_next < c->mdump_classes) {
+    while (c->mdump.next < c->mdump.classes) {
         if (conn_out_full(c))
             goto again; /* run again once the reader made room */
         if (walked >= MDUMP_TURN_CLASSES || bytes >= MDUMP_TURN_BYTES) {
@@ -990,7 +1003,7 @@ static bool txt_lru_crawler(struct conn *c, const struct mctext_req *req)
             goto again;
         }
         b.len = 0;
-        (void)store_walk_class(st, c->mdump_classes, c->mdump_next,
+        (void)store_walk_class(st, c->mdump.classes, c->mdump.next,
                                mdump_record, &b);
         if (b.oom) {
             txt_str(c, TXT_E_OOM);
@@ -1000,9 +1013,9 @@ static bool txt_lru_crawler(struct conn *c, const struct mctext_req *req)
             (void)conn_out_bytes(c, b.p, b.len);
         bytes += b.len;
         walked++;
-        c->mdump_next++;
+        c->mdump.next++;
     }
-    c->mdump_classes = 0;
+    c->mdump.classes = 0;
     mdc_free(b.p);
     if (!b.oom)
         txt_str(c, MCTEXT_R_END);

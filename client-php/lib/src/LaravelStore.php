@@ -15,9 +15,9 @@ use Mdcached\Client;
  * prefix's records only.  tags() returns a LaravelTaggedCache whose writes
  * also carry "laravel:<prefix>:tag:<name>" for each tag and whose flush() is
  * one deleteByTag of those tags: the server deletes the tagged records
- * atomically, with no tag sets or version keys to race with.  Unlike
- * Laravel's own tagged caches, a key names the same record whatever tags
- * are used to reach it.
+ * atomically, with no tag sets or version keys to race with.  As on
+ * Laravel's own stores, the tagged cache scopes its keys by the tag names
+ * in their order (LaravelTaggedCache).
  *
  * With $staleInvalidation (config "stale_invalidation"), a tagged flush()
  * marks the records stale (deleteByTagStale) instead of deleting them, and
@@ -125,7 +125,7 @@ class LaravelStore extends TaggableStore implements Store, LockProvider
 
     public function get($key)
     {
-        if ($this->stale && strncmp((string)$key, self::FLEXIBLE_CREATED, strlen(self::FLEXIBLE_CREATED)) !== 0) {
+        if ($this->stale && !self::isFlexibleCreated((string)$key)) {
             return $this->leaseGet($key);
         }
         $v = $this->client->get($this->prefix . $key);
@@ -138,6 +138,17 @@ class LaravelStore extends TaggableStore implements Store, LockProvider
      * time, so flexible() serves it as it serves any value.
      */
     private const FLEXIBLE_CREATED = 'illuminate:cache:flexible:created:';
+
+    /**
+     * A flexible() "created" key, as it is (Repository::many() passes keys
+     * unscoped) or scoped by a tagged cache ("<sha1 of the tags>:" first).
+     */
+    private static function isFlexibleCreated(string $key): bool
+    {
+        return strncmp($key, self::FLEXIBLE_CREATED, strlen(self::FLEXIBLE_CREATED)) === 0
+            || (strlen($key) > 41 && $key[40] === ':'
+                && substr_compare($key, self::FLEXIBLE_CREATED, 41, strlen(self::FLEXIBLE_CREATED)) === 0);
+    }
 
     /**
      * The read of stale mode: the winner of a stale record (the one reader

@@ -6,24 +6,17 @@ use Illuminate\Cache\TaggedCache;
 /**
  * What Cache::tags([...]) returns on the mdcached driver: a TaggedCache
  * (getTags() gives the LaravelTagSet) whose store attaches the tags to every
- * record it writes.  A key is not namespaced by its tags: tags(['a'])->get('k')
- * and Cache::get('k') read the same record.  flush() is one deleteByTag of
- * the tags, answered by the server's count (false when a server failed).
+ * record it writes.  Keys are scoped by the tags as Laravel's own tagged
+ * caches scope them (TaggedCache::taggedItemKey(): sha1 of the tag set's
+ * namespace, here its tag names in order, then ":" and the key), so an item
+ * stored through tags(['a', 'b']) is found only through tags(['a', 'b']),
+ * as on Laravel's memcached store.  flush() is one deleteByTag of the tags,
+ * answered by the server's count (false when a server failed).
  */
 class LaravelTaggedCache extends TaggedCache
 {
     /** @var LaravelTagSet */
     protected $tags;
-
-    protected function itemKey($key)
-    {
-        return $key;
-    }
-
-    public function taggedItemKey($key)
-    {
-        return $key;
-    }
 
     public function flush()
     {

@@ -84,20 +84,61 @@ class SymfonyTagAwareAdapter extends AbstractTagAwareAdapter
     {
         CacheItem::validateKey($key);
         if (($id = $this->plainId($key)) === null) {
-            return parent::getItem($key);
+            return self::withoutEmptyTags(parent::getItem($key));
         }
         if ($this->prefetched !== null && $this->prefetched[0] === $id) {
             $r = $this->prefetched[1];
             $this->prefetched = null;
         } else {
-            try {
-                $r = self::fetchFrom($this->client, [$id]);
-            } catch (\Exception $e) {
-                CacheItem::log($this->logger ?? null, 'Failed to fetch key "{key}": ' . $e->getMessage(),
-                               ['key' => $key, 'exception' => $e, 'cache-adapter' => get_debug_type($this)]);
-                $r = [];
-            }
+            $r = $this->fetchLogged([$id], $key);
         }
+        return self::makeItem($key, $r[$id] ?? null);
+    }
+
+    /**
+     * Several items from one getMulti, made as getItem() makes them; a
+     * generator of key => item in the order asked, as Symfony's.
+     */
+    public function getItems(array $keys = []): iterable
+    {
+        array_map([CacheItem::class, 'validateKey'], $keys);
+        $ids = [];
+        foreach ($keys as $key) {
+            if (($id = $this->plainId($key)) === null) {
+                return self::itemsWithoutEmptyTags(parent::getItems($keys));
+            }
+            $ids[] = $id;
+        }
+        return $this->generateItems(array_values($keys), $ids, $ids ? $this->fetchLogged($ids, reset($keys)) : []);
+    }
+
+    private function generateItems(array $keys, array $ids, array $r): \Generator
+    {
+        foreach ($keys as $i => $key) {
+            yield $key => self::makeItem($key, $r[$ids[$i]] ?? null);
+        }
+    }
+
+    /** fetchFrom(); a failure is logged, as Symfony's adapters do, and every key a miss */
+    private function fetchLogged(array $ids, string $key): array
+    {
+        try {
+            return self::fetchFrom($this->client, $ids);
+        } catch (\Exception $e) {
+            CacheItem::log($this->logger ?? null, 'Failed to fetch key "{key}": ' . $e->getMessage(),
+                           ['key' => $key, 'exception' => $e, 'cache-adapter' => get_debug_type($this)]);
+            return [];
+        }
+    }
+
+    /**
+     * The item of a record read (null: a miss), as Symfony's createCacheItem
+     * makes it, except that an item without tags carries no METADATA_TAGS:
+     * symfony/cache 6.4+ (Psr16Cache::getMultiple(), its value wrapper)
+     * wraps the value of any item whose metadata is not empty.
+     */
+    private static function makeItem(string $key, $v): CacheItem
+    {
         static $make = null;
         $make ??= \Closure::bind(static function (string $key, $v, ?array $meta): CacheItem {
             $item = new CacheItem();
@@ -110,14 +151,27 @@ class SymfonyTagAwareAdapter extends AbstractTagAwareAdapter
             }
             return $item;
         }, null, CacheItem::class);
-        $v = $r[$id] ?? null;
         return $make($key, $v, is_array($v) && array_key_exists('value', $v) ? self::metadataOf($v) : null);
     }
 
-    public function getItems(array $keys = []): iterable
+    /** An item of Symfony's own path without an empty METADATA_TAGS (see makeItem()). */
+    private static function withoutEmptyTags(CacheItem $item): CacheItem
     {
-        array_map([CacheItem::class, 'validateKey'], $keys);
-        return parent::getItems($keys);
+        static $strip = null;
+        $strip ??= \Closure::bind(static function (CacheItem $item): void {
+            if (isset($item->metadata[CacheItem::METADATA_TAGS]) && !$item->metadata[CacheItem::METADATA_TAGS]) {
+                unset($item->metadata[CacheItem::METADATA_TAGS]);
+            }
+        }, null, CacheItem::class);
+        $strip($item);
+        return $item;
+    }
+
+    private static function itemsWithoutEmptyTags(iterable $items): \Generator
+    {
+        foreach ($items as $key => $item) {
+            yield $key => self::withoutEmptyTags($item);
+        }
     }
 
     public function hasItem($key): bool
@@ -157,15 +211,28 @@ class SymfonyTagAwareAdapter extends AbstractTagAwareAdapter
                 && ($this->maxIdLength === null || strlen($this->ns . $key) <= $this->maxIdLength)) {
             $id = $this->ns . $key;
             $state = 0;
-            try {
-                $r = $this->stale ? $this->leaseFetch($id, $state) : self::fetchFrom($this->client, [$id]);
-            } catch (\Exception $e) {
-                $r = null; // Symfony's path logs it and computes the value
+            if ($this->stale && isset($this->won[$id])) {
+                // a read of a record this adapter won and is recomputing:
+                // Symfony's LockRegistry reads again after waiting for its
+                // lock file (held by another worker, for any key of that
+                // file), a callback may read its own key.  The server says
+                // PENDING (the win is ours); answering the stale value would
+                // end the recompute with nothing stored.  A miss: the lock
+                // is tried again and the value computed.
+                $r = [];
+            } else {
+                try {
+                    $r = $this->stale ? $this->leaseFetch($id, $state) : self::fetchFrom($this->client, [$id]);
+                } catch (\Exception $e) {
+                    $r = null; // Symfony's path logs it and computes the value
+                }
             }
             if ($r !== null) {
                 $v = $r[$id] ?? null;
                 if (is_array($v) && array_key_exists('value', $v) && $state & Client::LEASE_WIN) {
                     $beta = INF; // this reader recomputes for all
+                    $this->won[$id] = true;
+                    $winner = $id;
                 } elseif (is_array($v) && array_key_exists('value', $v)) {
                     $meta = self::metadataOf($v);
                     if ($state & Client::LEASE_PENDING) {
@@ -188,6 +255,18 @@ class SymfonyTagAwareAdapter extends AbstractTagAwareAdapter
             return parent::get($key, $callback, $beta, $metadata);
         } finally {
             $this->prefetched = null; // commit() (Symfony's getItem() calls it) resets plainIds
+            if (isset($winner) && isset($this->won[$winner])) {
+                // the winner stored nothing (its callback threw, or chose
+                // not to save): hand the win back, so that the next reader
+                // recomputes instead of the record staying stale until it
+                // expires
+                unset($this->won[$winner]);
+                try {
+                    $this->client->deleteStale($winner);
+                } catch (\Throwable $e) {
+                    // the server is failing: the record expires as it would
+                }
+            }
         }
     }
 
@@ -223,12 +302,17 @@ class SymfonyTagAwareAdapter extends AbstractTagAwareAdapter
         return $this->maxIdLength === null || strlen($id) <= $this->maxIdLength ? $id : null;
     }
 
-    /** A record's metadata as Symfony's createCacheItem gives it: tags, then expiry and ctime. */
+    /**
+     * A record's metadata as Symfony's createCacheItem gives it: tags (when
+     * there are any), then expiry and ctime.
+     */
     private static function metadataOf(array $v): array
     {
-        $tags = $v['tags'] ?? [];
-        // 5.4 stores tag => tag, 6.0 and later a list
-        $meta = [ItemInterface::METADATA_TAGS => $tags && array_is_list($tags) ? array_combine($tags, $tags) : $tags];
+        $meta = [];
+        if ($tags = $v['tags'] ?? []) { // none: no METADATA_TAGS (makeItem())
+            // 5.4 stores tag => tag, 6.0 and later a list
+            $meta[ItemInterface::METADATA_TAGS] = array_is_list($tags) ? array_combine($tags, $tags) : $tags;
+        }
         if (isset($v['meta'])) {
             $u = unpack('Ve/Nc', $v['meta']);
             $meta[ItemInterface::METADATA_EXPIRY] = $u['e'] + self::expiryOffset();
@@ -242,6 +326,8 @@ class SymfonyTagAwareAdapter extends AbstractTagAwareAdapter
     private bool $versioning = false;
     /** @var array|null [id, doFetch() answer] read by get() for Symfony's path */
     private ?array $prefetched = null;
+    /** @var array<string, true> ids whose lease this adapter won and has not stored yet */
+    private array $won = [];
 
     /**
      * save() with no other item deferred: the record Symfony's commit()
@@ -284,7 +370,7 @@ class SymfonyTagAwareAdapter extends AbstractTagAwareAdapter
             if ($value === null) { // already expired
                 return $this->doDelete([$id]);
             }
-            return $this->doSave([$id => $value], $ttl) === [];
+            return $this->storeOne($id, $value, $ttl);
         } catch (\Exception $e) {
             CacheItem::log($this->logger ?? null, 'Failed to save key "{key}": ' . $e->getMessage(),
                            ['key' => $key, 'exception' => $e, 'cache-adapter' => get_debug_type($this)]);
@@ -369,6 +455,23 @@ class SymfonyTagAwareAdapter extends AbstractTagAwareAdapter
         return true;
     }
 
+    /** doSave() of one record, without its grouping: one set */
+    private function storeOne(string $id, array $v, int $lifetime): bool
+    {
+        $tags = [$this->nsTag ??= $this->nsTag()];
+        foreach ($v['tags'] ?? [] as $t) {
+            $tags[] = $this->ns . self::TAGS_PREFIX . $t;
+        }
+        if (!$this->client->set($id, $v, $lifetime > 2592000 ? time() + $lifetime : $lifetime, $tags)) {
+            return false;
+        }
+        unset($this->won[$id]); // a store ends the win (get())
+        return true;
+    }
+
+    /** nsTag(), kept */
+    private ?string $nsTag = null;
+
     protected function doSave(array $values, int $lifetime, array $addTagData = [], array $removeTagData = []): array
     {
         $failed = [];
@@ -391,6 +494,14 @@ class SymfonyTagAwareAdapter extends AbstractTagAwareAdapter
                     if (!$this->client->set((string)$id, $v, $exp, $tags)) {
                         $failed[] = $id;
                     }
+                }
+            }
+        }
+        if ($this->won) { // a store ends the win (get())
+            $f = array_flip($failed);
+            foreach ($values as $id => $v) {
+                if (!isset($f[$id])) {
+                    unset($this->won[$id]);
                 }
             }
         }

@@ -63,9 +63,12 @@ trait LaravelProviderChecks
         $this->assertInstanceOf(TaggedCache::class, $tagged);
         $this->assertSame(['users', 'pages'], $tagged->getTags()->getNames());
         $tagged->put('u1', 'U', 60);
-        $this->assertSame(['app_cache:u1' => 'U'], $this->c->getByTag('laravel:app_cache::tag:users'));
+        $scope = sha1('laravel:app_cache::tag:users|laravel:app_cache::tag:pages');
+        $this->assertSame(["app_cache:$scope:u1" => 'U'], $this->c->getByTag('laravel:app_cache::tag:users'),
+                          'the key scoped by the tags, as Laravel\'s tagged caches do');
+        $this->assertSame('U', $tagged->get('u1'));
         $this->assertTrue($cache->tags('pages')->flush());
-        $this->assertNull($cache->get('u1'));
+        $this->assertNull($tagged->get('u1'));
 
         $lock = $cache->lock('job', 10);
         $this->assertTrue($lock->acquire());
@@ -102,7 +105,8 @@ trait LaravelProviderChecks
         for ($i = 0; $i < 20; $i++) {
             $cache->tags('t')->put("k$i", $i, 60);
         }
-        $this->assertSame(['k3' => 3, 'k17' => 17], $cache->many(['k3', 'k17']));
+        $this->assertSame(['k3' => 3, 'k17' => 17], $cache->tags('t')->many(['k3', 'k17']));
+        $this->assertSame(3, $cache->tags('t')->get('k3'));
         // both "servers" are the same daemon: the fan-out deletes every record once
         $this->assertTrue($cache->tags('t')->flush());
         $this->assertSame([], $this->c->getByTag('laravel:app_cache::tag:t'));

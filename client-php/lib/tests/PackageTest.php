@@ -152,6 +152,12 @@ final class PackageTest extends TestCase
                 $this->assertSame(0, $rc, "$how, $use: $out");
                 $this->assertStringContainsString('needs the mdcached PHP extension (ext-mdcached)', $out, "$how, $use");
                 $this->assertStringContainsString('extension=mdcached', $out, "$how, $use");
+                // only commands that work (client-php/tests/packaging.sh runs them)
+                $this->assertStringContainsString('sh client-php/pecl-package.sh && pecl install mdcached-*.tgz', $out);
+                $this->assertFileExists(dirname(__DIR__, 2) . '/pecl-package.sh');
+                foreach (['pie install mdcached/mdcached', 'pecl install mdcached,', 'apt install php-mdcached'] as $bad) {
+                    $this->assertStringNotContainsString($bad, $out, 'no registry or apt source holds it');
+                }
             }
         }
     }

@@ -482,4 +482,118 @@ final class SymfonyTagAwareAdapterTest extends TestCase
         $this->assertSame(2, $runs, 'plain invalidation: no lease, both compute');
         $this->assertFalse($this->c->get('sf:a') === false, 'stale mode keeps the records');
     }
+
+    /**
+     * Psr16Cache over the adapter returns the values from getMultiple(), as
+     * over Symfony's own adapters: an item without tags carries no
+     * METADATA_TAGS, which symfony/cache 6.4+ would wrap the value for.
+     */
+    public function testPsr16CacheGetMultipleReturnsValues(): void
+    {
+        $p = $this->pool();
+        $psr = new Symfony\Component\Cache\Psr16Cache($p);
+        $this->assertTrue($psr->set('k', 'v'));
+        $this->assertTrue($psr->setMultiple(['n' => ['a' => 1], '7' => 7.5]));
+        $this->assertSame('v', $psr->get('k'));
+        $got = $psr->getMultiple(['k', 'n', '7', 'x'], 'dflt');
+        $this->assertSame(['k' => 'v', 'n' => ['a' => 1], 7 => 7.5, 'x' => 'dflt'],
+                          is_array($got) ? $got : iterator_to_array($got));
+        $this->assertSame([], $p->getItem('k')->getMetadata(), 'no metadata without tags');
+        foreach ($p->getItems(['k', 'x']) as $key => $item) {
+            $this->assertSame([], $item->getMetadata(), "$key: no metadata without tags");
+        }
+        $p->save($p->getItem('t')->set('T')->tag('a'));
+        $this->assertSame(['a' => 'a'], $p->getItem('t')->getMetadata()[ItemInterface::METADATA_TAGS]);
+        // Symfony's own path (versioning on) gives the same items
+        $v = $this->pool();
+        $v->enableVersioning();
+        $vpsr = new Symfony\Component\Cache\Psr16Cache($v);
+        $this->assertTrue($vpsr->set('k', 'v2'));
+        $got = $vpsr->getMultiple(['k']);
+        $this->assertSame(['k' => 'v2'], is_array($got) ? $got : iterator_to_array($got));
+        $this->assertSame([], $v->getItem('k')->getMetadata());
+    }
+
+    /**
+     * staleInvalidation with Symfony's stampede lock (LockRegistry: one of
+     * its files per key hash, the default wrapper of 7.x even in the CLI):
+     * the lease winner finds the lock file held by another worker, waits,
+     * reads again; it must still compute and store, not serve the stale
+     * value from its own lease and leave the record stale until it
+     * expires.  Deterministic: another process holds the one lock file.
+     */
+    public function testStaleWinnerStoresWhenSymfonysLockIsHeld(): void
+    {
+        $lockFile = tempnam(sys_get_temp_dir(), 'mdc-sflock');
+        $files = Symfony\Component\Cache\LockRegistry::setFiles([$lockFile]);
+        try {
+            $p1 = new SymfonyTagAwareAdapter($this->c, 'sf', 0, true);
+            $p1->setCallbackWrapper([Symfony\Component\Cache\LockRegistry::class, 'compute']);
+            $p2 = new SymfonyTagAwareAdapter(mdc_test_client(), 'sf', 0, true);
+            $tagged = fn(string $v) => function (ItemInterface $i) use ($v) {
+                $i->tag('page');
+                return $v;
+            };
+            $this->assertSame('old', $p1->get('k', $tagged('old')));
+            $this->assertTrue($p1->invalidateTags(['page']));
+            // another worker holds the lock file for 300 ms
+            $child = proc_open([PHP_BINARY, '-n', '-r',
+                                '$f = fopen($argv[1], "r"); flock($f, LOCK_EX); echo "locked\n";'
+                                . ' usleep(300000); flock($f, LOCK_UN);', $lockFile],
+                               [1 => ['pipe', 'w']], $pipes);
+            $this->assertSame("locked\n", fgets($pipes[1]));
+            $runs = 0;
+            $v = $p1->get('k', function (ItemInterface $i) use (&$runs) {
+                $runs++;
+                $i->tag('page');
+                return 'new';
+            });
+            fclose($pipes[1]);
+            proc_close($child);
+            $this->assertSame(['new', 1], [$v, $runs], 'the winner computed once, after the lock');
+            $this->assertSame('new', $p2->get('k', fn() => $this->fail('stored: a fresh hit for the others')));
+            $state = null;
+            $this->assertSame('new', $this->c->leaseGet('sf:k', 0, 0, $state)['value']);
+            $this->assertSame(0, $state & Mdcached\Client::LEASE_STALE, 'not stale any more');
+        } finally {
+            Symfony\Component\Cache\LockRegistry::setFiles($files);
+            unlink($lockFile);
+        }
+    }
+
+    /**
+     * A lease winner that stores nothing (its callback throws, or sets
+     * $save = false) hands the win back: the next reader recomputes, the
+     * record does not stay stale until it expires.
+     */
+    public function testStaleWinnerThatStoresNothingHandsTheLeaseBack(): void
+    {
+        $p1 = new SymfonyTagAwareAdapter($this->c, 'sf', 0, true);
+        $p2 = new SymfonyTagAwareAdapter(mdc_test_client(), 'sf', 0, true);
+        $this->assertSame('old', $p1->get('k', function (ItemInterface $i) {
+            $i->tag('page');
+            return 'old';
+        }));
+        $this->assertTrue($p1->invalidateTags(['page']));
+        try {
+            $p1->get('k', function () {
+                throw new RuntimeException('backend down');
+            });
+            $this->fail('the exception is not passed on');
+        } catch (RuntimeException $e) {
+            $this->assertSame('backend down', $e->getMessage());
+        }
+        $this->assertSame('again', $p2->get('k', function (ItemInterface $i) {
+            $i->tag('page');
+            return 'again';
+        }), 'the next reader won and recomputed');
+        $this->assertSame('again', $p1->get('k', fn() => $this->fail('stored')));
+        // a winner whose callback chooses not to save
+        $this->assertTrue($p1->invalidateTags(['page']));
+        $this->assertSame('unsaved', $p1->get('k', function (ItemInterface $i, bool &$save) {
+            $save = false;
+            return 'unsaved';
+        }));
+        $this->assertSame('third', $p2->get('k', fn() => 'third'), 'handed back after an unsaved recompute');
+    }
 }

@@ -1,0 +1,35 @@
+/*
+ * testhook.h - test-only hooks, compiled in with --enable-debug-commands
+ * (MDC_DEBUG_COMMANDS) and empty otherwise.
+ *
+ * A stop asked before a thread's loop runs must still end that loop
+ * (docs/threads.md, "Stopping a thread").  To test it deterministically,
+ * MDC_TEST_HOLD_LOOP=NAME[,NAME...] in the daemon's environment makes each
+ * named thread hold just before its loop starts until its stop has been
+ * asked (at most a minute), so the loop always starts after the stop:
+ *
+ *   metrics   the --metrics HTTP thread (metrics.c)
+ *   net       every network thread, either backend (net/threads.c)
+ *   payload   every payload thread (net/threads.c)
+ *   dumper    the dump thread (dumper.c): a dump request counts as asked
+ *   sweeper   the store's expiry sweeper (core/store_expiry.c)
+ *
+ * tests/test_stop_early.c uses it; docs/testing.md documents it.
+ */
+#ifndef MDC_TESTHOOK_H
+#define MDC_TESTHOOK_H
+
+#include "config.h"
+
+#ifdef MDC_DEBUG_COMMANDS
+/* Called by thread kind `name` just before its loop: holds while named in
+ * MDC_TEST_HOLD_LOOP and its stop was not asked yet. */
+void testhook_hold_loop(const char *name);
+/* Called by whoever asked thread kind `name` to stop, after asking. */
+void testhook_stop_asked(const char *name);
+#else
+static inline void testhook_hold_loop(const char *name) { (void)name; }
+static inline void testhook_stop_asked(const char *name) { (void)name; }
+#endif
+
+#endif

@@ -1,0 +1,322 @@
+/*
+ * test_timeouts.c - the connection timeouts (--idle-timeout, --auth-timeout,
+ * --tls-handshake-timeout) fire never early and as soon after their moment
+ * on io_uring as on epoll.
+ *
+ * The arithmetic first (conn_deadline_ms, worker_next_tick_ms,
+ * worker_wait_ms): a network thread's loop is simulated against a coarse
+ * clock that lags the true time by up to its resolution, as
+ * CLOCK_MONOTONIC_COARSE does; every connection must be closed no sooner
+ * than its timeout after it was born and within the tick's grain and a few
+ * clock steps after.  Then black-box: daemons on both backends, side by
+ * side in the same run, each with silent connections spread over a second;
+ * none may close early, and io_uring's worst lateness may exceed epoll's
+ * by half a second at most (a busy machine delays both alike; the loop
+ * that slept a whole second past the moment was up to 1 s later).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "server/net/conn.h"
+#include "server/net/threads.h"
+#include "server_client.h"
+
+/* ---- the arithmetic ------------------------------------------------------- */
+
+/* A coarse clock stepping every res ms (phase ph), read as
+ * server_coarse_ms() reads it (ms + 1): at true ms t, the last step. */
+static uint64_t coarse(uint64_t t, uint64_t res, uint64_t ph)
+{
+    if (t < ph)
+        return 1;
+    return (t - ph) / res * res + ph + 1;
+}
+
+/* One connection born at true ms tb with a timeout of secs, on a thread
+ * whose tick last ran at true ms tl <= tb: run the loop as uring_run and
+ * the one-shot ev_tick do (wait, read the coarse clock, tick when due),
+ * the waits ending exactly; returns the true ms it is closed at. */
+static uint64_t simulate(uint64_t tl, uint64_t tb, uint64_t secs,
+                         uint64_t res, uint64_t ph)
+{
+    uint64_t next = worker_next_tick_ms(coarse(tl, res, ph), UINT64_MAX);
+    uint64_t deadline = conn_deadline_ms(coarse(tb, res, ph), secs, res);
+    uint64_t t = tb;
+    int turns = 0;
+
+    for (;;) {
+        uint64_t now = coarse(t, res, ph), wait;
+
+        if (now >= next) { /* the tick: the connection's check */
+            if (now >= deadline)
+                return t;
+            next = worker_next_tick_ms(now, deadline);
+        }
+        wait = worker_wait_ms(now, next, res);
+        assert_true(wait > 0); /* no busy loop */
+        t += wait;
+        assert_true(++turns < 1000);
+    }
+}
+
+/* Never early, and at most the grain and three clock steps late, whatever
+ * the clock's resolution, its phase, the birth within the second and the
+ * last tick before it. */
+static void test_deadline_arithmetic(void **state)
+{
+    static const uint64_t ress[] = {1, 4, 10};
+    uint64_t worst = 0;
+    size_t r;
+
+    (void)state;
+    for (r = 0; r < sizeof(ress) / sizeof(ress[0]); r++) {
+        uint64_t res = ress[r], ph, tb, secs;
+
+        for (ph = 0; ph < res; ph += res > 4 ? 3 : 1)
+            for (secs = 1; secs <= 3; secs++)
+                for (tb = 5000; tb < 7000; tb += 3) {
+                    uint64_t tl = tb - (tb * 7919 % 1000); /* 0-999 before */
+                    uint64_t tc = simulate(tl, tb, secs, res, ph);
+                    uint64_t bound = secs * 1000 + WORKER_TICK_GRAIN_MS +
+                                     3 * res + 1;
+
+                    if (tc < tb + secs * 1000 || tc > tb + bound)
+                        fail_msg("res %llu ms, phase %llu: born at %llu, "
+                                 "timeout %llu s, closed at %llu (%lld ms "
+                                 "after its moment)",
+                                 (unsigned long long)res,
+                                 (unsigned long long)ph,
+                                 (unsigned long long)tb,
+                                 (unsigned long long)secs,
+                                 (unsigned long long)tc,
+                                 (long long)(tc - tb - secs * 1000));
+                    if (tc - tb - secs * 1000 > worst)
+                        worst = tc - tb - secs * 1000;
+                }
+    }
+    print_message("worst lateness simulated: %llu ms\n",
+                  (unsigned long long)worst);
+}
+
+/* The tick's own moments: the coarse second turns at k * 1000 + 1 (the
+ * reading is ms + 1); a deadline before it comes first, but not sooner
+ * than the grain; the wait covers the clock's lag. */
+static void test_next_tick(void **state)
+{
+    (void)state;
+    assert_int_equal(worker_next_tick_ms(1, UINT64_MAX), 1001);
+    assert_int_equal(worker_next_tick_ms(1000, UINT64_MAX), 1001);
+    assert_int_equal(worker_next_tick_ms(1001, UINT64_MAX), 2001);
+    assert_int_equal(worker_next_tick_ms(1500, 1700), 1700);
+    assert_int_equal(worker_next_tick_ms(1500, 2500), 2001);
+    assert_int_equal(worker_next_tick_ms(1500, 1501),
+                     1500 + WORKER_TICK_GRAIN_MS);
+    assert_int_equal(worker_next_tick_ms(1995, 1996), 2001);
+    assert_int_equal(worker_wait_ms(1500, 2001, 4), 505);
+    assert_int_equal(worker_wait_ms(2001, 2001, 4), 0);
+    assert_int_equal(worker_wait_ms(2002, 2001, 4), 0);
+    /* a stamp read at 1000 with 1 s to go: not before 2000 + res */
+    assert_int_equal(conn_deadline_ms(1000, 1, 4), 2004);
+}
+
+/* ---- both backends, side by side ------------------------------------------ */
+
+enum { NCONN = 20, NSIDE = 4 };
+
+struct side {
+    const char *io;
+    const char *kind; /* "idle" or "auth" */
+    struct tsrv s;
+    int fd[NCONN];
+    double t0[NCONN], eof[NCONN];
+};
+
+static double now_s(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Time the EOFs of the connections opened so far, for secs seconds. */
+static void poll_eofs(struct side *sd, int nopen, double secs)
+{
+    double end = now_s() + secs;
+
+    for (;;) {
+        struct pollfd pf[NSIDE * NCONN];
+        int k, i, n = 0, left;
+
+        for (k = 0; k < NSIDE; k++)
+            for (i = 0; i < nopen; i++) {
+                pf[n].fd = sd[k].eof[i] == 0 ? sd[k].fd[i] : -1;
+                pf[n].events = POLLIN;
+                n++;
+            }
+        left = (int)((end - now_s()) * 1000);
+        if (left <= 0 || poll(pf, (nfds_t)n, left) <= 0)
+            return;
+        n = 0;
+        for (k = 0; k < NSIDE; k++)
+            for (i = 0; i < nopen; i++, n++) {
+                char b[256];
+
+                if (pf[n].fd >= 0 && pf[n].revents != 0 &&
+                    recv(pf[n].fd, b, sizeof(b), MSG_DONTWAIT) <= 0)
+                    sd[k].eof[i] = now_s();
+            }
+    }
+}
+
+static bool all_closed(const struct side *sd)
+{
+    int k, i;
+
+    for (k = 0; k < NSIDE; k++)
+        for (i = 0; i < NCONN; i++)
+            if (sd[k].eof[i] == 0)
+                return false;
+    return true;
+}
+
+static void test_backends_alike(void **state)
+{
+    static const struct tsrv_opts nowait = {.flags = TSRV_NOWAIT};
+    char dir[] = "/tmp/mdc-timeouts-XXXXXX", afile[64];
+    const char *idle_e[] = {"-n", "1", "--io=epoll", "--idle-timeout", "1",
+                            NULL};
+    const char *idle_u[] = {"-n", "1", "--io=uring", "--idle-timeout", "1",
+                            NULL};
+    const char *auth_e[] = {"-n", "1", "--io=epoll", "--auth-file", afile,
+                            "--auth-timeout", "1", NULL};
+    const char *auth_u[] = {"-n", "1", "--io=uring", "--auth-file", afile,
+                            "--auth-timeout", "1", NULL};
+    const char *const *args[NSIDE] = {idle_e, idle_u, auth_e, auth_u};
+    struct side sd[NSIDE];
+    double worst[NSIDE];
+    FILE *f;
+    int k, i, early = 0;
+
+    (void)state;
+    if (tsrv_external())
+        skip();
+    assert_non_null(mkdtemp(dir));
+    chmod(dir, 0755);
+    snprintf(afile, sizeof(afile), "%s/users", dir);
+    f = fopen(afile, "w");
+    assert_non_null(f);
+    fputs("alice:s3cret\n", f);
+    fclose(f);
+    chmod(afile, 0644);
+    memset(sd, 0, sizeof(sd));
+    for (k = 0; k < NSIDE; k++) {
+        sd[k].io = k % 2 == 0 ? "epoll" : "io_uring";
+        sd[k].kind = k < 2 ? "idle" : "auth";
+        assert_int_equal(tsrv_start_opts(&sd[k].s, &nowait, args[k]), 0);
+    }
+    for (k = 0; k < NSIDE; k++) {
+        int rc = tsrv_wait_ready(&sd[k].s);
+        char *log = rc > 0 ? tsrv_log(&sd[k].s) : NULL;
+        const char *ci = getenv("CI");
+        /* a build without liburing (the portable one), or a kernel or
+         * sandbox without io_uring (never in CI): nothing to compare */
+        bool none = log != NULL &&
+                    (strstr(log, "built without liburing") != NULL ||
+                     (strstr(log, "io_uring is not available") != NULL &&
+                      !(ci != NULL && strcmp(ci, "true") == 0)));
+
+        free(log);
+        if (none) {
+            for (i = 0; i < NSIDE; i++)
+                if (i != k && sd[i].s.pid > 0)
+                    tsrv_kill(&sd[i].s, SIGKILL);
+            for (i = 0; i < NSIDE; i++)
+                tsrv_stop(&sd[i].s);
+            unlink(afile);
+            rmdir(dir);
+            print_message("SKIP: io_uring is not available here\n");
+            skip();
+        }
+        assert_int_equal(rc, 0);
+    }
+    /* spread over a second, the four daemons in turn, so that each
+     * backend's connections meet its tick at every phase */
+    for (i = 0; i < NCONN; i++) {
+        for (k = 0; k < NSIDE; k++) {
+            sd[k].t0[i] = now_s(); /* before connect(): the accept is later */
+            sd[k].fd[i] = tc_connect(&sd[k].s);
+            assert_true(sd[k].fd[i] >= 0);
+        }
+        poll_eofs(sd, i + 1, 1.0 / NCONN);
+    }
+    for (i = 0; i < 100 && !all_closed(sd); i++) /* a hang's ceiling: 30 s */
+        poll_eofs(sd, NCONN, 0.3);
+    for (k = 0; k < NSIDE; k++) {
+        worst[k] = 0;
+        for (i = 0; i < NCONN; i++) {
+            double late = sd[k].eof[i] - sd[k].t0[i] - 1.0;
+
+            if (sd[k].eof[i] == 0)
+                fail_msg("%s %s: connection %d not closed in 30 s",
+                         sd[k].io, sd[k].kind, i);
+            if (late < 0)
+                early++;
+            if (late > worst[k])
+                worst[k] = late;
+            close(sd[k].fd[i]);
+        }
+        print_message("%s --%s-timeout 1: worst %.0f ms after the second\n",
+                      sd[k].io, sd[k].kind, worst[k] * 1000);
+    }
+    {
+        int fd = tc_connect(&sd[0].s);
+
+        assert_true(fd >= 0);
+        assert_int_equal(tc_stat(fd, "idle_kicks"), NCONN);
+        close(fd);
+        fd = tc_connect(&sd[1].s);
+        assert_true(fd >= 0);
+        assert_int_equal(tc_stat(fd, "idle_kicks"), NCONN);
+        close(fd);
+    }
+    for (k = 0; k < NSIDE; k++)
+        assert_int_equal(tsrv_stop(&sd[k].s), 0);
+    unlink(afile);
+    rmdir(dir);
+    assert_int_equal(early, 0);
+    for (k = 0; k < NSIDE; k += 2)
+        if (worst[k + 1] > worst[k] + 0.5)
+            fail_msg("--%s-timeout: io_uring up to %.0f ms late, epoll "
+                     "%.0f ms", sd[k].kind, worst[k + 1] * 1000,
+                     worst[k] * 1000);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_deadline_arithmetic),
+        cmocka_unit_test(test_next_tick),
+        cmocka_unit_test(test_backends_alike),
+    };
+
+    signal(SIGPIPE, SIG_IGN);
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
