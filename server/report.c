@@ -260,6 +260,9 @@ void stats_collect_conn(struct server *srv, stats_visit_fn fn, void *ctx,
         emit_u64(fn, ctx, "allocator_mapped", as.mapped);
         emit_u64(fn, ctx, "allocator_retained", as.retained);
         emit_u64(fn, ctx, "allocator_metadata", as.metadata);
+        emit_u64(fn, ctx, "allocator_slab_bytes", as.slab_bytes);
+        emit_u64(fn, ctx, "allocator_slab_used", as.slab_used);
+        emit_u64(fn, ctx, "allocator_slab_waste", as.slab_waste);
     }
     emit_u64(fn, ctx, "threads", threads);
     emit_u64(fn, ctx, "network_threads", srv->nnet);

@@ -20,6 +20,9 @@ void *mdc_rec_malloc(size_t size);
  * looked up from p (mdc_alloc_size() computes it from req): 0 when p is not
  * where req's class puts it. */
 size_t mdc_rec_usable_size(const void *p, size_t req);
+/* Resident bytes the records' allocator holds beyond the records' own
+ * sizes (parts of pages of freed regions), which -m must cover too. */
+size_t mdc_rec_overhead(void);
 void *mdc_calloc(size_t n, size_t size);
 void *mdc_realloc(void *p, size_t size);
 /* Zeroed, aligned to 'align' (a power of two, a multiple of the pointer
@@ -52,6 +55,8 @@ const char *mdc_allocator_name(void);
  * when read; all 0 where the allocator has none (libc). */
 struct mdc_alloc_stats {
     uint64_t allocated, active, resident, mapped, retained, metadata;
+    /* the record slabs: bytes held, handed out, mdc_rec_overhead() */
+    uint64_t slab_bytes, slab_used, slab_waste;
 };
 void mdc_alloc_stats(struct mdc_alloc_stats *s);
 
