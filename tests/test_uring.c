@@ -946,7 +946,7 @@ static void test_buffer_ring_exhaustion(void **state)
 }
 
 /* The groups' buffers go to the ring as receives need them: one
- * connection in lockstep keeps to the first 64 light and 16 bulk buffers
+ * connection in lockstep keeps to the first 64 light and 8 bulk buffers
  * (so the rest are never written, never resident), 100 connections ready
  * at once take more (a receive that finds the ring empty grows it), and
  * every request is answered either way. */
@@ -955,7 +955,7 @@ static void test_buffers_on_demand(void **state)
 {
     static struct conn *c[NDEM];
     static int peer[NDEM];
-    const uint64_t first = 64 * 4096 + 16 * 16384;
+    const uint64_t first = 64 * 4096 + 8 * 16384;
     char buf[256];
     int i, turn, done;
 

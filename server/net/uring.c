@@ -81,9 +81,10 @@
  * the start, a load of 4 connections made the 8 MiB of -n 4 resident
  * (the overfill load and the per-size table, docs/performance.md), which
  * only as many connections receiving at once need.  64 light buffers:
- * 64 connections' requests are still read in one turn. */
+ * 64 connections' requests are still read in one turn; 8 bulk ones to
+ * begin with, more as bulk senders run them dry. */
 #define URING_BUF_STEP 64u
-#define URING_BULK_STEP 16u
+#define URING_BULK_STEP 8u
 /* A connection that receives this much in one loop turn moves to the bulk
  * group, and back after URING_BULK_IDLE seconds without a turn of
  * URING_BULK_KEEP bytes (idle, or small requests only): bulk
@@ -1211,7 +1212,12 @@ static void uw_on_recv(struct uring_worker *uw, struct conn *c,
             ur_drive(c);
         return;
     }
-    if (res == -ENOBUFS)
+    /* a ring that ran dry takes more buffers, unless this connection
+     * emptied it alone: one past its turn's share, or one just moved to
+     * the bulk group (a flood fills any number of buffers, and more
+     * would only be more resident memory) */
+    if (res == -ENOBUFS && UC(c)->bulk == UC(c)->recv_bulk &&
+        !uc_over_turn(uw, c))
         uw_buf_grow(uw, UC(c)->recv_bulk ? 1 : 0);
     if (res == -ENOBUFS || res == -ECANCELED || res == -EINTR ||
         res == -EAGAIN || res > 0) {
