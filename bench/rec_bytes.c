@@ -137,7 +137,7 @@ int main(int argc, char **argv)
         tagareasum += area;
         padsum += req - hdr - klen - vl - fl - area;
         reqsum += req;
-        classsum += mdc_usable_size(r);
+        classsum += record_mem(r);
         store_release(st, r);
     }
     long rss1 = rss_kib();

@@ -111,6 +111,17 @@ static uint64_t stats_backend_held(struct server *srv)
     return n;
 }
 
+static uint64_t stats_rbuf_bytes(struct server *srv)
+{
+    uint64_t n = 0;
+    unsigned i;
+
+    for (i = 0; i < srv->nworkers; i++)
+        n += __atomic_load_n(&srv->workers[i].pool.rbuf_bytes,
+                             __ATOMIC_RELAXED);
+    return n;
+}
+
 /* Time accepting was paused (net.c's backoff), the pause going on
  * included, in microseconds. */
 static uint64_t listen_disabled_us(struct server *srv)
@@ -211,6 +222,7 @@ void stats_collect_conn(struct server *srv, stats_visit_fn fn, void *ctx,
 #undef X
     emit_u64(fn, ctx, "conn_buffers_lent", stats_buffers_lent(srv, own));
     emit_u64(fn, ctx, "conn_backend_held", stats_backend_held(srv));
+    emit_u64(fn, ctx, "uring_recv_buffer_bytes", stats_rbuf_bytes(srv));
     emit_u64(fn, ctx, "time_in_listen_disabled_us",
              listen_disabled_us(srv) - tb_listen_us);
     /* evictions of a record a reader still held (memcached counts the
@@ -260,6 +272,9 @@ void stats_collect_conn(struct server *srv, stats_visit_fn fn, void *ctx,
         emit_u64(fn, ctx, "allocator_mapped", as.mapped);
         emit_u64(fn, ctx, "allocator_retained", as.retained);
         emit_u64(fn, ctx, "allocator_metadata", as.metadata);
+        emit_u64(fn, ctx, "allocator_slab_bytes", as.slab_bytes);
+        emit_u64(fn, ctx, "allocator_slab_used", as.slab_used);
+        emit_u64(fn, ctx, "allocator_slab_waste", as.slab_waste);
     }
     emit_u64(fn, ctx, "threads", threads);
     emit_u64(fn, ctx, "network_threads", srv->nnet);

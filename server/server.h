@@ -98,6 +98,8 @@ struct conn_pool {
                              sendmsg is in flight and stash while a payload
                              thread has the input (relaxed atomic, for
                              stats conn_backend_held; 0 when all idle) */
+    uint64_t rbuf_bytes;  /* io_uring: receive buffers given to the ring
+                             (relaxed atomic, stats uring_recv_buffer_bytes) */
 };
 
 struct worker {

@@ -84,14 +84,16 @@ static void failf(struct ctx *c, const char *m)
         snprintf(c->why, sizeof c->why, "%s", m);
 }
 
+/* the values put: filled before the workers start, then only read */
+static char val[24000];
+
 static void *worker(void *arg)
 {
     struct ctx *c = arg;
     uint64_t seed = (uint64_t)(uintptr_t)&seed ^ 0x1234567;
-    char key[32], val[64];
+    char key[32];
     unsigned long n = 0;
     struct record *keep[KEEP] = {0};
-    memset(val, 'v', sizeof val);
     while (now() < c->deadline && !atomic_load(&c->failed)) {
         for (int burst = 0; burst < 64; burst++, n++) {
             uint64_t r = xs(&seed);
@@ -105,7 +107,11 @@ static void *worker(void *arg)
                 struct mdc_tag t[3] = {{1, tv}, {2, tv / 4}, {3, k % 7}};
                 struct store_item it = {.key = key, .klen = (uint32_t)kl,
                                         .value = val,
-                                        .vlen = (uint32_t)(r % 60),
+                                        /* 1 in 16 large: the record
+                                         * slabs' classes to 24 KiB */
+                                        .vlen = (uint32_t)((r >> 48) % 16
+                                                    ? r % 60
+                                                    : (r >> 24) % 24000),
                                         .tags = t,
                                         .ntags = (uint32_t)((r >> 8) % 4)};
                 int rc = store_put(c->st, STORE_SET, &it, NULL);
@@ -237,6 +243,7 @@ static void test_mixed(void **state)
     struct ctx c = {0};
     c.st = store_setup(&cfg);
     assert_non_null(c.st);
+    memset(val, 'v', sizeof val);
     c.deadline = now() + seconds();
     pthread_t th[NTHREADS];
     for (int i = 0; i < NTHREADS; i++)

@@ -945,6 +945,72 @@ static void test_buffer_ring_exhaustion(void **state)
     stop();
 }
 
+/* The groups' buffers go to the ring as receives need them: one
+ * connection in lockstep keeps to the first 64 light and 8 bulk buffers
+ * (so the rest are never written, never resident), 100 connections ready
+ * at once take more (a receive that finds the ring empty grows it), and
+ * every request is answered either way. */
+#define NDEM 100
+static void test_buffers_on_demand(void **state)
+{
+    static struct conn *c[NDEM];
+    static int peer[NDEM];
+    const uint64_t first = 64 * 4096 + 8 * 16384;
+    char buf[256];
+    int i, turn, done;
+
+    (void)state;
+    assert_non_null(start(NULL));
+    c[0] = open_conn(&peer[0]);
+    assert_int_equal(srv->workers[0].pool.rbuf_bytes, first);
+    for (i = 0; i < 2000; i++) {
+        size_t got = 0;
+
+        assert_int_equal(write(peer[0], "set k 0 0 1\r\nx\r\n", 16), 16);
+        for (turn = 0; turn < 1000 && got < 8; turn++) {
+            ssize_t k;
+
+            assert_true(uring_turn(&srv->workers[0], 1) >= 0);
+            k = recv(peer[0], buf + got, sizeof(buf) - got, MSG_DONTWAIT);
+            if (k > 0)
+                got += (size_t)k;
+        }
+        assert_int_equal(got, 8);
+        assert_memory_equal(buf, "STORED\r\n", 8);
+    }
+    /* the buffers default to 256 of 4 KiB and 64 of 16 KiB: all given
+     * to the ring from the start, and all resident after 2 000 receives */
+    assert_int_equal(srv->workers[0].pool.rbuf_bytes, first);
+    for (i = 1; i < NDEM; i++)
+        c[i] = open_conn(&peer[i]);
+    assert_true(uring_turn(&srv->workers[0], 0) >= 0);
+    for (i = 0; i < NDEM; i++)
+        assert_int_equal(write(peer[i], "get k\r\n", 7), 7);
+    static size_t glen[NDEM];
+    static char got[NDEM][64];
+    for (turn = 0, done = 0; turn < 1000 && done < NDEM; turn++) {
+        assert_true(uring_turn(&srv->workers[0], 1) >= 0);
+        for (i = 0, done = 0; i < NDEM; i++) {
+            ssize_t k = recv(peer[i], got[i] + glen[i],
+                             sizeof(got[i]) - glen[i], MSG_DONTWAIT);
+            if (k > 0)
+                glen[i] += (size_t)k;
+            if (glen[i] == 21)
+                done++;
+        }
+    }
+    assert_int_equal(done, NDEM);
+    for (i = 0; i < NDEM; i++)
+        assert_memory_equal(got[i], "VALUE k 0 1\r\nx\r\nEND\r\n", 21);
+    assert_true(srv->workers[0].pool.rbuf_bytes > first);
+    assert_true(srv->workers[0].pool.rbuf_bytes <= 256 * 4096 + 64 * 16384);
+    for (i = 0; i < NDEM; i++) {
+        conn_teardown(c[i]);
+        close(peer[i]);
+    }
+    stop();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -955,6 +1021,7 @@ int main(void)
         cmocka_unit_test(test_client_vanishes_mid_reply),
         cmocka_unit_test(test_server_drops_mid_reply),
         cmocka_unit_test(test_buffer_ring_exhaustion),
+        cmocka_unit_test(test_buffers_on_demand),
         cmocka_unit_test(test_light_beside_bulk),
         cmocka_unit_test(test_bulk_returns_when_chatty),
         cmocka_unit_test(test_bulk_group_exhaustion),

@@ -11,7 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 /*
  * A sanitizer's runtime (the libFuzzer targets: -fsanitize=fuzzer,address)
@@ -32,6 +34,19 @@
 #endif
 #if defined(HAVE_JEMALLOC) && !defined(MDC_MALLOC_REPLACED)
 #define USE_JEMALLOC 1
+#endif
+/* The record slabs (below): with jemalloc, and in the ThreadSanitizer
+ * build on libc's malloc so that their locking is checked; not under
+ * AddressSanitizer, which finds overruns between allocations only. */
+#if defined(__SANITIZE_THREAD__)
+#define MDC_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define MDC_TSAN 1
+#endif
+#endif
+#if defined(USE_JEMALLOC) || defined(MDC_TSAN)
+#define USE_RSLAB 1
 #endif
 
 #ifdef USE_JEMALLOC
@@ -118,6 +133,329 @@ static inline int large_flags(size_t size)
 }
 #endif
 
+#ifdef USE_RSLAB
+/*
+ * Record slabs: size classes of mdcached's own for every record up to
+ * 64 KiB.  jemalloc has four classes per doubling, up to 25 % apart: a
+ * 16-byte key with a 1 KiB value asks 1 088 B and takes 1 280, one with a
+ * 16 KiB value asks 16 448 and takes 20 480 (five pages), where memcached's
+ * classes (factor 1.25) happened to hold them in 1 184 and about 17 600 B
+ * (docs/architecture.md, "Record layout", has the measurements).  Here
+ * classes are 16 B apart from 48 B up to 256 B (as jemalloc's to 128),
+ * then eight per doubling (at most 12.5 % apart) up to 4 KiB, sixteen
+ * (6.25 %) up to 8 KiB and 32 (3.1 %) up to 64 KiB, where a free region
+ * gives its pages back (below) and more classes cost little.  Fewer classes
+ * below 4 KiB: every class keeps its own free regions there, which stay
+ * resident.  The smallest records come here too, although jemalloc's
+ * classes fit them, because a record allocated and freed here costs fewer
+ * instructions than in jemalloc's arena without a thread cache (W1: 2 248
+ * per request against 2 307, bench/instr.sh).
+
+ * A slab is a power of two of at least 16 regions and at most 768 (32 KiB
+ * to 1 MiB),
+ * aligned to its size, so a free finds it from the pointer and the class
+ * (from the size the record asked for, as sdallocx does); it comes from
+ * the records' arena (jemalloc) and goes back to it when its last region is
+ * freed, whose pages jemalloc returns at once.  Free regions are a bitmap
+ * in the slab's header, the lowest first, so a slab's untouched tail is
+ * never resident and nothing is written into a free region: one larger
+ * than a page gives its whole pages back to the kernel when freed
+ * (MADV_DONTNEED), with a page it shares with a free neighbour, as jemalloc
+ * did for records above 14 KiB, each its own extent: eviction frees real
+ * memory.
+ * One lock per class, as jemalloc's bins without a thread cache.
+ */
+#define RS_MIN ((size_t)32)       /* requests above this use the slabs */
+#define RS_MAX ((size_t)64 << 10) /* up to this */
+#define RS_MAP 12                 /* bitmap words: up to 768 regions */
+#define RS_HDR 128                /* sizeof(struct rslab), 16-aligned */
+#define RS_PURGE_MIN 4097         /* regions that give pages back on free */
+#define RS_MAGIC 0x72736c62u
+#define RS_NCLASS 158
+
+struct rslab {
+    struct rslab *next, *prev; /* the class's list of slabs with room */
+    uint16_t used;             /* regions handed out */
+    uint16_t hw;               /* regions below this have been handed out */
+    uint32_t cls, magic;
+    uint32_t waste;            /* rs_waste's part from this slab */
+    uint64_t map[RS_MAP];      /* 1: the region is free */
+};
+
+struct rs_class {
+    pthread_mutex_t mu;
+    struct rslab *head, *tail; /* slabs with room, new ones first */
+    uint32_t size, nregs;
+    size_t slab;               /* bytes and alignment, a power of two */
+    size_t nslabs, used;       /* slabs held, regions handed out */
+} __attribute__((aligned(64)));
+
+_Static_assert(sizeof(struct rslab) == RS_HDR, "slab header size");
+
+static struct rs_class rs_cls[RS_NCLASS];
+static uint8_t rs_idx[RS_MAX / 16 + 1]; /* (req + 15) / 16 -> class */
+static size_t rs_max;                   /* RS_MAX once set up, else 0 */
+static uintptr_t rs_page = 4096;
+/*
+ * Resident bytes of free regions that nobody is charged for, in the
+ * classes that give pages back (rs_free): the part of a page a free
+ * region shares with a live neighbour (or the slab's header).  The store
+ * adds this to its records' bytes against -m (mem_reserve), so eviction
+ * makes room for it: on the overfill load (values 16 B-64 KiB, -m 64)
+ * some 2 000 free regions of 4-64 KiB kept 4 MiB of such page ends
+ * resident beyond -m, and the peak RSS went past 1.15 x -m + 8 MiB on
+ * io_uring.  A page shared by two free regions is given back (rs_free),
+ * so counts for neither; regions at or above the slab's hw were never
+ * handed out and count for nothing.  Updated under the class's lock.
+ */
+static _Atomic int64_t rs_waste;
+
+static inline bool rs_is_free(const struct rslab *s, size_t i)
+{
+    return (s->map[i / 64] >> (i % 64) & 1) != 0;
+}
+
+/* Bytes of region i of class k in the page it shares with region i - 1
+ * (or the header), and with region i + 1: 0 at a page boundary. */
+static inline uint32_t rs_head_part(const struct rs_class *k, size_t i)
+{
+    uintptr_t lo = RS_HDR + i * k->size;
+    return (uint32_t)(((lo + rs_page - 1) & ~(rs_page - 1)) - lo);
+}
+static inline uint32_t rs_tail_part(const struct rs_class *k, size_t i)
+{
+    uintptr_t hi = RS_HDR + (i + 1) * k->size;
+    return (uint32_t)(hi & (rs_page - 1));
+}
+
+static inline void rs_waste_add(struct rslab *s, int64_t x)
+{
+    s->waste = (uint32_t)((int64_t)s->waste + x);
+    atomic_fetch_add_explicit(&rs_waste, x, memory_order_relaxed);
+}
+
+/* Region i of slab s (class k) is handed out (called before s->hw moves):
+ * what it leaves uncounted, and the shared pages it makes resident again
+ * under a free neighbour. */
+static void rs_waste_alloc(struct rs_class *k, struct rslab *s, size_t i)
+{
+    bool reused = i < s->hw;
+    if (rs_head_part(k, i) != 0) {
+        if (i > 0 && rs_is_free(s, i - 1)) /* a page given back */
+            rs_waste_add(s, rs_tail_part(k, i - 1));
+        else if (reused)
+            rs_waste_add(s, -(int64_t)rs_head_part(k, i));
+    }
+    if (rs_tail_part(k, i) != 0 && i + 1 < k->nregs) {
+        if (rs_is_free(s, i + 1)) {
+            if (i + 1 < s->hw)
+                rs_waste_add(s, rs_head_part(k, i + 1));
+        } else if (reused) {
+            rs_waste_add(s, -(int64_t)rs_tail_part(k, i));
+        }
+    }
+}
+
+/* Region i is freed (called before its bit is set): the mirror. */
+static void rs_waste_free(struct rs_class *k, struct rslab *s, size_t i)
+{
+    if (rs_head_part(k, i) != 0) {
+        if (i > 0 && rs_is_free(s, i - 1))
+            rs_waste_add(s, -(int64_t)rs_tail_part(k, i - 1));
+        else
+            rs_waste_add(s, rs_head_part(k, i));
+    }
+    if (rs_tail_part(k, i) != 0 && i + 1 < k->nregs) {
+        if (rs_is_free(s, i + 1)) {
+            if (i + 1 < s->hw)
+                rs_waste_add(s, -(int64_t)rs_head_part(k, i + 1));
+        } else {
+            rs_waste_add(s, rs_tail_part(k, i));
+        }
+    }
+}
+
+__attribute__((constructor)) static void rslab_init(void)
+{
+    unsigned n = 0;
+    long pg = sysconf(_SC_PAGESIZE);
+    if (pg > 0)
+        rs_page = (uintptr_t)pg;
+    for (unsigned lg = 5; ((size_t)1 << lg) < RS_MAX; lg++) {
+        size_t base = (size_t)1 << lg;
+        size_t step = base >> (lg >= 13 ? 5 : lg >= 12 ? 4 : 3);
+        if (step < 16)
+            step = 16;
+        for (size_t c = base + step; c <= 2 * base; c += step) {
+            if (n == RS_NCLASS)
+                return; /* not set up: jemalloc's classes */
+            struct rs_class *k = &rs_cls[n];
+            size_t slab = (size_t)64 << 10;
+            while (slab < 16 * c)
+                slab <<= 1;
+            /* the smallest classes: a smaller slab rather than an unused
+             * tail after the bitmap's last region (its last page partly
+             * used: 8 % more per 96-byte record with 512 in 64 KiB) */
+            while ((slab - RS_HDR) / c > 64 * RS_MAP)
+                slab >>= 1;
+            pthread_mutex_init(&k->mu, NULL);
+            k->size = (uint32_t)c;
+            k->slab = slab;
+            k->nregs = (uint32_t)((slab - RS_HDR) / c);
+            n++;
+        }
+    }
+    if (n != RS_NCLASS)
+        return;
+    for (size_t i = RS_MIN / 16 + 1, k = 0; i <= RS_MAX / 16; i++) {
+        while (rs_cls[k].size < i * 16)
+            k++;
+        rs_idx[i] = (uint8_t)k;
+    }
+    rs_max = RS_MAX;
+}
+
+static inline bool rs_owns(size_t req)
+{
+    return req > RS_MIN && req <= rs_max;
+}
+static inline struct rs_class *rs_class_of(size_t req)
+{
+    return &rs_cls[rs_idx[(req + 15) >> 4]];
+}
+
+static struct rslab *rs_slab_new(struct rs_class *k)
+{
+#ifdef USE_JEMALLOC
+    struct rslab *s = mallocx(k->slab, MALLOCX_ALIGN(k->slab) |
+                                           rec_mallocx_flags);
+#else
+    void *v = NULL;
+    struct rslab *s = posix_memalign(&v, k->slab, k->slab) == 0 ? v : NULL;
+#endif
+    if (s == NULL)
+        return NULL;
+    memset(s, 0, sizeof(*s));
+    for (uint32_t i = 0; i < k->nregs; i += 64) {
+        uint32_t left = k->nregs - i;
+        s->map[i / 64] = left >= 64 ? ~(uint64_t)0
+                                    : ((uint64_t)1 << left) - 1;
+    }
+    s->cls = (uint32_t)(k - rs_cls);
+    s->magic = RS_MAGIC;
+    return s;
+}
+
+static void rs_slab_free(struct rs_class *k, struct rslab *s)
+{
+    s->magic = 0;
+#ifdef USE_JEMALLOC
+    sdallocx(s, k->slab, MALLOCX_ALIGN(k->slab) | MALLOCX_TCACHE_NONE);
+#else
+    (void)k;
+    free(s);
+#endif
+}
+
+static void rs_unlink(struct rs_class *k, struct rslab *s)
+{
+    if (s->prev)
+        s->prev->next = s->next;
+    else
+        k->head = s->next;
+    if (s->next)
+        s->next->prev = s->prev;
+    else
+        k->tail = s->prev;
+    s->next = s->prev = NULL;
+}
+
+static void *rs_alloc(struct rs_class *k)
+{
+    struct rslab *s;
+    unsigned w = 0;
+
+    pthread_mutex_lock(&k->mu);
+    s = k->head;
+    if (__builtin_expect(s == NULL, 0)) {
+        pthread_mutex_unlock(&k->mu);
+        s = rs_slab_new(k); /* outside the lock: it may take a page fault */
+        if (s == NULL)
+            return NULL;
+        pthread_mutex_lock(&k->mu);
+        s->next = k->head;
+        if (k->head)
+            k->head->prev = s;
+        else
+            k->tail = s;
+        k->head = s;
+        k->nslabs++;
+    }
+    k->used++;
+    while (s->map[w] == 0) /* a slab on the list has a free region */
+        w++;
+    unsigned b = (unsigned)__builtin_ctzll(s->map[w]);
+    s->map[w] &= s->map[w] - 1;
+    char *p = (char *)s + RS_HDR + (size_t)(w * 64 + b) * k->size;
+    if (k->size >= RS_PURGE_MIN) {
+        rs_waste_alloc(k, s, w * 64 + b);
+        if (w * 64 + b >= s->hw)
+            s->hw = (uint16_t)(w * 64 + b + 1);
+    }
+    if (++s->used == k->nregs)
+        rs_unlink(k, s); /* full: off the list until a region is freed */
+    pthread_mutex_unlock(&k->mu);
+    return p;
+}
+
+
+static void rs_free(struct rs_class *k, void *p)
+{
+    struct rslab *s =
+        (struct rslab *)((uintptr_t)p & ~(uintptr_t)(k->slab - 1));
+    size_t i = (size_t)((char *)p - (char *)s - RS_HDR) / k->size;
+    uintptr_t lo = (uintptr_t)p, hi = lo + k->size;
+    uintptr_t a = (lo + rs_page - 1) & ~(rs_page - 1), e = hi & ~(rs_page - 1);
+    bool purge = k->size >= RS_PURGE_MIN;
+
+    /* the region's whole pages, while it is still ours */
+    if (purge && e > a)
+        (void)madvise((void *)a, e - a, MADV_DONTNEED);
+    pthread_mutex_lock(&k->mu);
+    if (s->used == k->nregs) { /* was full: back on the list, last */
+        s->prev = k->tail;
+        if (k->tail)
+            k->tail->next = s;
+        else
+            k->head = s;
+        k->tail = s;
+    }
+    k->used--;
+    if (--s->used == 0) {
+        rs_unlink(k, s);
+        k->nslabs--;
+        atomic_fetch_sub_explicit(&rs_waste, s->waste, memory_order_relaxed);
+        pthread_mutex_unlock(&k->mu);
+        rs_slab_free(k, s);
+        return;
+    }
+    if (purge)
+        rs_waste_free(k, s, i);
+    s->map[i / 64] |= (uint64_t)1 << (i % 64);
+    if (purge) {
+        /* a page shared with a neighbour goes too when that one is free
+         * (under the lock: it cannot be handed out meanwhile); regions are
+         * larger than a page, so a page has at most one neighbour */
+        if (a > lo && a - rs_page > (uintptr_t)s && i > 0 &&
+            rs_is_free(s, i - 1)) /* not the header's page */
+            (void)madvise((void *)(a - rs_page), rs_page, MADV_DONTNEED);
+        if (hi > e && (i + 1 == k->nregs || rs_is_free(s, i + 1)))
+            (void)madvise((void *)e, rs_page, MADV_DONTNEED);
+    }
+    pthread_mutex_unlock(&k->mu);
+}
+#endif
+
 /*
  * Allocation-failure injection (mdc_alloc_fault_set(), alloc.h).  Off
  * unless a test arms it: one relaxed load and a predictable branch per
@@ -199,6 +537,10 @@ void *mdc_rec_malloc(size_t size)
 {
     if (alloc_fault())
         return NULL;
+#ifdef USE_RSLAB
+    if (rs_owns(size))
+        return rs_alloc(rs_class_of(size));
+#endif
 #ifdef USE_JEMALLOC
     return mallocx(size == 0 ? 1 : size, rec_mallocx_flags | large_flags(size));
 #else
@@ -246,8 +588,39 @@ size_t mdc_usable_size(const void *p)
     return malloc_usable_size((void *)p);
 }
 
+size_t mdc_rec_overhead(void)
+{
+#ifdef USE_RSLAB
+    int64_t w = atomic_load_explicit(&rs_waste, memory_order_relaxed);
+    return w > 0 ? (size_t)w : 0;
+#else
+    return 0;
+#endif
+}
+
+size_t mdc_rec_usable_size(const void *p, size_t req)
+{
+#ifdef USE_RSLAB
+    if (rs_owns(req)) {
+        const struct rs_class *k = rs_class_of(req);
+        const struct rslab *s = (const struct rslab *)(
+            (uintptr_t)p & ~(uintptr_t)(k->slab - 1));
+        /* the slab's own class: a header that disagrees says 0 */
+        if (p == NULL || s->magic != RS_MAGIC || s->cls >= RS_NCLASS)
+            return 0;
+        return rs_cls[s->cls].size;
+    }
+#endif
+    (void)req;
+    return mdc_usable_size(p);
+}
+
 size_t mdc_alloc_size(const void *p, size_t req)
 {
+#ifdef USE_RSLAB
+    if (rs_owns(req))
+        return rs_class_of(req)->size;
+#endif
 #ifdef USE_JEMALLOC
     (void)p;
     return nallocx(req == 0 ? 1 : req, large_flags(req));
@@ -259,6 +632,13 @@ size_t mdc_alloc_size(const void *p, size_t req)
 
 void mdc_free_sized(void *p, size_t req)
 {
+#ifdef USE_RSLAB
+    if (rs_owns(req)) {
+        if (p != NULL)
+            rs_free(rs_class_of(req), p);
+        return;
+    }
+#endif
 #ifdef USE_JEMALLOC
     if (p != NULL)
         sdallocx(p, req == 0 ? 1 : req,
@@ -271,6 +651,10 @@ void mdc_free_sized(void *p, size_t req)
 
 size_t mdc_good_size(size_t size)
 {
+#ifdef USE_RSLAB
+    if (rs_owns(size))
+        return rs_class_of(size)->size;
+#endif
 #ifdef USE_JEMALLOC
     return nallocx(size == 0 ? 1 : size, large_flags(size));
 #else
@@ -320,6 +704,16 @@ void mdc_alloc_stats(struct mdc_alloc_stats *s)
     ST("retained", retained);
     ST("metadata", metadata);
 #undef ST
+#endif
+#ifdef USE_RSLAB
+    for (unsigned i = 0; rs_max != 0 && i < RS_NCLASS; i++) {
+        struct rs_class *k = &rs_cls[i];
+        pthread_mutex_lock(&k->mu);
+        s->slab_bytes += k->nslabs * k->slab;
+        s->slab_used += k->used * k->size;
+        s->slab_waste = (uint64_t)atomic_load(&rs_waste);
+        pthread_mutex_unlock(&k->mu);
+    }
 #endif
 }
 

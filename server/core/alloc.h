@@ -11,10 +11,18 @@
 #include <stdint.h>
 
 void *mdc_malloc(size_t size);
-/* A record's memory (the store's only): from the records' own arena
- * (alloc.c says why); freed with mdc_free_sized(), sized by
- * mdc_alloc_size() and mdc_good_size() as mdc_malloc()'s. */
+/* A record's memory (the store's only): from the records' own arena, in
+ * finer size classes than the allocator's up to 64 KiB (alloc.c says
+ * why); freed with mdc_free_sized(), sized by mdc_alloc_size() and
+ * mdc_good_size(), which are for records only. */
 void *mdc_rec_malloc(size_t size);
+/* What the allocator really reserved for the record p = mdc_rec_malloc(req),
+ * looked up from p (mdc_alloc_size() computes it from req): 0 when p is not
+ * where req's class puts it. */
+size_t mdc_rec_usable_size(const void *p, size_t req);
+/* Resident bytes the records' allocator holds beyond the records' own
+ * sizes (parts of pages of freed regions), which -m must cover too. */
+size_t mdc_rec_overhead(void);
 void *mdc_calloc(size_t n, size_t size);
 void *mdc_realloc(void *p, size_t size);
 /* Zeroed, aligned to 'align' (a power of two, a multiple of the pointer
@@ -24,12 +32,13 @@ void mdc_free(void *p);
 char *mdc_strdup(const char *s);
 /* Bytes the allocator really reserved for p (>= requested size). */
 size_t mdc_usable_size(const void *p);
-/* mdc_usable_size(p) of p = mdc_malloc(req), computed from req where the
- * allocator allows (jemalloc: nallocx, no lookup of p); and free p knowing
- * its requested size (jemalloc: sdallocx, which skips the lookup too). */
+/* mdc_rec_usable_size(p, req) of p = mdc_rec_malloc(req), computed from req
+ * where the allocator allows (jemalloc: nallocx, no lookup of p); and free
+ * p knowing its requested size (jemalloc: sdallocx, which skips the lookup
+ * too). */
 size_t mdc_alloc_size(const void *p, size_t req);
 void mdc_free_sized(void *p, size_t req);
-/* What mdc_malloc(size) will really reserve. */
+/* What mdc_rec_malloc(size) will really reserve. */
 size_t mdc_good_size(size_t size);
 /* Large zeroed arrays (bucket arrays): page-aligned, backed by transparent
  * huge pages where the kernel allows, so random lookups miss the TLB less. */
@@ -46,6 +55,8 @@ const char *mdc_allocator_name(void);
  * when read; all 0 where the allocator has none (libc). */
 struct mdc_alloc_stats {
     uint64_t allocated, active, resident, mapped, retained, metadata;
+    /* the record slabs: bytes held, handed out, mdc_rec_overhead() */
+    uint64_t slab_bytes, slab_used, slab_waste;
 };
 void mdc_alloc_stats(struct mdc_alloc_stats *s);
 

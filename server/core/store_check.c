@@ -95,7 +95,8 @@ int store_check(struct store *st, char *buf, size_t len)
                 return -1;
             }
             /* the size a free computes from the header is the allocation's */
-            if (mdc_alloc_size(r, rec_req_size_of(r)) != mdc_usable_size(r)) {
+            if (mdc_alloc_size(r, rec_req_size_of(r)) !=
+                mdc_rec_usable_size(r, rec_req_size_of(r))) {
                 snprintf(buf, len, "record size from its header is wrong");
                 return -1;
             }

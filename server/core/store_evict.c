@@ -21,6 +21,7 @@
 #include "config.h"
 
 #include "store_int.h"
+#include "alloc.h"
 
 /* a sample: buckets until this many records are ranked (a bucket holds
  * one or two records when they are large, eight when small; a record
@@ -267,14 +268,26 @@ static int evict_one(struct store *st)
  * being sent, deleted or replaced records not yet released).  Those
  * refusals are counted (store_stats.nomem_held).
  */
+/* The allocator's resident bytes beyond the records' sizes (free parts of
+ * shared pages, alloc.h), counted against the limit so eviction makes
+ * room for them too; at most an eighth of the limit, so that a store
+ * never evicts much to cover bytes eviction cannot give back. */
+static inline int64_t mem_overhead(int64_t lim)
+{
+    int64_t w = (int64_t)mdc_rec_overhead();
+    return w < lim / 8 ? w : lim / 8;
+}
+
 int mem_reserve(struct store *st, size_t size)
 {
     int64_t lim = atomic_load_explicit(&st->mem_limit, memory_order_relaxed);
     int64_t m = atomic_fetch_add_explicit(&st->mem, (int64_t)size,
                                           memory_order_relaxed) +
                 (int64_t)size;
-    if (m <= lim)
+    if (m + mem_overhead(lim) <= lim)
         return 0;
+    if (st->cfg.no_evict && m <= lim)
+        return 0; /* -M refuses for the records' own bytes only */
     if (!st->cfg.no_evict && (int64_t)size <= lim) {
         int evicted = 0, fits = 0;
         /* bounded only against a livelock with concurrent stores */
@@ -284,7 +297,8 @@ int mem_reserve(struct store *st, size_t size)
              * second look at mem, after the loop, refused stores that
              * concurrent reservations pushed over again: 3-93 refusals
              * per overfill load with 4 threads and nothing held) */
-            if (atomic_load_explicit(&st->mem, memory_order_relaxed) <= lim) {
+            if (atomic_load_explicit(&st->mem, memory_order_relaxed) +
+                    mem_overhead(lim) <= lim) {
                 fits = 1;
                 break;
             }

@@ -272,7 +272,7 @@ uint32_t record_link_age(struct store *st, const struct record *r)
 
 size_t record_mem(const struct record *r)
 {
-    return mdc_usable_size((void *)r);
+    return mdc_rec_usable_size(r, rec_req_size_of((struct record *)r));
 }
 
 size_t record_req_bytes(const struct record *r)

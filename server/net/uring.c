@@ -74,6 +74,17 @@
 #define URING_BUFSZ 4096u       /* ... of this size (1 MiB per thread) */
 #define URING_BULK_NBUFS 64     /* bulk group: buffers per thread ... */
 #define URING_BULK_BUFSZ 16384u /* ... of this size (1 MiB per thread) */
+/* A group's ring starts with this many of its buffers (light, bulk) and
+ * takes as many more each time a receive finds it empty (ENOBUFS), up to
+ * all of them: the kernel takes buffers in ring order, so every buffer
+ * given to the ring is soon written and resident.  With all of them from
+ * the start, a load of 4 connections made the 8 MiB of -n 4 resident
+ * (the overfill load and the per-size table, docs/performance.md), which
+ * only as many connections receiving at once need.  64 light buffers:
+ * 64 connections' requests are still read in one turn; 8 bulk ones to
+ * begin with, more as bulk senders run them dry. */
+#define URING_BUF_STEP 64u
+#define URING_BULK_STEP 8u
 /* A connection that receives this much in one loop turn moves to the bulk
  * group, and back after URING_BULK_IDLE seconds without a turn of
  * URING_BULK_KEEP bytes (idle, or small requests only): bulk
@@ -182,6 +193,7 @@ struct ugroup {
     struct io_uring_buf_ring *br;
     uint8_t *bufs;
     unsigned n, sz;
+    unsigned live; /* buffers given to the ring so far: ids 0 .. live-1 */
     unsigned held; /* buffers held in stashes */
 };
 
@@ -216,6 +228,8 @@ struct uring_worker {
     unsigned nudp;
     bool udp_due;
 };
+
+static void uw_buf_grow(struct uring_worker *uw, unsigned gi);
 
 static void uw_kick(struct uring_worker *uw);
 static void uw_zombie_done(struct uring_worker *uw, struct conn *c);
@@ -312,7 +326,7 @@ int uring_worker_setup(struct worker *w, bool outer)
                            ? (unsigned)atoi(ent)
                            : URING_ENTRIES;
     size_t brsz;
-    unsigned i, gi;
+    unsigned gi;
     int rc;
 
     if (uw == NULL)
@@ -381,11 +395,8 @@ int uring_worker_setup(struct worker *w, bool outer)
                       strerror(-rc));
             return -1;
         }
-        for (i = 0; i < g->n; i++)
-            io_uring_buf_ring_add(g->br, g->bufs + (size_t)i * g->sz, g->sz,
-                                  (unsigned short)i,
-                                  io_uring_buf_ring_mask(g->n), (int)i);
-        io_uring_buf_ring_advance(g->br, (int)g->n);
+        g->live = 0;
+        uw_buf_grow(uw, gi);
     }
     if (outer) {
         uw->efd = eventfd(0, EFD_CLOEXEC);
@@ -478,6 +489,28 @@ static void uw_buf_put(struct uring_worker *uw, unsigned gi, unsigned bid)
                           (unsigned short)bid, io_uring_buf_ring_mask(g->n),
                           0);
     io_uring_buf_ring_advance(g->br, 1);
+}
+
+/* More of group gi's buffers into its ring (URING_BUF_STEP). */
+static void uw_buf_grow(struct uring_worker *uw, unsigned gi)
+{
+    struct ugroup *g = &uw->g[gi];
+    unsigned k = g->n - g->live;
+
+    if (uw->exiting || k == 0)
+        return;
+    if (k > (gi == 0 ? URING_BUF_STEP : URING_BULK_STEP))
+        k = gi == 0 ? URING_BUF_STEP : URING_BULK_STEP;
+    for (unsigned i = 0; i < k; i++)
+        io_uring_buf_ring_add(g->br, g->bufs + (size_t)(g->live + i) * g->sz,
+                              g->sz, (unsigned short)(g->live + i),
+                              io_uring_buf_ring_mask(g->n), (int)i);
+    io_uring_buf_ring_advance(g->br, (int)k);
+    g->live += k;
+    __atomic_store_n(&uw->w->pool.rbuf_bytes,
+                     __atomic_load_n(&uw->w->pool.rbuf_bytes, __ATOMIC_RELAXED) +
+                         (uint64_t)k * g->sz,
+                     __ATOMIC_RELAXED);
 }
 
 static int uc_arm_recv(struct uring_worker *uw, struct conn *c)
@@ -1179,6 +1212,13 @@ static void uw_on_recv(struct uring_worker *uw, struct conn *c,
             ur_drive(c);
         return;
     }
+    /* a ring that ran dry takes more buffers, unless this connection
+     * emptied it alone: one past its turn's share, or one just moved to
+     * the bulk group (a flood fills any number of buffers, and more
+     * would only be more resident memory) */
+    if (res == -ENOBUFS && UC(c)->bulk == UC(c)->recv_bulk &&
+        !uc_over_turn(uw, c))
+        uw_buf_grow(uw, UC(c)->recv_bulk ? 1 : 0);
     if (res == -ENOBUFS || res == -ECANCELED || res == -EINTR ||
         res == -EAGAIN || res > 0) {
         /* out of provided buffers (the data waits in the socket), or our
