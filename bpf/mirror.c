@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,11 +32,55 @@
 #ifdef MDC_XDP
 #include <fcntl.h>
 #include <linux/if_link.h>
+#include <pthread.h>
 #include <sys/mman.h>
 #include <sys/random.h>
 
+#include <dlfcn.h>
+
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+
+/* libbpf is opened by mirror_setup(), not linked: the daemon without -x
+ * then maps neither it nor the libelf and libz it loads, 0.3 MiB of
+ * relocated pages in every idle process (docs/performance.md, "Idle
+ * footprint").  The calls below, the skeleton's included, go through this
+ * table; the types come from libbpf's own declarations, and
+ * MDC_LIBBPF_SONAME is the library configure linked its test against. */
+#define MDC_LIBBPF_FUNCS(X)                                                    \
+    X(bpf_object__open_skeleton)                                               \
+    X(bpf_object__load_skeleton)                                               \
+    X(bpf_object__destroy_skeleton)                                            \
+    X(bpf_program__fd)                                                         \
+    X(bpf_map__fd)                                                             \
+    X(bpf_map__set_max_entries)                                                \
+    X(bpf_link_create)                                                         \
+    X(bpf_obj_get_info_by_fd)                                                  \
+    X(bpf_map_lookup_elem)                                                     \
+    X(libbpf_num_possible_cpus)
+static struct {
+#define X(f) __typeof__(f) *f;
+    MDC_LIBBPF_FUNCS(X)
+#undef X
+} lb;
+static const struct {
+    const char *name;
+    size_t off;
+} lb_syms[] = {
+#define X(f) {#f, offsetof(__typeof__(lb), f)},
+    MDC_LIBBPF_FUNCS(X)
+#undef X
+};
+#define bpf_object__open_skeleton lb.bpf_object__open_skeleton
+#define bpf_object__load_skeleton lb.bpf_object__load_skeleton
+#define bpf_object__destroy_skeleton lb.bpf_object__destroy_skeleton
+#define bpf_program__fd lb.bpf_program__fd
+#define bpf_map__fd lb.bpf_map__fd
+#define bpf_map__set_max_entries lb.bpf_map__set_max_entries
+#define bpf_link_create lb.bpf_link_create
+#define bpf_obj_get_info_by_fd lb.bpf_obj_get_info_by_fd
+#define bpf_map_lookup_elem lb.bpf_map_lookup_elem
+#define libbpf_num_possible_cpus lb.libbpf_num_possible_cpus
 
 #include "bpf/mdc_xdp.skel.h"
 #endif
@@ -496,6 +541,47 @@ static uint32_t pow2_at_least(uint32_t v)
     return p;
 }
 
+/* Open libbpf once (never closed: the mirror's maps and program outlive
+ * any one caller).  0, or -ENOTSUP with the loader's message. */
+static int libbpf_open(char *err, size_t errlen)
+{
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    static bool done;
+    void *h;
+    size_t i;
+    int rc = 0;
+
+    pthread_mutex_lock(&mu);
+    if (done)
+        goto out;
+    h = dlopen(MDC_LIBBPF_SONAME, RTLD_NOW | RTLD_LOCAL);
+    if (h == NULL) {
+        snprintf(err, errlen, "XDP needs libbpf (%s): %s", MDC_LIBBPF_SONAME,
+                 dlerror());
+        rc = -ENOTSUP;
+        goto out;
+    }
+    for (i = 0; rc == 0 && i < sizeof(lb_syms) / sizeof(lb_syms[0]); i++) {
+        void *f = dlsym(h, lb_syms[i].name);
+
+        if (f == NULL) {
+            snprintf(err, errlen, "XDP: %s has no %s", MDC_LIBBPF_SONAME,
+                     lb_syms[i].name);
+            rc = -ENOTSUP;
+        }
+        memcpy((char *)&lb + lb_syms[i].off, &f, sizeof(f));
+    }
+    if (rc < 0) {
+        memset(&lb, 0, sizeof(lb));
+        dlclose(h);
+        goto out;
+    }
+    done = true;
+out:
+    pthread_mutex_unlock(&mu);
+    return rc;
+}
+
 static int attach(struct mirror *m, int ifindex, enum mirror_mode mode,
                   const char *ifname, char *err, size_t errlen)
 {
@@ -557,6 +643,9 @@ int mirror_setup(const struct mirror_config *cfg, struct mirror **out, char *err
             return -ENODEV;
         }
     }
+    rc = libbpf_open(err, errlen);
+    if (rc < 0)
+        return rc;
     m = calloc(1, sizeof(*m));
     if (!m) {
         snprintf(err, errlen, "out of memory");

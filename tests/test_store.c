@@ -918,6 +918,48 @@ static void test_evict_ghost_returns(void **state)
     store_teardown(st);
 }
 
+/* Of records alike but for their size (stored together, never read), the
+ * large go first: a sample that holds one evicts it, where a size-blind
+ * pick took small and large alike, the oldest first (docs/threads.md,
+ * "Eviction": the age within a class is weighed by size). */
+static void test_evict_weighs_size(void **state)
+{
+    (void)state;
+    struct testclock tc;
+    struct store *st = mk(1024 * 1024, false, &tc);
+    char k[32], small[101], *large = malloc(2049);
+    assert_non_null(large);
+    memset(small, 's', sizeof small - 1);
+    small[sizeof small - 1] = 0;
+    memset(large, 'l', 2048);
+    large[2048] = 0;
+    /* 300 of each, interleaved: about 0.8 MiB of the 1 MiB */
+    enum { N = 300 };
+    for (int i = 0; i < N; i++) {
+        snprintf(k, sizeof k, "s-%d", i);
+        assert_int_equal(put(st, STORE_SET, k, small, NULL, 0, 0), ST_OK);
+        snprintf(k, sizeof k, "l-%d", i);
+        assert_int_equal(put(st, STORE_SET, k, large, NULL, 0, 0), ST_OK);
+    }
+    /* then 4 000 small ones: 0.3-0.4 MiB must go */
+    for (int i = 0; i < 4000; i++) {
+        snprintf(k, sizeof k, "f-%d", i);
+        assert_int_equal(put(st, STORE_SET, k, small, NULL, 0, 0), ST_OK);
+    }
+    struct store_stats s;
+    store_get_stats(st, &s);
+    int ns = survivors(st, "s", N), nl = survivors(st, "l", N);
+    print_message("evictions %llu; left: %d of %d small, %d of %d large\n",
+                  (unsigned long long)s.evictions, ns, N, nl, N);
+    assert_true(s.evictions > 0);
+    assert_true(nl < N);
+    /* size-blind: about half of each (150 and 154); weighed, 218 and 148 */
+    assert_true(ns - nl >= N / 6);
+    free(large);
+    check(st);
+    store_teardown(st);
+}
+
 static void test_no_evict(void **state)
 {
     (void)state;
@@ -2497,6 +2539,7 @@ int main(void)
         cmocka_unit_test(test_no_evict),
         cmocka_unit_test(test_evict_scan_keeps_hot),
         cmocka_unit_test(test_evict_ghost_returns),
+        cmocka_unit_test(test_evict_weighs_size),
         cmocka_unit_test(test_record_size),
         cmocka_unit_test(test_visit),
         cmocka_unit_test(test_del_by_tag_expired),

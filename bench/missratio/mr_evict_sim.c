@@ -20,6 +20,10 @@
  * sample ranks (12).  PROBATION: the share of the records on probation
  * (0.1).  GHOSTS: ghost slots per 448 bytes of the limit (1; 0 = none).
  * Prints the miss ratio after a 20 % warm-up and what was held.
+ * MR_SIM_SIZE in the environment weighs the age within a class by the
+ * record's size (policy "prob" only): 1 by its allocation in 16-byte
+ * units (the default: the server's rank_age in store_evict.c), 0 not (the
+ * server before that ranking), 2 by its log2, 3 by its square root.
  */
 #include <fcntl.h>
 #include <stdint.h>
@@ -119,6 +123,21 @@ static void grow(void)
 	}
 }
 
+static int szmode = 1;	/* MR_SIM_SIZE (above) */
+static uint64_t sized(uint64_t a, const struct obj *x)
+{
+	uint64_t w;
+	switch (szmode) {
+	case 1: w = x->size / 16; break;
+	case 2: w = 64 - (uint64_t)__builtin_clzll(x->size); break;
+	case 3: { uint64_t q = 1; while (q * q < x->size) q++; w = q; } break;
+	default: return a;
+	}
+	if (a > ((1ull << 62) - 1) / (w ? w : 1))
+		return (1ull << 62) - 1;
+	return a * w;
+}
+
 /* higher goes first (store_evict.c's evict_rank) */
 static uint64_t rank(const struct obj *x)
 {
@@ -126,8 +145,8 @@ static uint64_t rank(const struct obj *x)
 		return x->atime == 0 ? UINT64_MAX : (uint16_t)(tick - x->atime);
 	uint64_t age = clk - x->ins, window = (uint64_t)(prob * items);
 	if (x->reads == 0)
-		return age > window ? (2ull << 62) | age : age;
-	return (1ull << 62) | ((clk - x->last) / x->reads);
+		return age > window ? (2ull << 62) | sized(age, x) : sized(age, x);
+	return (1ull << 62) | sized((clk - x->last) / x->reads, x);
 }
 
 static void evict_one(void)
@@ -228,6 +247,8 @@ int main(int argc, char **argv)
 	const struct mr_rec *r = (const void *)((const char *)hd + hlen);
 	lim = (uint64_t)(atof(argv[2]) * 1048576);
 	lru = argc > 3 && strcmp(argv[3], "lru") == 0;
+	if (getenv("MR_SIM_SIZE") != NULL)
+		szmode = atoi(getenv("MR_SIM_SIZE"));
 	double rate = argc > 4 ? atof(argv[4]) : 220000;
 	if (argc > 5)
 		sample = atoi(argv[5]);
