@@ -54,7 +54,7 @@ echo "ktls-vm: --io=$io"
     --tls-key srv.key -I 2m -m 64 -v 3 >d.log 2>&1 &
 DPID=$!
 i=0
-while [ $i -lt 100 ] && ! grep -q " ready" d.log; do
+while [ $i -lt 300 ] && ! grep -q " ready" d.log; do
     sleep 0.1
     i=$((i + 1))
 done

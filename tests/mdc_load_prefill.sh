@@ -75,7 +75,7 @@ while True:
 EOF
     RC_PIDS="$RC_PIDS $!"
     i=0
-    while [ ! -S "$2" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+    while [ ! -S "$2" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
 }
 count() {
     python3 -c 'import socket, sys
@@ -122,7 +122,7 @@ if command -v redis-server >/dev/null 2>&1; then
         --maxmemory-policy noeviction >"$RC_TMP/redis.log" 2>&1 &
     RC_PIDS="$RC_PIDS $!"
     i=0
-    while [ ! -S "$RC_TMP/redis.sock" ] && [ $i -lt 100 ]; do
+    while [ ! -S "$RC_TMP/redis.sock" ] && [ $i -lt 300 ]; do
         sleep 0.1
         i=$((i + 1))
     done

@@ -48,7 +48,7 @@ if command -v redis-server >/dev/null 2>&1; then
         --appendonly no --daemonize no >"$RC_TMP/redis.log" 2>&1 &
     RC_PIDS="$RC_PIDS $!"
     i=0
-    while [ ! -S "$RC_TMP/redis.sock" ] && [ $i -lt 100 ]; do
+    while [ ! -S "$RC_TMP/redis.sock" ] && [ $i -lt 300 ]; do
         sleep 0.1
         i=$((i + 1))
     done

@@ -669,7 +669,7 @@ int tc_connect_rcvbuf(const struct tsrv *s, int rcvbuf)
         return -1;
     }
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    tc_set_timeout_ms(fd, 5000);
+    tc_set_timeout_ms(fd, TC_HANG_MS);
     return fd;
 }
 
@@ -688,7 +688,7 @@ int tc_connect_unix(const struct tsrv *s)
         close(fd);
         return -1;
     }
-    tc_set_timeout_ms(fd, 5000);
+    tc_set_timeout_ms(fd, TC_HANG_MS);
     return fd;
 }
 

@@ -98,7 +98,12 @@ void tsrv_print_log(const struct tsrv *s, const char *why);
 /* Resident set size of the daemon in KiB (0 if unknown). */
 long tsrv_rss_kb(const struct tsrv *s);
 
-/* Blocking TCP / Unix connection with 5 s send and receive timeouts. */
+/* Send and receive timeouts of tc_connect*(): a ceiling only a hang
+ * crosses, never a latency bound (a busy machine's replies can take
+ * seconds; docs/testing.md, "A busy machine"). */
+#define TC_HANG_MS 30000
+/* Blocking TCP / Unix connection with TC_HANG_MS send and receive
+ * timeouts. */
 int tc_connect(const struct tsrv *s);
 /* The same with SO_RCVBUF set before connecting (a deliberately slow
  * reader). */

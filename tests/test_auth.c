@@ -732,11 +732,13 @@ static void test_auth_timeout_not_early(void **state)
         if (strcmp(buf, "STORED\r\n") != 0)
             closed_good++;
     }
-    poll_eofs(silent, eof, N, 10);
+    poll_eofs(silent, eof, N, 30);
     for (i = 0; i < N; i++) {
         double dt = eof[i] - t0[i];
 
-        if (eof[i] == 0 || dt > 4.0) /* 1 s + a busy machine's slack */
+        /* never closed within 30 s: a hang (how late is test_timeouts'
+         * comparison, not a bound here: a busy machine is late) */
+        if (eof[i] == 0 || dt > 30.0)
             late++;
         else if (dt < 1.0)
             early++;

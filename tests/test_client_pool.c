@@ -377,10 +377,13 @@ static void test_server_killed(void **state)
     srv[1].pid = 0;
     snprintf(label, sizeof(label), "127.0.0.1:%d", srv[1].port);
 
+    /* refused at once, not the timeout: 60 s, and over 30 s a hang */
+    mdc_pool_set_timeouts(pool, 1000, 60000);
     int64_t t0 = now_ms();
     assert_int_equal(mdc_pool_get_by_tag(pool, 100, &tv6, 1, &set, rc),
                      MDC_ERR_PARTIAL);
-    assert_true(now_ms() - t0 < 1500);
+    assert_true(now_ms() - t0 < 30000);
+    mdc_pool_set_timeouts(pool, 1000, 10000);
     printf("# %s\n", mdc_pool_errstr(pool));
     assert_int_equal(rc[0], MDC_OK);
     assert_true(rc[1] < 0);
@@ -419,7 +422,8 @@ static void test_server_killed(void **state)
     for (int s = 0; s < NSRV; s++)
         if (srv[s].pid > 0)
             stop_fully(srv[s].pid);
-    mdc_pool_set_timeouts(pool, 1000, 1000);
+    /* T = 5 s: long beside a busy machine's slack of a few seconds */
+    mdc_pool_set_timeouts(pool, 1000, 5000);
     t0 = now_ms();
     r = mdc_pool_del_by_tag(pool, 100, &tv7, 1, &deleted, rc);
     int64_t took = now_ms() - t0;
@@ -428,9 +432,9 @@ static void test_server_killed(void **state)
             kill(srv[s].pid, SIGCONT);
     printf("# all down after %lld ms: %s\n", (long long)took,
            mdc_pool_errstr(pool));
-    /* the two stopped servers time out in parallel (1 s), not one after
-     * another (2 s) */
-    assert_true(took < 1800);
+    /* the two stopped servers time out in parallel (T), not one after
+     * another (2 T): a ratio to the timeout */
+    assert_true(took < 9000);
     assert_true(r < 0 && r != MDC_ERR_PARTIAL);
     for (int s = 0; s < NSRV; s++)
         assert_true(rc[s] < 0);

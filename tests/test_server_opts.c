@@ -713,7 +713,7 @@ static void test_ipv6_listener(void **state)
         assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
         {
             struct treq r = {.op = WIRE_OP_NOOP};
-            tc_set_timeout_ms(fd, 5000);
+            tc_set_timeout_ms(fd, TC_HANG_MS);
             assert_int_equal(tc_call(fd, &r, NULL), 0);
         }
         close(fd);

@@ -77,7 +77,10 @@ static int uc_open(const char *host, int port)
     struct sockaddr_storage ss;
     socklen_t len;
     int fd, buf = 4 << 20;
-    struct timeval tv = {2, 0};
+    /* a reply later than this is a hang, not a busy machine (2 s was
+     * crossed under tools/busy-load.sh); no test waits it out for a
+     * datagram that must not come: those count udp_ignored instead */
+    struct timeval tv = {TC_HANG_MS / 1000, 0};
 
     memset(&ss, 0, sizeof(ss));
     if (strchr(host, ':') != NULL) {
@@ -1008,9 +1011,15 @@ static void test_reply_over_max_output(void **state)
  * FLOOD_RATIO times the baseline's worst (10 ms at least, the grain of a
  * scheduler's slice); the unfair server above missed both by far (a mean
  * of about 0.45 s).  The number of round trips is printed, not judged: on
- * an overloaded machine it measures when this client got a CPU.  One pair of FLOOD_TRIES
- * passing passes.  The absolute figures are printed (a quiet machine: a
- * worst of a few ms under the flood).
+ * an overloaded machine it measures when this client got a CPU.  That the
+ * flood reached the server is a count, not a rate: in the flood's window
+ * the server served at least as many datagrams as the client made round
+ * trips (UDP work beside every TCP request) and fewer than were sent (a
+ * backlog all along).  A busy machine's server serves a few hundred where
+ * a quiet one serves thousands: "more than 1000 served" failed under
+ * tools/busy-load.sh.  One pair of FLOOD_TRIES passing passes.  The
+ * absolute figures are printed (a quiet machine: a worst of a few ms
+ * under the flood).
  */
 #define FLOOD_KEYS 200
 #define FLOOD_VLEN 200
@@ -1097,6 +1106,18 @@ static unsigned flood_window(struct flood *f, int fd, const char *want,
     return rounds;
 }
 
+/* udp_datagrams_in of s, over a connection of its own */
+static long long udp_in_of(const struct tsrv *s)
+{
+    int fd = tc_connect(s);
+    long long v;
+
+    assert_true(fd >= 0);
+    v = tc_stat(fd, "udp_datagrams_in");
+    close(fd);
+    return v;
+}
+
 static void test_udp_flood_tcp_fair(void **state)
 {
     static const char *const args[] = {"-n", "1", NULL};
@@ -1107,8 +1128,8 @@ static void test_udp_flood_tcp_fair(void **state)
     double worst = 0, bworst = 0;
     size_t n;
     unsigned rounds = 0, brounds = 0;
-    long long served;
-    bool fair = false;
+    long long served = 0;
+    bool fair = false, flooded = false;
     struct sockaddr_in sa;
     socklen_t sl = sizeof(sa);
     int fd, sfd, i, attempt;
@@ -1126,7 +1147,6 @@ static void test_udp_flood_tcp_fair(void **state)
     sink.uport = ntohs(sa.sin_port);
     fd = tc_connect(&s);
     assert_true(fd >= 0);
-    tc_set_timeout_ms(fd, 10000);
     memset(val, 'v', FLOOD_VLEN);
     memcpy(val + FLOOD_VLEN, "\r\n", 2);
     for (i = 0; i < FLOOD_KEYS; i++) {
@@ -1144,16 +1164,22 @@ static void test_udp_flood_tcp_fair(void **state)
     n += 5;
     for (attempt = 1; attempt <= FLOOD_TRIES && !fair; attempt++) {
         double mean, bmean, bw, bm;
+        long long in0;
 
         brounds = flood_window(&sink, fd, want, n, &bworst, &bmean);
+        in0 = udp_in_of(&s);
         rounds = flood_window(&f, fd, want, n, &worst, &mean);
+        served = udp_in_of(&s) - in0;
         bw = bworst > 10.0 ? bworst : 10.0;
         bm = bmean > 2.0 ? bmean : 2.0;
         print_message("pair %d: baseline %u round trips, mean %.2f ms, "
                       "worst %.1f ms; UDP flood %u round trips, mean %.2f "
-                      "ms, worst %.1f ms\n",
-                      attempt, brounds, bmean, bworst, rounds, mean, worst);
-        fair = rounds > 0 && mean <= bm * FLOOD_RATIO &&
+                      "ms, worst %.1f ms; %lu datagrams sent, %lld served\n",
+                      attempt, brounds, bmean, bworst, rounds, mean, worst,
+                      f.sent, served);
+        flooded = rounds > 0 && served >= (long long)rounds &&
+                  (unsigned long long)served < f.sent;
+        fair = flooded && mean <= bm * FLOOD_RATIO &&
                worst <= bw * FLOOD_RATIO;
         if (!fair)
             usleep(300000); /* the backlog of the last flood drained */
@@ -1162,17 +1188,17 @@ static void test_udp_flood_tcp_fair(void **state)
     close(fd);
     fd = tc_connect(&s); /* native stats: a connection of its own */
     assert_true(fd >= 0);
-    served = tc_stat(fd, "udp_datagrams_in");
     print_message("udp_send_drops %lld, udp_datagrams_out %lld\n",
                   tc_stat(fd, "udp_send_drops"), tc_stat(fd, "udp_datagrams_out"));
     close(fd);
-    print_message("udp flood: %lu datagrams sent, %lld served, TCP %u "
-                  "round trips (baseline %u), worst %.1f ms (baseline "
-                  "%.1f)\n",
-                  f.sent, served, rounds, brounds, worst, bworst);
-    assert_true(served > 1000);
     assert_int_equal(tsrv_stop(&s), 0);
-    assert_true(fair);
+    if (!fair)
+        fail_msg("no pair of %d passed; the last: the flood %s (%lld of %lu "
+                 "datagrams served, %u round trips), worst %.1f ms "
+                 "(baseline %.1f)",
+                 FLOOD_TRIES, flooded ? "reached the server" :
+                 "did not reach the server", served, f.sent, rounds, worst,
+                 bworst);
 }
 
 static const struct CMUnitTest own_daemon_tests[] = {

@@ -116,7 +116,7 @@ line = [l for l in open(sys.argv[1]) if l.startswith("ExecReload=")][0]
 sys.exit(subprocess.call(shlex.split(line[len("ExecReload="):])))' \
         "$S/dist/systemd/$u" || fail "$u: ExecReload exited $?"
     i=0
-    while [ "$(grep -c "log file reopened" "$T/r.log")" -le "$n0" ] && [ $i -lt 100 ]; do
+    while [ "$(grep -c "log file reopened" "$T/r.log")" -le "$n0" ] && [ $i -lt 600 ]; do
         sleep 0.05; i=$((i + 1))
     done
     [ "$(grep -c "log file reopened" "$T/r.log")" -gt "$n0" ] ||
@@ -244,13 +244,13 @@ EOF
         python3 "$T/notify.py" "$1" "$T/ports" "$T/msgs" &
         PY=$!
         i=0
-        while ! grep -q bound "$T/msgs" 2>/dev/null && [ $i -lt 100 ]; do
+        while ! grep -q bound "$T/msgs" 2>/dev/null && [ $i -lt 600 ]; do
             sleep 0.05; i=$((i + 1))
         done
         NOTIFY_SOCKET="$1" "$D" -p auto --port-file "$T/ports" -n 2 -v 1 &
         DP=$!
         i=0
-        while ! grep -q READY=1 "$T/msgs" && [ $i -lt 100 ]; do
+        while ! grep -q READY=1 "$T/msgs" && [ $i -lt 600 ]; do
             sleep 0.05; i=$((i + 1))
         done
         grep -q "^READY=1 accepting=yes$" "$T/msgs" ||

@@ -166,7 +166,7 @@ EOF
 python3 "$T/fake.py" "$T/fake" &
 FPID=$!
 i=0
-while [ ! -S "$T/fake" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+while [ ! -S "$T/fake" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i + 1)); done # 30 s: a hang
 t0=$(date +%s%N)
 "$TOOL" -s "unix:$T/fake" dump >"$T/out" 2>&1; rc=$?
 t1=$(date +%s%N)
@@ -183,18 +183,36 @@ kill $FPID 2>/dev/null; wait $FPID 2>/dev/null; FPID=
 # --- top in tmux: redrawn in place, live figures, q quits -------------------
 $TM new-session -d -x 100 -y 30 -s top \
     "$TOOL -s unix:$SOCK top -i 0.3; echo TOP-EXITED \$?; sleep 30"
-# load: gets that hit, for a bounded time
-( end=$(($(date +%s) + 4)); while [ "$(date +%s)" -lt $end ]; do
+# load: gets that hit, until the screens are taken (30 s: a hang)
+( end=$(($(date +%s) + 30)); while [ "$(date +%s)" -lt $end ] &&
+      [ ! -e "$T/load.stop" ]; do
       "$TOOL" -s "unix:$SOCK" get k2 >/dev/null 2>&1; done ) &
 LPID=$!
-sleep 2.5
-$TM capture-pane -p -t top >"$T/screen1"
+# wait for the condition, never a fixed time (a busy machine draws and
+# gets late): at least 3 draws and a live rate - a network row with
+# ops/s > 0 and 100.0 % hits - on the screen; then a later draw.  30 s
+# (300 looks) is a hang.
+live() {
+    awk '$2 == "network" && $3 > 0 && $4 == "100.0" { ok = 1 } END { exit !ok }' "$1"
+}
+refresh_of() { sed -n 's/.*refresh \([0-9]*\).*/\1/p' "$1" | head -1; }
+i=0
+while [ $i -lt 300 ]; do
+    $TM capture-pane -p -t top >"$T/screen1"
+    r1=$(refresh_of "$T/screen1")
+    [ -n "$r1" ] && [ "$r1" -ge 3 ] && live "$T/screen1" && break
+    sleep 0.1; i=$((i + 1))
+done
 $TM capture-pane -p -S - -t top >"$T/hist1"
-sleep 1
-$TM capture-pane -p -t top >"$T/screen2"
+i=0
+while [ $i -lt 300 ]; do
+    $TM capture-pane -p -t top >"$T/screen2"
+    r2=$(refresh_of "$T/screen2")
+    [ -n "$r2" ] && [ -n "$r1" ] && [ "$r2" -gt "$r1" ] && break
+    sleep 0.1; i=$((i + 1))
+done
+touch "$T/load.stop"
 wait $LPID
-r1=$(sed -n 's/.*refresh \([0-9]*\).*/\1/p' "$T/screen1" | head -1)
-r2=$(sed -n 's/.*refresh \([0-9]*\).*/\1/p' "$T/screen2" | head -1)
 [ -n "$r1" ] && [ "$r1" -ge 3 ] || fail "top: not refreshing: $(cat "$T/screen1")"
 [ -n "$r2" ] && [ "$r2" -gt "$r1" ] || fail "top: refresh did not advance ($r1 -> $r2)"
 # in place: one header on the screen and in the scrollback, after >= 3 draws
@@ -203,11 +221,10 @@ grep -Eq '^0 +main ' "$T/screen1" || fail "top: no main thread row"
 grep -Eq '^2 +network ' "$T/screen1" || fail "top: no second network thread row"
 grep -q '^memory .* / 64.0 MiB' "$T/screen1" || fail "top: no memory line"
 # the gets run in network threads: some row has ops/s > 0 and 100.0 % hits
-awk '$2 == "network" && $3 > 0 && $4 == "100.0" { ok = 1 } END { exit !ok }' \
-    "$T/screen1" || fail "top: no live ops/s and hit ratio: $(cat "$T/screen1")"
+live "$T/screen1" || fail "top: no live ops/s and hit ratio: $(cat "$T/screen1")"
 $TM send-keys -t top q
 i=0
-while [ $i -lt 50 ]; do
+while [ $i -lt 300 ]; do
     $TM capture-pane -p -t top >"$T/screen3" 2>/dev/null
     grep -q "TOP-EXITED" "$T/screen3" && break
     sleep 0.1; i=$((i + 1))

@@ -71,7 +71,7 @@ stat() {
     n=$(grep -c '^END$' "$W/out")
     echo stats >&3
     i=0
-    while [ "$(grep -c '^END$' "$W/out")" -le "$n" ] && [ $i -lt 100 ]; do
+    while [ "$(grep -c '^END$' "$W/out")" -le "$n" ] && [ $i -lt 600 ]; do
         sleep 0.05
         i=$((i + 1))
     done
@@ -85,7 +85,7 @@ cmd() {
     echo "$*" >&3
     i=0
     while [ "$(grep -cE '^(STORED|DELETED|NOT_FOUND|ERROR)' "$W/out")" -le "$n" ] &&
-        [ $i -lt 100 ]; do
+        [ $i -lt 1500 ]; do
         sleep 0.02
         i=$((i + 1))
     done
@@ -113,7 +113,7 @@ run_mode() {
     MPID=$!
     exec 3>"$W/in"
     i=0
-    while ! grep -q '^ready' "$W/out" && [ $i -lt 50 ]; do
+    while ! grep -q '^ready' "$W/out" && [ $i -lt 300 ]; do
         sleep 0.1
         i=$((i + 1))
     done
