@@ -144,7 +144,9 @@ int main(int argc, char **argv)
                        1;
         }
     printf("fanout %d ops/path %zu\n", nsrv,
-           nlat[0] ? nlat[0] : nlat[1] ? nlat[1] : nlat[2]);
+           nlat[0]   ? nlat[0]
+           : nlat[1] ? nlat[1]
+                     : nlat[2]);
     double per[3] = {0, 0, 0};
     for (int k = 0; k < npath; k++) {
         if (nlat[k] == 0)
@@ -166,7 +168,8 @@ int main(int argc, char **argv)
         struct mdc_pool_stats st;
         mdc_pool_get_stats(p, &st);
         printf("bpf ops %" PRIu64 " polls %" PRIu64 " tcp_retries %" PRIu64
-               "\n", st.ops[MDC_PATH_BPF], st.bpf_polls, st.bpf_tcp_retries);
+               "\n",
+               st.ops[MDC_PATH_BPF], st.bpf_polls, st.bpf_tcp_retries);
     }
     mdc_pool_destroy(p);
     return 0;
