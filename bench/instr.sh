@@ -1,20 +1,21 @@
 #!/bin/bash
 # instr.sh - user-space instructions and system calls per request of
-# mdcached -n 1 -t 0 (epoll unless --io is given) in W1 or W2
+# mdcached -n 1 -t 0 (epoll unless --io is given) in W1, W2 or W3
 # (docs/benchmarking.md): deterministic figures a shared machine's other
 # load does not change, for before/after comparisons of the request path.
 #
 # The server runs under valgrind --tool=callgrind with instrumentation off
 # while it starts and is prefilled (100 000 keys of 16 bytes, 32-byte
 # values); then callgrind's counters are zeroed, bench/mdc-load drives the
-# workload (90:10 get:set, 50 connections, depth 1) for DURATION seconds,
+# workload (90:10 get:set, 50 connections, depth 1; W3 depth 16: batches
+# of 16 over the Unix socket) for DURATION seconds,
 # and the counters are dumped.  The requests served in that window are the
 # server's own count (text "stats": cmd_get + cmd_set after minus before),
 # so the figure is instructions per request served, whatever the rate under
 # valgrind.  With -s the same window runs natively under strace -c -f
 # instead and the system calls per request are printed.
 #
-# usage: bench/instr.sh [-B BUILD] [-w W1|W2] [-D SECONDS] [-s|-S] [-o OUT]
+# usage: bench/instr.sh [-B BUILD] [-w W1|W2|W3] [-D SECONDS] [-s|-S] [-o OUT]
 #                       [-P PROTO] [-- extra mdcached options]
 #   -B  build directory (default .)      -w  workload (default W1)
 #   -D  measured seconds (default 10)    -s  strace -c instead of callgrind
@@ -42,7 +43,7 @@ while [ $# -gt 0 ]; do
     -o) OUT=$2; shift ;;
     -P) PROTO=$2; shift ;;
     --) shift; break ;;
-    -h) sed -n '2,27p' "$0"; exit 0 ;;
+    -h) sed -n '2,28p' "$0"; exit 0 ;;
     *) echo "instr.sh: unknown option $1" >&2; exit 64 ;;
     esac
     shift
@@ -55,11 +56,11 @@ cleanup() { [ -n "$PID" ] && kill "$PID" 2>/dev/null; wait 2>/dev/null; rm -rf "
 trap cleanup EXIT
 
 case $W in
-W1) ADDR=$TMP/s.sock; LISTEN=(-p 0 -s "$ADDR") ;;
+W1 | W3) ADDR=$TMP/s.sock; LISTEN=(-p 0 -s "$ADDR") ;;
 W2)
     PORT=$((30000 + RANDOM % 20000))
     ADDR=127.0.0.1:$PORT; LISTEN=(-p "$PORT" -l 127.0.0.1) ;;
-*) echo "instr.sh: W1 or W2" >&2; exit 64 ;;
+*) echo "instr.sh: W1, W2 or W3" >&2; exit 64 ;;
 esac
 
 # stats FIELD...: the sum of these counters from text "stats"
@@ -86,7 +87,7 @@ EOF
 wait_up() {
     local i
     for i in $(seq 300); do
-        if [ "$W" = W1 ]; then [ -S "$ADDR" ] && return 0
+        if [ "$W" != W2 ]; then [ -S "$ADDR" ] && return 0
         else (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && return 0; fi
         sleep 0.1
     done
@@ -97,6 +98,8 @@ wait_up() {
 ASUSER=
 [ "$(id -u)" = 0 ] && ASUSER="-u root"
 LARGS=(-P "$PROTO" -s "$ADDR" -k 100000 -K 16 -v 32)
+DEPTH=1
+[ "$W" = W3 ] && DEPTH=16
 
 if [ "$STRACE" = 1 ] && [ "$PERFSYS" = 1 ]; then
     # system calls at full speed (strace slows the server, which changes
@@ -113,7 +116,7 @@ if [ "$STRACE" = 1 ] && [ "$PERFSYS" = 1 ]; then
     perf stat -x, -e "$EV" -p "$PID" -o "$TMP/perf" &
     SPID=$!
     sleep 0.5
-    "$LOAD" "${LARGS[@]}" -c 50 -r 90:10 -d 1 -D "$DUR" -w 0 -q
+    "$LOAD" "${LARGS[@]}" -c 50 -r 90:10 -d "$DEPTH" -D "$DUR" -w 0 -q
     kill -INT $SPID; wait $SPID 2>/dev/null || true
     after=$(stats_sum cmd_get cmd_set)
     n=$((after - before))
@@ -132,7 +135,7 @@ if [ "$STRACE" = 1 ]; then
     strace -c -f -q -o "$TMP/strace" -p "$PID" &
     SPID=$!
     sleep 1
-    "$LOAD" "${LARGS[@]}" -c 50 -r 90:10 -d 1 -D "$DUR" -w 0 -q
+    "$LOAD" "${LARGS[@]}" -c 50 -r 90:10 -d "$DEPTH" -D "$DUR" -w 0 -q
     sleep 0.5
     kill -INT $SPID; wait $SPID 2>/dev/null || true
     after=$(stats_sum cmd_get cmd_set)
@@ -161,7 +164,7 @@ wait_up
 before=$(stats_sum cmd_get cmd_set)
 callgrind_control -i on "$PID" > /dev/null
 callgrind_control -z "$PID" > /dev/null
-"$LOAD" "${LARGS[@]}" -c 50 -r 90:10 -d 1 -D "$DUR" -w 0 -q
+"$LOAD" "${LARGS[@]}" -c 50 -r 90:10 -d "$DEPTH" -D "$DUR" -w 0 -q
 callgrind_control -d "$PID" > /dev/null
 after=$(stats_sum cmd_get cmd_set)
 kill "$PID"; wait "$PID" 2>/dev/null || true
