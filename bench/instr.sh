@@ -43,7 +43,7 @@ while [ $# -gt 0 ]; do
     -o) OUT=$2; shift ;;
     -P) PROTO=$2; shift ;;
     --) shift; break ;;
-    -h) sed -n '2,28p' "$0"; exit 0 ;;
+    -h) sed -n '2,27p' "$0"; exit 0 ;;
     *) echo "instr.sh: unknown option $1" >&2; exit 64 ;;
     esac
     shift
