@@ -75,7 +75,7 @@ if test "$PHP_MDCACHED" != "no"; then
     AC_MSG_RESULT([bundled (libmdcached/, built into mdcached.so)])
     test -r "$mdc_srcdir/libmdcached/client-c/mdcached.h" ||
       AC_MSG_ERROR([--with-mdcached=bundled: no libmdcached/ here (the PECL package carries it)])
-    MDC_SOURCES="$MDC_SOURCES libmdcached/client-c/conn.c libmdcached/client-c/ops.c libmdcached/client-c/pool.c libmdcached/client-c/spool.c libmdcached/client-c/ketama.c libmdcached/client-c/md5.c libmdcached/client-c/tls.c libmdcached/protocol/wire.c libmdcached/protocol/mctext.c libmdcached/protocol/mcbin.c"
+    MDC_SOURCES="$MDC_SOURCES libmdcached/client-c/conn.c libmdcached/client-c/ops.c libmdcached/client-c/pool.c libmdcached/client-c/spool.c libmdcached/client-c/sg.c libmdcached/client-c/ketama.c libmdcached/client-c/md5.c libmdcached/client-c/tls.c libmdcached/protocol/wire.c libmdcached/protocol/mctext.c libmdcached/protocol/mcbin.c"
     dnl the bundled library's symbols stay inside mdcached.so
     MDC_CFLAGS="$MDC_CFLAGS -fvisibility=hidden -pthread"
     PHP_ADD_INCLUDE([$mdc_srcdir/libmdcached/client-c])
