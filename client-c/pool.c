@@ -506,6 +506,8 @@ static int spool_send(struct mdc *m, const struct spent *e)
         return rc;
     case MDCI_SP_DEL:
         return mdc_delete(m, e->data, r->count, r->cas);
+    case MDCI_SP_DEL_STALE:
+        return mdc_delete_stale(m, e->data, r->count, r->cas, r->ttl);
     case MDCI_SP_FLUSH:
         return mdc_flush(m);
     default:
@@ -551,11 +553,11 @@ static uint64_t spool_replay_server(struct mdc_pool *p,
             const struct mdci_spool_rec *r = &s->recs[k];
             if (!r->pending || !rec_is(r, m))
                 continue;
-            size_t dl = r->kind == MDCI_SP_DEL ? r->count
-                        : (r->kind == MDCI_SP_DBT ||
-                           r->kind == MDCI_SP_DBT_STALE)
-                            ? 4 * (size_t)r->count
-                            : 0;
+            size_t dl = 0;
+            if (r->kind == MDCI_SP_DEL || r->kind == MDCI_SP_DEL_STALE)
+                dl = r->count; /* key bytes */
+            else if (r->kind == MDCI_SP_DBT || r->kind == MDCI_SP_DBT_STALE)
+                dl = 4 * (size_t)r->count; /* tag values */
             es[j].r = *r;
             if (dl > 0 && (es[j].data = malloc(dl)) == NULL)
                 break;
@@ -819,7 +821,14 @@ int mdc_pool_store(mdc_pool_t *p, enum mdc_store_mode mode,
     return mdc_store(m, mode, kv, cas_out);
 }
 
-int mdc_pool_delete(mdc_pool_t *p, const void *key, size_t klen, uint64_t cas)
+/*
+ * A delete (stale: mdc_delete_stale()) on the server the key maps to; a
+ * connection lost on the way is tried once more at once, and a server not
+ * reached gets the delete spooled, in its own form (a stale delete is
+ * replayed as a stale delete: the record marked, not removed).
+ */
+static int pool_delete(mdc_pool_t *p, const void *key, size_t klen,
+                       uint64_t cas, bool stale, int64_t ttl)
 {
     struct ident_snap sn;
     struct mdc *m = route(p, key, klen);
@@ -828,32 +837,37 @@ int mdc_pool_delete(mdc_pool_t *p, const void *key, size_t klen, uint64_t cas)
     if (m == NULL)
         return p ? p->err : MDC_ERR_ARG;
     ident_take(m, &sn);
-    rc = mdc_delete(m, key, klen, cas);
+    rc = stale ? mdc_delete_stale(m, key, klen, cas, ttl)
+               : mdc_delete(m, key, klen, cas);
     if (rc == MDC_ERR_IO && sn.known) {
         /* the connection was lost: once more on a new one, now */
         m->down_until = 0;
         p->st.retries++;
-        rc = mdc_delete(m, key, klen, cas);
+        rc = stale ? mdc_delete_stale(m, key, klen, cas, ttl)
+                   : mdc_delete(m, key, klen, cas);
         if (rc < 0)
             rc = MDC_ERR_IO;
     }
     if (p->spool_dir != NULL && unreached(rc) && klen > 0 &&
         klen <= WIRE_MAX_KEY) {
-        struct mdci_spool_rec sr = {.kind = MDCI_SP_DEL, .cas = cas,
-                                    .count = (uint32_t)klen, .data = key};
+        struct mdci_spool_rec sr = {
+            .kind = stale ? MDCI_SP_DEL_STALE : MDCI_SP_DEL, .cas = cas,
+            .ttl = stale ? ttl : 0, .count = (uint32_t)klen, .data = key};
         ident_for(m, &sn, rc, &sr);
         spool_add(p, (size_t)mdc_pool_index(p, key, klen), &sr);
     }
     return rc;
 }
 
+int mdc_pool_delete(mdc_pool_t *p, const void *key, size_t klen, uint64_t cas)
+{
+    return pool_delete(p, key, klen, cas, false, 0);
+}
+
 int mdc_pool_delete_stale(mdc_pool_t *p, const void *key, size_t klen,
                           uint64_t cas, int64_t ttl)
 {
-    struct mdc *m = route(p, key, klen);
-    if (m == NULL)
-        return p ? p->err : MDC_ERR_ARG;
-    return mdc_delete_stale(m, key, klen, cas, ttl);
+    return pool_delete(p, key, klen, cas, true, ttl);
 }
 
 /* ---- fan-out --------------------------------------------------------------

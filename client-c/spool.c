@@ -288,7 +288,9 @@ uint64_t mdci_spool_size(struct mdci_spool *s)
 
 static size_t body_len(const struct mdci_spool_rec *r)
 {
-    size_t per = r->kind == MDCI_SP_DEL ? 1 : 4;
+    size_t per = 4; /* tag values */
+    if (r->kind == MDCI_SP_DEL || r->kind == MDCI_SP_DEL_STALE)
+        per = 1; /* key bytes */
     if (r->kind == MDCI_SP_FLUSH || r->kind == MDCI_SP_DONE)
         per = 0;
     return MDCI_SPOOL_BODY_FIXED + r->slen + per * r->count;
@@ -359,14 +361,14 @@ static const char *decode(const uint8_t *b, size_t blen, uint64_t off,
     r->upto = get64(b + 56);
     r->server = (const char *)b + MDCI_SPOOL_BODY_FIXED;
     r->data = b + MDCI_SPOOL_BODY_FIXED + r->slen;
-    if (r->kind < MDCI_SP_DBT || r->kind > MDCI_SP_DONE)
+    if (r->kind < MDCI_SP_DBT || r->kind > MDCI_SP_KIND_MAX)
         return "unknown record kind";
     if (r->slen == 0 || r->count > MDCI_SPOOL_MAX_COUNT)
         return "field out of bounds";
     if (body_len(r) != blen)
         return "length does not match the fields";
     if ((r->kind == MDCI_SP_DBT || r->kind == MDCI_SP_DBT_STALE ||
-         r->kind == MDCI_SP_DEL) &&
+         r->kind == MDCI_SP_DEL || r->kind == MDCI_SP_DEL_STALE) &&
         r->count == 0)
         return "an entry without tag values or key";
     return NULL;

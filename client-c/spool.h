@@ -13,7 +13,8 @@
  *   body: u8 kind | u8 0 | u16 server name length | u32 count |
  *         u64 boot_id | u64 data_generation | i64 ttl | u64 cas |
  *         u64 unix time | i32 tkey | u32 0 | u64 "up to" offset (DONE) |
- *         server name | count x i32 tag values (DBT) or count key bytes (DEL)
+ *         server name | count x i32 tag values (DBT) or count key bytes
+ *         (DEL, DEL_STALE)
  *
  * A record's offset in the file is its sequence number: a DONE record for a
  * server says every entry of that server before offset "up to" is replayed
@@ -43,6 +44,9 @@ enum mdci_spool_kind {
     MDCI_SP_DEL = 3,       /* delete of one key (cas) */
     MDCI_SP_FLUSH = 4,     /* the spool was full: flush the server */
     MDCI_SP_DONE = 5,      /* the server's entries before upto are done */
+    MDCI_SP_DEL_STALE = 6, /* delete_stale of one key (cas, ttl); a
+                            * library before it reads it as damage */
+    MDCI_SP_KIND_MAX = MDCI_SP_DEL_STALE,
 };
 
 struct mdci_spool_rec {

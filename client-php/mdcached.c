@@ -84,6 +84,7 @@ enum {
     OPT_READ_TIMEOUT = 8,
     OPT_RETRY_TIMEOUT = 9,
     OPT_SPOOL_DIR = 10, /* libmdcached's spool of invalidations */
+    OPT_POOL_BPF = 11,  /* the kernel scatter-gather of tag deletes */
 };
 enum { SER_PHP = 1, SER_IGBINARY = 2, SER_MSGPACK = 3 };
 enum { COMP_ZLIB = 1, COMP_ZSTD = 2 };
@@ -156,6 +157,8 @@ void mdcx_conn_free(mdcx_conn *c)
         pefree(c->tls_key, c->persistent);
     if (c->spool_dir)
         pefree(c->spool_dir, c->persistent);
+    if (c->pool_bpf)
+        pefree(c->pool_bpf, c->persistent);
     pefree(c, c->persistent);
 }
 
@@ -1452,6 +1455,40 @@ static bool mdcx_set_option(mdcx_obj *o, zend_long opt, zval *v)
             zend_string_release(s);
         break;
     }
+    case OPT_POOL_BPF: {
+        /* "DESC[,NEED[,MS]]" as MDC_POOL_BPF (docs/pool-bpf.md): tag
+         * deletes through the programs root loaded for the pool; "" or
+         * null: off.  A description that cannot be opened is refused,
+         * with libmdcached's reason, and leaves the kernel path off. */
+        zend_string *s = Z_TYPE_P(v) == IS_NULL ? NULL : zval_get_string(v);
+        const char *spec = (s != NULL && ZSTR_LEN(s) > 0) ? ZSTR_VAL(s)
+                                                          : NULL;
+        char d[512], extra;
+        unsigned need = 0;
+        int ms = 0, rc, nf = 0;
+        if (spec != NULL && strlen(spec) < sizeof(d))
+            nf = sscanf(spec, "%511[^,],%u,%d%c", d, &need, &ms, &extra);
+        if (spec != NULL && (nf < 1 || nf > 3)) {
+            mdc_pool_set_bpf(o->c->pool, NULL, 0, 0); /* off */
+            rc = mdcx_result(o, MDCX_RES_INVALID_ARGS,
+                             "invalid arguments: OPT_POOL_BPF is "
+                             "DESC[,NEED[,MS]]");
+        } else if ((rc = mdc_pool_set_bpf(o->c->pool, spec ? d : NULL, need,
+                                        ms)) != MDC_OK)
+            rc = mdcx_result(o, MDCX_RES_INVALID_ARGS,
+                             "invalid arguments: %s",
+                             mdc_pool_errstr(o->c->pool));
+        if (o->c->pool_bpf)
+            pefree(o->c->pool_bpf, o->c->persistent);
+        o->c->pool_bpf = rc == MDC_OK && spec != NULL
+                             ? pestrdup(spec, o->c->persistent)
+                             : NULL;
+        if (s != NULL)
+            zend_string_release(s);
+        if (rc != MDC_OK)
+            return false; /* libmdcached left the kernel path off */
+        break;
+    }
     default:
         mdcx_result(o, MDCX_RES_INVALID_ARGS,
                     "invalid arguments: unknown option " ZEND_LONG_FMT, opt);
@@ -1527,6 +1564,10 @@ PHP_METHOD(Mdcached_Client, getOption)
         if (o->c->spool_dir == NULL)
             RETURN_NULL();
         RETURN_STRING(o->c->spool_dir);
+    case OPT_POOL_BPF:
+        if (o->c->pool_bpf == NULL)
+            RETURN_NULL();
+        RETURN_STRING(o->c->pool_bpf);
     }
     mdcx_result(o, MDCX_RES_INVALID_ARGS,
                 "invalid arguments: unknown option " ZEND_LONG_FMT, opt);
@@ -2791,6 +2832,7 @@ PHP_MINIT_FUNCTION(mdcached)
     mdcx_const("OPT_READ_TIMEOUT", OPT_READ_TIMEOUT);
     mdcx_const("OPT_RETRY_TIMEOUT", OPT_RETRY_TIMEOUT);
     mdcx_const("OPT_SPOOL_DIR", OPT_SPOOL_DIR);
+    mdcx_const("OPT_POOL_BPF", OPT_POOL_BPF);
     mdcx_const("SERIALIZER_PHP", SER_PHP);
     mdcx_const("SERIALIZER_IGBINARY", SER_IGBINARY);
     mdcx_const("SERIALIZER_MSGPACK", SER_MSGPACK);

@@ -42,6 +42,7 @@ typedef struct mdcx_conn {
     char *tls_key; /* setTls()'s options in one string (unchanged options
                       on a persistent connection keep it open), or NULL */
     char *spool_dir; /* OPT_SPOOL_DIR (libmdcached's spool), or NULL */
+    char *pool_bpf;  /* OPT_POOL_BPF (the kernel path), or NULL */
     bool in_use; /* a persistent connection taken by a live object */
     uint64_t in_use_req; /* ... of this request (a request that died
                             without freeing its objects frees it) */

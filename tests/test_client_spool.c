@@ -5,7 +5,8 @@
  * or corrupt record skipped with a clear message and the rest read), the
  * safe opening (a link or another user's file refused, mode 0600), flock
  * between two processes, the full-spool policy (a flush mark, replayed as
- * a flush), the replay bounded per call, entries of a server that started
+ * a flush), a stale delete spooled and replayed as a stale delete, the
+ * replay bounded per call, entries of a server that started
  * empty dropped by its data generation, and the replayer refusing root.
  */
 #include "config.h"
@@ -265,6 +266,7 @@ static mdc_pool_t *pool_on(void)
 {
     char spec[160];
     mdc_pool_t *p = mdc_pool_create();
+    kill(srv.pid, SIGCONT); /* an earlier test that failed stopped it */
     snprintf(spec, sizeof(spec), "%s:%d", srv.host, srv.port);
     assert_true(mdc_pool_add(p, spec, 1) >= 0);
     assert_int_equal(mdc_pool_set_spool_dir(p, dir), MDC_OK);
@@ -342,6 +344,75 @@ static void test_full_flush(void **state)
     assert_int_equal(mdc_pool_get(p, "untagged", 8, &it), MDC_NOT_FOUND);
     mdc_pool_get_stats(p, &st);
     assert_int_equal(st.replayed, 1); /* the flush covered the rest */
+    mdc_pool_destroy(p);
+}
+
+/*
+ * A stale delete of a key whose server is down is spooled as a stale
+ * delete and replayed as one: the record is marked stale (still readable,
+ * the next lease wins), not left fresh, nor removed.  The server is first
+ * marked down by a get that times out while it is stopped, so the delete
+ * itself never reaches it: only the replay can mark the record.
+ */
+static void test_delete_stale_spooled(void **state)
+{
+    struct mdc_pool_stats st;
+    struct mdc_item *it = NULL;
+    struct mdci_spool s;
+    char label[160], name[64];
+    const char *names[1] = {label};
+    (void)state;
+    rm_dir();
+    mdc_pool_t *p = pool_on();
+    snprintf(label, sizeof(label), "%s:%d", srv.host, srv.port);
+    mdc_t *m = mdc_create(label); /* a handle of its own, never down */
+    mdc_pool_set_timeouts(p, 1000, 100);
+    mdc_pool_set_retry_delay(p, 300);
+    assert_int_equal(mdc_set(m, "sd1", 3, "v", 1, 0, 0, NULL, 0),
+                     MDC_OK);
+    assert_int_equal(kill(srv.pid, SIGSTOP), 0);
+    assert_true(mdc_pool_get(p, "sd1", 3, &it) < 0); /* timed out: down */
+    int rc = mdc_pool_delete_stale(p, "sd1", 3, 0, 0);
+    assert_int_equal(rc, MDC_ERR_DOWN);
+    mdc_pool_get_stats(p, &st);
+    assert_int_equal(st.spooled, 1);
+    assert_int_equal(st.spool_errors, 0);
+    /* in the file as a stale delete of that key */
+    mdci_spool_name(name, sizeof(name), names, 1);
+    assert_int_equal(mdci_spool_open(&s, dir, name, 0), 0);
+    assert_int_equal(mdci_spool_lock(&s, false), 0);
+    assert_int_equal(mdci_spool_scan(&s), 0);
+    assert_int_equal(s.nrecs, 1);
+    assert_int_equal(s.recs[0].kind, MDCI_SP_DEL_STALE);
+    assert_int_equal(s.recs[0].count, 3);
+    assert_memory_equal(s.recs[0].data, "sd1", 3);
+    mdci_spool_unlock(&s);
+    mdci_spool_close(&s);
+    assert_int_equal(kill(srv.pid, SIGCONT), 0);
+    /* the server never saw the delete: still fresh */
+    assert_int_equal(mdc_lease_get(m, "sd1", 3, 0, 0, &it), MDC_OK);
+    assert_int_equal(it->state & MDC_ITEM_STALE, 0);
+    mdc_item_free(it);
+    /* past the retry delay, the pool's next call on that server replays
+     * the entry first (30 s: a ceiling only a hang crosses) */
+    for (int i = 0; i < 600; i++) {
+        usleep(50 * 1000);
+        rc = mdc_pool_get(p, "other", 5, &it);
+        if (rc == MDC_OK)
+            mdc_item_free(it);
+        mdc_pool_get_stats(p, &st);
+        if (st.replayed > 0)
+            break;
+    }
+    assert_int_equal(st.replayed, 1);
+    assert_int_equal(st.dropped, 0);
+    /* marked stale, not removed: the next lease reads it and wins */
+    assert_int_equal(mdc_lease_get(m, "sd1", 3, 0, 0, &it), MDC_OK);
+    assert_true(it->state & MDC_ITEM_STALE);
+    assert_true(it->state & MDC_ITEM_WIN);
+    assert_memory_equal(it->value, "v", 1);
+    mdc_item_free(it);
+    mdc_destroy(m);
     mdc_pool_destroy(p);
 }
 
@@ -483,6 +554,7 @@ int main(void)
     };
     const struct CMUnitTest live[] = {
         cmocka_unit_test(test_full_flush),
+        cmocka_unit_test(test_delete_stale_spooled),
         cmocka_unit_test(test_bounded_replay),
         cmocka_unit_test(test_generation_and_root),
     };

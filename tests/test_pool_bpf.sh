@@ -3,7 +3,8 @@
 # deletes (docs/pool-bpf.md), end to end, as root:
 #   A. loopback, 4 local servers (tests/pool_bed.sh, -U --udp-writes) in a
 #      private network namespace: one datagram deletes the tag on all four
-#      (each server's part carried by the kernel path); the stale form;
+#      (each server's part carried by the kernel path); the same from the
+#      PHP extension (OPT_POOL_BPF) where it is built; the stale form;
 #      a lost datagram (one server's UDP port wrong in the map): the poll
 #      shows it missing and the library retries it over TCP, nothing left;
 #      a policy of 2 of 4; nothing loaded: the TCP fan-out.  Privileges:
@@ -143,6 +144,38 @@ partA() {
     [ "$(counts 5)" = "0 0 0 0" ] || fail "left after the delete: $(counts 5)"
     d1=$(dgrams)
     [ $((d1 - d0)) = 4 ] || fail "servers got $((d1 - d0)) datagrams, want 4"
+
+    # the PHP extension's OPT_POOL_BPF takes the same path: four
+    # datagrams reach the servers (the TCP fan-out sends none)
+    # (not in sanitizer builds: PHP cannot load an extension linking
+    # libtsan, and libasan needs run-phpt.sh's preloading)
+    PHPSO="$B/client-php/ext/modules/mdcached.so"
+    if [ -f "$PHPSO" ] && command -v php >/dev/null 2>&1 &&
+        ! ldd "$PHPSO" 2>/dev/null | grep -q 'lib[at]san'; then
+        "$SG" fill 9 2 $BED_SERVERS || fail "fill"
+        d0=$(dgrams)
+        out=$(php -n -d extension="$PHPSO" -r '
+            $c = new Mdcached\Client();
+            foreach (array_slice($argv, 2) as $s) {
+                [$h, $p] = explode(":", $s);
+                $c->addServer($h, (int)$p);
+            }
+            if (!$c->setOption(Mdcached\Client::OPT_POOL_BPF, $argv[1]))
+                exit(2);
+            echo "n=", var_export($c->deleteByTag(1, 9), true),
+                " opt=", $c->getOption(Mdcached\Client::OPT_POOL_BPF),
+                " msg=", str_replace(" ", "_", $c->getResultMessage()), "\n";
+        ' -- "$D" $BED_SERVERS) || fail "php: $out"
+        echo "# php: $out"
+        expect "$out" n=8 "opt=$D"
+        d1=$(dgrams)
+        [ $((d1 - d0)) = 4 ] ||
+            fail "php: servers got $((d1 - d0)) datagrams, want 4"
+        [ "$(counts 9)" = "0 0 0 0" ] || fail "php left: $(counts 9)"
+    else
+        echo "# no PHP extension loadable here (not built, or a" \
+            "sanitizer build): its OPT_POOL_BPF step not run"
+    fi
 
     # the stale form: marked, counted, still readable
     "$SG" fill 6 2 $BED_SERVERS || fail "fill"
