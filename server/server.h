@@ -269,8 +269,7 @@ struct server {
  * The two clocks below are read on every request (a connection's activity
  * stamp, the backends' turn time): inline here, as memcached and Redis keep
  * their hot clock reads, so that reading one is the vDSO's clock_gettime()
- * and not a call into server.c on each GET (docs/architecture.md, "The
- * walk of a GET").
+ * and not also a call into server.c on each request.
  */
 /* Coarse monotonic seconds, never 0 (0 means "unset"). */
 static inline uint64_t server_mono_s(void)

@@ -272,8 +272,9 @@ void store_flush_at(struct store *st, int64_t exptime)
 /* ... and at least FWALK_IDLE times as long as the slice took: the walk
  * takes at most a quarter of a CPU (freeing 10^7 records at full speed
  * took a CPU for 20 s on a busy 2-CPU machine and slowed the clients'
- * GETs by as much: docs/performance.md, "flush_all at 10^7 records"). The
- * flushed records are hidden meanwhile, and eviction takes them first. */
+ * GETs by as much: docs/performance-history.md, "flush_all at 10^7
+ * records").  The flushed records are hidden meanwhile, and eviction
+ * takes them first. */
 #define FWALK_IDLE 3u
 
 /* The sweeper's walk after a flush: up to max_buckets buckets, stripe by

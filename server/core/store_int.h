@@ -378,9 +378,9 @@ static inline uint64_t store_sys_mono_ns(void)
     clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
-/* Read on every GET: the system clock inline (no call through the clock's
- * pointer into store.c, docs/architecture.md, "The walk of a GET"); a
- * clock a test set (store_set_clock) through its pointer. */
+/* Read on every GET: the system clock read directly (clk_sys), with no
+ * indirect call through the clock's function pointer, which only a clock
+ * a test set (store_set_clock) needs. */
 static inline uint64_t now_ns(struct store *st)
 {
     if (st->clk_sys)

@@ -592,7 +592,7 @@ int conn_seg_room(struct conn *c)
 
 uint8_t *conn_out_reserve_slow(struct conn *c, size_t n)
 {
-    /* taken before process() runs (conn_drive); here for a reply composed
+    /* taken before process() runs (conn_run); here for a reply composed
      * outside it */
     if (c->obuf == NULL && conn_out_take(c) < 0) {
         c->closing = true;

@@ -1,10 +1,13 @@
 /*
  * conn.h - one client connection: its input buffer, its output queue of
- * byte ranges and record references (sent with sendmsg() from an iovec
+ * byte ranges and record references (both lent from the thread's pool
+ * while the connection has bytes to hold; the queue is sent as an iovec
  * array, so a GET hit never allocates, and copies only a value of at most
- * CONN_COPY_MAX), and the request loop (conn_drive) that a network
- * thread runs when its backend (transport.h: epoll.c or uring.c) reports
- * readiness or completions.
+ * CONN_COPY_MAX), and the request loop (conn_run) that a network thread's
+ * backend (transport.h: epoll.c or uring.c) runs on readiness or
+ * completions, sending and reading itself between its calls; conn_drive
+ * runs it with the table's read and flush for the callers outside a
+ * backend.
  *
  * Ownership: a connection belongs to one network worker (c->owner).  While
  * c->inflight is set a payload thread owns its input and output and the
@@ -209,18 +212,20 @@ void conn_teardown(struct conn *c);
 #define CONN_EV_WRITE 0x04
 #define CONN_EV_CLOSED 0x80
 void conn_on_io(struct conn *c, short what);
-/* Run the state machine: write, process, read until nothing moves. */
+/* Run the state machine: write, process, read until nothing moves, with
+ * the table's read and flush (for callers outside a backend: a payload
+ * thread's hand-back, the tick, shutdown, tests). */
 void conn_drive(struct conn *c);
 /*
- * The same, for a backend that sends itself: conn_run() returns
+ * The same, for a backend that sends and reads itself: conn_run() returns
  * CONN_RUN_SEND where output is to be sent (c->opending > 0, c->wr_ready),
  * the backend sends it (or starts sending it) and calls conn_run() again
  * with the same turn, which goes on from there; CONN_RUN_DONE when the
  * loop is done for now, CONN_RUN_GONE when c was torn down (it may be
- * freed).  So the request loop never calls back into the backend that
- * called it to send: the send follows the loop (docs/architecture.md,
- * "The walk of a GET").  The turn carries the per-turn read budget across
- * the calls.
+ * freed).  So the request loop never re-enters the backend that is
+ * running it: the send follows the loop, made by the backend's own send
+ * path (io_uring: a send queued to the ring; epoll: sockio.c).  The turn
+ * carries the per-turn read budget across the calls.
  */
 struct conn_turn {
     int reads;          /* reads this turn (CONN_READ_BUDGET) */
@@ -275,14 +280,15 @@ void conn_out_sent(struct conn *c, size_t n);
 /* Free a torn-down connection (after conn_teardown deferred it). */
 void conn_free(struct conn *c);
 /* n received bytes at p, to be parsed where they lie (c holds no input and
- * is not in flight): conn_drive() runs them, and copies what a partial
- * request leaves into a lent buffer before it returns; the caller takes p
- * back after conn_drive(), whatever became of c. */
+ * is not in flight): the backend's run of conn_run() serves them, and
+ * conn_run() copies what a partial request leaves into a lent buffer
+ * before it returns (conn_in_settle); the caller takes p back after that
+ * run, whatever became of c. */
 void conn_in_lend(struct conn *c, const uint8_t *p, size_t n);
 
 /* ---- buffers lent per thread (owner thread) ---------------------------- */
 /* Lend c an output buffer and a segment array if it holds none; -1 out of
- * memory.  conn_drive() does it before a request runs. */
+ * memory.  conn_run() does it before a request runs. */
 int conn_out_take(struct conn *c);
 /* Lend c an input and an output buffer (tests that put bytes straight into
  * ibuf); -1 out of memory. */
@@ -340,11 +346,9 @@ void conn_in_skip(struct conn *c, uint64_t n);
 
 /*
  * The output appends below are inline: a protocol handler calls them for
- * every reply, and they are a few stores into the queue conn_drive() lent
- * (as memcached's and Redis's reply appends are); only their slow paths
- * (lend or grow a buffer) are calls into conn.c.  So a request's reply
- * never calls back into the file that called the handler
- * (docs/architecture.md, "The walk of a GET").
+ * every reply, and they are a few stores into the queue conn_run() lent
+ * (as memcached's and Redis's reply appends are), less work than a call;
+ * only their slow paths (lend or grow a buffer) are calls into conn.c.
  */
 /* Slow paths: room for one more segment (0, or -1), and n bytes of room
  * at the end of obuf (NULL, the connection then closing). */
@@ -400,7 +404,7 @@ static inline int conn_out_bytes(struct conn *c, const void *p, size_t n)
  * reference (conn_out_ref), so a small reply is one piece that goes out
  * with one send(); larger ones stay zero-copy (sendmsg() from the record),
  * and so does a value that would make obuf grow.  The figure is measured:
- * docs/performance.md, "One-piece replies". */
+ * docs/performance-history.md, "One-piece replies". */
 #ifndef CONN_COPY_MAX
 #define CONN_COPY_MAX 1024u
 #endif

@@ -32,10 +32,10 @@
  * allocation of 448, where conn and a separate event took 384 + 128); the
  * write event exists only while a write would block (libevent's own
  * allocation), so an idle connection is that one allocation (and
- * libevent's per-descriptor map entry).  Before issue 34 both events were
- * separate: kept in the connection (one allocation of 640) they measured
- * 280 bytes more with jemalloc's transparent huge pages, since turned off
- * (bench/conn_mem.py, docs/performance.md). */
+ * libevent's per-descriptor map entry).  Both events in the connection
+ * would make every connection, idle or not, one allocation of 640 for an
+ * event only a blocked write uses (docs/performance.md, "Memory per
+ * connection"). */
 struct econn {
     struct event ev;     /* EV_READ|EV_CLOSED|EV_ET|EV_PERSIST, always on
                             from ep_adopt to ep_close (ev_on) */
@@ -56,8 +56,8 @@ static int ep_flush(struct conn *c);
 
 /* Run c's request loop, and read and send when it asks (conn_run): the
  * reads and the sends are made here, after the loop returned, never from
- * inside it, so conn.c does not call back into this file on a request's
- * way (docs/architecture.md, "The walk of a GET").  May free c. */
+ * inside it, so the loop never re-enters this backend while it is
+ * handling c's event (conn.h, conn_run).  May free c. */
 static void ep_drive(struct conn *c)
 {
     struct conn_turn t = {0};

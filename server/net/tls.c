@@ -1,7 +1,8 @@
 /*
  * tls.c - TLS listeners with OpenSSL 3 (tls.h; docs/security.md, "TLS").
  *
- * The handshake runs inside the connection's state machine (conn_drive):
+ * The handshake runs inside the connection's state machine (conn_run,
+ * through the table's start and sockio.c):
  * SSL_do_handshake() on the non-blocking socket until it completes, waiting
  * for the read edge on SSL_ERROR_WANT_READ (OpenSSL read until the socket
  * said EAGAIN, so no edge is lost) and for the write edge on WANT_WRITE.

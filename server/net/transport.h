@@ -5,11 +5,18 @@
  * is chosen once at start (threads_setup: srv->xp) and every connection
  * and network thread of the process uses its table.
  *
- * Direction: conn.c calls the table; a backend calls the connection only
- * through conn.h's entry points for backends (conn_on_io for readiness,
- * conn_in_lend/conn_in_append for received bytes, conn_out_sent for sent
- * ones, conn_drive to run the request loop).  No table operation calls
- * back into conn.c's request loop before it returns.
+ * Direction: conn.c calls the table's connection operations (read and
+ * flush from outside a backend's own paths: conn_drive, and a payload
+ * thread's hand-back), threads.c and net.c its thread and listener ones.
+ * A backend calls the connection only through conn.h's entry points:
+ * conn_io_ready for readiness; conn_run for the request loop, which
+ * returns to the backend to send (CONN_RUN_SEND) or to read
+ * (CONN_RUN_READ), the backend doing either and calling it again;
+ * conn_in_lend/conn_in_append for bytes io_uring received; conn_out_sent
+ * for sent ones; conn_teardown, conn_free, conn_xpriv, conn_backend_held.
+ * sockio.c, the byte I/O of epoll and of filtered connections, reads
+ * through conn_in_room/conn_in_got.  No table operation calls back into
+ * conn.c's request loop before it returns.
  *
  * TLS (tls.c) is a byte filter between the connection and the socket,
  * the same over both backends: a TLS connection is read and written when

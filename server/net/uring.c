@@ -63,9 +63,9 @@
 #include "udp.h"
 
 /* The backend --io=auto picks: io_uring, measured cheaper per request
- * (docs/performance.md, "The io_uring backend"); auto falls back to epoll
- * (with a warning) where the kernel refuses io_uring or a ring cannot be
- * set up.  0 makes auto mean epoll. */
+ * (docs/performance-history.md, "The io_uring backend"); auto falls back
+ * to epoll (with a warning) where the kernel refuses io_uring or a ring
+ * cannot be set up.  0 makes auto mean epoll. */
 #define URING_DEFAULT_IS_URING 1
 
 #define URING_ENTRIES 512       /* submission queue; completions 2x */
@@ -797,8 +797,8 @@ static int ur_flush(struct conn *c)
 
 /* Run c's request loop, and send what it leaves when it asks (conn_run):
  * the send is started here, after the loop returned, never from inside
- * it, so conn.c does not call back into this file on a request's way
- * (docs/architecture.md, "The walk of a GET").  May free c. */
+ * it, so the loop never re-enters this backend while it is handling c's
+ * completion (conn.h, conn_run).  May free c. */
 static void ur_drive(struct conn *c)
 {
     struct conn_turn t = {0};

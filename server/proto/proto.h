@@ -66,8 +66,10 @@ const char *proto_store_mode_name(enum store_mode mode);
  * the thread's hold slots, MDC_HOLDS) or, for a gat, touches each, and
  * counts each (cmd_get, a hit or a miss; stats detail while on).  out[i]
  * is a reference the caller composes its reply from, or NULL.  What is
- * left to each protocol is the reply's format.  Inline: the GET of a text
- * request crosses no file for it.
+ * left to each protocol is the reply's format.  Inline: it runs for every
+ * GET of every protocol, and apart from the store calls it is a few
+ * counter updates; where a caller's n or gat is a constant (the native GET
+ * passes one key) the branches on them fold away.
  */
 static inline void proto_get_keys(struct conn *c, struct worker *w,
                                   const struct store_key *keys, size_t n,
