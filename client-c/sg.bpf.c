@@ -79,6 +79,20 @@ struct {
 #define UDP_DPORT (UDP_OFF + 2)
 #define UDP_CSUM (UDP_OFF + 6)
 
+/* A completion's counts from a request's aggregate (a poll's answer and
+ * the final completion say the same things) */
+static __always_inline void done_from(struct mdc_sg_done *d,
+                                      const struct sg_state *st)
+{
+    d->nserv = (__u8)st->nserv;
+    d->nans = (__u8)st->nans;
+    d->need = st->need;
+    d->first_err = st->first_err;
+    d->answered = st->answered;
+    d->failed = st->failed;
+    d->sum = st->sum;
+}
+
 static __always_inline int permitted(struct __sk_buff *skb)
 {
     if (cfg_mark != 0 && skb->mark == cfg_mark)
@@ -160,13 +174,7 @@ static __always_inline int poll(struct __sk_buff *skb,
     st = bpf_map_lookup_elem(&pending, key);
     if (st != NULL) {
         d.kind = MDC_SG_POLLED;
-        d.nserv = (__u8)st->nserv;
-        d.nans = (__u8)st->nans;
-        d.need = st->need;
-        d.first_err = st->first_err;
-        d.answered = st->answered;
-        d.failed = st->failed;
-        d.sum = st->sum;
+        done_from(&d, st);
         /* the library asks once, then retries the rest over TCP: later
          * replies find nothing here and go their way (no socket takes
          * them) */
@@ -316,13 +324,7 @@ int mdc_sg_ingress(struct xdp_md *ctx)
     }
     if (dup || !complete)
         return XDP_DROP;
-    d.nserv = (__u8)st->nserv;
-    d.nans = (__u8)st->nans;
-    d.need = st->need;
-    d.first_err = st->first_err;
-    d.answered = st->answered;
-    d.failed = st->failed;
-    d.sum = st->sum;
+    done_from(&d, st);
     if (st->nans >= st->nserv)
         bpf_map_delete_elem(&pending, &key); /* nothing more to come */
 
