@@ -1757,7 +1757,13 @@ static void test_record_classes(void **state)
         assert_non_null(r);
         size_t n = 48 + 16 + vl[i];
         assert_int_equal(record_req_bytes(r), n);
-        assert_int_equal(record_mem(r), mdc_good_size(n));
+        /* with libc's malloc (the portable build) a record is charged
+         * what malloc_usable_size() says, which mdc_good_size() does not
+         * predict */
+        if (je)
+            assert_int_equal(record_mem(r), mdc_good_size(n));
+        else
+            assert_true(record_mem(r) >= n);
         if (je && n <= 65536)
             assert_true(record_mem(r) <=
                         n + (n < 256 ? 15 : n <= 4096 ? n / 8
