@@ -23,6 +23,8 @@
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <arpa/inet.h>
+#include <dirent.h>
+#include <stdbool.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -896,4 +898,41 @@ long long tc_stat(int fd, const char *name)
     if (tc_stat_str(fd, name, buf, sizeof(buf)) < 0)
         return -1;
     return atoll(buf);
+}
+
+/* SIGSTOP takes effect thread by thread: wait until every thread of pid is
+ * stopped (/proc/PID/task/N/stat in state T or t), so that no request sent
+ * afterwards can still be served; a ceiling only a hang crosses.  Without
+ * /proc it only sends the signal. */
+void tsrv_stop_fully(pid_t pid)
+{
+    char path[64];
+    kill(pid, SIGSTOP);
+    snprintf(path, sizeof(path), "/proc/%ld/task", (long)pid);
+    for (int tries = 0; tries < TC_HANG_MS / 5; tries++) {
+        bool all = true;
+        DIR *d = opendir(path);
+        if (d == NULL)
+            return;
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            char stat[sizeof(path) + sizeof(e->d_name) + 8], buf[512];
+            if (e->d_name[0] == '.')
+                continue;
+            snprintf(stat, sizeof(stat), "%s/%s/stat", path, e->d_name);
+            FILE *f = fopen(stat, "r");
+            if (f == NULL)
+                continue;
+            size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+            fclose(f);
+            buf[n] = '\0';
+            char *p = strrchr(buf, ')');
+            if (p != NULL && p[1] == ' ' && p[2] != 'T' && p[2] != 't')
+                all = false;
+        }
+        closedir(d);
+        if (all)
+            return;
+        usleep(5000);
+    }
 }

@@ -102,6 +102,9 @@ long tsrv_rss_kb(const struct tsrv *s);
  * crosses, never a latency bound (a busy machine's replies can take
  * seconds; docs/testing.md, "A busy machine"). */
 #define TC_HANG_MS 30000
+/* SIGSTOP pid and wait until every thread of it is stopped. */
+void tsrv_stop_fully(pid_t pid);
+
 /* Blocking TCP / Unix connection with TC_HANG_MS send and receive
  * timeouts. */
 int tc_connect(const struct tsrv *s);

@@ -674,41 +674,6 @@ static void test_create_specs(void **state)
     assert_int_equal(mdc_get(NULL, K("k"), NULL), MDC_ERR_ARG);
 }
 
-/* SIGSTOP takes effect thread by thread: wait until every thread of pid is
- * stopped, so that no request sent afterwards can still be served. */
-static void stop_fully(pid_t pid)
-{
-    char path[64];
-    kill(pid, SIGSTOP);
-    for (int tries = 0; tries < 200; tries++) {
-        bool all = true;
-        snprintf(path, sizeof(path), "/proc/%ld/task", (long)pid);
-        DIR *d = opendir(path);
-        if (d == NULL)
-            return;
-        struct dirent *e;
-        while ((e = readdir(d)) != NULL) {
-            char stat[300], buf[512];
-            if (e->d_name[0] == '.')
-                continue;
-            snprintf(stat, sizeof(stat), "/proc/%ld/task/%s/stat", (long)pid,
-                     e->d_name);
-            FILE *f = fopen(stat, "r");
-            if (f == NULL)
-                continue;
-            size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-            fclose(f);
-            buf[n] = '\0';
-            char *p = strrchr(buf, ')');
-            if (p != NULL && p[1] == ' ' && p[2] != 'T' && p[2] != 't')
-                all = false;
-        }
-        closedir(d);
-        if (all)
-            return;
-        usleep(5000);
-    }
-}
 
 /* ---- failures ------------------------------------------------------------ */
 
@@ -940,7 +905,7 @@ static void test_daemon_dies(void **state)
     assert_int_equal(mdc_set(m, K("k"), K("v"), 0, 0, NULL, 0), MDC_OK);
 
     /* stopped: the request goes out, no reply comes: timeout */
-    stop_fully(d.pid);
+    tsrv_stop_fully(d.pid);
     mdc_set_timeouts(m, 1000, 300);
     int64_t t0 = now_ms();
     assert_int_equal(mdc_get(m, K("k"), &it), MDC_ERR_TIMEOUT);

@@ -73,41 +73,6 @@ static int group_teardown(void **state)
     return 0;
 }
 
-/* SIGSTOP takes effect thread by thread: wait until every thread of pid is
- * stopped, so that no request sent afterwards can still be served. */
-static void stop_fully(pid_t pid)
-{
-    char path[64];
-    kill(pid, SIGSTOP);
-    for (int tries = 0; tries < 200; tries++) {
-        bool all = true;
-        snprintf(path, sizeof(path), "/proc/%ld/task", (long)pid);
-        DIR *d = opendir(path);
-        if (d == NULL)
-            return;
-        struct dirent *e;
-        while ((e = readdir(d)) != NULL) {
-            char stat[300], buf[512];
-            if (e->d_name[0] == '.')
-                continue;
-            snprintf(stat, sizeof(stat), "/proc/%ld/task/%s/stat", (long)pid,
-                     e->d_name);
-            FILE *f = fopen(stat, "r");
-            if (f == NULL)
-                continue;
-            size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-            fclose(f);
-            buf[n] = '\0';
-            char *p = strrchr(buf, ')');
-            if (p != NULL && p[1] == ' ' && p[2] != 'T' && p[2] != 't')
-                all = false;
-        }
-        closedir(d);
-        if (all)
-            return;
-        usleep(5000);
-    }
-}
 
 static uint64_t curr_items(int i)
 {
@@ -421,7 +386,7 @@ static void test_server_killed(void **state)
     /* every server down: the common error, not "partial" */
     for (int s = 0; s < NSRV; s++)
         if (srv[s].pid > 0)
-            stop_fully(srv[s].pid);
+            tsrv_stop_fully(srv[s].pid);
     /* T = 5 s: long beside a busy machine's slack of a few seconds */
     mdc_pool_set_timeouts(pool, 1000, 5000);
     t0 = now_ms();

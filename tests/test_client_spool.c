@@ -298,7 +298,7 @@ static void test_full_flush(void **state)
     assert_int_equal(mdc_pool_set_spool_limits(p, 4096, 0, 0), MDC_OK);
     assert_int_equal(mdc_set(m, "untagged", 8, "x", 1, 0, 0, NULL, 0),
                      MDC_OK);
-    assert_int_equal(kill(srv.pid, SIGSTOP), 0);
+    tsrv_stop_fully(srv.pid); /* every thread: none serves the next */
     struct timespec t0, t1;
     for (int i = 0; i < 200; i++) {
         int32_t v = i;
@@ -370,7 +370,7 @@ static void test_delete_stale_spooled(void **state)
     mdc_pool_set_retry_delay(p, 300);
     assert_int_equal(mdc_set(m, "sd1", 3, "v", 1, 0, 0, NULL, 0),
                      MDC_OK);
-    assert_int_equal(kill(srv.pid, SIGSTOP), 0);
+    tsrv_stop_fully(srv.pid); /* every thread: none serves the next */
     assert_true(mdc_pool_get(p, "sd1", 3, &it) < 0); /* timed out: down */
     int rc = mdc_pool_delete_stale(p, "sd1", 3, 0, 0);
     assert_int_equal(rc, MDC_ERR_DOWN);
