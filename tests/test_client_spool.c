@@ -295,7 +295,9 @@ static void test_full_flush(void **state)
     mdc_t *m = mdc_pool_server(p, 0);
     mdc_pool_set_timeouts(p, 1000, 100);
     mdc_pool_set_retry_delay(p, 3000); /* the 199 others fail at once */
-    assert_int_equal(mdc_pool_set_spool_limits(p, 4096, 0, 0), MDC_OK);
+    /* a replay bound of 1 ms, shorter than the identity round trip made
+     * below: the call must still replay one entry (the flush) */
+    assert_int_equal(mdc_pool_set_spool_limits(p, 4096, 0, 1), MDC_OK);
     assert_int_equal(mdc_set(m, "untagged", 8, "x", 1, 0, 0, NULL, 0),
                      MDC_OK);
     tsrv_stop_fully(srv.pid); /* every thread: none serves the next */
@@ -314,6 +316,10 @@ static void test_full_flush(void **state)
     clock_gettime(CLOCK_MONOTONIC, &t0);
     assert_non_null(strstr(mdc_pool_errstr(p), "spooled for replay"));
     assert_int_equal(kill(srv.pid, SIGCONT), 0);
+    /* the server is back: from here only a hang may time out (with 100 ms,
+     * a loaded machine's replay of the flush timed out and the get after
+     * it was served the record) */
+    mdc_pool_set_timeouts(p, TC_HANG_MS, TC_HANG_MS);
     mdc_pool_get_stats(p, &st);
     printf("# spooled %llu flush marks %llu covered %llu errors %llu\n",
            (unsigned long long)st.spooled,
@@ -341,7 +347,18 @@ static void test_full_flush(void **state)
               (t1.tv_nsec - t0.tv_nsec) / 1000000;
     if (el < 3300)
         usleep((useconds_t)(3300 - el) * 1000);
+    /* the server answers the replay's identity question 200 ms late (it
+     * is stopped until a child wakes it), past the 1 ms replay bound */
+    tsrv_stop_fully(srv.pid);
+    pid_t waker = fork();
+    assert_true(waker >= 0);
+    if (waker == 0) {
+        usleep(200 * 1000);
+        kill(srv.pid, SIGCONT);
+        _exit(0);
+    }
     assert_int_equal(mdc_pool_get(p, "untagged", 8, &it), MDC_NOT_FOUND);
+    assert_int_equal(waitpid(waker, NULL, 0), waker);
     mdc_pool_get_stats(p, &st);
     assert_int_equal(st.replayed, 1); /* the flush covered the rest */
     mdc_pool_destroy(p);
@@ -389,6 +406,7 @@ static void test_delete_stale_spooled(void **state)
     mdci_spool_unlock(&s);
     mdci_spool_close(&s);
     assert_int_equal(kill(srv.pid, SIGCONT), 0);
+    mdc_pool_set_timeouts(p, TC_HANG_MS, TC_HANG_MS); /* back: no 100 ms */
     /* the server never saw the delete: still fresh */
     assert_int_equal(mdc_lease_get(m, "sd1", 3, 0, 0, &it), MDC_OK);
     assert_int_equal(it->state & MDC_ITEM_STALE, 0);
