@@ -378,12 +378,14 @@ def main():
         blob = b"VALUE " + key + b" 0 %d\r\n" % len(val) + val + b"\r\nEND\r\n"
         h = mhash(seed, key)
         t = 0 if len(blob) <= sizes[0] - hdr else 1
-        slot = 7
         e = regs["mirror_t%d" % t]
-        base = slot * sizes[t]
-        layout_fill(e, base, blob, key, val, h)
+        # the slot the hash selects (bpf/mirror_layout.h); an object of the
+        # earlier layout, with an index (mirror_i*) in front of the slots,
+        # finds the entry through the index word, naming slot 7
+        layout_fill(e, (h & (slots[t] - 1)) * sizes[t], blob, key, val, h)
+        layout_fill(e, 7 * sizes[t], blob, key, val, h)
         struct.pack_into("<Q", regs["mirror_i%d" % t], (h & (slots[t] - 1)) * 8,
-                         ((h >> 32) << 32) | (slot + 1))
+                         ((h >> 32) << 32) | (7 + 1))
 
     def layout_fill(e, base, blob, key, val, h):
         # struct mirror_entry (bpf/mirror_layout.h)

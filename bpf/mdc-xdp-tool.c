@@ -14,9 +14,10 @@
  *       userspace path, byte for byte mirror_reply_build()) and the record
  *       is then copied into the mirror, as the daemon does.
  *
- *   mdc-xdp-tool progbench [-n REPEAT] [-v VLEN] [-k HOTKEYS]
+ *   mdc-xdp-tool progbench [-n REPEAT] [-v VLEN] [-k HOTKEYS] [-s SLOTS]
  *       the programs' own cost through BPF_PROG_TEST_RUN: mdc_xdp on a hit
- *       (tail and head growth) and a miss, mdc_bounce; ns per run (JSON)
+ *       (tail and head growth) and a miss, mdc_bounce; ns per run (JSON);
+ *       -s: slots of the 128-byte tier (how many pages the hot keys span)
  *
  * MODE: auto (default), native, generic.  Each program stays attached
  * through a bpf_link held by this process: it goes when the process goes.
@@ -376,7 +377,7 @@ static int cmp_u32(const void *a, const void *b)
  * requests in a scattered order (the cost per hit once the working set is
  * larger than one key); the single-key figures are unchanged.
  */
-static unsigned hotkeys;
+static unsigned hotkeys, slots0;
 
 static int run_progbench(int repeat, unsigned vlen)
 {
@@ -409,6 +410,7 @@ static int run_progbench(int repeat, unsigned vlen)
         cfg.naddrs = 1;
         cfg.mtu = 1500;
         cfg.flags = i ? MIRROR_F_HEAD_ONLY : 0;
+        cfg.slots[0] = slots0;
         if (mirror_setup(&cfg, &m[i], err, sizeof(err))) {
             fprintf(stderr, "mdc-xdp-tool: %s\n", err);
             return 1;
@@ -530,11 +532,12 @@ int main(int argc, char **argv)
         usage();
     what = argv[1];
     optind = 2;
-    while ((c = getopt(argc, argv, "i:m:p:a:n:v:k:")) != -1) {
+    while ((c = getopt(argc, argv, "i:m:p:a:n:v:k:s:")) != -1) {
         switch (c) {
         case 'n': repeat = atoi(optarg); break;
         case 'v': vlen = (unsigned)atoi(optarg); break;
         case 'k': hotkeys = (unsigned)atoi(optarg); break;
+        case 's': slots0 = (unsigned)atoi(optarg); break;
         case 'i': ifname = optarg; break;
         case 'm': mode = parse_mode(optarg); break;
         case 'p': port = (uint16_t)atoi(optarg); break;

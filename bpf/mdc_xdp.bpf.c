@@ -43,10 +43,6 @@ const volatile struct mirror_cfg mdc_cfg = {};
 TIER_MAP(mirror_t0, MIRROR_SLOT0);
 TIER_MAP(mirror_t1, MIRROR_SLOT1);
 TIER_MAP(mirror_t2, MIRROR_SLOT2);
-/* the tiers' indexes: one 8-byte word per position (mirror_layout.h) */
-TIER_MAP(mirror_i0, 8);
-TIER_MAP(mirror_i1, 8);
-TIER_MAP(mirror_i2, 8);
 
 struct {
     __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -202,25 +198,17 @@ struct found {
     __u32 blob_len;
 };
 
-static __always_inline int tier_read(void *map, void *imap, __u32 slot_size,
-                                     __u32 mask, __u64 h, __u32 klen,
+static __always_inline int tier_read(void *map, __u32 slot_size, __u32 mask,
+                                     __u64 h, __u32 klen,
                                      struct mirror_scratch *s, struct found *f)
 {
     struct bpf_dynptr dp;
     struct mirror_entry *e;
-    __u32 pos = (__u32)h & mask, idx;
+    __u32 pos = (__u32)h & mask;
     __u32 seq1, blen;
-    __u64 *iw, w;
 
-    /* the index names the slot; its hash half settles most misses */
-    iw = bpf_map_lookup_elem(imap, &pos);
-    if (!iw)
-        return R_MISS;
-    w = READ_ONCE(*iw);
-    if ((__u32)w == 0 || (__u32)(w >> 32) != (__u32)(h >> 32))
-        return R_MISS;
-    idx = (__u32)w - 1;
-    e = bpf_map_lookup_elem(map, &idx);
+    /* the hash selects the slot: its lines are the only ones read */
+    e = bpf_map_lookup_elem(map, &pos);
     if (!e)
         return R_MISS;
     seq1 = SEQ_READ(&e->seq);
@@ -547,13 +535,13 @@ static __always_inline int match(struct mirror_scratch *s, const struct req *q,
     sc.hash = mirror_hash_final(sc.hash);
 
     /* look the key up: it lives in at most one tier */
-    rc = tier_read(&mirror_t0, &mirror_i0, MIRROR_SLOT0, mdc_cfg.mask[0],
+    rc = tier_read(&mirror_t0, MIRROR_SLOT0, mdc_cfg.mask[0],
                    sc.hash, q->klen, s, f);
     if (rc == R_MISS)
-        rc = tier_read(&mirror_t1, &mirror_i1, MIRROR_SLOT1, mdc_cfg.mask[1],
+        rc = tier_read(&mirror_t1, MIRROR_SLOT1, mdc_cfg.mask[1],
                        sc.hash, q->klen, s, f);
     if (rc == R_MISS)
-        rc = tier_read(&mirror_t2, &mirror_i2, MIRROR_SLOT2, mdc_cfg.mask[2],
+        rc = tier_read(&mirror_t2, MIRROR_SLOT2, mdc_cfg.mask[2],
                        sc.hash, q->klen, s, f);
     if (rc == R_FOUND) {
         /* the copy is consistent: now the full key, then the deadline */

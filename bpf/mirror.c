@@ -101,9 +101,6 @@ struct tier {
     size_t bytes;    /* mapping length */
     uint32_t mask;   /* nslots - 1 */
     uint32_t size;   /* slot size */
-    uint64_t *index; /* mmap'ed index: nslots words (mirror_layout.h) */
-    size_t ibytes;
-    uint32_t hand;   /* the clock: next slot handed out (atomic) */
 };
 
 struct mirror {
@@ -209,26 +206,10 @@ static struct mirror_entry *slot_at(struct mirror *m, unsigned t, uint32_t i)
     return (struct mirror_entry *)(tr->base + (size_t)i * tr->size);
 }
 
-static uint64_t *index_of(struct mirror *m, unsigned t, uint64_t h)
+/* The slot hash h selects in tier t (whatever it holds now). */
+static struct mirror_entry *slot_of(struct mirror *m, unsigned t, uint64_t h)
 {
-    return &m->tier[t].index[(uint32_t)h & m->tier[t].mask];
-}
-
-/* The slot the index names for hash h (whatever it holds now), or NULL;
- * with 'check', only if the word carries h's hash half. */
-static struct mirror_entry *indexed(struct mirror *m, unsigned t, uint64_t h,
-                                    bool check, uint32_t *slot)
-{
-    uint64_t w = __atomic_load_n(index_of(m, t, h), __ATOMIC_ACQUIRE);
-    uint32_t i = (uint32_t)w - 1;
-
-    if ((uint32_t)w == 0 || i > m->tier[t].mask)
-        return NULL;
-    if (check && (uint32_t)(w >> 32) != (uint32_t)(h >> 32))
-        return NULL;
-    if (slot)
-        *slot = i;
-    return slot_at(m, t, i);
+    return slot_at(m, t, (uint32_t)h & m->tier[t].mask);
 }
 
 void *mirror_slot(struct mirror *m, unsigned tier, const void *key,
@@ -236,7 +217,7 @@ void *mirror_slot(struct mirror *m, unsigned tier, const void *key,
 {
     if (!m || tier >= MIRROR_TIERS || !m->tier[tier].base)
         return NULL;
-    return indexed(m, tier, key_hash(m->seed, key, klen), false, NULL);
+    return slot_of(m, tier, key_hash(m->seed, key, klen));
 }
 
 /*
@@ -285,9 +266,7 @@ static void drop(struct mirror *m, unsigned t, uint64_t h)
 
     if (!m->tier[t].base)
         return;
-    e = indexed(m, t, h, true, NULL);
-    if (!e)
-        return;
+    e = slot_of(m, t, h);
     for (;;) {
         s = __atomic_load_n(&e->seq, __ATOMIC_ACQUIRE);
         if (s & 1)
@@ -306,25 +285,15 @@ static void drop(struct mirror *m, unsigned t, uint64_t h)
     stat_add(&m->invalidations);
 }
 
-/* A slot for a new fill of hash h in tier t, claimed: the one the index
- * names if it holds h (a busy one is not taken: MIRROR_EBUSY), else the
- * clock's next free-to-claim slot. */
+/* The slot of hash h in tier t, claimed for a fill: whatever it holds is
+ * replaced (the newest fill wins); one another writer owns is not waited
+ * for (NULL: MIRROR_EBUSY, a spurious miss). */
 static struct mirror_entry *fill_slot(struct mirror *m, unsigned t, uint64_t h,
-                                      uint32_t *slot, uint32_t *seq)
+                                      uint32_t *seq)
 {
-    struct mirror_entry *e = indexed(m, t, h, true, slot);
-    int i;
+    struct mirror_entry *e = slot_of(m, t, h);
 
-    if (e && __atomic_load_n(&e->hash, __ATOMIC_RELAXED) == h)
-        return claim(e, seq) ? e : NULL;
-    for (i = 0; i < 8; i++) {
-        *slot = __atomic_fetch_add(&m->tier[t].hand, 1, __ATOMIC_RELAXED) &
-                m->tier[t].mask;
-        e = slot_at(m, t, *slot);
-        if (claim(e, seq))
-            return e;
-    }
-    return NULL;
+    return claim(e, seq) ? e : NULL;
 }
 
 static bool key_ok(const uint8_t *k, uint32_t klen)
@@ -379,7 +348,7 @@ int mirror_fill(struct mirror *m, const void *key, uint32_t klen,
                 uint64_t deadline_ns)
 {
     struct mirror_entry *e;
-    uint32_t blen, s, hl, slot = 0;
+    uint32_t blen, s, hl;
     uint64_t h;
     unsigned u;
     int t;
@@ -396,7 +365,7 @@ int mirror_fill(struct mirror *m, const void *key, uint32_t klen,
         return t;
     }
     h = key_hash(m->seed, key, klen);
-    e = fill_slot(m, (unsigned)t, h, &slot, &s);
+    e = fill_slot(m, (unsigned)t, h, &s);
     if (!e) {
         stat_add(&m->fill_busy);
         return MIRROR_EBUSY;
@@ -412,10 +381,6 @@ int mirror_fill(struct mirror *m, const void *key, uint32_t klen,
     __atomic_store_n(&e->hash, h, __ATOMIC_RELAXED);
     __atomic_store_n(&e->blob_len, (uint16_t)blen, __ATOMIC_RELAXED);
     release(e, s);
-    /* the slot is complete: name it in the index (a reader that still sees
-     * the old word reads the old slot, checked by hash and key) */
-    __atomic_store_n(index_of(m, (unsigned)t, h), MIRROR_IDX(slot, h),
-                     __ATOMIC_RELEASE);
     /* a copy in another tier could only be stale: drop it */
     for (u = 0; u < MIRROR_TIERS; u++)
         if (u != (unsigned)t)
@@ -469,8 +434,6 @@ void mirror_clear(struct mirror *m)
             __atomic_store_n(&e->hash, 0, __ATOMIC_RELAXED);
             release(e, s);
         }
-        for (i = 0; i <= m->tier[t].mask; i++)
-            __atomic_store_n(&m->tier[t].index[i], 0, __ATOMIC_RELAXED);
     }
 }
 
@@ -622,7 +585,7 @@ int mirror_setup(const struct mirror_config *cfg, struct mirror **out, char *err
                 size_t errlen)
 {
     struct mirror *m;
-    struct bpf_map *maps[MIRROR_TIERS], *imaps[MIRROR_TIERS];
+    struct bpf_map *maps[MIRROR_TIERS];
     struct bpf_prog_info info;
     __u32 ilen = sizeof(info);
     int ifindex = 0, mtu, rc;
@@ -674,9 +637,6 @@ int mirror_setup(const struct mirror_config *cfg, struct mirror **out, char *err
     maps[0] = m->skel->maps.mirror_t0;
     maps[1] = m->skel->maps.mirror_t1;
     maps[2] = m->skel->maps.mirror_t2;
-    imaps[0] = m->skel->maps.mirror_i0;
-    imaps[1] = m->skel->maps.mirror_i1;
-    imaps[2] = m->skel->maps.mirror_i2;
     for (i = 0; i < cfg->naddrs; i++)
         m->skel->rodata->mdc_cfg.addrs[i] = cfg->addrs[i].s_addr;
     m->skel->rodata->mdc_cfg.naddrs = (__u32)cfg->naddrs;
@@ -692,7 +652,6 @@ int mirror_setup(const struct mirror_config *cfg, struct mirror **out, char *err
         m->tier[t].size = tier_size[t];
         m->skel->rodata->mdc_cfg.mask[t] = n - 1;
         bpf_map__set_max_entries(maps[t], n);
-        bpf_map__set_max_entries(imaps[t], n);
     }
     rc = mdc_xdp__load(m->skel);
     if (rc) {
@@ -720,18 +679,6 @@ int mirror_setup(const struct mirror_config *cfg, struct mirror **out, char *err
         }
         m->tier[t].base = p;
         m->tier[t].bytes = len;
-        len = (size_t)(m->tier[t].mask + 1) * sizeof(uint64_t);
-        len = (len + pg - 1) / pg * pg;
-        p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED,
-                 bpf_map__fd(imaps[t]), 0);
-        if (p == MAP_FAILED) {
-            rc = -errno;
-            snprintf(err, errlen, "mapping the mirror index: %s",
-                     strerror(-rc));
-            goto fail;
-        }
-        m->tier[t].index = p;
-        m->tier[t].ibytes = len;
     }
     if (cfg->mode != MIRROR_MODE_NONE) {
         rc = attach(m, ifindex, cfg->mode, cfg->ifname, err, errlen);
@@ -756,8 +703,6 @@ void mirror_teardown(struct mirror *m)
     for (t = 0; t < MIRROR_TIERS; t++) {
         if (m->tier[t].base)
             munmap(m->tier[t].base, m->tier[t].bytes);
-        if (m->tier[t].index)
-            munmap(m->tier[t].index, m->tier[t].ibytes);
     }
     mdc_xdp__destroy(m->skel);
     free(m);

@@ -5,14 +5,14 @@
  *
  * The mirror is MIRROR_TIERS BPF_F_MMAPABLE array maps of fixed-size slots.
  * Tier t has 2^k slots of mirror_slot_size[t] bytes; a record lives in the
- * smallest tier whose slot holds it.  In front of each tier's slots sits an
- * index of 2^k 8-byte words (another mmapable array): word (hash & mask[t])
- * names the slot of the key that was filled last under that position
- * (low 32 bits: slot + 1, 0 = none; high 32 bits: the upper half of the
- * key's hash, so most misses end at the index).  Slots are handed out by a
- * clock, so the records filled recently - the hot ones - sit together in a
- * few pages instead of one page each.  The newest fill at an index position
- * wins.  A slot is a struct mirror_entry header followed by
+ * smallest tier whose slot holds it, in the slot its hash selects:
+ * (hash & mask[t]), nothing in front of it.  The arrays' values start on a
+ * page and the slot sizes are multiples of 64, so a slot covers whole cache
+ * lines: a tier-0 hit reads the two lines of one 128-byte slot, both
+ * addresses known from the hash (no dependent load), header and blob
+ * together.  The newest fill of a slot wins; two keys sharing it evict each
+ * other (a miss, never a wrong answer).  A slot is a struct mirror_entry
+ * header followed by
  * the reply "blob" exactly as the server would send it after the 8-byte
  * memcached UDP frame header:
  *
@@ -52,9 +52,6 @@
 /* In the scratch copy the key of "VALUE <key>" is at this aligned offset. */
 #define MIRROR_REPLY_KEY_OFF (MIRROR_REPLY_HDRS + 6u)
 
-/* An index word: which slot, and the hash half that checks it. */
-#define MIRROR_IDX(slot, hash) (((__u64)((hash) >> 32) << 32) | ((slot) + 1u))
-
 /* A slot.  blob_len == 0 means empty. */
 struct mirror_entry {
     __u32 seq;      /* seqlock: odd while a writer owns the slot */
@@ -68,6 +65,9 @@ struct mirror_entry {
     __u64 deadline_ns; /* CLOCK_MONOTONIC expiry; 0 = never */
     __u8 blob[];       /* VALUE <key> <flags> <bytes>\r\n<data>\r\nEND\r\n */
 };
+_Static_assert(MIRROR_SLOT0 % 64 == 0 && MIRROR_SLOT1 % 64 == 0 &&
+                   MIRROR_SLOT2 % 64 == 0,
+               "a slot covers whole cache lines");
 
 /* Per-CPU scratch of the program: the reply frame is assembled in pkt[]
  * (8-aligned: the key compare reads it as words). */
