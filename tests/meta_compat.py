@@ -58,8 +58,12 @@ class Conn:
             data = data.replace(b"{C}", str(self.cas).encode())
         else:
             data = data.replace(b"{C}", b"999999")
-        self.s.sendall(data + b"mn\r\n")
-        while not self.buf.endswith(b"MN\r\n"):
+        data += b"mn\r\n"
+        self.s.sendall(data)
+        # as many MN as mn sent (a case may send mn itself): a reply that
+        # arrives in pieces is not cut at its first MN
+        while (not self.buf.endswith(b"MN\r\n")
+               or self.buf.count(b"MN\r\n") < data.count(b"mn\r\n")):
             d = self.s.recv(65536)
             if not d:
                 return None
