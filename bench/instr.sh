@@ -21,6 +21,7 @@
 #
 # usage: bench/instr.sh [-B BUILD] [-w W1|W2|W3|TLS] [-D SECONDS] [-s|-S]
 #                       [-o OUT] [-P PROTO] [-T mdcached|memcached]
+#                       [-k KEYS] [-m MIB] [-f KEYS] [-C]
 #                       [-- extra server options]
 #   -B  build directory (default .)      -w  workload (default W1)
 #   -D  measured seconds (default 10)    -s  strace -c instead of callgrind
@@ -29,6 +30,13 @@
 #   -o  keep callgrind.out / strace output as OUT (default: a temp dir)
 #   -P  the load's protocol: text (default) or binary (memcached's)
 #   -T  the server: mdcached (default) or memcached (1.6, -t 1)
+#   -k  key space (default 100000), -m  the server's -m (default 1024):
+#       e.g. -k 1200000 -m 8, a W1E in small (most sets evict)
+#   -f  prefill only this many keys (default: -k): -k 12000000 -m 64
+#       -f 1000000 is W1E's window (memory full, 94 % of the gets miss,
+#       the sets evict) without setting all 12 M keys under valgrind
+#   -C  callgrind's cache simulation too: last-level misses per request
+#       (data reads and writes), the cost instructions do not show
 # prints: "W1 instr/req 5123.4 requests 81234 ..." and the top functions
 # (callgrind_annotate, inclusive) unless -s; with TLS first the protocol
 # and cipher that a default OpenSSL client (openssl s_client; mdc-load
@@ -42,6 +50,10 @@ PERFSYS=0
 OUT=
 PROTO=text
 TARGET=mdcached
+KEYS=100000
+MEM=1024
+PREKEYS=
+CACHESIM=no
 while [ $# -gt 0 ]; do
     case $1 in
     -B) BUILD=$2; shift ;;
@@ -52,8 +64,12 @@ while [ $# -gt 0 ]; do
     -o) OUT=$2; shift ;;
     -P) PROTO=$2; shift ;;
     -T) TARGET=$2; shift ;;
+    -k) KEYS=$2; shift ;;
+    -m) MEM=$2; shift ;;
+    -f) PREKEYS=$2; shift ;;
+    -C) CACHESIM=yes ;;
     --) shift; break ;;
-    -h) sed -n '2,36p' "$0"; exit 0 ;;
+    -h) sed -n '2,44p' "$0"; exit 0 ;;
     *) echo "instr.sh: unknown option $1" >&2; exit 64 ;;
     esac
     shift
@@ -86,7 +102,7 @@ if [ "$W" = TLS ]; then
 fi
 # the server's command line (the extra options go last)
 case $TARGET in
-mdcached) SERVER=("$DAEMON" -n 1 -t 0 -m 1024 "${LISTEN[@]}" -v 1) ;;
+mdcached) SERVER=("$DAEMON" -n 1 -t 0 -m "$MEM" "${LISTEN[@]}" -v 1) ;;
 memcached)
     case $W in
     W1 | W3) MLISTEN=(-s "$ADDR" -a 0700) ;;
@@ -94,7 +110,7 @@ memcached)
     TLS) MLISTEN=(-p "$PORT" -l 127.0.0.1 -Z
         -o "ssl_chain_cert=$CERT,ssl_key=$KEY") ;;
     esac
-    SERVER=(memcached -t 1 -m 1024 -c 1024 -U 0 "${MLISTEN[@]}") ;;
+    SERVER=(memcached -t 1 -m "$MEM" -c 1024 -U 0 "${MLISTEN[@]}") ;;
 *) echo "instr.sh: -T mdcached or memcached" >&2; exit 64 ;;
 esac
 
@@ -147,7 +163,7 @@ fi
 IOEP=()
 [ "$TARGET" = mdcached ] && IOEP=(--io=epoll)
 # shellcheck disable=SC2206
-LARGS=(-P "$PROTO" -s "$ADDR" $TLS -k 100000 -K 16 -v 32)
+LARGS=(-P "$PROTO" -s "$ADDR" $TLS -k "$KEYS" -K 16 -v 32)
 
 if [ "$STRACE" = 1 ] && [ "$PERFSYS" = 1 ]; then
     # system calls at full speed (strace slows the server, which changes
@@ -156,7 +172,7 @@ if [ "$STRACE" = 1 ] && [ "$PERFSYS" = 1 ]; then
     PID=$!
     wait_up
 say_cipher
-    "$LOAD" "${LARGS[@]}" -c 8 -f -D 0 -w 0 -q
+    "$LOAD" "${LARGS[@]}" ${PREKEYS:+-k "$PREKEYS"} -c 8 -f -D 0 -w 0 -q
     before=$(stats_sum cmd_get cmd_set)
     EV=raw_syscalls:sys_enter
     for sc in recvfrom sendto sendmsg epoll_wait epoll_ctl read write; do
@@ -180,7 +196,7 @@ if [ "$STRACE" = 1 ]; then
     PID=$!
     wait_up
 say_cipher
-    "$LOAD" "${LARGS[@]}" -c 8 -f -D 0 -w 0 -q
+    "$LOAD" "${LARGS[@]}" ${PREKEYS:+-k "$PREKEYS"} -c 8 -f -D 0 -w 0 -q
     before=$(stats_sum cmd_get cmd_set)
     strace -c -f -q -o "$TMP/strace" -p "$PID" &
     SPID=$!
@@ -211,13 +227,14 @@ fi
 # its own limit less the 12 it keeps
 (
     [ "$TARGET" = memcached ] && ulimit -n 1036
-    exec valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$TMP/cg.out" \
+    exec valgrind --tool=callgrind --instr-atstart=no --cache-sim="$CACHESIM" \
+        --callgrind-out-file="$TMP/cg.out" \
         "${SERVER[@]}" "${IOEP[@]}" "$@" > "$TMP/log" 2>&1
 ) &
 PID=$!
 wait_up
 say_cipher
-"$LOAD" "${LARGS[@]}" -c 8 -f -D 0 -w 0 -q
+"$LOAD" "${LARGS[@]}" ${PREKEYS:+-k "$PREKEYS"} -c 8 -f -D 0 -w 0 -q
 if [ -n "$TLS" ]; then
     # The steady state only: the window opens once the load's 50
     # handshakes are done (instrumentation is off until then) and closes
@@ -246,6 +263,11 @@ kill "$PID"; wait "$PID" 2>/dev/null || true
 PID=
 f=$TMP/cg.out.1 # the dump of the window
 total=$(callgrind_annotate "$f" 2>/dev/null | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1; exit }')
+if [ "$CACHESIM" = yes ]; then
+    # Ir I1mr ILmr Dr D1mr DLmr Dw D1mw DLmw: last-level misses per request
+    # (after the non-TLS branch below has set n; printed at the end)
+    llm=$(callgrind_annotate "$f" 2>/dev/null | awk '/PROGRAM TOTALS/ { for (i = 1; i <= 9; i++) gsub(",", "", $i); print $3, $6, $9, $5, $8; exit }')
+fi
 if [ -n "$TLS" ]; then
     # calls of the OpenSSL entry points in the window, and the window's
     # instructions by object (self cost): libssl, libcrypto, libc, server
@@ -299,4 +321,8 @@ else
     echo "$W instr/req $(python3 -c "print('%.1f' % ($total / $n))") requests $n instructions $total"
 fi
 [ -n "$OUT" ] && cp "$f" "$OUT"
+if [ "$CACHESIM" = yes ] && [ -n "${n:-}" ]; then
+    set -- $llm
+    echo "$W per request: LL misses, instructions $(python3 -c "print('%.2f' % ($1 / $n))") data reads $(python3 -c "print('%.2f' % ($2 / $n))") data writes $(python3 -c "print('%.2f' % ($3 / $n))"); D1 misses, reads $(python3 -c "print('%.2f' % ($4 / $n))") writes $(python3 -c "print('%.2f' % ($5 / $n))")"
+fi
 callgrind_annotate --inclusive=yes "$f" 2>/dev/null | sed -n '/Ir/,$p' | head -45
