@@ -266,7 +266,7 @@ total=$(callgrind_annotate "$f" 2>/dev/null | awk '/PROGRAM TOTALS/ { gsub(",", 
 if [ "$CACHESIM" = yes ]; then
     # Ir I1mr ILmr Dr D1mr DLmr Dw D1mw DLmw: last-level misses per request
     # (after the non-TLS branch below has set n; printed at the end)
-    llm=$(callgrind_annotate "$f" 2>/dev/null | awk '/PROGRAM TOTALS/ { for (i = 1; i <= 9; i++) gsub(",", "", $i); print $3, $6, $9, $5, $8; exit }')
+    llm=$(awk '/^(summary|totals):/ { print $8, $9, $10, $6, $7; exit }' "$f")
 fi
 if [ -n "$TLS" ]; then
     # calls of the OpenSSL entry points in the window, and the window's
