@@ -151,6 +151,7 @@ static BIO_METHOD *tls_bio_method;
  * wrappers that call the int ones of the BIO's method, i.e. ours */
 static int (*sock_read)(BIO *, char *, int);
 static int (*sock_write)(BIO *, const char *, int);
+static long (*sock_ctrl)(BIO *, int, long, void *);
 
 static int tls_bio_read(BIO *b, char *buf, size_t len, size_t *got)
 {
@@ -204,6 +205,27 @@ static int tls_bio_write(BIO *b, const char *buf, size_t len, size_t *put)
     return n < 0 ? -1 : 0;
 }
 
+/* The connection whose SSL_read()/SSL_write() runs on this thread
+ * (tls_recv, tls_send_pending), NULL otherwise: its BIO's controls. */
+static __thread const struct tls_conn *tls_io_conn;
+
+/* OpenSSL 3.0 asks the BIO whether the kernel encrypts (BIO_get_ktls_send)
+ * eight times per record written and twice per record read; once the
+ * handshake has settled it for a direction, the answer is ours (no kTLS:
+ * 0), without the socket BIO's control, and found without a call (no
+ * BIO_get_callback_arg()).  Everything else is the socket BIO's. */
+static long tls_bio_ctrl(BIO *b, int cmd, long larg, void *parg)
+{
+#if defined(BIO_CTRL_GET_KTLS_SEND) && defined(BIO_CTRL_GET_KTLS_RECV)
+    const struct tls_conn *t = tls_io_conn;
+
+    if (t != NULL && ((cmd == BIO_CTRL_GET_KTLS_SEND && t->bio_plain_tx) ||
+                      (cmd == BIO_CTRL_GET_KTLS_RECV && t->bio_plain_rx)))
+        return 0;
+#endif
+    return sock_ctrl(b, cmd, larg, parg);
+}
+
 static int tls_bio_method_setup(void)
 {
     const BIO_METHOD *s = BIO_s_socket();
@@ -216,11 +238,12 @@ static int tls_bio_method_setup(void)
         return -1;
     sock_read = BIO_meth_get_read(s);
     sock_write = BIO_meth_get_write(s);
-    if (sock_read == NULL || sock_write == NULL ||
+    sock_ctrl = BIO_meth_get_ctrl(s);
+    if (sock_read == NULL || sock_write == NULL || sock_ctrl == NULL ||
         !BIO_meth_set_read_ex(m, tls_bio_read) ||
         !BIO_meth_set_write_ex(m, tls_bio_write) ||
         !BIO_meth_set_puts(m, BIO_meth_get_puts(s)) ||
-        !BIO_meth_set_ctrl(m, BIO_meth_get_ctrl(s)) ||
+        !BIO_meth_set_ctrl(m, tls_bio_ctrl) ||
         !BIO_meth_set_create(m, BIO_meth_get_create(s)) ||
         !BIO_meth_set_destroy(m, BIO_meth_get_destroy(s)) ||
         !BIO_meth_set_callback_ctrl(m, BIO_meth_get_callback_ctrl(s))) {
@@ -231,13 +254,30 @@ static int tls_bio_method_setup(void)
     return 0;
 }
 
-/* Before an SSL call whose outcome SSL_get_error() reads: the thread's
- * error queue must be empty.  It almost always is (every failure path
- * empties it), and looking costs less than clearing its 16 slots. */
-static void tls_err_reset(void)
+/*
+ * SSL_get_error() of an SSL_read()/SSL_write() that returned n <= 0.  It
+ * reads any error in the thread's queue as this call's failure, so the
+ * queue must not hold one left by an earlier call; rather than look
+ * before every call (ERR_peek_error(): about 200 instructions, twice a
+ * request), a failure that claims an error is checked: a call that
+ * stopped for want of I/O says so itself - OpenSSL resets its I/O state
+ * (SSL_want()) at the start of every read and write and again once its
+ * socket reads succeed, so a record that fails after them leaves
+ * SSL_NOTHING - and the BIO holds the retry flag it set on EAGAIN
+ * (cleared at every BIO call).  Then the queued error is not this call's:
+ * it is dropped and the outcome asked again.  (A failure path here empties
+ * the queue anyway; this covers any other OpenSSL user on the thread.)
+ */
+static int tls_outcome(SSL *ssl, int n)
 {
-    if (ERR_peek_error() != 0)
+    int e = SSL_get_error(ssl, n);
+
+    if ((e == SSL_ERROR_SSL || e == SSL_ERROR_SYSCALL) &&
+        SSL_want(ssl) != SSL_NOTHING && BIO_should_retry(SSL_get_rbio(ssl))) {
         ERR_clear_error();
+        e = SSL_get_error(ssl, n);
+    }
+    return e;
 }
 
 int tls_setup(struct server *srv)
@@ -422,9 +462,10 @@ ssize_t tls_recv(struct conn *c, void *buf, size_t len, bool *drained)
     struct tls_conn *t = c->tls;
     int n, e;
 
-    tls_err_reset();
     t->bio_short = false;
+    tls_io_conn = t;
     n = SSL_read(t->ssl, buf, len > INT32_MAX ? INT32_MAX : (int)len);
+    tls_io_conn = NULL;
     if (n > 0) {
         if (t->rx_ahead) {
             /* what OpenSSL read ahead: then the kernel's records, by
@@ -439,7 +480,7 @@ ssize_t tls_recv(struct conn *c, void *buf, size_t len, bool *drained)
         }
         return n;
     }
-    e = SSL_get_error(t->ssl, n);
+    e = tls_outcome(t->ssl, n);
     switch (e) {
     case SSL_ERROR_WANT_READ:
         errno = EAGAIN;
@@ -450,11 +491,14 @@ ssize_t tls_recv(struct conn *c, void *buf, size_t len, bool *drained)
         return -1;
     case SSL_ERROR_ZERO_RETURN:
         return 0;
-    case SSL_ERROR_SYSCALL:
+    case SSL_ERROR_SYSCALL: {
+        int err = errno != 0 ? errno : ECONNRESET;
+
         t->failed = true;
-        if (errno == 0)
-            errno = ECONNRESET;
+        ERR_clear_error(); /* it may hold the system error: leave none */
+        errno = err;
         return -1;
+    }
     default: {
         char eb[256];
 
@@ -585,8 +629,9 @@ ssize_t tls_send_pending(struct conn *c)
     }
     if (len > (1u << 30))
         len = 1u << 30;
-    tls_err_reset();
+    tls_io_conn = t;
     n = SSL_write(t->ssl, p, (int)len);
+    tls_io_conn = NULL;
     if (n > 0) {
         if (c->rd_wants_wr) {
             c->rd_wants_wr = false;
@@ -594,7 +639,7 @@ ssize_t tls_send_pending(struct conn *c)
         }
         return n;
     }
-    e = SSL_get_error(t->ssl, n);
+    e = tls_outcome(t->ssl, n);
     if (e == SSL_ERROR_WANT_WRITE) {
         errno = EAGAIN;
         return -1;
@@ -606,8 +651,10 @@ ssize_t tls_send_pending(struct conn *c)
     }
     t->failed = true;
     if (e == SSL_ERROR_SYSCALL) {
-        if (errno == 0)
-            errno = EPIPE;
+        int err = errno != 0 ? errno : EPIPE;
+
+        ERR_clear_error(); /* it may hold the system error: leave none */
+        errno = err;
     } else {
         char eb[256];
 
