@@ -49,7 +49,7 @@ static struct obj *o;
 static int32_t *bk;
 static uint32_t n, split, maxb;
 static uint64_t items, mem, lim, clk, rng = 0x9E3779B97F4A7C15ull;
-static uint16_t tick;	/* store_record.h's tick_of(): 2^ATIME_SHIFT ns, never 0 */
+static uint16_t tick;	/* store_record.h, tick_of(): 2^ATIME_SHIFT ns, never 0 */
 #define HDR 48		/* sizeof(struct record) */
 #define ATIME_SHIFT 30
 #define ATIME_GRAIN 2
