@@ -1,8 +1,10 @@
 #!/bin/sh
 # bench/get_walk.sh - the source files one text GET hit over TCP crosses in
-# the daemon (docs/architecture.md, "The walk of a GET").
+# the daemon (docs/architecture.md, "The walk of a GET"), or with --tdel
+# those one stale tag delete ("tdel 1 2 I" of one record carrying the tag
+# 1:2) crosses (docs/architecture.md, "The levels of the store").
 #
-# Usage: bench/get_walk.sh [MDCACHED] [DAEMON OPTIONS...]
+# Usage: bench/get_walk.sh [--tdel] [MDCACHED] [DAEMON OPTIONS...]
 #   MDCACHED  the daemon binary, built with -g (default: server/mdcached of
 #             the build tree this is run from, else _build/dev/server/mdcached)
 #   options   default: -n 4 -t 0 (the default backend, io_uring where the
@@ -18,7 +20,8 @@
 # tick of the daemon may fall in another's window), and every call entered
 # between the send and the reply is recorded with its thread and time.  Printed: the calls of the thread that served it, the
 # files in order (consecutive calls in one file collapsed), the number of
-# distinct files, and every back-and-forth (a file left for another one and
+# distinct files, those of them in server/core/ (the store's part), and
+# every back-and-forth (a file left for another one and
 # entered again: A -> B -> A).  Inlined functions are part of their caller,
 # as in a profile: only real calls count.
 #
@@ -26,6 +29,11 @@
 # kernel.yama.ptrace_scope=0).  A figure, not a test: never run by make check.
 set -eu
 
+MODE=get
+if [ "${1:-}" = --tdel ]; then
+    MODE=tdel
+    shift
+fi
 BIN=${1:-}
 [ $# -gt 0 ] && shift
 if [ -z "$BIN" ]; then
@@ -87,9 +95,9 @@ PORT=$(awk '$1 == "tcp" { sub(/.*:/, "", $2); print $2; exit }' "$T/ports" 2>/de
 [ -n "$PORT" ] || { cat "$T/log" >&2; echo "get_walk: daemon did not start" >&2; exit 1; }
 
 # The client: connects, warms up, then waits for gdb to be ready.
-python3 - "$PORT" "$T" <<'EOF' &
+python3 - "$PORT" "$T" "$MODE" <<'EOF' &
 import os, socket, sys, time
-port, d = int(sys.argv[1]), sys.argv[2]
+port, d, mode = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 s = socket.create_connection(("127.0.0.1", port))
 s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 def ask(req, end):
@@ -101,8 +109,13 @@ def ask(req, end):
             raise SystemExit("get_walk: connection closed")
         buf += b
     return buf
-ask(b"set walk:key 0 0 5\r\nhello\r\n", b"STORED\r\n")
-ask(b"get walk:key\r\n", b"END\r\n")
+if mode == "tdel":
+    req, want = b"tdel 1 2 I\r\n", b"DELETED 1\r\n"
+    ask(b"tset walk:key 0 0 5 1:2\r\nhello\r\n", b"STORED\r\n")
+else:
+    req, want = b"get walk:key\r\n", b"VALUE walk:key 0 5\r\nhello\r\nEND\r\n"
+    ask(b"set walk:key 0 0 5\r\nhello\r\n", b"STORED\r\n")
+ask(req, want[-5:])
 open(d + "/warm", "w").close()
 for _ in range(600):
     if os.path.exists(d + "/ready"):
@@ -114,9 +127,9 @@ with open(d + "/window", "w") as f:
     for _ in range(3):  # the quietest of three (a timer may run in one)
         time.sleep(0.3)
         t0 = time.monotonic_ns()
-        r = ask(b"get walk:key\r\n", b"END\r\n")
+        r = ask(req, want[-5:])
         t1 = time.monotonic_ns()
-        assert r == b"VALUE walk:key 0 5\r\nhello\r\nEND\r\n", r
+        assert r == want, r
         f.write("%d %d\n" % (t0, t1))
 EOF
 CPID=$!
@@ -231,6 +244,18 @@ for _, f in calls:
         walk.append(f)
 print("walk: " + " -> ".join(walk))
 print("files: %d" % len(set(walk)))
+# the store's part: its .c files, and apart the headers a function is
+# put down to when its first line is an inline of theirs (store_hash() is
+# store_hash.h's inline hash, though defined in a .c)
+core = sorted(set(f for f in walk if f.startswith("server/core/")))
+cs = [f for f in core if f.endswith(".c")]
+hs = [f for f in core if not f.endswith(".c")]
+print("store files (server/core/): %d .c (%s); headers by first line: %s"
+      % (len(cs), " ".join(cs), " ".join(hs) or "none"))
+print("moves between files: %d (between two files of the store: %d)"
+      % (len(walk) - 1,
+         sum(1 for a, b in zip(walk, walk[1:])
+             if a.startswith("server/core/") and b.startswith("server/core/"))))
 print("back-and-forth (a call into a file lower on the stack): %d%s"
       % (len(backs), "".join("\n  " + m for m in backs)))
 EOF

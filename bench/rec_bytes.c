@@ -25,7 +25,7 @@
 
 #include "bench/missratio/mr_trace.h"
 #include "server/core/alloc.h"
-#include "server/core/store_int.h"
+#include "server/core/store_policy.h"
 
 static long rss_kib(void)
 {

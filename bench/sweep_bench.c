@@ -31,7 +31,7 @@
 #include <time.h>
 
 #include "server/core/store.h"
-#include "server/core/store_int.h"
+#include "server/core/store_policy.h"
 
 static uint64_t thread_cpu_ns(clockid_t cid)
 {

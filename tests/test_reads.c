@@ -17,7 +17,7 @@
 
 #include <cmocka.h>
 
-#include "server/core/store_int.h"
+#include "server/core/store_policy.h"
 #include "testclock.h"
 
 static struct store *mk(struct testclock *tc)
@@ -102,7 +102,7 @@ static void test_get_writes_nothing_shared(void **state)
 }
 
 /* Recency for eviction survives: the access time and the eviction bits
- * (reads counted, store_int.h's EVB_*) move once a grain, together. */
+ * (reads counted, store_record.h's EVB_*) move once a grain, together. */
 static void test_atime_grain(void **state)
 {
     (void)state;

@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "server/core/store_int.h"
+#include "server/core/store_policy.h"
 #include "server/core/tags.h"
 
 /* A stand-alone record with 'nt' tag entries (never in a store). */

@@ -9,7 +9,7 @@
  * batch's gets, then the sets of its misses) are modelled; time advances
  * at RATE requests a second, and a read counts for eviction only when the
  * record's 16-bit atime (ticks of 2^30 ns, ~1.07 s) is ATIME_GRAIN ticks
- * old, as in the server (store_int.h's atime_due).
+ * old, as in the server (store_record.h's atime_due).
  *
  *   mr-evict-sim TRACE MIB [POLICY] [RATE] [SAMPLE] [PROBATION] [GHOSTS]
  *
@@ -49,7 +49,7 @@ static struct obj *o;
 static int32_t *bk;
 static uint32_t n, split, maxb;
 static uint64_t items, mem, lim, clk, rng = 0x9E3779B97F4A7C15ull;
-static uint16_t tick;	/* store_int.h's tick_of(): 2^ATIME_SHIFT ns, never 0 */
+static uint16_t tick;	/* store_record.h, tick_of(): 2^ATIME_SHIFT ns, never 0 */
 #define HDR 48		/* sizeof(struct record) */
 #define ATIME_SHIFT 30
 #define ATIME_GRAIN 2
@@ -87,7 +87,7 @@ static size_t good(size_t s)
 	size_t step = (size_t)1 << (p - 2);
 	return (s + step - 1) & ~(step - 1);
 }
-/* the server's log scale of a read's age (store_int.h, evb_age_code) */
+/* the server's log scale of a read's age (store_record.h, evb_age_code) */
 static uint64_t quant(uint64_t a)
 {
 	if (a < 2)

@@ -29,7 +29,7 @@
 #include "alloc.h"
 #include "dump.h"
 #include "newfile.h"
-#include "store_int.h"
+#include "store_policy.h"
 
 #define HDR_MAGIC "MDCDUMP\n"
 #define HDR_SIZE 64

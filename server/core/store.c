@@ -1,24 +1,36 @@
 /*
  * store.c - the store's life: setup and teardown, the clock, the hook,
- * status and event names.  The store is split by concern, its files
- * sharing store_int.h (the record layout, struct store, the inline helpers
- * every path uses, and the internal functions of each file):
+ * status and event names, the counters read out (store_get_stats).  The
+ * store is in levels, each file calling only its own level and those
+ * below (store_record.h lists them; tools/check-layers.sh checks it):
  *
- *   store_forest.c   the record forest: linking, unlinking, table growth,
- *                    walks by hash class
- *   store_record.c   records: allocation, accessors, references and their
- *                    release (the one place tokens are dropped)
- *   store_get.c      lookups: get, gat, visit, meta get, batched gets
- *   store_put.c      writes: set/add/replace/cas/append/prepend, touch,
- *                    delete, invalidate, restore from a dump
- *   store_counter.c  incr/decr and the atomic counter operations
- *   store_tag.c      operations that start from a tag: get, delete and
- *                    stale by tag, tag stacks
- *   store_expiry.c   deadlines, flush (delayed too), the expiry wheel and
- *                    the sweeper
- *   store_evict.c    the memory limit and sampled-LRU eviction
- *   store_account.c  the counters read out (stats) and CAS versions
- *   store_check.c    the consistency check of both forests
+ *   1 the record      store_record.c   layout, allocation, accessors,
+ *                                      references and their release (the
+ *                                      one place tokens are dropped), the
+ *                                      key hash, the CAS clock
+ *   2 the index       store_forest.c   the record forest: buckets of
+ *                                      trees, finding a live record,
+ *                                      linking, unlinking, table growth
+ *                     store_hooks.c    what a link enters for the policies:
+ *                                      expiry wheel entries, eviction bits
+ *                     tags.c           the tag forest
+ *   3 the policies    store_expiry.c   deadlines, flush (delayed too), the
+ *                                      sweeper that turns the expiry wheel
+ *                     store_evict.c    the memory limit: reserving before
+ *                                      an allocation, sampled eviction
+ *                     store_write.c    the write steps the operations
+ *                                      share: store, replace by a derived
+ *                                      value, invalidate, begin a write
+ *   4 the operations  store_get.c      get, gat, visit, meta get, batched
+ *                                      gets, walks by hash class
+ *                     store_put.c      storage commands, touch, delete,
+ *                                      invalidate, restore from a dump
+ *                     store_counter.c  incr/decr and the atomic counters
+ *                     store_tag.c      get, delete and stale by tag, tag
+ *                                      stacks
+ *   5 the life        store.c, store_check.c (the consistency check of
+ *                     both forests), dump.c
+ *
  *   rbtree.c         the bucket trees' red-black tree (a 24-byte node)
  *
  * Lock discipline (docs/threads.md): at most one record-bucket lock is held
@@ -34,7 +46,7 @@
 
 #include "alloc.h"
 #include "store_hash.h"
-#include "store_int.h"
+#include "store_policy.h"
 #include "tags.h"
 #include "testhook.h"
 
@@ -81,17 +93,12 @@ const char *store_event_name(enum store_event ev)
 static uint64_t sys_mono_ns(void *ctx)
 {
     (void)ctx;
-    return store_sys_mono_ns(); /* store_int.h; now_ns() reads it inline */
+    return store_sys_mono_ns(); /* store_record.h; now_ns() reads it inline */
 }
 static int64_t sys_wall_s(void *ctx)
 {
     (void)ctx;
     return (int64_t)time(NULL);
-}
-
-uint64_t store_hash(const void *key, uint32_t klen)
-{
-    return store_hash_inline(key, klen);
 }
 
 struct store *store_setup(const struct store_config *cfg)
@@ -320,4 +327,40 @@ uint64_t store_generation(const struct store *st)
 size_t store_top_tags(struct store *st, struct store_tag_count *out, size_t n)
 {
     return tags_top(st->tags, out, n);
+}
+
+void store_get_stats(struct store *st, struct store_stats *o)
+{
+    memset(o, 0, sizeof(*o));
+#define LD(f) atomic_load_explicit(&st->f, memory_order_relaxed)
+    o->curr_items = LD(curr_items);
+    o->total_items = LD(total_items);
+    int64_t m = LD(mem), tm = LD(tag_mem);
+    o->bytes = m > 0 ? (uint64_t)m : 0;
+    o->tag_bytes = tm > 0 ? (uint64_t)tm : 0;
+    o->limit_maxbytes = (uint64_t)atomic_load_explicit(&st->mem_limit,
+                                                       memory_order_relaxed);
+    o->evictions = LD(evictions);
+    o->expired = LD(expired);
+    o->expired_unfetched = LD(expired_unfetched);
+    o->evicted_unfetched = LD(evicted_unfetched);
+    o->get_expired = LD(get_expired);
+    o->nomem_held = LD(nomem_held);
+    o->direct_reclaims = LD(direct_reclaims);
+    o->lrutail_reflocked = LD(lrutail_reflocked);
+    o->get_flushed = LD(get_flushed);
+    o->flush_reclaimed = LD(flush_reclaimed);
+    o->flush_pending = (LD(flush_at) != 0) +
+                       (LD(flush_gen) != LD(flush_walked));
+    o->tagged_items = LD(tagged_items);
+    o->tag_links = LD(tag_links);
+#undef LD
+    uint64_t nk, nv, nl;
+    tags_counts(st->tags, &nk, &nv, &nl);
+    o->tag_keys = nk;
+    o->tag_values = nv;
+    o->nbuckets = nbuckets_now(st);
+    o->fixed_bytes = st->fixed_bytes + o->nbuckets * sizeof(*st->buckets) +
+                     (uint64_t)atomic_load_explicit(&st->wheel_bytes,
+                                                    memory_order_relaxed);
 }

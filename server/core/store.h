@@ -57,7 +57,7 @@ struct store_config {
     uint32_t tag_buckets;   /* power of two; 0 = 64 */
     uint32_t max_tags;      /* per record; 0 = 64 */
     uint32_t max_item_size; /* bytes of key, value and memcached's item
-                             * header (over_item_size() in store_int.h);
+                             * header (over_item_size() in store_record.h);
                              * a restore checks the value alone; 0 = 1 MiB */
     size_t tag_reply_limit; /* get_by_tag reply bytes; 0 = 16 MiB */
     uint32_t sweep_interval_ms; /* background expiry sweep; 0 = no thread */

@@ -8,7 +8,7 @@
 #include <stdio.h>
 
 #include "alloc.h"
-#include "store_int.h"
+#include "store_policy.h"
 #include "tags.h"
 
 struct xcheck {

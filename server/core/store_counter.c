@@ -1,14 +1,14 @@
 /*
  * store_counter.c - incr/decr and the atomic counter operations: a
  * read-modify-write of a decimal value, committed as a replacement record
- * (store_put.c, replace_derived) with an optimistic retry.
+ * (store_write.c, replace_derived) with an optimistic retry.
  */
 #include "config.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 
-#include "store_int.h"
+#include "store_policy.h"
 
 static int parse_u64(const unsigned char *p, uint32_t n, uint64_t *out)
 {
@@ -60,7 +60,7 @@ static int counter_rmw_cas(struct store *st, enum store_event ev,
     uint64_t h = store_hash(key, klen);
 
     for (int attempt = 0; attempt < RETRY_LIMIT; attempt++) {
-        struct record *old = store_get(st, key, klen);
+        struct record *old = get_key(st, key, klen);
         if (old == NULL)
             return ST_NOT_FOUND;
         uint64_t cur, nv = 0, res = 0;

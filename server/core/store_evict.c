@@ -1,7 +1,9 @@
 /*
  * store_evict.c - the memory limit: reserving a record's bytes before it
  * is allocated, evicting to make room, and a live change of the limit.
- * Runs with no lock held; each sample takes one stripe.
+ * Runs with no lock held; each sample takes one stripe.  A policy (level
+ * 3, store_policy.h); the bits it ranks by and the ghosts are written at
+ * a link by store_hooks.c.
  *
  * Which record goes (docs/threads.md, "Eviction"): of a sample of about
  * 12 records (whole buckets), the one of highest rank:
@@ -21,7 +23,7 @@
  */
 #include "config.h"
 
-#include "store_int.h"
+#include "store_policy.h"
 #include "alloc.h"
 
 /* a sample: buckets until this many records are ranked (a bucket holds
@@ -158,37 +160,6 @@ static int evict_pick(struct store *st, uint32_t b, struct evict_pick *p)
     }
     mdc_unlock(l);
     return 1;
-}
-
-/* Remember an evicted key (a racy slot: a lost ghost costs only a miss). */
-static void ghost_put(struct store *st, uint64_t h)
-{
-    __atomic_store_n(&st->ghost[(uint32_t)(h >> 16) & st->gmask],
-                     (uint16_t)((h >> 48) | 1), __ATOMIC_RELAXED);
-}
-
-/*
- * The eviction bits of record being linked with hash h: a replacement
- * keeps the reads of the record it replaces, as does a key whose ghost is
- * found (consumed then); otherwise none.  Under the key's write lock.
- */
-uint8_t evict_link_bits(struct store *st, uint64_t h, const struct record *old)
-{
-    unsigned reads = 0;
-    if (old != NULL)
-        reads = __atomic_load_n(&old->evb, __ATOMIC_RELAXED) & EVB_READS;
-    /* no ghost before the first eviction: spare a store the slot's miss
-     * (the counter shares the line every store writes) */
-    if (atomic_load_explicit(&st->evictions, memory_order_relaxed) == 0)
-        return (uint8_t)reads;
-    uint16_t *g = &st->ghost[(uint32_t)(h >> 16) & st->gmask];
-    uint16_t fp = (uint16_t)((h >> 48) | 1);
-    if (__atomic_load_n(g, __ATOMIC_RELAXED) == fp) {
-        __atomic_store_n(g, (uint16_t)0, __ATOMIC_RELAXED);
-        if (reads == 0)
-            reads = 1;
-    }
-    return (uint8_t)reads; /* last read: at its linking (age code 0) */
 }
 
 /*

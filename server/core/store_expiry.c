@@ -1,7 +1,8 @@
 /*
  * store_expiry.c - deadlines (memcached's exptime on the store's monotonic
- * seconds), reclaiming expired records, flush_all (now or delayed) with the
- * marks that count get_flushed, and the sweeper thread.
+ * seconds), flush_all (now or delayed) with the marks that count
+ * get_flushed, and the sweeper thread that turns the expiry wheel and
+ * reclaims what a flush hid.  A policy (level 3, store_policy.h).
  */
 #include "config.h"
 
@@ -9,7 +10,7 @@
 #include <time.h>
 
 #include "alloc.h"
-#include "store_int.h"
+#include "store_policy.h"
 #include "testhook.h"
 
 /*
@@ -140,74 +141,6 @@ void set_deadline(struct store *st, struct record *r, uint64_t h, uint32_t d)
     __atomic_store_n(&r->deadline, d, __ATOMIC_RELAXED);
     if (d != 0 && (o == 0 || EW_SLOT(o) != EW_SLOT(d) || d < o))
         wheel_add(st, h, d);
-}
-
-/* Remove a dead record (expired or flushed) found under the write lock.
- * A flushed one is not counted as expired (memcached neither): the flush
- * was announced once for every record. */
-void do_expire(struct store *st, struct record *r, uint64_t h)
-{
-    if (rec_flushed(st, r)) {
-        atomic_fetch_add_explicit(&st->flush_reclaimed, 1,
-                                  memory_order_relaxed);
-        do_unlink(st, h, r);
-        return;
-    }
-    announce(st, EV_EXPIRE, r, h);
-    atomic_fetch_add_explicit(&st->expired, 1, memory_order_relaxed);
-    if (!(rec_rflags(r) & R_FETCHED))
-        atomic_fetch_add_explicit(&st->expired_unfetched, 1,
-                                  memory_order_relaxed);
-    do_unlink(st, h, r);
-}
-
-/* Find a live record under the write lock, reclaiming it if dead; *gone
- * says what was reclaimed. */
-struct record *do_find_live_gone(struct store *st, uint64_t h,
-                                 const void *key, uint32_t klen, int *gone)
-{
-    struct record *r = do_find(st, h, key, klen);
-    *gone = GONE_NONE;
-    if (r != NULL && rec_dead(st, r, now_s(st))) {
-        *gone = rec_flushed(st, r) ? GONE_FLUSHED : GONE_EXPIRED;
-        do_expire(st, r, h);
-        r = NULL;
-    }
-    return r;
-}
-
-struct record *do_find_live(struct store *st, uint64_t h, const void *key,
-                            uint32_t klen)
-{
-    int gone;
-    return do_find_live_gone(st, h, key, klen, &gone);
-}
-
-int key_write_begin(struct store *st, struct key_write *kw, const void *key,
-                    uint32_t klen, uint64_t cas)
-{
-    check_flush(st, now_s(st));
-    kw->h = store_hash(key, klen);
-    kw->l = stripe_of(st, kw->h);
-    mdc_wrlock(kw->l);
-    kw->r = do_find_live_gone(st, kw->h, key, klen, &kw->gone);
-    if (kw->r == NULL)
-        return ST_NOT_FOUND;
-    if (cas != 0 && rec_cas(kw->r) != cas)
-        return ST_EXISTS;
-    return ST_OK;
-}
-
-void reclaim_expired_key(struct store *st, uint64_t h, const void *key,
-                         uint32_t klen, bool flushed)
-{
-    mdc_rwlock_t *l = stripe_of(st, h);
-
-    atomic_fetch_add_explicit(flushed ? &st->get_flushed : &st->get_expired,
-                              1, memory_order_relaxed);
-    mdc_wrlock(l);
-    (void)do_find_live(st, h, key, klen);
-    mdc_unlock(l);
 }
 
 /*
@@ -394,136 +327,8 @@ size_t store_sweep(struct store *st, size_t max_buckets)
  * cannot be stored (no memory) marks the stripe lost: the sweeper then
  * walks that stripe's buckets once and enters every deadline again.
  */
-struct eslot {
-    uint64_t *e;
-    uint32_t n;
-    uint32_t cap : 31;
-    uint32_t dirty : 1; /* added to since the last turn: not sorted */
-};
-struct ewheel {
-    struct eslot s[EW_SLOTS];
-};
-
-#define EW_LAP(d) ((uint16_t)((d) / EW_SLOTS))
-static inline uint64_t ew_entry(uint64_t h, uint32_t d)
-{
-    return (uint64_t)(uint16_t)(h >> 48) << 48 |
-           (uint64_t)(uint32_t)h << 16 | EW_LAP(d);
-}
-static inline uint64_t ew_key(uint64_t e) { return e >> 16; }
-/* laps of e's tag after 'lap' (negative: before), on the 16-bit circle */
-static inline int ew_ahead(uint64_t e, uint16_t lap)
-{
-    return (int16_t)(uint16_t)((uint16_t)e - lap);
-}
-
-static void wheel_lose(struct store *st, uint32_t j)
-{
-    st->wlost[j] = 1;
-    atomic_store_explicit(&st->wheel_lost, 1, memory_order_relaxed);
-}
-
-static void wheel_add_at(struct store *st, uint64_t h, uint32_t d,
-                         uint32_t now);
-
-/* Enter h for deadline d (under h's stripe write lock).  A deadline
- * already past (a touch to a negative time, a record restored or linked
- * late) is entered for the next second, whose turn is still to come: its
- * own slot may have been turned already, and would wait a lap. */
-void wheel_add(struct store *st, uint64_t h, uint32_t d)
-{
-    wheel_add_at(st, h, d, now_s(st));
-}
-
-/* wheel_add with 'now' the store second the caller's view is of: the
- * sweeper's rebuild passes the second its pass turns up to, so that a
- * deadline after it goes in its own slot, turned by the next pass, even
- * when the clock has moved on meanwhile (had it been entered for the
- * clock's next second instead, nothing would turn it until that second
- * comes) */
-static void wheel_add_at(struct store *st, uint64_t h, uint32_t d,
-                         uint32_t now)
-{
-    if (st->wheels == NULL || d == 0)
-        return;
-    if (d <= now)
-        d = now + 1;
-    uint32_t j = (uint32_t)h & st->lmask;
-    struct ewheel *w = st->wheels[j];
-    if (w == NULL) {
-        w = mdc_calloc(1, sizeof(*w));
-        if (w == NULL) {
-            wheel_lose(st, j);
-            return;
-        }
-        atomic_fetch_add_explicit(&st->wheel_bytes, (int64_t)sizeof(*w),
-                                  memory_order_relaxed);
-        /* the sweeper looks without the lock first (release: the slots
-         * it then reads under the lock are the zeroed ones) */
-        __atomic_store_n(&st->wheels[j], w, __ATOMIC_RELEASE);
-    }
-    struct eslot *s = &w->s[EW_SLOT(d)];
-    if (s->n == s->cap) {
-        uint32_t nc = s->cap ? s->cap * 2 : 4;
-        uint64_t *ne = mdc_realloc(s->e, nc * sizeof(*ne));
-        if (ne == NULL) {
-            wheel_lose(st, j);
-            return;
-        }
-        atomic_fetch_add_explicit(&st->wheel_bytes,
-                                  (int64_t)(nc - s->cap) * 8,
-                                  memory_order_relaxed);
-        s->e = ne;
-        s->cap = nc;
-    }
-    s->e[s->n++] = ew_entry(h, d);
-    s->dirty = 1;
-}
-
-/* Whether a record of hash h with deadline d has its entry, or h's stripe
- * is lost (store_check). */
-bool wheel_has(struct store *st, uint64_t h, uint32_t d)
-{
-    if (st->wheels == NULL)
-        return true;
-    uint32_t j = (uint32_t)h & st->lmask;
-    uint64_t want = ew_key(ew_entry(h, d));
-    bool found = false;
-    mdc_rdlock(&st->locks[j]); /* the sweeper may be turning it */
-    struct ewheel *w = st->wheels[j];
-    if (st->wlost[j]) {
-        found = true;
-    } else if (w != NULL && d <= now_s(st)) {
-        /* past: entered for a later second (wheel_add), any slot */
-        for (uint32_t i = 0; i < EW_SLOTS && !found; i++)
-            for (uint32_t x = 0; x < w->s[i].n && !found; x++)
-                found = ew_key(w->s[i].e[x]) == want;
-    } else if (w != NULL) {
-        struct eslot *s = &w->s[EW_SLOT(d)];
-        for (uint32_t i = 0; i < s->n && !found; i++)
-            found = ew_key(s->e[i]) == want &&
-                    ew_ahead(s->e[i], EW_LAP(d)) <= 0;
-    }
-    mdc_unlock(&st->locks[j]);
-    return found;
-}
-
-void wheel_teardown(struct store *st)
-{
-    if (st->wheels == NULL)
-        return;
-    for (uint32_t j = 0; j <= st->lmask; j++) {
-        struct ewheel *w = st->wheels[j];
-        if (w == NULL)
-            continue;
-        for (uint32_t i = 0; i < EW_SLOTS; i++)
-            mdc_free(w->s[i].e);
-        mdc_free(w);
-    }
-    mdc_free(st->wheels);
-    mdc_free(st->wlost);
-    st->wheels = NULL;
-}
+/* the wheel's slots and entries: store_index.h; adding an entry:
+ * store_hooks.c */
 
 static int u64_cmp(const void *a, const void *b)
 {

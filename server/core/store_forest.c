@@ -1,15 +1,17 @@
 /*
  * store_forest.c - the record forest: buckets of red-black trees under
  * striped reader-writer locks, grown by linear hashing; linking and
- * unlinking records (with their tags) and walking the table by hash class
- * for dumps.  The caller of do_* holds the key's stripe write lock.
+ * unlinking records (with their tags), reclaiming a dead record found.
+ * The index (level 2, store_index.h): a link enters what the policies
+ * read through store_hooks.c, never calling them.  The caller of do_*
+ * holds the key's stripe write lock.
  */
 #include "config.h"
 
 #include <string.h>
 
 #include "alloc.h"
-#include "store_int.h"
+#include "store_index.h"
 #include "tags.h"
 
 #define GROW_LOAD 1 /* records per bucket that trigger a split */
@@ -216,48 +218,33 @@ void store_reserve(struct store *st, uint64_t n)
     pthread_mutex_unlock(&st->grow_mu);
 }
 
-/*
- * Hash classes for a walk: the table's size when it begins, M (a power of
- * two).  Every record of class L (hash & (M - 1) == L) lives in a bucket b
- * with b & (K - 1) == L & (K - 1), K = min(M, table size now), whatever the
- * table grew to meanwhile; all those buckets share L's stripe (M and K are
- * multiples of the stripe count), and buckets split only under it.  So the
- * stripe's read lock freezes the class, and each record has one class.
- */
-uint32_t store_walk_classes(struct store *st)
+/* Remove a dead record (expired or flushed) found under the write lock.
+ * A flushed one is not counted as expired (memcached neither): the flush
+ * was announced once for every record. */
+void do_expire(struct store *st, struct record *r, uint64_t h)
 {
-    uint64_t s = atomic_load_explicit(&st->hstate, memory_order_relaxed);
-    uint32_t n = (uint32_t)(s >> 32), split = (uint32_t)s;
-    return split ? 2 * n : n;
+    if (rec_flushed(st, r)) {
+        atomic_fetch_add_explicit(&st->flush_reclaimed, 1,
+                                  memory_order_relaxed);
+        do_unlink(st, h, r);
+        return;
+    }
+    announce(st, EV_EXPIRE, r, h);
+    atomic_fetch_add_explicit(&st->expired, 1, memory_order_relaxed);
+    if (!(rec_rflags(r) & R_FETCHED))
+        atomic_fetch_add_explicit(&st->expired_unfetched, 1,
+                                  memory_order_relaxed);
+    do_unlink(st, h, r);
 }
 
-size_t store_walk_class(struct store *st, uint32_t nclasses, uint32_t cls,
-                        store_walk_fn fn, void *ctx)
+void reclaim_expired_key(struct store *st, uint64_t h, const void *key,
+                         uint32_t klen, bool flushed)
 {
-    size_t visited = 0;
-    mdc_rwlock_t *l = lock_of(st, cls);
-    uint64_t ns = now_ns(st);
-    check_flush(st, secs_of(st, ns));
-    uint32_t now = secs_of(st, ns);
-    mdc_rdlock(l);
-    uint64_t s = atomic_load_explicit(&st->hstate, memory_order_relaxed);
-    uint32_t n = (uint32_t)(s >> 32);
-    uint32_t nb = nbuckets_now(st);
-    uint32_t k = nclasses < n ? nclasses : n;
-    for (uint32_t b = cls & (k - 1); b < nb; b += k) {
-        struct record *r;
-        RT_FOREACH(r, &st->buckets[b])
-        {
-            if (rec_dead(st, r, now))
-                continue;
-            if (k != nclasses &&
-                ((uint32_t)store_hash(rec_key(r), rec_klen(r)) &
-                 (nclasses - 1)) != cls)
-                continue;
-            fn(ctx, st, r);
-            visited++;
-        }
-    }
+    mdc_rwlock_t *l = stripe_of(st, h);
+
+    atomic_fetch_add_explicit(flushed ? &st->get_flushed : &st->get_expired,
+                              1, memory_order_relaxed);
+    mdc_wrlock(l);
+    (void)do_find_live(st, h, key, klen);
     mdc_unlock(l);
-    return visited;
 }

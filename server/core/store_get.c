@@ -1,14 +1,17 @@
 /*
  * store_get.c - lookups by key: get (with the access state a meta get
  * reports), visit, get-and-touch, meta get (vivify, recache, stale and win
- * tokens) and batched gets that overlap their cache misses.
+ * tokens) and batched gets that overlap their cache misses; and walks of
+ * the table by hash class (dumps).  An operation (level 4,
+ * store_record.h): the lookup itself is get_hashed() (store_policy.h),
+ * which the writes that read first share.
  */
 #include "config.h"
 
 #include <string.h>
 
 #include "store_hash.h"
-#include "store_int.h"
+#include "store_policy.h"
 
 static struct record *get_common(struct store *st, const void *key,
                                  uint32_t klen, struct store_access *prev);
@@ -24,10 +27,6 @@ struct record *store_get_access(struct store *st, const void *key,
     return get_common(st, key, klen, prev);
 }
 
-static struct record *get_hashed(struct store *st, uint64_t h,
-                                 const void *key, uint32_t klen,
-                                 struct store_access *prev);
-
 static struct record *get_common(struct store *st, const void *key,
                                  uint32_t klen, struct store_access *prev)
 {
@@ -36,47 +35,6 @@ static struct record *get_common(struct store *st, const void *key,
     return get_hashed(st, store_hash_inline(key, klen), key, klen, prev);
 }
 
-static struct record *get_hashed(struct store *st, uint64_t h,
-                                 const void *key, uint32_t klen,
-                                 struct store_access *prev)
-{
-    mdc_rwlock_t *l = stripe_of(st, h);
-    int expired = 0;
-    bool flushed = false;
-
-    uint64_t ns = now_ns(st);
-    check_flush(st, secs_of(st, ns));
-    mdc_rdlock(l);
-    struct record *r = do_find(st, h, key, klen);
-    if (r != NULL) {
-        if (rec_dead(st, r, secs_of(st, ns))) {
-            flushed = rec_flushed(st, r);
-            r = NULL;
-            expired = 1;
-        } else {
-            rec_hold(r);
-            /* recency and reads for eviction, written at most once per
-             * ATIME_GRAIN so that reads of a hot record share its line */
-            uint16_t t = tick_of(ns);
-            uint16_t at = __atomic_load_n(&r->atime, __ATOMIC_RELAXED);
-            uint8_t fl = rec_rflags(r);
-            if (prev != NULL) {
-                prev->hit_before = (fl & R_FETCHED) != 0;
-                prev->idle_s = tick_secs(tick_age(t, at));
-            }
-            if (atime_due(t, at, fl)) {
-                __atomic_store_n(&r->atime, t, __ATOMIC_RELAXED);
-                rec_note_read(r);
-            }
-            if (!(fl & R_FETCHED))
-                rec_set_rflag(r, R_FETCHED);
-        }
-    }
-    mdc_unlock(l);
-    if (expired) /* lazy reclaim */
-        reclaim_expired_key(st, h, key, klen, flushed);
-    return r;
-}
 
 int store_visit(struct store *st, const void *key, uint32_t klen,
                 store_visit_fn fn, void *ctx)
@@ -354,4 +312,50 @@ size_t store_get_batch(struct store *st, const struct store_key *keys,
             batch_stage1(st, &keys[j], &h[j % (2 * PF_DIST)]);
     }
     return hits;
+}
+
+/*
+ * Hash classes for a walk: the table's size when it begins, M (a power of
+ * two).  Every record of class L (hash & (M - 1) == L) lives in a bucket b
+ * with b & (K - 1) == L & (K - 1), K = min(M, table size now), whatever the
+ * table grew to meanwhile; all those buckets share L's stripe (M and K are
+ * multiples of the stripe count), and buckets split only under it.  So the
+ * stripe's read lock freezes the class, and each record has one class.
+ */
+uint32_t store_walk_classes(struct store *st)
+{
+    uint64_t s = atomic_load_explicit(&st->hstate, memory_order_relaxed);
+    uint32_t n = (uint32_t)(s >> 32), split = (uint32_t)s;
+    return split ? 2 * n : n;
+}
+
+size_t store_walk_class(struct store *st, uint32_t nclasses, uint32_t cls,
+                        store_walk_fn fn, void *ctx)
+{
+    size_t visited = 0;
+    mdc_rwlock_t *l = lock_of(st, cls);
+    uint64_t ns = now_ns(st);
+    check_flush(st, secs_of(st, ns));
+    uint32_t now = secs_of(st, ns);
+    mdc_rdlock(l);
+    uint64_t s = atomic_load_explicit(&st->hstate, memory_order_relaxed);
+    uint32_t n = (uint32_t)(s >> 32);
+    uint32_t nb = nbuckets_now(st);
+    uint32_t k = nclasses < n ? nclasses : n;
+    for (uint32_t b = cls & (k - 1); b < nb; b += k) {
+        struct record *r;
+        RT_FOREACH(r, &st->buckets[b])
+        {
+            if (rec_dead(st, r, now))
+                continue;
+            if (k != nclasses &&
+                ((uint32_t)store_hash(rec_key(r), rec_klen(r)) &
+                 (nclasses - 1)) != cls)
+                continue;
+            fn(ctx, st, r);
+            visited++;
+        }
+    }
+    mdc_unlock(l);
+    return visited;
 }

@@ -1,9 +1,9 @@
 /*
  * store_hash.h - the key hash (XXH3, 64 bits), inline.  store_hash()
- * (store.c) is this for every caller outside the lookup; the GET's lookup
- * (store_get.c) hashes inline: the function is one call of a header-only
- * hash, and a call into store.c around it on every GET adds a call and
- * nothing else.  One definition, so both always agree.
+ * (store_record.c) is this for every caller outside the lookup; the GET's
+ * lookup (get_hashed(), store_policy.h) hashes inline: the function is one
+ * call of a header-only hash, and a call around it on every GET adds a
+ * call and nothing else.  One definition, so both always agree.
  */
 #ifndef MDC_STORE_HASH_H
 #define MDC_STORE_HASH_H

@@ -1,7 +1,9 @@
 /*
- * store_record.c - records: allocation (reserving their bytes under the
- * limit), the accessors of store.h, and references: tokens, holds, the
- * retire list and the one function that drops tokens (rec_put).
+ * store_record.c - the store's lowest level (store_record.h): records'
+ * allocation (their bytes reserved beforehand by the caller: mem_reserve,
+ * store_policy.h), the accessors of store.h, references (tokens, holds, the
+ * retire list and the one function that drops tokens, rec_put), the key
+ * hash and the CAS clock.  Calls nothing of the store's other files.
  */
 #include "config.h"
 
@@ -11,7 +13,8 @@
 #include <string.h>
 
 #include "alloc.h"
-#include "store_int.h"
+#include "store_hash.h"
+#include "store_record.h"
 
 const void *record_key(const struct record *r) { return r->data; }
 uint32_t record_klen(const struct record *r) { return rec_klen(r); }
@@ -89,7 +92,7 @@ void reclaim_retired(struct store *st)
     struct record *r = st->retired, *keep = NULL;
     st->retired = NULL;
     while (r != NULL) {
-        struct record *next = rt_left(r);
+        struct record *next = (struct record *)r->rb.child[MDC_RB_LEFT];
         if (!mdc_held_anywhere(r)) {
             atomic_fetch_sub_explicit(&st->nretired, 1, memory_order_relaxed);
             rec_free(st, r);
@@ -177,19 +180,16 @@ void store_release(struct store *st, struct record *r)
 
 /*
  * Allocate a record (refcnt 1, not linked) with key and room for the value
- * and 'ntags' tag entries; the caller fills value and tags.  Accounting is
- * done here with its exact usable size.
+ * and 'ntags' tag entries; the caller fills value and tags.  'real' bytes
+ * (rec_alloc_size) are reserved already (rec_alloc, store_policy.h): they
+ * are given back on failure, else corrected to the exact usable size.
  */
-int rec_alloc(struct store *st, const void *key, uint32_t klen,
-              uint32_t vlen, uint32_t flags, uint32_t ntags,
-              struct record **out)
+int rec_alloc_reserved(struct store *st, size_t real, const void *key,
+                       uint32_t klen, uint32_t vlen, uint32_t flags,
+                       uint32_t ntags, struct record **out)
 {
     size_t fl = flags ? sizeof(flags) : 0;
     size_t size = rec_req_size(klen, vlen, fl, ntags);
-    size_t real = mdc_good_size(size);
-    int rc = mem_reserve(st, real);
-    if (rc != 0)
-        return rc;
     struct record *r = mdc_rec_malloc(size);
     if (r == NULL) {
         store_account(st, -(int64_t)real, 0);
@@ -278,4 +278,87 @@ size_t record_mem(const struct record *r)
 size_t record_req_bytes(const struct record *r)
 {
     return rec_req_size_of((struct record *)r);
+}
+
+/*
+ * CAS versions: per-thread blocks of a global counter, CAS_BITS wide (the
+ * top 16 bits of a record's version word hold its key length).  The
+ * counter is also the eviction's clock (a record's age is cas_clock() -
+ * its version in CAS_BITS arithmetic: rec_age() in store_record.h), so a
+ * thread whose block has fallen far behind (it stores rarely while others
+ * store a lot) drops the rest of it: its records would otherwise look old
+ * from the start.  Reading the counter costs little: it is written once
+ * per block.
+ */
+#define CAS_BLOCK 256
+#define CAS_STALE 4096
+static _Atomic uint64_t cas_global = 1;
+static __thread uint64_t cas_next, cas_end;
+uint64_t next_cas(void)
+{
+    for (;;) {
+        if (cas_next == cas_end ||
+            atomic_load_explicit(&cas_global, memory_order_relaxed) - cas_end >
+                CAS_STALE) {
+            cas_next = atomic_fetch_add_explicit(&cas_global, CAS_BLOCK,
+                                                 memory_order_relaxed);
+            cas_end = cas_next + CAS_BLOCK;
+        }
+        uint64_t c = cas_next++ & CAS_MASK; /* CAS_BITS wide, never 0 */
+        if (c != 0)
+            return c;
+    }
+}
+
+/* A version above 'old' for a record that replaces one at 'old' (or
+ * re-versions it): 'cand' if it is above, else one from a new block above
+ * 'old'.  Blocks are per thread, so a store on one thread can take a
+ * version below the one another thread gave the key just before; memcached
+ * compares versions by age (ms I's "older CAS", md I's new CAS), so a
+ * key's versions must grow as its stores happen. */
+uint64_t cas_over(uint64_t cand, uint64_t old)
+{
+    if (cand > old)
+        return cand;
+    cas_above(old);
+    cas_next = cas_end; /* this thread's block is behind: drop it */
+    return next_cas();
+}
+
+/* Exact for the thread that took the newest block (a store's own thread,
+ * and every thread of a server with one): the next version it hands out;
+ * otherwise the newest block's end, at most a block ahead. */
+uint64_t cas_clock(void)
+{
+    uint64_t g = atomic_load_explicit(&cas_global, memory_order_relaxed);
+    return (cas_end == g ? cas_next : g) & CAS_MASK; /* as versions are */
+}
+
+/* A flush's cut-off.  Every thread's block ends at or below the counter,
+ * so moving the counter more than CAS_STALE past it makes every thread
+ * drop the rest of its block at its next version (next_cas's staleness
+ * test) and take a new one at or above the cut-off; the versions skipped
+ * are never handed out. */
+uint64_t cas_cut(void)
+{
+    for (;;) {
+        uint64_t c = (atomic_fetch_add(&cas_global, CAS_STALE + 1) +
+                      CAS_STALE + 1) & CAS_MASK;
+        if (c != 0)
+            return c;
+    }
+}
+
+/* Versions handed out later are above 'cas' (a restored record's). */
+void cas_above(uint64_t cas)
+{
+    uint64_t g = atomic_load(&cas_global);
+    while (g <= cas && !atomic_compare_exchange_weak(&cas_global, &g, cas + 1))
+        ;
+}
+
+/* The key hash (store_hash.h) for every caller outside the inline lookups. */
+uint64_t store_hash(const void *key, uint32_t klen)
+{
+    return store_hash_inline(key, klen);
 }

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "alloc.h"
-#include "store_int.h"
+#include "store_policy.h"
 #include "tags.h"
 
 static int ptr_cmp(const void *a, const void *b)

@@ -16,7 +16,7 @@
 #include <sys/tree.h>
 
 #include "alloc.h"
-#include "store_int.h"
+#include "store_record.h"
 #include "tags.h"
 
 struct tval_node {

@@ -10,7 +10,7 @@
  * its nodes take or give back are returned to the caller through 'mem'
  * arguments (added to *mem), for the caller to account.  It reads a linked
  * record's key and value lengths and takes references on records it hands
- * out (store_int.h's record layout).
+ * out (store_record.h's record layout).
  *
  * Lock rule (docs/threads.md): a tag bucket lock is always the innermost
  * lock.  Code here never takes a record-bucket lock and never holds two tag

@@ -1,7 +1,22 @@
 /*
- * store_int.h - internals shared by the store's files (store*.c), tags.c
- * and dump.c (not for other modules: they use store.h).  store.c lists the
- * store's files and what each holds.
+ * store_record.h - the store's level 1, the record (docs/architecture.md,
+ * "The levels of the store"): its layout, struct store, the inline
+ * accessors and clocks every path uses, references, and the functions of
+ * store_record.c (allocation, references, the key hash, the CAS clock).
+ * Only the store's files, tags.c and dump.c include it (other modules use
+ * store.h); each level's header includes the one below:
+ *
+ *   store_record.h   1 the record           store_record.c
+ *   store_index.h    2 the index            store_forest.c, store_hooks.c,
+ *                                           tags.c
+ *   store_policy.h   3 the policies         store_expiry.c, store_evict.c,
+ *                                           store_write.c
+ *   (store.h)        4 the operations       store_get.c, store_put.c,
+ *                                           store_counter.c, store_tag.c
+ *                    5 the store's life     store.c, store_check.c, dump.c
+ *
+ * A file calls only functions of its level or below; an operation calls
+ * no other operation's file (tools/check-layers.sh checks both).
  *
  * Record layout (one allocation; docs/architecture.md, "Record layout"):
  *
@@ -13,8 +28,8 @@
  * entry is both the record's copy of one tag and the link node that the tag
  * forest keeps in that tag's list, so linking never allocates.
  */
-#ifndef MDC_STORE_INT_H
-#define MDC_STORE_INT_H
+#ifndef MDC_STORE_RECORD_H
+#define MDC_STORE_RECORD_H
 
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -24,6 +39,7 @@
 #include <sys/queue.h>
 #include <time.h>
 
+#include "alloc.h"
 #include "lock.h"
 #include "rbtree.h"
 #include "store.h"
@@ -84,10 +100,8 @@ struct tag_area {
     struct tag_entry e[];
 };
 
-/* A bucket: the red-black tree of its records, ordered by (klen, key). */
-struct rtree {
-    struct mdc_rb_root root;
-};
+/* the buckets' trees (store_index.h) */
+struct rtree;
 
 struct store {
     struct store_config cfg;
@@ -250,76 +264,7 @@ static inline void rec_incref(struct record *r)
     __atomic_fetch_add(&r->refcnt, 1, __ATOMIC_RELAXED);
 }
 
-/* ---- the bucket trees (rbtree.h) --------------------------------------- */
-static inline struct record *rt_root(const struct rtree *t)
-{
-    return (struct record *)t->root.node;
-}
-static inline struct record *rt_left(const struct record *r)
-{
-    return (struct record *)r->rb.child[MDC_RB_LEFT];
-}
-static inline struct record *rt_right(const struct record *r)
-{
-    return (struct record *)r->rb.child[MDC_RB_RIGHT];
-}
-static inline struct record *rt_first(const struct rtree *t)
-{
-    return (struct record *)mdc_rb_first(&t->root);
-}
-static inline struct record *rt_next(const struct record *r)
-{
-    return (struct record *)mdc_rb_next(&r->rb);
-}
-static inline int rt_empty(const struct rtree *t)
-{
-    return mdc_rb_empty(&t->root);
-}
-static inline void rt_remove(struct rtree *t, struct record *r)
-{
-    mdc_rb_erase(&t->root, &r->rb);
-}
-/* The trees' order: key length, then the key's 8-byte words as integers,
- * then its last bytes (any total order will do; this one needs no call
- * for short keys).  No hash in the header: a bucket holds one record, up
- * to about eight at the table's maximum, and a small record's key shares
- * the header's cache line. */
-static inline int rec_keycmp(const void *key, uint32_t klen,
-                             const struct record *n)
-{
-    uint32_t nk = rec_klen(n);
-    if (klen != nk)
-        return klen < nk ? -1 : 1;
-    const unsigned char *a = key, *b = n->data;
-    for (; klen >= 8; a += 8, b += 8, klen -= 8) {
-        uint64_t x, y;
-        memcpy(&x, a, 8);
-        memcpy(&y, b, 8);
-        if (x != y)
-            return x < y ? -1 : 1;
-    }
-    return klen ? memcmp(a, b, klen) : 0;
-}
-/* Insert r, whose key t does not hold. */
-static inline void rt_insert(struct rtree *t, struct record *r)
-{
-    struct mdc_rb_node **link = &t->root.node, *parent = NULL;
-    uint32_t klen = rec_klen(r);
-    while (*link != NULL) {
-        parent = *link;
-        link = rec_keycmp(r->data, klen, (struct record *)parent) < 0
-                   ? &parent->child[MDC_RB_LEFT]
-                   : &parent->child[MDC_RB_RIGHT];
-    }
-    mdc_rb_link(&r->rb, parent, link);
-    mdc_rb_insert_fixup(&t->root, &r->rb);
-}
-#define RT_FOREACH(r, t) for ((r) = rt_first(t); (r) != NULL; (r) = rt_next(r))
-#define RT_FOREACH_SAFE(r, t, nx)                                              \
-    for ((r) = rt_first(t); (r) != NULL && ((nx) = rt_next(r), 1); (r) = (nx))
-
-
-/* ---- clock, table, lookup: inline on every path ------------------------------ */
+/* ---- the clocks: inline on every path ----------------------------------- */
 /* Store seconds: 1 at creation, so a deadline of 0 can mean "never". */
 static inline uint32_t secs_of(struct store *st, uint64_t ns)
 {
@@ -407,7 +352,7 @@ static inline uint16_t now_tick(struct store *st)
  *             (evb_age_code)
  */
 #define EVB_READS 3u
-uint64_t cas_clock(void); /* store_account.c */
+uint64_t cas_clock(void); /* below, store_record.c */
 #define EVB_AGE_SHIFT 2
 static inline unsigned evb_age_code(uint64_t age)
 {
@@ -468,56 +413,6 @@ static inline void store_account(struct store *st, int64_t delta, int tag_index)
         atomic_fetch_add_explicit(&st->tag_mem, delta, memory_order_relaxed);
 }
 
-/*
- * The table grows by linear hashing: 'n' buckets plus 'split' of the next
- * doubling.  Bucket b (< split) has been split into b and b + n.  Since
- * n >= nlocks, b and b + n share a lock stripe (index & lmask), which is
- * also (hash & lmask): a key's stripe never changes, and a bucket is only
- * split under its stripe's write lock, so bucket_idx() is exact for any
- * caller holding the key's stripe (read or write).
- */
-static inline uint32_t bucket_idx(struct store *st, uint64_t h)
-{
-    uint64_t s = atomic_load_explicit(&st->hstate, memory_order_relaxed);
-    uint32_t n = (uint32_t)(s >> 32), split = (uint32_t)s;
-    uint32_t b = (uint32_t)h & (n - 1);
-    if (b < split)
-        b = (uint32_t)h & (2 * n - 1);
-    return b;
-}
-/* buckets in use now (grows; never above cfg.nbuckets) */
-static inline uint32_t nbuckets_now(struct store *st)
-{
-    uint64_t s = atomic_load_explicit(&st->hstate, memory_order_relaxed);
-    return (uint32_t)(s >> 32) + (uint32_t)s;
-}
-static inline mdc_rwlock_t *stripe_of(struct store *st, uint64_t h)
-{
-    return &st->locks[(uint32_t)h & st->lmask];
-}
-static inline mdc_rwlock_t *lock_of(struct store *st, uint32_t b)
-{
-    return &st->locks[b & st->lmask];
-}
-
-static inline void announce(struct store *st, enum store_event ev,
-                            struct record *r, uint64_t h)
-{
-    if (st->hook != NULL)
-        st->hook(st->hook_ctx, ev, rec_key(r), rec_klen(r), h);
-}
-
-/* Set a pending delayed flush's cut-off once its moment has come (one
- * relaxed load on the common path), before the caller takes a version:
- * what is stored from its moment on is above the cut-off. */
-static inline void check_flush(struct store *st, uint32_t now)
-{
-    uint32_t at = atomic_load_explicit(&st->flush_at, memory_order_relaxed);
-    if (__builtin_expect(at != 0, 0) && at <= now &&
-        atomic_compare_exchange_strong(&st->flush_at, &at, 0))
-        store_flush(st);
-}
-
 /* The size rec_alloc() asked for: from the header, so that freeing needs
  * no allocator lookup (mdc_alloc_size, mdc_free_sized). */
 static inline size_t rec_req_size(uint32_t klen, uint32_t vlen, size_t fl,
@@ -553,19 +448,6 @@ static inline void rec_hold(struct record *r)
         rec_incref(r);
 }
 
-static inline struct record *do_find(struct store *st, uint64_t h, const void *key,
-                              uint32_t klen)
-{
-    struct record *n = rt_root(&st->buckets[bucket_idx(st, h)]);
-    while (n != NULL) {
-        int c = rec_keycmp(key, klen, n);
-        if (c == 0)
-            return n;
-        n = c < 0 ? rt_left(n) : rt_right(n);
-    }
-    return NULL;
-}
-
 static inline uint32_t pow2_at_least(uint64_t v)
 {
     uint32_t p = 1;
@@ -592,24 +474,21 @@ static inline int check_key(uint32_t klen)
     return klen > STORE_MAX_KEY ? ST_KEY_INVALID : 0;
 }
 
-/* ---- limits shared by the store's files ------------------------------------- */
+/* ---- limits shared by the store's files -------------------------------- */
 #define RETRY_LIMIT 1000000 /* optimistic retries before giving up */
 
-/* ---- internal functions, by file -------------------------------------------- */
-/* store_forest.c: the record forest; the caller holds the key's stripe
- * (write) unless said otherwise */
-void do_detach_b(struct store *st, uint32_t b, struct record *r);
-void rec_untag(struct store *st, struct record *r);
-void do_unlink_b(struct store *st, uint32_t b, struct record *r);
-void do_unlink(struct store *st, uint64_t h, struct record *r);
-int do_link(struct store *st, uint64_t h, struct record *r,
-            struct record *old, int keep_pos);
-void maybe_grow(struct store *st); /* no lock held */
-
-/* store_record.c: allocation and references */
-int rec_alloc(struct store *st, const void *key, uint32_t klen,
-              uint32_t vlen, uint32_t flags, uint32_t ntags,
-              struct record **out);
+/* ---- store_record.c ---------------------------------------------------- */
+/* The bytes a record of this shape takes from the allocator: what its
+ * caller reserves (mem_reserve) before rec_alloc_reserved. */
+static inline size_t rec_alloc_size(uint32_t klen, uint32_t vlen,
+                                    uint32_t flags, uint32_t ntags)
+{
+    return mdc_good_size(rec_req_size(klen, vlen, flags ? sizeof(flags) : 0,
+                                      ntags));
+}
+int rec_alloc_reserved(struct store *st, size_t real, const void *key,
+                       uint32_t klen, uint32_t vlen, uint32_t flags,
+                       uint32_t ntags, struct record **out);
 void rec_set_tags(struct record *r, const struct mdc_tag *tags, uint32_t n);
 void rec_copy_tags(struct record *r, struct record *src);
 #define TOK_OWN 1u   /* one of the caller's tokens: its hold, else a count */
@@ -618,51 +497,7 @@ void rec_put(struct store *st, struct record *r, unsigned tokens,
              int64_t *freed);
 void rec_unindex(struct store *st, struct record *r);
 void reclaim_retired(struct store *st);
-
-/* store_expiry.c: deadlines, flush and sweep; the expiry wheel */
-#define EW_SLOTS 256u /* one-second slots: a lap of 256 s */
-#define EW_SLOT(d) ((d) & (EW_SLOTS - 1))
-#define EW_MARGIN_NS 20000000u /* the sweeper wakes 20 ms into a second */
-uint32_t deadline_of(struct store *st, int64_t exptime);
-/* the deadline of an absolute wall-clock second (a dump's) */
-uint32_t deadline_of_wall(struct store *st, int64_t wall);
-void set_deadline(struct store *st, struct record *r, uint64_t h,
-                  uint32_t d);
-void wheel_add(struct store *st, uint64_t h, uint32_t d);
-bool wheel_has(struct store *st, uint64_t h, uint32_t d);
-void wheel_teardown(struct store *st);
-void do_expire(struct store *st, struct record *r, uint64_t h);
-/* what do_find_live reclaimed: nothing, an expired or a flushed record */
-enum { GONE_NONE, GONE_EXPIRED, GONE_FLUSHED };
-struct record *do_find_live(struct store *st, uint64_t h, const void *key,
-                            uint32_t klen);
-struct record *do_find_live_gone(struct store *st, uint64_t h,
-                                 const void *key, uint32_t klen, int *gone);
-/* A write by key, begun: a due delayed flush run, the key's stripe
- * write-locked (kw->l, to unlock), kw->r its live record (an expired one
- * reclaimed first) or NULL.  Returns ST_NOT_FOUND without one, ST_EXISTS
- * if cas (0: any) is not its version, else ST_OK.  klen is valid. */
-struct key_write {
-    uint64_t h;
-    mdc_rwlock_t *l;
-    struct record *r;
-    int gone; /* GONE_*: what was reclaimed on the way */
-};
-int key_write_begin(struct store *st, struct key_write *kw, const void *key,
-                    uint32_t klen, uint64_t cas);
-/* A read under the read lock found the key's record expired: count it and
- * reclaim it under the write lock (no lock held on entry or return). */
-void reclaim_expired_key(struct store *st, uint64_t h, const void *key,
-                         uint32_t klen, bool flushed);
-void *sweeper_main(void *arg);
-
-/* store_evict.c: the memory limit */
-int mem_reserve(struct store *st, size_t size);
-/* the eviction bits of a record being linked (in place of 'old', if any) */
-uint8_t evict_link_bits(struct store *st, uint64_t h,
-                        const struct record *old);
-
-/* store_account.c: CAS versions */
+/* CAS versions */
 uint64_t next_cas(void);
 uint64_t cas_over(uint64_t cand, uint64_t old);
 void cas_above(uint64_t cas);
@@ -672,17 +507,5 @@ uint64_t cas_cut(void);
 /* the version clock: above every version handed out (with this thread's
  * block still partly unused); counts stores, so the eviction's clock */
 uint64_t cas_clock(void);
-
-/* store_put.c: shared by counters (store_counter.c) and tstack push */
-int put_common(struct store *st, enum store_mode mode,
-               const struct store_item *it, uint64_t *cas_out,
-               enum store_event ev);
-#define REPLACE_RETRY (-1)
-#define REPLACE_GONE (-2)
-int replace_derived(struct store *st, uint64_t h, struct record *old,
-                    const void *a, uint32_t alen, const void *b,
-                    uint32_t blen, enum store_event ev, uint64_t *cas_out);
-void do_invalidate(struct store *st, struct record *r, uint64_t h,
-                   bool set_ttl, int64_t exptime);
 
 #endif
