@@ -1097,8 +1097,8 @@ int mdc_pool_set_spool_dir(mdc_pool_t *p, const char *dir);
 /**
  * Bounds: the file's size (0: 1 MiB; when full, a server's entries are
  * replaced by one mark to flush it when it comes back), and the replay
- * done inside one pool call (0, 0: 100 entries, 10 ms; at least one
- * entry whatever the time).
+ * done inside one pool call (0, 0: 100 entries, 10 ms; a server's first
+ * entry is replayed however long the call has taken).
  */
 int mdc_pool_set_spool_limits(mdc_pool_t *p, size_t max_bytes,
                               unsigned per_call_entries, int per_call_ms);

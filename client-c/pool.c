@@ -517,7 +517,10 @@ static int spool_send(struct mdc *m, const struct spent *e)
 
 /*
  * Replay server i's entries in order: at most *budget entries and until
- * deadline (0: no bound).  The server's identity decides: an entry whose
+ * deadline (0: no bound), the first entry whatever the time (the identity
+ * query before it can outlast a 10 ms deadline on a busy machine, and a
+ * call that replayed nothing let the request after it see what the entry
+ * was to invalidate).  The server's identity decides: an entry whose
  * server had another data generation (it started empty since) is dropped;
  * one of the same generation, or of an unknown one, is sent.  A transport
  * error stops (the rest stays).  Returns the entries still pending.
@@ -587,9 +590,6 @@ static uint64_t spool_replay_server(struct mdc_pool *p,
         const struct spent *e = &es[done];
         if (budget != NULL && *budget == 0)
             break;
-        /* the time bound stops a replay once it has made progress: a
-         * call whose identity round trip alone took longer (a loaded
-         * machine) still replays one entry, so replays never starve */
         if (deadline != 0 && done > 0 && mdci_now_ms() >= deadline)
             break;
         if (e->r.generation != 0 && gen != 0 && e->r.generation != gen) {

@@ -50,8 +50,16 @@ print(" ".join(json.loads(l)["target"] for l in open(sys.argv[1]) if "\"kind\": 
 check "targets alternate within the rounds" "one one-base two one one-base two" "$order"
 m=$(grep -c '"args": "[^"]*-c 4' "$runs" 2>/dev/null)
 check "arguments after -- reach mdc-load" 6 "${m:-0}"
-grep -q '^| one | [12] | [0-9.]* | [0-9.]*-[0-9.]* | 1.000 |' "$RC_TMP/out" &&
-    ok "table: the first target, ratio 1.000" || fail "table row of one: $(cat "$RC_TMP/out" "$RC_TMP/err")"
+# the first target's CPU per request and ratio 1.000; on a busy machine
+# (tools/busy-load.sh) its 0.5 s windows may not reach one clock tick of
+# the server's CPU (10 ms: fewer than 100 requests served), and the row
+# then says so, as the report does for any round without a reading
+if grep -q '^| one | [12] | [0-9.]* | [0-9.]*-[0-9.]* | 1.000 |' "$RC_TMP/out" ||
+    grep -q '^| one | [12] | — | — | — | .* round(s) without a CPU reading$' "$RC_TMP/out"; then
+    ok "table: the first target, ratio 1.000 (or no CPU reading, said)"
+else
+    fail "table row of one: $(cat "$RC_TMP/out" "$RC_TMP/err")"
+fi
 grep -q '^| one-base | [12] | ' "$RC_TMP/out" && ok "table: a row for the --against twin" ||
     fail "table row of one-base: $(cat "$RC_TMP/out")"
 grep -q '^| two | [12] | ' "$RC_TMP/out" && ok "table: a row for the second target" ||
@@ -71,9 +79,13 @@ check "udp: the earlier build (A) before this one (B) in each round" \
 m=$(python3 -c 'import json,sys
 print(sum(1 for l in open(sys.argv[1]) if "\"kind\": \"run\"" in l and json.loads(l)["requests"] > 0))' "$runs" 2>/dev/null)
 check "udp: every window got replies" 4 "${m:-0}"
-grep -q '^| mdcached-base | 2 | [0-9.]* | [0-9.]*-[0-9.]* | 1.000 |' "$RC_TMP/uout" &&
+# (or, on a busy machine, no CPU reading, said: above)
+nocpu=' — | — | — | .* round(s) without a CPU reading$'
+grep -q '^| mdcached-base | 2 | [0-9.]* | [0-9.]*-[0-9.]* | 1.000 |' "$RC_TMP/uout" ||
+    grep -q "^| mdcached-base | 2 |$nocpu" "$RC_TMP/uout" &&
     ok "udp table: A first, ratio 1.000" || fail "udp table row of A: $(cat "$RC_TMP/uout" "$RC_TMP/uerr")"
-grep -q '^| mdcached | 2 | [0-9.]* | [0-9.]*-[0-9.]* | [0-9.]* |' "$RC_TMP/uout" &&
+grep -q '^| mdcached | 2 | [0-9.]* | [0-9.]*-[0-9.]* | [0-9.]* |' "$RC_TMP/uout" ||
+    grep -q "^| mdcached | 2 |$nocpu" "$RC_TMP/uout" &&
     ok "udp table: B's server CPU per get and ratio to A" || fail "udp table row of B: $(cat "$RC_TMP/uout")"
 # W1E, the evicting W1, scaled down (30 000 keys into -m 1, about a third
 # held): it runs, the prefill is logged per server, and most gets miss

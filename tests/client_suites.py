@@ -168,7 +168,7 @@ def captured_stderr():
 # --- servers (inside the namespace) -----------------------------------------
 
 def ask_version(port):
-    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    s = socket.create_connection(("127.0.0.1", port), timeout=30)
     s.sendall(b"version\r\n")
     buf = b""
     while not buf.endswith(b"\r\n"):
@@ -182,7 +182,7 @@ def ask_version(port):
 
 def binary_noop(port):
     """memcached's binary NOOP: for a -S server, which serves no text."""
-    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    s = socket.create_connection(("127.0.0.1", port), timeout=30)
     s.sendall(bytes([0x80, 0x0a]) + bytes(22))
     d = s.recv(24)
     s.close()

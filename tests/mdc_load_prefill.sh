@@ -113,7 +113,9 @@ for p in text native; do
     grep -q 'prefill stopped: a key was still refused 1.0 s after its first refusal' \
         "$RC_TMP/full-$p.err" && ok "$p: the prefill stopped, saying why" ||
         fail "$p: message: $(cat "$RC_TMP/full-$p.err")"
-    [ $t -le 20 ] && ok "$p: stopped in $t s" || fail "$p: took $t s"
+    # a ceiling only a hang crosses (docs/testing.md, "A busy machine"):
+    # the stop itself is the message above
+    [ $t -le 60 ] && ok "$p: stopped in $t s" || fail "$p: took $t s"
 done
 stop_mdc F
 if command -v redis-server >/dev/null 2>&1; then

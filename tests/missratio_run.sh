@@ -30,13 +30,24 @@ echo "LRU=0.5 SIEVE=0.5 S3-FIFO=0.5 W-TinyLFU=0.5"
 EOF
 chmod +x "$RC_TMP/venv/bin/python"
 
-# bench OUT [VAR=VALUE...]: run.sh into OUT; its exit status
+# bench OUT [VAR=VALUE...]: run.sh into OUT; its exit status.  The
+# ceiling is one only a hang crosses (docs/testing.md, "A busy machine"):
+# the first run below starts 25 servers one after the other, 100 s on a
+# machine with a load of 20, 1493 s with tools/busy-load.sh and other
+# builds beside it at 20 000 requests (300 s was the ceiling, and it
+# failed there); 334 s at 10 000 requests of 2 500 objects (the rows and
+# the searches are the same).  What this test checks
+# are the bench's rows and logs, never a time: each run's time is printed.
 bench() {
     _o=$1
     shift
-    env MR_REQUESTS=20000 MR_OBJECTS=5000 MR_TRACES=z1.0 MR_SIZES=1 MR_RSS_TRIES=3 \
+    _t0=$(date +%s)
+    env MR_REQUESTS=10000 MR_OBJECTS=2500 MR_TRACES=z1.0 MR_SIZES=1 MR_RSS_TRIES=3 \
         MR_OUT="$_o" MR_VENV="$RC_TMP/venv" "$@" \
-        timeout 300 "$RUN" "$BUILD" >"$_o.out" 2>"$_o.err"
+        timeout 1800 "$RUN" "$BUILD" >"$_o.out" 2>"$_o.err"
+    _rc=$?
+    echo "# run.sh $*: exit $_rc after $(($(date +%s) - _t0)) s"
+    return $_rc
 }
 # col FILE SERVER COLUMN: one cell of results.tsv (trace z1.0)
 col() {

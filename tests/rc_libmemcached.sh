@@ -64,7 +64,7 @@ check "memctouch --expire=1 rc.touch" 0 $?
 memctouch "$S" --expire=10 rc.missing 2>/dev/null
 check "memctouch missing key exits 1" 1 $?
 i=0
-while memccat "$S" rc.touch >/dev/null 2>&1 && [ $i -lt 40 ]; do
+while memccat "$S" rc.touch >/dev/null 2>&1 && [ $i -lt 300 ]; do # 30 s: a hang
     sleep 0.1
     i=$((i + 1))
 done

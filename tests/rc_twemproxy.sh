@@ -49,7 +49,7 @@ while :; do
         -p "$RC_TMP/nutcracker.pid" -o "$NC_LOG" -v 4 &
     NC_PID=$!
     RC_PIDS="$RC_PIDS $NC_PID"
-    rc_py owns "$NC_PID" 10 "$PROXY_PORT" "$STATS_PORT" && break
+    rc_py owns "$NC_PID" 30 "$PROXY_PORT" "$STATS_PORT" && break
     kill "$NC_PID" 2>/dev/null
     wait "$NC_PID" 2>/dev/null
     echo "nutcracker did not hold ports $PROXY_PORT/$STATS_PORT (try $try): $(grep -i 'fail\|in use' "$NC_LOG" | tail -2)"

@@ -145,7 +145,7 @@ static void test_text_quit_and_failure(void **state)
     txt(fd, "set a 0 0 11\r\nalice s3cre\r\n", buf, sizeof(buf));
     assert_string_equal(buf, "CLIENT_ERROR authentication failure\r\n");
     txt(fd, "quit\r\n", buf, sizeof(buf));
-    assert_true(tc_wait_eof(fd, 3000));
+    assert_true(tc_wait_eof(fd, TC_HANG_MS));
     close(fd);
 }
 
@@ -258,7 +258,7 @@ static void test_native(void **state)
     r.op = WIRE_OP_QUIT;
     assert_int_equal(tc_call(fd, &r, &rsp), WIRE_S_OK);
     tc_resp_free(&rsp);
-    assert_true(tc_wait_eof(fd, 3000));
+    assert_true(tc_wait_eof(fd, TC_HANG_MS));
     close(fd);
 }
 
@@ -446,7 +446,7 @@ static void test_preauth_request_bound(void **state)
     txt(fd, NULL, buf, sizeof(buf));
     assert_string_equal(buf,
                         "CLIENT_ERROR request too long before authentication\r\n");
-    assert_true(tc_wait_eof(fd, 5000));
+    assert_true(tc_wait_eof(fd, TC_HANG_MS));
     close(fd);
     /* a line with no end */
     fd = tc_connect(&srv);
@@ -455,7 +455,7 @@ static void test_preauth_request_bound(void **state)
     txt(fd, NULL, buf, sizeof(buf));
     assert_string_equal(buf,
                         "CLIENT_ERROR request too long before authentication\r\n");
-    assert_true(tc_wait_eof(fd, 5000));
+    assert_true(tc_wait_eof(fd, TC_HANG_MS));
     close(fd);
     /* native: an AUTH whose password is 20 000 bytes */
     fd = tc_connect(&srv);
@@ -467,7 +467,7 @@ static void test_preauth_request_bound(void **state)
     r.vlen = sizeof(big);
     assert_int_equal(tc_call(fd, &r, &rsp), WIRE_S_AUTH_REQUIRED);
     tc_resp_free(&rsp);
-    assert_true(tc_wait_eof(fd, 5000));
+    assert_true(tc_wait_eof(fd, TC_HANG_MS));
     close(fd);
     /* once authenticated, the same sizes are ordinary requests */
     fd = tc_connect(&srv);
@@ -654,8 +654,8 @@ static void test_auth_timeout(void **state)
     /* one that keeps talking without logging in is closed too */
     txt(talk, "get k\r\n", buf, sizeof(buf));
     assert_string_equal(buf, "CLIENT_ERROR unauthenticated\r\n");
-    assert_true(tc_wait_eof(idle, 15000));
-    assert_true(tc_wait_eof(talk, 15000));
+    assert_true(tc_wait_eof(idle, TC_HANG_MS));
+    assert_true(tc_wait_eof(talk, TC_HANG_MS));
     /* the authenticated connection, idle as long, still works */
     txt(authed, "stats\r\n", buf, sizeof(buf));
     while (strstr(buf, "END\r\n") == NULL && (n = strlen(buf)) + 1 < sizeof(buf)) {
@@ -818,7 +818,7 @@ static bool bad_login(int fd, bool text, bool read)
         struct pollfd p = {fd, POLLIN, 0};
         ssize_t k;
 
-        if (poll(&p, 1, 5000) != 1)
+        if (poll(&p, 1, TC_HANG_MS) != 1)
             return false;
         k = recv(fd, buf, 20, MSG_PEEK);
         buf[k > 0 ? k : 0] = '\0';
@@ -832,8 +832,10 @@ static bool bad_login(int fd, bool text, bool read)
  * its slot back at once, on every backend.  With -c 32, 300 such logins
  * (the text form and the native AUTH in turn, closed after reading the
  * answer, a FIN, or with it unread, a reset) leave room for good logins
- * all along, and curr_connections is back to the watcher alone well
- * before a hold (>= 1 s) could have ended. */
+ * all along, and curr_connections is back to the watcher alone sooner
+ * than a failed login's hold (>= 1 s by the server's clock) lasts, timed
+ * in the same test: a ratio to a baseline, not a bound in seconds, which
+ * a busy machine crossed (docs/testing.md, "A busy machine"). */
 static void test_failed_login_loop(void **state)
 {
     const char *args[] = {"--auth-file", afile, "-n", "1", "-c", "32", NULL};
@@ -841,7 +843,7 @@ static void test_failed_login_loop(void **state)
     char buf[512];
     int i, watch, refused = 0, good_failed = 0;
     long long cur = -1;
-    double t_end;
+    double t_end, hold = -1;
 
     (void)state;
     assert_int_equal(tsrv_start(&s, args), 0);
@@ -863,18 +865,37 @@ static void test_failed_login_loop(void **state)
     t_end = now_s();
     watch = tc_connect(&s);
     txt(watch, "set a 0 0 12\r\nalice s3cret\r\n", buf, sizeof(buf));
-    /* only the watcher left, long before the last hold (>= 1 s) ends */
+    /* only the watcher left (a hang's ceiling: 30 s) */
     if (strcmp(buf, "STORED\r\n") == 0)
-        while (now_s() - t_end < 0.7 && (cur = curr_conns(watch)) != 1)
+        while (now_s() - t_end < 30 && (cur = curr_conns(watch)) != 1)
             usleep(20000);
     t_end = now_s() - t_end;
     close(watch);
+    /* the baseline: a good login sent right after a failed one waits for
+     * the hold */
+    {
+        int fd = tc_connect(&s);
+        double t0;
+
+        assert_true(fd >= 0);
+        txt(fd, "set a 0 0 9\r\nalice bad\r\n", buf, sizeof(buf));
+        assert_string_equal(buf, "CLIENT_ERROR authentication failure\r\n");
+        t0 = now_s();
+        txt(fd, "set a 0 0 12\r\nalice s3cret\r\n", buf, sizeof(buf));
+        if (strcmp(buf, "STORED\r\n") == 0)
+            hold = now_s() - t0;
+        close(fd);
+    }
     assert_int_equal(tsrv_stop(&s), 0);
-    if (refused > 0 || good_failed > 0 || cur != 1)
+    print_message("curr_connections 1 after %.3f s, a hold %.3f s\n", t_end,
+                  hold);
+    if (refused > 0 || good_failed > 0 || cur != 1 || hold < 0 ||
+        t_end >= hold)
         fail_msg("%d of 300 bad logins refused for want of a slot, %d of 12 "
                  "good logins failed, curr_connections %lld %.2f s after the "
-                 "last (want 0, 0, 1)",
-                 refused, good_failed, cur, t_end);
+                 "last, a failed login's hold %.2f s (want 0, 0, 1, sooner "
+                 "than the hold)",
+                 refused, good_failed, cur, t_end, hold);
 }
 
 /* Without --auth-file, AUTH is refused as not supported and the text

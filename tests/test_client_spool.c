@@ -6,7 +6,8 @@
  * safe opening (a link or another user's file refused, mode 0600), flock
  * between two processes, the full-spool policy (a flush mark, replayed as
  * a flush), a stale delete spooled and replayed as a stale delete, the
- * replay bounded per call, entries of a server that started
+ * replay bounded per call (a server's first entry replayed whatever the
+ * time), entries of a server that started
  * empty dropped by its data generation, and the replayer refusing root.
  */
 #include "config.h"
@@ -436,6 +437,62 @@ static void test_delete_stale_spooled(void **state)
 
 /* 250 entries; one call replays 100 (the per-call bound), the next ones
  * the rest; the records of those tags are gone once replayed. */
+/*
+ * The per-call time bound never stops a server's first entry: with a bound
+ * of 1 ms and the server's answer to the identity query held back 100 ms
+ * (stopped; a child continues it), the next call still replays the first
+ * entry before its own request.  The bound was checked before the first
+ * entry, after the query: the call replayed nothing and the get found the
+ * record the entry was to invalidate, as a busy machine did with the
+ * default 10 ms (client-php's spool.phpt under tools/busy-load.sh).
+ */
+static void test_first_entry_beyond_deadline(void **state)
+{
+    struct mdc_pool_stats st;
+    struct mdci_spool s;
+    struct mdc_item *it = NULL;
+    char name[64], label[160];
+    const char *names[1];
+    uint8_t v[4];
+    int32_t t = 2000;
+    pid_t child;
+    int status, rc;
+    (void)state;
+    rm_dir();
+    mdc_pool_t *p = pool_on();
+    mdc_t *m = mdc_pool_server(p, 0);
+    assert_int_equal(mdc_pool_set_spool_limits(p, 0, 0, 1), MDC_OK);
+    snprintf(label, sizeof(label), "%s:%d", srv.host, srv.port);
+    names[0] = label;
+    mdci_spool_name(name, sizeof(name), names, 1);
+    set_tagged(m, "f1", t);
+    assert_int_equal(mdci_spool_open(&s, dir, name, 0), 0);
+    assert_int_equal(mdci_spool_lock(&s, false), 0);
+    memcpy(v, &t, 4); /* little endian machine */
+    struct mdci_spool_rec r = dbt(label, 5, v, 1);
+    assert_int_equal(mdci_spool_append(&s, &r, false), 0);
+    mdci_spool_unlock(&s);
+    mdci_spool_close(&s);
+    tsrv_stop_fully(srv.pid);
+    child = fork();
+    assert_true(child >= 0);
+    if (child == 0) {
+        usleep(100 * 1000);
+        kill(srv.pid, SIGCONT);
+        _exit(0);
+    }
+    rc = mdc_pool_get(p, "f1", 2, &it);
+    assert_int_equal(waitpid(child, &status, 0), child);
+    mdc_pool_get_stats(p, &st);
+    printf("# get: %d (%s), replayed %llu\n", rc, mdc_pool_errstr(p),
+           (unsigned long long)st.replayed);
+    if (rc == MDC_OK)
+        mdc_item_free(it);
+    assert_int_equal(st.replayed, 1);
+    assert_int_equal(rc, MDC_NOT_FOUND);
+    mdc_pool_destroy(p);
+}
+
 static void test_bounded_replay(void **state)
 {
     struct mdc_pool_stats st;
@@ -574,6 +631,7 @@ int main(void)
         cmocka_unit_test(test_full_flush),
         cmocka_unit_test(test_delete_stale_spooled),
         cmocka_unit_test(test_bounded_replay),
+        cmocka_unit_test(test_first_entry_beyond_deadline),
         cmocka_unit_test(test_generation_and_root),
     };
     int rc;

@@ -312,7 +312,9 @@ static void test_insecure(void **state)
     mdc_destroy(m);
 }
 
-/* TLS to a plain port: a clean refusal, quickly; the daemon lives on. */
+/* TLS to a plain port: a clean refusal (MDC_ERR_TLS, not the I/O
+ * timeout's MDC_ERR_TIMEOUT: how soon is not a bound, a busy machine is
+ * slow); the daemon lives on. */
 static void test_plain_port(void **state)
 {
     struct mdc_tls_config cfg = with_ca();
@@ -321,7 +323,7 @@ static void test_plain_port(void **state)
 
     (void)state;
     expect_tls_error(m, mdc_noop(m), "TLS handshake failed");
-    assert_true(now_s() - t0 < 2.0);
+    print_message("refused after %.3f s\n", now_s() - t0);
     mdc_destroy(m);
     /* the same handle class back to plain works */
     m = handle(NULL, srv_a.port, &cfg);
@@ -331,7 +333,9 @@ static void test_plain_port(void **state)
 }
 
 /* A server that accepts TCP but never answers the handshake: the connect
- * timeout bounds the handshake. */
+ * timeout (300 ms) bounds the handshake, not the I/O timeout (60 s here,
+ * so that the two cannot be confused on a busy machine): never before
+ * 0.25 s, and well before the I/O timeout (30 s, a hang's ceiling). */
 static void test_handshake_timeout(void **state)
 {
     struct mdc_tls_config cfg = with_ca();
@@ -348,13 +352,14 @@ static void test_handshake_timeout(void **state)
     assert_int_equal(listen(lfd, 8), 0);
     assert_int_equal(getsockname(lfd, (struct sockaddr *)&sa, &len), 0);
     mdc_t *m = mdc_create_tcp("127.0.0.1", ntohs(sa.sin_port));
-    assert_int_equal(mdc_set_timeouts(m, 300, 5000), MDC_OK);
+    assert_int_equal(mdc_set_timeouts(m, 300, 60000), MDC_OK);
     assert_int_equal(mdc_set_tls(m, &cfg), MDC_OK);
     t0 = now_s();
     assert_int_equal(mdc_noop(m), MDC_ERR_TIMEOUT);
     dt = now_s() - t0;
     assert_non_null(strstr(mdc_errstr(m), "TLS handshake"));
-    if (dt < 0.25 || dt > 2.0)
+    print_message("timed out after %.3f s (connect timeout 0.3 s)\n", dt);
+    if (dt < 0.25 || dt > 30.0)
         fail_msg("timed out after %.3f s, want about 0.3 s", dt);
     mdc_destroy(m);
     close(lfd);

@@ -152,7 +152,7 @@ def memcached_run(writes):
             args += ["-u", "nobody"]
         p = subprocess.Popen(args, stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)
-        for _ in range(100):
+        for _ in range(600):  # 30 s: a hang
             try:
                 socket.create_connection(("127.0.0.1", port)).close()
                 break

@@ -33,7 +33,9 @@
 
 #include "server_client.h"
 
-#define IO_MS 10000
+/* a reply later than this is a hang, never a slow machine (docs/testing.md,
+ * "A busy machine") */
+#define IO_MS TC_HANG_MS
 
 /* ---- text I/O ---------------------------------------------------------- */
 
@@ -464,9 +466,11 @@ static void test_long_line_linear(void **state)
 
 #define ATTACKERS 32
 #define ATTACK_S 3.0
+#define FAIR_RATIO 20
+#define FAIR_TRIES 3
 
-/* 32 connections sending 1 MiB lines without a newline, reconnecting
- * whenever the server closes one, for ATTACK_S seconds. */
+/* 32 connections to s sending 1 MiB lines without a newline, reconnecting
+ * whenever the other end closes one, for ATTACK_S seconds. */
 static void attack(const struct tsrv *s)
 {
     static char junk[1 << 20];
@@ -523,23 +527,81 @@ static void attack(const struct tsrv *s)
             close(fd[i]);
 }
 
-static void test_fair_beside_long_lines(void **state)
+/* The baseline's target: a child process on a loopback port of its own
+ * (written to *sink's host and port) that accepts every connection and
+ * reads and drops what comes, the receiving half of the attack's cost on
+ * the machine without the server.  Its pid; kill it with SIGKILL. */
+static pid_t sink_start(struct tsrv *sink)
 {
-    const char *args[] = {"-n", "1", NULL};
-    struct tsrv s;
-    double worst = 0, t0, end;
+    struct sockaddr_in sa;
+    socklen_t sl = sizeof(sa);
+    pid_t pid;
+    int ls;
+
+    memset(sink, 0, sizeof(*sink));
+    ls = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(ls >= 0);
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(bind(ls, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    assert_int_equal(listen(ls, ATTACKERS), 0);
+    assert_int_equal(getsockname(ls, (struct sockaddr *)&sa, &sl), 0);
+    snprintf(sink->host, sizeof(sink->host), "127.0.0.1");
+    sink->port = ntohs(sa.sin_port);
+    sink->udp_port = -1;
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        struct pollfd p[ATTACKERS + 1];
+        static char rb[1 << 16];
+        int n = 1, i;
+
+        p[0].fd = ls;
+        p[0].events = POLLIN;
+        for (;;) {
+            if (poll(p, (nfds_t)n, -1) <= 0)
+                continue;
+            for (i = n - 1; i >= 1; i--) {
+                if (p[i].revents == 0)
+                    continue;
+                if (read(p[i].fd, rb, sizeof(rb)) <= 0) {
+                    close(p[i].fd);
+                    p[i] = p[--n];
+                }
+            }
+            if ((p[0].revents & POLLIN) && n <= ATTACKERS) {
+                int c = accept(ls, NULL, NULL);
+
+                if (c >= 0) {
+                    p[n].fd = c;
+                    p[n].events = POLLIN;
+                    p[n].revents = 0;
+                    n++;
+                }
+            }
+        }
+    }
+    close(ls);
+    return pid;
+}
+
+/* The honest client's gets of "honest" on fd while a child runs attack()
+ * on target: the round trips made, the worst and the mean in *worst and
+ * *mean (s). */
+static long fair_window(int fd, const struct tsrv *target, double *worst,
+                        double *mean)
+{
+    double t0, end, sum = 0;
     long rounds = 0;
     pid_t child;
-    int fd, st;
+    int st;
 
-    (void)state;
-    srv_start(&s, args);
-    fd = tx_open(&s);
-    tx_cmd(fd, "set honest 0 0 1\r\nx", "STORED");
+    *worst = 0;
     child = fork();
     assert_true(child >= 0);
     if (child == 0) {
-        attack(&s);
+        attack(target);
         _exit(0);
     }
     usleep(200000); /* let the attack build up */
@@ -552,16 +614,66 @@ static void test_fair_beside_long_lines(void **state)
         tx_expect(fd, "x");
         tx_expect(fd, "END");
         rtt = now_s() - t0;
-        if (rtt > worst)
-            worst = rtt;
+        if (rtt > *worst)
+            *worst = rtt;
+        sum += rtt;
         rounds++;
     }
     assert_int_equal(waitpid(child, &st, 0), child);
-    fprintf(stderr,
-            "honest client beside %d connections sending 1 MiB lines: "
-            "%ld round trips, worst %.3f s\n",
-            ATTACKERS, rounds, worst);
-    assert_true(worst < 1.0);
+    *mean = rounds > 0 ? sum / (double)rounds : 0;
+    return rounds;
+}
+
+/*
+ * An honest client of the same network thread as 32 connections sending
+ * 1 MiB lines is served beside them.  The measure is a ratio to a baseline
+ * taken in the same test (docs/testing.md, "A busy machine"): the same
+ * client loop while the same attacker sends the same lines to a sink of
+ * this test's own instead of the server (the same cost on the machine, no
+ * work for the server), then while it sends them to the server.  With a
+ * fair server the client's worst round trip stays within FAIR_RATIO times
+ * the baseline's worst (10 ms at least, a scheduler's slice); a server
+ * that scanned a whole long line on every read kept it waiting past its
+ * 10 s timeout.  The mean is printed, not judged: the server's one
+ * thread reads the attackers' bytes between the client's requests (tens
+ * of ms on a loaded machine, beside a baseline of a fraction of one).
+ * One pair of FAIR_TRIES passing passes.  It was "the worst round trip
+ * under 1 s", which a loaded machine crossed.
+ */
+static void test_fair_beside_long_lines(void **state)
+{
+    const char *args[] = {"-n", "1", NULL};
+    struct tsrv s, sink;
+    double worst = 0, mean = 0, bworst = 0, bmean = 0;
+    long rounds = 0, brounds = 0;
+    bool fair = false;
+    int fd, attempt;
+
+    (void)state;
+    srv_start(&s, args);
+    fd = tx_open(&s);
+    tx_cmd(fd, "set honest 0 0 1\r\nx", "STORED");
+    for (attempt = 1; attempt <= FAIR_TRIES && !fair; attempt++) {
+        pid_t sp = sink_start(&sink);
+        int st;
+
+        brounds = fair_window(fd, &sink, &bworst, &bmean);
+        kill(sp, SIGKILL);
+        assert_int_equal(waitpid(sp, &st, 0), sp);
+        rounds = fair_window(fd, &s, &worst, &mean);
+        fprintf(stderr,
+                "pair %d: honest client beside %d connections sending "
+                "1 MiB lines to a sink: %ld round trips, mean %.4f s, "
+                "worst %.3f s; to the server: %ld round trips, mean %.4f "
+                "s, worst %.3f s\n",
+                attempt, ATTACKERS, brounds, bmean, bworst, rounds, mean,
+                worst);
+        fair = rounds > 0 &&
+               worst <= (bworst > 0.010 ? bworst : 0.010) * FAIR_RATIO;
+    }
+    if (!fair)
+        fail_msg("no pair of %d passed; the last: worst %.3f s, baseline "
+                 "%.3f s", FAIR_TRIES, worst, bworst);
     close(fd);
     srv_stop(&s);
 }
@@ -887,9 +999,9 @@ static void test_shutdown_and_flush_switches(void **state)
     assert_true(tc_wait_eof(fd, IO_MS));
     close(fd);
     /* the daemon stops by itself, cleanly */
-    for (i = 0; i < 500 && waitpid(s.pid, &st, WNOHANG) != s.pid; i++)
+    for (i = 0; i < 3000 && waitpid(s.pid, &st, WNOHANG) != s.pid; i++)
         usleep(10000);
-    assert_true(i < 500);
+    assert_true(i < 3000);
     assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
     cur_on = false;
     (void)buf;

@@ -687,7 +687,7 @@ static void test_stats_version_noop(void **state)
     /* QUIT answers, then the server closes */
     r = (struct treq){.op = WIRE_OP_QUIT};
     assert_int_equal(tc_call(fd, &r, NULL), 0);
-    assert_true(tc_wait_eof(fd, 2000));
+    assert_true(tc_wait_eof(fd, TC_HANG_MS));
     close(fd);
 }
 
@@ -1003,7 +1003,7 @@ static void test_bad_magic_and_version(void **state)
     assert_int_equal(p.h.status, WIRE_S_BAD_MAGIC);
     assert_int_equal(p.h.opaque, 0);
     tc_resp_free(&p);
-    assert_true(tc_wait_eof(fd, 2000));
+    assert_true(tc_wait_eof(fd, TC_HANG_MS));
     close(fd);
 
     /* wrong magic after a good request: good reply, error, close */
@@ -1020,7 +1020,7 @@ static void test_bad_magic_and_version(void **state)
     assert_int_equal(tc_recv(fd, &p), 0);
     assert_int_equal(p.h.status, WIRE_S_BAD_MAGIC);
     tc_resp_free(&p);
-    assert_true(tc_wait_eof(fd, 2000));
+    assert_true(tc_wait_eof(fd, TC_HANG_MS));
     close(fd);
 
     /* bad version */
@@ -1032,7 +1032,7 @@ static void test_bad_magic_and_version(void **state)
     assert_int_equal(tc_recv(fd, &p), 0);
     assert_int_equal(p.h.status, WIRE_S_BAD_VERSION);
     tc_resp_free(&p);
-    assert_true(tc_wait_eof(fd, 2000));
+    assert_true(tc_wait_eof(fd, TC_HANG_MS));
     close(fd);
 }
 
@@ -1108,7 +1108,7 @@ static void test_truncated_and_short(void **state)
     memcpy(h + WIRE_HDR_LEN, "key0123456789", 13);
     assert_int_equal(tc_send_all(fd, h, WIRE_HDR_LEN + 13), 0);
     shutdown(fd, SHUT_WR);
-    assert_true(tc_wait_eof(fd, 3000));
+    assert_true(tc_wait_eof(fd, TC_HANG_MS));
     close(fd);
 
     /* a truncated header, then the client is gone */
@@ -1181,7 +1181,7 @@ static void test_oversize(void **state)
     assert_int_equal(p.h.status, WIRE_S_MSG_TOO_LARGE);
     assert_int_equal(p.h.opaque, 3);
     tc_resp_free(&p);
-    assert_true(tc_wait_eof(fd, 2000));
+    assert_true(tc_wait_eof(fd, TC_HANG_MS));
     close(fd);
     free(buf);
 }
@@ -1229,7 +1229,7 @@ static void test_client_vanishes(void **state)
         close(c);
     }
     /* the server notices every one of them and keeps serving */
-    for (i = 0; i < 300 && tc_stat(fd, "curr_connections") > before; i++)
+    for (i = 0; i < 3000 && tc_stat(fd, "curr_connections") > before; i++)
         sleep_ms(10);
     /* (<=: a connection of an earlier test may have closed meanwhile) */
     assert_true(tc_stat(fd, "curr_connections") <= before);
@@ -1290,12 +1290,12 @@ static void test_eof_with_last_request(void **state)
                 assert_int_equal(tc_recv(fd, &p), 0);
                 assert_int_equal(p.h.opaque, 7);
                 tc_resp_free(&p);
-                assert_true(tc_wait_eof(fd, 3000));
+                assert_true(tc_wait_eof(fd, TC_HANG_MS));
                 break;
             case 1: /* quiet set alone, half-close: no reply, EOF */
                 assert_int_equal(tc_send_all(fd, m1, n1), 0);
                 shutdown(fd, SHUT_WR);
-                assert_true(tc_wait_eof(fd, 3000));
+                assert_true(tc_wait_eof(fd, TC_HANG_MS));
                 break;
             default: /* quiet set alone, then gone */
                 assert_int_equal(tc_send_all(fd, m1, n1), 0);
@@ -1308,7 +1308,7 @@ static void test_eof_with_last_request(void **state)
         }
     }
     /* every one of them is closed on the server side too */
-    for (i = 0; i < 300 && tc_stat(ctl, "curr_connections") > before; i++)
+    for (i = 0; i < 3000 && tc_stat(ctl, "curr_connections") > before; i++)
         sleep_ms(10);
     assert_true(tc_stat(ctl, "curr_connections") <= before);
     close(ctl);
@@ -1458,14 +1458,14 @@ static void test_slow_reader(void **state)
         free(v);
     }
     /* the pause is noticed by the server's loop; give a loaded machine time */
-    for (i = 0; i < 300 && tc_stat(fd, "output_paused") < 1; i++)
+    for (i = 0; i < 3000 && tc_stat(fd, "output_paused") < 1; i++)
         sleep_ms(10);
     assert_true(tc_stat(fd, "output_paused") >= 1);
     rss1 = tsrv_rss_kb(&s);
     if (rss0 > 0 && rss1 > 0)
         assert_true(rss1 - rss0 < 32 * 1024); /* far below 320 MiB */
     /* no progress for --output-timeout: dropped */
-    for (i = 0; i < 600 && tc_stat(fd, "slow_reader_drops") < 1; i++)
+    for (i = 0; i < 3000 && tc_stat(fd, "slow_reader_drops") < 1; i++)
         sleep_ms(10);
     assert_int_equal(tc_stat(fd, "slow_reader_drops"), 1);
     close(slow);
@@ -1487,7 +1487,7 @@ static void test_idle_timeout(void **state)
     fd = tc_connect(&s);
     assert_true(fd >= 0);
     assert_int_equal(status_of(fd, WIRE_OP_NOOP, NULL, NULL, 0, 0, 0), 0);
-    assert_true(tc_wait_eof(fd, 4000));
+    assert_true(tc_wait_eof(fd, TC_HANG_MS));
     close(fd);
     assert_int_equal(tsrv_stop(&s), 0);
 }
@@ -1527,7 +1527,7 @@ static void test_idle_timeout_not_early(void **state)
     }
     /* all at once: an EOF is timed when it comes, not when its turn is */
     {
-        double end = mono_now() + 8, eof[N] = {0};
+        double end = mono_now() + 30, eof[N] = {0}; /* a hang's ceiling */
         int left = N;
 
         while (left > 0 && mono_now() < end) {
@@ -1565,7 +1565,7 @@ static void test_idle_timeout_not_early(void **state)
     assert_int_equal(tsrv_stop(&s), 0);
     if (early > 0 || late > 0)
         fail_msg("--idle-timeout 2: %d of %d closed early (first %.3f s "
-                 "after its last request), %d not closed in 8 s",
+                 "after its last request), %d not closed in 30 s",
                  early, N, worst, late);
 }
 
@@ -1603,7 +1603,7 @@ static void test_sigterm_finishes_inflight(void **state)
         assert_int_equal(p.h.vlen, sizeof(val));
         tc_resp_free(&p);
     }
-    assert_true(tc_wait_eof(fd, 5000));
+    assert_true(tc_wait_eof(fd, TC_HANG_MS));
     close(fd);
     /* new connections are refused once stopping */
     for (i = 0; i < 500; i++) {

@@ -1006,12 +1006,16 @@ static void test_reply_over_max_output(void **state)
  * test's own instead of the server (the same sending cost on the
  * machine, no work for the server), then while it floods the server.  The
  * flood may slow the client (the server's thread and the machine's CPUs
- * are shared), but with a fair server its mean round trip stays within
- * FLOOD_RATIO times the baseline's (2 ms at least) and its worst within
+ * are shared), but with a fair server its worst round trip stays within
  * FLOOD_RATIO times the baseline's worst (10 ms at least, the grain of a
- * scheduler's slice); the unfair server above missed both by far (a mean
- * of about 0.45 s).  The number of round trips is printed, not judged: on
- * an overloaded machine it measures when this client got a CPU.  That the
+ * scheduler's slice); the unfair server above missed it by far (a worst
+ * of 0.6 s on a quiet machine).  The mean is printed, not judged: with
+ * the flood the server's thread is always runnable, so on a loaded
+ * machine each request waits for the scheduler to come round to it
+ * (100-170 ms under tools/busy-load.sh, a fair server, against a baseline
+ * of 1-4 ms whose idle server wakes at once); it failed there.  The
+ * number of round trips is printed, not judged: on an overloaded machine
+ * it measures when this client got a CPU.  That the
  * flood reached the server is a count, not a rate: in the flood's window
  * the server served at least as many datagrams as the client made round
  * trips (UDP work beside every TCP request) and fewer than were sent (a
@@ -1163,7 +1167,7 @@ static void test_udp_flood_tcp_fair(void **state)
     memcpy(want + n, "END\r\n", 5);
     n += 5;
     for (attempt = 1; attempt <= FLOOD_TRIES && !fair; attempt++) {
-        double mean, bmean, bw, bm;
+        double mean, bmean, bw;
         long long in0;
 
         brounds = flood_window(&sink, fd, want, n, &bworst, &bmean);
@@ -1171,7 +1175,6 @@ static void test_udp_flood_tcp_fair(void **state)
         rounds = flood_window(&f, fd, want, n, &worst, &mean);
         served = udp_in_of(&s) - in0;
         bw = bworst > 10.0 ? bworst : 10.0;
-        bm = bmean > 2.0 ? bmean : 2.0;
         print_message("pair %d: baseline %u round trips, mean %.2f ms, "
                       "worst %.1f ms; UDP flood %u round trips, mean %.2f "
                       "ms, worst %.1f ms; %lu datagrams sent, %lld served\n",
@@ -1179,8 +1182,7 @@ static void test_udp_flood_tcp_fair(void **state)
                       f.sent, served);
         flooded = rounds > 0 && served >= (long long)rounds &&
                   (unsigned long long)served < f.sent;
-        fair = flooded && mean <= bm * FLOOD_RATIO &&
-               worst <= bw * FLOOD_RATIO;
+        fair = flooded && worst <= bw * FLOOD_RATIO;
         if (!fair)
             usleep(300000); /* the backlog of the last flood drained */
     }

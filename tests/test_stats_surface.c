@@ -56,6 +56,14 @@ static int stop_daemon(void **state)
     return 0;
 }
 
+static double mono_s(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
 static void sleep_ms(int ms)
 {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
@@ -657,7 +665,10 @@ static void test_reclaims(void **state)
 /*
  * time_in_listen_disabled_us: the daemon runs with 40 descriptors and 60
  * clients connect; accepting pauses (listen_disabled_num), 1 s at a time,
- * and the time paused is counted, the pause going on included.
+ * and the time paused is counted, the pause going on included.  How long
+ * a pause lasts on a busy machine is not bounded (its end is a timer the
+ * loop may run late): at least 1 s of pauses, and no more than the wall
+ * time since the clients came, measured here.
  */
 static void test_listen_disabled(void **state)
 {
@@ -666,6 +677,7 @@ static void test_listen_disabled(void **state)
     struct rlimit old, low;
     int fds[NCLI], a, i, rc;
     long long n, us, us2;
+    double t_cli;
 
     (void)state;
     assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
@@ -678,11 +690,12 @@ static void test_listen_disabled(void **state)
     a = tc_connect(&S);
     assert_true(a >= 0);
     assert_int_equal(stat_of(a, NULL, "time_in_listen_disabled_us"), 0);
+    t_cli = mono_s();
     for (i = 0; i < NCLI; i++) {
         fds[i] = tc_connect(&S);
         assert_true(fds[i] >= 0);
     }
-    for (i = 0; i < 200 && stat_of(a, NULL, "listen_disabled_num") < 1; i++)
+    for (i = 0; i < 3000 && stat_of(a, NULL, "listen_disabled_num") < 1; i++)
         sleep_ms(10);
     n = stat_of(a, NULL, "listen_disabled_num");
     assert_true(n >= 1);
@@ -693,18 +706,22 @@ static void test_listen_disabled(void **state)
     for (i = 0; i < NCLI; i++)
         close(fds[i]);
     /* the pauses end (the backlog drained may bring another one) */
-    for (i = 0; i < 50; i++) {
+    for (i = 0; i < 300; i++) { /* a hang's ceiling: 30 s */
         sleep_ms(100);
         if (stat_of(a, NULL, "accepting_conns") == 1 && i >= 15)
             break;
     }
     us = stat_of(a, NULL, "time_in_listen_disabled_us");
+    t_cli = mono_s() - t_cli;
     sleep_ms(300);
     us2 = stat_of(a, NULL, "time_in_listen_disabled_us");
     n = stat_of(a, NULL, "listen_disabled_num");
-    /* about 1 s per pause; no longer counting once accepting again */
-    if (us < 900000 || us > n * 1200000 || us2 != us)
-        fail_msg("%lld us over %lld pauses, then %lld us", us, n, us2);
+    print_message("%lld us over %lld pauses in %.3f s\n", us, n, t_cli);
+    /* at least a pause of 1 s, no more than the time that passed; no
+     * longer counting once accepting again */
+    if (us < 900000 || (double)us > t_cli * 1e6 || us2 != us)
+        fail_msg("%lld us over %lld pauses in %.3f s, then %lld us", us, n,
+                 t_cli, us2);
     close(a);
     a = tc_connect(&S);
     assert_true(a >= 0);

@@ -41,7 +41,8 @@
 
 #include "server_client.h"
 
-#define IO_TIMEOUT_MS 5000
+/* a reply later than this is a hang, never a busy machine */
+#define IO_TIMEOUT_MS TC_HANG_MS
 #define TAG_REPLY_LIMIT 4096 /* --tag-reply-limit of the spawned daemon */
 
 struct daemon {

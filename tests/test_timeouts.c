@@ -10,9 +10,15 @@
  * than its timeout after it was born and within the tick's grain and a few
  * clock steps after.  Then black-box: daemons on both backends, side by
  * side in the same run, each with silent connections spread over a second;
- * none may close early, and io_uring's worst lateness may exceed epoll's
- * by half a second at most (a busy machine delays both alike; the loop
- * that slept a whole second past the moment was up to 1 s later).
+ * none may close early, and io_uring's median lateness may be at most
+ * UE_RATIO times epoll's (100 ms at least, under which both are on time):
+ * a ratio to a baseline taken in the same run, which a busy machine
+ * delays alike (docs/testing.md, "A busy machine").  The loop that slept
+ * a whole second past the moment had io_uring's median at 2.2 times
+ * epoll's (1.2 s against 0.54 s, epoll then on a free 1 s timer).  One
+ * round of UE_TRIES passing passes; the worst lateness is printed, not
+ * judged (it was "io_uring's worst within epoll's + 0.5 s", which one
+ * preemption on a loaded machine crossed).
  */
 #include "config.h"
 
@@ -138,7 +144,8 @@ static void test_next_tick(void **state)
 
 /* ---- both backends, side by side ------------------------------------------ */
 
-enum { NCONN = 20, NSIDE = 4 };
+enum { NCONN = 20, NSIDE = 4, UE_TRIES = 3 };
+#define UE_RATIO 1.5
 
 struct side {
     const char *io;
@@ -186,6 +193,13 @@ static void poll_eofs(struct side *sd, int nopen, double secs)
     }
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+
+    return x < y ? -1 : x > y;
+}
+
 static bool all_closed(const struct side *sd)
 {
     int k, i;
@@ -211,9 +225,10 @@ static void test_backends_alike(void **state)
                             "--auth-timeout", "1", NULL};
     const char *const *args[NSIDE] = {idle_e, idle_u, auth_e, auth_u};
     struct side sd[NSIDE];
-    double worst[NSIDE];
+    double median[NSIDE];
     FILE *f;
-    int k, i, early = 0;
+    int k, i, early = 0, attempt, rounds;
+    bool alike = false;
 
     (void)state;
     if (tsrv_external())
@@ -257,44 +272,61 @@ static void test_backends_alike(void **state)
         }
         assert_int_equal(rc, 0);
     }
-    /* spread over a second, the four daemons in turn, so that each
-     * backend's connections meet its tick at every phase */
-    for (i = 0; i < NCONN; i++) {
-        for (k = 0; k < NSIDE; k++) {
-            sd[k].t0[i] = now_s(); /* before connect(): the accept is later */
-            sd[k].fd[i] = tc_connect(&sd[k].s);
-            assert_true(sd[k].fd[i] >= 0);
-        }
-        poll_eofs(sd, i + 1, 1.0 / NCONN);
-    }
-    for (i = 0; i < 100 && !all_closed(sd); i++) /* a hang's ceiling: 30 s */
-        poll_eofs(sd, NCONN, 0.3);
-    for (k = 0; k < NSIDE; k++) {
-        worst[k] = 0;
+    for (attempt = 1; attempt <= UE_TRIES && !alike; attempt++) {
+        alike = true;
+        for (k = 0; k < NSIDE; k++)
+            for (i = 0; i < NCONN; i++)
+                sd[k].eof[i] = 0;
+        /* spread over a second, the four daemons in turn, so that each
+         * backend's connections meet its tick at every phase */
         for (i = 0; i < NCONN; i++) {
-            double late = sd[k].eof[i] - sd[k].t0[i] - 1.0;
-
-            if (sd[k].eof[i] == 0)
-                fail_msg("%s %s: connection %d not closed in 30 s",
-                         sd[k].io, sd[k].kind, i);
-            if (late < 0)
-                early++;
-            if (late > worst[k])
-                worst[k] = late;
-            close(sd[k].fd[i]);
+            for (k = 0; k < NSIDE; k++) {
+                /* before connect(): the accept is later */
+                sd[k].t0[i] = now_s();
+                sd[k].fd[i] = tc_connect(&sd[k].s);
+                assert_true(sd[k].fd[i] >= 0);
+            }
+            poll_eofs(sd, i + 1, 1.0 / NCONN);
         }
-        print_message("%s --%s-timeout 1: worst %.0f ms after the second\n",
-                      sd[k].io, sd[k].kind, worst[k] * 1000);
+        /* a hang's ceiling: 30 s */
+        for (i = 0; i < 100 && !all_closed(sd); i++)
+            poll_eofs(sd, NCONN, 0.3);
+        for (k = 0; k < NSIDE; k++) {
+            double late[NCONN], worst = 0;
+
+            for (i = 0; i < NCONN; i++) {
+                late[i] = sd[k].eof[i] - sd[k].t0[i] - 1.0;
+                if (sd[k].eof[i] == 0)
+                    fail_msg("%s %s: connection %d not closed in 30 s",
+                             sd[k].io, sd[k].kind, i);
+                if (late[i] < 0)
+                    early++;
+                if (late[i] > worst)
+                    worst = late[i];
+                close(sd[k].fd[i]);
+            }
+            qsort(late, NCONN, sizeof(late[0]), cmp_double);
+            median[k] = late[NCONN / 2];
+            print_message("round %d: %s --%s-timeout 1: median %.0f ms, "
+                          "worst %.0f ms after the second\n", attempt,
+                          sd[k].io, sd[k].kind, median[k] * 1000,
+                          worst * 1000);
+        }
+        for (k = 0; k < NSIDE; k += 2)
+            if (median[k + 1] >
+                UE_RATIO * (median[k] > 0.1 ? median[k] : 0.1))
+                alike = false;
     }
+    rounds = attempt - 1;
     {
         int fd = tc_connect(&sd[0].s);
 
         assert_true(fd >= 0);
-        assert_int_equal(tc_stat(fd, "idle_kicks"), NCONN);
+        assert_int_equal(tc_stat(fd, "idle_kicks"), NCONN * rounds);
         close(fd);
         fd = tc_connect(&sd[1].s);
         assert_true(fd >= 0);
-        assert_int_equal(tc_stat(fd, "idle_kicks"), NCONN);
+        assert_int_equal(tc_stat(fd, "idle_kicks"), NCONN * rounds);
         close(fd);
     }
     for (k = 0; k < NSIDE; k++)
@@ -303,10 +335,11 @@ static void test_backends_alike(void **state)
     rmdir(dir);
     assert_int_equal(early, 0);
     for (k = 0; k < NSIDE; k += 2)
-        if (worst[k + 1] > worst[k] + 0.5)
-            fail_msg("--%s-timeout: io_uring up to %.0f ms late, epoll "
-                     "%.0f ms", sd[k].kind, worst[k + 1] * 1000,
-                     worst[k] * 1000);
+        if (median[k + 1] > UE_RATIO * (median[k] > 0.1 ? median[k] : 0.1))
+            fail_msg("no round of %d passed; the last: --%s-timeout: "
+                     "io_uring's median %.0f ms late, epoll's %.0f ms",
+                     UE_TRIES, sd[k].kind, median[k + 1] * 1000,
+                     median[k] * 1000);
 }
 
 int main(void)

@@ -53,6 +53,9 @@ S = os.environ.get("srcdir", ".")
 B = os.environ.get("MDC_BUILDDIR", ".")
 D = os.path.join(B, "server", "mdcached")
 FAILS = []
+# a ceiling only a hang crosses, never a latency bound: on a busy machine
+# a reply can take seconds (docs/testing.md, "A busy machine")
+HANG = 60
 
 
 def fail(msg):
@@ -219,7 +222,7 @@ def ctx(cert="cli", verify=True, ca="ca1"):
     return c
 
 
-def tls_conn(cert="cli", timeout=10):
+def tls_conn(cert="cli", timeout=HANG):
     raw = socket.create_connection(("127.0.0.1", TP), timeout=timeout)
     return ctx(cert).wrap_socket(raw, server_hostname="localhost")
 
@@ -285,7 +288,7 @@ def eventually(pred, timeout=30):
         time.sleep(0.05)
 
 
-def wait_out(p, buf, pat, timeout=20):
+def wait_out(p, buf, pat, timeout=HANG):
     """Read p's stdout into buf[0] until pat is in it: True, or False on
     timeout or EOF."""
     end = time.monotonic() + timeout
@@ -316,7 +319,7 @@ try:
          "-verify_return_error", "-CAfile", path("ca1.pem"), "-cert",
          path("cli.pem"), "-key", path("cli.key")],
         input=b"set sc 0 0 5\r\nhello\r\nget sc\r\nquit\r\n",
-        capture_output=True, timeout=20)
+        capture_output=True, timeout=HANG)
     check(r.stdout == b"STORED\r\nVALUE sc 0 5\r\nhello\r\nEND\r\n",
           "s_client set/get: %r %r" % (r.stdout, r.stderr[-300:]))
 
@@ -438,46 +441,61 @@ try:
           "no log line naming the expired client certificate")
     serves("after refused certificates")
     # a plain-text client on the TLS port: one clear line, then closed
-    p = socket.create_connection(("127.0.0.1", TP), timeout=5)
+    p = socket.create_connection(("127.0.0.1", TP), timeout=HANG)
     p.sendall(b"get k\r\n")
     d = recv_until(p, b"\r\n")
     check(d.startswith(b"SERVER_ERROR this port speaks TLS"),
           "plain client: %r" % d)
     p.close()
     # never starting the handshake: closed by --tls-handshake-timeout=1
-    # (closed well before the 30 s receive timeout; 1 s on a quiet machine)
-    p = socket.create_connection(("127.0.0.1", TP), timeout=30)
+    # (an EOF, where a hang would meet the HANG s receive timeout; 1 s on
+    # a quiet machine, printed)
+    p = socket.create_connection(("127.0.0.1", TP), timeout=HANG)
     t0 = time.monotonic()
     try:
         d = p.recv(10)
+    except socket.timeout:
+        d = None
     except OSError:
         d = b""
     waited = time.monotonic() - t0
-    check(d == b"" and waited < 20, "silent client: %r after %.1f s" % (
-        d, waited))
+    print("silent client closed after %.1f s" % waited)
+    check(d == b"", "silent client: %r after %.1f s" % (d, waited))
     p.close()
     serves("after the plain clients")
     # a handshake begun just before a second ends and finished 0.3 s later
     # is within --tls-handshake-timeout=1: the timeout counted whole
     # seconds, and the tick after the second's end closed it (the io_uring
     # loop ticks on the second, CLOCK_MONOTONIC, Python's monotonic too)
-    late = 0
+    # A handshake that fails is early only when it failed less than the
+    # timeout after the connect: on a busy machine this client may finish
+    # its handshake after the timeout, and then the close is right (such a
+    # round proves nothing and is printed, not judged).
+    early = undecided = 0
     for _ in range(3):
         while time.monotonic() % 1.0 < 0.9:
             time.sleep(0.01)
-        raw = socket.create_connection(("127.0.0.1", TP), timeout=10)
+        tc = time.monotonic()
+        raw = socket.create_connection(("127.0.0.1", TP), timeout=HANG)
         time.sleep(0.3)
         try:
             s = ctx().wrap_socket(raw, server_hostname="localhost")
             s.sendall(b"get alive\r\n")
-            if not recv_until(s, b"END\r\n").endswith(b"END\r\n"):
-                late += 1
+            ok = recv_until(s, b"END\r\n").endswith(b"END\r\n")
             s.close()
         except (ssl.SSLError, OSError):
-            late += 1
+            ok = False
             raw.close()
-    check(late == 0, "%d of 3 handshakes closed before --tls-handshake-"
-          "timeout=1 s" % late)
+        if not ok:
+            if time.monotonic() - tc < 1.0:
+                early += 1
+            else:
+                undecided += 1
+    if undecided:
+        print("%d of 3 handshakes ended after the timeout (a busy machine)"
+              % undecided)
+    check(early == 0, "%d of 3 handshakes closed before --tls-handshake-"
+          "timeout=1 s" % early)
     eventually(lambda: int(unix_stats()["tls_handshake_failures"]) >= f0 + 5)
     st = unix_stats()
     check(int(st["tls_handshake_failures"]) >= f0 + 5,
@@ -520,7 +538,7 @@ try:
     check(b"tls_userspace" in nat, "native stats lack tls_userspace")
     s.close()
     m = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % MP,
-                               timeout=5).read().decode()
+                               timeout=HANG).read().decode()
     for k in ("mdcached_tls_connections_total",
               "mdcached_tls_handshake_failures_total",
               "mdcached_tls_userspace_total", "mdcached_tls_ktls_send_total"):
@@ -528,7 +546,7 @@ try:
 
     # -- SIGHUP: a new certificate for new connections; live ones go on
     def served_serial():
-        raw = socket.create_connection(("127.0.0.1", TP), timeout=5)
+        raw = socket.create_connection(("127.0.0.1", TP), timeout=HANG)
         c = ctx().wrap_socket(raw, server_hostname="localhost")
         der = c.getpeercert(binary_form=True)
         c.close()
@@ -572,7 +590,7 @@ try:
     TP2 = port_of("d2.log", "tls", "127.0.0.1")
     if v6:  # a second, IPv6 TLS listener (brackets) serves TLS too
         TP6 = port_of("d2.log", "tls", "[::1]")
-        raw = socket.create_connection(("::1", TP6), timeout=5)
+        raw = socket.create_connection(("::1", TP6), timeout=HANG)
         try:
             ctx(None, verify=False).wrap_socket(raw).close()
         except (ssl.SSLError, OSError) as e:
@@ -581,7 +599,7 @@ try:
               "no IPv6 TLS listener in the log")
     else:
         print("note: no IPv6 loopback here; the [::1] listener was not tried")
-    raw = socket.create_connection(("127.0.0.1", TP2), timeout=5)
+    raw = socket.create_connection(("127.0.0.1", TP2), timeout=HANG)
     try:
         ctx(None).wrap_socket(raw, server_hostname="localhost")
         fail("an expired server certificate was accepted")
@@ -590,7 +608,7 @@ try:
     r = subprocess.run(
         ["openssl", "s_client", "-connect", "127.0.0.1:%d" % TP2, "-quiet",
          "-verify_return_error", "-CAfile", path("ca1.pem")],
-        input=b"", capture_output=True, timeout=20)
+        input=b"", capture_output=True, timeout=HANG)
     check(r.returncode != 0 and b"expired" in r.stderr,
           "s_client accepted an expired server certificate")
     d2.terminate()
@@ -598,19 +616,19 @@ try:
     # a bad key at start: exit 78 (EX_CONFIG)
     r = subprocess.run([D, "-p", "0", "--tls-listen=127.0.0.1:auto",
                         "--tls-cert", path("srv1.pem"), "--tls-key",
-                        path("srv2.key")], capture_output=True, timeout=20)
+                        path("srv2.key")], capture_output=True, timeout=HANG)
     check(r.returncode == 78, "mismatched key: exit %d" % r.returncode)
     # client CAs that cannot be read, or a file without a certificate
     for ca in ("/nonexistent", path("srv1.key")):
         r = subprocess.run([D, "-p", "0", "--tls-listen=127.0.0.1:auto",
                             "--tls-cert", path("srv1.pem"), "--tls-key",
                             path("srv1.key"), "--tls-ca", ca],
-                           capture_output=True, timeout=20)
+                           capture_output=True, timeout=HANG)
         check(r.returncode == 78 and
               b"cannot load the client CAs" in r.stdout + r.stderr,
               "--tls-ca %s: exit %d, %r" % (ca, r.returncode, r.stderr[-200:]))
     r = subprocess.run([D, "-p", "0", "--tls-listen=127.0.0.1:auto"],
-                       capture_output=True, timeout=20)
+                       capture_output=True, timeout=HANG)
     check(r.returncode == 64, "--tls-listen without cert: exit %d" %
           r.returncode)
     # TLS over an explicit --io=uring (it was a usage error before the
@@ -623,7 +641,7 @@ try:
         check("network I/O: io_uring" in logtext("du.log"),
               "--io=uring with --tls-listen: not on io_uring")
         raw = socket.create_connection(
-            ("127.0.0.1", port_of("du.log", "tls", "127.0.0.1")), timeout=10)
+            ("127.0.0.1", port_of("du.log", "tls", "127.0.0.1")), timeout=HANG)
         s = ctx(cert=None, ca="ca1").wrap_socket(raw,
                                                  server_hostname="localhost")
         big = bytes(range(256)) * 512  # 128 KiB: several records each way
@@ -641,8 +659,8 @@ try:
     # -- a failed-login loop over TLS (connect, wrong login, close) gives
     #    each -c slot back at once: with -c 32, 150 of them (text and
     #    native in turn, the answer read or left unread) leave room for good logins all along, and
-    #    curr_connections is back to the watcher alone well before a hold
-    #    after a failure (>= 1 s) could have ended
+    #    curr_connections is back to the watcher alone sooner than a
+    #    failed login's hold (>= 1 s), timed in the same test
     with open(path("users"), "w") as f:
         f.write("alice:s3cret\n")
     os.chmod(path("users"), 0o644)
@@ -652,7 +670,7 @@ try:
     TPA = port_of("da.log", "tls", "127.0.0.1")
 
     def tls_auth_conn():
-        raw = socket.create_connection(("127.0.0.1", TPA), timeout=10)
+        raw = socket.create_connection(("127.0.0.1", TPA), timeout=HANG)
         return ctx(None).wrap_socket(raw, server_hostname="localhost")
 
     def good_login(s):
@@ -671,7 +689,7 @@ try:
                           b"alicewrong!")
             if i % 4 >= 2:
                 # the answer left unread: the close is a reset
-                ok = select.select([s], [], [], 10)[0] != []
+                ok = select.select([s], [], [], HANG)[0] != []
             elif i % 2 == 0:
                 ok = recv_until(s, b"\r\n") == \
                     b"CLIENT_ERROR authentication failure\r\n"
@@ -692,25 +710,46 @@ try:
                 good_failed += 1
     t_end = time.monotonic()
     cur = None
+    back = None
     try:
         w = tls_auth_conn()
         if check(good_login(w), "login flood over TLS: no watcher login"):
-            while time.monotonic() - t_end < 0.7:
+            # a hang's ceiling; how soon is judged against the hold below
+            while time.monotonic() - t_end < 30:
                 w.sendall(b"stats\r\n")
                 st = recv_until(w, b"END\r\n").decode()
                 cur = int(st.split("STAT curr_connections ")[1]
                           .split("\r\n")[0])
                 if cur == 1:
+                    back = time.monotonic() - t_end
                     break
                 time.sleep(0.02)
         w.close()
     except (ssl.SSLError, OSError) as e:
         fail("login flood over TLS: the watcher: %s" % e)
-    check(bad_refused == 0 and good_failed == 0 and cur == 1,
+    # the baseline, in the same test: a failed login's hold (>= 1 s by the
+    # server's clock), timed as the good login sent after it on the same
+    # connection waits; the slots came back sooner than that
+    hold = None
+    try:
+        h = tls_auth_conn()
+        h.sendall(b"set a 0 0 9\r\nalice bad\r\n")
+        if recv_until(h, b"\r\n") == \
+                b"CLIENT_ERROR authentication failure\r\n":
+            th = time.monotonic()
+            if good_login(h):
+                hold = time.monotonic() - th
+        h.close()
+    except (ssl.SSLError, OSError) as e:
+        fail("login flood over TLS: the hold's baseline: %s" % e)
+    print("login flood over TLS: curr_connections 1 after %s s, a hold %s s"
+          % (back, hold))
+    check(bad_refused == 0 and good_failed == 0 and cur == 1 and
+          hold is not None and back is not None and back < hold,
           "login flood over TLS: %d of 150 bad logins not answered, %d of 6 "
-          "good logins failed, curr_connections %s %.2f s after the last "
-          "(want 0, 0, 1)" % (bad_refused, good_failed, cur,
-                              time.monotonic() - t_end))
+          "good logins failed, curr_connections %s after %s s, a failed "
+          "login's hold %s s (want 0, 0, 1, sooner than the hold)" % (
+              bad_refused, good_failed, cur, back, hold))
     da.terminate()
     da.wait()
 

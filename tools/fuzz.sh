@@ -19,8 +19,11 @@
 # tests/fuzz/fuzz_NAME (tests/include.am, under ENABLE_FUZZ) and seeded from
 # tests/fuzz/corpus/NAME/.  New inputs go to the build directory, never into
 # the source tree; crash artifacts to $FUZZ_BUILD_DIR/fuzz-artifacts/,
-# each target's output to $FUZZ_BUILD_DIR/fuzz-logs/NAME.log (printed when
-# all are done, in order).
+# each target's output to $FUZZ_BUILD_DIR/fuzz-logs/NAME.log.  When all are
+# done, each target's summary is printed (its last status line and
+# libFuzzer's final stats), its whole log only when it failed (or with
+# FUZZ_VERBOSE=1): a log of a CI run stays short, where libFuzzer prints
+# thousands of lines (its recommended dictionary among them).
 set -eu
 
 srcdir=$(cd "$(dirname "$0")/.." && pwd)
@@ -59,7 +62,12 @@ cd "$builddir"
 # keeps one across sessions) must rebuild an object when a header it includes
 # changes, or a fuzzer links objects that disagree on a struct's size.
 if [ ! -f Makefile ]; then
-    CC=$cc "$srcdir/configure" --enable-fuzz --without-jemalloc
+    if ! CC=$cc "$srcdir/configure" --enable-fuzz --without-jemalloc \
+        >fuzz-configure.log 2>&1; then
+        tail -40 fuzz-configure.log
+        echo "fuzz.sh: configure failed; its output in $builddir/fuzz-configure.log" >&2
+        exit 1
+    fi
 fi
 
 progs=
@@ -67,7 +75,11 @@ for t in $targets; do
     progs="$progs tests/fuzz/fuzz_$t"
 done
 # shellcheck disable=SC2086
-make -j"$jobs" $progs
+if ! make -j"$jobs" $progs >fuzz-build.log 2>&1; then
+    tail -60 fuzz-build.log
+    echo "fuzz.sh: the build failed; its output in $builddir/fuzz-build.log" >&2
+    exit 1
+fi
 
 # fuzz_one NAME: run one target for time_s; its output to fuzz-logs/NAME.log,
 # and fuzz-logs/NAME.failed when it found something
@@ -110,8 +122,14 @@ done
 
 status=0
 for t in $targets; do
-    echo "fuzz.sh: fuzz_$t for ${time_s}s"
-    cat "fuzz-logs/$t.log"
+    echo "fuzz.sh: fuzz_$t for ${time_s}s ($(wc -l <"fuzz-logs/$t.log") lines in $builddir/fuzz-logs/$t.log)"
+    if [ -e "fuzz-logs/$t.failed" ] || [ "${FUZZ_VERBOSE:-0}" = 1 ]; then
+        cat "fuzz-logs/$t.log"
+    else
+        # the last progress line ("#N DONE cov: ...") and the final stats
+        grep -E '^#[0-9]+[[:space:]]' "fuzz-logs/$t.log" | tail -1
+        grep -E '^(stat::|Done [0-9]+ runs)' "fuzz-logs/$t.log"
+    fi
     if [ -e "fuzz-logs/$t.failed" ]; then
         echo "fuzz.sh: fuzz_$t FAILED; artifacts in $builddir/fuzz-artifacts" >&2
         status=1

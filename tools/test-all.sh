@@ -2,9 +2,11 @@
 # tools/test-all.sh - the README's second command: install what the tests
 # use besides what the server needs (tools/deps.sh with no argument: both
 # sets), build, and run the whole test suite: the normal build (also on
-# epoll, and with BUSY=1 once more on a busy machine), AddressSanitizer+UBSan
-# and ThreadSanitizer builds, make distcheck, and the fuzzers for a bounded
-# time.  Ends with one line "N passed, N failed".
+# epoll, and once more on a busy machine), AddressSanitizer+UBSan and
+# ThreadSanitizer builds, make distcheck, and the fuzzers for a bounded
+# time.  Ends with the names of the failing tests and the last lines of
+# each one's log (a CI log whose beginning is cut still shows what
+# failed), then one line "N passed, N failed".
 #
 # Environment: JOBS (parallel make), TEST_JOBS (tests run at once by make
 # check and distcheck, default 2 x JOBS: most tests wait on daemons,
@@ -14,8 +16,9 @@
 # (per fuzzer, default 30 here: the corpus in tests/fuzz/corpus carries
 # what earlier runs found; long campaigns are bench/fuzz_campaign.sh),
 # SOAK_SECONDS (bench/soak.sh, default 60 here; 1800 for the report),
-# SKIP_DISTCHECK=1 / SKIP_SANITIZERS=1 / SKIP_DEB=1 to shorten a local run,
-# BUSY=1 to add the loaded run (below).
+# SKIP_DISTCHECK=1 / SKIP_SANITIZERS=1 / SKIP_DEB=1 / SKIP_BUSY=1 to
+# shorten a local run, BUSY_TEST_JOBS (make check -j of the loaded run,
+# default TEST_JOBS).
 # Every step prints its wall time ("== NAME: N s"), the run its total.
 set -u
 cd "$(dirname "$0")/.."
@@ -29,6 +32,14 @@ passed=0
 failed=0
 failures=""
 T_RUN=$(date +%s)
+# the failing tests of every make check: "LABEL LOG" a line, LOG a copy of
+# the test's log made when it failed (a later run in the same build
+# directory writes over the original)
+FAILED_LIST="$B/failed-tests.txt"
+FAILED_LOGS="$B/failed-logs"
+mkdir -p "$B"
+rm -rf "$FAILED_LIST" "$FAILED_LOGS"
+: >"$FAILED_LIST"
 
 # took NAME START: the wall time since START (date +%s), to see where a
 # run's time goes
@@ -55,6 +66,29 @@ count_log() {
     x=$(sed -n 's/^# XPASS: *//p' "$log" | head -1)
     passed=$((passed + ${p:-0}))
     failed=$((failed + ${f:-0} + ${e:-0} + ${x:-0}))
+}
+
+# note_failed NAME DIR OUT: the tests make check reported failing in OUT
+# (its console output), run in DIR: each is added to $failures as
+# NAME-check(TEST) and its log saved for the end of the run; NAME-check
+# alone when the output names none
+note_failed() {
+    _n=$1 _d=$2 _o=$3 _any=
+    mkdir -p "$FAILED_LOGS"
+    for _t in $(sed -n 's/^\(FAIL\|ERROR\|XPASS\): \([^ ]*\).*/\2/p' "$_o" | sort -u); do
+        _any=1
+        failures="$failures $_n-check($_t)"
+        _l=
+        for _c in "$_d/$_t.log" "$_d/${_t%.*}.log"; do
+            [ -f "$_c" ] && { _l=$_c; break; }
+        done
+        if [ -n "$_l" ]; then
+            _s="$FAILED_LOGS/$_n--$(echo "$_t" | tr / _).log"
+            cp "$_l" "$_s"
+            echo "$_n-check($_t) $_s" >>"$FAILED_LIST"
+        fi
+    done
+    [ -n "$_any" ] || failures="$failures $_n-check"
 }
 
 step() { # name, then command; counts one pass/fail
@@ -93,7 +127,7 @@ build_and_check() {
         failed=$((failed + 1)); failures="$failures $name-check"; tail -40 "$d/check.out"; return
     fi
     if [ $rc -ne 0 ]; then
-        failures="$failures $name-check"
+        note_failed "$name" "$d" "$d/check.out"
         # show the failing logs: automake hides them
         for l in $(grep -lE '^(FAIL|ERROR)' $(find "$d" -name '*.log' ! -name test-suite.log) 2>/dev/null); do
             echo "---- $l"; tail -60 "$l"; done
@@ -108,16 +142,15 @@ build_and_check() {
     fi
 }
 
-# recheck NAME DIR VAR=VALUE: make check again in a built tree, with VAR set
-# (and under the command $recheck_wrap when set)
-recheck_wrap=
+# recheck NAME DIR [VAR=VALUE...]: make check again in a built tree, with
+# the VARs set (make -j$recheck_jobs)
+recheck_jobs=$TEST_JOBS
 recheck() {
     name=$1; d=$2; shift 2
     echo "== $name: make check ($*)"
     mkdir -p "$d/$name"
     t_b=$(date +%s)
-    # shellcheck disable=SC2086
-    (cd "$d" && env "$@" $recheck_wrap make -j"$TEST_JOBS" check >"$name.out" 2>&1)
+    (cd "$d" && env "$@" make -j"$recheck_jobs" check >"$name.out" 2>&1)
     rc=$?
     took "$name: make check" "$t_b"
     grep -E '^(PASS|FAIL|ERROR|XPASS|SKIP):' "$d/$name.out" | sed "s/^/   [$name] /"
@@ -126,7 +159,7 @@ recheck() {
         failed=$((failed + 1)); failures="$failures $name-check"; tail -40 "$d/$name.out"; return
     fi
     if [ $rc -ne 0 ]; then
-        failures="$failures $name-check"
+        note_failed "$name" "$d" "$d/$name.out"
         for l in $(grep -lE '^(FAIL|ERROR)' $(find "$d" -name '*.log' ! -name test-suite.log) 2>/dev/null); do
             echo "---- $l"; tail -60 "$l"; done
     fi
@@ -153,13 +186,28 @@ fi
 # the normal build's suite once more on a busy machine (docs/testing.md,
 # "A busy machine"): tools/busy-load.sh runs 16 CPU-bound loops and 4
 # loopback TCP echo pairs beside it, on io_uring (the default).  No test
-# may depend on the machine being idle.  The costliest step: on a 2-CPU
-# machine the suite takes several times its unloaded time under this load.
-# Opt-in (BUSY=1) while two tests still fail under it (docs/testing.md).
-if [ "${BUSY:-0}" = 1 ] && [ -f "$B/normal/Makefile" ]; then
-    recheck_wrap="sh $TOP/tools/busy-load.sh"
-    recheck normal-busy "$B/normal" MDC_BUSY_SECONDS=7200
-    recheck_wrap=
+# may depend on the machine being idle.  The load runs in the background
+# and is stopped by a trap whatever happens (a failure, ^C, a TERM from
+# CI); each part of it also ends by itself after 2 h (busy-load.sh -t).
+busy_pid=
+stop_busy() {
+    if [ -n "$busy_pid" ]; then
+        kill "$busy_pid" 2>/dev/null
+        wait "$busy_pid" 2>/dev/null
+        busy_pid=
+    fi
+}
+if [ "${SKIP_BUSY:-0}" != 1 ] && [ -f "$B/normal/Makefile" ]; then
+    trap 'stop_busy' EXIT
+    trap 'stop_busy; exit 130' INT
+    trap 'stop_busy; exit 143' TERM
+    sh "$TOP/tools/busy-load.sh" -t 7200 &
+    busy_pid=$!
+    recheck_jobs=${BUSY_TEST_JOBS:-$TEST_JOBS}
+    recheck normal-busy "$B/normal"
+    recheck_jobs=$TEST_JOBS
+    stop_busy
+    trap - EXIT INT TERM
 fi
 # kernel TLS in a virtual machine (docs/security.md, "Kernel TLS, and the
 # user-space fallback"): once, with the normal build's programs; exit 77
@@ -225,6 +273,14 @@ fi
 step fuzz env FUZZ_TIME="${FUZZ_SECONDS:-${FUZZ_TIME:-30}}" sh tools/fuzz.sh
 
 took total "$T_RUN"
+# what failed, last: a CI log whose beginning is cut still shows it
+if [ -s "$FAILED_LIST" ]; then
+    echo "== the failing tests' logs, their last 20 lines"
+    while read -r label log; do
+        echo "---- $label ($log)"
+        tail -20 "$log"
+    done <"$FAILED_LIST"
+fi
 [ -n "$failures" ] && echo "failures:$failures"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

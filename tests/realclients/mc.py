@@ -75,7 +75,7 @@ def owns(pid, secs, *ports):
 
 class Conn:
     def __init__(self, port):
-        self.s = socket.create_connection(("127.0.0.1", int(port)), timeout=5)
+        self.s = socket.create_connection(("127.0.0.1", int(port)), timeout=30)
         self.buf = b""
 
     def line(self):
