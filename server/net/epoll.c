@@ -51,28 +51,6 @@ static struct econn *EC(struct conn *c)
     return conn_xpriv(c);
 }
 
-static int ep_read(struct conn *c);
-static int ep_flush(struct conn *c);
-
-/* Run c's request loop, and read and send when it asks (conn_run): the
- * reads and the sends are made here, after the loop returned, never from
- * inside it, so the loop never re-enters this backend while it is
- * handling c's event (conn.h, conn_run).  May free c. */
-static void ep_drive(struct conn *c)
-{
-    struct conn_turn t = {0};
-    int r;
-
-    while ((r = conn_run(c, &t)) > 0) {
-        if (r == CONN_RUN_READ) {
-            t.rd = ep_read(c);
-        } else if (ep_flush(c) < 0) {
-            conn_teardown(c);
-            return;
-        }
-    }
-}
-
 /* The blocked episode is over: stop listening for EPOLLOUT and free the
  * write event, so an idle connection holds none (libevent lets a callback
  * free its own event). */
@@ -98,8 +76,9 @@ static void ep_conn_cb(evutil_socket_t fd, short what, void *arg)
     if ((what & EV_WRITE) && e->wr_armed && !c->inflight &&
         c->opending == 0)
         ep_wr_off(c);
-    if (conn_io_ready(c, what))
-        ep_drive(c); /* may free c */
+    /* the request loop, reading and sending through this table between
+     * its calls (conn_drive): may free c */
+    conn_on_io(c, what);
 }
 
 static int ep_adopt(struct conn *c)
