@@ -24,8 +24,14 @@
  * filter reads and writes the socket itself (sockio.c), on a multishot
  * POLLIN poll of the ring and, while a write would block, a one-shot
  * POLLOUT poll.  The backend's face is the transport table at the end of
- * the file (transport.h); its state lives in the connection's allocation
- * (struct uconn, conn_xpriv).
+ * this file (transport.h); its state lives in the connection's allocation
+ * (struct uconn, conn_xpriv), the thread's (struct uring_worker, w->xw)
+ * and the listener's mark of an armed accept (l->xl).
+ *
+ * This file: the probe, the rings' setup and teardown, the table.
+ * uring_loop.c: the loop, the wake-ups, UDP polls and accepts.
+ * uring_conn.c: a connection's receives, sends, polls and close.
+ * uring_int.h: what they share.
  *
  * docs/threads-models.md, "The io_uring loop", has the rules and costs.
  */
@@ -44,16 +50,15 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <event2/event.h>
-
 #include "server/core/alloc.h"
 #include "server/log.h"
+#include "evloop.h"
 #include "threads.h"
 #include "transport.h"
 
 bool uring_outer(const struct worker *w)
 {
-    return w->uring != NULL && w->uring->outer;
+    return UW(w) != NULL && UW(w)->outer;
 }
 
 /* ---- setup ---------------------------------------------------------------- */
@@ -88,7 +93,9 @@ static int uring_probe(const char **what)
     return rc;
 }
 
-int uring_resolve(struct server *srv)
+/* Decide srv->io_uring from --io (and MDC_TEST_IO for auto): 0, or -1
+ * with the reason logged (an explicit --io=uring that cannot run). */
+static int uring_resolve(struct server *srv)
 {
     const char *io = srv->opt.io != NULL ? srv->opt.io : "auto";
     const char *env = getenv("MDC_TEST_IO");
@@ -128,7 +135,10 @@ int uring_resolve(struct server *srv)
     return 0;
 }
 
-int uring_worker_setup(struct worker *w, bool outer)
+/* Give worker w a ring.  outer: the ring's loop runs the thread
+ * (uring_run); otherwise (the main thread) the ring is one event of its
+ * libevent loop. */
+static int uring_worker_setup(struct worker *w, bool outer)
 {
     struct uring_worker *uw = mdc_calloc(1, sizeof(*uw));
     struct io_uring_params p;
@@ -174,7 +184,7 @@ int uring_worker_setup(struct worker *w, bool outer)
         mdc_free(uw);
         return -1;
     }
-    w->uring = uw;
+    w->xw = uw;
     uw->later = mdc_malloc(uw->ring.cq.ring_entries * sizeof(*uw->later));
     if (uw->later == NULL)
         return -1;
@@ -220,12 +230,11 @@ int uring_worker_setup(struct worker *w, bool outer)
             return -1;
         }
         /* the ring's wait timeout is the tick */
-        if (w->ev_tick != NULL)
-            event_del(w->ev_tick);
+        if (w->loop != NULL)
+            evloop_tick_off(w);
     } else {
-        uw->ev = event_new(w->base, uw->ring.ring_fd, EV_READ | EV_PERSIST,
-                           uw_ev_cb, uw);
-        if (uw->ev == NULL || event_add(uw->ev, NULL) < 0) {
+        uw->ev = evloop_fd_new(w, uw->ring.ring_fd, uw_ev_cb, uw);
+        if (uw->ev == NULL) {
             log_error("io_uring: cannot watch the ring");
             return -1;
         }
@@ -244,15 +253,14 @@ static void uw_free_zombies(struct uring_worker *uw)
     }
 }
 
-void uring_worker_teardown(struct worker *w)
+static void uring_worker_teardown(struct worker *w)
 {
-    struct uring_worker *uw = w->uring;
+    struct uring_worker *uw = UW(w);
     unsigned i;
 
     if (uw == NULL)
         return;
-    if (uw->ev != NULL)
-        event_free(uw->ev);
+    evloop_ev_free(uw->ev);
     /* exiting the ring cancels and waits for whatever is in flight; only
      * then may the buffers and the records of torn-down connections go */
     if (uw->ring.ring_fd >= 0)
@@ -275,7 +283,7 @@ void uring_worker_teardown(struct worker *w)
         mdc_free(uw->iovfree[--uw->niovfree]);
     mdc_free(uw->later);
     mdc_free(uw);
-    w->uring = NULL;
+    w->xw = NULL;
 }
 
 /* More of group gi's buffers into its ring (URING_BUF_STEP). */
@@ -302,21 +310,28 @@ void uw_buf_grow(struct uring_worker *uw, unsigned gi)
 
 /* ---- the transport table (transport.h) ----------------------------------- */
 
+/* A network thread runs its ring's loop; the main thread its libevent
+ * loop, which polls the ring (evloop.h). */
+static int ur_worker_setup(struct worker *w)
+{
+    return uring_worker_setup(w, w->role == ROLE_NET);
+}
+
 static void ur_wake(struct worker *w)
 {
     if (uring_outer(w))
         uring_wake(w); /* the ring's loop does not run libevent's */
     else
-        event_active(w->ev_inbox, EV_READ, 0);
+        evloop_wake(w);
 }
 
 static void ur_stop(struct worker *w)
 {
     if (uring_outer(w)) {
-        atomic_store(&w->stop_req, true);
+        atomic_store(&UW(w)->stop_req, true);
         uring_wake(w);
     } else {
-        event_active(w->ev_stop, EV_READ, 0);
+        evloop_stop(w);
     }
 }
 
@@ -325,14 +340,25 @@ static void ur_run(struct worker *w)
     if (uring_outer(w))
         uring_run(w);
     else
-        event_base_dispatch(w->base);
+        evloop_run(w);
 }
 
 /* the ring's loop ends by itself once a stopping thread has no
  * connection; the main thread's is libevent's */
 static void ur_done(struct worker *w)
 {
-    event_base_loopexit(w->base, NULL);
+    evloop_exit(w);
+}
+
+/* A listener's accept state is the mark uring_accept_arm leaves in it. */
+static void ur_accept_close(struct server *srv, size_t i)
+{
+    srv->listeners[i].xl = NULL;
+}
+
+bool uring_accept_armed(const struct server *srv, size_t i)
+{
+    return srv->listeners[i].xl != NULL;
 }
 
 const struct transport transport_uring = {
@@ -347,15 +373,35 @@ const struct transport transport_uring = {
     .release = ur_release,
     .returned = ur_returned,
     .peer_gone = ur_peer_gone,
+    .worker_setup = ur_worker_setup,
+    .worker_teardown = uring_worker_teardown,
     .wake = ur_wake,
     .stop = ur_stop,
     .run = ur_run,
     .done = ur_done,
     .accept_on = uring_accept_arm,
     .accept_off = uring_accept_cancel,
+    .accept_close = ur_accept_close,
 };
 
-#else
-typedef int mdc_uring_unused; /* ISO C wants a declaration */
+int transport_resolve(struct server *srv)
+{
+    if (uring_resolve(srv) < 0)
+        return -1;
+    srv->xp = srv->io_uring ? &transport_uring : &transport_epoll;
+    return 0;
+}
+
+#else /* without liburing, epoll (options.c refuses --io=uring) */
+
+#include "transport.h"
+
+int transport_resolve(struct server *srv)
+{
+    srv->io_uring = false;
+    srv->io_uring_fallback = false;
+    srv->xp = &transport_epoll;
+    return 0;
+}
 #endif
 

@@ -78,7 +78,7 @@ void uw_want_rearm(struct uring_worker *uw, struct conn *c)
 
 int ur_adopt(struct conn *c)
 {
-    struct uring_worker *uw = c->owner->uring;
+    struct uring_worker *uw = UW(c->owner);
 
     /* a blocking socket: a send the socket cannot take yet waits in the
      * ring (poll-armed) instead of failing with EAGAIN; a filtered one
@@ -97,7 +97,7 @@ int ur_adopt(struct conn *c)
  * one-shot poll for room in the socket. */
 static int uc_want_wr(struct conn *c)
 {
-    struct uring_worker *uw = c->owner->uring;
+    struct uring_worker *uw = UW(c->owner);
     struct uconn *uc = UC(c);
     struct io_uring_sqe *sqe;
 
@@ -205,7 +205,7 @@ int ur_flush(struct conn *c)
 
 static int uc_send(struct conn *c)
 {
-    struct uring_worker *uw = c->owner->uring;
+    struct uring_worker *uw = UW(c->owner);
     struct uconn *uc = UC(c);
     struct io_uring_sqe *sqe;
     size_t k, want;
@@ -260,7 +260,7 @@ static int uc_send(struct conn *c)
 
 void ur_requeue(struct conn *c)
 {
-    struct uring_worker *uw = c->owner->uring;
+    struct uring_worker *uw = UW(c->owner);
     struct uconn *uc = UC(c);
 
     if (uc->in_rq)
@@ -305,7 +305,7 @@ static void uw_unlink(struct uring_worker *uw, struct conn *c)
 
 bool ur_close(struct conn *c)
 {
-    struct uring_worker *uw = c->owner->uring;
+    struct uring_worker *uw = UW(c->owner);
     struct uconn *uc = UC(c);
     struct io_uring_sqe *sqe;
 
@@ -370,7 +370,7 @@ void ur_release(struct conn *c)
     unsigned i;
 
     sockio_release(c); /* the filter's state (a close_notify) */
-    uw = c->owner->uring;
+    uw = UW(c->owner);
     if (uw != NULL) {
         for (i = 0; i < uc->nstash; i++) {
             uw_buf_put(uw, uc->stash[i].id >> 16, uc->stash[i].id & 0xffff);
@@ -435,7 +435,7 @@ static int uc_stash(struct uring_worker *uw, struct conn *c, unsigned gi,
 
 void ur_returned(struct conn *c)
 {
-    struct uring_worker *uw = c->owner->uring;
+    struct uring_worker *uw = UW(c->owner);
     struct uconn *uc = UC(c);
     unsigned i;
     int rc = 0;
@@ -482,8 +482,8 @@ bool uring_conn_zc_wait(const struct conn *c)
 void uring_zc_counts(const struct worker *w, uint64_t *sends,
                      uint64_t *notifs)
 {
-    *sends = w->uring != NULL ? w->uring->zc_sends : 0;
-    *notifs = w->uring != NULL ? w->uring->zc_notifs : 0;
+    *sends = UW(w) != NULL ? UW(w)->zc_sends : 0;
+    *notifs = UW(w) != NULL ? UW(w)->zc_notifs : 0;
 }
 
 bool uc_backlogged(const struct conn *c)

@@ -15,6 +15,7 @@
 
 #ifdef HAVE_LIBURING
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -181,8 +182,10 @@ struct uring_worker {
     struct usend *iovfree[URING_IOV_POOL];
     unsigned niovfree;
     uint64_t zc_sends, zc_notifs;
-    /* main thread (-n 0): the ring as a libevent event */
-    struct event *ev;
+    /* main thread (-n 0): the ring as an event of its libevent loop */
+    struct evloop_ev *ev;
+    atomic_bool stop_req;  /* network thread: the main thread asks it to
+                              stop */
     bool kicked;
     /* UDP sockets of this thread (-U), polled one-shot */
     int udp_fd[URING_UDP_MAX];
@@ -190,6 +193,12 @@ struct uring_worker {
     unsigned nudp;
     bool udp_due;
 };
+
+/* Thread w's ring (struct worker's backend part), or NULL. */
+static inline struct uring_worker *UW(const struct worker *w)
+{
+    return w->xw;
+}
 
 /* ---- submissions (inline: every send and receive takes one) ------------- */
 
@@ -224,6 +233,9 @@ static inline void uw_buf_put(struct uring_worker *uw, unsigned gi,
 
 /* ---- uring.c ---------------------------------------------------------- */
 
+/* True when w's thread runs the ring's loop rather than libevent's. */
+bool uring_outer(const struct worker *w);
+
 /* More of group gi's buffers into its ring (URING_BUF_STEP). */
 void uw_buf_grow(struct uring_worker *uw, unsigned gi);
 
@@ -231,6 +243,10 @@ void uw_buf_grow(struct uring_worker *uw, unsigned gi);
 
 /* The main thread's ring is one libevent event: its callback. */
 void uw_ev_cb(int fd, short what, void *arg);
+/* The network thread's loop (the table's run). */
+void uring_run(struct worker *w);
+/* Wake w's loop from another thread (inbox, stop). */
+void uring_wake(struct worker *w);
 void uw_arm_wake(struct uring_worker *uw);
 void uw_arm_udp(struct uring_worker *uw, unsigned i);
 int uring_accept_arm(struct server *srv, size_t i);

@@ -21,9 +21,8 @@
 #include <unistd.h>
 #include <sched.h>
 
-#include <event2/event.h>
-
 #include "server/log.h"
+#include "evloop.h"
 #include "net.h"
 #include "threads.h"
 #include "udp.h"
@@ -56,11 +55,11 @@ void uw_arm_udp(struct uring_worker *uw, unsigned i)
 
 int uring_accept_arm(struct server *srv, size_t i)
 {
-    struct uring_worker *uw = srv->workers[0].uring;
+    struct uring_worker *uw = UW(&srv->workers[0]);
     struct listener *l = &srv->listeners[i];
     struct io_uring_sqe *sqe;
 
-    if (l->ring_armed)
+    if (l->xl != NULL)
         return 0;
     sqe = uw_sqe(uw);
     if (sqe == NULL)
@@ -70,17 +69,17 @@ int uring_accept_arm(struct server *srv, size_t i)
     /* the index, not a pointer: the listener array may be gone by the
      * time a late completion arrives (net_accepted checks it) */
     io_uring_sqe_set_data64(sqe, ((uint64_t)i << 3) | UD_ACCEPT);
-    l->ring_armed = true;
+    l->xl = uw; /* the mark of an armed accept (never dereferenced) */
     return 0;
 }
 
 void uring_accept_cancel(struct server *srv, size_t i)
 {
-    struct uring_worker *uw = srv->workers[0].uring;
+    struct uring_worker *uw = UW(&srv->workers[0]);
     struct listener *l = &srv->listeners[i];
     struct io_uring_sqe *sqe;
 
-    if (!l->ring_armed || l->fd < 0)
+    if (l->xl == NULL || l->fd < 0)
         return;
     sqe = uw_sqe(uw);
     if (sqe == NULL)
@@ -88,7 +87,7 @@ void uring_accept_cancel(struct server *srv, size_t i)
     io_uring_prep_cancel64(sqe, ((uint64_t)i << 3) | UD_ACCEPT, 0);
     io_uring_sqe_set_data64(sqe, UD_IGNORE);
     io_uring_submit(&uw->ring); /* before the listener may be closed */
-    l->ring_armed = false;
+    l->xl = NULL;
 }
 
 static void uw_on_accept(struct uring_worker *uw, size_t i,
@@ -102,7 +101,7 @@ static void uw_on_accept(struct uring_worker *uw, size_t i,
      * may be armed since */
     if (!more && cqe->res != -ECANCELED && i < srv->nlisteners &&
         srv->listeners != NULL)
-        srv->listeners[i].ring_armed = false;
+        srv->listeners[i].xl = NULL;
 #ifdef MDC_TSAN
     /* ThreadSanitizer follows descriptors through the calls it intercepts
      * and never sees one the ring's accept made: a number another thread
@@ -253,7 +252,7 @@ static void uw_passes(struct uring_worker *uw)
 /* The network thread's loop: reap, run, submit and wait in one call. */
 void uring_run(struct worker *w)
 {
-    struct uring_worker *uw = w->uring;
+    struct uring_worker *uw = UW(w);
     unsigned i;
 
     if (uw->ring.flags & IORING_SETUP_R_DISABLED) {
@@ -273,7 +272,7 @@ void uring_run(struct worker *w)
         struct io_uring_cqe *cqe;
         uint64_t now_ms;
 
-        if (atomic_load_explicit(&w->stop_req, memory_order_acquire) &&
+        if (atomic_load_explicit(&uw->stop_req, memory_order_acquire) &&
             !w->stopping) {
             for (i = 0; i < uw->nudp; i++) {
                 struct io_uring_sqe *sqe = uw_sqe(uw);
@@ -319,7 +318,7 @@ void uring_run(struct worker *w)
 
 int uring_turn(struct worker *w, int wait_ms)
 {
-    struct uring_worker *uw = w->uring;
+    struct uring_worker *uw = UW(w);
     struct __kernel_timespec to = {wait_ms / 1000,
                                    (long long)(wait_ms % 1000) * 1000000};
     struct io_uring_cqe *cqe;
@@ -342,7 +341,7 @@ void uring_wake(struct worker *w)
 {
     uint64_t one = 1;
 
-    if (write(w->uring->efd, &one, sizeof(one)) < 0)
+    if (write(UW(w)->efd, &one, sizeof(one)) < 0)
         log_debug("eventfd write: %s", strerror(errno));
 }
 
@@ -353,7 +352,7 @@ void uw_kick(struct uring_worker *uw)
     if (uw->kicked || uw->ev == NULL)
         return;
     uw->kicked = true;
-    event_active(uw->ev, EV_TIMEOUT, 0);
+    evloop_trigger(uw->ev);
 }
 
 void uw_ev_cb(int fd, short what, void *arg)
