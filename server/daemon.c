@@ -96,6 +96,7 @@ struct server *server_setup(const struct options *opt)
         log_error("libevent has no pthreads support");
         goto fail;
     }
+    srv->loop_version = evloop_version();
     memset(&cfg, 0, sizeof(cfg));
     /* --memory-limit-kib, when given, overrides -m with a finer limit */
     cfg.mem_limit = opt->memory_kib != 0 ? (size_t)opt->memory_kib << 10

@@ -213,6 +213,7 @@ struct server {
     atomic_bool stop;
 
     struct evloop_ev *ev_sig[5]; /* daemon.c: signals, and its stop */
+    const char *loop_version; /* libevent's (stats version), daemon.c */
     bool pidfile_written;
     bool portfile_written;    /* --port-file: removed at exit */
     /* -p auto, -U auto: the first port the kernel picked (stats settings'

@@ -218,7 +218,8 @@ static int threads_backend_fallback(struct server *srv, unsigned upto)
 
     if (!srv->io_uring_fallback)
         return -1;
-    log_warn("%s: could not be set up: using epoll", srv->xp->name);
+    /* the one backend with a fallback is io_uring: its rings */
+    log_warn("%s: a ring could not be set up: using epoll", srv->xp->name);
     for (j = 0; j <= upto; j++) {
         struct worker *w = &srv->workers[j];
 
