@@ -24,8 +24,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <event2/event.h>
-#include <event2/thread.h>
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>
@@ -42,6 +40,7 @@
 #include "dumper.h"
 #include "server/net/watch.h"
 #include "server/net/conn.h"
+#include "server/net/evloop.h"
 #include "server/net/net.h"
 #include "server/net/threads.h"
 #include "server/proto/proto.h"
@@ -55,22 +54,6 @@
 #include "bpf/xdp_glue.h"
 #include "server/net/udp.h"
 #include "protocol/wire.h"
-
-static int server_evthread_rc = -1;
-
-static void server_evthread_init(void)
-{
-    server_evthread_rc = evthread_use_pthreads();
-}
-
-/* libevent's locking, once per process: other threads wake loops. */
-static int server_libevent_threads(void)
-{
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-
-    pthread_once(&once, server_evthread_init);
-    return server_evthread_rc;
-}
 
 /* A random non-zero 64-bit number (getrandom; the clock and pid mixed in
  * should it fail: an identity, not a secret). */
@@ -109,10 +92,11 @@ struct server *server_setup(const struct options *opt)
     atomic_init(&srv->nconns, 0);
     atomic_init(&srv->stop, false);
     stats_setup(srv);
-    if (server_libevent_threads() < 0) {
+    if (evloop_threads() < 0) {
         log_error("libevent has no pthreads support");
         goto fail;
     }
+    srv->loop_version = evloop_version();
     memset(&cfg, 0, sizeof(cfg));
     /* --memory-limit-kib, when given, overrides -m with a finer limit */
     cfg.mem_limit = opt->memory_kib != 0 ? (size_t)opt->memory_kib << 10
@@ -154,8 +138,7 @@ void server_teardown(struct server *srv)
     net_close_all(srv);
     dumper_teardown(srv);
     for (i = 0; i < sizeof(srv->ev_sig) / sizeof(srv->ev_sig[0]); i++)
-        if (srv->ev_sig[i] != NULL)
-            event_free(srv->ev_sig[i]);
+        evloop_ev_free(srv->ev_sig[i]);
     threads_teardown(srv);
     watch_teardown(srv); /* no worker logs any more */
     if (srv->store != NULL)
@@ -269,11 +252,11 @@ static void server_begin_stop(struct server *srv)
     if (srv->nnet == 0)
         worker_begin_stop(m); /* the loop ends with the last connection */
     else
-        event_base_loopexit(m->base, NULL);
+        evloop_exit(m);
     m->stopping = true;
 }
 
-static void server_signal_cb(evutil_socket_t sig, short what, void *arg)
+static void server_signal_cb(int sig, short what, void *arg)
 {
     struct server *srv = arg;
 
@@ -308,7 +291,7 @@ static void server_signal_cb(evutil_socket_t sig, short what, void *arg)
     }
 }
 
-static void server_stop_cb(evutil_socket_t fd, short what, void *arg)
+static void server_stop_cb(int fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
@@ -317,25 +300,25 @@ static void server_stop_cb(evutil_socket_t fd, short what, void *arg)
 
 void server_stop(struct server *srv)
 {
-    struct event *ev = srv->ev_sig[4];
+    struct evloop_ev *ev = srv->ev_sig[4];
 
     if (ev != NULL)
-        event_active(ev, EV_READ, 0);
+        evloop_trigger(ev);
 }
 
 static int server_signals(struct server *srv)
 {
     static const int sigs[4] = {SIGTERM, SIGINT, SIGHUP, SIGUSR1};
-    struct event_base *base = srv->workers[0].base;
+    struct worker *m = &srv->workers[0];
     int i;
 
     signal(SIGPIPE, SIG_IGN);
     for (i = 0; i < 4; i++) {
-        srv->ev_sig[i] = evsignal_new(base, sigs[i], server_signal_cb, srv);
-        if (srv->ev_sig[i] == NULL || event_add(srv->ev_sig[i], NULL) < 0)
+        srv->ev_sig[i] = evloop_signal_new(m, sigs[i], server_signal_cb, srv);
+        if (srv->ev_sig[i] == NULL)
             return -1;
     }
-    srv->ev_sig[4] = event_new(base, -1, 0, server_stop_cb, srv);
+    srv->ev_sig[4] = evloop_user_new(m, server_stop_cb, srv);
     return srv->ev_sig[4] != NULL ? 0 : -1;
 }
 
@@ -444,7 +427,7 @@ int server_run(struct server *srv)
              srv->opt.memory_kib != 0 ? "KiB" : "MiB",
              mdc_allocator_name());
     server_notify("READY=1\nSTATUS=accepting connections");
-    event_base_dispatch(srv->workers[0].base);
+    evloop_run(&srv->workers[0]);
     rc = 0;
 stop:
     net_close_all(srv);

@@ -15,7 +15,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <event2/event.h>
 
 #include "server/core/alloc.h"
 #include "server.h"
@@ -187,7 +186,7 @@ void stats_collect_conn(struct server *srv, stats_visit_fn fn, void *ctx,
     emit_u64(fn, ctx, "boot_id", srv->boot_id);
     emit_u64(fn, ctx, "data_generation", store_generation(srv->store));
     fn(ctx, "version", MDC_TEXT_VERSION);
-    fn(ctx, "libevent", event_get_version());
+    fn(ctx, "libevent", srv->loop_version != NULL ? srv->loop_version : "");
     emit_u64(fn, ctx, "pointer_size", 8 * sizeof(void *));
     if (getrusage(RUSAGE_SELF, &ru) == 0) {
         snprintf(buf, sizeof(buf), "%ld.%06ld", (long)ru.ru_utime.tv_sec,

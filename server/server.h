@@ -8,7 +8,7 @@
  *
  * Every thread of the server is a struct worker.  Worker 0 is the main
  * thread: it runs the listeners and signals, and with -n 0 also all network
- * I/O.  Workers 1..N are network threads (one event_base each); after them
+ * I/O.  Workers 1..N are network threads (one event loop each); after them
  * come the M payload threads, which block on a struct mq.  The thread models
  * (SPED, AMPED, SYMPED, SEDA, SEDA-S) are only different wirings of these
  * workers (threads.c, docs/threads-models.md).
@@ -29,12 +29,11 @@
 #include "stats.h"
 #include "server/core/store.h"
 
-struct event_base;
-struct event;
+struct evloop;
+struct evloop_ev;
 struct conn;
 struct record;
 struct udp_worker;
-struct uring_worker;
 struct transport;
 struct proto;
 struct dumper;
@@ -111,11 +110,12 @@ struct worker {
     bool started;
 
     /* network role (and main) */
-    struct event_base *base;
-    struct event *ev_inbox;   /* activated when inbox goes non-empty */
-    struct event *ev_tick;    /* the tick (timeouts, slow readers), armed
-                                 for next_tick_ms (threads.c) */
-    struct event *ev_stop;    /* activated by the main thread on shutdown */
+    /* this thread's libevent loop (net/evloop.h: its inbox, tick and stop
+     * events): every network thread's and the main thread's */
+    struct evloop *loop;
+    /* the backend's own part of this thread (transport.h worker_setup):
+     * io_uring's ring; NULL under epoll */
+    void *xw;
     struct mq inbox;          /* conns: new ones and ones back from payload */
     struct conn *conns;       /* list head (struct conn_link in conn) */
     pthread_mutex_t conns_mu; /* guards the list for other threads' readers
@@ -145,10 +145,6 @@ struct worker {
 
     /* UDP (-U): this thread's sockets and batch buffers, or NULL */
     struct udp_worker *udp;
-
-    /* --io=uring: this thread's ring (server/net/uring.c), or NULL */
-    struct uring_worker *uring;
-    atomic_bool stop_req;     /* uring loop: the main thread asks it to stop */
 };
 
 struct listener {
@@ -158,8 +154,9 @@ struct listener {
     bool loopback;            /* bound to a loopback address (or Unix) */
     bool tls;                 /* --tls-listen: connections start a TLS
                                  handshake (net/tls.h) */
-    struct event *ev;
-    bool ring_armed;          /* --io=uring: its multishot accept is on */
+    /* the backend's accept state (transport.h accept_on): epoll's event;
+     * io_uring's mark while its multishot accept is armed */
+    void *xl;
     char name[128];
 };
 
@@ -197,7 +194,7 @@ struct server {
     struct listener *listeners;
     size_t nlisteners;
     bool accepting;
-    struct event *ev_accept_resume;
+    struct evloop_ev *ev_accept_resume; /* net.c's backoff timer */
     /* accepting paused for lack of descriptors (net.c's backoff): since
      * when (CLOCK_MONOTONIC us, 0 = not paused) and the paused time
      * before (memcached's time_in_listen_disabled_us) */
@@ -215,7 +212,8 @@ struct server {
     atomic_uint nconns;       /* open connections, for -c */
     atomic_bool stop;
 
-    struct event *ev_sig[5];
+    struct evloop_ev *ev_sig[5]; /* daemon.c: signals, and its stop */
+    const char *loop_version; /* libevent's (stats version), daemon.c */
     bool pidfile_written;
     bool portfile_written;    /* --port-file: removed at exit */
     /* -p auto, -U auto: the first port the kernel picked (stats settings'

@@ -39,7 +39,6 @@
 #endif
 
 #include <cmocka.h>
-#include <event2/event.h>
 
 #include "server_client.h"
 
@@ -47,6 +46,7 @@
 #include "server/core/store.h"
 #include "server/daemon.h"
 #include "server/net/conn.h"
+#include "server/net/evloop.h"
 #include "server/net/net.h"
 #include "server/net/threads.h"
 #include "server/net/uring.h"
@@ -567,7 +567,7 @@ static void test_multishot_accept(void **state)
     srv->opt.port = 0;
     assert_int_equal(net_listen_all(srv), 0);
     assert_int_equal(net_enable_accept(srv), 0);
-    assert_true(srv->listeners[0].ring_armed);
+    assert_true(uring_accept_armed(srv, 0));
     memset(&sa, 0, sizeof(sa));
     sa.sun_family = AF_UNIX;
     snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
@@ -581,7 +581,7 @@ static void test_multishot_accept(void **state)
     for (k = 0; k < 50 && atomic_load(&srv->nconns) < 3; k++)
         assert_true(uring_turn(&srv->workers[0], 20) >= 0);
     assert_int_equal(atomic_load(&srv->nconns), 3);
-    assert_true(srv->listeners[0].ring_armed); /* still on */
+    assert_true(uring_accept_armed(srv, 0)); /* still on */
     for (i = 0; i < 3; i++)
         assert_int_equal(write(fd[i], "version\r\n", 9), 9);
     for (i = 0; i < 3; i++) {
@@ -860,7 +860,7 @@ static void test_bulk_with_payload_thread(void **state)
             sent += (size_t)k;
         }
         assert_true(uring_turn(&srv->workers[0], 1) >= 0);
-        event_base_loop(srv->workers[0].base, EVLOOP_NONBLOCK);
+        evloop_turn_nowait(&srv->workers[0]);
         while ((k = recv(peer, sink, sizeof(sink), MSG_DONTWAIT)) > 0)
             got += (size_t)k;
         bulk = bulk || uring_conn_bulk(c);
@@ -873,14 +873,14 @@ static void test_bulk_with_payload_thread(void **state)
         ssize_t k;
 
         assert_true(uring_turn(&srv->workers[0], 1) >= 0);
-        event_base_loop(srv->workers[0].base, EVLOOP_NONBLOCK);
+        evloop_turn_nowait(&srv->workers[0]);
         while ((k = recv(peer, sink, sizeof(sink), MSG_DONTWAIT)) > 0)
             got += (size_t)k;
     }
     assert_int_equal(got, sent / 11 * 5);
     for (turn = 0; turn < 1000 && __atomic_load_n(&c->inflight,
                                                   __ATOMIC_ACQUIRE); turn++)
-        event_base_loop(srv->workers[0].base, EVLOOP_NONBLOCK);
+        evloop_turn_nowait(&srv->workers[0]);
     assert_false(c->inflight);
     conn_teardown(c);
     close(peer);

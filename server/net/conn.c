@@ -836,10 +836,13 @@ kill:
     return CONN_RUN_GONE;
 }
 
-/* conn_run() with the backend's flush through the table: for the callers
- * outside a backend's completion or readiness path (a payload thread's
- * hand-back, the tick, shutdown, tests); the backends' own paths send
- * themselves (conn_run's comment). */
+/* conn_run() with the backend's read and flush through its table: the one
+ * drive loop, run by the backends on readiness or a completion (epoll.c,
+ * uring_conn.c) and by the callers outside them (a payload thread's
+ * hand-back, the tick, shutdown, tests).  The read and the send are made
+ * here, after conn_run returned, never from inside it, so the request
+ * loop never re-enters the backend that runs it (conn_run's comment).
+ * May free c. */
 void conn_drive(struct conn *c)
 {
     struct conn_turn t = {0};

@@ -3,7 +3,8 @@
  * edge-triggered read event per connection for its life and a write event
  * registered only while a write would block; the socket is read and
  * written when ready by sockio.c (plain, or through the TLS filter).  The
- * transport table (transport.h) is its only interface to the connection.
+ * transport table (transport.h) is its only interface to the connection;
+ * a thread's libevent loop (made, run, woken and ended) is evloop.c's.
  */
 #include "config.h"
 
@@ -13,12 +14,12 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
-#include <sched.h>
 
 #include <event2/event.h>
 #include <event2/event_struct.h> /* struct event, kept in the connection */
 
 #include "conn.h"
+#include "evloop.h"
 #include "net.h"
 #include "sockio.h"
 #include "server/log.h"
@@ -51,28 +52,6 @@ static struct econn *EC(struct conn *c)
     return conn_xpriv(c);
 }
 
-static int ep_read(struct conn *c);
-static int ep_flush(struct conn *c);
-
-/* Run c's request loop, and read and send when it asks (conn_run): the
- * reads and the sends are made here, after the loop returned, never from
- * inside it, so the loop never re-enters this backend while it is
- * handling c's event (conn.h, conn_run).  May free c. */
-static void ep_drive(struct conn *c)
-{
-    struct conn_turn t = {0};
-    int r;
-
-    while ((r = conn_run(c, &t)) > 0) {
-        if (r == CONN_RUN_READ) {
-            t.rd = ep_read(c);
-        } else if (ep_flush(c) < 0) {
-            conn_teardown(c);
-            return;
-        }
-    }
-}
-
 /* The blocked episode is over: stop listening for EPOLLOUT and free the
  * write event, so an idle connection holds none (libevent lets a callback
  * free its own event). */
@@ -98,14 +77,15 @@ static void ep_conn_cb(evutil_socket_t fd, short what, void *arg)
     if ((what & EV_WRITE) && e->wr_armed && !c->inflight &&
         c->opending == 0)
         ep_wr_off(c);
-    if (conn_io_ready(c, what))
-        ep_drive(c); /* may free c */
+    /* the request loop, reading and sending through this table between
+     * its calls (conn_drive): may free c */
+    conn_on_io(c, what);
 }
 
 static int ep_adopt(struct conn *c)
 {
     struct econn *e = EC(c);
-    struct event_base *base = c->owner->base;
+    struct event_base *base = evloop_base(c->owner);
 
     if (event_assign(&e->ev, base, c->fd,
                      EV_READ | EV_CLOSED | EV_ET | EV_PERSIST, ep_conn_cb,
@@ -124,7 +104,7 @@ static int ep_want_wr(struct conn *c)
 
     if (!e->wr_armed) {
         if (e->ev_wr == NULL) { /* freed when the last episode ended */
-            e->ev_wr = event_new(c->owner->base, c->fd,
+            e->ev_wr = event_new(evloop_base(c->owner), c->fd,
                                  EV_WRITE | EV_ET | EV_PERSIST, ep_conn_cb,
                                  c);
             if (e->ev_wr == NULL)
@@ -200,45 +180,17 @@ static bool ep_peer_gone(struct conn *c)
     return sockio_peer_gone(c);
 }
 
-/* ---- network threads ----------------------------------------------------- */
+/* ---- network threads: libevent's loop (evloop.c), nothing more -------- */
 
-static void ep_wake(struct worker *w)
+static int ep_worker_setup(struct worker *w)
 {
-    event_active(w->ev_inbox, EV_READ, 0);
+    (void)w;
+    return 0;
 }
 
-static void ep_stop(struct worker *w)
+static void ep_worker_teardown(struct worker *w)
 {
-    event_active(w->ev_stop, EV_READ, 0);
-}
-
-static void ep_done(struct worker *w)
-{
-    event_base_loopexit(w->base, NULL);
-}
-
-/*
- * One loop turn at a time, yielding the CPU after each when there are more
- * network threads than CPUs.  Busy loops on a shared CPU are otherwise cut
- * by the scheduler's time slices (milliseconds), and a request waits for
- * its thread's next slice: that was the 8 ms W1 p99 of -n 4 -t 0 on two
- * CPUs.  Yielding after each turn (one epoll_wait and the callbacks of what
- * it returned) makes the loops take turns per batch of ready connections
- * instead (docs/threads-models.md, "More network threads than CPUs").
- */
-static void ep_run(struct worker *w)
-{
-    if (!w->yield_turns) {
-        event_base_dispatch(w->base);
-        return;
-    }
-    for (;;) {
-        if (event_base_loop(w->base, EVLOOP_ONCE) != 0 ||
-            event_base_got_exit(w->base) || event_base_got_break(w->base))
-            break;
-        STAT_INC(&w->stats, loop_yields);
-        sched_yield();
-    }
+    (void)w;
 }
 
 /* ---- listeners (main thread) ----------------------------------------------- */
@@ -272,22 +224,31 @@ static int ep_accept_on(struct server *srv, size_t i)
 {
     struct listener *l = &srv->listeners[i];
 
-    if (l->ev == NULL) {
-        l->ev = event_new(srv->workers[0].base, l->fd, EV_READ | EV_PERSIST,
-                          ep_accept_cb, l);
-        if (l->ev == NULL)
+    if (l->xl == NULL) {
+        l->xl = event_new(evloop_base(&srv->workers[0]), l->fd,
+                          EV_READ | EV_PERSIST, ep_accept_cb, l);
+        if (l->xl == NULL)
             return -1;
     }
-    return event_add(l->ev, NULL);
+    return event_add(l->xl, NULL);
 }
 
-/* (the event itself goes with the listener: net_close_all) */
+/* (the event itself goes with the listener: ep_accept_close) */
 static void ep_accept_off(struct server *srv, size_t i)
 {
     struct listener *l = &srv->listeners[i];
 
-    if (l->ev != NULL)
-        event_del(l->ev);
+    if (l->xl != NULL)
+        event_del(l->xl);
+}
+
+static void ep_accept_close(struct server *srv, size_t i)
+{
+    struct listener *l = &srv->listeners[i];
+
+    if (l->xl != NULL)
+        event_free(l->xl);
+    l->xl = NULL;
 }
 
 const struct transport transport_epoll = {
@@ -302,10 +263,13 @@ const struct transport transport_epoll = {
     .release = sockio_release,
     .returned = ep_returned,
     .peer_gone = ep_peer_gone,
-    .wake = ep_wake,
-    .stop = ep_stop,
-    .run = ep_run,
-    .done = ep_done,
+    .worker_setup = ep_worker_setup,
+    .worker_teardown = ep_worker_teardown,
+    .wake = evloop_wake,
+    .stop = evloop_stop,
+    .run = evloop_run,
+    .done = evloop_exit,
     .accept_on = ep_accept_on,
     .accept_off = ep_accept_off,
+    .accept_close = ep_accept_close,
 };

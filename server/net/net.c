@@ -21,11 +21,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <event2/event.h>
 
 #include "server/core/alloc.h"
 #include "server/core/newfile.h"
 #include "conn.h"
+#include "evloop.h"
 #include "watch.h"
 #include "net.h"
 #include "threads.h"
@@ -110,7 +110,7 @@ static uint64_t net_mono_us(void)
     return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
-static void net_accept_resume_cb(evutil_socket_t fd, short what, void *arg)
+static void net_accept_resume_cb(int fd, short what, void *arg)
 {
     struct server *srv = arg;
     uint64_t at = atomic_exchange(&srv->listen_disabled_at_us, 0);
@@ -126,17 +126,15 @@ static void net_accept_resume_cb(evutil_socket_t fd, short what, void *arg)
 /* Out of descriptors: stop accepting for a second rather than spin. */
 static void net_accept_backoff(struct server *srv)
 {
-    struct timeval one = {1, 0};
-
     net_disable_accept(srv);
     STAT_INC(&srv->workers[0].stats, listen_disabled_num);
     if (atomic_load(&srv->listen_disabled_at_us) == 0)
         atomic_store(&srv->listen_disabled_at_us, net_mono_us());
     if (srv->ev_accept_resume == NULL)
-        srv->ev_accept_resume = evtimer_new(srv->workers[0].base,
-                                            net_accept_resume_cb, srv);
+        srv->ev_accept_resume =
+            evloop_user_new(&srv->workers[0], net_accept_resume_cb, srv);
     if (srv->ev_accept_resume != NULL)
-        evtimer_add(srv->ev_accept_resume, &one);
+        evloop_timer_add(srv->ev_accept_resume, 1000);
 }
 
 static void net_accept_one(struct server *srv, struct listener *l, int fd)
@@ -624,19 +622,16 @@ void net_close_all(struct server *srv)
     pthread_mutex_lock(&srv->stats_mu);
     for (i = 0; i < srv->nlisteners; i++) {
         struct listener *l = &srv->listeners[i];
-        if (l->ev != NULL) /* the epoll backend's accept event */
-            event_free(l->ev);
-        l->ev = NULL;
+        if (srv->xp != NULL) /* the backend's accept state */
+            srv->xp->accept_close(srv, i);
         if (l->fd >= 0)
             close(l->fd);
         l->fd = -1;
         if (l->family == AF_UNIX)
             unlink(l->name);
     }
-    if (srv->ev_accept_resume != NULL) {
-        event_free(srv->ev_accept_resume);
-        srv->ev_accept_resume = NULL;
-    }
+    evloop_ev_free(srv->ev_accept_resume);
+    srv->ev_accept_resume = NULL;
     mdc_free(srv->listeners);
     srv->listeners = NULL;
     srv->nlisteners = 0;

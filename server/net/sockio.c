@@ -109,6 +109,24 @@ int sockio_read(struct conn *c)
     return -1;
 }
 
+size_t sockio_out_iov(const struct conn *c, struct iovec *iov, size_t max,
+                      size_t *want)
+{
+    size_t i, k, bytes = 0;
+
+    for (i = c->seghead, k = 0; i < c->nseg && k < max; i++, k++) {
+        const struct oseg *s = &c->segs[i];
+        const uint8_t *p = s->ptr != NULL ? s->ptr : c->obuf + s->off;
+        size_t skip = i == c->seghead ? c->headsent : 0;
+
+        iov[k].iov_base = (void *)(p + skip);
+        iov[k].iov_len = s->len - skip;
+        bytes += s->len - skip;
+    }
+    *want = bytes;
+    return k;
+}
+
 /*
  * Write until done or the socket is full; 0 ok, -1 the connection is
  * broken, 1 blocked.  Everything pending goes in one sendmsg() (up to SOCKIO_IOV_MAX
@@ -122,7 +140,7 @@ int sockio_flush(struct conn *c)
     struct iovec iov[SOCKIO_IOV_MAX];
     struct msghdr mh;
     ssize_t n;
-    size_t i, k, want;
+    size_t k, want;
 
     while (c->seghead < c->nseg) {
         if (c->tls != NULL && !c->tls->ktls_tx) {
@@ -143,16 +161,7 @@ int sockio_flush(struct conn *c)
             n = conn_sys_send(c->fd, p + c->headsent, want, MSG_NOSIGNAL);
             goto sent;
         }
-        for (i = c->seghead, k = 0, want = 0;
-             i < c->nseg && k < SOCKIO_IOV_MAX; i++, k++) {
-            const struct oseg *s = &c->segs[i];
-            const uint8_t *p = s->ptr != NULL ? s->ptr : c->obuf + s->off;
-            size_t skip = i == c->seghead ? c->headsent : 0;
-
-            iov[k].iov_base = (void *)(p + skip);
-            iov[k].iov_len = s->len - skip;
-            want += s->len - skip;
-        }
+        k = sockio_out_iov(c, iov, SOCKIO_IOV_MAX, &want);
         memset(&mh, 0, sizeof(mh));
         mh.msg_iov = iov;
         mh.msg_iovlen = k;

@@ -11,6 +11,9 @@
 #define MDC_SOCKIO_H
 
 #include <stdbool.h>
+#include <stddef.h>
+
+struct iovec;
 
 struct conn;
 
@@ -24,6 +27,11 @@ int sockio_read(struct conn *c);
 /* Write c's output until done or the socket is full: 0 done, 1 blocked
  * (c->wr_ready is false: wait until writable), -1 broken. */
 int sockio_flush(struct conn *c);
+/* c's unsent output as up to max iovecs from its first unsent byte (the
+ * epoll path's sendmsg, the io_uring backend's): how many, and in *want
+ * the bytes they hold. */
+size_t sockio_out_iov(const struct conn *c, struct iovec *iov, size_t max,
+                      size_t *want);
 /* The filter's handshake: 1 done, 0 wait until readable, SOCKIO_WAIT_WR
  * wait until writable, -1 failed. */
 int sockio_start(struct conn *c);

@@ -16,15 +16,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <event2/event.h>
-
 #include "server/core/alloc.h"
 #include "server/core/testhook.h"
 #include "conn.h"
+#include "evloop.h"
 #include "threads.h"
 #include "udp.h"
 #include "transport.h"
-#include "uring.h"
 #include "server/server.h"
 #include "server/log.h"
 
@@ -70,13 +68,6 @@ void worker_inbox_run(struct worker *w)
     worker_check_done(w);
 }
 
-static void worker_inbox_cb(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd;
-    (void)what;
-    worker_inbox_run(arg);
-}
-
 /*
  * When the tick runs next, as a coarse-clock reading: the start of the
  * next coarse second (the whole-second checks: stalled output, a held
@@ -108,8 +99,8 @@ uint64_t worker_wait_ms(uint64_t now_ms, uint64_t at, uint64_t res)
 
 /* The network thread's tick: each connection's timeouts (conn_tick), the
  * stop's grace; then w->next_tick_ms says when it is due again.  Run when
- * that moment comes: by ev_tick (libevent's loops) or the ring's wait
- * timeout (uring_run). */
+ * that moment comes: by the libevent loop's tick event (evloop.c) or the
+ * io_uring loop's wait timeout. */
 void worker_tick_run(struct worker *w)
 {
     static const uint64_t grace = STOP_GRACE_S;
@@ -140,27 +131,6 @@ void worker_tick_run(struct worker *w)
     worker_check_done(w);
 }
 
-/* libevent's loops: ev_tick is a one-shot timer armed for the next tick */
-static void worker_tick_arm(struct worker *w)
-{
-    uint64_t now_ms = server_coarse_ms();
-    uint64_t ms = worker_wait_ms(now_ms, w->next_tick_ms, server_coarse_res_ms());
-    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
-
-    if (event_add(w->ev_tick, &tv) < 0)
-        log_error("cannot arm the tick of thread %u", w->id);
-}
-
-static void worker_tick_cb(evutil_socket_t fd, short what, void *arg)
-{
-    struct worker *w = arg;
-
-    (void)fd;
-    (void)what;
-    worker_tick_run(w);
-    worker_tick_arm(w);
-}
-
 /* Stop: no more reading; finish what is buffered, flush, close. */
 void worker_begin_stop(struct worker *w)
 {
@@ -178,32 +148,12 @@ void worker_begin_stop(struct worker *w)
     worker_check_done(w);
 }
 
-static void worker_stop_cb(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd;
-    (void)what;
-    worker_begin_stop(arg);
-}
-
 int worker_net_setup(struct worker *w)
 {
-    int rc = -1;
-
     mq_setup(&w->inbox);
     w->now = server_mono_s();
     w->next_tick_ms = worker_next_tick_ms(server_coarse_ms(), UINT64_MAX);
-    w->base = event_base_new();
-    if (w->base == NULL)
-        goto out;
-    w->ev_inbox = event_new(w->base, -1, 0, worker_inbox_cb, w);
-    w->ev_tick = event_new(w->base, -1, 0, worker_tick_cb, w);
-    w->ev_stop = event_new(w->base, -1, 0, worker_stop_cb, w);
-    if (w->ev_inbox == NULL || w->ev_tick == NULL || w->ev_stop == NULL)
-        goto out;
-    worker_tick_arm(w);
-    rc = 0;
-out:
-    return rc;
+    return evloop_setup(w);
 }
 
 void worker_give_conn(struct worker *w, struct conn *c)
@@ -258,26 +208,28 @@ static void *worker_payload_main(void *arg)
     return NULL;
 }
 
-/* --io=auto and a ring could not be set up for worker upto (the probe of
- * uring_resolve passed, yet the real rings failed: memory, limits): every
- * worker goes back to libevent's loop.  0, or -1 when --io=uring was
- * explicit. */
-static int threads_uring_fallback(struct server *srv, unsigned upto)
+/* --io=auto and the backend's part of worker upto could not be set up
+ * (the probe of transport_resolve passed, yet the real rings failed:
+ * memory, limits): every worker goes back to libevent's loop (epoll).
+ * 0, or -1 when the backend was explicit. */
+static int threads_backend_fallback(struct server *srv, unsigned upto)
 {
     unsigned j;
 
     if (!srv->io_uring_fallback)
         return -1;
-    log_warn("io_uring: a ring could not be set up: using epoll");
+    /* the one backend with a fallback is io_uring: its rings */
+    log_warn("%s: a ring could not be set up: using epoll", srv->xp->name);
     for (j = 0; j <= upto; j++) {
         struct worker *w = &srv->workers[j];
 
-        if (w->uring == NULL)
+        if (w->role == ROLE_PAYLOAD)
             continue;
-        uring_worker_teardown(w);
-        if (w->ev_tick != NULL)
-            worker_tick_arm(w);
+        srv->xp->worker_teardown(w);
+        if (w->loop != NULL)
+            evloop_tick_arm(w);
     }
+    srv->xp = &transport_epoll;
     srv->io_uring = false;
     return 0;
 }
@@ -287,9 +239,8 @@ int threads_setup(struct server *srv)
     unsigned i, ncpu = threads_cpus();
     int rc = -1;
 
-    if (uring_resolve(srv) < 0)
+    if (transport_resolve(srv) < 0) /* srv->xp */
         goto out;
-    srv->xp = &transport_epoll; /* io_uring below, once its rings are up */
     srv->nworkers = 1 + srv->nnet + srv->npay;
     srv->workers = mdc_calloc(srv->nworkers, sizeof(*srv->workers));
     if (srv->workers == NULL)
@@ -321,23 +272,17 @@ int threads_setup(struct server *srv)
         }
         if (worker_net_setup(w) < 0)
             goto out;
-        /* --io=uring: every network thread gets a ring and runs its loop;
-         * the main thread's ring (multishot accepts, and its connections
-         * with -n 0) is polled from libevent's loop */
-        if (srv->io_uring &&
-            uring_worker_setup(w, w->role == ROLE_NET) < 0 &&
-            threads_uring_fallback(srv, i) < 0)
+        /* the backend's part: under io_uring every network thread gets a
+         * ring and runs its loop, and the main thread's ring (multishot
+         * accepts, and its connections with -n 0) is polled from its
+         * libevent loop */
+        if (srv->xp->worker_setup(w) < 0 &&
+            threads_backend_fallback(srv, i) < 0)
             goto out;
         w->yield_turns = w->role == ROLE_NET && srv->nnet > ncpu;
         if (srv->npay > 0 && (w->role == ROLE_NET || srv->nnet == 0))
             w->payload_q = &srv->pqs[srv->model == TM_SEDA_S ? i - 1 : 0];
     }
-    /* the backend, once for the process (transport.h) */
-    srv->xp = &transport_epoll;
-#ifdef HAVE_LIBURING
-    if (srv->io_uring)
-        srv->xp = &transport_uring;
-#endif
     if (srv->nnet > ncpu)
         log_info("%u network threads on %u CPUs: loops yield after each turn",
                  srv->nnet, ncpu);
@@ -417,24 +362,19 @@ void threads_teardown(struct server *srv)
             next = c->link.next;
             conn_teardown(c);
         }
-        uring_worker_teardown(w); /* frees the torn-down connections */
-        udp_worker_teardown(w); /* its events first, then the base */
-        if (w->base != NULL) {
+        if (w->role != ROLE_PAYLOAD) /* frees torn-down connections */
+            srv->xp->worker_teardown(w);
+        udp_worker_teardown(w); /* its events first, then the loop */
+        if (w->loop != NULL) { /* a network (or main) thread */
             struct mq_node *n = mq_take_all(&w->inbox);
             while (n != NULL) {
                 struct mq_node *nx = n->next;
                 conn_teardown(conn_of_node(n));
                 n = nx;
             }
-            if (w->ev_inbox)
-                event_free(w->ev_inbox);
-            if (w->ev_tick)
-                event_free(w->ev_tick);
-            if (w->ev_stop)
-                event_free(w->ev_stop);
-            event_base_free(w->base);
             mq_teardown(&w->inbox);
         }
+        evloop_teardown(w);
         mdc_free(w->tagbuf);
     }
     for (i = 0; i < srv->nworkers; i++) /* every connection is gone */

@@ -1,17 +1,28 @@
 /*
  * transport.h - the one interface between a connection (conn.c: buffers,
  * output queue, request loop) and the network backend under it: epoll.c
- * (libevent, readiness) or uring.c (io_uring, completions).  The backend
- * is chosen once at start (threads_setup: srv->xp) and every connection
- * and network thread of the process uses its table.
+ * (libevent, readiness) or uring.c (io_uring, completions; with
+ * uring_loop.c and uring_conn.c).  The backend
+ * is chosen once at start (transport_resolve, then threads_setup: srv->xp)
+ * and every connection and network thread of the process uses its table.
+ *
+ * Each backend keeps its state private, in parts the others only carry:
+ * a connection's (conn_priv bytes after struct conn, conn_xpriv), a
+ * thread's (struct worker's xw, made by worker_setup) and a listener's
+ * (struct listener's xl, made by accept_on).  Outside epoll.c, evloop.c
+ * (the libevent loop, evloop.h) and the io_uring files (uring*.c,
+ * uring_int.h) no file names a libevent or io_uring type or function
+ * (tools/check-backends.sh); a thread's libevent loop, which the main
+ * thread runs under both backends, is reached through evloop.h.
  *
  * Direction: conn.c calls the table's connection operations (read and
- * flush from outside a backend's own paths: conn_drive, and a payload
- * thread's hand-back), threads.c and net.c its thread and listener ones.
+ * flush from its drive loop, conn_drive, the one both backends and every
+ * other caller run), threads.c and net.c its thread and listener ones.
  * A backend calls the connection only through conn.h's entry points:
- * conn_io_ready for readiness; conn_run for the request loop, which
- * returns to the backend to send (CONN_RUN_SEND) or to read
- * (CONN_RUN_READ), the backend doing either and calling it again;
+ * conn_on_io/conn_io_ready for readiness; conn_drive to run the request
+ * loop (conn_run), which returns to the drive loop to send
+ * (CONN_RUN_SEND) or to read (CONN_RUN_READ), the drive loop doing
+ * either through the table and calling it again;
  * conn_in_lend/conn_in_append for bytes io_uring received; conn_out_sent
  * for sent ones; conn_teardown, conn_free, conn_xpriv, conn_backend_held.
  * sockio.c, the byte I/O of epoll and of filtered connections, reads
@@ -66,6 +77,11 @@ struct transport {
     /* During a hold (no reading): has the peer hung up or reset? */
     bool (*peer_gone)(struct conn *c);
     /* ---- a network thread ---- */
+    /* Give network (or main) thread w the backend's part (w->xw), after
+     * its libevent loop (evloop_setup): 0, or -1. */
+    int (*worker_setup)(struct worker *w);
+    /* Free it (connections torn down, their last operations done). */
+    void (*worker_teardown)(struct worker *w);
     /* Wake w's loop from another thread: its inbox has connections. */
     void (*wake)(struct worker *w);
     /* Ask network thread w to stop (from the main thread). */
@@ -79,7 +95,14 @@ struct transport {
     int (*accept_on)(struct server *srv, size_t i);
     /* Stop accepting on listener i (before it is closed). */
     void (*accept_off)(struct server *srv, size_t i);
+    /* Listener i is being closed: free its state (l->xl). */
+    void (*accept_close)(struct server *srv, size_t i);
 };
+
+/* Choose the backend from --io (and MDC_TEST_IO for auto) and what this
+ * kernel runs: srv->xp, srv->io_uring and srv->io_uring_fallback.  0, or
+ * -1 with the reason logged (an explicit --io=uring that cannot run). */
+int transport_resolve(struct server *srv);
 
 extern const struct transport transport_epoll;
 #ifdef HAVE_LIBURING

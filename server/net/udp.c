@@ -35,9 +35,9 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include <event2/event.h>
 
 #include "server/core/alloc.h"
+#include "evloop.h"
 #include "net.h"
 #include "server/server.h"
 #include "server/addr.h"
@@ -79,7 +79,7 @@ struct udp_sock {
     struct udp_sock *next;
     struct worker *w;
     int fd;
-    struct event *ev;
+    struct evloop_ev *ev;
     bool loopback;      /* bound to a loopback address */
     char name[128];
 };
@@ -449,7 +449,7 @@ static void udp_sock_serve(struct udp_sock *us)
     conn_bufs_release(u->c); /* back to the thread's pool until next turn */
 }
 
-static void udp_read_cb(evutil_socket_t fd, short what, void *arg)
+static void udp_read_cb(int fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
@@ -524,8 +524,8 @@ int udp_sock_add(struct worker *w, int fd, const char *name, bool loopback)
     us->fd = fd;
     us->loopback = loopback;
     snprintf(us->name, sizeof(us->name), "%s", name);
-    us->ev = event_new(w->base, fd, EV_READ | EV_PERSIST, udp_read_cb, us);
-    if (us->ev == NULL || event_add(us->ev, NULL) < 0)
+    us->ev = evloop_fd_new(w, fd, udp_read_cb, us);
+    if (us->ev == NULL)
         goto fail;
     us->next = w->udp->socks;
     w->udp->socks = us;
@@ -533,8 +533,6 @@ int udp_sock_add(struct worker *w, int fd, const char *name, bool loopback)
     return 0;
 fail:
     if (us != NULL) {
-        if (us->ev != NULL)
-            event_free(us->ev);
         mdc_free(us);
     }
     close(fd);
@@ -574,7 +572,7 @@ void udp_worker_close(struct worker *w)
     pthread_mutex_unlock(&w->conns_mu);
     for (; us != NULL; us = next) {
         next = us->next;
-        event_free(us->ev);
+        evloop_ev_free(us->ev);
         close(us->fd);
         mdc_free(us);
     }

@@ -5,6 +5,10 @@
  * included) until their completion, and one io_uring_enter per loop turn
  * for all of them.  docs/threads-models.md, "The io_uring loop".
  *
+ * Its files: uring.c (the rings, the transport table), uring_loop.c (the
+ * loop, wake-ups, UDP polls, accepts), uring_conn.c (a connection's
+ * receives, sends, polls, close); uring_int.h what they share.
+ *
  * Without liburing (no HAVE_LIBURING) only the stubs below exist: no
  * connection ever has a ring, and --io=uring is refused by options.c.
  */
@@ -21,23 +25,13 @@
 struct conn;
 
 #ifdef HAVE_LIBURING
-/* Decide srv->io_uring from --io (and MDC_TEST_IO for auto): 0, or -1
- * with the reason logged (an explicit --io=uring that cannot run). */
-int uring_resolve(struct server *srv);
-/* Give worker w a ring.  outer: the ring's loop runs the thread
- * (uring_run); otherwise (the main thread) the ring is one libevent event. */
-int uring_worker_setup(struct worker *w, bool outer);
-void uring_worker_teardown(struct worker *w);
-/* True when w's thread runs the ring's loop rather than libevent's. */
-bool uring_outer(const struct worker *w);
-/* The network thread's loop (replaces event_base_dispatch). */
-void uring_run(struct worker *w);
+/* The server reaches the backend through its transport table only
+ * (transport.h: transport_uring, chosen by transport_resolve); what is
+ * declared here is for tests. */
 /* One turn of w's ring for code that drives a worker without its loop
  * (tests): submit, wait up to wait_ms for a completion, run what came.
  * 1 something came, 0 nothing, -errno. */
 int uring_turn(struct worker *w, int wait_ms);
-/* Wake w's loop from another thread (inbox, stop). */
-void uring_wake(struct worker *w);
 /* c is served by the ring (adopted under the io_uring backend; tests). */
 bool uring_conn_ringed(const struct conn *c);
 /* c receives on the bulk buffer group (tests). */
@@ -47,26 +41,9 @@ bool uring_conn_zc_wait(const struct conn *c);
 /* Zero-copy sends submitted and notifications seen by w's ring. */
 void uring_zc_counts(const struct worker *w, uint64_t *sends,
                      uint64_t *notifs);
+/* Listener i's multishot accept is armed (tests). */
+bool uring_accept_armed(const struct server *srv, size_t i);
 #else
-static inline int uring_resolve(struct server *srv)
-{
-    srv->io_uring = false;
-    return 0;
-}
-static inline int uring_worker_setup(struct worker *w, bool outer)
-{
-    (void)w;
-    (void)outer;
-    return -1;
-}
-static inline void uring_worker_teardown(struct worker *w) { (void)w; }
-static inline bool uring_outer(const struct worker *w)
-{
-    (void)w;
-    return false;
-}
-static inline void uring_run(struct worker *w) { (void)w; }
-static inline void uring_wake(struct worker *w) { (void)w; }
 static inline int uring_turn(struct worker *w, int wait_ms)
 {
     (void)w;
@@ -93,6 +70,12 @@ static inline void uring_zc_counts(const struct worker *w, uint64_t *sends,
 {
     (void)w;
     *sends = *notifs = 0;
+}
+static inline bool uring_accept_armed(const struct server *srv, size_t i)
+{
+    (void)srv;
+    (void)i;
+    return false;
 }
 #endif
 

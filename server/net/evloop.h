@@ -1,0 +1,77 @@
+/*
+ * evloop.h - a thread's libevent loop, part of the readiness backend
+ * (epoll.c; evloop.c has the loop): every network thread runs one under
+ * --io=epoll, and the main thread under both backends (listeners,
+ * signals, timers; under io_uring its ring is one event of it).  Every
+ * network thread has one under io_uring as well, not run (its ring's loop
+ * runs the thread), so that what registers with it (UDP sockets) is the
+ * same for both.
+ *
+ * Outside the backends no file names a libevent type or function
+ * (tools/check-backends.sh): a thread's loop is struct worker's opaque
+ * loop, made and freed here, and the events other layers want (signals,
+ * a timer, a descriptor's readiness, a wake-up from another thread) are
+ * opaque struct evloop_ev made here.
+ */
+#ifndef MDC_EVLOOP_H
+#define MDC_EVLOOP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct worker;
+struct evloop;
+struct evloop_ev;
+
+/* An event's callback: the descriptor (or the signal), what happened (a
+ * mask of CONN_EV_* bits), the argument given when it was made.  The
+ * same as libevent's callbacks, so no call goes through a wrapper. */
+typedef void (*evloop_cb)(int fd, short what, void *arg);
+
+/* The loops' locking, once per process (other threads wake loops):
+ * before the first loop is made.  0, or -1. */
+int evloop_threads(void);
+/* Give network (or main) thread w its loop, with the thread's own events:
+ * the inbox (worker_inbox_run), the tick (worker_tick_run, armed for
+ * w->next_tick_ms) and the stop (worker_begin_stop).  0, or -1. */
+int evloop_setup(struct worker *w);
+/* Free w's loop (after every event made on it is freed). */
+void evloop_teardown(struct worker *w);
+/* Arm the tick for w->next_tick_ms; stop it (the io_uring loop's wait
+ * is the tick of a network thread). */
+void evloop_tick_arm(struct worker *w);
+void evloop_tick_off(struct worker *w);
+/* From another thread: w's inbox has connections; w is to stop. */
+void evloop_wake(struct worker *w);
+void evloop_stop(struct worker *w);
+/* Run w's loop until evloop_exit (yielding the CPU after each turn when
+ * w->yield_turns); end it. */
+void evloop_run(struct worker *w);
+void evloop_exit(struct worker *w);
+/* One turn that does not wait (tests). */
+void evloop_turn_nowait(struct worker *w);
+
+/* Events of w's loop, made active (registered) unless said: */
+/* readiness to read fd, for as long as the event lives */
+struct evloop_ev *evloop_fd_new(struct worker *w, int fd, evloop_cb cb,
+                                void *arg);
+/* signal sig, delivered on w's loop */
+struct evloop_ev *evloop_signal_new(struct worker *w, int sig, evloop_cb cb,
+                                    void *arg);
+/* run only when made active (evloop_trigger, from any thread), or when
+ * its timer (evloop_timer_add) fires: not registered */
+struct evloop_ev *evloop_user_new(struct worker *w, evloop_cb cb, void *arg);
+/* Fire e's callback once in ms milliseconds (again: moved). 0, or -1. */
+int evloop_timer_add(struct evloop_ev *e, uint64_t ms);
+/* Run e's callback on its loop's next turn (any thread). */
+void evloop_trigger(struct evloop_ev *e);
+/* Unregister and free e (NULL: nothing). */
+void evloop_ev_free(struct evloop_ev *e);
+
+/* The library's version (stats). */
+const char *evloop_version(void);
+
+/* For the readiness backend's own file (epoll.c): w's libevent base. */
+struct event_base *evloop_base(const struct worker *w);
+
+#endif
