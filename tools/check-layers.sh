@@ -11,7 +11,7 @@
 # declared in a low header but defined in a higher layer's file (a call
 # back up that no include shows) fails too.  Run by the README's test
 # command, and with the build directory by tests/check_layers.sh in
-# make check; run it by hand with
+# make check (with tools/check-backends.sh after it); run it by hand with
 #     sh tools/check-layers.sh [SRCDIR [BUILDDIR]]
 #
 # Inside server/core/ the store has levels of its own (server/core/
@@ -29,6 +29,8 @@
 # header under -I$(top_builddir)); a bare name is first the including
 # file's own folder, then client-c/ (the tests' -I for mdcached.h).
 set -u
+# this script's folder, where check-backends.sh is too
+tools_dir=$(cd "$(dirname "$0")" && pwd) || exit 2
 # both made absolute: the checks below run from the top of the tree
 top=$(cd "${1:-$(dirname "$0")/..}" && pwd) || exit 2
 build=${2:-}
@@ -255,3 +257,9 @@ END {
     if (ncalls) print "check-layers: every include and every call follows the layers, no include loops"
     else print "check-layers: every include follows the layers, no loops (calls not checked: no build directory given)"
 }'
+rc=$?
+# and the network backends keep libevent and io_uring to themselves
+[ -f "$top/server/net/transport.h" ] && {
+    sh "$tools_dir/check-backends.sh" "$top" || rc=1
+}
+exit $rc
