@@ -227,15 +227,21 @@ void conn_drive(struct conn *c);
  * path (io_uring: a send queued to the ring; epoll: sockio.c).  The turn
  * carries the per-turn read budget across the calls.
  */
+/* Where a turn is between conn_run()'s calls: what it last asked of
+ * the backend. */
+enum conn_step {
+    CT_START = 0, /* a new turn (the handshake, if pending, first) */
+    CT_RUN,       /* in the loop */
+    CT_READ,      /* CONN_RUN_READ was returned: account the read */
+    CT_SENT,      /* CONN_RUN_SEND was returned: go on past the send */
+    CT_LAST,      /* the send after a yield was asked: the turn is over */
+};
 struct conn_turn {
     int reads;          /* reads this turn (CONN_READ_BUDGET) */
     size_t rbytes;      /* bytes they brought (CONN_READ_BYTES_BUDGET) */
-    bool sent;          /* CONN_RUN_SEND was returned: go on past the send */
-    bool send_last;     /* a yield left output: sent after the loop ... */
-    bool sent_last;     /* ... and was: the turn is over */
-    bool reading;       /* CONN_RUN_READ was returned ... */
-    int rd;             /* ... the caller puts its read's result here */
-    size_t rd_before;   /* unconsumed input before that read */
+    enum conn_step step;
+    int rd;             /* CT_READ: the caller puts its read's result here */
+    size_t rd_before;   /* ... unconsumed input before that read */
 };
 /* CONN_RUN_READ: read the socket (the table's read: 1 bytes came, 0
  * nothing more, -1 broken) into t->rd, then call again; like the send,

@@ -1393,30 +1393,6 @@ static bool txt_udp_allowed(struct conn *c, struct worker *w,
 }
 
 /*
- * The end of the key starting at k: the first byte at or below ' ' or DEL
- * (the bytes mctext_parse() ends or refuses a key at), or end.  Eight
- * bytes at a time while eight remain (any byte below 0x21, or equal to
- * 0x7f, sets its top bit in the test word), then byte by byte.
- */
-static const uint8_t *txt_key_end(const uint8_t *k, const uint8_t *end)
-{
-    const uint64_t ones = 0x0101010101010101ull, highs = ones << 7;
-    const uint8_t *p = k;
-
-    for (; end - p >= 8; p += 8) {
-        uint64_t x, d;
-
-        memcpy(&x, p, 8);
-        d = x ^ (ones * 0x7f);
-        if ((((x - ones * 0x21) & ~x) | ((d - ones) & ~d)) & highs)
-            break;
-    }
-    while (p < end && *p > ' ' && *p != 0x7f)
-        p++;
-    return p;
-}
-
-/*
  * The two commands a cache mostly sees, "get <key>\r\n" and
  * "mg <key> v\r\n", answered without the general parser (no tokenizing,
  * no request structure to clear).  Anything else -- another command, more
@@ -1444,7 +1420,7 @@ static size_t txt_fast(struct conn *c, struct worker *w, const uint8_t *b,
         return 0;
     if ((size_t)(end - k) > MCTEXT_KEY_MAX + 4)
         end = k + MCTEXT_KEY_MAX + 4;
-    p = txt_key_end(k, end);
+    p = mctext_key_end(k, end);
     klen = (uint32_t)(p - k);
     if (klen == 0 || klen > MCTEXT_KEY_MAX)
         return 0;
@@ -1516,16 +1492,16 @@ static void txt_prefetch(struct conn *c, const uint8_t *b, size_t len)
             k = b + 3;
         else
             break;
-        for (p = k; p < end && *p > ' ' && *p != 0x7f; p++)
-            if (p - k > MCTEXT_KEY_MAX)
-                goto done;
+        p = mctext_key_end(k, end - k > MCTEXT_KEY_MAX ?
+                                  k + MCTEXT_KEY_MAX + 1 : end);
+        if (p - k > MCTEXT_KEY_MAX)
+            break; /* no key: the parser refuses it */
         if (p >= end || (nl = memchr(p, '\n', (size_t)(end - p))) == NULL)
             break;
         if (p > k)
             ks[n++] = (struct store_key){k, (uint32_t)(p - k)};
         b = nl + 1;
     }
-done:
     store_prefetch_batch(c->srv->store, ks, n);
 }
 
