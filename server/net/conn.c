@@ -167,7 +167,8 @@ static void conn_in_give(struct conn *c)
     if (c->ibuf == NULL)
         return;
     if (c->in_ext) {
-        c->in_ext = false; /* the backend's buffer: it takes it back */
+        /* the backend's buffer (it takes it back) or the pool's own */
+        c->in_ext = 0;
     } else {
         conn_pool_put(c->owner, PK_IN, c->ibuf, c->icap);
         conn_lent_add(c->owner, -1);
@@ -177,7 +178,7 @@ static void conn_in_give(struct conn *c)
     c->iscan = 0;
 }
 
-int conn_out_take(struct conn *c)
+static inline int conn_out_lend(struct conn *c)
 {
     uint8_t *b;
 
@@ -194,6 +195,8 @@ int conn_out_take(struct conn *c)
     c->segcap = CONN_SEGS_SMALL;
     return 0;
 }
+
+int conn_out_take(struct conn *c) { return conn_out_lend(c); }
 
 /* The small output block's start while a part of the output is in it. */
 static uint8_t *conn_oblock(const struct conn *c)
@@ -274,27 +277,38 @@ static int conn_segs_grow(struct conn *c)
 
 /* Give the output buffer and the segment array back (nothing queued, no
  * send in flight). */
-static void conn_out_give(struct conn *c)
+static void conn_out_give_grown(struct conn *c);
+static inline void conn_out_give(struct conn *c)
 {
-    struct worker *w = c->owner;
-
     if (c->obuf == NULL)
         return;
     if (c->ocap != CONN_OBUF_SMALL || c->segcap != CONN_SEGS_SMALL) {
-        /* grown: each full part back on its own, then the block, if a
-         * part is still in it */
-        bool small = c->ocap == CONN_OBUF_SMALL ||
-                     c->segcap == CONN_SEGS_SMALL;
-        uint8_t *block = small ? conn_oblock(c) : NULL;
-
-        if (c->ocap != CONN_OBUF_SMALL)
-            conn_pool_put(w, PK_OUT, c->obuf, c->ocap);
-        if (c->segcap != CONN_SEGS_SMALL)
-            conn_pool_put(w, PK_SEGS, c->segs, c->segcap * sizeof(*c->segs));
-        c->obuf = block;
+        conn_out_give_grown(c);
+        return;
     }
-    if (c->obuf != NULL)
-        conn_pool_put(w, PK_OUT_S, c->obuf, CONN_OBLOCK);
+    conn_pool_put(c->owner, PK_OUT_S, c->obuf, CONN_OBLOCK);
+    conn_lent_add(c->owner, -1);
+    c->obuf = NULL;
+    c->segs = NULL;
+    c->segcap = 0;
+    c->ocap = c->olen = 0;
+}
+
+/* The same, a part of the output grown out of the small block. */
+static void conn_out_give_grown(struct conn *c)
+{
+    struct worker *w = c->owner;
+    /* each full part back on its own, then the block if a part is still
+     * in it */
+    bool small = c->ocap == CONN_OBUF_SMALL || c->segcap == CONN_SEGS_SMALL;
+    uint8_t *block = small ? conn_oblock(c) : NULL;
+
+    if (c->ocap != CONN_OBUF_SMALL)
+        conn_pool_put(w, PK_OUT, c->obuf, c->ocap);
+    if (c->segcap != CONN_SEGS_SMALL)
+        conn_pool_put(w, PK_SEGS, c->segs, c->segcap * sizeof(*c->segs));
+    if (block != NULL)
+        conn_pool_put(w, PK_OUT_S, block, CONN_OBLOCK);
     conn_lent_add(w, -1);
     c->obuf = NULL;
     c->segs = NULL;
@@ -324,17 +338,39 @@ int conn_bufs_take(struct conn *c)
     return conn_out_take(c);
 }
 
-/* Input lent in place by the backend (in_ext) that a partial request
- * leaves: copied into a buffer of the pool before the backend takes its
- * buffer back.  -1 out of memory. */
-static int conn_in_settle(struct conn *c)
+/* The pool's free input buffer c reads into in place (CONN_IN_POOL)
+ * becomes c's: taken off the free list.  It is the top one unless
+ * another connection gave one back meanwhile. */
+static bool conn_in_keep(struct conn *c)
+{
+    struct conn_pool *pl = &c->owner->pool;
+    unsigned i = pl->n[PK_IN];
+
+    while (i > 0 && pl->free[PK_IN][i - 1] != c->ibuf)
+        i--;
+    if (i == 0) { /* not there: never happens (copied then) */
+        log_error("conn %llu: input buffer not in the pool",
+                  (unsigned long long)c->id);
+        return false;
+    }
+    pl->free[PK_IN][i - 1] = pl->free[PK_IN][pl->n[PK_IN] - 1];
+    pl->n[PK_IN]--;
+    conn_lent_add(c->owner, 1);
+    return true;
+}
+
+/* Input read or lent in place (in_ext) that a partial request leaves:
+ * the pool's buffer becomes c's, the backend's is copied into a buffer
+ * of the pool before the backend takes it back.  -1 out of memory. */
+static int conn_in_settle_slow(struct conn *c)
 {
     const uint8_t *p = c->ibuf + c->ioff;
     size_t avail = c->ilen - c->ioff;
+    bool pool = c->in_ext == CONN_IN_POOL;
 
-    if (!c->in_ext)
+    c->in_ext = 0;
+    if (pool && avail > 0 && conn_in_keep(c))
         return 0;
-    c->in_ext = false;
     c->ibuf = NULL;
     c->icap = c->ilen = c->ioff = 0;
     if (avail == 0)
@@ -344,6 +380,20 @@ static int conn_in_settle(struct conn *c)
     memcpy(c->ibuf, p, avail);
     c->ilen = avail;
     return 0;
+}
+
+static inline int conn_in_settle(struct conn *c)
+{
+    if (!c->in_ext)
+        return 0;
+    if (c->in_ext == CONN_IN_POOL && c->ilen == c->ioff) {
+        /* all parsed: the pool's buffer was never taken */
+        c->in_ext = 0;
+        c->ibuf = NULL;
+        c->icap = c->ioff = c->ilen = 0;
+        return 0;
+    }
+    return conn_in_settle_slow(c);
 }
 
 void conn_pool_free(struct worker *w)
@@ -509,20 +559,10 @@ void conn_in_skip(struct conn *c, uint64_t n)
     c->need = 1;
 }
 
-/*
- * Make room for the next read: compact, shrink an idle oversized buffer,
- * or grow towards c->need (bounded by the protocol's body limit, which the
- * parser enforced before setting need).  Returns free bytes at the end.
- */
-size_t conn_in_room(struct conn *c)
+/* Shrink an idle oversized input buffer; move the unconsumed bytes to
+ * the front when the room behind them runs short. */
+static void conn_in_compact(struct conn *c, size_t avail, size_t want)
 {
-    size_t avail = c->ilen - c->ioff;
-    size_t want = c->need > avail ? c->need : avail + 1;
-
-    if (c->in_ext && conn_in_settle(c) < 0)
-        return 0;
-    if (c->ibuf == NULL) /* lent from the pool as bytes arrive */
-        return conn_in_take(c, want) < 0 ? 0 : c->icap;
     if (avail == 0 && c->icap > CONN_SHRINK_AT && want <= CONN_IBUF_INIT) {
         uint8_t *nb = mdc_realloc(c->ibuf, CONN_IBUF_INIT);
         if (nb != NULL) {
@@ -536,34 +576,85 @@ size_t conn_in_room(struct conn *c)
         c->ilen = avail;
         c->ioff = 0;
     }
-    if (c->ilen == c->icap || c->icap < want) {
-        size_t cap = c->icap * 2;
-        uint8_t *nb;
+}
 
-        /* before login the input never grows past its bound: the caller
-         * closes the connection (it is not read from while its output
-         * is full, so only io_uring receives already under way get here) */
-        if (!c->authed && c->icap >= CONN_PREAUTH_IN) {
-            log_debug("conn %llu: %zu bytes of input before "
-                      "authentication, closed",
-                      (unsigned long long)c->id, avail);
-            return 0;
-        }
+/* Grow the input buffer towards want; -1 when it may not (before login)
+ * or cannot. */
+static int conn_in_grow(struct conn *c, size_t avail, size_t want)
+{
+    size_t cap = c->icap * 2;
+    uint8_t *nb;
 
-        /* an exact total (a value's data block) gets just that; "one more
-         * byte" (a line without its newline yet) doubles, so a long line
-         * costs a logarithmic number of reallocations and full reads */
-        if (cap > want && want > c->icap && want > avail + 1)
-            cap = want;
-        if (cap < want)
-            cap = want;
-        nb = mdc_realloc(c->ibuf, cap);
-        if (nb == NULL)
-            return 0;
-        c->ibuf = nb;
-        c->icap = cap;
+    /* before login the input never grows past its bound: the caller
+     * closes the connection (it is not read from while its output is
+     * full, so only io_uring receives already under way get here) */
+    if (!c->authed && c->icap >= CONN_PREAUTH_IN) {
+        log_debug("conn %llu: %zu bytes of input before authentication, "
+                  "closed",
+                  (unsigned long long)c->id, avail);
+        return -1;
     }
+    /* an exact total (a value's data block) gets just that; "one more
+     * byte" (a line without its newline yet) doubles, so a long line
+     * costs a logarithmic number of reallocations and full reads */
+    if (cap > want && want > c->icap && want > avail + 1)
+        cap = want;
+    if (cap < want)
+        cap = want;
+    nb = mdc_realloc(c->ibuf, cap);
+    if (nb == NULL)
+        return -1;
+    c->ibuf = nb;
+    c->icap = cap;
+    return 0;
+}
+
+/*
+ * Make room for the next read: compact, shrink an idle oversized buffer,
+ * or grow towards c->need (bounded by the protocol's body limit, which the
+ * parser enforced before setting need).  Returns free bytes at the end.
+ */
+static size_t conn_in_make_room(struct conn *c)
+{
+    size_t avail = c->ilen - c->ioff;
+    size_t want = c->need > avail ? c->need : avail + 1;
+
+    if (c->in_ext && conn_in_settle(c) < 0)
+        return 0;
+    if (c->ibuf == NULL) /* lent from the pool as bytes arrive */
+        return conn_in_take(c, want) < 0 ? 0 : c->icap;
+    conn_in_compact(c, avail, want);
+    if ((c->ilen == c->icap || c->icap < want) &&
+        conn_in_grow(c, avail, want) < 0)
+        return 0;
     return c->icap - c->ilen;
+}
+
+/* Nothing buffered: the read goes into the pool's top free input buffer
+ * where it lies, not taken (CONN_IN_POOL).  The requests are parsed
+ * there, and the loop takes the buffer only if a partial one is left
+ * when it rests (conn_in_settle), so a request read and answered in one
+ * turn costs no take and no give.  Only a read made by the owner on its
+ * own turn does so: nothing else of the thread runs until the loop
+ * rests. */
+size_t conn_in_room(struct conn *c)
+{
+    const struct conn_pool *pl = &c->owner->pool;
+
+    if (c->in_ext == CONN_IN_POOL && c->ilen == c->ioff &&
+        c->need <= CONN_IBUF_INIT) {
+        c->ioff = c->ilen = 0; /* all parsed: read into it again */
+        return CONN_IBUF_INIT;
+    }
+    if (c->ibuf != NULL || pl->n[PK_IN] == 0 || c->need > CONN_IBUF_INIT ||
+        c->inflight)
+        return conn_in_make_room(c);
+    c->ibuf = pl->free[PK_IN][pl->n[PK_IN] - 1];
+    c->icap = CONN_IBUF_INIT;
+    c->ioff = c->ilen = 0;
+    c->iscan = 0;
+    c->in_ext = CONN_IN_POOL;
+    return CONN_IBUF_INIT;
 }
 
 /* The input is known drained: wait for the next edge. */
@@ -597,7 +688,7 @@ int conn_in_append(struct conn *c, const void *p, size_t n)
 
     conn_in_arrived(c, n);
     while (n > 0) {
-        size_t room = conn_in_room(c);
+        size_t room = conn_in_make_room(c);
         size_t k = n < room ? n : room;
 
         if (room == 0)
@@ -618,7 +709,7 @@ void conn_in_lend(struct conn *c, const uint8_t *p, size_t n)
     c->icap = c->ilen = n;
     c->ioff = 0;
     c->iscan = 0;
-    c->in_ext = true;
+    c->in_ext = CONN_IN_BACKEND;
     conn_in_arrived(c, n);
     if (c->skip > 0)
         conn_apply_skip(c);
@@ -758,8 +849,29 @@ static bool conn_has_work(const struct conn *c)
 {
     size_t avail = c->ilen - c->ioff;
 
-    return !c->closing && avail > 0 && avail >= c->need && !conn_out_full(c) &&
-           c->hold_until == 0 && !c->wr_busy;
+    return avail > 0 && avail >= c->need && !c->closing &&
+           c->hold_until == 0 && !c->wr_busy && !conn_out_full(c);
+}
+
+/* conn_next() with no request to run: read, rest or close. */
+static enum conn_next conn_next_idle(struct conn *c, const struct conn_turn *t)
+{
+    /* The peer hung up during a failed login's hold (conn_hold): its
+     * requests would never be answered, so its -c slot goes now, not
+     * when the hold ends (a connect, wrong AUTH, close loop would fill
+     * -c otherwise).  The io_uring receive sees the EOF or the reset
+     * itself (its peer_gone says no). */
+    if (c->hold_until != 0 && c->rd_ready && c->srv->xp->peer_gone(c))
+        c->rd_shut = true;
+    if (c->closing || c->rd_shut)
+        return c->opending == 0 ? CN_KILL : CN_REST;
+    if (!c->rd_ready || c->hold_until != 0 || conn_out_full(c))
+        return CN_REST;
+    /* Let the other connections of this loop have a turn past the
+     * budget (rd_ready stays: the next turn reads on). */
+    if (t->reads >= CONN_READ_BUDGET || t->rbytes >= CONN_READ_BYTES_BUDGET)
+        return CN_REQUEUE;
+    return CN_READ;
 }
 
 static enum conn_next conn_next(struct conn *c, const struct conn_turn *t)
@@ -773,72 +885,62 @@ static enum conn_next conn_next(struct conn *c, const struct conn_turn *t)
         c->proto = c->srv->proto_detect(c->ibuf[c->ioff]);
     if (conn_has_work(c))
         return CN_SERVE;
-    /* The peer hung up during a failed login's hold (conn_hold): its
-     * requests would never be answered, so its -c slot goes now, not
-     * when the hold ends (a connect, wrong AUTH, close loop would fill
-     * -c otherwise).  The io_uring receive sees the EOF or the reset
-     * itself (its peer_gone says no). */
-    if (c->hold_until != 0 && c->rd_ready && c->srv->xp->peer_gone(c))
-        c->rd_shut = true;
-    if (c->closing || c->rd_shut)
-        return c->opending == 0 ? CN_KILL : CN_REST;
-    if (!c->rd_ready || conn_out_full(c) || c->hold_until != 0)
-        return CN_REST;
-    /* Let the other connections of this loop have a turn past the
-     * budget (rd_ready stays: the next turn reads on). */
-    if (t->reads >= CONN_READ_BUDGET || t->rbytes >= CONN_READ_BYTES_BUDGET)
-        return CN_REQUEUE;
-    return CN_READ;
+    return conn_next_idle(c, t);
 }
 
-/* What serving a request left the loop to do. */
-enum conn_served { SV_AGAIN, SV_AWAY, SV_YIELD, SV_KILL };
+/* conn_run()'s own codes beside CONN_RUN_*: go on with the next step;
+ * close c. */
+enum { CONN_RUN_AGAIN = 16, CONN_RUN_KILL = -16 };
 
 /* Hand c to another thread (a payload thread, or the thread a parked
  * request waits for): c is theirs until it comes back through the inbox
  * (conn_returned).  Input lent in place is copied out first. */
-static enum conn_served conn_hand_off(struct conn *c)
+static int conn_hand_off(struct conn *c)
 {
     if (conn_in_settle(c) < 0)
-        return SV_KILL;
+        return CONN_RUN_KILL;
     c->inflight = true;
-    return SV_AWAY;
+    return CONN_RUN_DONE;
 }
+
+static int conn_rest(struct conn *c, struct conn_turn *t, bool send_last);
 
 /* CN_SERVE: run the protocol on c's input (or hand c to a payload
  * thread). */
-static enum conn_served conn_serve(struct conn *c, struct worker *w)
+static int conn_serve(struct conn *c, struct conn_turn *t)
 {
+    struct worker *w = c->owner;
+
     /* the reply's buffers, lent before anyone composes into them (a
      * payload thread never takes from the pool) */
-    if (conn_out_take(c) < 0)
-        return SV_KILL;
+    if (conn_out_lend(c) < 0)
+        return CONN_RUN_KILL;
     if (w->payload_q != NULL) {
-        if (conn_hand_off(c) == SV_KILL)
-            return SV_KILL;
+        if (conn_hand_off(c) == CONN_RUN_KILL)
+            return CONN_RUN_KILL;
         STAT_INC(&w->stats, payload_handoffs);
         mq_push(w->payload_q, &c->qnode);
-        return SV_AWAY;
+        return CONN_RUN_DONE;
     }
     __atomic_store_n(&c->state, CS_PARSE, __ATOMIC_RELAXED);
     c->proto->process(c, w);
     if (c->park != NULL) {
         /* the request waits for another thread */
-        if (conn_hand_off(c) == SV_KILL)
-            return SV_KILL;
+        if (conn_hand_off(c) == CONN_RUN_KILL)
+            return CONN_RUN_KILL;
         conn_park_run(c);
-        return SV_AWAY;
+        return CONN_RUN_DONE;
     }
     if (!c->yielded)
-        return SV_AGAIN;
+        return CONN_RUN_AGAIN;
     c->yielded = false;
     if (c->closing)
-        return SV_AGAIN;
+        return CONN_RUN_AGAIN;
     /* -R requests done: send what they produced and give the loop to
      * the other connections (memcached's reqs_per_event, conn_yields) */
     STAT_INC(&w->stats, conn_yields);
     c->srv->xp->requeue(c);
-    return SV_YIELD;
+    return conn_rest(c, t, c->opending > 0 && c->wr_ready);
 }
 
 /* What "stats conns" shows for c at rest. */
@@ -859,7 +961,7 @@ static uint8_t conn_rest_state(const struct conn *c, bool send_last)
 static int conn_rest(struct conn *c, struct conn_turn *t, bool send_last)
 {
     if (conn_in_settle(c) < 0)
-        return CONN_RUN_GONE;
+        return CONN_RUN_KILL;
     conn_bufs_idle(c);
     __atomic_store_n(&c->state, conn_rest_state(c, send_last),
                      __ATOMIC_RELAXED);
@@ -883,27 +985,52 @@ static int conn_resume(struct conn *c, struct conn_turn *t)
 {
     int r;
 
-    switch (t->step) {
-    case CT_LAST: /* the send after a yield is made */
-        return 1;
-    case CT_READ: /* the read CONN_RUN_READ asked for */
+    if (t->step == CT_READ) { /* the read CONN_RUN_READ asked for */
         if (t->rd < 0)
             return -1;
         if (c->ilen - c->ioff > t->rd_before)
             t->rbytes += c->ilen - c->ioff - t->rd_before;
         return 0;
-    case CT_START:
-        if (!c->hs_pending)
-            return 0;
-        /* the byte filter's handshake (TLS): 0 waiting for the socket
-         * (the backend watches it) */
-        r = c->srv->xp->start(c);
-        if (r <= 0)
-            return r < 0 ? -1 : 1;
-        c->rd_ready = true; /* a request may have come with Finished */
-        return 0;
-    default: /* CT_SENT, CT_RUN */
-        return 0;
+    }
+    if (t->step == CT_LAST) /* the send after a yield is made */
+        return 1;
+    if (t->step != CT_START || !c->hs_pending)
+        return 0; /* CT_SENT, CT_RUN: on past the send */
+    /* the byte filter's handshake (TLS): 0 waiting for the socket (the
+     * backend watches it) */
+    r = c->srv->xp->start(c);
+    if (r <= 0)
+        return r < 0 ? -1 : 1;
+    c->rd_ready = true; /* a request may have come with the Finished */
+    return 0;
+}
+
+/* One step of the loop: what conn_next() names, done. */
+static int conn_step(struct conn *c, struct conn_turn *t)
+{
+    enum conn_next nx = conn_next(c, t);
+
+    t->step = CT_RUN;
+    switch (nx) {
+    case CN_SEND:
+        t->step = CT_SENT;
+        return CONN_RUN_SEND;
+    case CN_READ:
+        t->reads++;
+        t->rd_before = c->ilen - c->ioff;
+        t->step = CT_READ;
+        return CONN_RUN_READ;
+    case CN_SERVE:
+        return conn_serve(c, t);
+    case CN_REQUEUE:
+        t->reads++;
+        c->rd_short = false;
+        c->srv->xp->requeue(c);
+        return conn_rest(c, t, false);
+    case CN_REST:
+        return conn_rest(c, t, false);
+    default:
+        return CONN_RUN_KILL;
     }
 }
 
@@ -917,47 +1044,11 @@ int conn_run(struct conn *c, struct conn_turn *t)
         goto kill;
     if (r > 0)
         return CONN_RUN_DONE;
-    for (;;) {
-        enum conn_next nx = conn_next(c, t);
-
-        t->step = CT_RUN;
-        switch (nx) {
-        case CN_SEND:
-            t->step = CT_SENT;
-            return CONN_RUN_SEND;
-        case CN_READ:
-            t->reads++;
-            t->rd_before = c->ilen - c->ioff;
-            t->step = CT_READ;
-            return CONN_RUN_READ;
-        case CN_SERVE:
-            switch (conn_serve(c, c->owner)) {
-            case SV_AGAIN:
-                continue;
-            case SV_AWAY:
-                return CONN_RUN_DONE;
-            case SV_YIELD:
-                r = conn_rest(c, t, c->opending > 0 && c->wr_ready);
-                break;
-            default:
-                goto kill;
-            }
-            break;
-        case CN_REQUEUE:
-            t->reads++;
-            c->rd_short = false;
-            c->srv->xp->requeue(c);
-            /* fall through */
-        case CN_REST:
-            r = conn_rest(c, t, false);
-            break;
-        default:
-            goto kill;
-        }
-        if (r != CONN_RUN_GONE)
-            return r;
-        break;
-    }
+    do
+        r = conn_step(c, t);
+    while (r == CONN_RUN_AGAIN);
+    if (r != CONN_RUN_KILL)
+        return r;
 kill:
     conn_teardown(c);
     return CONN_RUN_GONE;

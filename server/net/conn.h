@@ -100,9 +100,11 @@ struct conn {
      * The narrow fields sit together: an idle connection is this struct
      * and its backend's part, 304 + 80 bytes on io_uring, one 384-byte
      * allocation (docs/performance.md, "Memory per connection"). */
-    bool in_ext;           /* ibuf is the backend's (an io_uring provided
-                              buffer parsed in place), not lent: what is
-                              left is copied out before it goes back */
+    uint8_t in_ext;        /* ibuf is not lent (CONN_IN_*): the backend's
+                              (an io_uring provided buffer parsed in
+                              place: what is left is copied out before it
+                              goes back) or the pool's (read into in
+                              place: taken if a partial request is left) */
     bool closing;          /* stop processing, close once output is out */
     bool inflight;         /* a payload thread owns the buffers */
     bool adopted;          /* registered with owner's event loop */
@@ -158,6 +160,10 @@ struct conn {
     /* the backend's own state (transport.conn_priv bytes): conn_xpriv() */
     _Alignas(16) unsigned char xpriv[];
 };
+
+/* c->in_ext: whose buffer c's input is parsed in, when not lent to c. */
+#define CONN_IN_BACKEND 1 /* the backend's (conn_in_lend) */
+#define CONN_IN_POOL 2    /* the pool's, read into in place (conn_in_room) */
 
 /* The backend-private part of c (struct transport, conn_priv). */
 static inline void *conn_xpriv(struct conn *c)
