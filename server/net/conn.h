@@ -1,13 +1,22 @@
 /*
  * conn.h - one client connection: its input buffer, its output queue of
  * byte ranges and record references (both lent from the thread's pool
- * while the connection has bytes to hold; the queue is sent as an iovec
- * array, so a GET hit never allocates, and copies only a value of at most
- * CONN_COPY_MAX), and the request loop (conn_run) that a network thread's
- * backend (transport.h: epoll.c or uring.c) runs on readiness or
- * completions, sending and reading itself between its calls; conn_drive
- * runs it with the table's read and flush for the callers outside a
- * backend.
+ * while the connection has bytes to hold: the output buffer and its first
+ * segments one pooled block, the input read into a free buffer of the
+ * pool in place and taken only if a partial request is left; the queue
+ * is sent as an iovec array, so a GET hit never allocates, and copies
+ * only a value of at most CONN_COPY_MAX), and the request loop
+ * (conn_run) that a network thread's backend (transport.h: epoll.c or
+ * uring.c) runs on readiness or completions, sending and reading itself
+ * between its calls; conn_drive runs it with the table's read and flush
+ * for the callers outside a backend.
+ *
+ * The loop is a state machine with named steps (conn.c: enum conn_next,
+ * what to do next, read from the flags below; enum conn_step, where a
+ * turn is between conn_run()'s calls).  The flags are facts, each set
+ * where it becomes true: readiness (rd_*, wr_*), ownership (inflight,
+ * wr_busy), the way out (closing, rd_shut, rd_drain, dead); "stats
+ * conns" shows enum conn_state, derived from them where the loop rests.
  *
  * Ownership: a connection belongs to one network worker (c->owner).  While
  * c->inflight is set a payload thread owns its input and output and the
@@ -277,8 +286,10 @@ uint64_t conn_deadline_ms(uint64_t stamp, uint64_t secs, uint64_t res);
 void conn_shutdown(struct conn *c);
 
 /* ---- for the backends (transport.h) and the byte I/O (sockio.c) ----------- */
-/* Room for the next read at the end of the input (lent from the pool,
- * compacted or grown towards c->need); 0 when it cannot be made. */
+/* Room for the next read at the end of the input (owner thread, on c's
+ * own turn: a free buffer of the pool read into in place when c holds
+ * none, else its lent buffer compacted or grown towards c->need); 0 when
+ * it cannot be made. */
 size_t conn_in_room(struct conn *c);
 /* n bytes were read into the room conn_in_room() gave: count them. */
 void conn_in_got(struct conn *c, size_t n);
