@@ -124,21 +124,6 @@ static bool tok_is(const struct tok *t, const char *s)
     return t->n == n && memcmp(t->p, s, n) == 0;
 }
 
-/* protocol.txt: at most 250 bytes, no control characters or whitespace. */
-static bool key_ok(const char *p, uint32_t n)
-{
-    uint32_t i;
-
-    if (n == 0 || n > MCTEXT_KEY_MAX)
-        return false;
-    for (i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)p[i];
-        if (c <= ' ' || c == 0x7f)
-            return false;
-    }
-    return true;
-}
-
 /* Strict unsigned decimal: digits only, no sign, no overflow. */
 static bool parse_u64(const char *p, uint32_t n, uint64_t *out)
 {
@@ -268,7 +253,7 @@ static uint32_t count_keys(const char *p, const char *end)
         s = p;
         while (p < end && *p != ' ')
             p++;
-        if (!key_ok(s, (uint32_t)(p - s)))
+        if (!mctext_key_ok(s, (uint32_t)(p - s)))
             return 0;
         n++;
     }
@@ -484,14 +469,14 @@ static ssize_t parse_storage(const char *b, size_t len,
     req->key = t[1].p;
     req->klen = t[1].n;
     if (tagged) {
-        if (!key_ok(t[1].p, t[1].n))
+        if (!mctext_key_ok(t[1].p, t[1].n))
             return fail_tok(req, &t[1], swallow);
         if (!tok_u32(&t[2], &req->flags))
             return fail_tok(req, &t[2], swallow);
         if (!tok_i64(&t[3], &req->exptime))
             return fail_tok(req, &t[3], swallow);
     }
-    if (!key_ok(t[1].p, t[1].n) || !tok_u32(&t[2], &req->flags) ||
+    if (!mctext_key_ok(t[1].p, t[1].n) || !tok_u32(&t[2], &req->flags) ||
         !tok_i64(&t[3], &req->exptime))
         return fail(req, MCTEXT_E_FORMAT, swallow);
     if (req->cmd == MCT_CAS && !tok_u64(&t[5], &req->cas))
@@ -803,7 +788,7 @@ static const char *meta_key(struct mctext_req *req, const struct tok *k)
         req->klen = (uint32_t)n;
         return NULL;
     }
-    if (!key_ok(k->p, k->n))
+    if (!mctext_key_ok(k->p, k->n))
         return MCTEXT_E_FORMAT;
     req->key = k->p;
     req->klen = k->n;
@@ -866,7 +851,7 @@ static ssize_t parse_simple(struct mctext_req *req, const struct tok *t,
         if ((n == 3 && !last_noreply && !tok_is(&t[2], "0")) ||
             (n == 4 && (!tok_is(&t[2], "0") || !last_noreply)))
             return fail(req, MCTEXT_E_DELETE, req->linelen);
-        if (!key_ok(t[1].p, t[1].n))
+        if (!mctext_key_ok(t[1].p, t[1].n))
             return fail(req, MCTEXT_E_FORMAT, req->linelen);
         break;
     case MCT_INCR:
@@ -877,7 +862,7 @@ static ssize_t parse_simple(struct mctext_req *req, const struct tok *t,
         req->noreply = n == 4 && last_noreply;
         req->key = t[1].p;
         req->klen = t[1].n;
-        if (!key_ok(t[1].p, t[1].n))
+        if (!mctext_key_ok(t[1].p, t[1].n))
             return fail(req, MCTEXT_E_FORMAT, req->linelen);
         if (req->cmd == MCT_TOUCH) {
             if (!tok_i64(&t[2], &req->exptime))

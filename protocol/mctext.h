@@ -24,6 +24,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 
 #define MCTEXT_KEY_MAX 250                 /* bytes of a key, as memcached */
@@ -38,6 +39,42 @@
 /* Room for a VALUE line of a key of klen bytes, and for a meta reply line. */
 #define MCTEXT_VALUE_LINE_LEN(klen) ((size_t)(klen) + 64)
 #define MCTEXT_META_LINE_MAX 512
+
+/*
+ * The end of the key starting at k: the first byte at or below ' ' or DEL
+ * (protocol.txt: a key has no control character or whitespace), or end.
+ * The one key scanner: the parser's key check, the server's get shortcut
+ * and its prefetch of a batch's keys all call it.  Eight bytes at a time
+ * while eight remain (any byte below 0x21, or equal to 0x7f, sets its top
+ * bit in the test word), then byte by byte.
+ */
+static inline const uint8_t *mctext_key_end(const uint8_t *k,
+                                            const uint8_t *end)
+{
+    const uint64_t ones = 0x0101010101010101ull, highs = ones << 7;
+    const uint8_t *p = k;
+
+    for (; end - p >= 8; p += 8) {
+        uint64_t x, d;
+
+        memcpy(&x, p, 8);
+        d = x ^ (ones * 0x7f);
+        if ((((x - ones * 0x21) & ~x) | ((d - ones) & ~d)) & highs)
+            break;
+    }
+    while (p < end && *p > ' ' && *p != 0x7f)
+        p++;
+    return p;
+}
+
+/* protocol.txt: a key is 1 to MCTEXT_KEY_MAX bytes, none of them a
+ * control character or whitespace. */
+static inline bool mctext_key_ok(const void *k, size_t n)
+{
+    const uint8_t *p = k;
+
+    return n > 0 && n <= MCTEXT_KEY_MAX && mctext_key_end(p, p + n) == p + n;
+}
 
 #define MCTEXT_AGAIN (-1)
 #define MCTEXT_ERROR (-2)

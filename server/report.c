@@ -19,6 +19,7 @@
 #include "server/core/alloc.h"
 #include "server.h"
 #include "bpf/mirror.h"
+#include "protocol/mctext.h"
 #include "server/core/store.h"
 
 void stats_sum(struct server *srv, struct thread_stats *out)
@@ -621,18 +622,6 @@ struct cachedump {
     bool full;
 };
 
-static bool cachedump_key_ok(const unsigned char *k, uint32_t klen)
-{
-    uint32_t i;
-
-    if (klen == 0 || klen > 250)
-        return false;
-    for (i = 0; i < klen; i++)
-        if (k[i] <= ' ' || k[i] == 0x7f)
-            return false;
-    return true;
-}
-
 /* Under a class's read lock: format into the buffer, call nothing else. */
 static void cachedump_record(void *ctx, struct store *st,
                              const struct record *r)
@@ -643,7 +632,7 @@ static void cachedump_record(void *ctx, struct store *st,
     char line[320];
     int n;
 
-    if (d->full || !cachedump_key_ok(k, klen))
+    if (d->full || !mctext_key_ok(k, klen))
         return;
     n = snprintf(line, sizeof(line), "ITEM %.*s [%" PRIu32 " b; %" PRId64
                                      " s]",

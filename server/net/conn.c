@@ -69,55 +69,72 @@ struct conn *conn_setup(struct server *srv, struct worker *w, int fd,
 /* ---- buffers lent per thread ------------------------------------------- */
 
 /*
- * A connection holds ibuf while it has unconsumed input, obuf and the
- * segment array while it has output queued or in flight; otherwise they
- * are back in its owner's pool (struct conn_pool), so an idle connection
- * costs its struct alone.  Output starts small (CONN_OBUF_SMALL bytes,
- * CONN_SEGS_SMALL segments: a reply or two) and moves to the full size
- * from the pool when a batch needs more: under io_uring the buffers of a
- * reply stay lent until its send completes, so one loop turn may hold one
- * per connection it answered.  The pool keeps at most conn_pool_max[k]
- * free buffers of each kind; a buffer of another size (grown for a long
- * request or reply) is freed when given back.  A take from an empty pool
- * allocates and counts conn_buffer_pool_misses.  Only the owner thread
- * takes and gives: while c->inflight a payload thread owns the buffers and
- * may grow them with realloc, never through the pool.
+ * A connection holds ibuf while it has unconsumed input, its output while
+ * it has output queued or in flight; otherwise they are back in its
+ * owner's pool (struct conn_pool), so an idle connection costs its struct
+ * alone.  Output starts small: one block of the pool holds
+ * CONN_OBUF_SMALL bytes of buffer and, after them, CONN_SEGS_SMALL
+ * segments (a reply or two), so lending and taking back the output of a
+ * request is one pointer moved each way.  Either part moves to its full
+ * size from the pool when a batch needs more (the block goes back once
+ * neither part is in it): under io_uring the buffers of a reply stay lent
+ * until its send completes, so one loop turn may hold one per connection
+ * it answered.  The pool keeps at most conn_pool_max[k] free buffers of
+ * each kind; a buffer of another size (grown for a long request or reply)
+ * is freed when given back.  A take from an empty pool allocates and
+ * counts conn_buffer_pool_misses.  Only the owner thread takes and gives:
+ * while c->inflight a payload thread owns the buffers and may grow them
+ * with malloc and realloc, never through the pool.
  */
-enum conn_pool_kind { PK_IN, PK_OUT_S, PK_OUT, PK_SEGS_S, PK_SEGS };
+enum conn_pool_kind {
+    PK_IN,     /* input */
+    PK_OUT_S,  /* the small output block: buffer, then segments */
+    PK_OUT,    /* a full output buffer */
+    PK_UNUSED, /* (the small segments are in PK_OUT_S's block) */
+    PK_SEGS    /* a full segment array */
+};
+#define CONN_OBLOCK (CONN_OBUF_SMALL + CONN_SEGS_SMALL * sizeof(struct oseg))
 
 static const size_t conn_pool_size[CONN_POOL_KINDS] = {
-    CONN_IBUF_INIT, CONN_OBUF_SMALL, CONN_OBUF_INIT,
-    CONN_SEGS_SMALL * sizeof(struct oseg), CONN_SEGS_INIT * sizeof(struct oseg)};
+    CONN_IBUF_INIT, CONN_OBLOCK, CONN_OBUF_INIT, 0,
+    CONN_SEGS_INIT * sizeof(struct oseg)};
 /* the small ones are what a turn of many connections holds at once */
 static const unsigned conn_pool_max[CONN_POOL_KINDS] = {16, CONN_POOL_MAX, 16,
-                                                        CONN_POOL_MAX, 16};
+                                                        0, 16};
 
-static void *conn_pool_get(struct worker *w, enum conn_pool_kind k)
+/* An empty pool: allocate (counted as a miss). */
+static void *conn_pool_miss(struct worker *w, enum conn_pool_kind k)
 {
-    struct conn_pool *pl = &w->pool;
-    void *p;
+    void *p = mdc_malloc(conn_pool_size[k]);
 
-    if (pl->n[k] > 0)
-        return pl->free[k][--pl->n[k]];
-    p = mdc_malloc(conn_pool_size[k]);
     if (p != NULL)
         STAT_INC(&w->stats, conn_buffer_pool_misses);
     return p;
 }
 
-/* Give p (of size bytes) back: pooled if it is of kind k's size. */
-static void conn_pool_put(struct worker *w, enum conn_pool_kind k, void *p,
-                          size_t size)
+static inline void *conn_pool_get(struct worker *w, enum conn_pool_kind k)
 {
     struct conn_pool *pl = &w->pool;
 
-    if (size == conn_pool_size[k] && pl->n[k] < conn_pool_max[k])
+    if (__builtin_expect(pl->n[k] > 0, 1))
+        return pl->free[k][--pl->n[k]];
+    return conn_pool_miss(w, k);
+}
+
+/* Give p (of size bytes) back: pooled if it is of kind k's size. */
+static inline void conn_pool_put(struct worker *w, enum conn_pool_kind k,
+                                 void *p, size_t size)
+{
+    struct conn_pool *pl = &w->pool;
+
+    if (__builtin_expect(size == conn_pool_size[k] &&
+                             pl->n[k] < conn_pool_max[k], 1))
         pl->free[k][pl->n[k]++] = p;
     else
         mdc_free(p);
 }
 
-static void conn_lent_add(struct worker *w, int d)
+static inline void conn_lent_add(struct worker *w, int d)
 {
     __atomic_store_n(&w->pool.lent,
                      __atomic_load_n(&w->pool.lent, __ATOMIC_RELAXED) +
@@ -150,7 +167,8 @@ static void conn_in_give(struct conn *c)
     if (c->ibuf == NULL)
         return;
     if (c->in_ext) {
-        c->in_ext = false; /* the backend's buffer: it takes it back */
+        /* the backend's buffer (it takes it back) or the pool's own */
+        c->in_ext = 0;
     } else {
         conn_pool_put(c->owner, PK_IN, c->ibuf, c->icap);
         conn_lent_add(c->owner, -1);
@@ -160,51 +178,74 @@ static void conn_in_give(struct conn *c)
     c->iscan = 0;
 }
 
-int conn_out_take(struct conn *c)
+static inline int conn_out_lend(struct conn *c)
 {
-    if (c->obuf == NULL) {
-        c->obuf = conn_pool_get(c->owner, PK_OUT_S);
-        if (c->obuf == NULL)
-            return -1;
-        conn_lent_add(c->owner, 1);
-        c->ocap = CONN_OBUF_SMALL;
-        c->olen = 0;
-    }
-    if (c->segs == NULL) {
-        c->segs = conn_pool_get(c->owner, PK_SEGS_S);
-        if (c->segs == NULL)
-            return -1;
-        c->segcap = CONN_SEGS_SMALL;
-    }
+    uint8_t *b;
+
+    if (c->obuf != NULL) /* the buffer and the segments come together */
+        return 0;
+    b = conn_pool_get(c->owner, PK_OUT_S);
+    if (b == NULL)
+        return -1;
+    conn_lent_add(c->owner, 1);
+    c->obuf = b;
+    c->ocap = CONN_OBUF_SMALL;
+    c->olen = 0;
+    c->segs = (struct oseg *)(b + CONN_OBUF_SMALL);
+    c->segcap = CONN_SEGS_SMALL;
     return 0;
 }
 
+int conn_out_take(struct conn *c) { return conn_out_lend(c); }
+
+/* The small output block's start while a part of the output is in it. */
+static uint8_t *conn_oblock(const struct conn *c)
+{
+    return c->ocap == CONN_OBUF_SMALL
+               ? c->obuf
+               : (uint8_t *)c->segs - CONN_OBUF_SMALL;
+}
+
+/* One part of the output left the small block (the other one is at its
+ * full size already): the block goes back (freed by a payload thread,
+ * which never gives to the pool). */
+static void conn_oblock_drop(struct conn *c, uint8_t *block)
+{
+    if (c->inflight)
+        mdc_free(block);
+    else
+        conn_pool_put(c->owner, PK_OUT_S, block, CONN_OBLOCK);
+}
+
 /* Output buffer of at least need bytes: the small one moves to the full
- * size from the pool (owner thread); beyond, or in a payload thread,
- * realloc.  0, or -1 out of memory. */
+ * size from the pool (owner thread) or allocated (in a payload thread, or
+ * beyond the full size); a full one grows with realloc.  0, or -1 out of
+ * memory. */
 static int conn_out_grow(struct conn *c, size_t need)
 {
     size_t cap = c->ocap * 2;
     uint8_t *nb;
 
-    if (c->ocap == CONN_OBUF_SMALL && need <= CONN_OBUF_INIT) {
-        if (!c->inflight) {
-            nb = conn_pool_get(c->owner, PK_OUT);
-            if (nb == NULL)
-                return -1;
-            memcpy(nb, c->obuf, c->olen);
-            conn_pool_put(c->owner, PK_OUT_S, c->obuf, c->ocap);
-            c->obuf = nb;
-            c->ocap = CONN_OBUF_INIT;
-            return 0;
-        }
-        cap = CONN_OBUF_INIT; /* pooled once given back */
+    if (c->ocap != CONN_OBUF_SMALL) {
+        if (cap < need)
+            cap = need;
+        nb = mdc_realloc(c->obuf, cap);
+        if (nb == NULL)
+            return -1;
+        c->obuf = nb;
+        c->ocap = cap;
+        return 0;
     }
-    if (cap < need)
-        cap = need;
-    nb = mdc_realloc(c->obuf, cap);
+    cap = need > CONN_OBUF_INIT ? need : CONN_OBUF_INIT;
+    if (cap == CONN_OBUF_INIT && !c->inflight)
+        nb = conn_pool_get(c->owner, PK_OUT);
+    else
+        nb = mdc_malloc(cap); /* pooled once given back if of that size */
     if (nb == NULL)
         return -1;
+    memcpy(nb, c->obuf, c->olen);
+    if (c->segcap != CONN_SEGS_SMALL)
+        conn_oblock_drop(c, c->obuf);
     c->obuf = nb;
     c->ocap = cap;
     return 0;
@@ -216,17 +257,18 @@ static int conn_segs_grow(struct conn *c)
     size_t cap = c->segcap == CONN_SEGS_SMALL ? CONN_SEGS_INIT : c->segcap * 2;
     struct oseg *ns;
 
-    if (c->segcap == CONN_SEGS_SMALL && !c->inflight) {
-        ns = conn_pool_get(c->owner, PK_SEGS);
-        if (ns == NULL)
-            return -1;
-        memcpy(ns, c->segs, c->nseg * sizeof(*ns));
-        conn_pool_put(c->owner, PK_SEGS_S, c->segs,
-                      c->segcap * sizeof(*c->segs));
-    } else {
+    if (c->segcap != CONN_SEGS_SMALL) {
         ns = mdc_realloc(c->segs, cap * sizeof(*ns));
         if (ns == NULL)
             return -1;
+    } else {
+        ns = c->inflight ? mdc_malloc(cap * sizeof(*ns))
+                         : conn_pool_get(c->owner, PK_SEGS);
+        if (ns == NULL)
+            return -1;
+        memcpy(ns, c->segs, c->nseg * sizeof(*ns));
+        if (c->ocap != CONN_OBUF_SMALL)
+            conn_oblock_drop(c, conn_oblock(c));
     }
     c->segs = ns;
     c->segcap = cap;
@@ -235,22 +277,42 @@ static int conn_segs_grow(struct conn *c)
 
 /* Give the output buffer and the segment array back (nothing queued, no
  * send in flight). */
-static void conn_out_give(struct conn *c)
+static void conn_out_give_grown(struct conn *c);
+static inline void conn_out_give(struct conn *c)
 {
-    if (c->segs != NULL) {
-        conn_pool_put(c->owner,
-                      c->segcap == CONN_SEGS_SMALL ? PK_SEGS_S : PK_SEGS,
-                      c->segs, c->segcap * sizeof(*c->segs));
-        c->segs = NULL;
-        c->segcap = 0;
+    if (c->obuf == NULL)
+        return;
+    if (c->ocap != CONN_OBUF_SMALL || c->segcap != CONN_SEGS_SMALL) {
+        conn_out_give_grown(c);
+        return;
     }
-    if (c->obuf != NULL) {
-        conn_pool_put(c->owner,
-                      c->ocap == CONN_OBUF_SMALL ? PK_OUT_S : PK_OUT, c->obuf,
-                      c->ocap);
-        conn_lent_add(c->owner, -1);
-        c->obuf = NULL;
-    }
+    conn_pool_put(c->owner, PK_OUT_S, c->obuf, CONN_OBLOCK);
+    conn_lent_add(c->owner, -1);
+    c->obuf = NULL;
+    c->segs = NULL;
+    c->segcap = 0;
+    c->ocap = c->olen = 0;
+}
+
+/* The same, a part of the output grown out of the small block. */
+static void conn_out_give_grown(struct conn *c)
+{
+    struct worker *w = c->owner;
+    /* each full part back on its own, then the block if a part is still
+     * in it */
+    bool small = c->ocap == CONN_OBUF_SMALL || c->segcap == CONN_SEGS_SMALL;
+    uint8_t *block = small ? conn_oblock(c) : NULL;
+
+    if (c->ocap != CONN_OBUF_SMALL)
+        conn_pool_put(w, PK_OUT, c->obuf, c->ocap);
+    if (c->segcap != CONN_SEGS_SMALL)
+        conn_pool_put(w, PK_SEGS, c->segs, c->segcap * sizeof(*c->segs));
+    if (block != NULL)
+        conn_pool_put(w, PK_OUT_S, block, CONN_OBLOCK);
+    conn_lent_add(w, -1);
+    c->obuf = NULL;
+    c->segs = NULL;
+    c->segcap = 0;
     c->ocap = c->olen = 0;
 }
 
@@ -261,8 +323,7 @@ static void conn_bufs_idle(struct conn *c)
         return;
     if (c->ibuf != NULL && c->ilen == c->ioff)
         conn_in_give(c);
-    if ((c->obuf != NULL || c->segs != NULL) && c->seghead == c->nseg &&
-        !c->wr_busy) {
+    if (c->obuf != NULL && c->seghead == c->nseg && !c->wr_busy) {
         c->nseg = c->seghead = c->headsent = 0;
         conn_out_give(c);
     }
@@ -277,17 +338,39 @@ int conn_bufs_take(struct conn *c)
     return conn_out_take(c);
 }
 
-/* Input lent in place by the backend (in_ext) that a partial request
- * leaves: copied into a buffer of the pool before the backend takes its
- * buffer back.  -1 out of memory. */
-static int conn_in_settle(struct conn *c)
+/* The pool's free input buffer c reads into in place (CONN_IN_POOL)
+ * becomes c's: taken off the free list.  It is the top one unless
+ * another connection gave one back meanwhile. */
+static bool conn_in_keep(struct conn *c)
+{
+    struct conn_pool *pl = &c->owner->pool;
+    unsigned i = pl->n[PK_IN];
+
+    while (i > 0 && pl->free[PK_IN][i - 1] != c->ibuf)
+        i--;
+    if (i == 0) { /* not there: never happens (copied then) */
+        log_error("conn %llu: input buffer not in the pool",
+                  (unsigned long long)c->id);
+        return false;
+    }
+    pl->free[PK_IN][i - 1] = pl->free[PK_IN][pl->n[PK_IN] - 1];
+    pl->n[PK_IN]--;
+    conn_lent_add(c->owner, 1);
+    return true;
+}
+
+/* Input read or lent in place (in_ext) that a partial request leaves:
+ * the pool's buffer becomes c's, the backend's is copied into a buffer
+ * of the pool before the backend takes it back.  -1 out of memory. */
+static int conn_in_settle_slow(struct conn *c)
 {
     const uint8_t *p = c->ibuf + c->ioff;
     size_t avail = c->ilen - c->ioff;
+    bool pool = c->in_ext == CONN_IN_POOL;
 
-    if (!c->in_ext)
+    c->in_ext = 0;
+    if (pool && avail > 0 && conn_in_keep(c))
         return 0;
-    c->in_ext = false;
     c->ibuf = NULL;
     c->icap = c->ilen = c->ioff = 0;
     if (avail == 0)
@@ -297,6 +380,20 @@ static int conn_in_settle(struct conn *c)
     memcpy(c->ibuf, p, avail);
     c->ilen = avail;
     return 0;
+}
+
+static inline int conn_in_settle(struct conn *c)
+{
+    if (!c->in_ext)
+        return 0;
+    if (c->in_ext == CONN_IN_POOL && c->ilen == c->ioff) {
+        /* all parsed: the pool's buffer was never taken */
+        c->in_ext = 0;
+        c->ibuf = NULL;
+        c->icap = c->ioff = c->ilen = 0;
+        return 0;
+    }
+    return conn_in_settle_slow(c);
 }
 
 void conn_pool_free(struct worker *w)
@@ -462,20 +559,10 @@ void conn_in_skip(struct conn *c, uint64_t n)
     c->need = 1;
 }
 
-/*
- * Make room for the next read: compact, shrink an idle oversized buffer,
- * or grow towards c->need (bounded by the protocol's body limit, which the
- * parser enforced before setting need).  Returns free bytes at the end.
- */
-size_t conn_in_room(struct conn *c)
+/* Shrink an idle oversized input buffer; move the unconsumed bytes to
+ * the front when the room behind them runs short. */
+static void conn_in_compact(struct conn *c, size_t avail, size_t want)
 {
-    size_t avail = c->ilen - c->ioff;
-    size_t want = c->need > avail ? c->need : avail + 1;
-
-    if (c->in_ext && conn_in_settle(c) < 0)
-        return 0;
-    if (c->ibuf == NULL) /* lent from the pool as bytes arrive */
-        return conn_in_take(c, want) < 0 ? 0 : c->icap;
     if (avail == 0 && c->icap > CONN_SHRINK_AT && want <= CONN_IBUF_INIT) {
         uint8_t *nb = mdc_realloc(c->ibuf, CONN_IBUF_INIT);
         if (nb != NULL) {
@@ -489,34 +576,85 @@ size_t conn_in_room(struct conn *c)
         c->ilen = avail;
         c->ioff = 0;
     }
-    if (c->ilen == c->icap || c->icap < want) {
-        size_t cap = c->icap * 2;
-        uint8_t *nb;
+}
 
-        /* before login the input never grows past its bound: the caller
-         * closes the connection (it is not read from while its output
-         * is full, so only io_uring receives already under way get here) */
-        if (!c->authed && c->icap >= CONN_PREAUTH_IN) {
-            log_debug("conn %llu: %zu bytes of input before "
-                      "authentication, closed",
-                      (unsigned long long)c->id, avail);
-            return 0;
-        }
+/* Grow the input buffer towards want; -1 when it may not (before login)
+ * or cannot. */
+static int conn_in_grow(struct conn *c, size_t avail, size_t want)
+{
+    size_t cap = c->icap * 2;
+    uint8_t *nb;
 
-        /* an exact total (a value's data block) gets just that; "one more
-         * byte" (a line without its newline yet) doubles, so a long line
-         * costs a logarithmic number of reallocations and full reads */
-        if (cap > want && want > c->icap && want > avail + 1)
-            cap = want;
-        if (cap < want)
-            cap = want;
-        nb = mdc_realloc(c->ibuf, cap);
-        if (nb == NULL)
-            return 0;
-        c->ibuf = nb;
-        c->icap = cap;
+    /* before login the input never grows past its bound: the caller
+     * closes the connection (it is not read from while its output is
+     * full, so only io_uring receives already under way get here) */
+    if (!c->authed && c->icap >= CONN_PREAUTH_IN) {
+        log_debug("conn %llu: %zu bytes of input before authentication, "
+                  "closed",
+                  (unsigned long long)c->id, avail);
+        return -1;
     }
+    /* an exact total (a value's data block) gets just that; "one more
+     * byte" (a line without its newline yet) doubles, so a long line
+     * costs a logarithmic number of reallocations and full reads */
+    if (cap > want && want > c->icap && want > avail + 1)
+        cap = want;
+    if (cap < want)
+        cap = want;
+    nb = mdc_realloc(c->ibuf, cap);
+    if (nb == NULL)
+        return -1;
+    c->ibuf = nb;
+    c->icap = cap;
+    return 0;
+}
+
+/*
+ * Make room for the next read: compact, shrink an idle oversized buffer,
+ * or grow towards c->need (bounded by the protocol's body limit, which the
+ * parser enforced before setting need).  Returns free bytes at the end.
+ */
+static size_t conn_in_make_room(struct conn *c)
+{
+    size_t avail = c->ilen - c->ioff;
+    size_t want = c->need > avail ? c->need : avail + 1;
+
+    if (c->in_ext && conn_in_settle(c) < 0)
+        return 0;
+    if (c->ibuf == NULL) /* lent from the pool as bytes arrive */
+        return conn_in_take(c, want) < 0 ? 0 : c->icap;
+    conn_in_compact(c, avail, want);
+    if ((c->ilen == c->icap || c->icap < want) &&
+        conn_in_grow(c, avail, want) < 0)
+        return 0;
     return c->icap - c->ilen;
+}
+
+/* Nothing buffered: the read goes into the pool's top free input buffer
+ * where it lies, not taken (CONN_IN_POOL).  The requests are parsed
+ * there, and the loop takes the buffer only if a partial one is left
+ * when it rests (conn_in_settle), so a request read and answered in one
+ * turn costs no take and no give.  Only a read made by the owner on its
+ * own turn does so: nothing else of the thread runs until the loop
+ * rests. */
+size_t conn_in_room(struct conn *c)
+{
+    const struct conn_pool *pl = &c->owner->pool;
+
+    if (c->in_ext == CONN_IN_POOL && c->ilen == c->ioff &&
+        c->need <= CONN_IBUF_INIT) {
+        c->ioff = c->ilen = 0; /* all parsed: read into it again */
+        return CONN_IBUF_INIT;
+    }
+    if (c->ibuf != NULL || pl->n[PK_IN] == 0 || c->need > CONN_IBUF_INIT ||
+        c->inflight)
+        return conn_in_make_room(c);
+    c->ibuf = pl->free[PK_IN][pl->n[PK_IN] - 1];
+    c->icap = CONN_IBUF_INIT;
+    c->ioff = c->ilen = 0;
+    c->iscan = 0;
+    c->in_ext = CONN_IN_POOL;
+    return CONN_IBUF_INIT;
 }
 
 /* The input is known drained: wait for the next edge. */
@@ -550,7 +688,7 @@ int conn_in_append(struct conn *c, const void *p, size_t n)
 
     conn_in_arrived(c, n);
     while (n > 0) {
-        size_t room = conn_in_room(c);
+        size_t room = conn_in_make_room(c);
         size_t k = n < room ? n : room;
 
         if (room == 0)
@@ -571,7 +709,7 @@ void conn_in_lend(struct conn *c, const uint8_t *p, size_t n)
     c->icap = c->ilen = n;
     c->ioff = 0;
     c->iscan = 0;
-    c->in_ext = true;
+    c->in_ext = CONN_IN_BACKEND;
     conn_in_arrived(c, n);
     if (c->skip > 0)
         conn_apply_skip(c);
@@ -689,148 +827,228 @@ void conn_out_sent(struct conn *c, size_t n)
 
 /* ---- state machine ------------------------------------------------------ */
 
+/*
+ * The request loop, one named step at a time.  conn_next() reads c's
+ * flags and says what the loop does next; conn_run() runs that in one
+ * switch.  Between its calls the turn's step (enum conn_step in
+ * struct conn_turn) says what the backend did meanwhile.  The flags stay
+ * what they are: facts set where they become true (a readiness edge, a
+ * short read, a protocol asking to close), not a state to keep in step.
+ */
+enum conn_next {
+    CN_SEND,    /* output to send: the backend sends, then calls again */
+    CN_SERVE,   /* a whole request is in: run the protocol (or hand off) */
+    CN_READ,    /* the socket may have input: the backend reads */
+    CN_REQUEUE, /* the turn's read budget is spent: a later turn reads on */
+    CN_KILL,    /* closing or shut with nothing left to send: close */
+    CN_REST,    /* nothing to do before the next event */
+};
+
+/* A whole request waits and may run now. */
 static bool conn_has_work(const struct conn *c)
 {
     size_t avail = c->ilen - c->ioff;
 
-    return !c->closing && avail > 0 && avail >= c->need && !conn_out_full(c) &&
-           c->hold_until == 0 && !c->wr_busy;
+    return avail > 0 && avail >= c->need && !c->closing &&
+           c->hold_until == 0 && !c->wr_busy && !conn_out_full(c);
+}
+
+/* conn_next() with no request to run: read, rest or close. */
+static enum conn_next conn_next_idle(struct conn *c, const struct conn_turn *t)
+{
+    /* The peer hung up during a failed login's hold (conn_hold): its
+     * requests would never be answered, so its -c slot goes now, not
+     * when the hold ends (a connect, wrong AUTH, close loop would fill
+     * -c otherwise).  The io_uring receive sees the EOF or the reset
+     * itself (its peer_gone says no). */
+    if (c->hold_until != 0 && c->rd_ready && c->srv->xp->peer_gone(c))
+        c->rd_shut = true;
+    if (c->closing || c->rd_shut)
+        return c->opending == 0 ? CN_KILL : CN_REST;
+    if (!c->rd_ready || c->hold_until != 0 || conn_out_full(c))
+        return CN_REST;
+    /* Let the other connections of this loop have a turn past the
+     * budget (rd_ready stays: the next turn reads on). */
+    if (t->reads >= CONN_READ_BUDGET || t->rbytes >= CONN_READ_BYTES_BUDGET)
+        return CN_REQUEUE;
+    return CN_READ;
+}
+
+static enum conn_next conn_next(struct conn *c, const struct conn_turn *t)
+{
+    /* Output to send: the caller (the backend) sends it, then calls
+     * again, which goes on from here without sending again (CT_SENT).
+     * conn.c never calls the backend's flush from the loop. */
+    if (c->opending > 0 && c->wr_ready && t->step != CT_SENT)
+        return CN_SEND;
+    if (c->proto == NULL && c->ilen > c->ioff)
+        c->proto = c->srv->proto_detect(c->ibuf[c->ioff]);
+    if (conn_has_work(c))
+        return CN_SERVE;
+    return conn_next_idle(c, t);
+}
+
+/* conn_run()'s own codes beside CONN_RUN_*: go on with the next step;
+ * close c. */
+enum { CONN_RUN_AGAIN = 16, CONN_RUN_KILL = -16 };
+
+/* Hand c to another thread (a payload thread, or the thread a parked
+ * request waits for): c is theirs until it comes back through the inbox
+ * (conn_returned).  Input lent in place is copied out first. */
+static int conn_hand_off(struct conn *c)
+{
+    if (conn_in_settle(c) < 0)
+        return CONN_RUN_KILL;
+    c->inflight = true;
+    return CONN_RUN_DONE;
+}
+
+static int conn_rest(struct conn *c, struct conn_turn *t, bool send_last);
+
+/* CN_SERVE: run the protocol on c's input (or hand c to a payload
+ * thread). */
+static int conn_serve(struct conn *c, struct conn_turn *t)
+{
+    struct worker *w = c->owner;
+
+    /* the reply's buffers, lent before anyone composes into them (a
+     * payload thread never takes from the pool) */
+    if (conn_out_lend(c) < 0)
+        return CONN_RUN_KILL;
+    if (w->payload_q != NULL) {
+        if (conn_hand_off(c) == CONN_RUN_KILL)
+            return CONN_RUN_KILL;
+        STAT_INC(&w->stats, payload_handoffs);
+        mq_push(w->payload_q, &c->qnode);
+        return CONN_RUN_DONE;
+    }
+    __atomic_store_n(&c->state, CS_PARSE, __ATOMIC_RELAXED);
+    c->proto->process(c, w);
+    if (c->park != NULL) {
+        /* the request waits for another thread */
+        if (conn_hand_off(c) == CONN_RUN_KILL)
+            return CONN_RUN_KILL;
+        conn_park_run(c);
+        return CONN_RUN_DONE;
+    }
+    if (!c->yielded)
+        return CONN_RUN_AGAIN;
+    c->yielded = false;
+    if (c->closing)
+        return CONN_RUN_AGAIN;
+    /* -R requests done: send what they produced and give the loop to
+     * the other connections (memcached's reqs_per_event, conn_yields) */
+    STAT_INC(&w->stats, conn_yields);
+    c->srv->xp->requeue(c);
+    return conn_rest(c, t, c->opending > 0 && c->wr_ready);
+}
+
+/* What "stats conns" shows for c at rest. */
+static uint8_t conn_rest_state(const struct conn *c, bool send_last)
+{
+    if (c->closing)
+        return CS_CLOSING;
+    if (c->opending > 0 && (!c->wr_ready || send_last))
+        return CS_MWRITE;
+    if (c->need_body && c->ilen - c->ioff < c->need)
+        return CS_NREAD;
+    return CS_WAITING;
+}
+
+/* CN_REST: the loop is done for this turn.  What c does not need goes
+ * back to the pool; output a yield left is sent after the loop
+ * (send_last), and the turn ends there (CT_LAST). */
+static int conn_rest(struct conn *c, struct conn_turn *t, bool send_last)
+{
+    if (conn_in_settle(c) < 0)
+        return CONN_RUN_KILL;
+    conn_bufs_idle(c);
+    __atomic_store_n(&c->state, conn_rest_state(c, send_last),
+                     __ATOMIC_RELAXED);
+    if (!conn_out_full(c)) {
+        c->paused = false;
+    } else if (!c->paused) {
+        c->paused = true;
+        STAT_INC(&c->owner->stats, output_paused);
+        log_debug("conn %llu paused: %zu bytes pending",
+                  (unsigned long long)c->id, c->opending);
+    }
+    if (!send_last)
+        return CONN_RUN_DONE;
+    t->step = CT_LAST;
+    return CONN_RUN_SEND;
+}
+
+/* The backend is back from the step it was asked for: 0 go on, -1 close,
+ * 1 the turn is over. */
+static int conn_resume(struct conn *c, struct conn_turn *t)
+{
+    int r;
+
+    if (t->step == CT_READ) { /* the read CONN_RUN_READ asked for */
+        if (t->rd < 0)
+            return -1;
+        if (c->ilen - c->ioff > t->rd_before)
+            t->rbytes += c->ilen - c->ioff - t->rd_before;
+        return 0;
+    }
+    if (t->step == CT_LAST) /* the send after a yield is made */
+        return 1;
+    if (t->step != CT_START || !c->hs_pending)
+        return 0; /* CT_SENT, CT_RUN: on past the send */
+    /* the byte filter's handshake (TLS): 0 waiting for the socket (the
+     * backend watches it) */
+    r = c->srv->xp->start(c);
+    if (r <= 0)
+        return r < 0 ? -1 : 1;
+    c->rd_ready = true; /* a request may have come with the Finished */
+    return 0;
+}
+
+/* One step of the loop: what conn_next() names, done. */
+static int conn_step(struct conn *c, struct conn_turn *t)
+{
+    enum conn_next nx = conn_next(c, t);
+
+    t->step = CT_RUN;
+    switch (nx) {
+    case CN_SEND:
+        t->step = CT_SENT;
+        return CONN_RUN_SEND;
+    case CN_READ:
+        t->reads++;
+        t->rd_before = c->ilen - c->ioff;
+        t->step = CT_READ;
+        return CONN_RUN_READ;
+    case CN_SERVE:
+        return conn_serve(c, t);
+    case CN_REQUEUE:
+        t->reads++;
+        c->rd_short = false;
+        c->srv->xp->requeue(c);
+        return conn_rest(c, t, false);
+    case CN_REST:
+        return conn_rest(c, t, false);
+    default:
+        return CONN_RUN_KILL;
+    }
 }
 
 int conn_run(struct conn *c, struct conn_turn *t)
 {
-    struct worker *w = c->owner;
-    const struct transport *xp = c->srv->xp;
+    int r;
 
     if (c->inflight)
         return CONN_RUN_DONE;
-    if (c->dead)
+    if (c->dead || (r = conn_resume(c, t)) < 0)
         goto kill;
-    if (t->sent_last) /* the send after a yield (below) is made: done */
+    if (r > 0)
         return CONN_RUN_DONE;
-    if (t->reading) { /* back from the read CONN_RUN_READ asked for */
-        t->reading = false;
-        if (t->rd < 0)
-            goto kill;
-        if (c->ilen - c->ioff > t->rd_before)
-            t->rbytes += c->ilen - c->ioff - t->rd_before;
-    }
-    if (c->hs_pending) { /* the byte filter's handshake (TLS) */
-        int h = xp->start(c);
-
-        if (h < 0)
-            goto kill;
-        if (h == 0) /* waiting for the socket (the backend watches it) */
-            return CONN_RUN_DONE;
-        c->rd_ready = true; /* a request may have come with the Finished */
-    }
-    for (;;) {
-        /* Output to send: the caller (the backend) sends it, then calls
-         * again; that call goes on from here (t->sent).  conn.c never
-         * calls the backend's flush from the loop: the send is the
-         * backend's, after the loop returned to it. */
-        if (c->opending > 0 && c->wr_ready && !t->sent) {
-            t->sent = true;
-            return CONN_RUN_SEND;
-        }
-        t->sent = false;
-        if (c->proto == NULL && c->ilen > c->ioff)
-            c->proto = c->srv->proto_detect(c->ibuf[c->ioff]);
-        if (conn_has_work(c)) {
-            /* the reply's buffers, lent before anyone composes into them
-             * (a payload thread never takes from the pool) */
-            if (conn_out_take(c) < 0)
-                goto kill;
-            if (w->payload_q != NULL) {
-                if (conn_in_settle(c) < 0)
-                    goto kill;
-                c->inflight = true;
-                STAT_INC(&w->stats, payload_handoffs);
-                mq_push(w->payload_q, &c->qnode);
-                return CONN_RUN_DONE;
-            }
-            __atomic_store_n(&c->state, CS_PARSE, __ATOMIC_RELAXED);
-            c->proto->process(c, w);
-            if (c->park != NULL) {
-                /* the request waits for another thread: c is its until
-                 * it comes back through the inbox (conn_returned) */
-                if (conn_in_settle(c) < 0)
-                    goto kill;
-                c->inflight = true;
-                conn_park_run(c);
-                return CONN_RUN_DONE;
-            }
-            if (c->yielded) {
-                c->yielded = false;
-                if (!c->closing) {
-                    /* -R requests done: send what they produced and give
-                     * the loop to the other connections (memcached's
-                     * reqs_per_event, conn_yields) */
-                    STAT_INC(&w->stats, conn_yields);
-                    xp->requeue(c);
-                    /* sent by the caller once this returns (below) */
-                    t->send_last = c->opending > 0 && c->wr_ready;
-                    break;
-                }
-            }
-            continue;
-        }
-        /* The peer hung up during a failed login's hold (conn_hold): its
-         * requests would never be answered, so its -c slot goes now, not
-         * when the hold ends (a connect, wrong AUTH, close loop would fill
-         * -c otherwise).  The io_uring receive sees the EOF or the reset
-         * itself (its peer_gone says no). */
-        if (c->hold_until != 0 && c->rd_ready && xp->peer_gone(c))
-            c->rd_shut = true;
-        if (c->closing || c->rd_shut) {
-            if (c->opending == 0)
-                goto kill;
-            break;
-        }
-        if (c->rd_ready && !conn_out_full(c) && c->hold_until == 0) {
-            if (t->reads++ >= CONN_READ_BUDGET ||
-                t->rbytes >= CONN_READ_BYTES_BUDGET) {
-                /* Let the other connections of this loop have a turn
-                 * (rd_ready stays: the next turn reads on). */
-                c->rd_short = false;
-                xp->requeue(c);
-                break;
-            }
-            /* the caller reads (its table's read) and calls again, with
-             * what the read returned in t->rd (the loop goes on at its
-             * top, as after a send) */
-            t->rd_before = c->ilen - c->ioff;
-            t->reading = true;
-            return CONN_RUN_READ;
-        }
-        break;
-    }
-    if (conn_in_settle(c) < 0)
-        goto kill;
-    conn_bufs_idle(c);
-    __atomic_store_n(&c->state,
-                     c->closing ? CS_CLOSING
-                     : c->opending > 0 && (!c->wr_ready || t->send_last)
-                         ? CS_MWRITE
-                     : c->need_body && c->ilen - c->ioff < c->need
-                         ? CS_NREAD
-                         : CS_WAITING,
-                     __ATOMIC_RELAXED);
-    if (conn_out_full(c)) {
-        if (!c->paused) {
-            c->paused = true;
-            STAT_INC(&w->stats, output_paused);
-            log_debug("conn %llu paused: %zu bytes pending",
-                      (unsigned long long)c->id, c->opending);
-        }
-    } else {
-        c->paused = false;
-    }
-    if (t->send_last) {
-        t->sent_last = true;
-        return CONN_RUN_SEND;
-    }
-    return CONN_RUN_DONE;
+    do
+        r = conn_step(c, t);
+    while (r == CONN_RUN_AGAIN);
+    if (r != CONN_RUN_KILL)
+        return r;
 kill:
     conn_teardown(c);
     return CONN_RUN_GONE;

@@ -1,13 +1,22 @@
 /*
  * conn.h - one client connection: its input buffer, its output queue of
  * byte ranges and record references (both lent from the thread's pool
- * while the connection has bytes to hold; the queue is sent as an iovec
- * array, so a GET hit never allocates, and copies only a value of at most
- * CONN_COPY_MAX), and the request loop (conn_run) that a network thread's
- * backend (transport.h: epoll.c or uring.c) runs on readiness or
- * completions, sending and reading itself between its calls; conn_drive
- * runs it with the table's read and flush for the callers outside a
- * backend.
+ * while the connection has bytes to hold: the output buffer and its first
+ * segments one pooled block, the input read into a free buffer of the
+ * pool in place and taken only if a partial request is left; the queue
+ * is sent as an iovec array, so a GET hit never allocates, and copies
+ * only a value of at most CONN_COPY_MAX), and the request loop
+ * (conn_run) that a network thread's backend (transport.h: epoll.c or
+ * uring.c) runs on readiness or completions, sending and reading itself
+ * between its calls; conn_drive runs it with the table's read and flush
+ * for the callers outside a backend.
+ *
+ * The loop is a state machine with named steps (conn.c: enum conn_next,
+ * what to do next, read from the flags below; enum conn_step, where a
+ * turn is between conn_run()'s calls).  The flags are facts, each set
+ * where it becomes true: readiness (rd_*, wr_*), ownership (inflight,
+ * wr_busy), the way out (closing, rd_shut, rd_drain, dead); "stats
+ * conns" shows enum conn_state, derived from them where the loop rests.
  *
  * Ownership: a connection belongs to one network worker (c->owner).  While
  * c->inflight is set a payload thread owns its input and output and the
@@ -100,9 +109,11 @@ struct conn {
      * The narrow fields sit together: an idle connection is this struct
      * and its backend's part, 304 + 80 bytes on io_uring, one 384-byte
      * allocation (docs/performance.md, "Memory per connection"). */
-    bool in_ext;           /* ibuf is the backend's (an io_uring provided
-                              buffer parsed in place), not lent: what is
-                              left is copied out before it goes back */
+    uint8_t in_ext;        /* ibuf is not lent (CONN_IN_*): the backend's
+                              (an io_uring provided buffer parsed in
+                              place: what is left is copied out before it
+                              goes back) or the pool's (read into in
+                              place: taken if a partial request is left) */
     bool closing;          /* stop processing, close once output is out */
     bool inflight;         /* a payload thread owns the buffers */
     bool adopted;          /* registered with owner's event loop */
@@ -158,6 +169,10 @@ struct conn {
     /* the backend's own state (transport.conn_priv bytes): conn_xpriv() */
     _Alignas(16) unsigned char xpriv[];
 };
+
+/* c->in_ext: whose buffer c's input is parsed in, when not lent to c. */
+#define CONN_IN_BACKEND 1 /* the backend's (conn_in_lend) */
+#define CONN_IN_POOL 2    /* the pool's, read into in place (conn_in_room) */
 
 /* The backend-private part of c (struct transport, conn_priv). */
 static inline void *conn_xpriv(struct conn *c)
@@ -227,15 +242,21 @@ void conn_drive(struct conn *c);
  * path (io_uring: a send queued to the ring; epoll: sockio.c).  The turn
  * carries the per-turn read budget across the calls.
  */
+/* Where a turn is between conn_run()'s calls: what it last asked of
+ * the backend. */
+enum conn_step {
+    CT_START = 0, /* a new turn (the handshake, if pending, first) */
+    CT_RUN,       /* in the loop */
+    CT_READ,      /* CONN_RUN_READ was returned: account the read */
+    CT_SENT,      /* CONN_RUN_SEND was returned: go on past the send */
+    CT_LAST,      /* the send after a yield was asked: the turn is over */
+};
 struct conn_turn {
     int reads;          /* reads this turn (CONN_READ_BUDGET) */
     size_t rbytes;      /* bytes they brought (CONN_READ_BYTES_BUDGET) */
-    bool sent;          /* CONN_RUN_SEND was returned: go on past the send */
-    bool send_last;     /* a yield left output: sent after the loop ... */
-    bool sent_last;     /* ... and was: the turn is over */
-    bool reading;       /* CONN_RUN_READ was returned ... */
-    int rd;             /* ... the caller puts its read's result here */
-    size_t rd_before;   /* unconsumed input before that read */
+    enum conn_step step;
+    int rd;             /* CT_READ: the caller puts its read's result here */
+    size_t rd_before;   /* ... unconsumed input before that read */
 };
 /* CONN_RUN_READ: read the socket (the table's read: 1 bytes came, 0
  * nothing more, -1 broken) into t->rd, then call again; like the send,
@@ -265,8 +286,10 @@ uint64_t conn_deadline_ms(uint64_t stamp, uint64_t secs, uint64_t res);
 void conn_shutdown(struct conn *c);
 
 /* ---- for the backends (transport.h) and the byte I/O (sockio.c) ----------- */
-/* Room for the next read at the end of the input (lent from the pool,
- * compacted or grown towards c->need); 0 when it cannot be made. */
+/* Room for the next read at the end of the input (owner thread, on c's
+ * own turn: a free buffer of the pool read into in place when c holds
+ * none, else its lent buffer compacted or grown towards c->need); 0 when
+ * it cannot be made. */
 size_t conn_in_room(struct conn *c);
 /* n bytes were read into the room conn_in_room() gave: count them. */
 void conn_in_got(struct conn *c, size_t n);

@@ -1393,30 +1393,6 @@ static bool txt_udp_allowed(struct conn *c, struct worker *w,
 }
 
 /*
- * The end of the key starting at k: the first byte at or below ' ' or DEL
- * (the bytes mctext_parse() ends or refuses a key at), or end.  Eight
- * bytes at a time while eight remain (any byte below 0x21, or equal to
- * 0x7f, sets its top bit in the test word), then byte by byte.
- */
-static const uint8_t *txt_key_end(const uint8_t *k, const uint8_t *end)
-{
-    const uint64_t ones = 0x0101010101010101ull, highs = ones << 7;
-    const uint8_t *p = k;
-
-    for (; end - p >= 8; p += 8) {
-        uint64_t x, d;
-
-        memcpy(&x, p, 8);
-        d = x ^ (ones * 0x7f);
-        if ((((x - ones * 0x21) & ~x) | ((d - ones) & ~d)) & highs)
-            break;
-    }
-    while (p < end && *p > ' ' && *p != 0x7f)
-        p++;
-    return p;
-}
-
-/*
  * The two commands a cache mostly sees, "get <key>\r\n" and
  * "mg <key> v\r\n", answered without the general parser (no tokenizing,
  * no request structure to clear).  Anything else -- another command, more
@@ -1425,72 +1401,74 @@ static const uint8_t *txt_key_end(const uint8_t *k, const uint8_t *end)
  * returns 0 and takes the general path, which gives the same reply for
  * these two shapes.  Returns the bytes consumed.
  */
-static size_t txt_fast(struct conn *c, struct worker *w, const uint8_t *b,
-                       size_t len)
+/* The shortcut's "mg <key> v": the hit's "VA <len>" reply, or "EN". */
+static bool txt_fast_mg(struct conn *c, struct worker *w, const uint8_t *k,
+                        uint32_t klen)
 {
-    const uint8_t *k, *p, *end = b + len;
     struct store *st = c->srv->store;
-    struct record *r;
-    uint32_t klen;
-    bool mg;
+    struct record *r = store_get(st, k, klen);
+    uint32_t vlen;
+    uint8_t *o;
+    size_t n;
 
-    if (len > 4 && b[0] == 'g' && b[1] == 'e' && b[2] == 't' && b[3] == ' ')
-        k = b + 4, mg = false;
-    else if (len > 3 && b[0] == 'm' && b[1] == 'g' && b[2] == ' ' &&
-             c->dgram == NULL) /* UDP's mg: the general path (refused,
-                                  or with --udp-writes its reply limit) */
-        k = b + 3, mg = true;
-    else
-        return 0;
-    if ((size_t)(end - k) > MCTEXT_KEY_MAX + 4)
-        end = k + MCTEXT_KEY_MAX + 4;
-    p = txt_key_end(k, end);
-    klen = (uint32_t)(p - k);
-    if (klen == 0 || klen > MCTEXT_KEY_MAX)
-        return 0;
-    end = b + len;
-    if (mg) {
-        if (end - p < 4 || memcmp(p, " v\r\n", 4) != 0)
-            return 0;
-        p += 4;
-    } else {
-        if (end - p < 2 || p[0] != '\r' || p[1] != '\n')
-            return 0;
-        /* the GET every get is served by, the key already split out */
-        txt_get(c, w, MCT_GET, 0, (const char *)k, klen, NULL);
-        return (size_t)(p + 2 - b);
-    }
-    r = store_get(st, k, klen);
-    if (mg && r != NULL && record_meta_marked(r)) {
+    if (r != NULL && record_meta_marked(r)) {
         /* stale or its win out: the general path answers X, W, Z */
         store_release(st, r);
-        return 0;
+        return false;
     }
     stats_count_get(&w->stats, 0, r != NULL);
     if (watch_wants(c->srv, WATCH_FETCHERS))
         proto_watch_get(c, k, klen, r);
     if (r == NULL) {
         txt_str(c, "EN\r\n");
-        return (size_t)(p - b);
+        return true;
     }
-    {
-        uint32_t vlen = record_vlen(r);
-        uint8_t *o = conn_out_reserve(c, 3 + 10 + 2);
-        size_t n;
+    vlen = record_vlen(r);
+    o = conn_out_reserve(c, 3 + 10 + 2);
+    if (o == NULL) {
+        store_release(st, r);
+        return true;
+    }
+    memcpy(o, "VA ", 3);
+    n = 3 + mctext_u64((char *)o + 3, vlen);
+    o[n++] = '\r';
+    o[n++] = '\n';
+    conn_out_commit(c, n);
+    conn_out_ref(c, record_value(r), vlen, r);
+    (void)conn_out_bytes(c, "\r\n", 2);
+    return true;
+}
 
-        if (o == NULL) {
-            store_release(st, r);
-            return (size_t)(p - b);
-        }
-        memcpy(o, "VA ", 3);
-        n = 3 + mctext_u64((char *)o + 3, vlen);
-        o[n++] = '\r';
-        o[n++] = '\n';
-        conn_out_commit(c, n);
-        conn_out_ref(c, record_value(r), vlen, r);
-        (void)conn_out_bytes(c, "\r\n", 2);
+static size_t txt_fast(struct conn *c, struct worker *w, const uint8_t *b,
+                       size_t len)
+{
+    const uint8_t *k, *p, *end = b + len;
+    uint32_t klen;
+    bool mg;
+
+    if (len > 4 && memcmp(b, "get ", 4) == 0)
+        k = b + 4, mg = false;
+    else if (len > 3 && memcmp(b, "mg ", 3) == 0 &&
+             c->dgram == NULL) /* UDP's mg: the general path (refused,
+                                  or with --udp-writes its reply limit) */
+        k = b + 3, mg = true;
+    else
+        return 0;
+    p = mctext_key_end(k, end - k > MCTEXT_KEY_MAX + 4
+                              ? k + MCTEXT_KEY_MAX + 4 : end);
+    klen = (uint32_t)(p - k);
+    if (klen == 0 || klen > MCTEXT_KEY_MAX)
+        return 0;
+    if (mg) {
+        if (end - p < 4 || memcmp(p, " v\r\n", 4) != 0)
+            return 0;
+        return txt_fast_mg(c, w, k, klen) ? (size_t)(p + 4 - b) : 0;
     }
-    return (size_t)(p - b);
+    if (end - p < 2 || p[0] != '\r' || p[1] != '\n')
+        return 0;
+    /* the GET every get is served by, the key already split out */
+    txt_get(c, w, MCT_GET, 0, (const char *)k, klen, NULL);
+    return (size_t)(p + 2 - b);
 }
 
 #define TXT_PREFETCH_MAX 32 /* GETs of one batch whose slots are prefetched */
@@ -1516,16 +1494,16 @@ static void txt_prefetch(struct conn *c, const uint8_t *b, size_t len)
             k = b + 3;
         else
             break;
-        for (p = k; p < end && *p > ' ' && *p != 0x7f; p++)
-            if (p - k > MCTEXT_KEY_MAX)
-                goto done;
+        p = mctext_key_end(k, end - k > MCTEXT_KEY_MAX ?
+                                  k + MCTEXT_KEY_MAX + 1 : end);
+        if (p - k > MCTEXT_KEY_MAX)
+            break; /* no key: the parser refuses it */
         if (p >= end || (nl = memchr(p, '\n', (size_t)(end - p))) == NULL)
             break;
         if (p > k)
             ks[n++] = (struct store_key){k, (uint32_t)(p - k)};
         b = nl + 1;
     }
-done:
     store_prefetch_batch(c->srv->store, ks, n);
 }
 
@@ -1550,6 +1528,141 @@ static enum metrics_cmd txt_metrics_cmd(enum mctext_cmd cmd)
     }
 }
 
+/* The request at buf may be parsed: its line is whole, or long enough
+ * to be refused.  false: wait for more bytes (need set), or the
+ * connection is closing. */
+static bool txt_line_ready(struct conn *c, struct worker *w,
+                           const uint8_t *buf, size_t avail)
+{
+    /* Look for the line's end only in bytes not scanned before, so a long
+     * line arriving in pieces costs time linear in its length. */
+    const uint8_t *nl = c->iscan < avail ? memchr(buf + c->iscan, '\n',
+                                                  avail - c->iscan)
+                                         : NULL;
+
+    if (nl != NULL) {
+        c->iscan = (size_t)(nl - buf); /* no newline before it */
+        return true;
+    }
+    c->iscan = avail;
+    if (!c->authed && avail > PROTO_PREAUTH_MAX) {
+        txt_preauth_too_long(c, w);
+        return false;
+    }
+    if (avail < mctext_line_limit(buf, avail)) {
+        conn_in_need(c, avail + 1);
+        return false;
+    }
+    return true;
+}
+
+/* A datagram's request refused, whatever it was. */
+static void txt_refuse_dgram(struct conn *c, struct worker *w,
+                             const struct mctext_req *req, size_t avail)
+{
+    /* a too large value refused removes the record it would have
+     * replaced, as over TCP, when UDP may write */
+    if (strcmp(req->err, MCTEXT_E_TOO_LARGE) == 0 &&
+        c->srv->opt.udp_writes && txt_udp_write(req->cmd))
+        txt_refused_large(c, w, req);
+    txt_reply(c, req, req->err);
+    conn_in_consume(c, req->skip < avail ? req->skip : avail);
+}
+
+/* mctext_parse() refused the request: answer it and skip it.  false:
+ * stop processing (the connection closes, or a datagram ends). */
+static bool txt_refuse(struct conn *c, struct worker *w,
+                       struct mctext_req *req, size_t avail)
+{
+    if (!c->authed && req->skip > PROTO_PREAUTH_MAX) {
+        txt_preauth_too_long(c, w);
+        return false;
+    }
+    if (req->close && c->dgram != NULL)
+        return false; /* UDP: no more bytes come, no answer (udp.c) */
+    STAT_INC(&w->stats, protocol_errors);
+    if (req->close) {
+        /* No newline within the limit: the stream is lost. */
+        txt_str(c, req->err);
+        conn_in_consume(c, avail);
+        conn_close_after_flush(c);
+        return false;
+    }
+    if (c->dgram != NULL) {
+        txt_refuse_dgram(c, w, req, avail);
+        return true;
+    }
+    /* before authentication the store is not touched: the too large
+     * value is only refused (and skipped) */
+    if (c->authed && strcmp(req->err, MCTEXT_E_TOO_LARGE) == 0)
+        txt_refused_large(c, w, req);
+    /* -F refuses flush_all before looking at its delay, as memcached
+     * does */
+    if (req->cmd == MCT_FLUSH_ALL && strcmp(req->err, MCTEXT_E_EXPTIME) == 0 &&
+        c->srv->opt.disable_flush_all)
+        req->err = MCTEXT_E_FLUSH_OFF;
+    txt_reply(c, req, req->err);
+    conn_in_skip(c, req->skip);
+    return true;
+}
+
+/* Run a parsed request of n bytes.  false: stop processing (a failed
+ * login's hold, or the rest of an lru_crawler walk to come). */
+static bool txt_run(struct conn *c, struct worker *w,
+                    const struct mctext_req *req, size_t n)
+{
+    uint64_t t0;
+
+    if (!c->authed) {
+        txt_auth(c, w, req);
+        conn_in_consume(c, n);
+        /* a failure: the next request waits (conn_hold) */
+        return c->hold_until == 0;
+    }
+    if (c->dgram != NULL && req->cmd != MCT_GET && req->cmd != MCT_GETS &&
+        !txt_udp_allowed(c, w, req)) {
+        conn_in_consume(c, n);
+        return true;
+    }
+    if (req->cmd == MCT_LRU_CRAWLER && c->dgram == NULL) {
+        if (!txt_lru_crawler(c, req))
+            return false; /* the rest of the walk: this request again */
+        conn_in_consume(c, n);
+        return true;
+    }
+    t0 = metrics_start(c->srv);
+    txt_exec(c, w, req);
+    if (t0 != 0)
+        metrics_observe(c->srv, w->id, txt_metrics_cmd(req->cmd), t0);
+    conn_in_consume(c, n);
+    return true;
+}
+
+/* A whole line is in, its value is not: wait for it. */
+static void txt_wait_body(struct conn *c, struct worker *w,
+                          const struct mctext_req *req)
+{
+    if (!c->authed && req->need > PROTO_PREAUTH_MAX)
+        txt_preauth_too_long(c, w);
+    else
+        conn_in_need_body(c, req->need);
+}
+
+/* The get shortcut may answer: it counts nothing but the get, so not
+ * before the connection has authenticated, nor while stats detail or
+ * --metrics want each request counted or timed. */
+static bool txt_fast_on(const struct conn *c)
+{
+    return c->authed && !proto_detail_on(c->srv) && c->srv->metrics == NULL;
+}
+
+/* Another request may run: not closing, output under its bound, not
+ * parked. */
+static bool txt_more(const struct conn *c)
+{
+    return !c->closing && !conn_out_full(c) && c->park == NULL;
+}
+
 static void proto_text_process(struct conn *c, struct worker *w)
 {
     struct mctext_limits lim = {c->srv->opt.max_item_size};
@@ -1557,16 +1670,13 @@ static void proto_text_process(struct conn *c, struct worker *w)
     unsigned nreq = 0;
 
     conn_in_need(c, 1); /* every "wait for bytes" exit below sets it */
-    while (!c->closing && !conn_out_full(c) && c->park == NULL) {
+    while (txt_more(c)) {
         struct mctext_req req;
         size_t avail;
         const uint8_t *buf = conn_in_data(c, &avail);
-        const uint8_t *nl;
         ssize_t n;
 
-        if (avail == 0)
-            break;
-        if (c->dgram != NULL && nreq > 0)
+        if (avail == 0 || (c->dgram != NULL && nreq > 0))
             break; /* a datagram's requests: a reply each (udp.c) */
         if (budget-- == 0) {
             conn_yield(c);
@@ -1574,107 +1684,20 @@ static void proto_text_process(struct conn *c, struct worker *w)
         }
         if (nreq++ == 1 && c->authed)
             txt_prefetch(c, buf, avail);
-        /* the shortcut counts nothing but the get: not before the
-         * connection has authenticated, nor while stats detail or
-         * --metrics want each request counted or timed */
-        if (c->authed && !proto_detail_on(c->srv) && c->srv->metrics == NULL &&
-            (n = (ssize_t)txt_fast(c, w, buf, avail)) > 0) {
+        if (txt_fast_on(c) && (n = (ssize_t)txt_fast(c, w, buf, avail)) > 0) {
             conn_in_consume(c, (size_t)n);
             continue;
         }
-        /* Look for the line's end only in bytes not scanned before, so a
-         * long line arriving in pieces costs time linear in its length. */
-        nl = c->iscan < avail
-                 ? memchr(buf + c->iscan, '\n', avail - c->iscan)
-                 : NULL;
-        if (nl == NULL) {
-            c->iscan = avail;
-            if (!c->authed && avail > PROTO_PREAUTH_MAX) {
-                txt_preauth_too_long(c, w);
-                break;
-            }
-            if (avail < mctext_line_limit(buf, avail)) {
-                conn_in_need(c, avail + 1);
-                break;
-            }
-        } else {
-            c->iscan = (size_t)(nl - buf); /* no newline before it */
-        }
+        if (!txt_line_ready(c, w, buf, avail))
+            break;
         n = mctext_parse(buf, avail, &lim, &req);
         if (n == MCTEXT_AGAIN) {
-            if (!c->authed && req.need > PROTO_PREAUTH_MAX) {
-                txt_preauth_too_long(c, w);
-                break;
-            }
-            /* a whole line before it: what is missing is the value */
-            conn_in_need_body(c, req.need);
+            txt_wait_body(c, w, &req);
             break;
         }
-        if (n == MCTEXT_ERROR) {
-            if (!c->authed && req.skip > PROTO_PREAUTH_MAX) {
-                txt_preauth_too_long(c, w);
-                break;
-            }
-            if (req.close && c->dgram != NULL)
-                break; /* UDP: no more bytes come, no answer (udp.c) */
-            STAT_INC(&w->stats, protocol_errors);
-            if (req.close) {
-                /* No newline within the limit: the stream is lost. */
-                txt_str(c, req.err);
-                conn_in_consume(c, avail);
-                conn_close_after_flush(c);
-                break;
-            }
-            if (c->dgram != NULL) { /* refused whatever it was */
-                /* a too large value refused removes the record it would
-                 * have replaced, as over TCP, when UDP may write */
-                if (strcmp(req.err, MCTEXT_E_TOO_LARGE) == 0 &&
-                    c->srv->opt.udp_writes && txt_udp_write(req.cmd))
-                    txt_refused_large(c, w, &req);
-                txt_reply(c, &req, req.err);
-                conn_in_consume(c, req.skip < avail ? req.skip : avail);
-                continue;
-            }
-            /* before authentication the store is not touched: the too
-             * large value is only refused (and skipped) */
-            if (c->authed && strcmp(req.err, MCTEXT_E_TOO_LARGE) == 0)
-                txt_refused_large(c, w, &req);
-            /* -F refuses flush_all before looking at its delay, as
-             * memcached does */
-            if (req.cmd == MCT_FLUSH_ALL &&
-                strcmp(req.err, MCTEXT_E_EXPTIME) == 0 &&
-                c->srv->opt.disable_flush_all)
-                req.err = MCTEXT_E_FLUSH_OFF;
-            txt_reply(c, &req, req.err);
-            conn_in_skip(c, req.skip);
-            continue;
-        }
-        if (!c->authed) {
-            txt_auth(c, w, &req);
-            conn_in_consume(c, (size_t)n);
-            if (c->hold_until != 0)
-                break; /* a failure: the next request waits (conn_hold) */
-            continue;
-        }
-        if (c->dgram != NULL && req.cmd != MCT_GET && req.cmd != MCT_GETS &&
-            !txt_udp_allowed(c, w, &req)) {
-            conn_in_consume(c, (size_t)n);
-            continue;
-        }
-        if (req.cmd == MCT_LRU_CRAWLER && c->dgram == NULL) {
-            if (!txt_lru_crawler(c, &req))
-                break; /* the rest of the walk: this request again */
-            conn_in_consume(c, (size_t)n);
-            continue;
-        }
-        {
-            uint64_t t0 = metrics_start(c->srv);
-
-            txt_exec(c, w, &req);
-            if (t0 != 0)
-                metrics_observe(c->srv, w->id, txt_metrics_cmd(req.cmd), t0);
-        }
-        conn_in_consume(c, (size_t)n);
+        if (n == MCTEXT_ERROR ? !txt_refuse(c, w, &req, avail)
+                              : !txt_run(c, w, &req, (size_t)n))
+            break;
     }
     if (c->closing)
         conn_in_need(c, 1);
