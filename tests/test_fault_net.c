@@ -212,8 +212,15 @@ static void wait_conns(int fd, long long want)
     for (i = 0; i < 3000 && (now = txt_stat(fd, "curr_connections")) > want;
          i++)
         sleep_ms(10);
-    if (now > want)
+    if (now > want) {
+        static char conns[65536];
+
+        /* which connection stayed, in what state, for the log */
+        if (txt_call(fd, "stats conns\r\n", 13, "END\r\n", conns,
+                     sizeof(conns)) > 0)
+            printf("# stats conns:\n%s", conns);
         fail_msg("curr_connections %lld, want <= %lld after 30 s", now, want);
+    }
     if (i > 100)
         printf("# %lld connections closed after %d ms\n", want, i * 10);
 }
@@ -350,5 +357,7 @@ int main(void)
         printf("SKIP: needs its own daemons (MDC_TEST_SERVER is set)\n");
         return 77;
     }
+    if (getenv("MDC_TEST_FILTER") != NULL) /* e.g. "test_text_vanish*" */
+        cmocka_set_test_filter(getenv("MDC_TEST_FILTER"));
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

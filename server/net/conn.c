@@ -1185,6 +1185,8 @@ uint64_t conn_tick(struct conn *c, uint64_t now, uint64_t now_ms)
 
     if (c->inflight)
         return due; /* back on this thread at most a tick later */
+    if (c->srv->xp->tick != NULL)
+        c->srv->xp->tick(c);
     if (c->hold_until != 0 && now >= c->hold_until) {
         c->hold_until = 0;
         conn_drive(c);

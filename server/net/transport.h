@@ -76,6 +76,9 @@ struct transport {
     void (*returned)(struct conn *c);
     /* During a hold (no reading): has the peer hung up or reset? */
     bool (*peer_gone)(struct conn *c);
+    /* Once a second, from the thread's tick: the backend's own check of
+     * c (NULL: none). */
+    void (*tick)(struct conn *c);
     /* ---- a network thread ---- */
     /* Give network (or main) thread w the backend's part (w->xw), after
      * its libevent loop (evloop_setup): 0, or -1. */

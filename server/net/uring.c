@@ -373,6 +373,7 @@ const struct transport transport_uring = {
     .release = ur_release,
     .returned = ur_returned,
     .peer_gone = ur_peer_gone,
+    .tick = ur_tick,
     .worker_setup = ur_worker_setup,
     .worker_teardown = uring_worker_teardown,
     .wake = ur_wake,

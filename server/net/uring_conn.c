@@ -187,6 +187,37 @@ bool ur_peer_gone(struct conn *c)
     return c->filtered && sockio_peer_gone(c);
 }
 
+/*
+ * The multishot receive can miss a reset that comes with the last bytes
+ * (seen on Linux 6.18 with a client that sends part of a request, or a
+ * noreply one, and resets at once): it hands the bytes over, finds the
+ * socket empty (a reset, unlike a FIN, leaves nothing queued) and waits
+ * for a wake-up that already came.  The connection would stay open, its
+ * peer gone, for ever.  So a connection whose last receive left the socket
+ * empty and that sent nothing after it (uw_on_recv sets uc->quiet, a send
+ * clears it) is looked at once, a whole tick later: a hang-up or an error
+ * on a socket whose receive is still armed means the receive missed it;
+ * cancelled, the receive is armed again (uw_on_recv), and the new one
+ * sees the reset or the EOF.  One poll(2) per such connection, once:
+ * requests that get replies never set it.
+ */
+void ur_tick(struct conn *c)
+{
+    struct uconn *uc = UC(c);
+    struct pollfd p = {.fd = c->fd, .events = POLLRDHUP};
+
+    if (uc->quiet == 0 || uc->quiet++ < 2)
+        return;
+    uc->quiet = 0;
+    if (c->filtered || !uc->recv_armed || uc->recv_cancel)
+        return;
+    if (poll(&p, 1, 0) == 1 && (p.revents & (POLLERR | POLLHUP | POLLRDHUP))) {
+        log_debug("conn %llu: the receive missed the peer's hang-up; armed "
+                  "again", (unsigned long long)c->id);
+        uc_cancel_recv(UW(c->owner), c);
+    }
+}
+
 static int uc_send(struct conn *c);
 
 int ur_flush(struct conn *c)
@@ -248,6 +279,7 @@ static int uc_send(struct conn *c)
             io_uring_prep_sendmsg(sqe, c->fd, &uc->snd->mh, MSG_NOSIGNAL);
     }
     uc->zc = zc;
+    uc->quiet = 0;
     uw->zc_sends += zc;
     io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)c | UD_SEND);
     uc->ops++;
@@ -529,6 +561,9 @@ void uw_on_recv(struct uring_worker *uw, struct conn *c,
         return;
     }
     if (res > 0 && buf) {
+        /* left the socket empty: looked at by ur_tick unless a reply
+         * follows (uc_send) */
+        uc->quiet = !(cqe->flags & IORING_CQE_F_SOCK_NONEMPTY);
         if (uc->turn != (uint32_t)uw->turn) {
             uc->turn = (uint32_t)uw->turn;
             uc->turn_bytes = 0;

@@ -119,6 +119,8 @@ struct uconn {
     bool zc;              /* the send in flight is a zero-copy one ... */
     bool zc_wait;         /* ... whose notification is still to come */
     bool no_zc;           /* the socket refused a zero-copy send */
+    uint8_t quiet;        /* ticks since a receive that left the socket
+                             empty with no reply sent after it (ur_tick) */
     struct conn *rq_next, *ra_next, *z_next;
     struct usend *snd;    /* lent for a sendmsg in flight */
     struct ustash *stash; /* buffers received while a payload thread owns
@@ -279,6 +281,7 @@ bool ur_close(struct conn *c);
 void ur_release(struct conn *c);
 void ur_returned(struct conn *c);
 bool ur_peer_gone(struct conn *c);
+void ur_tick(struct conn *c);
 
 #endif /* HAVE_LIBURING */
 
