@@ -1,6 +1,6 @@
 /*
- * stampede.c - the tag invalidation stampede bench (docs/performance.md,
- * "Tag invalidation without a stampede").
+ * stampede.c - the tag invalidation stampede bench
+ * (docs/performance-history.md, "Tag invalidation without a stampede").
  *
  * N records under one tag, C client threads reading them read-through
  * (Zipf-distributed keys by default: hot records are what stampedes).  The
