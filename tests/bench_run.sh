@@ -76,16 +76,20 @@ order=$(python3 -c 'import json,sys
 print(" ".join(json.loads(l)["target"] for l in open(sys.argv[1]) if "\"kind\": \"run\"" in l))' "$runs" 2>/dev/null)
 check "udp: the earlier build (A) before this one (B) in each round" \
     "mdcached-base mdcached mdcached-base mdcached" "$order"
+# each target got replies in at least one of its two windows: on a busy
+# machine (load ~10 on the 2 CPUs) a 0.5 s window can pass with every
+# reply later than udpload's timeout; the table then says one round
 m=$(python3 -c 'import json,sys
-print(sum(1 for l in open(sys.argv[1]) if "\"kind\": \"run\"" in l and json.loads(l)["requests"] > 0))' "$runs" 2>/dev/null)
-check "udp: every window got replies" 4 "${m:-0}"
+runs=[json.loads(l) for l in open(sys.argv[1]) if "\"kind\": \"run\"" in l]
+print(" ".join(t for t in ("mdcached-base", "mdcached") if any(r["target"] == t and r["requests"] > 0 for r in runs)))' "$runs" 2>/dev/null)
+check "udp: each target got replies" "mdcached-base mdcached" "$m"
 # (or, on a busy machine, no CPU reading, said: above)
 nocpu=' — | — | — | .* round(s) without a CPU reading$'
-grep -q '^| mdcached-base | 2 | [0-9.]* | [0-9.]*-[0-9.]* | 1.000 |' "$RC_TMP/uout" ||
-    grep -q "^| mdcached-base | 2 |$nocpu" "$RC_TMP/uout" &&
+grep -q '^| mdcached-base | [12] | [0-9.]* | [0-9.]*-[0-9.]* | 1.000 |' "$RC_TMP/uout" ||
+    grep -q "^| mdcached-base | [12] |$nocpu" "$RC_TMP/uout" &&
     ok "udp table: A first, ratio 1.000" || fail "udp table row of A: $(cat "$RC_TMP/uout" "$RC_TMP/uerr")"
-grep -q '^| mdcached | 2 | [0-9.]* | [0-9.]*-[0-9.]* | [0-9.]* |' "$RC_TMP/uout" ||
-    grep -q "^| mdcached | 2 |$nocpu" "$RC_TMP/uout" &&
+grep -q '^| mdcached | [12] | [0-9.]* | [0-9.]*-[0-9.]* | [0-9.]* |' "$RC_TMP/uout" ||
+    grep -q "^| mdcached | [12] |$nocpu" "$RC_TMP/uout" &&
     ok "udp table: B's server CPU per get and ratio to A" || fail "udp table row of B: $(cat "$RC_TMP/uout")"
 # W1E, the evicting W1, scaled down (30 000 keys into -m 1, about a third
 # held): it runs, the prefill is logged per server, and most gets miss
