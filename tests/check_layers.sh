@@ -8,14 +8,8 @@
 #    and one of server/core/ calling server_uptime() (server.c, the base
 #    layer), each declaring the function itself.
 set -u
-S=$(cd "${srcdir:-.}" && pwd)
-B=$(cd "${MDC_BUILDDIR:-.}" && pwd)
-CHECK="$S/tools/check-layers.sh"
-command -v nm >/dev/null 2>&1 || { echo "FAIL: nm (binutils) not installed"; exit 1; }
-T=$(mktemp -d /tmp/mdc-layers-XXXXXX)
-trap 'rm -rf "$T"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "$(dirname "$0")/layers_copy.sh"
+layers_setup layers
 
 # --- the real tree ------------------------------------------------------
 if sh "$CHECK" "$S" "$B" >"$T/real.out" 2>&1; then
@@ -26,16 +20,7 @@ else
 fi
 
 # --- a copy: the C files of the tree and the objects of this build -------
-mkdir -p "$T/src" "$T/build"
-(cd "$S" && find protocol server bpf client-c client-php tests bench \
-    -type f \( -name '*.c' -o -name '*.h' \)) >"$T/srcs"
-tar -C "$S" -cf - -T "$T/srcs" | tar -C "$T/src" -xf - ||
-    { echo "FAIL: cannot copy the sources"; exit 1; }
-(cd "$B" && find protocol server bpf client-c -name '*.o' ! -name '*.bpf.o') \
-    >"$T/objs"
-[ -s "$T/objs" ] || { echo "FAIL: no objects under $B"; exit 1; }
-tar -C "$B" -cf - -T "$T/objs" | tar -C "$T/build" -xf - ||
-    { echo "FAIL: cannot copy the objects"; exit 1; }
+layers_copy
 sh "$CHECK" "$T/src" "$T/build" >"$T/copy.out" 2>&1 ||
     { fail "the unplanted copy:"; cat "$T/copy.out"; }
 

@@ -12,27 +12,9 @@
 #    build directory (its calls would go unchecked: store_check.c's
 #    objects removed).
 set -u
-S=$(cd "${srcdir:-.}" && pwd)
-B=$(cd "${MDC_BUILDDIR:-.}" && pwd)
-CHECK="$S/tools/check-layers.sh"
-command -v nm >/dev/null 2>&1 || { echo "FAIL: nm (binutils) not installed"; exit 1; }
-T=$(mktemp -d /tmp/mdc-levels-XXXXXX)
-trap 'rm -rf "$T"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "$(dirname "$0")/layers_copy.sh"
+layers_setup levels
 
-copy() { # the C files and the objects, copied to $T/src and $T/build
-    mkdir -p "$T/src" "$T/build"
-    (cd "$S" && find protocol server bpf client-c client-php tests bench \
-        -type f \( -name '*.c' -o -name '*.h' \)) >"$T/srcs"
-    tar -C "$S" -cf - -T "$T/srcs" | tar -C "$T/src" -xf - ||
-        { echo "FAIL: cannot copy the sources"; exit 1; }
-    (cd "$B" && find protocol server bpf client-c -name '*.o' ! -name '*.bpf.o') \
-        >"$T/objs"
-    [ -s "$T/objs" ] || { echo "FAIL: no objects under $B"; exit 1; }
-    tar -C "$B" -cf - -T "$T/objs" | tar -C "$T/build" -xf - ||
-        { echo "FAIL: cannot copy the objects"; exit 1; }
-}
 # plant NAME: compile $T/NAME.c as an object the check takes for a file of
 # the store (automake's DIR/TARGET-BASE.o naming)
 plant() {
@@ -50,7 +32,7 @@ expect() {
     done
 }
 
-copy
+layers_copy
 sh "$CHECK" "$T/src" "$T/build" >"$T/out" 2>&1 ||
     { fail "the unplanted copy:"; cat "$T/out"; }
 grep -q 'every include and every call' "$T/out" ||

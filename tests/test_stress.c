@@ -535,6 +535,74 @@ static void test_stale_by_tag_race(void **state)
     store_teardown(r.st);
 }
 
+/* ---- append and incr on a key that comes and goes ------------------------ */
+/* A read-modify-write whose record goes away between its read and its
+ * commit answers as if there had been none: NOT_STORED for an append,
+ * NOT_FOUND for a counter (memcached's answers), never another status.
+ * Another thread sets and deletes both keys until each outcome of each
+ * operation was seen often (a hang, not a timing, fails it). */
+struct vanish {
+    struct store *st;
+    atomic_int stop;
+};
+
+static void *vanish_writer(void *arg)
+{
+    struct vanish *v = arg;
+    static const char *keys[] = {"va", "vi"};
+    while (!atomic_load(&v->stop))
+        for (int i = 0; i < 2; i++) {
+            struct store_item it = {.key = keys[i], .klen = 2, .value = "1",
+                                    .vlen = 1};
+            assert_int_equal(store_put(v->st, STORE_SET, &it, NULL), ST_OK);
+            /* a while with the key there, then gone */
+            for (int k = 0; k < 4; k++) {
+                struct record *r = store_get(v->st, keys[i], 2);
+                if (r != NULL)
+                    store_release(v->st, r);
+            }
+            store_delete(v->st, keys[i], 2, 0);
+        }
+    return NULL;
+}
+
+static void test_rmw_vanishing(void **state)
+{
+    (void)state;
+    struct store_config cfg = {.nbuckets = 1024};
+    struct vanish v = {0};
+    v.st = store_setup(&cfg);
+    pthread_t w;
+    assert_int_equal(pthread_create(&w, NULL, vanish_writer, &v), 0);
+    unsigned long seen[4] = {0}; /* append ok, not stored, incr ok, not found */
+    double ceiling = now() + 60;
+    while (seen[0] < 1000 || seen[1] < 1000 || seen[2] < 1000 ||
+           seen[3] < 1000) {
+        if (now() > ceiling)
+            fail_msg("60 s without each outcome 1000 times: %lu %lu %lu %lu",
+                     seen[0], seen[1], seen[2], seen[3]);
+        struct store_item ap = {.key = "va", .klen = 2, .value = "0",
+                                .vlen = 1};
+        int rc = store_put(v.st, STORE_APPEND, &ap, NULL);
+        if (rc != ST_OK && rc != ST_NOT_STORED)
+            fail_msg("append on a vanishing key: status %d", rc);
+        seen[rc == ST_OK ? 0 : 1]++;
+        uint64_t n;
+        rc = store_incr(v.st, "vi", 2, 1, false, &n, NULL);
+        if (rc != ST_OK && rc != ST_NOT_FOUND)
+            fail_msg("incr on a vanishing key: status %d", rc);
+        seen[rc == ST_OK ? 2 : 3]++;
+    }
+    atomic_store(&v.stop, 1);
+    pthread_join(w, NULL);
+    print_message("  appends %lu stored, %lu not; incrs %lu done, %lu not\n",
+                  seen[0], seen[1], seen[2], seen[3]);
+    char msg[256];
+    if (store_check(v.st, msg, sizeof msg) != 0)
+        fail_msg("indexes disagree: %s", msg);
+    store_teardown(v.st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -542,6 +610,7 @@ int main(void)
         cmocka_unit_test(test_del_by_tag_race),
         cmocka_unit_test(test_stale_one_winner),
         cmocka_unit_test(test_stale_by_tag_race),
+        cmocka_unit_test(test_rmw_vanishing),
     };
     return cmocka_run_group_tests_name("stress", tests, NULL, NULL);
 }

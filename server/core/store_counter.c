@@ -1,7 +1,8 @@
 /*
  * store_counter.c - incr/decr and the atomic counter operations: a
  * read-modify-write of a decimal value, committed as a replacement record
- * (store_write.c, replace_derived) with an optimistic retry.
+ * with an optimistic retry (replace_rmw(), store_write.c, which append
+ * and prepend use too).
  */
 #include "config.h"
 
@@ -28,64 +29,61 @@ static int parse_u64(const unsigned char *p, uint32_t n, uint64_t *out)
 }
 
 /*
- * Read-modify-write of a decimal counter: compute the new value from the
- * current record, build a replacement (tags, flags, deadline kept) and
- * commit it if the record is still current.  fn returns 0 to write 'nv',
- * 1 for "no change" (compare mismatch), or a status.
+ * A decimal counter's step: fn computes the new value 'nv' from the
+ * current one and the operands, and the result the caller answers; it
+ * returns 0 to write nv, or 1 for "no change" (a compare mismatch).
  */
 typedef int (*counter_fn)(uint64_t cur, uint64_t a, uint64_t b,
                           uint64_t *nv, uint64_t *result);
 
-static int counter_rmw_cas(struct store *st, enum store_event ev,
-                           const void *key, uint32_t klen, counter_fn fn,
-                           uint64_t a, uint64_t b_, uint64_t expect,
-                           uint64_t *result, uint64_t *cas_out);
+struct counter_op {
+    counter_fn fn;
+    uint64_t a, b;
+    uint64_t res;  /* fn's result, of the last record read */
+    bool mismatch; /* fn said "no change": ST_EXISTS, res answered */
+};
 
-static int counter_rmw(struct store *st, enum store_event ev, const void *key,
-                       uint32_t klen, counter_fn fn, uint64_t a, uint64_t b_,
-                       uint64_t *result, uint64_t *cas_out)
+/* replace_rmw()'s callback: the new value's digits, or a status */
+static int counter_derive(struct store *st, struct record *old, void *ctx,
+                          struct derived *d)
 {
-    return counter_rmw_cas(st, ev, key, klen, fn, a, b_, 0, result, cas_out);
+    struct counter_op *op = ctx;
+    uint64_t cur, nv = 0;
+
+    (void)st;
+    if (parse_u64(rec_val(old), old->vlen, &cur) != 0)
+        return ST_NOT_NUMBER;
+    if (op->fn(cur, op->a, op->b, &nv, &op->res) == 1) {
+        op->mismatch = true;
+        return ST_EXISTS;
+    }
+    int dn = snprintf(d->buf, sizeof(d->buf), "%" PRIu64, nv);
+    d->a = d->buf;
+    d->alen = (uint32_t)dn;
+    d->b = NULL;
+    d->blen = 0;
+    return 0;
 }
 
-/* expect != 0: only while the record's CAS is that (else ST_EXISTS). */
-static int counter_rmw_cas(struct store *st, enum store_event ev,
-                           const void *key, uint32_t klen, counter_fn fn,
-                           uint64_t a, uint64_t b_, uint64_t expect,
-                           uint64_t *result, uint64_t *cas_out)
+/*
+ * Read-modify-write of a decimal counter through replace_rmw()
+ * (store_write.c): the replacement keeps tags, flags and deadline.
+ * expect != 0: only while the record's CAS is that (else ST_EXISTS).
+ * *result gets fn's result when it is written, or on a compare mismatch.
+ */
+static int counter_rmw(struct store *st, enum store_event ev, const void *key,
+                       uint32_t klen, counter_fn fn, uint64_t a, uint64_t b,
+                       uint64_t expect, uint64_t *result, uint64_t *cas_out)
 {
     int rc = check_key(klen);
     if (rc != 0)
         return rc;
-    uint64_t h = store_hash(key, klen);
-
-    for (int attempt = 0; attempt < RETRY_LIMIT; attempt++) {
-        struct record *old = get_key(st, key, klen);
-        if (old == NULL)
-            return ST_NOT_FOUND;
-        uint64_t cur, nv = 0, res = 0;
-        if (expect != 0 && record_cas(old) != expect) {
-            rc = ST_EXISTS;
-        } else if (parse_u64(rec_val(old), old->vlen, &cur) != 0) {
-            rc = ST_NOT_NUMBER;
-        } else if ((rc = fn(cur, a, b_, &nv, &res)) == 1) {
-            *result = res; /* compare-and-set mismatch: no change */
-            rc = ST_EXISTS;
-        } else if (rc == 0) {
-            char digits[24];
-            int dn = snprintf(digits, sizeof(digits), "%" PRIu64, nv);
-            rc = replace_derived(st, h, old, digits, (uint32_t)dn, NULL, 0, ev,
-                                 cas_out);
-            if (rc == ST_OK)
-                *result = res;
-        }
-        store_release(st, old);
-        if (rc == REPLACE_GONE)
-            return ST_NOT_FOUND;
-        if (rc != REPLACE_RETRY)
-            return rc;
-    }
-    return ST_NO_MEMORY;
+    struct counter_op op = {fn, a, b, 0, false};
+    rc = replace_rmw(st, key, klen, expect, ev, ST_NOT_FOUND, counter_derive,
+                     &op, cas_out);
+    if (rc == ST_OK || op.mismatch)
+        *result = op.res;
+    return rc;
 }
 
 static int fn_incr(uint64_t cur, uint64_t a, uint64_t b, uint64_t *nv,
@@ -134,9 +132,8 @@ int store_incr_cas(struct store *st, const void *key, uint32_t klen,
                    uint64_t *value_out, uint64_t *cas_out)
 {
     uint64_t res = 0;
-    int rc = counter_rmw_cas(st, EV_INCR, key, klen,
-                             decr ? fn_decr : fn_incr, delta, 0, expect_cas,
-                             &res, cas_out);
+    int rc = counter_rmw(st, EV_INCR, key, klen, decr ? fn_decr : fn_incr,
+                         delta, 0, expect_cas, &res, cas_out);
     if (rc == 0 && value_out)
         *value_out = res;
     return rc;
@@ -148,7 +145,7 @@ int store_incr(struct store *st, const void *key, uint32_t klen,
 {
     uint64_t res = 0;
     int rc = counter_rmw(st, EV_INCR, key, klen, decr ? fn_decr : fn_incr,
-                         delta, 0, &res, cas_out);
+                         delta, 0, 0, &res, cas_out);
     if (rc == 0 && value_out)
         *value_out = res;
     return rc;
@@ -167,7 +164,8 @@ int store_atomic(struct store *st, enum store_atomic_op op, const void *key,
     default: return ST_INVALID;
     }
     uint64_t res = 0;
-    int rc = counter_rmw(st, EV_ATOMIC, key, klen, fn, a, b, &res, cas_out);
+    int rc = counter_rmw(st, EV_ATOMIC, key, klen, fn, a, b, 0, &res,
+                         cas_out);
     if (result != NULL && (rc == 0 || rc == ST_EXISTS))
         *result = res;
     return rc;

@@ -72,11 +72,29 @@ static inline int tag_cmp(const void *a, const void *b)
 int put_common(struct store *st, enum store_mode mode,
                const struct store_item *it, uint64_t *cas_out,
                enum store_event ev);
-#define REPLACE_RETRY (-1)
-#define REPLACE_GONE (-2)
-int replace_derived(struct store *st, uint64_t h, struct record *old,
-                    const void *a, uint32_t alen, const void *b,
-                    uint32_t blen, enum store_event ev, uint64_t *cas_out);
+/* The new value a replace_rmw() callback builds from the current record:
+ * a || b (either may be empty, NULL when it is); buf holds bytes the
+ * callback composes itself (a counter's digits). */
+struct derived {
+    const void *a, *b;
+    uint32_t alen, blen;
+    char buf[24];
+};
+/* Builds d from old (held, its CAS checked) and ctx: 0 to replace old by
+ * it, else a status replace_rmw() returns as it is. */
+typedef int (*derive_fn)(struct store *st, struct record *old, void *ctx,
+                         struct derived *d);
+/* The read-modify-write of append, prepend and the counters: read key's
+ * live record, check its CAS (cas; 0: any, else ST_EXISTS), build the new
+ * value with fn and commit a record of it that keeps old's flags,
+ * deadline and tags, if old is still the key's live record; else (another
+ * writer came first) start again (optimistic retry; ST_NO_MEMORY after
+ * RETRY_LIMIT).  A key with no live record, or one that went away before
+ * the commit, answers 'gone' (append: ST_NOT_STORED, a counter:
+ * ST_NOT_FOUND).  klen is valid (check_key). */
+int replace_rmw(struct store *st, const void *key, uint32_t klen,
+                uint64_t cas, enum store_event ev, int gone, derive_fn fn,
+                void *ctx, uint64_t *cas_out);
 /* Mark a linked record stale in place, under its stripe's write lock
  * (md I, and each record of a stale tag delete). */
 static inline void do_invalidate(struct store *st, struct record *r,

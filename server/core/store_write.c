@@ -2,10 +2,11 @@
  * store_write.c - the steps of a write the operations share (level 3,
  * store_policy.h): beginning a write by key, storing a record (tags
  * normalised, the record built with no lock held, then linked under the
- * stripe; append and prepend) and replacing one by a derived value
- * (append, prepend, the counters); invalidating one in place is inline
- * (do_invalidate).  They apply the policies: the memory limit before
- * allocating, deadlines and a due delayed flush.
+ * stripe) and the read-modify-write that replaces one by a value derived
+ * from it (replace_rmw: append and prepend here, the counters in
+ * store_counter.c); invalidating one in place is inline (do_invalidate).
+ * They apply the policies: the memory limit before allocating, deadlines
+ * and a due delayed flush.
  */
 #include "config.h"
 
@@ -51,29 +52,31 @@ static int norm_tags(struct store *st, const struct mdc_tag *in, uint32_t n,
     return 0;
 }
 
+#define REPLACE_RETRY (-1)
+#define REPLACE_GONE (-2)
+
 /*
- * The commit step shared by append/prepend and the counter operations:
- * build a replacement for 'old' whose value is a || b, keeping old's flags,
- * deadline and tags (in their stack positions), and link it if 'old' is
- * still the live record for its key.  Returns ST_OK, REPLACE_RETRY when
- * someone else changed the key first, REPLACE_GONE when the key went away,
- * or the allocation's status.  The caller keeps its reference on 'old'.
+ * replace_rmw()'s commit: build a replacement for 'old' whose value is
+ * d's a || b, keeping old's flags, deadline and tags (in their stack
+ * positions), and link it if 'old' is still the live record for its key.
+ * Returns ST_OK, REPLACE_RETRY when someone else changed the key first,
+ * REPLACE_GONE when the key went away, or the allocation's status.  The
+ * caller keeps its reference on 'old'.
  */
-int replace_derived(struct store *st, uint64_t h, struct record *old,
-                           const void *a, uint32_t alen, const void *b,
-                           uint32_t blen, enum store_event ev,
+static int replace_derived(struct store *st, uint64_t h, struct record *old,
+                           const struct derived *d, enum store_event ev,
                            uint64_t *cas_out)
 {
     uint32_t nt = record_ntags(old);
     struct record *r;
-    int rc = rec_alloc(st, rec_key(old), rec_klen(old), alen + blen,
+    int rc = rec_alloc(st, rec_key(old), rec_klen(old), d->alen + d->blen,
                        rec_flags(old), nt, &r);
     if (rc != 0)
         return rc;
-    if (alen)
-        memcpy(rec_val(r), a, alen);
-    if (blen)
-        memcpy(rec_val(r) + alen, b, blen);
+    if (d->alen)
+        memcpy(rec_val(r), d->a, d->alen);
+    if (d->blen)
+        memcpy(rec_val(r) + d->alen, d->b, d->blen);
     r->deadline = __atomic_load_n(&old->deadline, __ATOMIC_RELAXED);
     if (nt)
         rec_copy_tags(r, old);
@@ -101,40 +104,53 @@ int replace_derived(struct store *st, uint64_t h, struct record *old,
     return ST_OK;
 }
 
-/* append/prepend: read the current record, check its CAS and the new size,
- * then commit the concatenation through replace_derived() (tags kept), and
- * start again if another writer changed the key first (optimistic retry). */
-static int put_concat(struct store *st, enum store_mode mode,
-                      const struct store_item *it, uint64_t *cas_out,
-                      enum store_event ev)
+int replace_rmw(struct store *st, const void *key, uint32_t klen,
+                uint64_t cas, enum store_event ev, int gone, derive_fn fn,
+                void *ctx, uint64_t *cas_out)
 {
-    uint64_t h = store_hash(it->key, it->klen);
+    uint64_t h = store_hash(key, klen);
 
     for (int attempt = 0; attempt < RETRY_LIMIT; attempt++) {
-        struct record *old = get_key(st, it->key, it->klen);
+        struct record *old = get_key(st, key, klen);
         if (old == NULL)
-            return ST_NOT_STORED;
+            return gone;
+        struct derived d;
         int rc;
-        if (it->cas != 0 && record_cas(old) != it->cas)
+        if (cas != 0 && record_cas(old) != cas)
             rc = ST_EXISTS;
-        else if (over_item_size(st, it->klen, (uint64_t)old->vlen + it->vlen,
-                                rec_flags(old)))
-            rc = ST_TOO_LARGE;
-        else if (mode == STORE_APPEND)
-            rc = replace_derived(st, h, old, rec_val(old), old->vlen,
-                                 it->value, it->vlen, ev,
-                                 cas_out);
-        else
-            rc = replace_derived(st, h, old, it->value, it->vlen,
-                                 rec_val(old), old->vlen, ev,
-                                 cas_out);
+        else if ((rc = fn(st, old, ctx, &d)) == 0)
+            rc = replace_derived(st, h, old, &d, ev, cas_out);
         store_release(st, old);
         if (rc == REPLACE_GONE)
-            return ST_NOT_STORED;
+            return gone;
         if (rc != REPLACE_RETRY)
             return rc;
     }
     return ST_NO_MEMORY;
+}
+
+/* append/prepend's value: old's and the item's, in that order or the
+ * other, within the item size */
+struct concat {
+    enum store_mode mode;
+    const struct store_item *it;
+};
+
+static int concat_derive(struct store *st, struct record *old, void *ctx,
+                         struct derived *d)
+{
+    const struct concat *cc = ctx;
+    const struct store_item *it = cc->it;
+
+    if (over_item_size(st, it->klen, (uint64_t)old->vlen + it->vlen,
+                       rec_flags(old)))
+        return ST_TOO_LARGE;
+    bool app = cc->mode == STORE_APPEND;
+    d->a = app ? rec_val(old) : it->value;
+    d->alen = app ? old->vlen : it->vlen;
+    d->b = app ? it->value : rec_val(old);
+    d->blen = app ? it->vlen : old->vlen;
+    return 0;
 }
 
 int put_common(struct store *st, enum store_mode mode,
@@ -147,7 +163,8 @@ int put_common(struct store *st, enum store_mode mode,
     if ((unsigned)mode > STORE_PREPEND)
         return ST_INVALID;
     if (mode == STORE_APPEND || mode == STORE_PREPEND)
-        return put_concat(st, mode, it, cas_out, ev);
+        return replace_rmw(st, it->key, it->klen, it->cas, ev, ST_NOT_STORED,
+                           concat_derive, &(struct concat){mode, it}, cas_out);
     if (over_item_size(st, it->klen, it->vlen, it->flags))
         return ST_TOO_LARGE;
     if (it->ntags > 0 && it->tags == NULL)

@@ -217,25 +217,42 @@ static void conn_oblock_drop(struct conn *c, uint8_t *block)
         conn_pool_put(c->owner, PK_OUT_S, block, CONN_OBLOCK);
 }
 
+/* A byte buffer c owns (ibuf, obuf; never one lent in place, in_ext, nor
+ * the small output block) reallocated to ncap bytes, larger or smaller:
+ * 0, or -1 out of memory (the buffer as it was).  Given back, it is pooled
+ * only if ncap is the pool's size (conn_pool_put), and conn_mem() counts
+ * it through *cap. */
+static int conn_buf_resize(uint8_t **buf, size_t *cap, size_t ncap)
+{
+    uint8_t *nb = mdc_realloc(*buf, ncap);
+
+    if (nb == NULL)
+        return -1;
+    *buf = nb;
+    *cap = ncap;
+    return 0;
+}
+
+/* The same, grown to hold need bytes: doubled, or to need if that is
+ * more, so that a run of appends costs a logarithmic number of copies. */
+static int conn_buf_grow(uint8_t **buf, size_t *cap, size_t need)
+{
+    size_t ncap = *cap * 2;
+
+    return conn_buf_resize(buf, cap, ncap < need ? need : ncap);
+}
+
 /* Output buffer of at least need bytes: the small one moves to the full
  * size from the pool (owner thread) or allocated (in a payload thread, or
  * beyond the full size); a full one grows with realloc.  0, or -1 out of
  * memory. */
 static int conn_out_grow(struct conn *c, size_t need)
 {
-    size_t cap = c->ocap * 2;
+    size_t cap;
     uint8_t *nb;
 
-    if (c->ocap != CONN_OBUF_SMALL) {
-        if (cap < need)
-            cap = need;
-        nb = mdc_realloc(c->obuf, cap);
-        if (nb == NULL)
-            return -1;
-        c->obuf = nb;
-        c->ocap = cap;
-        return 0;
-    }
+    if (c->ocap != CONN_OBUF_SMALL)
+        return conn_buf_grow(&c->obuf, &c->ocap, need);
     cap = need > CONN_OBUF_INIT ? need : CONN_OBUF_INIT;
     if (cap == CONN_OBUF_INIT && !c->inflight)
         nb = conn_pool_get(c->owner, PK_OUT);
@@ -563,13 +580,8 @@ void conn_in_skip(struct conn *c, uint64_t n)
  * the front when the room behind them runs short. */
 static void conn_in_compact(struct conn *c, size_t avail, size_t want)
 {
-    if (avail == 0 && c->icap > CONN_SHRINK_AT && want <= CONN_IBUF_INIT) {
-        uint8_t *nb = mdc_realloc(c->ibuf, CONN_IBUF_INIT);
-        if (nb != NULL) {
-            c->ibuf = nb;
-            c->icap = CONN_IBUF_INIT;
-        }
-    }
+    if (avail == 0 && c->icap > CONN_SHRINK_AT && want <= CONN_IBUF_INIT)
+        (void)conn_buf_resize(&c->ibuf, &c->icap, CONN_IBUF_INIT);
     if (c->ioff > 0 && (c->icap - c->ilen < CONN_IBUF_INIT / 4 ||
                         c->icap - c->ioff < want)) {
         memmove(c->ibuf, c->ibuf + c->ioff, avail);
@@ -582,9 +594,6 @@ static void conn_in_compact(struct conn *c, size_t avail, size_t want)
  * or cannot. */
 static int conn_in_grow(struct conn *c, size_t avail, size_t want)
 {
-    size_t cap = c->icap * 2;
-    uint8_t *nb;
-
     /* before login the input never grows past its bound: the caller
      * closes the connection (it is not read from while its output is
      * full, so only io_uring receives already under way get here) */
@@ -597,16 +606,9 @@ static int conn_in_grow(struct conn *c, size_t avail, size_t want)
     /* an exact total (a value's data block) gets just that; "one more
      * byte" (a line without its newline yet) doubles, so a long line
      * costs a logarithmic number of reallocations and full reads */
-    if (cap > want && want > c->icap && want > avail + 1)
-        cap = want;
-    if (cap < want)
-        cap = want;
-    nb = mdc_realloc(c->ibuf, cap);
-    if (nb == NULL)
-        return -1;
-    c->ibuf = nb;
-    c->icap = cap;
-    return 0;
+    if (want > c->icap && want > avail + 1)
+        return conn_buf_resize(&c->ibuf, &c->icap, want);
+    return conn_buf_grow(&c->ibuf, &c->icap, want);
 }
 
 /*
@@ -779,13 +781,8 @@ static void conn_out_reset(struct conn *c)
 {
     c->nseg = c->seghead = c->headsent = 0;
     c->olen = 0;
-    if (c->ocap > CONN_SHRINK_AT) {
-        uint8_t *nb = mdc_realloc(c->obuf, CONN_OBUF_INIT);
-        if (nb != NULL) {
-            c->obuf = nb;
-            c->ocap = CONN_OBUF_INIT;
-        }
-    }
+    if (c->ocap > CONN_SHRINK_AT)
+        (void)conn_buf_resize(&c->obuf, &c->ocap, CONN_OBUF_INIT);
     if (c->segcap > 8 * CONN_SEGS_INIT) {
         struct oseg *ns = mdc_realloc(c->segs, CONN_SEGS_INIT * sizeof(*ns));
         if (ns != NULL) {
