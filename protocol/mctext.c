@@ -1079,6 +1079,22 @@ size_t mctext_i64(char *out, int64_t v)
     return mctext_u64(out, (uint64_t)v);
 }
 
+/* mctext_u64() with its two short cases here, so that a VALUE line's
+ * usual numbers (flags 0, a small value's length) cost no call. */
+static inline size_t u64_short(char *out, uint64_t v)
+{
+    if (v < 10) {
+        out[0] = (char)('0' + v);
+        return 1;
+    }
+    if (v < 100) {
+        out[0] = (char)('0' + v / 10);
+        out[1] = (char)('0' + v % 10);
+        return 2;
+    }
+    return mctext_u64(out, v);
+}
+
 size_t mctext_value_line(char *out, const void *key, uint32_t klen,
                          uint32_t flags, uint32_t vlen, bool with_cas,
                          uint64_t cas)
@@ -1090,9 +1106,9 @@ size_t mctext_value_line(char *out, const void *key, uint32_t klen,
     memcpy(p, key, klen);
     p += klen;
     *p++ = ' ';
-    p += mctext_u64(p, flags);
+    p += u64_short(p, flags);
     *p++ = ' ';
-    p += mctext_u64(p, vlen);
+    p += u64_short(p, vlen);
     if (with_cas) {
         *p++ = ' ';
         p += mctext_u64(p, cas);
