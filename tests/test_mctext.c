@@ -944,6 +944,19 @@ static void test_compose(void **state)
                 assert_int_equal(n, (size_t)wn);
                 assert_memory_equal(out, want, n);
             }
+        /* every key length the line copies its own way (up to 16 bytes)
+         * and a few past it */
+        for (i = 1; i <= 24; i++) {
+            const char *key = "abcdefghijklmnopqrstuvwxyz";
+            int wn = snprintf(want, sizeof(want), "VALUE %.*s 0 7\r\n",
+                              (int)i, key);
+
+            memset(out, '#', 64);
+            n = mctext_value_line(out, key, (uint32_t)i, 0, 7, false, 0);
+            assert_int_equal(n, (size_t)wn);
+            assert_memory_equal(out, want, n);
+            assert_int_equal(out[n], '#'); /* nothing written past it */
+        }
     }
 
     parse_all("mg foo s v f t c k Oxy q\r\n", &req);
