@@ -1079,6 +1079,40 @@ size_t mctext_i64(char *out, int64_t v)
     return mctext_u64(out, (uint64_t)v);
 }
 
+/* mctext_u64() with its two short cases here, so that a VALUE line's
+ * usual numbers (flags 0, a small value's length) cost no call. */
+static inline size_t u64_short(char *out, uint64_t v)
+{
+    if (v < 10) {
+        out[0] = (char)('0' + v);
+        return 1;
+    }
+    if (v < 100) {
+        out[0] = (char)('0' + v / 10);
+        out[1] = (char)('0' + v % 10);
+        return 2;
+    }
+    return mctext_u64(out, v);
+}
+
+/* memcpy() of n bytes, a key of up to 16 bytes (the usual one) in two
+ * overlapping fixed-size copies instead of a call: they read and write
+ * only the n bytes' span. */
+static inline void copy_key(char *dst, const void *src, size_t n)
+{
+    const char *s = src;
+
+    if (n >= 8 && n <= 16) {
+        memcpy(dst, s, 8);
+        memcpy(dst + n - 8, s + n - 8, 8);
+    } else if (n >= 4 && n < 8) {
+        memcpy(dst, s, 4);
+        memcpy(dst + n - 4, s + n - 4, 4);
+    } else {
+        memcpy(dst, s, n);
+    }
+}
+
 size_t mctext_value_line(char *out, const void *key, uint32_t klen,
                          uint32_t flags, uint32_t vlen, bool with_cas,
                          uint64_t cas)
@@ -1087,12 +1121,12 @@ size_t mctext_value_line(char *out, const void *key, uint32_t klen,
 
     memcpy(p, "VALUE ", 6);
     p += 6;
-    memcpy(p, key, klen);
+    copy_key(p, key, klen);
     p += klen;
     *p++ = ' ';
-    p += mctext_u64(p, flags);
+    p += u64_short(p, flags);
     *p++ = ' ';
-    p += mctext_u64(p, vlen);
+    p += u64_short(p, vlen);
     if (with_cas) {
         *p++ = ' ';
         p += mctext_u64(p, cas);

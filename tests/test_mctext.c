@@ -926,6 +926,38 @@ static void test_compose(void **state)
     n = mctext_value_line(out, "foo", 3, 4294967295u, 0, true, UINT64_MAX);
     assert_memory_equal(out, "VALUE foo 4294967295 0 18446744073709551615\r\n",
                         n);
+    /* the line writes its short numbers itself: each side of the one-
+     * and two-digit cases, for flags and length alike */
+    {
+        static const uint32_t nums[] = {0, 9, 10, 11, 99, 100, 101, 1000};
+        char want[96];
+        size_t i, j;
+
+        for (i = 0; i < sizeof(nums) / sizeof(nums[0]); i++)
+            for (j = 0; j < sizeof(nums) / sizeof(nums[0]); j++) {
+                int wn = snprintf(want, sizeof(want),
+                                  "VALUE k %" PRIu32 " %" PRIu32 "\r\n",
+                                  nums[i], nums[j]);
+
+                n = mctext_value_line(out, "k", 1, nums[i], nums[j], false,
+                                      0);
+                assert_int_equal(n, (size_t)wn);
+                assert_memory_equal(out, want, n);
+            }
+        /* every key length the line copies its own way (up to 16 bytes)
+         * and a few past it */
+        for (i = 1; i <= 24; i++) {
+            const char *key = "abcdefghijklmnopqrstuvwxyz";
+            int wn = snprintf(want, sizeof(want), "VALUE %.*s 0 7\r\n",
+                              (int)i, key);
+
+            memset(out, '#', 64);
+            n = mctext_value_line(out, key, (uint32_t)i, 0, 7, false, 0);
+            assert_int_equal(n, (size_t)wn);
+            assert_memory_equal(out, want, n);
+            assert_int_equal(out[n], '#'); /* nothing written past it */
+        }
+    }
 
     parse_all("mg foo s v f t c k Oxy q\r\n", &req);
     n = mctext_meta_line(out, "VA", 2, &req, &v);

@@ -172,6 +172,17 @@ const void *record_value(const struct record *r);
 uint32_t record_vlen(const struct record *r);
 uint32_t record_flags(const struct record *r);
 uint64_t record_cas(const struct record *r);
+/* What a reply is composed of, read in one call: a GET's reply needs all
+ * of it, and one call per field made the record's layout cost a call
+ * each (the struct is opaque above the store). */
+struct record_parts {
+    const void *key;
+    const void *value;
+    uint32_t klen;
+    uint32_t vlen;
+    uint32_t flags;
+};
+void record_parts(const struct record *r, struct record_parts *p);
 /* Seconds left before expiry as a protocol would report it: -1 = never. */
 int64_t record_ttl(struct store *st, const struct record *r);
 /* Deadline on CLOCK_MONOTONIC in ns (what bpf_ktime_get_ns() reads), or 0

@@ -122,11 +122,12 @@ static inline struct record *get_hashed(struct store *st, uint64_t h,
     bool flushed = false;
 
     uint64_t ns = now_ns(st);
-    check_flush(st, secs_of(st, ns));
+    uint32_t now = secs_of(st, ns);
+    check_flush(st, now);
     mdc_rdlock(l);
     struct record *r = do_find(st, h, key, klen);
     if (r != NULL) {
-        if (rec_dead(st, r, secs_of(st, ns))) {
+        if (rec_dead(st, r, now)) {
             flushed = rec_flushed(st, r);
             r = NULL;
             expired = 1;

@@ -21,6 +21,18 @@ uint32_t record_klen(const struct record *r) { return rec_klen(r); }
 const void *record_value(const struct record *r) { return r->data + rec_klen(r); }
 uint32_t record_vlen(const struct record *r) { return r->vlen; }
 uint32_t record_flags(const struct record *r) { return rec_flags(r); }
+void record_parts(const struct record *r, struct record_parts *p)
+{
+    uint32_t klen = rec_klen(r);
+
+    p->key = r->data;
+    p->klen = klen;
+    p->value = r->data + klen;
+    p->vlen = r->vlen;
+    p->flags = 0;
+    if (rec_rflags(r) & R_FLAGS)
+        memcpy(&p->flags, r->data + klen + r->vlen, sizeof(p->flags));
+}
 uint64_t record_cas(const struct record *r)
 {
     return rec_cas(r);
@@ -173,7 +185,10 @@ void store_release(struct store *st, struct record *r)
 {
     if (r == NULL)
         return;
-    rec_put(st, r, TOK_OWN, NULL);
+    /* the common case, a hold this thread took: dropped without
+     * rec_put()'s token accounting (which would try the same first) */
+    if (!mdc_unhold_own(r))
+        rec_put(st, r, TOK_OWN, NULL);
     if (atomic_load_explicit(&st->nretired, memory_order_relaxed) != 0)
         reclaim_retired(st);
 }

@@ -90,20 +90,23 @@ static bool txt_udp_too_large(struct conn *c, size_t n)
 static bool txt_value_end(struct conn *c, struct record *r, bool with_cas,
                           bool end)
 {
-    uint32_t klen = record_klen(r), vlen = record_vlen(r);
+    struct record_parts rp;
+    uint32_t klen, vlen;
     size_t tail = end ? 7 : 2, n;
     uint8_t *p;
 
+    record_parts(r, &rp);
+    klen = rp.klen;
+    vlen = rp.vlen;
     if (vlen <= CONN_COPY_MAX && c->dgram == NULL &&
         MCTEXT_VALUE_LINE_LEN(klen) + vlen + tail <= c->ocap - c->olen) {
         /* a value conn_out_ref() would copy: the line, the value and
          * what follows written at once, one commit (obuf has the room, so
          * it does not grow: the same condition as conn_out_ref's copy) */
         p = c->obuf + c->olen;
-        n = mctext_value_line((char *)p, record_key(r), klen,
-                              record_flags(r), vlen, with_cas,
-                              with_cas ? record_cas(r) : 0);
-        memcpy(p + n, record_value(r), vlen);
+        n = mctext_value_line((char *)p, rp.key, klen, rp.flags, vlen,
+                              with_cas, with_cas ? record_cas(r) : 0);
+        memcpy(p + n, rp.value, vlen);
         if (end) /* constant lengths: stores, not a memcpy() call */
             memcpy(p + n + vlen, "\r\nEND\r\n", 7);
         else
@@ -117,14 +120,14 @@ static bool txt_value_end(struct conn *c, struct record *r, bool with_cas,
         store_release(c->srv->store, r);
         return true;
     }
-    n = mctext_value_line((char *)p, record_key(r), klen, record_flags(r),
-                          vlen, with_cas, record_cas(r));
+    n = mctext_value_line((char *)p, rp.key, klen, rp.flags, vlen, with_cas,
+                          record_cas(r));
     if (c->dgram != NULL && txt_udp_too_large(c, n + vlen)) {
         store_release(c->srv->store, r);
         return false;
     }
     conn_out_commit(c, n);
-    conn_out_ref(c, record_value(r), vlen, r);
+    conn_out_ref(c, rp.value, vlen, r);
     (void)conn_out_bytes(c, "\r\n", 2);
     if (end)
         txt_str(c, MCTEXT_R_END);
@@ -184,9 +187,10 @@ static void txt_put_stats(struct worker *w, enum store_mode mode, int st)
 
 /*
  * The GET: get, gets, gat and gats, whichever way the request came -- the
- * parsed request, the shortcut of "get <key>\r\n" (txt_fast), a pipelined
- * batch, a UDP datagram (c->dgram).  key/klen is the first key, it holds
- * the others.  The keys are looked up by proto_get_keys() in batches of
+ * parsed request, a pipelined batch, a UDP datagram (c->dgram); the
+ * shortcut of "get <key>\r\n" (txt_fast) takes txt_get_one() below, the
+ * same lookup, counting and reply for its one key.  key/klen is the first
+ * key, it (never NULL here) holds the others.  The keys are looked up by proto_get_keys() in batches of
  * TXT_GET_BATCH; each hit is a VALUE line, the value (in place, or copied
  * when small) and "\r\n", the last one fused with "END\r\n" when it is
  * the last key.
@@ -228,6 +232,21 @@ static void txt_get(struct conn *c, struct worker *w, enum mctext_cmd cmd,
     }
     if (!ended)
         txt_str(c, MCTEXT_R_END);
+}
+
+/* txt_get() of one plain get's key (the shortcut's): one lookup, no
+ * batch to gather or walk. */
+static void txt_get_one(struct conn *c, struct worker *w, const char *key,
+                        uint32_t klen)
+{
+    struct store_key k = {key, klen};
+    struct record *r;
+
+    proto_get_keys(c, w, &k, 1, false, 0, &r);
+    if (r != NULL)
+        (void)txt_value_end(c, r, false, true);
+    else
+        (void)conn_out_bytes(c, MCTEXT_R_END, sizeof(MCTEXT_R_END) - 1);
 }
 
 /* A parsed get, gets, gat or gats. */
@@ -1467,7 +1486,7 @@ static size_t txt_fast(struct conn *c, struct worker *w, const uint8_t *b,
     if (end - p < 2 || p[0] != '\r' || p[1] != '\n')
         return 0;
     /* the GET every get is served by, the key already split out */
-    txt_get(c, w, MCT_GET, 0, (const char *)k, klen, NULL);
+    txt_get_one(c, w, (const char *)k, klen);
     return (size_t)(p + 2 - b);
 }
 
