@@ -29,9 +29,7 @@ void record_parts(const struct record *r, struct record_parts *p)
     p->klen = klen;
     p->value = r->data + klen;
     p->vlen = r->vlen;
-    p->flags = 0;
-    if (rec_rflags(r) & R_FLAGS)
-        memcpy(&p->flags, r->data + klen + r->vlen, sizeof(p->flags));
+    p->flags = rec_flags(r);
 }
 uint64_t record_cas(const struct record *r)
 {
