@@ -252,6 +252,23 @@ def run_pytest(py, cwd, args, xml, env, out):
     return res
 
 
+# Tests of the clients' own suites that race by their construction, on
+# memcached as on mdcached, with the reason; one that fails is run again
+# alone, up to RACE_RETRIES times, and counts as passed if a rerun passes
+# (the output names it).  gomemcache's TestLocalhost writes flush_all on a
+# connection it closes without reading the reply, then opens another and
+# sets and reads keys at once: a server thread that reads the flush a
+# moment after the other has stored a key hides it (a reproduction, one
+# flush_all so sent then a set and a get, 3 000 times: 34-585 stale gets
+# on memcached 1.6.18 -t 4, 34-297 on mdcached); its Touch part sleeps
+# whole seconds against an expiry of 2 s.
+KNOWN_RACES = {
+    ("gomemcache", "TestLocalhost"):
+        "flush_all sent on a connection closed unread, then keys set at once",
+}
+RACE_RETRIES = 2
+
+
 def run_go(testbin, cwd, env, out, tmp):
     """gomemcache's tests, as nobody: they start `memcached` themselves,
     which memcached refuses to do as root without -u."""
@@ -274,6 +291,22 @@ def run_go(testbin, cwd, env, out, tmp):
         res[m.group(2)] = m.group(1).lower()
     if rc != 0 and "fail" not in res.values():
         res["(the test binary: exit %s)" % rc] = "fail"
+    for (suite, name), why in KNOWN_RACES.items():
+        if suite != "gomemcache" or res.get(name) != "fail":
+            continue
+        for k in range(1, RACE_RETRIES + 1):
+            r = subprocess.run(["setpriv", "--reuid=nobody",
+                                "--regid=nogroup", "--clear-groups", testbin,
+                                "-test.v", "-test.run", "^%s$" % name,
+                                "-test.timeout", "300s"],
+                               cwd=cwd, env=env, capture_output=True,
+                               text=True, timeout=HANG)
+            out.write(r.stdout + r.stderr)
+            if r.returncode == 0:
+                res[name] = "pass"
+                log("known race: gomemcache %s failed, passed when run "
+                    "again alone (rerun %d): %s" % (name, k, why))
+                break
     return res
 
 
