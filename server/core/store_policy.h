@@ -156,13 +156,4 @@ static inline struct record *get_hashed(struct store *st, uint64_t h,
     return r;
 }
 
-/* store_get() for the writes that read first (append, prepend, counters) */
-static inline struct record *get_key(struct store *st, const void *key,
-                                     uint32_t klen)
-{
-    if (klen > STORE_MAX_KEY)
-        return NULL;
-    return get_hashed(st, store_hash_inline(key, klen), key, klen, NULL);
-}
-
 #endif

@@ -108,10 +108,12 @@ int replace_rmw(struct store *st, const void *key, uint32_t klen,
                 uint64_t cas, enum store_event ev, int gone, derive_fn fn,
                 void *ctx, uint64_t *cas_out)
 {
-    uint64_t h = store_hash(key, klen);
+    if (klen > STORE_MAX_KEY)
+        return gone;
+    uint64_t h = store_hash(key, klen); /* once, for every attempt */
 
     for (int attempt = 0; attempt < RETRY_LIMIT; attempt++) {
-        struct record *old = get_key(st, key, klen);
+        struct record *old = get_hashed(st, h, key, klen, NULL);
         if (old == NULL)
             return gone;
         struct derived d;
