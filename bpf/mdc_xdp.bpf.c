@@ -44,19 +44,13 @@ TIER_MAP(mirror_t0, MIRROR_SLOT0);
 TIER_MAP(mirror_t1, MIRROR_SLOT1);
 TIER_MAP(mirror_t2, MIRROR_SLOT2);
 
+/* counters and scratch in one value: one lookup a packet for both */
 struct {
     __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
     __uint(max_entries, 1);
     __type(key, __u32);
-    __type(value, struct mirror_scratch);
-} mirror_scratch SEC(".maps");
-
-struct {
-    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-    __uint(max_entries, 1);
-    __type(key, __u32);
-    __type(value, struct mirror_counters);
-} mirror_counters SEC(".maps");
+    __type(value, struct mirror_percpu);
+} mirror_percpu SEC(".maps");
 
 #if defined(__TARGET_ARCH_x86)
 #define SEQ_READ(p) (*(volatile __u32 *)(p))
@@ -88,8 +82,11 @@ static __always_inline int count(struct mirror_counters *cnt, int c)
 
 static __always_inline struct mirror_scratch *scratch(void)
 {
+    struct mirror_percpu *v;
     __u32 zero = 0;
-    return bpf_map_lookup_elem(&mirror_scratch, &zero);
+
+    v = bpf_map_lookup_elem(&mirror_percpu, &zero);
+    return v ? &v->s : NULL;
 }
 
 /* ---- key scan: validate bytes and hash, a word at a time --------------- */
@@ -666,30 +663,37 @@ static __always_inline int write_reply(struct xdp_md *ctx,
         __u8 *o = s->pkt;
         __u32 off;
 
+        __u64 *src;
+
         /* every hit's frame is longer than 64 bytes (50 of headers, at
-         * least 19 of blob): 8 words after one bound check, then a check a
-         * word (the frame is exactly rlen long), then the last rlen % 8
-         * bytes as one word ending at the frame's end */
+         * least 20 of blob) and at most SMALL_REPLY (146): its first 64
+         * bytes, its bytes 64..127 if it is longer than 128, and its last
+         * 64 bytes, overlapping the others - a bound check per 8 words,
+         * not per word (the frame is exactly rlen long) */
         if ((void *)(p + 8) > pend)
             return XDP_ABORTED; /* cannot happen: the frame is rlen long */
 #pragma unroll
         for (i = 0; i < 8; i++)
             p[i] = s->pktw[i];
+        if (rlen > 128) {
+            if ((void *)(p + 16) > pend)
+                return XDP_ABORTED;
 #pragma unroll
-        for (i = 8; i < SMALL_REPLY / 8; i++) {
-            if ((void *)(p + i + 1) > pend)
-                break;
-            p[i] = s->pktw[i];
+            for (i = 8; i < 16; i++)
+                p[i] = s->pktw[i];
         }
-        off = rlen - 8;
-        if (off > SMALL_REPLY - 8)
+        off = rlen - 64;
+        if (off > SMALL_REPLY - 64)
             return XDP_ABORTED;
         p = (__u64 *)(data + off);
+        src = (__u64 *)&o[off];
         UNALIGNED_OK(p);
-        UNALIGNED_OK(o);
-        if ((void *)(p + 1) > pend)
+        UNALIGNED_OK(src);
+        if ((void *)(p + 8) > pend)
             return XDP_ABORTED;
-        *p = *(__u64 *)&o[off];
+#pragma unroll
+        for (i = 0; i < 8; i++)
+            p[i] = src[i];
     } else if (bpf_xdp_store_bytes(ctx, 0, s->pkt, rlen)) {
         return XDP_ABORTED; /* cannot happen: the frame is rlen long */
     }
@@ -700,16 +704,18 @@ SEC("xdp")
 int mdc_xdp(struct xdp_md *ctx)
 {
     struct mirror_counters *cnt;
+    struct mirror_percpu *pc;
     struct mirror_scratch *s;
     struct found f = {};
     struct req q;
     __u32 zero = 0, rlen;
     int c, verdict;
 
-    cnt = bpf_map_lookup_elem(&mirror_counters, &zero);
-    s = scratch();
-    if (!cnt || !s)
+    pc = bpf_map_lookup_elem(&mirror_percpu, &zero);
+    if (!pc)
         return XDP_PASS;
+    cnt = &pc->cnt;
+    s = &pc->s;
     if ((c = parse(ctx, s, &q)) != GO)
         return count(cnt, c);
     if ((c = match(s, &q, &f)) != GO)

@@ -129,6 +129,16 @@ struct mirror_counters {
     __u64 c[MC__COUNT];
 };
 
+/*
+ * The program's one per-CPU map value: its counters, then its scratch.  One
+ * map, so a packet makes one lookup for both (a hit: this and its slot's).
+ * The counters come first: a hit's two lie in the value's first line.
+ */
+struct mirror_percpu {
+    struct mirror_counters cnt;
+    struct mirror_scratch s;
+};
+
 /* ---- key hash: same on both sides -----------------------------------------
  * The key is read as 8-byte words in host order (the BPF target has the
  * host's byte order), the last word masked to the key's bytes. */
