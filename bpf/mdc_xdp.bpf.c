@@ -302,6 +302,9 @@ struct req {
     __u32 nwords; /* key words of 8 bytes */
     __u64 addr_sum;  /* the request's two addresses, as two 32-bit words */
     __u32 port_pair; /* its two ports, as one 32-bit word */
+    __u64 lastmask;  /* the key's bytes in its last word */
+    __u64 hash;      /* a short key's hash, not finalised (parse_key);
+                        a long key's initial value */
 };
 
 /* ---- parse -------------------------------------------------------------- */
@@ -397,7 +400,12 @@ static __always_inline int parse_key(struct xdp_md *ctx, void *data_end,
 {
     __u8 *cmd = q->frame + MIRROR_FRAME_HDR;
     __u32 klen = q->klen, i;
+    __u64 h;
 
+    q->lastmask = mirror_word_mask(klen - (q->nwords - 1) * 8);
+    /* set on both paths: the verifier cannot tell that match() takes the
+     * same one */
+    h = mirror_hash_init(mdc_cfg.seed, klen);
     if (q->nwords <= INLINE_WORDS) {
         /* short key: read straight from the packet.  The datagram's last
          * 8 bytes hold "\r\n" and the key's last 1..6 bytes. */
@@ -409,6 +417,7 @@ static __always_inline int parse_key(struct xdp_md *ctx, void *data_end,
         wend = *(__u64 *)tail;
         if ((wend >> 48) != ('\r' | '\n' << 8))
             return MC_CMD;
+        /* hashed as they are read, the last word masked to the key */
         for (i = 0; i < INLINE_WORDS; i++) {
             __u32 r = klen - i * 8; /* key bytes from word i on */
             __u8 *p = cmd + 4 + i * 8;
@@ -422,7 +431,10 @@ static __always_inline int parse_key(struct xdp_md *ctx, void *data_end,
             } else {
                 w = wend >> (8 * (6 - r));
             }
+            if (i + 1 == q->nwords)
+                w &= q->lastmask;
             s->key[i] = w;
+            h = mirror_hash_word(h, w);
         }
     } else {
         /* the key and its "\r\n" into word-aligned scratch */
@@ -433,6 +445,7 @@ static __always_inline int parse_key(struct xdp_md *ctx, void *data_end,
         if (k[klen & 0xff] != '\r' || k[(klen + 1) & 0x1ff] != '\n')
             return MC_CMD;
     }
+    q->hash = h;
     return GO;
 }
 
@@ -508,20 +521,10 @@ static __always_inline int match(struct mirror_scratch *s, const struct req *q,
      * mirror holds only keys of 0x21..0x7e (mirror_fill() refuses others),
      * so the check is off the hit path; the counters come out the same. */
     sc.nwords = q->nwords;
-    sc.lastmask = mirror_word_mask(q->klen - (sc.nwords - 1) * 8);
-    sc.hash = mirror_hash_init(mdc_cfg.seed, q->klen);
+    sc.lastmask = q->lastmask;
     sc.bad = 0;
+    sc.hash = q->hash; /* a short key hashed by parse_key, a long one not */
     if (sc.nwords <= INLINE_WORDS) {
-        for (i = 0; i < INLINE_WORDS; i++) {
-            __u64 w;
-
-            if (i >= sc.nwords)
-                break;
-            w = s->key[i];
-            if (i + 1 == sc.nwords)
-                w &= sc.lastmask;
-            sc.hash = mirror_hash_word(sc.hash, w);
-        }
         checked = 0;
     } else {
         bpf_loop(sc.nwords, scan_word, &sc, 0);

@@ -4,7 +4,7 @@
 # bpf/mdc_xdp.bpf.o and bpf/mdc_bounce.bpf.o instruction by instruction on
 # W8's request (12-byte key, 32-byte value, tier 0) and checks the reply it
 # builds (sizes, both checksums, bytes).  Fails if the hit executes more
-# than 8.1 times the bare bounce's instructions (593 against 74 now, 8.01x;
+# than 7.6 times the bare bounce's instructions (559 against 74 now, 7.55x;
 # 623 with a lookup each for counters and scratch, 1 259 before clang's
 # byte-wise splitting of misaligned copies was avoided), or makes a helper
 # call beyond its two array lookups (the per-CPU value holding counters and
@@ -34,8 +34,8 @@ if d["miss"]["verdict"] != "PASS":
 ratio = hit["instructions"] / bounce["instructions"]
 print("# hit %d instructions, bounce %d: %.2fx" % (
     hit["instructions"], bounce["instructions"], ratio))
-if ratio > 8.1:
-    bad.append("the hit executes %.2fx the bounce (at most 8.1x)" % ratio)
+if ratio > 7.6:
+    bad.append("the hit executes %.2fx the bounce (at most 7.6x)" % ratio)
 calls = dict(hit["helper_calls"])
 if calls.pop("1", 0) > 2 or calls.pop("44", 0) != 1 or calls:
     bad.append("helper calls %s" % hit["helper_calls"])
