@@ -363,6 +363,8 @@ def main():
             regs["mirror_i%d" % t] = bytearray(slots[t] * 8)
         regs["mirror_scratch"] = bytearray(4096)
         regs["mirror_counters"] = bytearray(8 * 32)
+        # counters and scratch in one per-CPU value (since 2026-11-29b)
+        regs["mirror_percpu"] = bytearray(8192)
         ro = regs[".rodata"]
         struct.pack_into("<I", ro, 0, int.from_bytes(SRV, "little"))
         struct.pack_into("<I", ro, 32, 1)            # naddrs
@@ -397,7 +399,8 @@ def main():
         if fn == 1:  # map_lookup_elem
             name = r[1].name
             k = m.load(r[2], 4)
-            vs = {"mirror_scratch": 4096, "mirror_counters": 256}.get(name)
+            vs = {"mirror_scratch": 4096, "mirror_counters": 256,
+                  "mirror_percpu": 8192}.get(name)
             if vs is None:
                 t = int(name[-1])
                 vs = sizes[t] if name.startswith("mirror_t") else 8

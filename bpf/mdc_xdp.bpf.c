@@ -44,19 +44,13 @@ TIER_MAP(mirror_t0, MIRROR_SLOT0);
 TIER_MAP(mirror_t1, MIRROR_SLOT1);
 TIER_MAP(mirror_t2, MIRROR_SLOT2);
 
+/* counters and scratch in one value: one lookup a packet for both */
 struct {
     __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
     __uint(max_entries, 1);
     __type(key, __u32);
-    __type(value, struct mirror_scratch);
-} mirror_scratch SEC(".maps");
-
-struct {
-    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-    __uint(max_entries, 1);
-    __type(key, __u32);
-    __type(value, struct mirror_counters);
-} mirror_counters SEC(".maps");
+    __type(value, struct mirror_percpu);
+} mirror_percpu SEC(".maps");
 
 #if defined(__TARGET_ARCH_x86)
 #define SEQ_READ(p) (*(volatile __u32 *)(p))
@@ -88,8 +82,11 @@ static __always_inline int count(struct mirror_counters *cnt, int c)
 
 static __always_inline struct mirror_scratch *scratch(void)
 {
+    struct mirror_percpu *v;
     __u32 zero = 0;
-    return bpf_map_lookup_elem(&mirror_scratch, &zero);
+
+    v = bpf_map_lookup_elem(&mirror_percpu, &zero);
+    return v ? &v->s : NULL;
 }
 
 /* ---- key scan: validate bytes and hash, a word at a time --------------- */
@@ -305,6 +302,9 @@ struct req {
     __u32 nwords; /* key words of 8 bytes */
     __u64 addr_sum;  /* the request's two addresses, as two 32-bit words */
     __u32 port_pair; /* its two ports, as one 32-bit word */
+    __u64 lastmask;  /* the key's bytes in its last word */
+    __u64 hash;      /* a short key's hash, not finalised (parse_key);
+                        a long key's initial value */
 };
 
 /* ---- parse -------------------------------------------------------------- */
@@ -400,7 +400,12 @@ static __always_inline int parse_key(struct xdp_md *ctx, void *data_end,
 {
     __u8 *cmd = q->frame + MIRROR_FRAME_HDR;
     __u32 klen = q->klen, i;
+    __u64 h;
 
+    q->lastmask = mirror_word_mask(klen - (q->nwords - 1) * 8);
+    /* set on both paths: the verifier cannot tell that match() takes the
+     * same one */
+    h = mirror_hash_init(mdc_cfg.seed, klen);
     if (q->nwords <= INLINE_WORDS) {
         /* short key: read straight from the packet.  The datagram's last
          * 8 bytes hold "\r\n" and the key's last 1..6 bytes. */
@@ -412,6 +417,7 @@ static __always_inline int parse_key(struct xdp_md *ctx, void *data_end,
         wend = *(__u64 *)tail;
         if ((wend >> 48) != ('\r' | '\n' << 8))
             return MC_CMD;
+        /* hashed as they are read, the last word masked to the key */
         for (i = 0; i < INLINE_WORDS; i++) {
             __u32 r = klen - i * 8; /* key bytes from word i on */
             __u8 *p = cmd + 4 + i * 8;
@@ -425,7 +431,10 @@ static __always_inline int parse_key(struct xdp_md *ctx, void *data_end,
             } else {
                 w = wend >> (8 * (6 - r));
             }
+            if (i + 1 == q->nwords)
+                w &= q->lastmask;
             s->key[i] = w;
+            h = mirror_hash_word(h, w);
         }
     } else {
         /* the key and its "\r\n" into word-aligned scratch */
@@ -436,6 +445,7 @@ static __always_inline int parse_key(struct xdp_md *ctx, void *data_end,
         if (k[klen & 0xff] != '\r' || k[(klen + 1) & 0x1ff] != '\n')
             return MC_CMD;
     }
+    q->hash = h;
     return GO;
 }
 
@@ -511,20 +521,10 @@ static __always_inline int match(struct mirror_scratch *s, const struct req *q,
      * mirror holds only keys of 0x21..0x7e (mirror_fill() refuses others),
      * so the check is off the hit path; the counters come out the same. */
     sc.nwords = q->nwords;
-    sc.lastmask = mirror_word_mask(q->klen - (sc.nwords - 1) * 8);
-    sc.hash = mirror_hash_init(mdc_cfg.seed, q->klen);
+    sc.lastmask = q->lastmask;
     sc.bad = 0;
+    sc.hash = q->hash; /* a short key hashed by parse_key, a long one not */
     if (sc.nwords <= INLINE_WORDS) {
-        for (i = 0; i < INLINE_WORDS; i++) {
-            __u64 w;
-
-            if (i >= sc.nwords)
-                break;
-            w = s->key[i];
-            if (i + 1 == sc.nwords)
-                w &= sc.lastmask;
-            sc.hash = mirror_hash_word(sc.hash, w);
-        }
         checked = 0;
     } else {
         bpf_loop(sc.nwords, scan_word, &sc, 0);
@@ -666,30 +666,37 @@ static __always_inline int write_reply(struct xdp_md *ctx,
         __u8 *o = s->pkt;
         __u32 off;
 
+        __u64 *src;
+
         /* every hit's frame is longer than 64 bytes (50 of headers, at
-         * least 19 of blob): 8 words after one bound check, then a check a
-         * word (the frame is exactly rlen long), then the last rlen % 8
-         * bytes as one word ending at the frame's end */
+         * least 20 of blob) and at most SMALL_REPLY (146): its first 64
+         * bytes, its bytes 64..127 if it is longer than 128, and its last
+         * 64 bytes, overlapping the others - a bound check per 8 words,
+         * not per word (the frame is exactly rlen long) */
         if ((void *)(p + 8) > pend)
             return XDP_ABORTED; /* cannot happen: the frame is rlen long */
 #pragma unroll
         for (i = 0; i < 8; i++)
             p[i] = s->pktw[i];
+        if (rlen > 128) {
+            if ((void *)(p + 16) > pend)
+                return XDP_ABORTED;
 #pragma unroll
-        for (i = 8; i < SMALL_REPLY / 8; i++) {
-            if ((void *)(p + i + 1) > pend)
-                break;
-            p[i] = s->pktw[i];
+            for (i = 8; i < 16; i++)
+                p[i] = s->pktw[i];
         }
-        off = rlen - 8;
-        if (off > SMALL_REPLY - 8)
+        off = rlen - 64;
+        if (off > SMALL_REPLY - 64)
             return XDP_ABORTED;
         p = (__u64 *)(data + off);
+        src = (__u64 *)&o[off];
         UNALIGNED_OK(p);
-        UNALIGNED_OK(o);
-        if ((void *)(p + 1) > pend)
+        UNALIGNED_OK(src);
+        if ((void *)(p + 8) > pend)
             return XDP_ABORTED;
-        *p = *(__u64 *)&o[off];
+#pragma unroll
+        for (i = 0; i < 8; i++)
+            p[i] = src[i];
     } else if (bpf_xdp_store_bytes(ctx, 0, s->pkt, rlen)) {
         return XDP_ABORTED; /* cannot happen: the frame is rlen long */
     }
@@ -700,16 +707,18 @@ SEC("xdp")
 int mdc_xdp(struct xdp_md *ctx)
 {
     struct mirror_counters *cnt;
+    struct mirror_percpu *pc;
     struct mirror_scratch *s;
     struct found f = {};
     struct req q;
     __u32 zero = 0, rlen;
     int c, verdict;
 
-    cnt = bpf_map_lookup_elem(&mirror_counters, &zero);
-    s = scratch();
-    if (!cnt || !s)
+    pc = bpf_map_lookup_elem(&mirror_percpu, &zero);
+    if (!pc)
         return XDP_PASS;
+    cnt = &pc->cnt;
+    s = &pc->s;
     if ((c = parse(ctx, s, &q)) != GO)
         return count(cnt, c);
     if ((c = match(s, &q, &f)) != GO)

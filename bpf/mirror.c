@@ -715,7 +715,7 @@ int mirror_prog_fd(const struct mirror *m)
 
 int mirror_stats(struct mirror *m, struct mirror_stats *out)
 {
-    struct mirror_counters *v;
+    struct mirror_percpu *v;
     int ncpu, c, rc = 0;
     __u32 zero = 0;
     unsigned i, t;
@@ -729,11 +729,12 @@ int mirror_stats(struct mirror *m, struct mirror_stats *out)
     v = calloc((size_t)ncpu, sizeof(*v));
     if (!v)
         return -ENOMEM;
-    if (bpf_map_lookup_elem(bpf_map__fd(m->skel->maps.mirror_counters), &zero,
+    /* the counters share their per-CPU value with the program's scratch */
+    if (bpf_map_lookup_elem(bpf_map__fd(m->skel->maps.mirror_percpu), &zero,
                             v) == 0) {
         for (c = 0; c < ncpu; c++)
             for (i = 0; i < MC__COUNT; i++)
-                out->xdp[i] += v[c].c[i];
+                out->xdp[i] += v[c].cnt.c[i];
     } else {
         rc = -errno;
     }

@@ -129,6 +129,16 @@ struct mirror_counters {
     __u64 c[MC__COUNT];
 };
 
+/*
+ * The program's one per-CPU map value: its counters, then its scratch.  One
+ * map, so a packet makes one lookup for both (a hit: this and its slot's).
+ * The counters come first: a hit's two lie in the value's first line.
+ */
+struct mirror_percpu {
+    struct mirror_counters cnt;
+    struct mirror_scratch s;
+};
+
 /* ---- key hash: same on both sides -----------------------------------------
  * The key is read as 8-byte words in host order (the BPF target has the
  * host's byte order), the last word masked to the key's bytes. */
@@ -154,15 +164,15 @@ static inline __u64 mirror_hash_final(__u64 h)
     return h;
 }
 
-/* Mask keeping the first 'n' (1..8) bytes of a word loaded in host order. */
+/* Mask keeping the first 'n' (1..8) bytes of a word loaded in host order.
+ * Without a branch: in the program a branch here doubles the states the
+ * verifier walks through everything after it. */
 static inline __u64 mirror_word_mask(__u32 n)
 {
-    if (n >= 8)
-        return ~0ULL;
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
     return ~0ULL << (8 * (8 - n));
 #else
-    return (1ULL << (8 * n)) - 1;
+    return ~0ULL >> (8 * (8 - n));
 #endif
 }
 

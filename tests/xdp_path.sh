@@ -4,11 +4,12 @@
 # bpf/mdc_xdp.bpf.o and bpf/mdc_bounce.bpf.o instruction by instruction on
 # W8's request (12-byte key, 32-byte value, tier 0) and checks the reply it
 # builds (sizes, both checksums, bytes).  Fails if the hit executes more
-# than 10 times the bare bounce's instructions (623 against 74 now; 1 259
-# before clang's byte-wise splitting of misaligned copies was avoided), or
-# makes a helper call beyond its three array lookups (counters, scratch,
-# the slot the key's hash selects: no index in front of it) and one
-# bpf_xdp_adjust_head.  Needs python3 and llvm-objdump /
+# than 7.6 times the bare bounce's instructions (559 against 74 now, 7.55x;
+# 623 with a lookup each for counters and scratch, 1 259 before clang's
+# byte-wise splitting of misaligned copies was avoided), or makes a helper
+# call beyond its two array lookups (the per-CPU value holding counters and
+# scratch, the slot the key's hash selects: no index in front of it) and
+# one bpf_xdp_adjust_head.  Needs python3 and llvm-objdump /
 # llvm-objcopy (they come with the clang that builds the programs).
 set -u
 
@@ -33,10 +34,10 @@ if d["miss"]["verdict"] != "PASS":
 ratio = hit["instructions"] / bounce["instructions"]
 print("# hit %d instructions, bounce %d: %.2fx" % (
     hit["instructions"], bounce["instructions"], ratio))
-if ratio > 10:
-    bad.append("the hit executes %.2fx the bounce (at most 10x)" % ratio)
+if ratio > 7.6:
+    bad.append("the hit executes %.2fx the bounce (at most 7.6x)" % ratio)
 calls = dict(hit["helper_calls"])
-if calls.pop("1", 0) > 3 or calls.pop("44", 0) != 1 or calls:
+if calls.pop("1", 0) > 2 or calls.pop("44", 0) != 1 or calls:
     bad.append("helper calls %s" % hit["helper_calls"])
 for b in bad:
     print("FAIL: " + b)
