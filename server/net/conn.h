@@ -492,9 +492,13 @@ static inline void conn_hold(struct conn *c, unsigned secs)
  * (and reading its input). */
 static inline bool conn_out_full(const struct conn *c)
 {
+    /* nothing pending is never full (--max-output is 4 KiB at least):
+     * the common answer, without reaching into the server's options */
+    if (c->opending == 0)
+        return false;
     /* before login all output is text in obuf, sent or not since the
      * last reset: olen is what the buffer holds */
-    if (!c->authed && c->opending > 0 &&
+    if (!c->authed &&
         c->olen + CONN_PREAUTH_SLACK >= CONN_PREAUTH_OUT)
         return true;
     return c->opending >= c->srv->opt.max_output;
