@@ -659,18 +659,10 @@ size_t conn_in_room(struct conn *c)
     return CONN_IBUF_INIT;
 }
 
-/* The input is known drained: wait for the next edge. */
-void conn_rd_drained(struct conn *c)
-{
-    c->rd_ready = false;
-    c->rd_short = false;
-    if (c->rd_drain)
-        c->rd_shut = true; /* stopping: all that had arrived is read */
-}
-
 /* n bytes of input arrived (by recv, SSL_read or an io_uring completion):
  * the connection is active, and they count as read. */
-static void conn_in_arrived(struct conn *c, size_t n)
+static inline __attribute__((always_inline)) void
+conn_in_arrived(struct conn *c, size_t n)
 {
     __atomic_store_n(&c->last_active, server_coarse_ms(), __ATOMIC_RELAXED);
     STAT_ADD(&c->owner->stats, bytes_read, n);
