@@ -558,6 +558,12 @@ size_t conn_mem(const struct conn *c)
            c->segcap * sizeof(*c->segs);
 }
 
+/* The request loop's steps and the input's arrival, inlined into the
+ * readiness path (conn_on_io, conn_in_got) whatever the compiler's own
+ * estimate: left to it, inlining the loop there made it split the steps
+ * out again, at a call each. */
+#define CONN_LOOP_INLINE static inline __attribute__((always_inline))
+
 /* ---- input ------------------------------------------------------------ */
 
 static void conn_apply_skip(struct conn *c)
@@ -661,8 +667,7 @@ size_t conn_in_room(struct conn *c)
 
 /* n bytes of input arrived (by recv, SSL_read or an io_uring completion):
  * the connection is active, and they count as read. */
-static inline __attribute__((always_inline)) void
-conn_in_arrived(struct conn *c, size_t n)
+CONN_LOOP_INLINE void conn_in_arrived(struct conn *c, size_t n)
 {
     __atomic_store_n(&c->last_active, server_coarse_ms(), __ATOMIC_RELAXED);
     STAT_ADD(&c->owner->stats, bytes_read, n);
@@ -834,7 +839,7 @@ enum conn_next {
 };
 
 /* A whole request waits and may run now. */
-static inline __attribute__((always_inline)) bool conn_has_work(const struct conn *c)
+CONN_LOOP_INLINE bool conn_has_work(const struct conn *c)
 {
     size_t avail = c->ilen - c->ioff;
 
@@ -843,7 +848,8 @@ static inline __attribute__((always_inline)) bool conn_has_work(const struct con
 }
 
 /* conn_next() with no request to run: read, rest or close. */
-static inline __attribute__((always_inline)) enum conn_next conn_next_idle(struct conn *c, const struct conn_turn *t)
+CONN_LOOP_INLINE enum conn_next
+conn_next_idle(struct conn *c, const struct conn_turn *t)
 {
     /* The peer hung up during a failed login's hold (conn_hold): its
      * requests would never be answered, so its -c slot goes now, not
@@ -863,7 +869,8 @@ static inline __attribute__((always_inline)) enum conn_next conn_next_idle(struc
     return CN_READ;
 }
 
-static inline __attribute__((always_inline)) enum conn_next conn_next(struct conn *c, const struct conn_turn *t)
+CONN_LOOP_INLINE enum conn_next
+conn_next(struct conn *c, const struct conn_turn *t)
 {
     /* Output to send: the caller (the backend) sends it, then calls
      * again, which goes on from here without sending again (CT_SENT).
@@ -970,7 +977,7 @@ static int conn_rest(struct conn *c, struct conn_turn *t, bool send_last)
 
 /* The backend is back from the step it was asked for: 0 go on, -1 close,
  * 1 the turn is over. */
-static inline __attribute__((always_inline)) int conn_resume(struct conn *c, struct conn_turn *t)
+CONN_LOOP_INLINE int conn_resume(struct conn *c, struct conn_turn *t)
 {
     int r;
 
@@ -995,7 +1002,7 @@ static inline __attribute__((always_inline)) int conn_resume(struct conn *c, str
 }
 
 /* One step of the loop: what conn_next() names, done. */
-static inline __attribute__((always_inline)) int conn_step(struct conn *c, struct conn_turn *t)
+CONN_LOOP_INLINE int conn_step(struct conn *c, struct conn_turn *t)
 {
     enum conn_next nx = conn_next(c, t);
 
@@ -1026,8 +1033,7 @@ static inline __attribute__((always_inline)) int conn_step(struct conn *c, struc
 /* conn_run()'s body, inlined into the drive loop (conn_drive_turn): the
  * loop enters it about three times a request (read; serve, then send;
  * rest), and each entry through a call paid its prologue and epilogue. */
-static inline __attribute__((always_inline)) int
-conn_run_turn(struct conn *c, struct conn_turn *t)
+CONN_LOOP_INLINE int conn_run_turn(struct conn *c, struct conn_turn *t)
 {
     int r;
 
@@ -1059,8 +1065,7 @@ int conn_run(struct conn *c, struct conn_turn *t)
  * here, after conn_run returned, never from inside it, so the request
  * loop never re-enters the backend that runs it (conn_run's comment).
  * May free c. */
-static inline __attribute__((always_inline)) void
-conn_drive_turn(struct conn *c)
+CONN_LOOP_INLINE void conn_drive_turn(struct conn *c)
 {
     struct conn_turn t = {0};
     const struct transport *xp = c->srv->xp;
@@ -1082,8 +1087,7 @@ void conn_drive(struct conn *c)
     conn_drive_turn(c);
 }
 
-static inline __attribute__((always_inline)) bool
-conn_io_note(struct conn *c, short what)
+CONN_LOOP_INLINE bool conn_io_note(struct conn *c, short what)
 {
     if (what & (CONN_EV_READ | CONN_EV_CLOSED)) {
         c->rd_ready = true; /* a new edge: read at least once more */
