@@ -558,6 +558,12 @@ size_t conn_mem(const struct conn *c)
            c->segcap * sizeof(*c->segs);
 }
 
+/* The request loop's steps and the input's arrival, inlined into the
+ * readiness path (conn_on_io, conn_in_got) whatever the compiler's own
+ * estimate: left to it, inlining the loop there made it split the steps
+ * out again, at a call each. */
+#define CONN_LOOP_INLINE static inline __attribute__((always_inline))
+
 /* ---- input ------------------------------------------------------------ */
 
 static void conn_apply_skip(struct conn *c)
@@ -659,18 +665,9 @@ size_t conn_in_room(struct conn *c)
     return CONN_IBUF_INIT;
 }
 
-/* The input is known drained: wait for the next edge. */
-void conn_rd_drained(struct conn *c)
-{
-    c->rd_ready = false;
-    c->rd_short = false;
-    if (c->rd_drain)
-        c->rd_shut = true; /* stopping: all that had arrived is read */
-}
-
 /* n bytes of input arrived (by recv, SSL_read or an io_uring completion):
  * the connection is active, and they count as read. */
-static void conn_in_arrived(struct conn *c, size_t n)
+CONN_LOOP_INLINE void conn_in_arrived(struct conn *c, size_t n)
 {
     __atomic_store_n(&c->last_active, server_coarse_ms(), __ATOMIC_RELAXED);
     STAT_ADD(&c->owner->stats, bytes_read, n);
@@ -842,7 +839,7 @@ enum conn_next {
 };
 
 /* A whole request waits and may run now. */
-static bool conn_has_work(const struct conn *c)
+CONN_LOOP_INLINE bool conn_has_work(const struct conn *c)
 {
     size_t avail = c->ilen - c->ioff;
 
@@ -851,7 +848,8 @@ static bool conn_has_work(const struct conn *c)
 }
 
 /* conn_next() with no request to run: read, rest or close. */
-static enum conn_next conn_next_idle(struct conn *c, const struct conn_turn *t)
+CONN_LOOP_INLINE enum conn_next
+conn_next_idle(struct conn *c, const struct conn_turn *t)
 {
     /* The peer hung up during a failed login's hold (conn_hold): its
      * requests would never be answered, so its -c slot goes now, not
@@ -871,7 +869,8 @@ static enum conn_next conn_next_idle(struct conn *c, const struct conn_turn *t)
     return CN_READ;
 }
 
-static enum conn_next conn_next(struct conn *c, const struct conn_turn *t)
+CONN_LOOP_INLINE enum conn_next
+conn_next(struct conn *c, const struct conn_turn *t)
 {
     /* Output to send: the caller (the backend) sends it, then calls
      * again, which goes on from here without sending again (CT_SENT).
@@ -978,7 +977,7 @@ static int conn_rest(struct conn *c, struct conn_turn *t, bool send_last)
 
 /* The backend is back from the step it was asked for: 0 go on, -1 close,
  * 1 the turn is over. */
-static int conn_resume(struct conn *c, struct conn_turn *t)
+CONN_LOOP_INLINE int conn_resume(struct conn *c, struct conn_turn *t)
 {
     int r;
 
@@ -1003,7 +1002,7 @@ static int conn_resume(struct conn *c, struct conn_turn *t)
 }
 
 /* One step of the loop: what conn_next() names, done. */
-static int conn_step(struct conn *c, struct conn_turn *t)
+CONN_LOOP_INLINE int conn_step(struct conn *c, struct conn_turn *t)
 {
     enum conn_next nx = conn_next(c, t);
 
@@ -1031,7 +1030,10 @@ static int conn_step(struct conn *c, struct conn_turn *t)
     }
 }
 
-int conn_run(struct conn *c, struct conn_turn *t)
+/* conn_run()'s body, inlined into the drive loop (conn_drive_turn): the
+ * loop enters it about three times a request (read; serve, then send;
+ * rest), and each entry through a call paid its prologue and epilogue. */
+CONN_LOOP_INLINE int conn_run_turn(struct conn *c, struct conn_turn *t)
 {
     int r;
 
@@ -1051,6 +1053,11 @@ kill:
     return CONN_RUN_GONE;
 }
 
+int conn_run(struct conn *c, struct conn_turn *t)
+{
+    return conn_run_turn(c, t);
+}
+
 /* conn_run() with the backend's read and flush through its table: the one
  * drive loop, run by the backends on readiness or a completion (epoll.c,
  * uring_conn.c) and by the callers outside them (a payload thread's
@@ -1058,14 +1065,14 @@ kill:
  * here, after conn_run returned, never from inside it, so the request
  * loop never re-enters the backend that runs it (conn_run's comment).
  * May free c. */
-void conn_drive(struct conn *c)
+CONN_LOOP_INLINE void conn_drive_turn(struct conn *c)
 {
     struct conn_turn t = {0};
     const struct transport *xp = c->srv->xp;
 
     int r;
 
-    while ((r = conn_run(c, &t)) > 0) {
+    while ((r = conn_run_turn(c, &t)) > 0) {
         if (r == CONN_RUN_READ) {
             t.rd = xp->read(c);
         } else if (xp->flush(c) < 0) {
@@ -1075,7 +1082,12 @@ void conn_drive(struct conn *c)
     }
 }
 
-bool conn_io_ready(struct conn *c, short what)
+void conn_drive(struct conn *c)
+{
+    conn_drive_turn(c);
+}
+
+CONN_LOOP_INLINE bool conn_io_note(struct conn *c, short what)
 {
     if (what & (CONN_EV_READ | CONN_EV_CLOSED)) {
         c->rd_ready = true; /* a new edge: read at least once more */
@@ -1097,10 +1109,15 @@ bool conn_io_ready(struct conn *c, short what)
     return !c->inflight;
 }
 
+bool conn_io_ready(struct conn *c, short what)
+{
+    return conn_io_note(c, what);
+}
+
 void conn_on_io(struct conn *c, short what)
 {
-    if (conn_io_ready(c, what))
-        conn_drive(c);
+    if (conn_io_note(c, what))
+        conn_drive_turn(c); /* the readiness path: conn_drive inlined */
 }
 
 /* Stopping: requests that already arrived are served, later ones not. */

@@ -293,8 +293,15 @@ void conn_shutdown(struct conn *c);
 size_t conn_in_room(struct conn *c);
 /* n bytes were read into the room conn_in_room() gave: count them. */
 void conn_in_got(struct conn *c, size_t n);
-/* The input is known drained: wait for the next edge. */
-void conn_rd_drained(struct conn *c);
+/* The input is known drained: wait for the next edge (inline: sockio.c
+ * calls it on every send that follows a short read). */
+static inline void conn_rd_drained(struct conn *c)
+{
+    c->rd_ready = false;
+    c->rd_short = false;
+    if (c->rd_drain)
+        c->rd_shut = true; /* stopping: all that had arrived is read */
+}
 /* Append n received bytes to the input (skip, stats, last_active); 0, or -1
  * when the buffer cannot grow. */
 int conn_in_append(struct conn *c, const void *p, size_t n);
@@ -492,9 +499,13 @@ static inline void conn_hold(struct conn *c, unsigned secs)
  * (and reading its input). */
 static inline bool conn_out_full(const struct conn *c)
 {
+    /* nothing pending is never full (--max-output is 4 KiB at least):
+     * the common answer, without reaching into the server's options */
+    if (c->opending == 0)
+        return false;
     /* before login all output is text in obuf, sent or not since the
      * last reset: olen is what the buffer holds */
-    if (!c->authed && c->opending > 0 &&
+    if (!c->authed &&
         c->olen + CONN_PREAUTH_SLACK >= CONN_PREAUTH_OUT)
         return true;
     return c->opending >= c->srv->opt.max_output;
