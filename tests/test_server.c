@@ -1186,6 +1186,33 @@ static void test_oversize(void **state)
     free(buf);
 }
 
+/* "stats conns" over a new text connection, printed for the log: which
+ * connection stayed, in what state. */
+static void print_conns(void)
+{
+    static char out[65536];
+    size_t n = 0;
+    int t = tc_connect(&g_srv);
+
+    if (t < 0 || tc_send_all(t, "stats conns\r\n", 13) < 0)
+        goto done;
+    while (n + 1 < sizeof(out)) {
+        ssize_t k = recv(t, out + n, sizeof(out) - 1 - n, 0);
+
+        if (k <= 0)
+            break;
+        n += (size_t)k;
+        out[n] = '\0';
+        if (n >= 5 && strcmp(out + n - 5, "END\r\n") == 0)
+            break;
+    }
+    out[n] = '\0';
+    printf("# stats conns:\n%s", out);
+done:
+    if (t >= 0)
+        close(t);
+}
+
 /* Clients that vanish mid-request and mid-response leave nothing behind. */
 static void test_client_vanishes(void **state)
 {
@@ -1232,6 +1259,8 @@ static void test_client_vanishes(void **state)
     for (i = 0; i < 3000 && tc_stat(fd, "curr_connections") > before; i++)
         sleep_ms(10);
     /* (<=: a connection of an earlier test may have closed meanwhile) */
+    if (tc_stat(fd, "curr_connections") > before)
+        print_conns();
     assert_true(tc_stat(fd, "curr_connections") <= before);
     {
         char *v = NULL;
