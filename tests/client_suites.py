@@ -277,16 +277,23 @@ def run_go(testbin, cwd, env, out, tmp):
     os.makedirs(gotmp, exist_ok=True)
     shutil.chown(gotmp, "nobody")
     env = dict(env, TMPDIR=gotmp, HOME=gotmp)
-    try:
-        r = subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup",
-                            "--clear-groups", testbin, "-test.v",
-                            "-test.timeout", "300s"],
-                           cwd=cwd, env=env, capture_output=True, text=True,
-                           timeout=HANG)
-        text, rc = r.stdout + r.stderr, r.returncode
-    except subprocess.TimeoutExpired as e:
-        text, rc = (e.stdout or b"").decode(errors="replace"), "timeout"
-    out.write(text)
+
+    def go(*args):
+        """The test binary with args; its output (also written to out)
+        and exit status ("timeout" for a hang)."""
+        try:
+            r = subprocess.run(["setpriv", "--reuid=nobody",
+                                "--regid=nogroup", "--clear-groups", testbin,
+                                "-test.v", "-test.timeout", "300s"] +
+                               list(args), cwd=cwd, env=env,
+                               capture_output=True, text=True, timeout=HANG)
+            text, rc = r.stdout + r.stderr, r.returncode
+        except subprocess.TimeoutExpired as e:
+            text, rc = (e.stdout or b"").decode(errors="replace"), "timeout"
+        out.write(text)
+        return text, rc
+
+    text, rc = go()
     for m in re.finditer(r"^\s*--- (PASS|FAIL|SKIP): (\S+)", text, re.M):
         res[m.group(2)] = m.group(1).lower()
     if rc != 0 and "fail" not in res.values():
@@ -295,14 +302,7 @@ def run_go(testbin, cwd, env, out, tmp):
         if suite != "gomemcache" or res.get(name) != "fail":
             continue
         for k in range(1, RACE_RETRIES + 1):
-            r = subprocess.run(["setpriv", "--reuid=nobody",
-                                "--regid=nogroup", "--clear-groups", testbin,
-                                "-test.v", "-test.run", "^%s$" % name,
-                                "-test.timeout", "300s"],
-                               cwd=cwd, env=env, capture_output=True,
-                               text=True, timeout=HANG)
-            out.write(r.stdout + r.stderr)
-            if r.returncode == 0:
+            if go("-test.run", "^%s$" % name)[1] == 0:
                 res[name] = "pass"
                 log("known race: gomemcache %s failed, passed when run "
                     "again alone (rerun %d): %s" % (name, k, why))
