@@ -267,7 +267,7 @@ void store_teardown(struct store *st)
      * the whole tag index) */
     for (uint32_t b = 0; b < nbuckets_now(st); b++) {
         free_tree(st, rt_root(&st->buckets[b]));
-        st->buckets[b].root.node = NULL;
+        st->buckets[b].w = 0;
     }
     int64_t tmem = 0;
     tags_teardown(st->tags, &tmem);
