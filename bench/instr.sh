@@ -22,6 +22,7 @@
 # usage: bench/instr.sh [-B BUILD] [-w W1|W2|W3|TLS] [-D SECONDS] [-s|-S]
 #                       [-o OUT] [-P PROTO] [-T mdcached|memcached]
 #                       [-k KEYS] [-m MIB] [-f KEYS] [-C] [-W SECONDS]
+#                       [-R RATE]
 #                       [-- extra server options]
 #   -B  build directory (default .)      -w  workload (default W1)
 #   -D  measured seconds (default 10)    -s  strace -c instead of callgrind
@@ -45,6 +46,10 @@
 #       -C -W 20 the window sees warm caches.  VALGRIND_OPTS=--LL=...
 #       sets the simulated last level (callgrind takes the host's, on a
 #       VM perhaps not the real one)
+#   -R  the load's rate, requests a second in all (open loop; default:
+#       closed loop, as fast as the server answers): two builds then see
+#       the same requests in warm-up and window whatever their speed
+#       under valgrind, for pairwise cache figures
 # prints: "W1 instr/req 5123.4 requests 81234 ..." and the top functions
 # (callgrind_annotate, inclusive) unless -s; with TLS first the protocol
 # and cipher that a default OpenSSL client (openssl s_client; mdc-load
@@ -63,6 +68,7 @@ MEM=1024
 PREKEYS=
 CACHESIM=no
 WARM=0
+RATE=
 while [ $# -gt 0 ]; do
     case $1 in
     -B) BUILD=$2; shift ;;
@@ -78,8 +84,9 @@ while [ $# -gt 0 ]; do
     -f) PREKEYS=$2; shift ;;
     -C) CACHESIM=yes ;;
     -W) WARM=$2; shift ;;
+    -R) RATE=$2; shift ;;
     --) shift; break ;;
-    -h) sed -n '2,51p' "$0"; exit 0 ;;
+    -h) sed -n '2,56p' "$0"; exit 0 ;;
     *) echo "instr.sh: unknown option $1" >&2; exit 64 ;;
     esac
     shift
@@ -267,11 +274,12 @@ else
         # another seed: the window's stream would replay the warm-up's
         # (its sets then replace what the warm-up stored, its gets hit)
         "$LOAD" "${LARGS[@]}" -c 50 -r 90:10 -d "$DEPTH" -D "$WARM" -w 0 -q \
-            --seed 2
+            --seed 2 ${RATE:+-R "$RATE"}
     fi
     before=$(stats_sum cmd_get cmd_set)
     callgrind_control -z "$PID" > /dev/null
-    "$LOAD" "${LARGS[@]}" -c 50 -r 90:10 -d "$DEPTH" -D "$DUR" -w 0 -q
+    "$LOAD" "${LARGS[@]}" -c 50 -r 90:10 -d "$DEPTH" -D "$DUR" -w 0 -q \
+        ${RATE:+-R "$RATE"}
     callgrind_control -d "$PID" > /dev/null
     after=$(stats_sum cmd_get cmd_set)
 fi
