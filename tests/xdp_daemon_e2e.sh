@@ -206,11 +206,20 @@ run_mode() {
     # SIGKILL: the link goes with the process
     mdc_stop d_$mode KILL
     DPID=
-    sleep 0.3
-    if ip -n "$S" link show "$VS" | grep -q xdp ||
-        { command -v bpftool >/dev/null 2>&1 &&
-            ip netns exec "$S" bpftool net show dev "$VS" 2>/dev/null |
-            grep -q mdc_xdp; }; then
+    # the kernel lets the link go once the dead process's descriptors are
+    # released, a moment after it is reaped: poll, up to 30 s (a hang only)
+    attached() {
+        ip -n "$S" link show "$VS" | grep -q xdp ||
+            { command -v bpftool >/dev/null 2>&1 &&
+                ip netns exec "$S" bpftool net show dev "$VS" 2>/dev/null |
+                grep -q mdc_xdp; }
+    }
+    i=0
+    while attached && [ $i -lt 300 ]; do
+        sleep 0.1
+        i=$((i + 1))
+    done
+    if attached; then
         fail "an XDP program outlived the daemon killed with SIGKILL"
     else
         ok "SIGKILL left no XDP program on $VS"

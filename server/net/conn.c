@@ -37,6 +37,12 @@
 #include "server/core/store.h"
 #include "watch.h"
 
+/* The request loop's steps (and what they do once a request), inlined
+ * into the readiness path (conn_on_io) whatever the compiler's own
+ * estimate: left to it, inlining the loop there made it split the steps
+ * out again, at a call each. */
+#define CONN_LOOP_INLINE static inline __attribute__((always_inline))
+
 #define CONN_IBUF_INIT 16384u
 #define CONN_OBUF_INIT 16384u
 #define CONN_SEGS_INIT 256u
@@ -334,7 +340,7 @@ static void conn_out_give_grown(struct conn *c)
 }
 
 /* Whatever c does not need now goes back to the pool (owner thread). */
-static void conn_bufs_idle(struct conn *c)
+CONN_LOOP_INLINE void conn_bufs_idle(struct conn *c)
 {
     if (c->inflight)
         return;
@@ -558,15 +564,10 @@ size_t conn_mem(const struct conn *c)
            c->segcap * sizeof(*c->segs);
 }
 
-/* The request loop's steps and the input's arrival, inlined into the
- * readiness path (conn_on_io, conn_in_got) whatever the compiler's own
- * estimate: left to it, inlining the loop there made it split the steps
- * out again, at a call each. */
-#define CONN_LOOP_INLINE static inline __attribute__((always_inline))
 
 /* ---- input ------------------------------------------------------------ */
 
-static void conn_apply_skip(struct conn *c)
+void conn_in_apply_skip(struct conn *c)
 {
     size_t avail = c->ilen - c->ioff;
     size_t k = c->skip < avail ? (size_t)c->skip : avail;
@@ -578,7 +579,7 @@ static void conn_apply_skip(struct conn *c)
 void conn_in_skip(struct conn *c, uint64_t n)
 {
     c->skip += n;
-    conn_apply_skip(c);
+    conn_in_apply_skip(c);
     c->need = 1;
 }
 
@@ -665,22 +666,6 @@ size_t conn_in_room(struct conn *c)
     return CONN_IBUF_INIT;
 }
 
-/* n bytes of input arrived (by recv, SSL_read or an io_uring completion):
- * the connection is active, and they count as read. */
-CONN_LOOP_INLINE void conn_in_arrived(struct conn *c, size_t n)
-{
-    __atomic_store_n(&c->last_active, server_coarse_ms(), __ATOMIC_RELAXED);
-    STAT_ADD(&c->owner->stats, bytes_read, n);
-}
-
-void conn_in_got(struct conn *c, size_t n)
-{
-    c->ilen += n;
-    conn_in_arrived(c, n);
-    if (c->skip > 0)
-        conn_apply_skip(c);
-}
-
 int conn_in_append(struct conn *c, const void *p, size_t n)
 {
     const uint8_t *b = p;
@@ -695,7 +680,7 @@ int conn_in_append(struct conn *c, const void *p, size_t n)
         memcpy(c->ibuf + c->ilen, b, k);
         c->ilen += k;
         if (c->skip > 0)
-            conn_apply_skip(c);
+            conn_in_apply_skip(c);
         b += k;
         n -= k;
     }
@@ -711,7 +696,7 @@ void conn_in_lend(struct conn *c, const uint8_t *p, size_t n)
     c->in_ext = CONN_IN_BACKEND;
     conn_in_arrived(c, n);
     if (c->skip > 0)
-        conn_apply_skip(c);
+        conn_in_apply_skip(c);
 }
 
 /* ---- output ------------------------------------------------------------ */
@@ -877,16 +862,14 @@ conn_next(struct conn *c, const struct conn_turn *t)
      * conn.c never calls the backend's flush from the loop. */
     if (c->opending > 0 && c->wr_ready && t->step != CT_SENT)
         return CN_SEND;
-    if (c->proto == NULL && c->ilen > c->ioff)
-        c->proto = c->srv->proto_detect(c->ibuf[c->ioff]);
     if (conn_has_work(c))
         return CN_SERVE;
     return conn_next_idle(c, t);
 }
 
 /* conn_run()'s own codes beside CONN_RUN_*: go on with the next step;
- * close c. */
-enum { CONN_RUN_AGAIN = 16, CONN_RUN_KILL = -16 };
+ * close c; -R requests ran (conn_serve): rest, sending what they left. */
+enum { CONN_RUN_AGAIN = 16, CONN_RUN_KILL = -16, CONN_RUN_YIELD = 17 };
 
 /* Hand c to another thread (a payload thread, or the thread a parked
  * request waits for): c is theirs until it comes back through the inbox
@@ -899,14 +882,17 @@ static int conn_hand_off(struct conn *c)
     return CONN_RUN_DONE;
 }
 
-static int conn_rest(struct conn *c, struct conn_turn *t, bool send_last);
-
 /* CN_SERVE: run the protocol on c's input (or hand c to a payload
- * thread). */
-static int conn_serve(struct conn *c, struct conn_turn *t)
+ * thread).  Inlined into the loop, which enters it once a request; the
+ * turn (struct conn_turn) is not passed down: the loop keeps it in
+ * registers. */
+CONN_LOOP_INLINE int conn_serve(struct conn *c)
 {
     struct worker *w = c->owner;
 
+    /* the protocol, from the first byte (there is one: conn_has_work) */
+    if (c->proto == NULL)
+        c->proto = c->srv->proto_detect(c->ibuf[c->ioff]);
     /* the reply's buffers, lent before anyone composes into them (a
      * payload thread never takes from the pool) */
     if (conn_out_lend(c) < 0)
@@ -936,7 +922,7 @@ static int conn_serve(struct conn *c, struct conn_turn *t)
      * the other connections (memcached's reqs_per_event, conn_yields) */
     STAT_INC(&w->stats, conn_yields);
     c->srv->xp->requeue(c);
-    return conn_rest(c, t, c->opending > 0 && c->wr_ready);
+    return CONN_RUN_YIELD;
 }
 
 /* What "stats conns" shows for c at rest. */
@@ -953,8 +939,10 @@ static uint8_t conn_rest_state(const struct conn *c, bool send_last)
 
 /* CN_REST: the loop is done for this turn.  What c does not need goes
  * back to the pool; output a yield left is sent after the loop
- * (send_last), and the turn ends there (CT_LAST). */
-static int conn_rest(struct conn *c, struct conn_turn *t, bool send_last)
+ * (send_last: CONN_RUN_SEND, the caller's turn ends there, CT_LAST).
+ * Inlined where the loop rests after a request (CN_REST), called
+ * (conn_rest) where it rests otherwise. */
+CONN_LOOP_INLINE int conn_rest_here(struct conn *c, bool send_last)
 {
     if (conn_in_settle(c) < 0)
         return CONN_RUN_KILL;
@@ -969,31 +957,35 @@ static int conn_rest(struct conn *c, struct conn_turn *t, bool send_last)
         log_debug("conn %llu paused: %zu bytes pending",
                   (unsigned long long)c->id, c->opending);
     }
-    if (!send_last)
-        return CONN_RUN_DONE;
-    t->step = CT_LAST;
-    return CONN_RUN_SEND;
+    return send_last ? CONN_RUN_SEND : CONN_RUN_DONE;
 }
 
-/* The backend is back from the step it was asked for: 0 go on, -1 close,
- * 1 the turn is over. */
-CONN_LOOP_INLINE int conn_resume(struct conn *c, struct conn_turn *t)
+static int conn_rest(struct conn *c, bool send_last)
+{
+    return conn_rest_here(c, send_last);
+}
+
+/* The read CONN_RUN_READ asked for is in t->rd: 0 go on (its bytes
+ * counted in the turn's budget), -1 close. */
+CONN_LOOP_INLINE int conn_resume_read(const struct conn *c,
+                                      struct conn_turn *t)
+{
+    if (t->rd < 0)
+        return -1;
+    if (c->ilen - c->ioff > t->rd_before)
+        t->rbytes += c->ilen - c->ioff - t->rd_before;
+    return 0;
+}
+
+/* A new turn: the byte filter's handshake (TLS) first while it is
+ * pending.  0 go on, -1 close, 1 the turn is over (waiting for the
+ * socket: the backend watches it). */
+CONN_LOOP_INLINE int conn_resume_start(struct conn *c)
 {
     int r;
 
-    if (t->step == CT_READ) { /* the read CONN_RUN_READ asked for */
-        if (t->rd < 0)
-            return -1;
-        if (c->ilen - c->ioff > t->rd_before)
-            t->rbytes += c->ilen - c->ioff - t->rd_before;
+    if (!c->hs_pending)
         return 0;
-    }
-    if (t->step == CT_LAST) /* the send after a yield is made */
-        return 1;
-    if (t->step != CT_START || !c->hs_pending)
-        return 0; /* CT_SENT, CT_RUN: on past the send */
-    /* the byte filter's handshake (TLS): 0 waiting for the socket (the
-     * backend watches it) */
     r = c->srv->xp->start(c);
     if (r <= 0)
         return r < 0 ? -1 : 1;
@@ -1001,10 +993,24 @@ CONN_LOOP_INLINE int conn_resume(struct conn *c, struct conn_turn *t)
     return 0;
 }
 
+/* The backend is back from the step it was asked for: 0 go on, -1 close,
+ * 1 the turn is over. */
+CONN_LOOP_INLINE int conn_resume(struct conn *c, struct conn_turn *t)
+{
+    if (t->step == CT_READ) /* the read CONN_RUN_READ asked for */
+        return conn_resume_read(c, t);
+    if (t->step == CT_LAST) /* the send after a yield is made */
+        return 1;
+    if (t->step != CT_START)
+        return 0; /* CT_SENT, CT_RUN: on past the send */
+    return conn_resume_start(c);
+}
+
 /* One step of the loop: what conn_next() names, done. */
 CONN_LOOP_INLINE int conn_step(struct conn *c, struct conn_turn *t)
 {
     enum conn_next nx = conn_next(c, t);
+    int r;
 
     t->step = CT_RUN;
     switch (nx) {
@@ -1017,23 +1023,37 @@ CONN_LOOP_INLINE int conn_step(struct conn *c, struct conn_turn *t)
         t->step = CT_READ;
         return CONN_RUN_READ;
     case CN_SERVE:
-        return conn_serve(c, t);
+        r = conn_serve(c);
+        if (r != CONN_RUN_YIELD)
+            return r;
+        r = conn_rest(c, c->opending > 0 && c->wr_ready);
+        if (r == CONN_RUN_SEND)
+            t->step = CT_LAST;
+        return r;
     case CN_REQUEUE:
         t->reads++;
         c->rd_short = false;
         c->srv->xp->requeue(c);
-        return conn_rest(c, t, false);
+        return conn_rest(c, false);
     case CN_REST:
-        return conn_rest(c, t, false);
+        return conn_rest_here(c, false);
     default:
         return CONN_RUN_KILL;
     }
 }
 
-/* conn_run()'s body, inlined into the drive loop (conn_drive_turn): the
- * loop enters it about three times a request (read; serve, then send;
- * rest), and each entry through a call paid its prologue and epilogue. */
-CONN_LOOP_INLINE int conn_run_turn(struct conn *c, struct conn_turn *t)
+/* One run of the loop's steps, up to what the backend is asked for. */
+CONN_LOOP_INLINE int conn_steps(struct conn *c, struct conn_turn *t)
+{
+    int r;
+
+    do
+        r = conn_step(c, t);
+    while (r == CONN_RUN_AGAIN);
+    return r;
+}
+
+int conn_run(struct conn *c, struct conn_turn *t)
 {
     int r;
 
@@ -1043,9 +1063,7 @@ CONN_LOOP_INLINE int conn_run_turn(struct conn *c, struct conn_turn *t)
         goto kill;
     if (r > 0)
         return CONN_RUN_DONE;
-    do
-        r = conn_step(c, t);
-    while (r == CONN_RUN_AGAIN);
+    r = conn_steps(c, t);
     if (r != CONN_RUN_KILL)
         return r;
 kill:
@@ -1053,33 +1071,53 @@ kill:
     return CONN_RUN_GONE;
 }
 
-int conn_run(struct conn *c, struct conn_turn *t)
-{
-    return conn_run_turn(c, t);
-}
-
 /* conn_run() with the backend's read and flush through its table: the one
  * drive loop, run by the backends on readiness or a completion (epoll.c,
  * uring_conn.c) and by the callers outside them (a payload thread's
  * hand-back, the tick, shutdown, tests).  The read and the send are made
- * here, after conn_run returned, never from inside it, so the request
+ * here, between the loop's runs, never from inside them, so the request
  * loop never re-enters the backend that runs it (conn_run's comment).
- * May free c. */
+ * conn_run()'s resume is spelt out where each step comes back (a read, a
+ * send), so the turn's step is not tested again, and the turn stays in
+ * registers: a W1 request enters the loop three times (read; serve, then
+ * send; rest).  Inlined into the readiness path (conn_on_io).  May free
+ * c. */
 CONN_LOOP_INLINE void conn_drive_turn(struct conn *c)
 {
     struct conn_turn t = {0};
     const struct transport *xp = c->srv->xp;
-
     int r;
 
-    while ((r = conn_run_turn(c, &t)) > 0) {
+    if (c->inflight)
+        return;
+    if (c->dead || (r = conn_resume_start(c)) < 0)
+        goto kill;
+    if (r > 0)
+        return;
+    for (;;) {
+        r = conn_steps(c, &t);
+        if (r == CONN_RUN_KILL)
+            goto kill;
+        if (r == CONN_RUN_DONE)
+            return;
         if (r == CONN_RUN_READ) {
             t.rd = xp->read(c);
+            r = conn_resume_read(c, &t);
         } else if (xp->flush(c) < 0) {
             conn_teardown(c);
             return;
+        } else {
+            r = t.step == CT_LAST; /* the send after a yield: over */
         }
+        if (c->inflight)
+            return;
+        if (c->dead || r < 0)
+            goto kill;
+        if (r > 0)
+            return;
     }
+kill:
+    conn_teardown(c);
 }
 
 void conn_drive(struct conn *c)

@@ -291,8 +291,24 @@ void conn_shutdown(struct conn *c);
  * none, else its lent buffer compacted or grown towards c->need); 0 when
  * it cannot be made. */
 size_t conn_in_room(struct conn *c);
-/* n bytes were read into the room conn_in_room() gave: count them. */
-void conn_in_got(struct conn *c, size_t n);
+/* Input to discard (c->skip) applied to what is buffered (conn.c). */
+void conn_in_apply_skip(struct conn *c);
+/* n bytes of input arrived (by recv, SSL_read or an io_uring completion):
+ * the connection is active, and they count as read. */
+static inline void conn_in_arrived(struct conn *c, size_t n)
+{
+    __atomic_store_n(&c->last_active, server_coarse_ms(), __ATOMIC_RELAXED);
+    STAT_ADD(&c->owner->stats, bytes_read, n);
+}
+/* n bytes were read into the room conn_in_room() gave: count them
+ * (inline: sockio.c's every read). */
+static inline void conn_in_got(struct conn *c, size_t n)
+{
+    c->ilen += n;
+    conn_in_arrived(c, n);
+    if (c->skip > 0)
+        conn_in_apply_skip(c);
+}
 /* The input is known drained: wait for the next edge (inline: sockio.c
  * calls it on every send that follows a short read). */
 static inline void conn_rd_drained(struct conn *c)

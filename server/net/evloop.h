@@ -28,8 +28,10 @@ struct evloop_ev;
  * same as libevent's callbacks, so no call goes through a wrapper. */
 typedef void (*evloop_cb)(int fd, short what, void *arg);
 
-/* The loops' locking, once per process (other threads wake loops):
- * before the first loop is made.  0, or -1. */
+/* The loops' locking, once per process, before the first loop is made:
+ * the main thread's loop is locked (other threads make its events
+ * active), a network thread's is not (they wake it through its wake
+ * descriptor; evloop.c, struct evloop).  0, or -1. */
 int evloop_threads(void);
 /* Give network (or main) thread w its loop, with the thread's own events:
  * the inbox (worker_inbox_run), the tick (worker_tick_run, armed for
@@ -41,7 +43,8 @@ void evloop_teardown(struct worker *w);
  * is the tick of a network thread). */
 void evloop_tick_arm(struct worker *w);
 void evloop_tick_off(struct worker *w);
-/* From another thread: w's inbox has connections; w is to stop. */
+/* From another thread: w's inbox has connections; w is to stop (a
+ * network thread's: a write of its wake descriptor, no lock taken). */
 void evloop_wake(struct worker *w);
 void evloop_stop(struct worker *w);
 /* Run w's loop until evloop_exit (yielding the CPU after each turn when
