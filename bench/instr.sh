@@ -21,7 +21,8 @@
 #
 # usage: bench/instr.sh [-B BUILD] [-w W1|W2|W3|TLS] [-D SECONDS] [-s|-S]
 #                       [-o OUT] [-P PROTO] [-T mdcached|memcached]
-#                       [-k KEYS] [-m MIB] [-f KEYS] [-C]
+#                       [-k KEYS] [-m MIB] [-f KEYS] [-C] [-W SECONDS]
+#                       [-R RATE]
 #                       [-- extra server options]
 #   -B  build directory (default .)      -w  workload (default W1)
 #   -D  measured seconds (default 10)    -s  strace -c instead of callgrind
@@ -37,6 +38,18 @@
 #       the sets evict) without setting all 12 M keys under valgrind
 #   -C  callgrind's cache simulation too: last-level misses per request
 #       (data reads and writes), the cost instructions do not show
+#   -W  seconds of the load run with instrumentation on before the
+#       window (default 0): the simulated caches start empty when
+#       instrumentation starts, so without it every line first touched in
+#       the window is a miss, and the misses per request fall as the
+#       window holds more requests (a faster server looks better); with
+#       -C -W 20 the window sees warm caches.  VALGRIND_OPTS=--LL=...
+#       sets the simulated last level (callgrind takes the host's, on a
+#       VM perhaps not the real one)
+#   -R  the load's rate, requests a second in all (open loop; default:
+#       closed loop, as fast as the server answers): two builds then see
+#       the same requests in warm-up and window whatever their speed
+#       under valgrind, for pairwise cache figures
 # prints: "W1 instr/req 5123.4 requests 81234 ..." and the top functions
 # (callgrind_annotate, inclusive) unless -s; with TLS first the protocol
 # and cipher that a default OpenSSL client (openssl s_client; mdc-load
@@ -54,6 +67,8 @@ KEYS=100000
 MEM=1024
 PREKEYS=
 CACHESIM=no
+WARM=0
+RATE=
 while [ $# -gt 0 ]; do
     case $1 in
     -B) BUILD=$2; shift ;;
@@ -68,8 +83,10 @@ while [ $# -gt 0 ]; do
     -m) MEM=$2; shift ;;
     -f) PREKEYS=$2; shift ;;
     -C) CACHESIM=yes ;;
+    -W) WARM=$2; shift ;;
+    -R) RATE=$2; shift ;;
     --) shift; break ;;
-    -h) sed -n '2,44p' "$0"; exit 0 ;;
+    -h) sed -n '2,56p' "$0"; exit 0 ;;
     *) echo "instr.sh: unknown option $1" >&2; exit 64 ;;
     esac
     shift
@@ -252,10 +269,17 @@ if [ -n "$TLS" ]; then
     callgrind_control -d "$PID" > /dev/null
     kill "$LPID" 2>/dev/null; wait "$LPID" 2>/dev/null || true
 else
-    before=$(stats_sum cmd_get cmd_set)
     callgrind_control -i on "$PID" > /dev/null
+    if [ "$WARM" != 0 ]; then
+        # another seed: the window's stream would replay the warm-up's
+        # (its sets then replace what the warm-up stored, its gets hit)
+        "$LOAD" "${LARGS[@]}" -c 50 -r 90:10 -d "$DEPTH" -D "$WARM" -w 0 -q \
+            --seed 2 ${RATE:+-R "$RATE"}
+    fi
+    before=$(stats_sum cmd_get cmd_set)
     callgrind_control -z "$PID" > /dev/null
-    "$LOAD" "${LARGS[@]}" -c 50 -r 90:10 -d "$DEPTH" -D "$DUR" -w 0 -q
+    "$LOAD" "${LARGS[@]}" -c 50 -r 90:10 -d "$DEPTH" -D "$DUR" -w 0 -q \
+        ${RATE:+-R "$RATE"}
     callgrind_control -d "$PID" > /dev/null
     after=$(stats_sum cmd_get cmd_set)
 fi

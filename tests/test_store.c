@@ -17,6 +17,7 @@
 
 #include "server/core/alloc.h"
 #include "server/core/store.h"
+#include "server/core/store_index.h"
 #include "testclock.h"
 
 #define T(k, v) ((struct mdc_tag){(k), (v)})
@@ -786,6 +787,82 @@ static bool has(struct store *st, const char *k)
     if (r != NULL)
         store_release(st, r);
     return r != NULL;
+}
+
+/* the filter a bucket's records make, from their keys */
+static uintptr_t exact_filter(struct store *st, uint32_t b)
+{
+    uintptr_t f = 0;
+    struct record *r;
+    RT_FOREACH(r, &st->buckets[b])
+        f |= rt_fbits(store_hash(rec_key(r), rec_klen(r)));
+    return f;
+}
+
+/*
+ * The bucket filter (store_index.h): a lookup of a key the bucket does not
+ * hold mostly walks no tree, one it holds always does; deleting every
+ * record clears it; eviction, which removes a record every store once
+ * memory is full, leaves each bucket's filter exact (stale bits would
+ * fill the filters and bring the walks back).
+ */
+static void test_bucket_filter(void **state)
+{
+    (void)state;
+    if (!RT_FILTER) {
+        print_message("SKIP: no bucket filter on this platform (RT_FILTER)\n");
+        return;
+    }
+    struct store_config c = {0};
+    c.mem_limit = 64 << 20;
+    c.nbuckets = 1;
+    struct store *st = store_setup(&c);
+    assert_non_null(st);
+    char k[32];
+    for (int i = 0; i < 6; i++) {
+        snprintf(k, sizeof k, "in-%d", i);
+        assert_int_equal(put(st, STORE_SET, k, "v", NULL, 0, 0), ST_OK);
+    }
+    /* six records set at most 12 of the 16 bits: a key not there passes
+     * with a chance of about (1 - e^(-12/16))^2 = 0.28 */
+    int rejected = 0;
+    for (int i = 0; i < 10000; i++) {
+        snprintf(k, sizeof k, "out-%d", i);
+        uint64_t h = store_hash(k, (uint32_t)strlen(k));
+        rejected += !rt_may_hold(&st->buckets[0], h);
+        assert_false(has(st, k));
+    }
+    print_message("absent keys the filter answered: %d of 10000\n",
+                  rejected);
+    assert_true(rejected > 5000);
+    for (int i = 0; i < 6; i++) {
+        snprintf(k, sizeof k, "in-%d", i);
+        assert_true(has(st, k));
+    }
+    check(st);
+    for (int i = 0; i < 6; i++) {
+        snprintf(k, sizeof k, "in-%d", i);
+        assert_int_equal(store_delete(st, k, (uint32_t)strlen(k), 0), ST_OK);
+    }
+    assert_true(st->buckets[0].w == 0);
+    store_teardown(st);
+
+    /* memory full: every store evicts */
+    st = mk(256 * 1024, false, NULL);
+    char v[64];
+    memset(v, 'x', sizeof v - 1);
+    v[sizeof v - 1] = 0;
+    for (int i = 0; i < 20000; i++) {
+        snprintf(k, sizeof k, "key-%d", i);
+        assert_int_equal(put(st, STORE_SET, k, v, NULL, 0, 0), ST_OK);
+    }
+    struct store_stats s;
+    store_get_stats(st, &s);
+    assert_true(s.evictions > 10000);
+    check(st);
+    for (uint32_t b = 0; b < nbuckets_now(st); b++)
+        assert_true((st->buckets[b].w & ~RT_PTR_MASK) == exact_filter(st, b));
+    store_teardown(st);
 }
 
 static void visit_none(void *ctx, struct store *st, const struct record *r)
@@ -2542,6 +2619,7 @@ int main(void)
         cmocka_unit_test(test_tstack),
         cmocka_unit_test(test_reader_keeps_value),
         cmocka_unit_test(test_eviction),
+        cmocka_unit_test(test_bucket_filter),
         cmocka_unit_test(test_no_evict),
         cmocka_unit_test(test_evict_scan_keeps_hot),
         cmocka_unit_test(test_evict_ghost_returns),

@@ -167,7 +167,11 @@ struct store *store_setup(const struct store_config *cfg)
         st->epoch_ns = m > (uint64_t)w.tv_nsec ? m - (uint64_t)w.tv_nsec : m;
     }
     st->buckets = mdc_huge_calloc((size_t)c->nbuckets * sizeof(*st->buckets));
-    st->locks = mdc_calloc(c->nlocks, sizeof(*st->locks));
+    /* the stripes are 64-byte aligned (readers.h): calloc promises 16
+     * (jemalloc's size classes happened to align them, libc's malloc of
+     * the sanitizer builds does not) */
+    st->locks = mdc_calloc_aligned(_Alignof(mdc_rwlock_t),
+                                   (size_t)c->nlocks * sizeof(*st->locks));
     st->tags = tags_setup(c->tag_buckets);
     /* ghosts: three slots per 448 bytes of the limit (2 B for every
      * 149 B), untouched until evictions begin; 1.5 slots rather than 1
@@ -267,7 +271,7 @@ void store_teardown(struct store *st)
      * the whole tag index) */
     for (uint32_t b = 0; b < nbuckets_now(st); b++) {
         free_tree(st, rt_root(&st->buckets[b]));
-        st->buckets[b].root.node = NULL;
+        st->buckets[b].w = 0;
     }
     int64_t tmem = 0;
     tags_teardown(st->tags, &tmem);

@@ -63,7 +63,7 @@ int store_check(struct store *st, char *buf, size_t len)
             return -1;
         }
         const char *why = NULL;
-        if (mdc_rb_verify(&st->buckets[b].root, &why) < 0) {
+        if (rt_verify(&st->buckets[b], &why) < 0) {
             snprintf(buf, len, "bucket %u: %s", b, why);
             return -1;
         }
@@ -84,6 +84,10 @@ int store_check(struct store *st, char *buf, size_t len)
             if (d != 0 && !wheel_has(st, h, d)) {
                 snprintf(buf, len, "record with a deadline not in the "
                          "expiry wheel");
+                return -1;
+            }
+            if (!rt_may_hold(&st->buckets[b], h)) {
+                snprintf(buf, len, "bucket %u's filter misses a record", b);
                 return -1;
             }
             if (bucket_idx(st, h) != b) {

@@ -233,6 +233,9 @@ static int evict_one(struct store *st)
             do_unlink(st, h, best);
             evicted = true;
         }
+        /* the unlink left best's bits in its bucket's filter; the sample
+         * has just read the records that stay (store_index.h) */
+        do_refilter_b(st, bucket_idx(st, h));
     }
     mdc_unlock(l);
     if (evicted) {

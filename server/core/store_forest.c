@@ -109,7 +109,7 @@ int do_link(struct store *st, uint64_t h, struct record *r,
     }
     if (tmem != 0)
         store_account(st, tmem, 1);
-    rt_insert(&st->buckets[b], r);
+    rt_insert(&st->buckets[b], r, h);
     if (r->deadline != 0) {
         d_expiring++;
         /* the expiry wheel: old's entry stands for r if in the same slot
@@ -168,14 +168,18 @@ static void grow_step(struct store *st)
     mdc_rwlock_t *l = lock_of(st, b);
     mdc_wrlock(l);
     struct record *r, *nx;
+    uintptr_t keep = 0; /* the filter of what stays */
     RT_FOREACH_SAFE(r, &st->buckets[b], nx)
     {
         uint64_t h = store_hash(rec_key(r), rec_klen(r));
         if ((uint32_t)h & n) {
             rt_remove(&st->buckets[b], r);
-            rt_insert(&st->buckets[b + n], r);
+            rt_insert(&st->buckets[b + n], r, h);
+        } else {
+            keep |= rt_fbits(h);
         }
     }
+    st->buckets[b].w = (st->buckets[b].w & RT_PTR_MASK) | keep;
     if (++split == n) {
         n *= 2;
         split = 0;
@@ -183,6 +187,21 @@ static void grow_step(struct store *st)
     atomic_store_explicit(&st->hstate, (uint64_t)n << 32 | split,
                           memory_order_relaxed);
     mdc_unlock(l);
+}
+
+void do_refilter_b(struct store *st, uint32_t b)
+{
+#if RT_FILTER
+    struct rtree *t = &st->buckets[b];
+    uintptr_t f = 0;
+    struct record *r;
+    RT_FOREACH(r, t)
+        f |= rt_fbits(store_hash(rec_key(r), rec_klen(r)));
+    t->w = (t->w & RT_PTR_MASK) | f;
+#else
+    (void)st;
+    (void)b;
+#endif
 }
 
 /* After an insert: grow while records outnumber GROW_LOAD per bucket.

@@ -265,8 +265,9 @@ static inline void batch_stage2(struct store *st, const struct store_key *k,
         return;
     mdc_rwlock_t *l = stripe_of(st, h);
     mdc_rdlock(l);
-    struct record *r = rt_root(&st->buckets[bucket_idx(st, h)]);
-    if (r != NULL) {
+    const struct rtree *t = &st->buckets[bucket_idx(st, h)];
+    struct record *r = rt_root(t);
+    if (r != NULL && rt_may_hold(t, h)) {
         __builtin_prefetch(r, 0, 3);
         __builtin_prefetch((const char *)r + 64, 0, 3);
     }

@@ -11,19 +11,82 @@
 #ifndef MDC_STORE_INDEX_H
 #define MDC_STORE_INDEX_H
 
+#include <assert.h>
+
 #include "store_hash.h"
 #include "store_record.h"
 #include "tags.h"
 
-/* A bucket: the red-black tree of its records, ordered by (klen, key). */
+/*
+ * A bucket: one word, the root of the red-black tree of its records,
+ * ordered by (klen, key), and, where pointers leave their top 16 bits
+ * unused (RT_FILTER), a filter of the records' hashes in those bits: a
+ * record sets two of the 16 (rt_fbits()), a lookup whose two bits are not
+ * both set has no record in the bucket and walks no tree.  With memory
+ * full a bucket holds about five to eight records (store.c sizes the
+ * table), so a key that is not there was a walk of two to four records,
+ * each a cache miss; the filter turns about three in four of those walks
+ * into none, in the word the lookup reads anyway, at no memory.
+ *
+ * The filter holds at least the bits of the records in the tree: a link
+ * sets its record's bits; an unlink leaves them (an empty tree clears
+ * all), so a bit can be stale, costing only a walk; eviction, which has
+ * just read the bucket's records, and a split recompute them
+ * (rt_refilter()).  The word is read and written under the bucket's lock
+ * like the tree.
+ */
+#if UINTPTR_MAX == UINT64_MAX && defined(__linux__) &&                        \
+    (defined(__x86_64__) || defined(__aarch64__))
+/* user addresses below 2^48: Linux maps above only when asked (a hint) */
+#define RT_FILTER 1
+#define RT_PTR_MASK ((UINT64_C(1) << 48) - 1)
+#else
+#define RT_FILTER 0
+#define RT_PTR_MASK (~(uintptr_t)0)
+#endif
 struct rtree {
-    struct mdc_rb_root root;
+    uintptr_t w; /* root | filter << 48 */
 };
+
+/* h's bits in a bucket's filter: two of 16, from hash bits no index or
+ * wheel uses (the bucket and stripe take the low 32, the wheel and the
+ * ghosts' fingerprint the top 16) */
+static inline uintptr_t rt_fbits(uint64_t h)
+{
+#if RT_FILTER
+    return (uintptr_t)(UINT64_C(1) << (48 + ((h >> 32) & 15)) |
+                       UINT64_C(1) << (48 + ((h >> 36) & 15)));
+#else
+    (void)h;
+    return 0;
+#endif
+}
 
 /* ---- the bucket trees (rbtree.h) --------------------------------------- */
 static inline struct record *rt_root(const struct rtree *t)
 {
-    return (struct record *)t->root.node;
+    return (struct record *)(t->w & RT_PTR_MASK);
+}
+/* Whether the bucket may hold a record of hash h (0: it holds none). */
+static inline int rt_may_hold(const struct rtree *t, uint64_t h)
+{
+    uintptr_t f = rt_fbits(h);
+    return (t->w & f) == f;
+}
+/* the tree as rbtree.h's root, to give back with rt_put() */
+static inline struct mdc_rb_root rt_get(const struct rtree *t)
+{
+    struct mdc_rb_root x = {(struct mdc_rb_node *)rt_root(t)};
+    return x;
+}
+/* Put a tree rbtree.h changed back, with filter bits 'f' more (an empty
+ * tree keeps none). */
+static inline void rt_put(struct rtree *t, struct mdc_rb_root x, uintptr_t f)
+{
+    if (x.node == NULL)
+        t->w = 0;
+    else
+        t->w = (t->w & ~RT_PTR_MASK) | f | (uintptr_t)x.node;
 }
 static inline struct record *rt_left(const struct record *r)
 {
@@ -35,7 +98,8 @@ static inline struct record *rt_right(const struct record *r)
 }
 static inline struct record *rt_first(const struct rtree *t)
 {
-    return (struct record *)mdc_rb_first(&t->root);
+    struct mdc_rb_root x = rt_get(t);
+    return (struct record *)mdc_rb_first(&x);
 }
 static inline struct record *rt_next(const struct record *r)
 {
@@ -43,11 +107,18 @@ static inline struct record *rt_next(const struct record *r)
 }
 static inline int rt_empty(const struct rtree *t)
 {
-    return mdc_rb_empty(&t->root);
+    return rt_root(t) == NULL;
 }
 static inline void rt_remove(struct rtree *t, struct record *r)
 {
-    mdc_rb_erase(&t->root, &r->rb);
+    struct mdc_rb_root x = rt_get(t);
+    mdc_rb_erase(&x, &r->rb);
+    rt_put(t, x, 0);
+}
+static inline int rt_verify(const struct rtree *t, const char **why)
+{
+    struct mdc_rb_root x = rt_get(t);
+    return mdc_rb_verify(&x, why);
 }
 /* The trees' order: key length, then the key's 8-byte words as integers,
  * then its last bytes (any total order will do; this one needs no call
@@ -70,11 +141,15 @@ static inline int rec_keycmp(const void *key, uint32_t klen,
     }
     return klen ? memcmp(a, b, klen) : 0;
 }
-/* Insert r, whose key t does not hold. */
-static inline void rt_insert(struct rtree *t, struct record *r)
+/* Insert r, of hash h, whose key t does not hold. */
+static inline void rt_insert(struct rtree *t, struct record *r, uint64_t h)
 {
-    struct mdc_rb_node **link = &t->root.node, *parent = NULL;
+    struct mdc_rb_root x = rt_get(t);
+    struct mdc_rb_node **link = &x.node, *parent = NULL;
     uint32_t klen = rec_klen(r);
+#if RT_FILTER
+    assert(((uintptr_t)r & ~RT_PTR_MASK) == 0);
+#endif
     while (*link != NULL) {
         parent = *link;
         link = rec_keycmp(r->data, klen, (struct record *)parent) < 0
@@ -82,7 +157,8 @@ static inline void rt_insert(struct rtree *t, struct record *r)
                    : &parent->child[MDC_RB_RIGHT];
     }
     mdc_rb_link(&r->rb, parent, link);
-    mdc_rb_insert_fixup(&t->root, &r->rb);
+    mdc_rb_insert_fixup(&x, &r->rb);
+    rt_put(t, x, rt_fbits(h));
 }
 #define RT_FOREACH(r, t) for ((r) = rt_first(t); (r) != NULL; (r) = rt_next(r))
 #define RT_FOREACH_SAFE(r, t, nx)                                              \
@@ -131,7 +207,10 @@ static inline void announce(struct store *st, enum store_event ev,
 static inline struct record *do_find(struct store *st, uint64_t h, const void *key,
                               uint32_t klen)
 {
-    struct record *n = rt_root(&st->buckets[bucket_idx(st, h)]);
+    const struct rtree *t = &st->buckets[bucket_idx(st, h)];
+    if (!rt_may_hold(t, h))
+        return NULL;
+    struct record *n = rt_root(t);
     while (n != NULL) {
         int c = rec_keycmp(key, klen, n);
         if (c == 0)
@@ -150,6 +229,8 @@ void do_unlink(struct store *st, uint64_t h, struct record *r);
 int do_link(struct store *st, uint64_t h, struct record *r,
             struct record *old, int keep_pos);
 void maybe_grow(struct store *st); /* no lock held */
+/* Recompute bucket b's filter from its records (hashing their keys). */
+void do_refilter_b(struct store *st, uint32_t b);
 /* Remove a dead record (expired or flushed) found under the write lock. */
 void do_expire(struct store *st, struct record *r, uint64_t h);
 /* A read under the read lock found the key's record expired: count it and
