@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <arpa/inet.h>
@@ -1229,6 +1230,21 @@ static bool conn_due(uint64_t now_ms, uint64_t deadline, uint64_t *due)
     return false;
 }
 
+/* Input of c that arrived and has not run (the look before an
+ * --auth-timeout close): a whole request buffered, a readiness edge not
+ * read to its end, bytes in the socket, or the backend's (a completion
+ * not reaped yet). */
+static bool conn_in_waiting(struct conn *c)
+{
+    int n = 0;
+
+    if ((c->ilen > c->ioff && c->ilen - c->ioff >= c->need) || c->rd_ready)
+        return true;
+    if (c->fd >= 0 && ioctl(c->fd, FIONREAD, &n) == 0 && n > 0)
+        return true;
+    return c->srv->xp->in_waiting != NULL && c->srv->xp->in_waiting(c);
+}
+
 uint64_t conn_tick(struct conn *c, uint64_t now, uint64_t now_ms)
 {
     const struct options *o = &c->srv->opt;
@@ -1247,6 +1263,19 @@ uint64_t conn_tick(struct conn *c, uint64_t now, uint64_t now_ms)
     if (!c->authed && o->auth_timeout > 0 &&
         conn_due(now_ms, conn_deadline_ms(c->born, o->auth_timeout, res),
                  &due)) {
+        if (c->born != 0 && conn_in_waiting(c)) {
+            /* Input came that has not run: a login sent in time is not
+             * refused because this thread came late (a busy machine).
+             * It runs first; judged once more on the next tick, which
+             * the loop's reads come before (born 0: no second look, so
+             * input that keeps coming keeps no -c slot). */
+            c->born = 0;
+            due = now_ms;
+            STAT_INC(&w->stats, auth_timeouts_deferred);
+            log_debug("conn %llu: auth timeout with input waiting: read "
+                      "first", (unsigned long long)c->id);
+            return due;
+        }
         /* --auth-file: a connection that never logs in gives its -c slot
          * back, however much it sends */
         STAT_INC(&w->stats, auth_timeouts);
