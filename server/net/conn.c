@@ -149,16 +149,24 @@ static inline void conn_lent_add(struct worker *w, int d)
                      __ATOMIC_RELAXED);
 }
 
+/* A buffer of size bytes for a part of kind k: the pool's when it is
+ * of the pool's size and pooled is true (the owner thread; a payload
+ * thread never takes from the pool), else allocated (a long request or
+ * reply: its own size; pooled once given back if of the pool's). */
+static void *conn_buf_new(struct worker *w, enum conn_pool_kind k,
+                          size_t size, bool pooled)
+{
+    if (pooled && size == conn_pool_size[k])
+        return conn_pool_get(w, k);
+    return mdc_malloc(size);
+}
+
 /* Lend c an input buffer of at least want bytes; -1 out of memory. */
 static int conn_in_take(struct conn *c, size_t want)
 {
-    uint8_t *b;
     size_t cap = want > CONN_IBUF_INIT ? want : CONN_IBUF_INIT;
+    uint8_t *b = conn_buf_new(c->owner, PK_IN, cap, true);
 
-    if (cap == CONN_IBUF_INIT)
-        b = conn_pool_get(c->owner, PK_IN);
-    else
-        b = mdc_malloc(cap); /* a long request: its own size, not pooled */
     if (b == NULL)
         return -1;
     conn_lent_add(c->owner, 1);
@@ -261,10 +269,7 @@ static int conn_out_grow(struct conn *c, size_t need)
     if (c->ocap != CONN_OBUF_SMALL)
         return conn_buf_grow(&c->obuf, &c->ocap, need);
     cap = need > CONN_OBUF_INIT ? need : CONN_OBUF_INIT;
-    if (cap == CONN_OBUF_INIT && !c->inflight)
-        nb = conn_pool_get(c->owner, PK_OUT);
-    else
-        nb = mdc_malloc(cap); /* pooled once given back if of that size */
+    nb = conn_buf_new(c->owner, PK_OUT, cap, !c->inflight);
     if (nb == NULL)
         return -1;
     memcpy(nb, c->obuf, c->olen);
@@ -286,8 +291,8 @@ static int conn_segs_grow(struct conn *c)
         if (ns == NULL)
             return -1;
     } else {
-        ns = c->inflight ? mdc_malloc(cap * sizeof(*ns))
-                         : conn_pool_get(c->owner, PK_SEGS);
+        ns = conn_buf_new(c->owner, PK_SEGS, cap * sizeof(*ns),
+                          !c->inflight);
         if (ns == NULL)
             return -1;
         memcpy(ns, c->segs, c->nseg * sizeof(*ns));
