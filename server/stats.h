@@ -20,6 +20,7 @@
     X(auth_cmds)                                                               \
     X(auth_errors)                                                             \
     X(auth_timeouts)                                                           \
+    X(auth_timeouts_deferred)                                                  \
     X(sasl_auth_errors)                                                        \
     X(binary_requests)                                                         \
     X(closed_connections)                                                      \

@@ -20,6 +20,8 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -759,6 +761,132 @@ static void test_auth_timeout_not_early(void **state)
                  early, N, worst_early, late, worst_late, closed_good, N);
 }
 
+/* Bytes fd has sent that its peer has not acknowledged: 0 once all are
+ * in the server's socket (over loopback the ACK is the arrival). */
+static int unacked(int fd)
+{
+    int n = -1;
+
+    return ioctl(fd, SIOCOUTQ, &n) == 0 ? n : -1;
+}
+
+/* Read fd to its end (at most TC_HANG_MS between bytes), keeping what
+ * fits in out; true at the end (EOF or a reset). */
+static bool read_to_eof(int fd, char *out, size_t cap)
+{
+    struct pollfd p = {fd, POLLIN, 0};
+    size_t n = 0;
+
+    out[0] = '\0';
+    for (;;) {
+        char b[4096];
+        ssize_t k;
+
+        if (poll(&p, 1, TC_HANG_MS) <= 0)
+            return false;
+        k = recv(fd, b, sizeof(b), MSG_DONTWAIT);
+        if (k == 0 || (k < 0 && errno != EAGAIN && errno != EINTR))
+            return true;
+        if (k > 0 && n + (size_t)k < cap) {
+            memcpy(out + n, b, (size_t)k);
+            n += (size_t)k;
+            out[n] = '\0';
+        }
+    }
+}
+
+/*
+ * --auth-timeout judges a login by when it came, not by when a late
+ * network thread got to it (one at nice 19 beside CPU-bound loops closed
+ * a login sent 50 ms after connecting).  A test hook makes the thread
+ * late on purpose: "stats stall_tick" (--enable-debug-commands) holds the
+ * thread's next tick, before it reads the clock, until the FIFO named by
+ * MDC_TEST_TICK_GATE has been opened and closed.  That tick comes within
+ * a second, the deadline 2 s after b connected: b's login is sent while
+ * the tick holds, before the deadline, and the gate closed after it.  The
+ * tick then finds b past its deadline with the login in its socket: it
+ * must run it (auth_timeouts_deferred), not close b, as it did on both
+ * backends.  The look is once: meanwhile a silent connection is closed,
+ * and so is one whose right login waits behind two wrong ones, held 1 s,
+ * then 2 s (conn_hold): past its deadline, its login never runs.
+ */
+static void test_auth_timeout_late_thread(void **state)
+{
+    static const char login[] = "set a 0 0 12\r\nalice s3cret\r\n";
+    static const char held[] = "set a 0 0 11\r\nalice wrong\r\n"
+                               "set a 0 0 11\r\nalice wrong\r\n"
+                               "set a 0 0 12\r\nalice s3cret\r\n";
+    const char *args[] = {"--auth-file", afile, "-n", "1", "--auth-timeout",
+                          "2", NULL};
+    char gate[160], buf[512];
+    struct tsrv s;
+    int a, b, silent, fails, g;
+    double t_b, end;
+
+    (void)state;
+#ifndef MDC_DEBUG_COMMANDS
+    printf("SKIP: test_auth_timeout_late_thread needs --enable-debug-commands "
+           "(its tick gate)\n");
+    skip();
+#endif
+    snprintf(gate, sizeof(gate), "%s/tick-gate", adir);
+    unlink(gate);
+    assert_int_equal(mkfifo(gate, 0666), 0);
+    chmod(gate, 0666); /* as root, the daemon runs as nobody */
+    setenv("MDC_TEST_TICK_GATE", gate, 1);
+    assert_int_equal(tsrv_start(&s, args), 0);
+    unsetenv("MDC_TEST_TICK_GATE");
+    a = tc_connect(&s);
+    b = tc_connect(&s);
+    silent = tc_connect(&s);
+    fails = tc_connect(&s);
+    assert_true(a >= 0 && b >= 0 && silent >= 0 && fails >= 0);
+    txt(a, login, buf, sizeof(buf));
+    assert_string_equal(buf, "STORED\r\n");
+    /* b, silent and fails are the thread's: their deadlines count from
+     * before these answers */
+    txt(b, "get k\r\n", buf, sizeof(buf));
+    assert_string_equal(buf, "CLIENT_ERROR unauthenticated\r\n");
+    txt(fails, held, buf, sizeof(buf));
+    assert_string_equal(buf, "CLIENT_ERROR authentication failure\r\n");
+    t_b = now_s();
+    txt(a, "stats stall_tick\r\n", buf, sizeof(buf));
+    assert_string_equal(buf, "OK\r\n");
+    /* the tick holds once a writer can open the gate */
+    end = now_s() + TC_HANG_MS / 1000.0;
+    while ((g = open(gate, O_WRONLY | O_NONBLOCK | O_CLOEXEC)) < 0 &&
+           errno == ENXIO && now_s() < end)
+        poll(NULL, 0, 5);
+    assert_true(g >= 0);
+    /* the login, in time, and in the server's socket */
+    assert_int_equal(tc_send_all(b, login, strlen(login)), 0);
+    while (unacked(b) > 0 && now_s() < end)
+        poll(NULL, 0, 5);
+    assert_int_equal(unacked(b), 0);
+    /* past the deadline (2 s after b was taken, before t_b, and the
+     * coarse clock's resolution), the tick goes on */
+    while (now_s() < t_b + 2.25)
+        poll(NULL, 0, 10);
+    close(g);
+    txt(b, NULL, buf, sizeof(buf));
+    assert_string_equal(buf, "STORED\r\n");
+    assert_true(tc_wait_eof(silent, TC_HANG_MS));
+    assert_true(read_to_eof(fails, buf, sizeof(buf)));
+    assert_null(strstr(buf, "STORED"));
+    /* silent and fails timed out; b and fails had input waiting */
+    assert_int_equal(txt_stat(a, "auth_timeouts"), 2);
+    assert_int_equal(txt_stat(a, "auth_timeouts_deferred"), 2);
+    /* b stays served */
+    txt(b, "get k\r\n", buf, sizeof(buf));
+    assert_string_equal(buf, "END\r\n");
+    close(a);
+    close(b);
+    close(silent);
+    close(fails);
+    assert_int_equal(tsrv_stop(&s), 0);
+    unlink(gate);
+}
+
 /* curr_connections, read over fd (an authenticated text connection). */
 static long long curr_conns(int fd)
 {
@@ -986,6 +1114,7 @@ int main(void)
         cmocka_unit_test(test_auth_timeout),
         cmocka_unit_test(test_failed_login_loop),
         cmocka_unit_test(test_auth_timeout_not_early),
+        cmocka_unit_test(test_auth_timeout_late_thread),
         cmocka_unit_test(test_libmdcached),
         cmocka_unit_test(test_sighup_reload),
         cmocka_unit_test(test_no_auth_file),

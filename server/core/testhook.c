@@ -7,12 +7,16 @@
 
 #ifdef MDC_DEBUG_COMMANDS
 
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define HOLD_MAX_S 60 /* a hook never blocks a thread for good */
 #define KINDS 8
@@ -97,6 +101,56 @@ void testhook_stop_asked(const char *name)
         asked[i] = name; /* a string literal of the caller */
     pthread_cond_broadcast(&hook_cv);
     pthread_mutex_unlock(&hook_mu);
+}
+
+static __thread bool tick_armed; /* this thread's next tick holds */
+
+int testhook_tick_gate_arm(void)
+{
+    const char *gate = getenv("MDC_TEST_TICK_GATE");
+
+    if (gate == NULL || gate[0] == '\0')
+        return -1;
+    tick_armed = true;
+    return 0;
+}
+
+void testhook_tick_gate(void)
+{
+    const char *gate = getenv("MDC_TEST_TICK_GATE");
+    struct pollfd p;
+    char buf[64];
+    ssize_t n;
+    int fd;
+
+    if (!tick_armed)
+        return;
+    tick_armed = false;
+    if (gate == NULL || gate[0] == '\0')
+        return;
+    /* opened without waiting for a writer: the writer's own open
+     * (O_NONBLOCK) succeeds only from now on, which tells the test that
+     * the tick holds */
+    fd = open(gate, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    fprintf(stderr, "test hook: a tick holds until %s is closed\n", gate);
+    p.fd = fd;
+    p.events = POLLIN;
+    /* a FIFO no writer has opened yet polls as nothing (no POLLHUP);
+     * once one has, its close reads as the end */
+    for (;;) {
+        if (poll(&p, 1, HOLD_MAX_S * 1000) <= 0) {
+            fprintf(stderr, "test hook: the tick gate stayed open %d s\n",
+                    HOLD_MAX_S);
+            break;
+        }
+        n = read(fd, buf, sizeof(buf));
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+            break;
+    }
+    close(fd);
+    fprintf(stderr, "test hook: the tick goes on\n");
 }
 
 #else

@@ -15,6 +15,13 @@
  *   sweeper   the store's expiry sweeper (core/store_expiry.c)
  *
  * tests/test_stop_early.c uses it; docs/testing.md documents it.
+ *
+ * A network thread that comes late to its timeouts (a busy machine) must
+ * still serve the input that arrived in time: "stats stall_tick" (text
+ * protocol) arms the thread that runs it, and that thread's next tick,
+ * before it reads the clock, holds until a writer has opened and closed
+ * the FIFO named by MDC_TEST_TICK_GATE in the daemon's environment (at
+ * most a minute).  tests/test_auth.c, test_auth_timeout_late_thread.
  */
 #ifndef MDC_TESTHOOK_H
 #define MDC_TESTHOOK_H
@@ -27,9 +34,15 @@
 void testhook_hold_loop(const char *name);
 /* Called by whoever asked thread kind `name` to stop, after asking. */
 void testhook_stop_asked(const char *name);
+/* Arm the calling thread's next tick gate: 0, or -1 without
+ * MDC_TEST_TICK_GATE. */
+int testhook_tick_gate_arm(void);
+/* Called by a thread's tick first: holds there if the thread armed it. */
+void testhook_tick_gate(void);
 #else
 static inline void testhook_hold_loop(const char *name) { (void)name; }
 static inline void testhook_stop_asked(const char *name) { (void)name; }
+static inline void testhook_tick_gate(void) {}
 #endif
 
 #endif

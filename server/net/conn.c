@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <arpa/inet.h>
@@ -148,16 +149,24 @@ static inline void conn_lent_add(struct worker *w, int d)
                      __ATOMIC_RELAXED);
 }
 
+/* A buffer of size bytes for a part of kind k: the pool's when it is
+ * of the pool's size and pooled is true (the owner thread; a payload
+ * thread never takes from the pool), else allocated (a long request or
+ * reply: its own size; pooled once given back if of the pool's). */
+static void *conn_buf_new(struct worker *w, enum conn_pool_kind k,
+                          size_t size, bool pooled)
+{
+    if (pooled && size == conn_pool_size[k])
+        return conn_pool_get(w, k);
+    return mdc_malloc(size);
+}
+
 /* Lend c an input buffer of at least want bytes; -1 out of memory. */
 static int conn_in_take(struct conn *c, size_t want)
 {
-    uint8_t *b;
     size_t cap = want > CONN_IBUF_INIT ? want : CONN_IBUF_INIT;
+    uint8_t *b = conn_buf_new(c->owner, PK_IN, cap, true);
 
-    if (cap == CONN_IBUF_INIT)
-        b = conn_pool_get(c->owner, PK_IN);
-    else
-        b = mdc_malloc(cap); /* a long request: its own size, not pooled */
     if (b == NULL)
         return -1;
     conn_lent_add(c->owner, 1);
@@ -260,10 +269,7 @@ static int conn_out_grow(struct conn *c, size_t need)
     if (c->ocap != CONN_OBUF_SMALL)
         return conn_buf_grow(&c->obuf, &c->ocap, need);
     cap = need > CONN_OBUF_INIT ? need : CONN_OBUF_INIT;
-    if (cap == CONN_OBUF_INIT && !c->inflight)
-        nb = conn_pool_get(c->owner, PK_OUT);
-    else
-        nb = mdc_malloc(cap); /* pooled once given back if of that size */
+    nb = conn_buf_new(c->owner, PK_OUT, cap, !c->inflight);
     if (nb == NULL)
         return -1;
     memcpy(nb, c->obuf, c->olen);
@@ -285,8 +291,8 @@ static int conn_segs_grow(struct conn *c)
         if (ns == NULL)
             return -1;
     } else {
-        ns = c->inflight ? mdc_malloc(cap * sizeof(*ns))
-                         : conn_pool_get(c->owner, PK_SEGS);
+        ns = conn_buf_new(c->owner, PK_SEGS, cap * sizeof(*ns),
+                          !c->inflight);
         if (ns == NULL)
             return -1;
         memcpy(ns, c->segs, c->nseg * sizeof(*ns));
@@ -1229,6 +1235,21 @@ static bool conn_due(uint64_t now_ms, uint64_t deadline, uint64_t *due)
     return false;
 }
 
+/* Input of c that arrived and has not run (the look before an
+ * --auth-timeout close): a whole request buffered, a readiness edge not
+ * read to its end, bytes in the socket, or the backend's (a completion
+ * not reaped yet). */
+static bool conn_in_waiting(struct conn *c)
+{
+    int n = 0;
+
+    if ((c->ilen > c->ioff && c->ilen - c->ioff >= c->need) || c->rd_ready)
+        return true;
+    if (c->fd >= 0 && ioctl(c->fd, FIONREAD, &n) == 0 && n > 0)
+        return true;
+    return c->srv->xp->in_waiting != NULL && c->srv->xp->in_waiting(c);
+}
+
 uint64_t conn_tick(struct conn *c, uint64_t now, uint64_t now_ms)
 {
     const struct options *o = &c->srv->opt;
@@ -1247,6 +1268,19 @@ uint64_t conn_tick(struct conn *c, uint64_t now, uint64_t now_ms)
     if (!c->authed && o->auth_timeout > 0 &&
         conn_due(now_ms, conn_deadline_ms(c->born, o->auth_timeout, res),
                  &due)) {
+        if (c->born != 0 && conn_in_waiting(c)) {
+            /* Input came that has not run: a login sent in time is not
+             * refused because this thread came late (a busy machine).
+             * It runs first; judged once more on the next tick, which
+             * the loop's reads come before (born 0: no second look, so
+             * input that keeps coming keeps no -c slot). */
+            c->born = 0;
+            due = now_ms;
+            STAT_INC(&w->stats, auth_timeouts_deferred);
+            log_debug("conn %llu: auth timeout with input waiting: read "
+                      "first", (unsigned long long)c->id);
+            return due;
+        }
         /* --auth-file: a connection that never logs in gives its -c slot
          * back, however much it sends */
         STAT_INC(&w->stats, auth_timeouts);

@@ -145,7 +145,9 @@ struct conn {
     uint8_t family;        /* the socket's address family (AF_*) */
     uint8_t auth_fails;    /* failed authentications on this connection
                               (at most PROTO_AUTH_MAX_FAILS, 10) */
-    uint64_t born;         /* server_coarse_ms() when the owner adopted it */
+    uint64_t born;         /* server_coarse_ms() when the owner adopted it
+                              (the --auth-timeout clock); 0 once that
+                              timeout found input waiting (conn_tick) */
     uint64_t last_active;  /* server_coarse_ms() of the last input (written
                               by the owner with relaxed atomics: stats
                               conns reads it from other threads) */

@@ -79,6 +79,10 @@ struct transport {
     /* Once a second, from the thread's tick: the backend's own check of
      * c (NULL: none). */
     void (*tick)(struct conn *c);
+    /* Input for c that the backend holds and c has not been given yet (a
+     * completion not reaped): asked by the tick before an --auth-timeout
+     * close (NULL: it holds none; the socket's bytes conn.c sees). */
+    bool (*in_waiting)(struct conn *c);
     /* ---- a network thread ---- */
     /* Give network (or main) thread w the backend's part (w->xw), after
      * its libevent loop (evloop_setup): 0, or -1. */

@@ -374,6 +374,7 @@ const struct transport transport_uring = {
     .returned = ur_returned,
     .peer_gone = ur_peer_gone,
     .tick = ur_tick,
+    .in_waiting = ur_in_waiting,
     .worker_setup = ur_worker_setup,
     .worker_teardown = uring_worker_teardown,
     .wake = ur_wake,

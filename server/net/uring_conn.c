@@ -218,6 +218,35 @@ void ur_tick(struct conn *c)
     }
 }
 
+/*
+ * A receive (or, filtered, a read poll) of c that completed and is not
+ * reaped yet.  The loop reaps before its tick and a network thread's ring
+ * posts completions only while it waits (DEFER_TASKRUN: the bytes are
+ * still in the socket then), so this finds one only on a ring that posts
+ * them as they come (the main thread's, or a kernel without
+ * DEFER_TASKRUN) or for a thread that was late: what the tick asks
+ * before an --auth-timeout close (conn_tick).
+ */
+bool ur_in_waiting(struct conn *c)
+{
+    struct uring_worker *uw = UW(c->owner);
+    struct io_uring_cqe *cqe;
+    unsigned head;
+
+    if (uw == NULL)
+        return false;
+    io_uring_for_each_cqe(&uw->ring, head, cqe)
+    {
+        unsigned t = UD_TYPE(cqe->user_data);
+
+        /* a write poll's user data has UD_POLL_WR: not c's pointer */
+        if (UD_PTR(cqe->user_data) == (void *)c && cqe->res > 0 &&
+            (t == UD_RECV || t == UD_RECV_BULK || t == UD_POLL))
+            return true;
+    }
+    return false;
+}
+
 static int uc_send(struct conn *c);
 
 int ur_flush(struct conn *c)

@@ -282,6 +282,7 @@ void ur_release(struct conn *c);
 void ur_returned(struct conn *c);
 bool ur_peer_gone(struct conn *c);
 void ur_tick(struct conn *c);
+bool ur_in_waiting(struct conn *c);
 
 #endif /* HAVE_LIBURING */
 

@@ -34,6 +34,7 @@
 #include "protocol/mctext.h"
 #include "server/core/store.h"
 #include "server/core/alloc.h"
+#include "server/core/testhook.h"
 #include "protocol/wire.h"
 
 /* ---- memcached text protocol ------------------------------------------ */
@@ -531,6 +532,13 @@ static void txt_stats(struct conn *c, struct worker *w,
                        store_check(srv->store, msg, sizeof(msg)) == 0
                            ? "ok"
                            : msg);
+    } else if (arg_is(req, "stall_tick")) {
+        /* --enable-debug-commands only: this thread's next tick holds at
+         * the test's gate (server/core/testhook.h) */
+        txt_str(c, testhook_tick_gate_arm() == 0
+                       ? MCTEXT_R_OK
+                       : "CLIENT_ERROR no MDC_TEST_TICK_GATE\r\n");
+        return;
 #endif
     } else if (stats_collect_group(srv, req->arg, req->arglen, NULL,
                                    NULL) == 0) { /* settings, threads, tags */
