@@ -43,6 +43,40 @@ static int xcheck_entry(void *ctx, const struct tag_entry *e)
     return 0;
 }
 
+/* A linked record of bucket b: in the expiry wheel if it has a deadline,
+ * in the bucket's filter and the bucket its hash selects, flagged linked,
+ * its size from the header the allocation's.  0, or -1 with buf set. */
+static int check_linked(struct store *st, uint32_t b, struct record *r,
+                        char *buf, size_t len)
+{
+    uint32_t d = __atomic_load_n(&r->deadline, __ATOMIC_RELAXED);
+    uint64_t h = store_hash(rec_key(r), rec_klen(r));
+
+    if (d != 0 && !wheel_has(st, h, d)) {
+        snprintf(buf, len, "record with a deadline not in the expiry wheel");
+        return -1;
+    }
+    if (!rt_may_hold(&st->buckets[b], h)) {
+        snprintf(buf, len, "bucket %u's filter misses a record", b);
+        return -1;
+    }
+    if (bucket_idx(st, h) != b) {
+        snprintf(buf, len, "record in wrong bucket");
+        return -1;
+    }
+    if (!(rec_rflags(r) & R_LINKED)) {
+        snprintf(buf, len, "record in forest without R_LINKED");
+        return -1;
+    }
+    /* the size a free computes from the header is the allocation's */
+    if (mdc_alloc_size(r, rec_req_size_of(r)) !=
+        mdc_rec_usable_size(r, rec_req_size_of(r))) {
+        snprintf(buf, len, "record size from its header is wrong");
+        return -1;
+    }
+    return 0;
+}
+
 int store_check(struct store *st, char *buf, size_t len)
 {
     uint64_t items = 0, tagged = 0, links = 0;
@@ -77,33 +111,10 @@ int store_check(struct store *st, char *buf, size_t len)
             }
             prev = r;
             items++;
-            uint32_t d = __atomic_load_n(&r->deadline, __ATOMIC_RELAXED);
-            if (d != 0)
+            if (__atomic_load_n(&r->deadline, __ATOMIC_RELAXED) != 0)
                 expiring++;
-            uint64_t h = store_hash(rec_key(r), rec_klen(r));
-            if (d != 0 && !wheel_has(st, h, d)) {
-                snprintf(buf, len, "record with a deadline not in the "
-                         "expiry wheel");
+            if (check_linked(st, b, r, buf, len) < 0)
                 return -1;
-            }
-            if (!rt_may_hold(&st->buckets[b], h)) {
-                snprintf(buf, len, "bucket %u's filter misses a record", b);
-                return -1;
-            }
-            if (bucket_idx(st, h) != b) {
-                snprintf(buf, len, "record in wrong bucket");
-                return -1;
-            }
-            if (!(rec_rflags(r) & R_LINKED)) {
-                snprintf(buf, len, "record in forest without R_LINKED");
-                return -1;
-            }
-            /* the size a free computes from the header is the allocation's */
-            if (mdc_alloc_size(r, rec_req_size_of(r)) !=
-                mdc_rec_usable_size(r, rec_req_size_of(r))) {
-                snprintf(buf, len, "record size from its header is wrong");
-                return -1;
-            }
             uint32_t nt = record_ntags(r);
             if (nt) {
                 tagged++;
