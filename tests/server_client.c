@@ -936,3 +936,11 @@ void tsrv_stop_fully(pid_t pid)
         usleep(5000);
     }
 }
+
+int tsrv_gate_fifo(const char *path)
+{
+    unlink(path);
+    if (mkfifo(path, 0666) < 0)
+        return -1;
+    return chmod(path, 0666); /* past the umask: the daemon runs as nobody */
+}

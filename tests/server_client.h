@@ -78,6 +78,10 @@ int tsrv_port_file_port(const char *path, const char *kind,
 int tsrv_port_of(const struct tsrv *s, const char *kind, const char *host);
 /* Use MDC_TEST_SERVER if set, else start a daemon with args. */
 int tsrv_start_or_external(struct tsrv *s, const char *const *args);
+/* A test gate: a FIFO at path (made afresh) that the daemon, which may run
+ * as nobody, can open; the test names it in the daemon's environment.
+ * 0, or -1. */
+int tsrv_gate_fifo(const char *path);
 /* SIGTERM, wait; returns the exit status (0..255) or -1 (signal/timeout);
  * a status other than 0 prints the daemon's log.  Then removes its
  * directory (the log too; MDC_TEST_KEEP=1 keeps it).  On a daemon that

@@ -830,9 +830,7 @@ static void test_auth_timeout_late_thread(void **state)
     skip();
 #endif
     snprintf(gate, sizeof(gate), "%s/tick-gate", adir);
-    unlink(gate);
-    assert_int_equal(mkfifo(gate, 0666), 0);
-    chmod(gate, 0666); /* as root, the daemon runs as nobody */
+    assert_int_equal(tsrv_gate_fifo(gate), 0);
     setenv("MDC_TEST_TICK_GATE", gate, 1);
     assert_int_equal(tsrv_start(&s, args), 0);
     unsetenv("MDC_TEST_TICK_GATE");

@@ -459,9 +459,7 @@ static void parked_dump_run(const char *payload_threads)
 
     clean();
     snprintf(gate, sizeof(gate), "%s/gate", dir);
-    unlink(gate);
-    assert_int_equal(mkfifo(gate, 0666), 0);
-    chmod(gate, 0666); /* as root, the daemon runs as nobody */
+    assert_int_equal(tsrv_gate_fifo(gate), 0);
     setenv("MDC_TEST_DUMP_GATE", gate, 1);
     assert_int_equal(start(&s, extra), 0);
     unsetenv("MDC_TEST_DUMP_GATE");
