@@ -168,7 +168,7 @@ void store_flush(struct store *st)
      * dropped: "everything" (no key) */
     if (st->hook != NULL)
         st->hook(st->hook_ctx, EV_FLUSH, NULL, 0, 0);
-    if (st->sweeper_running) {
+    if (st->sweeper_running && !atomic_exchange(&st->sweep_kick, 1)) {
         pthread_mutex_lock(&st->sweep_mu);
         pthread_cond_signal(&st->sweep_cv);
         pthread_mutex_unlock(&st->sweep_mu);
@@ -201,7 +201,7 @@ void store_flush_at(struct store *st, int64_t exptime)
 #define FWALK_BATCH 64u
 #define FWALK_RECS 32u
 #define FWALK_SLICE 16384u
-#define FWALK_PAUSE_NS 1000000
+#define FWALK_PAUSE_NS 5000000
 /* ... and at least FWALK_IDLE times as long as the slice took: the walk
  * takes at most a quarter of a CPU (freeing 10^7 records at full speed
  * took a CPU for 20 s on a busy 2-CPU machine and slowed the clients'
@@ -490,61 +490,92 @@ static void sweep_wake_at(struct store *st, struct timespec *ts)
     ts->tv_nsec = (long)(ns % 1000000000u);
 }
 
+/* The sweeper's pacing clocks: the precise monotonic clock (the coarse
+ * one's ticks of a few ms are longer than a pause) and the thread's CPU
+ * time, which is what a slice costs (a slice preempted costs no more). */
+static uint64_t sweep_clock_ns(clockid_t id)
+{
+    struct timespec t;
+
+    clock_gettime(id, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* With sweep_mu held: wait until 'ns' of the monotonic clock or a stop;
+ * a flush's signal does not cut it short (a storm of flushes would
+ * otherwise drive the walk at full speed). */
+static void sweep_pause_until(struct store *st, uint64_t ns)
+{
+    for (;;) {
+        uint64_t now = sweep_clock_ns(CLOCK_MONOTONIC);
+        if (st->sweep_stop || now >= ns)
+            return;
+        uint64_t left = ns - now;
+        struct timespec p;
+        clock_gettime(CLOCK_REALTIME, &p);
+        left += (uint64_t)p.tv_nsec;
+        p.tv_sec += (time_t)(left / 1000000000u);
+        p.tv_nsec = (long)(left % 1000000000u);
+        pthread_cond_timedwait(&st->sweep_cv, &st->sweep_mu, &p);
+    }
+}
+
+/* One turn of the sweeper, sweep_mu not held: a delayed flush due and the
+ * expiry wheel's seconds (when 'woken', and in a new second '*sec'), a slice of a flush's walk, retired records.
+ * Returns true when no walk is left to do; *took is the slice's CPU
+ * time. */
+static bool sweep_turn(struct store *st, uint64_t *took, bool woken,
+                       uint32_t *sec)
+{
+    uint32_t now = now_s(st);
+    if (woken || now != *sec) { /* at each wake, and each new second */
+        *sec = now;
+        check_flush(st, now); /* a pending delayed flush */
+        wheel_run(st, now);
+    }
+    /* a flush's walk, a slice at a time: between slices the sweeper
+     * pauses FWALK_IDLE times the slice's time (FWALK_PAUSE_NS at least),
+     * so that it takes a quarter of a CPU at most and a stripe lock only
+     * briefly, whatever the table's size and however many flushes come */
+    atomic_store(&st->sweep_kick, 0);
+    uint64_t t0 = sweep_clock_ns(CLOCK_THREAD_CPUTIME_ID);
+    bool walked = flush_walk(st, FWALK_SLICE);
+    if (atomic_load_explicit(&st->nretired, memory_order_relaxed) != 0)
+        reclaim_retired(st);
+    *took = sweep_clock_ns(CLOCK_THREAD_CPUTIME_ID) - t0;
+    return walked && !atomic_load(&st->sweep_kick);
+}
+
 void *sweeper_main(void *arg)
 {
     struct store *st = arg;
+    uint64_t next_slice = 0; /* CLOCK_MONOTONIC's ns: no slice before it */
 
     testhook_hold_loop("sweeper");
     pthread_mutex_lock(&st->sweep_mu);
     while (!st->sweep_stop) {
-        struct timespec ts;
-        sweep_wake_at(st, &ts);
-        pthread_cond_timedwait(&st->sweep_cv, &st->sweep_mu, &ts);
-        if (st->sweep_stop)
-            break;
-        pthread_mutex_unlock(&st->sweep_mu);
-        uint32_t now = now_s(st);
-        check_flush(st, now); /* a pending delayed flush */
-        wheel_run(st, now);
-        /* a flush's walk, a slice at a time: between slices the sweeper
-         * sleeps FWALK_IDLE times the slice's time (FWALK_PAUSE_NS at
-         * least), so that it takes a quarter of a CPU at most and a stripe
-         * lock only briefly, whatever the table's size */
-        uint64_t t0 = store_sys_mono_ns(); /* the real clock, not a test's */
-        bool walked = flush_walk(st, FWALK_SLICE);
-        uint64_t took = store_sys_mono_ns() - t0;
-        if (atomic_load_explicit(&st->nretired, memory_order_relaxed) != 0)
-            reclaim_retired(st);
-        pthread_mutex_lock(&st->sweep_mu);
-        while (!walked && !st->sweep_stop) {
-            uint64_t pause = took * FWALK_IDLE;
+        if (!atomic_load(&st->sweep_kick)) {
+            struct timespec ts;
+            sweep_wake_at(st, &ts);
+            pthread_cond_timedwait(&st->sweep_cv, &st->sweep_mu, &ts);
+        }
+        if (atomic_load(&st->sweep_kick))
+            sweep_pause_until(st, next_slice);
+        uint32_t sec = 0;
+        for (bool walked = false, woken = true; !walked && !st->sweep_stop;
+             woken = false) {
+            uint64_t took, pause;
+            pthread_mutex_unlock(&st->sweep_mu);
+            walked = sweep_turn(st, &took, woken, &sec);
+            pause = took * FWALK_IDLE;
             if (pause < FWALK_PAUSE_NS)
                 pause = FWALK_PAUSE_NS;
-            if (pause > 1000000000u) /* a slice preempted for long */
+            if (pause > 1000000000u) /* a slice of a table too large */
                 pause = 1000000000u;
-            struct timespec p;
-            clock_gettime(CLOCK_REALTIME, &p);
-            p.tv_sec += (time_t)(pause / 1000000000u);
-            p.tv_nsec += (long)(pause % 1000000000u);
-            if (p.tv_nsec >= 1000000000) {
-                p.tv_sec++;
-                p.tv_nsec -= 1000000000;
-            }
-            pthread_cond_timedwait(&st->sweep_cv, &st->sweep_mu, &p);
-            pthread_mutex_unlock(&st->sweep_mu);
-            t0 = store_sys_mono_ns();
-            walked = flush_walk(st, FWALK_SLICE);
-            took = store_sys_mono_ns() - t0;
-            uint32_t n2 = now_s(st);
-            if (n2 != now) { /* keep the wheel's seconds meanwhile */
-                now = n2;
-                check_flush(st, now);
-                wheel_run(st, now);
-            }
-            if (atomic_load_explicit(&st->nretired,
-                                     memory_order_relaxed) != 0)
-                reclaim_retired(st);
+            next_slice = sweep_clock_ns(CLOCK_MONOTONIC) + pause;
             pthread_mutex_lock(&st->sweep_mu);
+            if (!walked)
+                sweep_pause_until(st, next_slice);
         }
     }
     pthread_mutex_unlock(&st->sweep_mu);

@@ -192,6 +192,10 @@ struct store {
     pthread_mutex_t sweep_mu;
     pthread_cond_t sweep_cv;
     int sweep_stop;
+    /* a flush asked for a walk the sweeper has not begun: set by
+     * store_flush, which signals only when it was clear, so a storm of
+     * flushes wakes the sweeper once a slice rather than once each */
+    _Atomic int sweep_kick;
 };
 
 /* ---- record helpers ---------------------------------------------------- */
