@@ -147,9 +147,11 @@ static int uring_worker_setup(struct worker *w, bool outer)
     /* tests: a ring size the kernel refuses for the network threads, after
      * the main thread's ring was made (the fallback to epoll) */
     const char *ent = getenv("MDC_URING_ENTRIES");
+    bool small = !outer && w->srv->nnet > 0; /* no connection here */
     unsigned entries = outer && ent != NULL && atoi(ent) > 0
                            ? (unsigned)atoi(ent)
-                           : URING_ENTRIES;
+                       : small ? URING_MAIN_ENTRIES
+                               : URING_ENTRIES;
     size_t brsz;
     unsigned gi;
     int rc;
@@ -174,9 +176,17 @@ static int uring_worker_setup(struct worker *w, bool outer)
     p.flags = outer ? IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN |
                           IORING_SETUP_R_DISABLED
                     : 0;
+    if (!small) { /* completions: URING_CQ_ENTRIES, twice a larger SQ */
+        p.flags |= IORING_SETUP_CQSIZE;
+        p.cq_entries = entries > URING_CQ_ENTRIES / 2 ? entries * 2
+                                                      : URING_CQ_ENTRIES;
+    }
     rc = io_uring_queue_init_params(entries, &uw->ring, &p);
-    if (rc == -EINVAL && outer) {
+    if (rc == -EINVAL && outer) { /* without the network thread's flags */
+        unsigned cq = p.cq_entries;
         memset(&p, 0, sizeof(p));
+        p.flags = IORING_SETUP_CQSIZE;
+        p.cq_entries = cq;
         rc = io_uring_queue_init_params(entries, &uw->ring, &p);
     }
     if (rc < 0) {
