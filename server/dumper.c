@@ -135,34 +135,6 @@ int dumper_load(struct server *srv)
     return 0;
 }
 
-#ifdef MDC_DEBUG_COMMANDS
-/*
- * Test-only (--enable-debug-commands): with MDC_TEST_DUMP_GATE=FIFO in the
- * environment, a dump, once running, reads that FIFO to its end before it
- * writes anything, so a test holds a dump in progress exactly as long as
- * it wants (tests/test_dump_server.c, the parked dump).
- */
-static void dump_test_gate(void)
-{
-    const char *gate = getenv("MDC_TEST_DUMP_GATE");
-    char buf[64];
-    int fd;
-
-    if (gate == NULL || gate[0] == '\0')
-        return;
-    fd = open(gate, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return;
-    while (read(fd, buf, sizeof(buf)) > 0)
-        ;
-    close(fd);
-}
-#else
-static void dump_test_gate(void)
-{
-}
-#endif
-
 static void do_dump(struct dumper *d)
 {
     struct server *srv = d->srv;
@@ -171,7 +143,8 @@ static void do_dump(struct dumper *d)
     int rc;
 
     atomic_store(&srv->dump_running, true);
-    dump_test_gate();
+    /* tests: a dump in progress held as long as a test wants */
+    testhook_fifo_hold("MDC_TEST_DUMP_GATE", "a dump");
     rc = dump_write(srv->store, srv->opt.dump_file, &info);
     atomic_store(&srv->dump_running, false);
     uint64_t ms = mono_ms() - t0;

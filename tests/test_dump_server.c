@@ -467,7 +467,7 @@ static void parked_dump_run(const char *payload_threads)
     int a = conn(&s), b = conn(&s);
     assert_true(a >= 0 && b >= 0);
     send_all(a, "dump\r\nget gen\r\n", 15);
-    /* the dump thread is in the dump (blocked in the gate's open) ... */
+    /* the dump thread is in the dump (held at the gate) ... */
     static char st[65536];
     int i;
     for (i = 0; i < 1000; i++) {

@@ -115,34 +115,31 @@ int testhook_tick_gate_arm(void)
     return 0;
 }
 
-void testhook_tick_gate(void)
+void testhook_fifo_hold(const char *env, const char *what)
 {
-    const char *gate = getenv("MDC_TEST_TICK_GATE");
+    const char *gate = getenv(env);
     struct pollfd p;
     char buf[64];
     ssize_t n;
     int fd;
 
-    if (!tick_armed)
-        return;
-    tick_armed = false;
     if (gate == NULL || gate[0] == '\0')
         return;
     /* opened without waiting for a writer: the writer's own open
      * (O_NONBLOCK) succeeds only from now on, which tells the test that
-     * the tick holds */
+     * the hold has begun (a blocking writer's open returns then) */
     fd = open(gate, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0)
         return;
-    fprintf(stderr, "test hook: a tick holds until %s is closed\n", gate);
+    fprintf(stderr, "test hook: %s holds until %s is closed\n", what, gate);
     p.fd = fd;
     p.events = POLLIN;
     /* a FIFO no writer has opened yet polls as nothing (no POLLHUP);
      * once one has, its close reads as the end */
     for (;;) {
         if (poll(&p, 1, HOLD_MAX_S * 1000) <= 0) {
-            fprintf(stderr, "test hook: the tick gate stayed open %d s\n",
-                    HOLD_MAX_S);
+            fprintf(stderr, "test hook: the gate of %s stayed open %d s\n",
+                    what, HOLD_MAX_S);
             break;
         }
         n = read(fd, buf, sizeof(buf));
@@ -150,7 +147,15 @@ void testhook_tick_gate(void)
             break;
     }
     close(fd);
-    fprintf(stderr, "test hook: the tick goes on\n");
+    fprintf(stderr, "test hook: %s goes on\n", what);
+}
+
+void testhook_tick_gate(void)
+{
+    if (!tick_armed)
+        return;
+    tick_armed = false;
+    testhook_fifo_hold("MDC_TEST_TICK_GATE", "a tick");
 }
 
 #else

@@ -22,6 +22,9 @@
  * before it reads the clock, holds until a writer has opened and closed
  * the FIFO named by MDC_TEST_TICK_GATE in the daemon's environment (at
  * most a minute).  tests/test_auth.c, test_auth_timeout_late_thread.
+ *
+ * A dump, once running, holds the same way on MDC_TEST_DUMP_GATE before it
+ * writes anything (dumper.c; tests/test_dump_server.c, the parked dump).
  */
 #ifndef MDC_TESTHOOK_H
 #define MDC_TESTHOOK_H
@@ -39,10 +42,19 @@ void testhook_stop_asked(const char *name);
 int testhook_tick_gate_arm(void);
 /* Called by a thread's tick first: holds there if the thread armed it. */
 void testhook_tick_gate(void);
+/* Holds the caller until a writer has opened and closed the FIFO named by
+ * the environment variable `env` (at once without it; at most a minute);
+ * `what` names the hold in the daemon's log. */
+void testhook_fifo_hold(const char *env, const char *what);
 #else
 static inline void testhook_hold_loop(const char *name) { (void)name; }
 static inline void testhook_stop_asked(const char *name) { (void)name; }
 static inline void testhook_tick_gate(void) {}
+static inline void testhook_fifo_hold(const char *env, const char *what)
+{
+    (void)env;
+    (void)what;
+}
 #endif
 
 #endif
