@@ -195,13 +195,12 @@ struct found {
     __u32 blob_len;
 };
 
-static __always_inline int tier_read(void *map, __u32 slot_size, __u32 mask,
+static __always_inline int tier_read(void *map, __u32 slot_size, __u32 pos,
                                      __u64 h, __u32 klen,
                                      struct mirror_scratch *s, struct found *f)
 {
     struct bpf_dynptr dp;
     struct mirror_entry *e;
-    __u32 pos = (__u32)h & mask;
     __u32 seq1, blen;
 
     /* the hash selects the slot: its lines are the only ones read */
@@ -534,15 +533,27 @@ static __always_inline int match(struct mirror_scratch *s, const struct req *q,
     }
     sc.hash = mirror_hash_final(sc.hash);
 
-    /* look the key up: it lives in at most one tier */
-    rc = tier_read(&mirror_t0, MIRROR_SLOT0, mdc_cfg.mask[0],
-                   sc.hash, q->klen, s, f);
+    /* look the key up: tier 0's dense front, then its hashed slot, then
+     * the other tiers (a fill leaves it in one place; a duplicate another
+     * fill of the same record may leave for a moment holds the same) */
+    rc = R_MISS;
+    if (mdc_cfg.hot_slots) /* .rodata: the verifier drops it without one */
+        rc = tier_read(&mirror_t0, MIRROR_SLOT0,
+                       mirror_hot_pos(sc.hash, mdc_cfg.hot_mask), sc.hash,
+                       q->klen, s, f);
     if (rc == R_MISS)
-        rc = tier_read(&mirror_t1, MIRROR_SLOT1, mdc_cfg.mask[1],
+        rc = tier_read(&mirror_t0, MIRROR_SLOT0,
+                       mirror_cold_pos(sc.hash, mdc_cfg.hot_slots,
+                                       mdc_cfg.mask[0]),
                        sc.hash, q->klen, s, f);
     if (rc == R_MISS)
-        rc = tier_read(&mirror_t2, MIRROR_SLOT2, mdc_cfg.mask[2],
-                       sc.hash, q->klen, s, f);
+        rc = tier_read(&mirror_t1, MIRROR_SLOT1,
+                       (__u32)sc.hash & mdc_cfg.mask[1], sc.hash, q->klen, s,
+                       f);
+    if (rc == R_MISS)
+        rc = tier_read(&mirror_t2, MIRROR_SLOT2,
+                       (__u32)sc.hash & mdc_cfg.mask[2], sc.hash, q->klen, s,
+                       f);
     if (rc == R_FOUND) {
         /* the copy is consistent: now the full key, then the deadline */
         cc.nwords = sc.nwords;

@@ -35,6 +35,7 @@ static struct mirror *MHEAD; /* the same program growing at the head */
 static uint8_t pkt[PKT_MAX], out[4096];
 
 static uint32_t open_slots = 16; /* slots per tier of open_mirror() */
+static uint32_t open_hot;        /* tier 0's dense front (0: default) */
 
 static void open_mirror(struct mirror **m, unsigned flags)
 {
@@ -51,6 +52,7 @@ static void open_mirror(struct mirror **m, unsigned flags)
     cfg.addrs = a;
     cfg.naddrs = 2;
     cfg.slots[0] = cfg.slots[1] = cfg.slots[2] = open_slots;
+    cfg.slots_hot = open_hot;
     cfg.mtu = 1500;
     cfg.flags = flags;
     rc = mirror_setup(&cfg, m, err, sizeof(err));
@@ -618,6 +620,189 @@ static void test_direct_slots(void **state)
     mirror_teardown(big);
 }
 
+/* An entry's sequence, hash and length as one snapshot of the slot. */
+static uint64_t slot_hash(void *slot)
+{
+    struct mirror_entry *e = slot;
+
+    return e->blob_len ? e->hash : 0;
+}
+
+/*
+ * Tier 0's dense front (docs/xdp.md, "The mirror"): keys a and b share a
+ * front slot.  The first to be filled keeps it and the other lives in its
+ * hashed slot; both are answered, each with its own bytes; invalidating
+ * either, wherever it sits, makes its next GET a miss and leaves the other
+ * answered; a fill moving a key into the front removes its hashed copy; a
+ * front slot whose hash is relabelled as another key's is never answered
+ * for it; a front slot being written is a conflict, and a fill of another
+ * key meanwhile goes to its hashed slot.
+ */
+static void test_hot_front(void **state)
+{
+    struct mirror *h;
+    struct req r = {0};
+    char a[32], b[32], c[32];
+    uint64_t ha, hb, hc;
+    void *fa, *fb, *ca, *cb, *cc;
+    uint32_t i, s, n = 0;
+    struct mirror_stats st;
+    size_t len;
+
+    open_hot = 4;
+    open_mirror(&h, 0);
+    open_hot = 0;
+    assert_int_equal(mirror_stats(h, &st), 0);
+    assert_int_equal(st.slots_hot, 4);
+    assert_int_equal(st.slots[0], 16);
+    /* the front is mapped with the tier (each tier rounded to pages) */
+    assert_true(st.mem_bytes >= (16 + 4) * MIRROR_SLOT0 +
+                                    16 * MIRROR_SLOT1 + 16 * MIRROR_SLOT2);
+    snprintf(a, sizeof(a), "front-a");
+    ha = mirror_key_hash(h, a, 7);
+    /* b and c share a's front slot, not its hashed one */
+    for (i = 0; n < 2; i++) {
+        char *k = n ? c : b;
+        uint64_t x;
+
+        snprintf(k, 32, "fr-%05u", i);
+        x = mirror_key_hash(h, k, 8);
+        if (((x ^ ha) >> 32 & 3) == 0 && ((x ^ ha) & 15) != 0 &&
+            (n == 0 || ((x ^ hb) & 15) != 0)) {
+            if (n == 0)
+                hb = x;
+            else
+                hc = x;
+            n++;
+        }
+        assert_true(i < 99999);
+    }
+    fa = mirror_slot_hot(h, a, 7);
+    fb = mirror_slot_hot(h, b, 8);
+    ca = mirror_slot(h, 0, a, 7);
+    cb = mirror_slot(h, 0, b, 8);
+    cc = mirror_slot(h, 0, c, 8);
+    assert_ptr_equal(fa, fb);
+    assert_ptr_not_equal(ca, cb);
+    /* the front comes first in the map; hashed slots after it */
+    assert_true((uint8_t *)ca >= (uint8_t *)fa + MIRROR_SLOT0);
+
+    assert_int_equal(mirror_fill(h, a, 7, "A1", 2, 1, 0), 0);
+    assert_int_equal(mirror_fill(h, b, 8, "B1", 2, 2, 0), 0);
+    assert_int_equal(slot_hash(fa), ha); /* first come keeps the front */
+    assert_int_equal(slot_hash(cb), hb);
+    assert_int_equal(slot_hash(ca), 0);
+    expect_hit_on(h, a, 1, "A1", 2, 1);
+    expect_hit_on(h, b, 2, "B1", 2, 2);
+
+    /* a write of b (in its hashed slot): invalidated, then refilled */
+    mirror_invalidate(h, b, 8);
+    r.payload = get_of(b);
+    len = build_req(pkt, &r);
+    expect_pass_on(h, pkt, len, MC_MISS);
+    expect_hit_on(h, a, 1, "A1", 2, 3);
+    assert_int_equal(mirror_fill(h, b, 8, "B2", 2, 2, 0), 0);
+    expect_hit_on(h, b, 2, "B2", 2, 4);
+
+    /* a write of a (in the front): b stays where it is */
+    mirror_store_hook(h, EV_SET, a, 7, 0);
+    r.payload = get_of(a);
+    len = build_req(pkt, &r);
+    expect_pass_on(h, pkt, len, MC_MISS);
+    assert_int_equal(slot_hash(fa), 0);
+    expect_hit_on(h, b, 2, "B2", 2, 5);
+
+    /* the next fill of b takes the empty front and drops its hashed copy
+     * (no invalidation first, as test_invalidate changes tiers: only the
+     * library's own drop removes it) */
+    assert_int_equal(slot_hash(cb), hb);
+    assert_int_equal(mirror_fill(h, b, 8, "B3", 2, 2, 0), 0);
+    assert_int_equal(slot_hash(fb), hb);
+    assert_int_equal(slot_hash(cb), 0);
+    expect_hit_on(h, b, 2, "B3", 2, 6);
+    /* a refill of b while it holds the front stays there */
+    assert_int_equal(mirror_fill(h, b, 8, "B3", 2, 2, 0), 0);
+    assert_int_equal(slot_hash(fb), hb);
+    assert_int_equal(slot_hash(cb), 0);
+    /* a now goes to its hashed slot */
+    assert_int_equal(mirror_fill(h, a, 7, "A2", 2, 1, 0), 0);
+    assert_int_equal(slot_hash(ca), ha);
+    expect_hit_on(h, a, 1, "A2", 2, 7);
+    expect_hit_on(h, b, 2, "B3", 2, 8);
+
+    /* the front's entry (b) relabelled with c's hash (c: as long as b,
+     * not mirrored): a lookup of c finds its hash there, the full key
+     * differs - never b's bytes for c; nor is b found any more */
+    s = ((struct mirror_entry *)fb)->seq;
+    ((struct mirror_entry *)fb)->seq = s + 1;
+    ((struct mirror_entry *)fb)->hash = hc;
+    ((struct mirror_entry *)fb)->seq = s + 2;
+    r.payload = get_of(c);
+    len = build_req(pkt, &r);
+    expect_pass_on(h, pkt, len, MC_MISS);
+    r.payload = get_of(b);
+    len = build_req(pkt, &r);
+    expect_pass_on(h, pkt, len, MC_MISS);
+    ((struct mirror_entry *)fb)->seq = s + 3;
+    ((struct mirror_entry *)fb)->hash = hb;
+    ((struct mirror_entry *)fb)->seq = s + 4;
+    expect_hit_on(h, b, 2, "B3", 2, 9);
+
+    /* the front being written: b's GET conflicts, c's fill goes to its
+     * hashed slot */
+    __atomic_fetch_add(&((struct mirror_entry *)fb)->seq, 1, __ATOMIC_SEQ_CST);
+    r.payload = get_of(b);
+    len = build_req(pkt, &r);
+    expect_pass_on(h, pkt, len, MC_CONFLICT);
+    assert_int_equal(mirror_fill(h, c, 8, "C1", 2, 3, 0), 0);
+    assert_int_equal(slot_hash(cc), hc);
+    __atomic_fetch_add(&((struct mirror_entry *)fb)->seq, 1, __ATOMIC_SEQ_CST);
+    expect_hit_on(h, b, 2, "B3", 2, 10);
+    expect_hit_on(h, c, 3, "C1", 2, 11);
+
+    /* usage counts both parts; clear empties both */
+    {
+        uint64_t ent, bytes;
+
+        mirror_usage(h, &ent, &bytes);
+        assert_int_equal(ent, 3);
+        mirror_clear(h);
+        mirror_usage(h, &ent, &bytes);
+        assert_int_equal(ent, 0);
+    }
+    r.payload = get_of(b);
+    len = build_req(pkt, &r);
+    expect_pass_on(h, pkt, len, MC_MISS);
+    mirror_teardown(h);
+}
+
+/* The library's default front: 2048 slots in front of a tier of 8192 or
+ * more, none in front of a smaller one (already dense) or when refused. */
+static void test_hot_default(void **state)
+{
+    struct mirror *h;
+    struct mirror_stats st;
+
+    open_slots = 8192;
+    open_mirror(&h, 0);
+    assert_int_equal(mirror_stats(h, &st), 0);
+    assert_int_equal(st.slots_hot, 2048);
+    assert_int_equal(st.slots[0], 8192);
+    assert_true(mirror_fill(h, "d", 1, "v", 1, 0, 0) == 0);
+    expect_hit_on(h, "d", 0, "v", 1, 1);
+    assert_int_equal(slot_hash(mirror_slot_hot(h, "d", 1)),
+                     mirror_key_hash(h, "d", 1));
+    mirror_teardown(h);
+    open_hot = MIRROR_HOT_NONE;
+    open_mirror(&h, 0);
+    open_hot = 0;
+    open_slots = 16;
+    assert_int_equal(mirror_stats(h, &st), 0);
+    assert_int_equal(st.slots_hot, 0);
+    assert_null(mirror_slot_hot(h, "d", 1));
+    mirror_teardown(h);
+}
+
 static void test_clear(void **state)
 {
     struct req r = {.payload = "get foo\r\n"};
@@ -700,6 +885,8 @@ int main(void)
         cmocka_unit_test(test_conflict),
         cmocka_unit_test(test_slot_reuse),
         cmocka_unit_test(test_direct_slots),
+        cmocka_unit_test(test_hot_front),
+        cmocka_unit_test(test_hot_default),
         cmocka_unit_test(test_clear),
         cmocka_unit_test(test_grow_head),
         cmocka_unit_test(test_after_privdrop),
