@@ -19,7 +19,8 @@
  *       the programs' own cost through BPF_PROG_TEST_RUN: mdc_xdp on a hit
  *       (tail and head growth) and a miss, mdc_bounce; ns per run (JSON);
  *       -s: slots of the 128-byte tier (how many pages the hot keys span);
- *       -H: slots of its dense front (0: the library's default, -1: none)
+ *       -H: slots of its dense front (0: the library's default,
+ *       0xffffffff: none)
  *
  * MODE: auto (default), native, generic.  Each program stays attached
  * through a bpf_link held by this process: it goes when the process goes.
@@ -541,7 +542,7 @@ int main(int argc, char **argv)
         case 'v': vlen = (unsigned)atoi(optarg); break;
         case 'k': hotkeys = (unsigned)atoi(optarg); break;
         case 's': slots0 = (unsigned)atoi(optarg); break;
-        case 'H': /* tier 0's dense front; -1: none */
+        case 'H': /* tier 0's dense front; 0xffffffff: none */
             slots_hot = (unsigned)strtol(optarg, NULL, 0);
             break;
         case 'i': ifname = optarg; break;
