@@ -214,12 +214,14 @@ static __always_inline int tier_read(void *map, __u32 slot_size, __u32 pos,
     if (seq1 & 1)
         return R_CONFLICT;
     blen = READ_ONCE(e->blob_len);
-    if (READ_ONCE(e->klen) != klen || blen == 0)
+    if (READ_ONCE(e->klen) != klen)
         return R_MISS;
     f->csum = READ_ONCE(e->csum);
     f->deadline = READ_ONCE(e->deadline_ns);
+    /* only a torn read can look like this (an emptied slot's hash is 0,
+     * never a key's: an empty one matched nothing above) */
     if (blen > slot_size - MIRROR_HDR_SIZE || blen < 6 + klen)
-        return R_CONFLICT; /* only a torn read can look like this */
+        return R_CONFLICT;
     f->blob_len = blen;
     if (slot_size == MIRROR_SLOT0) {
         /* a small slot is copied whole, inline: no helper call */
