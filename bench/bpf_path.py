@@ -379,24 +379,28 @@ def main():
         struct.pack_into("<II", ro, 64, hot, hot - 1)  # hot_slots, hot_mask
         return regs
 
-    def fill(regs, key, val, cold=False):
+    def fill(regs, key, val, where="front"):
         blob = b"VALUE " + key + b" 0 %d\r\n" % len(val) + val + b"\r\nEND\r\n"
         h = mhash(seed, key)
         t = 0 if len(blob) <= sizes[0] - hdr else 1
         e = regs["mirror_t%d" % t]
-        # the slot the hash selects (bpf/mirror_layout.h): tier 0's front
-        # slot, or with cold its hashed one behind the front, the front slot
-        # holding another key; objects of earlier layouts find it at
-        # (h & mask) (before 2026-11-30) or through the index word naming
-        # slot 7 (2026-11-24 to 11-29)
-        if t == 0 and not cold:
-            layout_fill(e, ((h >> 32) & (hot - 1)) * sizes[t], blob, key, val,
-                        h)
+        # the slot the hash selects (bpf/mirror_layout.h): tier 0's first
+        # front slot; its second (front2) or its hashed one behind the front
+        # (cold), the front slots before it holding another key; objects of
+        # earlier layouts find it at (h & mask) (before 2026-11-30) or
+        # through the index word naming slot 7 (2026-11-24 to 11-29)
+        p1 = (h >> 32) & (hot - 1)
+        p2 = (p1 ^ (((h >> 48) & (4096 // sizes[0] - 1)) | 1)) & (hot - 1)
+        if t == 0 and where == "front":
+            layout_fill(e, p1 * sizes[t], blob, key, val, h)
+        elif t == 0 and where == "front2":
+            layout_fill(e, p2 * sizes[t], blob, key, val, h)
+            layout_fill(e, p1 * sizes[t], blob, key, val, h ^ 1)
         elif t == 0:
             layout_fill(e, (hot + (h & (slots[t] - 1))) * sizes[t], blob, key,
                         val, h)
-            layout_fill(e, ((h >> 32) & (hot - 1)) * sizes[t], blob, key, val,
-                        h ^ 1)
+            layout_fill(e, p1 * sizes[t], blob, key, val, h ^ 1)
+            layout_fill(e, p2 * sizes[t], blob, key, val, h ^ 3)
         layout_fill(e, (h & (slots[t] - 1)) * sizes[t], blob, key, val, h)
         layout_fill(e, 7 * sizes[t], blob, key, val, h)
         struct.pack_into("<Q", regs["mirror_i%d" % t], (h & (slots[t] - 1)) * 8,
@@ -455,9 +459,10 @@ def main():
     val = b"v" * a.vlen
     names = {0: "ABORTED", 1: "DROP", 2: "PASS", 3: "TX"}
     out = {}
-    for case in ("hit", "hit_cold", "miss", "bounce"):
+    for case in ("hit", "hit_front2", "hit_cold", "miss", "bounce"):
         regs = fresh()
-        fill(regs, key, val, case == "hit_cold")
+        fill(regs, key, val, {"hit_front2": "front2",
+                              "hit_cold": "cold"}.get(case, "front"))
         pkt = request(key if case != "miss" else b"key:00000002")
         if case == "bounce":
             regs[".rodata"][0:2] = b"\x2b\xcb"  # bounce_port 11211

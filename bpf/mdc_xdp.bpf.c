@@ -539,10 +539,15 @@ static __always_inline int match(struct mirror_scratch *s, const struct req *q,
      * the other tiers (a fill leaves it in one place; a duplicate another
      * fill of the same record may leave for a moment holds the same) */
     rc = R_MISS;
-    if (mdc_cfg.hot_slots) /* .rodata: the verifier drops it without one */
-        rc = tier_read(&mirror_t0, MIRROR_SLOT0,
-                       mirror_hot_pos(sc.hash, mdc_cfg.hot_mask), sc.hash,
-                       q->klen, s, f);
+    if (mdc_cfg.hot_slots) { /* .rodata: the verifier drops it without */
+        __u32 p1 = mirror_hot_pos(sc.hash, mdc_cfg.hot_mask);
+
+        rc = tier_read(&mirror_t0, MIRROR_SLOT0, p1, sc.hash, q->klen, s, f);
+        if (rc == R_MISS)
+            rc = tier_read(&mirror_t0, MIRROR_SLOT0,
+                           mirror_hot_pos2(p1, sc.hash, mdc_cfg.hot_mask),
+                           sc.hash, q->klen, s, f);
+    }
     if (rc == R_MISS)
         rc = tier_read(&mirror_t0, MIRROR_SLOT0,
                        mirror_cold_pos(sc.hash, mdc_cfg.hot_slots,

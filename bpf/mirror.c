@@ -217,12 +217,19 @@ static struct mirror_entry *slot_of(struct mirror *m, unsigned t, uint64_t h)
     return slot_at(m, t, mirror_cold_pos(h, tr->hot, tr->mask));
 }
 
-/* Its slot in tier t's dense front, or NULL without one. */
-static struct mirror_entry *hot_of(struct mirror *m, unsigned t, uint64_t h)
+/* Its slot 'which' (0, 1) in tier t's dense front, or NULL without one. */
+static struct mirror_entry *hot_of(struct mirror *m, unsigned t, uint64_t h,
+                                   unsigned which)
 {
     struct tier *tr = &m->tier[t];
+    uint32_t p;
 
-    return tr->hot ? slot_at(m, t, mirror_hot_pos(h, tr->hot - 1)) : NULL;
+    if (!tr->hot)
+        return NULL;
+    p = mirror_hot_pos(h, tr->hot - 1);
+    if (which)
+        p = mirror_hot_pos2(p, h, tr->hot - 1);
+    return slot_at(m, t, p);
 }
 
 void *mirror_slot(struct mirror *m, unsigned tier, const void *key,
@@ -233,11 +240,12 @@ void *mirror_slot(struct mirror *m, unsigned tier, const void *key,
     return slot_of(m, tier, key_hash(m->seed, key, klen));
 }
 
-void *mirror_slot_hot(struct mirror *m, const void *key, uint32_t klen)
+void *mirror_slot_hot(struct mirror *m, const void *key, uint32_t klen,
+                      unsigned which)
 {
-    if (!m || !m->tier[0].base)
+    if (!m || !m->tier[0].base || which > 1)
         return NULL;
-    return hot_of(m, 0, key_hash(m->seed, key, klen));
+    return hot_of(m, 0, key_hash(m->seed, key, klen), which);
 }
 
 /*
@@ -304,7 +312,7 @@ static void drop_at(struct mirror *m, struct mirror_entry *e, uint64_t h)
     stat_add(&m->invalidations);
 }
 
-/* Every place of hash h but 'keep': both of tier 0's, the other tiers'. */
+/* Every place of hash h but 'keep': tier 0's three, the other tiers'. */
 static void drop_all(struct mirror *m, uint64_t h, struct mirror_entry *keep)
 {
     struct mirror_entry *e;
@@ -313,7 +321,9 @@ static void drop_all(struct mirror *m, uint64_t h, struct mirror_entry *keep)
     for (t = 0; t < MIRROR_TIERS; t++) {
         if (!m->tier[t].base)
             continue;
-        if ((e = hot_of(m, t, h)) != keep)
+        if ((e = hot_of(m, t, h, 0)) != keep)
+            drop_at(m, e, h);
+        if ((e = hot_of(m, t, h, 1)) != keep)
             drop_at(m, e, h);
         if ((e = slot_of(m, t, h)) != keep)
             drop_at(m, e, h);
@@ -350,8 +360,11 @@ static bool claim_front(struct mirror_entry *e, uint64_t h, uint32_t *seq)
 static struct mirror_entry *fill_slot(struct mirror *m, unsigned t, uint64_t h,
                                       uint32_t *seq)
 {
-    struct mirror_entry *e = hot_of(m, t, h);
+    struct mirror_entry *e = hot_of(m, t, h, 0);
 
+    if (e && claim_front(e, h, seq))
+        return e;
+    e = hot_of(m, t, h, 1);
     if (e && claim_front(e, h, seq))
         return e;
     e = slot_of(m, t, h);
@@ -710,7 +723,7 @@ int mirror_setup(const struct mirror_config *cfg, struct mirror **out, char *err
         if (t == 0 && cfg->slots_hot == 0)
             hot = n >= 4 * HOT_DEFAULT ? HOT_DEFAULT : 0;
         else if (t == 0 && cfg->slots_hot != MIRROR_HOT_NONE)
-            hot = pow2_at_least(cfg->slots_hot);
+            hot = pow2_at_least(cfg->slots_hot < 2 ? 2 : cfg->slots_hot);
         m->tier[t].mask = n - 1;
         m->tier[t].size = tier_size[t];
         m->tier[t].hot = hot;

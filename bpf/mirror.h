@@ -59,9 +59,9 @@ struct mirror_config {
     uint32_t mtu; /* 0: the interface's MTU (1500 without one) */
     unsigned flags;
     uint32_t slots_hot; /* tier 0's dense front (docs/xdp.md, "The
-                           mirror"): rounded up to a power of two; 0 =
-                           2048 if tier 0 has 8192 slots or more, else
-                           none; MIRROR_HOT_NONE = none */
+                           mirror"): rounded up to a power of two, 2 at
+                           least; 0 = 2048 if tier 0 has 8192 slots or
+                           more, else none; MIRROR_HOT_NONE = none */
 };
 #define MIRROR_HOT_NONE UINT32_MAX
 
@@ -143,10 +143,11 @@ int mirror_if_mtu(const char *ifname);
 /* ---- for tests and tools ---------------------------------------------- */
 int mirror_prog_fd(const struct mirror *m);
 /* The slot a key's hash selects in a tier (whatever it holds now), and its
- * slot in tier 0's dense front (NULL without one). */
+ * slots 0 and 1 in tier 0's dense front (NULL without one). */
 void *mirror_slot(struct mirror *m, unsigned tier, const void *key,
                   uint32_t klen);
-void *mirror_slot_hot(struct mirror *m, const void *key, uint32_t klen);
+void *mirror_slot_hot(struct mirror *m, const void *key, uint32_t klen,
+                      unsigned which);
 uint64_t mirror_key_hash(const struct mirror *m, const void *key,
                          uint32_t klen);
 

@@ -629,136 +629,160 @@ static uint64_t slot_hash(void *slot)
 }
 
 /*
- * Tier 0's dense front (docs/xdp.md, "The mirror"): keys a and b share a
- * front slot.  The first to be filled keeps it and the other lives in its
- * hashed slot; both are answered, each with its own bytes; invalidating
- * either, wherever it sits, makes its next GET a miss and leaves the other
- * answered; a fill moving a key into the front removes its hashed copy; a
- * front slot whose hash is relabelled as another key's is never answered
- * for it; a front slot being written is a conflict, and a fill of another
- * key meanwhile goes to its hashed slot.
+ * Tier 0's dense front (docs/xdp.md, "The mirror"), here of 2 slots: every
+ * key's two front slots are both of them.  Keys a and b fill the front,
+ * c then lives in its hashed slot; all three are answered, each with its
+ * own bytes; invalidating any of them, wherever it sits, makes its next GET
+ * a miss and leaves the others answered; a fill moving a key into the
+ * front drops its hashed copy; a front slot whose hash is relabelled as
+ * another key's is never answered for it; a front slot being written is a
+ * conflict, and a fill of another key meanwhile goes to its hashed slot.
  */
+static int in_front(struct mirror *h, const char *k, uint64_t hk)
+{
+    uint32_t kl = (uint32_t)strlen(k);
+
+    return (slot_hash(mirror_slot_hot(h, k, kl, 0)) == hk) +
+           (slot_hash(mirror_slot_hot(h, k, kl, 1)) == hk);
+}
+
 static void test_hot_front(void **state)
 {
     struct mirror *h;
     struct req r = {0};
-    char a[32], b[32], c[32];
-    uint64_t ha, hb, hc;
-    void *fa, *fb, *ca, *cb, *cc;
-    uint32_t i, s, n = 0;
+    char a[32], k[4][32]; /* b, c, d (never filled), e */
+    uint64_t ha, hk[4];
+    void *ca, *ck[4];
+    struct mirror_entry *fb;
+    uint32_t i, s, n = 0, used = 0;
     struct mirror_stats st;
     size_t len;
 
-    open_hot = 4;
+    open_hot = 2;
     open_mirror(&h, 0);
     open_hot = 0;
     assert_int_equal(mirror_stats(h, &st), 0);
-    assert_int_equal(st.slots_hot, 4);
+    assert_int_equal(st.slots_hot, 2);
     assert_int_equal(st.slots[0], 16);
     /* the front is mapped with the tier (each tier rounded to pages) */
-    assert_true(st.mem_bytes >= (16 + 4) * MIRROR_SLOT0 +
+    assert_true(st.mem_bytes >= (16 + 2) * MIRROR_SLOT0 +
                                     16 * MIRROR_SLOT1 + 16 * MIRROR_SLOT2);
     snprintf(a, sizeof(a), "front-a");
     ha = mirror_key_hash(h, a, 7);
-    /* b and c share a's front slot, not its hashed one */
-    for (i = 0; n < 2; i++) {
-        char *k = n ? c : b;
-        uint64_t x;
-
-        snprintf(k, 32, "fr-%05u", i);
-        x = mirror_key_hash(h, k, 8);
-        if (((x ^ ha) >> 32 & 3) == 0 && ((x ^ ha) & 15) != 0 &&
-            (n == 0 || ((x ^ hb) & 15) != 0)) {
-            if (n == 0)
-                hb = x;
-            else
-                hc = x;
+    used = 1u << (ha & 15);
+    /* b, c, d, e: 8 bytes, hashed slots distinct from a's and each
+     * other's; b's first front slot a's (so b takes its second) */
+    for (i = 0; n < 4; i++) {
+        snprintf(k[n], 32, "fr-%05u", i);
+        hk[n] = mirror_key_hash(h, k[n], 8);
+        if (n == 0 && ((hk[0] ^ ha) >> 32 & 1))
+            continue;
+        if (!(used & (1u << (hk[n] & 15)))) {
+            used |= 1u << (hk[n] & 15);
             n++;
         }
         assert_true(i < 99999);
     }
-    fa = mirror_slot_hot(h, a, 7);
-    fb = mirror_slot_hot(h, b, 8);
     ca = mirror_slot(h, 0, a, 7);
-    cb = mirror_slot(h, 0, b, 8);
-    cc = mirror_slot(h, 0, c, 8);
-    assert_ptr_equal(fa, fb);
-    assert_ptr_not_equal(ca, cb);
-    /* the front comes first in the map; hashed slots after it */
-    assert_true((uint8_t *)ca >= (uint8_t *)fa + MIRROR_SLOT0);
+    for (i = 0; i < 4; i++)
+        ck[i] = mirror_slot(h, 0, k[i], 8);
+    /* the front comes first in the map, its two slots a key's two */
+    assert_ptr_not_equal(mirror_slot_hot(h, a, 7, 0),
+                         mirror_slot_hot(h, a, 7, 1));
+    assert_true((uint8_t *)ca >=
+                (uint8_t *)mirror_slot_hot(h, a, 7, 0) + MIRROR_SLOT0);
 
     assert_int_equal(mirror_fill(h, a, 7, "A1", 2, 1, 0), 0);
-    assert_int_equal(mirror_fill(h, b, 8, "B1", 2, 2, 0), 0);
-    assert_int_equal(slot_hash(fa), ha); /* first come keeps the front */
-    assert_int_equal(slot_hash(cb), hb);
+    assert_int_equal(mirror_fill(h, k[0], 8, "B1", 2, 2, 0), 0);
+    assert_int_equal(mirror_fill(h, k[1], 8, "C1", 2, 3, 0), 0);
+    assert_int_equal(in_front(h, a, ha), 1); /* first come keep the front */
+    assert_int_equal(slot_hash(mirror_slot_hot(h, k[0], 8, 1)), hk[0]);
+    assert_int_equal(in_front(h, k[1], hk[1]), 0);
+    assert_int_equal(slot_hash(ck[1]), hk[1]);
     assert_int_equal(slot_hash(ca), 0);
     expect_hit_on(h, a, 1, "A1", 2, 1);
-    expect_hit_on(h, b, 2, "B1", 2, 2);
+    expect_hit_on(h, k[0], 2, "B1", 2, 2);
+    expect_hit_on(h, k[1], 3, "C1", 2, 3);
 
-    /* a write of b (in its hashed slot): invalidated, then refilled */
-    mirror_invalidate(h, b, 8);
-    r.payload = get_of(b);
+    /* a write of c (in its hashed slot): invalidated, then refilled */
+    mirror_invalidate(h, k[1], 8);
+    r.payload = get_of(k[1]);
     len = build_req(pkt, &r);
     expect_pass_on(h, pkt, len, MC_MISS);
-    expect_hit_on(h, a, 1, "A1", 2, 3);
-    assert_int_equal(mirror_fill(h, b, 8, "B2", 2, 2, 0), 0);
-    expect_hit_on(h, b, 2, "B2", 2, 4);
+    expect_hit_on(h, a, 1, "A1", 2, 4);
+    expect_hit_on(h, k[0], 2, "B1", 2, 5);
+    assert_int_equal(mirror_fill(h, k[1], 8, "C2", 2, 3, 0), 0);
+    expect_hit_on(h, k[1], 3, "C2", 2, 6);
 
-    /* a write of a (in the front): b stays where it is */
+    /* a write of a (in the front): the others stay where they are */
     mirror_store_hook(h, EV_SET, a, 7, 0);
     r.payload = get_of(a);
     len = build_req(pkt, &r);
     expect_pass_on(h, pkt, len, MC_MISS);
-    assert_int_equal(slot_hash(fa), 0);
-    expect_hit_on(h, b, 2, "B2", 2, 5);
+    assert_int_equal(in_front(h, a, ha), 0);
+    expect_hit_on(h, k[1], 3, "C2", 2, 7);
 
-    /* the next fill of b takes the empty front and drops its hashed copy
-     * (no invalidation first, as test_invalidate changes tiers: only the
-     * library's own drop removes it) */
-    assert_int_equal(slot_hash(cb), hb);
-    assert_int_equal(mirror_fill(h, b, 8, "B3", 2, 2, 0), 0);
-    assert_int_equal(slot_hash(fb), hb);
-    assert_int_equal(slot_hash(cb), 0);
-    expect_hit_on(h, b, 2, "B3", 2, 6);
-    /* a refill of b while it holds the front stays there */
-    assert_int_equal(mirror_fill(h, b, 8, "B3", 2, 2, 0), 0);
-    assert_int_equal(slot_hash(fb), hb);
-    assert_int_equal(slot_hash(cb), 0);
+    /* the next fill of c takes the free front slot and drops its hashed
+     * copy (no invalidation first, as test_invalidate changes tiers: only
+     * the library's own drop removes it) */
+    assert_int_equal(slot_hash(ck[1]), hk[1]);
+    assert_int_equal(mirror_fill(h, k[1], 8, "C3", 2, 3, 0), 0);
+    assert_int_equal(in_front(h, k[1], hk[1]), 1);
+    assert_int_equal(slot_hash(ck[1]), 0);
+    expect_hit_on(h, k[1], 3, "C3", 2, 8);
+    /* a refill of c while it holds a front slot stays there */
+    assert_int_equal(mirror_fill(h, k[1], 8, "C3", 2, 3, 0), 0);
+    assert_int_equal(in_front(h, k[1], hk[1]), 1);
+    assert_int_equal(slot_hash(ck[1]), 0);
     /* a now goes to its hashed slot */
     assert_int_equal(mirror_fill(h, a, 7, "A2", 2, 1, 0), 0);
     assert_int_equal(slot_hash(ca), ha);
-    expect_hit_on(h, a, 1, "A2", 2, 7);
-    expect_hit_on(h, b, 2, "B3", 2, 8);
+    expect_hit_on(h, a, 1, "A2", 2, 9);
+    expect_hit_on(h, k[0], 2, "B1", 2, 10);
 
-    /* the front's entry (b) relabelled with c's hash (c: as long as b,
-     * not mirrored): a lookup of c finds its hash there, the full key
-     * differs - never b's bytes for c; nor is b found any more */
-    s = ((struct mirror_entry *)fb)->seq;
-    ((struct mirror_entry *)fb)->seq = s + 1;
-    ((struct mirror_entry *)fb)->hash = hc;
-    ((struct mirror_entry *)fb)->seq = s + 2;
-    r.payload = get_of(c);
+    /* b's front entry relabelled with d's hash (d: as long as b, never
+     * mirrored, its front slots the same two): a lookup of d finds its
+     * hash there, the full key differs - never b's bytes for d; nor is b
+     * found any more */
+    fb = slot_hash(mirror_slot_hot(h, k[0], 8, 0)) == hk[0]
+             ? mirror_slot_hot(h, k[0], 8, 0)
+             : mirror_slot_hot(h, k[0], 8, 1);
+    assert_int_equal(slot_hash(fb), hk[0]);
+    s = fb->seq;
+    fb->seq = s + 1;
+    fb->hash = hk[2];
+    fb->seq = s + 2;
+    r.payload = get_of(k[2]);
     len = build_req(pkt, &r);
     expect_pass_on(h, pkt, len, MC_MISS);
-    r.payload = get_of(b);
+    r.payload = get_of(k[0]);
     len = build_req(pkt, &r);
     expect_pass_on(h, pkt, len, MC_MISS);
-    ((struct mirror_entry *)fb)->seq = s + 3;
-    ((struct mirror_entry *)fb)->hash = hb;
-    ((struct mirror_entry *)fb)->seq = s + 4;
-    expect_hit_on(h, b, 2, "B3", 2, 9);
+    fb->seq = s + 3;
+    fb->hash = hk[0];
+    fb->seq = s + 4;
+    expect_hit_on(h, k[0], 2, "B1", 2, 11);
 
-    /* the front being written: b's GET conflicts, c's fill goes to its
-     * hashed slot */
-    __atomic_fetch_add(&((struct mirror_entry *)fb)->seq, 1, __ATOMIC_SEQ_CST);
-    r.payload = get_of(b);
+    /* b's front slot being written: b's GET conflicts, e's fill goes to
+     * its hashed slot (the other front slot holds c) */
+    __atomic_fetch_add(&fb->seq, 1, __ATOMIC_SEQ_CST);
+    r.payload = get_of(k[0]);
     len = build_req(pkt, &r);
     expect_pass_on(h, pkt, len, MC_CONFLICT);
-    assert_int_equal(mirror_fill(h, c, 8, "C1", 2, 3, 0), 0);
-    assert_int_equal(slot_hash(cc), hc);
-    __atomic_fetch_add(&((struct mirror_entry *)fb)->seq, 1, __ATOMIC_SEQ_CST);
-    expect_hit_on(h, b, 2, "B3", 2, 10);
-    expect_hit_on(h, c, 3, "C1", 2, 11);
+    assert_int_equal(mirror_fill(h, k[3], 8, "E1", 2, 4, 0), 0);
+    assert_int_equal(slot_hash(ck[3]), hk[3]);
+    __atomic_fetch_add(&fb->seq, 1, __ATOMIC_SEQ_CST);
+    expect_hit_on(h, k[0], 2, "B1", 2, 12);
+    expect_hit_on(h, k[3], 4, "E1", 2, 13);
+    expect_hit_on(h, k[1], 3, "C3", 2, 14);
+    expect_hit_on(h, a, 1, "A2", 2, 15);
+
+    /* a write of b (in its second front slot) */
+    mirror_invalidate(h, k[0], 8);
+    r.payload = get_of(k[0]);
+    len = build_req(pkt, &r);
+    expect_pass_on(h, pkt, len, MC_MISS);
+    expect_hit_on(h, k[1], 3, "C3", 2, 16);
 
     /* usage counts both parts; clear empties both */
     {
@@ -770,7 +794,7 @@ static void test_hot_front(void **state)
         mirror_usage(h, &ent, &bytes);
         assert_int_equal(ent, 0);
     }
-    r.payload = get_of(b);
+    r.payload = get_of(k[0]);
     len = build_req(pkt, &r);
     expect_pass_on(h, pkt, len, MC_MISS);
     mirror_teardown(h);
@@ -790,7 +814,7 @@ static void test_hot_default(void **state)
     assert_int_equal(st.slots[0], 8192);
     assert_true(mirror_fill(h, "d", 1, "v", 1, 0, 0) == 0);
     expect_hit_on(h, "d", 0, "v", 1, 1);
-    assert_int_equal(slot_hash(mirror_slot_hot(h, "d", 1)),
+    assert_int_equal(slot_hash(mirror_slot_hot(h, "d", 1, 0)),
                      mirror_key_hash(h, "d", 1));
     mirror_teardown(h);
     open_hot = MIRROR_HOT_NONE;
@@ -799,7 +823,7 @@ static void test_hot_default(void **state)
     open_slots = 16;
     assert_int_equal(mirror_stats(h, &st), 0);
     assert_int_equal(st.slots_hot, 0);
-    assert_null(mirror_slot_hot(h, "d", 1));
+    assert_null(mirror_slot_hot(h, "d", 1, 0));
     mirror_teardown(h);
 }
 
