@@ -354,9 +354,10 @@ static bool claim_front(struct mirror_entry *e, uint64_t h, uint32_t *seq)
     return true;
 }
 
-/* The slot of hash h in tier t, claimed for a fill: whatever it holds is
- * replaced (the newest fill wins); one another writer owns is not waited
- * for (NULL: MIRROR_EBUSY, a spurious miss). */
+/* The slot of hash h in tier t, claimed for a fill: the first of its front
+ * slots that is free or already h's (tier 0), else its hashed slot,
+ * whatever that holds (the newest fill wins there); one another writer
+ * owns is not waited for (NULL: MIRROR_EBUSY, a spurious miss). */
 static struct mirror_entry *fill_slot(struct mirror *m, unsigned t, uint64_t h,
                                       uint32_t *seq)
 {

@@ -105,9 +105,9 @@ struct mirror_cfg {
  * slot that is empty or already the key's, else the hashed one (the newest
  * fill wins there); the reader tries them in that order.  The front is a
  * few hundred KiB, so the hot set of a busy server sits in a few dozen
- * pages whatever the tier's size; two choices fill it to about 97 %
- * before keys spill into the hashed slots (one choice: about 80 % with
- * half as many keys as slots).
+ * pages whatever the tier's size: with half as many keys as front slots,
+ * about 92 % of them sit in the front (one choice: about 80 %), the rest
+ * in their hashed slots.
  */
 #define MIRROR_PAGE_SLOTS0 (4096u / MIRROR_SLOT0)
 static inline __u32 mirror_hot_pos(__u64 h, __u32 hot_mask)
