@@ -352,14 +352,16 @@ def main():
     seed = 0x5eed5eed12345678
     slots = [32768, 8192, 2048]
     sizes = [128, 512, 1536]
+    hot = 2048  # tier 0's dense front, the library's default
     # the layout's header size and field offsets come from mirror_layout.h
     hdr = int(os.environ.get("MIRROR_HDR_SIZE", "32"))
 
     def fresh():
         regs = {"pkt": bytearray(256 + 2048), "stack": bytearray(512),
-                ".rodata": bytearray(64)}
+                ".rodata": bytearray(72)}
         for t in range(3):
-            regs["mirror_t%d" % t] = bytearray(slots[t] * sizes[t])
+            regs["mirror_t%d" % t] = bytearray(
+                (slots[t] + (hot if t == 0 else 0)) * sizes[t])
             regs["mirror_i%d" % t] = bytearray(slots[t] * 8)
         regs["mirror_scratch"] = bytearray(4096)
         regs["mirror_counters"] = bytearray(8 * 32)
@@ -374,16 +376,31 @@ def main():
         for t in range(3):
             struct.pack_into("<I", ro, 44 + 4 * t, slots[t] - 1)
         struct.pack_into("<Q", ro, 56, seed)
+        struct.pack_into("<II", ro, 64, hot, hot - 1)  # hot_slots, hot_mask
         return regs
 
-    def fill(regs, key, val):
+    def fill(regs, key, val, where="front"):
         blob = b"VALUE " + key + b" 0 %d\r\n" % len(val) + val + b"\r\nEND\r\n"
         h = mhash(seed, key)
         t = 0 if len(blob) <= sizes[0] - hdr else 1
         e = regs["mirror_t%d" % t]
-        # the slot the hash selects (bpf/mirror_layout.h); an object of the
-        # earlier layout, with an index (mirror_i*) in front of the slots,
-        # finds the entry through the index word, naming slot 7
+        # the slot the hash selects (bpf/mirror_layout.h): tier 0's first
+        # front slot; its second (front2) or its hashed one behind the front
+        # (cold), the front slots before it holding another key; objects of
+        # earlier layouts find it at (h & mask) (before 2026-11-30) or
+        # through the index word naming slot 7 (2026-11-24 to 11-29)
+        p1 = (h >> 32) & (hot - 1)
+        p2 = (p1 ^ (((h >> 48) & (4096 // sizes[0] - 1)) | 1)) & (hot - 1)
+        if t == 0 and where == "front":
+            layout_fill(e, p1 * sizes[t], blob, key, val, h)
+        elif t == 0 and where == "front2":
+            layout_fill(e, p2 * sizes[t], blob, key, val, h)
+            layout_fill(e, p1 * sizes[t], blob, key, val, h ^ 1)
+        elif t == 0:
+            layout_fill(e, (hot + (h & (slots[t] - 1))) * sizes[t], blob, key,
+                        val, h)
+            layout_fill(e, p1 * sizes[t], blob, key, val, h ^ 1)
+            layout_fill(e, p2 * sizes[t], blob, key, val, h ^ 3)
         layout_fill(e, (h & (slots[t] - 1)) * sizes[t], blob, key, val, h)
         layout_fill(e, 7 * sizes[t], blob, key, val, h)
         struct.pack_into("<Q", regs["mirror_i%d" % t], (h & (slots[t] - 1)) * 8,
@@ -442,16 +459,17 @@ def main():
     val = b"v" * a.vlen
     names = {0: "ABORTED", 1: "DROP", 2: "PASS", 3: "TX"}
     out = {}
-    for case in ("hit", "miss", "bounce"):
+    for case in ("hit", "hit_front2", "hit_cold", "miss", "bounce"):
         regs = fresh()
-        fill(regs, key, val)
+        fill(regs, key, val, {"hit_front2": "front2",
+                              "hit_cold": "cold"}.get(case, "front"))
         pkt = request(key if case != "miss" else b"key:00000002")
         if case == "bounce":
             regs[".rodata"][0:2] = b"\x2b\xcb"  # bounce_port 11211
             m, v, rep = run(bobj, "mdc_bounce", pkt, regs, "bounce_port")
         else:
             m, v, rep = run(obj, "mdc_xdp", pkt, regs, "mdc_cfg")
-        if case == "hit":
+        if case.startswith("hit"):
             assert v == 3, "hit verdict %d" % v
             pl = check_reply(pkt, rep)
             want = pkt[42:44] + b"\0\0\0\1\0\0" + b"VALUE " + key + \

@@ -15,9 +15,12 @@
  *       is then copied into the mirror, as the daemon does.
  *
  *   mdc-xdp-tool progbench [-n REPEAT] [-v VLEN] [-k HOTKEYS] [-s SLOTS]
+ *                          [-H FRONT_SLOTS]
  *       the programs' own cost through BPF_PROG_TEST_RUN: mdc_xdp on a hit
  *       (tail and head growth) and a miss, mdc_bounce; ns per run (JSON);
- *       -s: slots of the 128-byte tier (how many pages the hot keys span)
+ *       -s: slots of the 128-byte tier (how many pages the hot keys span);
+ *       -H: slots of its dense front (0: the library's default,
+ *       0xffffffff: none)
  *
  * MODE: auto (default), native, generic.  Each program stays attached
  * through a bpf_link held by this process: it goes when the process goes.
@@ -377,7 +380,7 @@ static int cmp_u32(const void *a, const void *b)
  * requests in a scattered order (the cost per hit once the working set is
  * larger than one key); the single-key figures are unchanged.
  */
-static unsigned hotkeys, slots0;
+static unsigned hotkeys, slots0, slots_hot;
 
 static int run_progbench(int repeat, unsigned vlen)
 {
@@ -411,6 +414,7 @@ static int run_progbench(int repeat, unsigned vlen)
         cfg.mtu = 1500;
         cfg.flags = i ? MIRROR_F_HEAD_ONLY : 0;
         cfg.slots[0] = slots0;
+        cfg.slots_hot = slots_hot;
         if (mirror_setup(&cfg, &m[i], err, sizeof(err))) {
             fprintf(stderr, "mdc-xdp-tool: %s\n", err);
             return 1;
@@ -532,12 +536,15 @@ int main(int argc, char **argv)
         usage();
     what = argv[1];
     optind = 2;
-    while ((c = getopt(argc, argv, "i:m:p:a:n:v:k:s:")) != -1) {
+    while ((c = getopt(argc, argv, "i:m:p:a:n:v:k:s:H:")) != -1) {
         switch (c) {
         case 'n': repeat = atoi(optarg); break;
         case 'v': vlen = (unsigned)atoi(optarg); break;
         case 'k': hotkeys = (unsigned)atoi(optarg); break;
         case 's': slots0 = (unsigned)atoi(optarg); break;
+        case 'H': /* tier 0's dense front; 0xffffffff: none */
+            slots_hot = (unsigned)strtol(optarg, NULL, 0);
+            break;
         case 'i': ifname = optarg; break;
         case 'm': mode = parse_mode(optarg); break;
         case 'p': port = (uint16_t)atoi(optarg); break;

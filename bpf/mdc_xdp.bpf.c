@@ -195,13 +195,12 @@ struct found {
     __u32 blob_len;
 };
 
-static __always_inline int tier_read(void *map, __u32 slot_size, __u32 mask,
+static __always_inline int tier_read(void *map, __u32 slot_size, __u32 pos,
                                      __u64 h, __u32 klen,
                                      struct mirror_scratch *s, struct found *f)
 {
     struct bpf_dynptr dp;
     struct mirror_entry *e;
-    __u32 pos = (__u32)h & mask;
     __u32 seq1, blen;
 
     /* the hash selects the slot: its lines are the only ones read */
@@ -215,12 +214,14 @@ static __always_inline int tier_read(void *map, __u32 slot_size, __u32 mask,
     if (seq1 & 1)
         return R_CONFLICT;
     blen = READ_ONCE(e->blob_len);
-    if (READ_ONCE(e->klen) != klen || blen == 0)
+    if (READ_ONCE(e->klen) != klen)
         return R_MISS;
     f->csum = READ_ONCE(e->csum);
     f->deadline = READ_ONCE(e->deadline_ns);
+    /* only a torn read can look like this (an emptied slot's hash is 0,
+     * never a key's: an empty one matched nothing above) */
     if (blen > slot_size - MIRROR_HDR_SIZE || blen < 6 + klen)
-        return R_CONFLICT; /* only a torn read can look like this */
+        return R_CONFLICT;
     f->blob_len = blen;
     if (slot_size == MIRROR_SLOT0) {
         /* a small slot is copied whole, inline: no helper call */
@@ -534,15 +535,32 @@ static __always_inline int match(struct mirror_scratch *s, const struct req *q,
     }
     sc.hash = mirror_hash_final(sc.hash);
 
-    /* look the key up: it lives in at most one tier */
-    rc = tier_read(&mirror_t0, MIRROR_SLOT0, mdc_cfg.mask[0],
-                   sc.hash, q->klen, s, f);
+    /* look the key up: tier 0's dense front, then its hashed slot, then
+     * the other tiers (a fill leaves it in one place; a duplicate another
+     * fill of the same record may leave for a moment holds the same) */
+    rc = R_MISS;
+    if (mdc_cfg.hot_slots) { /* .rodata: the verifier drops it without */
+        __u32 p1 = mirror_hot_pos(sc.hash, mdc_cfg.hot_mask);
+
+        rc = tier_read(&mirror_t0, MIRROR_SLOT0, p1, sc.hash, q->klen, s, f);
+        if (rc == R_MISS)
+            rc = tier_read(&mirror_t0, MIRROR_SLOT0,
+                           mirror_hot_pos2(p1, sc.hash, mdc_cfg.hot_mask),
+                           sc.hash, q->klen, s, f);
+    }
     if (rc == R_MISS)
-        rc = tier_read(&mirror_t1, MIRROR_SLOT1, mdc_cfg.mask[1],
+        rc = tier_read(&mirror_t0, MIRROR_SLOT0,
+                       mirror_cold_pos(sc.hash, mdc_cfg.hot_slots,
+                                       mdc_cfg.mask[0]),
                        sc.hash, q->klen, s, f);
     if (rc == R_MISS)
-        rc = tier_read(&mirror_t2, MIRROR_SLOT2, mdc_cfg.mask[2],
-                       sc.hash, q->klen, s, f);
+        rc = tier_read(&mirror_t1, MIRROR_SLOT1,
+                       (__u32)sc.hash & mdc_cfg.mask[1], sc.hash, q->klen, s,
+                       f);
+    if (rc == R_MISS)
+        rc = tier_read(&mirror_t2, MIRROR_SLOT2,
+                       (__u32)sc.hash & mdc_cfg.mask[2], sc.hash, q->klen, s,
+                       f);
     if (rc == R_FOUND) {
         /* the copy is consistent: now the full key, then the deadline */
         cc.nwords = sc.nwords;

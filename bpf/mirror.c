@@ -99,8 +99,10 @@ static const char *const counter_names[] = {
 struct tier {
     uint8_t *base;   /* mmap'ed array: nslots * size bytes */
     size_t bytes;    /* mapping length */
-    uint32_t mask;   /* nslots - 1 */
+    uint32_t mask;   /* hashed slots - 1 */
     uint32_t size;   /* slot size */
+    uint32_t hot;    /* slots of the dense front (tier 0 only; 0 = none) */
+    uint32_t nslots; /* hot + mask + 1 */
 };
 
 struct mirror {
@@ -206,10 +208,28 @@ static struct mirror_entry *slot_at(struct mirror *m, unsigned t, uint32_t i)
     return (struct mirror_entry *)(tr->base + (size_t)i * tr->size);
 }
 
-/* The slot hash h selects in tier t (whatever it holds now). */
+/* The slot hash h selects in tier t (whatever it holds now), after the
+ * dense front if the tier has one. */
 static struct mirror_entry *slot_of(struct mirror *m, unsigned t, uint64_t h)
 {
-    return slot_at(m, t, (uint32_t)h & m->tier[t].mask);
+    struct tier *tr = &m->tier[t];
+
+    return slot_at(m, t, mirror_cold_pos(h, tr->hot, tr->mask));
+}
+
+/* Its slot 'which' (0, 1) in tier t's dense front, or NULL without one. */
+static struct mirror_entry *hot_of(struct mirror *m, unsigned t, uint64_t h,
+                                   unsigned which)
+{
+    struct tier *tr = &m->tier[t];
+    uint32_t p;
+
+    if (!tr->hot)
+        return NULL;
+    p = mirror_hot_pos(h, tr->hot - 1);
+    if (which)
+        p = mirror_hot_pos2(p, h, tr->hot - 1);
+    return slot_at(m, t, p);
 }
 
 void *mirror_slot(struct mirror *m, unsigned tier, const void *key,
@@ -218,6 +238,14 @@ void *mirror_slot(struct mirror *m, unsigned tier, const void *key,
     if (!m || tier >= MIRROR_TIERS || !m->tier[tier].base)
         return NULL;
     return slot_of(m, tier, key_hash(m->seed, key, klen));
+}
+
+void *mirror_slot_hot(struct mirror *m, const void *key, uint32_t klen,
+                      unsigned which)
+{
+    if (!m || !m->tier[0].base || which > 1)
+        return NULL;
+    return hot_of(m, 0, key_hash(m->seed, key, klen), which);
 }
 
 /*
@@ -254,19 +282,18 @@ static void release(struct mirror_entry *e, uint32_t s)
 }
 
 /*
- * Remove the entry of hash h from one tier's slot, if it is there.  A slot
- * owned by another writer (odd sequence) is left alone: that writer is
- * filling some other key (the caller's bucket lock excludes fills of this
- * one) or clearing it, so when it releases the slot our key is gone.
+ * Remove the entry of hash h from slot e, if it is there.  A slot owned by
+ * another writer (odd sequence) is left alone: that writer is filling some
+ * other key (the caller's bucket lock excludes fills of this one; a front
+ * slot is only claimed for a key when empty or already that key's) or
+ * clearing it, so when it releases the slot our key is gone.
  */
-static void drop(struct mirror *m, unsigned t, uint64_t h)
+static void drop_at(struct mirror *m, struct mirror_entry *e, uint64_t h)
 {
-    struct mirror_entry *e;
     uint32_t s;
 
-    if (!m->tier[t].base)
+    if (!e)
         return;
-    e = slot_of(m, t, h);
     for (;;) {
         s = __atomic_load_n(&e->seq, __ATOMIC_ACQUIRE);
         if (s & 1)
@@ -285,14 +312,63 @@ static void drop(struct mirror *m, unsigned t, uint64_t h)
     stat_add(&m->invalidations);
 }
 
-/* The slot of hash h in tier t, claimed for a fill: whatever it holds is
- * replaced (the newest fill wins); one another writer owns is not waited
- * for (NULL: MIRROR_EBUSY, a spurious miss). */
+/* Every place of hash h but 'keep': tier 0's three, the other tiers'. */
+static void drop_all(struct mirror *m, uint64_t h, struct mirror_entry *keep)
+{
+    struct mirror_entry *e;
+    unsigned t;
+
+    for (t = 0; t < MIRROR_TIERS; t++) {
+        if (!m->tier[t].base)
+            continue;
+        if ((e = hot_of(m, t, h, 0)) != keep)
+            drop_at(m, e, h);
+        if ((e = hot_of(m, t, h, 1)) != keep)
+            drop_at(m, e, h);
+        if ((e = slot_of(m, t, h)) != keep)
+            drop_at(m, e, h);
+    }
+}
+
+/*
+ * Claim a front slot for hash h only if it is empty or holds h already:
+ * the first key to take a front slot keeps it until it is invalidated, so
+ * two hot keys sharing one do not evict each other (the second goes to its
+ * hashed slot).  The contents are read between the sequence's load and the
+ * compare-and-swap from it, which fails if any writer came in between.
+ */
+static bool claim_front(struct mirror_entry *e, uint64_t h, uint32_t *seq)
+{
+    uint32_t s = __atomic_load_n(&e->seq, __ATOMIC_ACQUIRE);
+
+    if (s & 1)
+        return false;
+    if (__atomic_load_n(&e->blob_len, __ATOMIC_RELAXED) != 0 &&
+        __atomic_load_n(&e->hash, __ATOMIC_RELAXED) != h)
+        return false;
+    if (!__atomic_compare_exchange_n(&e->seq, &s, s + 1, false,
+                                     __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+        return false;
+    claim_fence();
+    *seq = s;
+    return true;
+}
+
+/* The slot of hash h in tier t, claimed for a fill: the first of its front
+ * slots that is free or already h's (tier 0), else its hashed slot,
+ * whatever that holds (the newest fill wins there); one another writer
+ * owns is not waited for (NULL: MIRROR_EBUSY, a spurious miss). */
 static struct mirror_entry *fill_slot(struct mirror *m, unsigned t, uint64_t h,
                                       uint32_t *seq)
 {
-    struct mirror_entry *e = slot_of(m, t, h);
+    struct mirror_entry *e = hot_of(m, t, h, 0);
 
+    if (e && claim_front(e, h, seq))
+        return e;
+    e = hot_of(m, t, h, 1);
+    if (e && claim_front(e, h, seq))
+        return e;
+    e = slot_of(m, t, h);
     return claim(e, seq) ? e : NULL;
 }
 
@@ -350,7 +426,6 @@ int mirror_fill(struct mirror *m, const void *key, uint32_t klen,
     struct mirror_entry *e;
     uint32_t blen, s, hl;
     uint64_t h;
-    unsigned u;
     int t;
 
     if (!m)
@@ -381,24 +456,17 @@ int mirror_fill(struct mirror *m, const void *key, uint32_t klen,
     __atomic_store_n(&e->hash, h, __ATOMIC_RELAXED);
     __atomic_store_n(&e->blob_len, (uint16_t)blen, __ATOMIC_RELAXED);
     release(e, s);
-    /* a copy in another tier could only be stale: drop it */
-    for (u = 0; u < MIRROR_TIERS; u++)
-        if (u != (unsigned)t)
-            drop(m, u, h);
+    /* a copy anywhere else could only be stale: drop it */
+    drop_all(m, h, e);
     stat_add(&m->fills);
     return 0;
 }
 
 void mirror_invalidate(struct mirror *m, const void *key, uint32_t klen)
 {
-    uint64_t h;
-    unsigned t;
-
     if (!m || klen == 0 || klen > MIRROR_KEY_MAX)
         return; /* never mirrored */
-    h = key_hash(m->seed, key, klen);
-    for (t = 0; t < MIRROR_TIERS; t++)
-        drop(m, t, h);
+    drop_all(m, key_hash(m->seed, key, klen), NULL);
 }
 
 void mirror_store_hook(void *m, enum store_event ev, const void *key,
@@ -424,7 +492,7 @@ void mirror_clear(struct mirror *m)
     for (t = 0; t < MIRROR_TIERS; t++) {
         if (!m->tier[t].base)
             continue;
-        for (i = 0; i <= m->tier[t].mask; i++) {
+        for (i = 0; i < m->tier[t].nslots; i++) {
             e = (void *)(m->tier[t].base + (size_t)i * m->tier[t].size);
             if (__atomic_load_n(&e->blob_len, __ATOMIC_RELAXED) == 0)
                 continue;
@@ -447,7 +515,7 @@ void mirror_usage_tiers(struct mirror *m, uint64_t entries[MIRROR_NTIERS],
 
     for (t = 0; t < MIRROR_TIERS; t++) {
         entries[t] = 0;
-        for (i = 0; m && m->tier[t].base && i <= m->tier[t].mask; i++) {
+        for (i = 0; m && m->tier[t].base && i < m->tier[t].nslots; i++) {
             e = (void *)(m->tier[t].base + (size_t)i * m->tier[t].size);
             if (__atomic_load_n(&e->blob_len, __ATOMIC_RELAXED) == 0)
                 continue;
@@ -495,6 +563,9 @@ int mirror_if_mtu(const char *ifname)
 static const uint32_t tier_size[MIRROR_TIERS] = {MIRROR_SLOT0, MIRROR_SLOT1,
                                                  MIRROR_SLOT2};
 static const uint32_t tier_default[MIRROR_TIERS] = {32768, 8192, 2048};
+/* Tier 0's dense front by default: 2048 slots (256 KiB, 64 pages), when
+ * the tier has at least four times as many (a smaller one is dense). */
+#define HOT_DEFAULT 2048u
 
 static uint32_t pow2_at_least(uint32_t v)
 {
@@ -648,10 +719,22 @@ int mirror_setup(const struct mirror_config *cfg, struct mirror **out, char *err
     for (t = 0; t < MIRROR_TIERS; t++) {
         uint32_t n =
             pow2_at_least(cfg->slots[t] ? cfg->slots[t] : tier_default[t]);
+        uint32_t hot = 0;
+
+        if (t == 0 && cfg->slots_hot == 0)
+            hot = n >= 4 * HOT_DEFAULT ? HOT_DEFAULT : 0;
+        else if (t == 0 && cfg->slots_hot != MIRROR_HOT_NONE)
+            hot = pow2_at_least(cfg->slots_hot < 2 ? 2 : cfg->slots_hot);
         m->tier[t].mask = n - 1;
         m->tier[t].size = tier_size[t];
+        m->tier[t].hot = hot;
+        m->tier[t].nslots = hot + n;
         m->skel->rodata->mdc_cfg.mask[t] = n - 1;
-        bpf_map__set_max_entries(maps[t], n);
+        if (t == 0) {
+            m->skel->rodata->mdc_cfg.hot_slots = hot;
+            m->skel->rodata->mdc_cfg.hot_mask = hot ? hot - 1 : 0;
+        }
+        bpf_map__set_max_entries(maps[t], hot + n);
     }
     rc = mdc_xdp__load(m->skel);
     if (rc) {
@@ -666,7 +749,7 @@ int mirror_setup(const struct mirror_config *cfg, struct mirror **out, char *err
         m->verified_insns = info.verified_insns;
     for (t = 0; t < MIRROR_TIERS; t++) {
         size_t pg = (size_t)sysconf(_SC_PAGESIZE);
-        size_t len = (size_t)(m->tier[t].mask + 1) * m->tier[t].size;
+        size_t len = (size_t)m->tier[t].nslots * m->tier[t].size;
         void *p;
 
         len = (len + pg - 1) / pg * pg;
@@ -745,6 +828,7 @@ int mirror_stats(struct mirror *m, struct mirror_stats *out)
     out->invalidations = __atomic_load_n(&m->invalidations, __ATOMIC_RELAXED);
     for (t = 0; t < MIRROR_TIERS; t++) {
         out->slots[t] = m->tier[t].mask + 1;
+        out->slots_hot += m->tier[t].hot;
         out->slot_size[t] = m->tier[t].size;
         out->mem_bytes += m->tier[t].bytes;
     }

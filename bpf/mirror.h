@@ -58,7 +58,12 @@ struct mirror_config {
                                       default 32768 / 8192 / 2048 */
     uint32_t mtu; /* 0: the interface's MTU (1500 without one) */
     unsigned flags;
+    uint32_t slots_hot; /* tier 0's dense front (docs/xdp.md, "The
+                           mirror"): rounded up to a power of two, 2 at
+                           least; 0 = 2048 if tier 0 has 8192 slots or
+                           more, else none; MIRROR_HOT_NONE = none */
 };
+#define MIRROR_HOT_NONE UINT32_MAX
 
 /*
  * Load and attach.  Needs root (CAP_BPF + CAP_NET_ADMIN) - call it before
@@ -106,8 +111,9 @@ struct mirror_stats {
     uint64_t fill_rejected; /* fills refused: key or size */
     uint64_t invalidations; /* entries actually removed */
     uint64_t mem_bytes;     /* the mirror's fixed memory (all slots) */
-    uint32_t slots[MIRROR_NTIERS];
+    uint32_t slots[MIRROR_NTIERS];    /* hashed slots per tier */
     uint32_t slot_size[MIRROR_NTIERS];
+    uint32_t slots_hot;               /* tier 0's dense front besides */
     uint32_t verified_insns; /* the verifier's processed-instruction count */
     const char *mode;        /* "native", "generic" or "none" */
 };
@@ -136,9 +142,12 @@ int mirror_if_mtu(const char *ifname);
 
 /* ---- for tests and tools ---------------------------------------------- */
 int mirror_prog_fd(const struct mirror *m);
-/* The slot a key maps to in a tier (whatever it holds now). */
+/* The slot a key's hash selects in a tier (whatever it holds now), and its
+ * slots 0 and 1 in tier 0's dense front (NULL without one). */
 void *mirror_slot(struct mirror *m, unsigned tier, const void *key,
                   uint32_t klen);
+void *mirror_slot_hot(struct mirror *m, const void *key, uint32_t klen,
+                      unsigned which);
 uint64_t mirror_key_hash(const struct mirror *m, const void *key,
                          uint32_t klen);
 

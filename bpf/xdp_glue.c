@@ -249,10 +249,11 @@ int xdp_glue_setup(struct server *srv)
     srv->udp_hit_ctx = srv;
     mirror_stats(srv->mirror, &ms);
     log_info("XDP on %s (%s mode) for UDP port %llu on %s: program verified "
-             "in %u instructions, mirror %u+%u+%u slots (%llu KiB), admit on "
-             "hit %llu",
+             "in %u instructions, mirror %u+%u+%u+%u slots (%llu KiB), admit "
+             "on hit %llu",
              o->xdp, ms.mode, (unsigned long long)o->udp_port, list,
-             ms.verified_insns, ms.slots[0], ms.slots[1], ms.slots[2],
+             ms.verified_insns, ms.slots_hot, ms.slots[0], ms.slots[1],
+             ms.slots[2],
              (unsigned long long)(ms.mem_bytes >> 10),
              (unsigned long long)o->xdp_admit);
     return 0;

@@ -35,6 +35,7 @@ static struct mirror *MHEAD; /* the same program growing at the head */
 static uint8_t pkt[PKT_MAX], out[4096];
 
 static uint32_t open_slots = 16; /* slots per tier of open_mirror() */
+static uint32_t open_hot;        /* tier 0's dense front (0: default) */
 
 static void open_mirror(struct mirror **m, unsigned flags)
 {
@@ -51,6 +52,7 @@ static void open_mirror(struct mirror **m, unsigned flags)
     cfg.addrs = a;
     cfg.naddrs = 2;
     cfg.slots[0] = cfg.slots[1] = cfg.slots[2] = open_slots;
+    cfg.slots_hot = open_hot;
     cfg.mtu = 1500;
     cfg.flags = flags;
     rc = mirror_setup(&cfg, m, err, sizeof(err));
@@ -618,6 +620,213 @@ static void test_direct_slots(void **state)
     mirror_teardown(big);
 }
 
+/* An entry's sequence, hash and length as one snapshot of the slot. */
+static uint64_t slot_hash(void *slot)
+{
+    struct mirror_entry *e = slot;
+
+    return e->blob_len ? e->hash : 0;
+}
+
+/*
+ * Tier 0's dense front (docs/xdp.md, "The mirror"), here of 2 slots: every
+ * key's two front slots are both of them.  Keys a and b fill the front,
+ * c then lives in its hashed slot; all three are answered, each with its
+ * own bytes; invalidating any of them, wherever it sits, makes its next GET
+ * a miss and leaves the others answered; a fill moving a key into the
+ * front drops its hashed copy; a front slot whose hash is relabelled as
+ * another key's is never answered for it; a front slot being written is a
+ * conflict, and a fill of another key meanwhile goes to its hashed slot.
+ */
+static int in_front(struct mirror *h, const char *k, uint64_t hk)
+{
+    uint32_t kl = (uint32_t)strlen(k);
+
+    return (slot_hash(mirror_slot_hot(h, k, kl, 0)) == hk) +
+           (slot_hash(mirror_slot_hot(h, k, kl, 1)) == hk);
+}
+
+static void test_hot_front(void **state)
+{
+    struct mirror *h;
+    struct req r = {0};
+    char a[32], k[4][32]; /* b, c, d (never filled), e */
+    uint64_t ha, hk[4];
+    void *ca, *ck[4];
+    struct mirror_entry *fb;
+    uint32_t i, s, n = 0, used = 0;
+    struct mirror_stats st;
+    size_t len;
+
+    open_hot = 2;
+    open_mirror(&h, 0);
+    open_hot = 0;
+    assert_int_equal(mirror_stats(h, &st), 0);
+    assert_int_equal(st.slots_hot, 2);
+    assert_int_equal(st.slots[0], 16);
+    /* the front is mapped with the tier (each tier rounded to pages) */
+    assert_true(st.mem_bytes >= (16 + 2) * MIRROR_SLOT0 +
+                                    16 * MIRROR_SLOT1 + 16 * MIRROR_SLOT2);
+    snprintf(a, sizeof(a), "front-a");
+    ha = mirror_key_hash(h, a, 7);
+    used = 1u << (ha & 15);
+    /* b, c, d, e: 8 bytes, hashed slots distinct from a's and each
+     * other's; b's first front slot a's (so b takes its second) */
+    for (i = 0; n < 4; i++) {
+        snprintf(k[n], 32, "fr-%05u", i);
+        hk[n] = mirror_key_hash(h, k[n], 8);
+        if (n == 0 && ((hk[0] ^ ha) >> 32 & 1))
+            continue;
+        if (!(used & (1u << (hk[n] & 15)))) {
+            used |= 1u << (hk[n] & 15);
+            n++;
+        }
+        assert_true(i < 99999);
+    }
+    ca = mirror_slot(h, 0, a, 7);
+    for (i = 0; i < 4; i++)
+        ck[i] = mirror_slot(h, 0, k[i], 8);
+    /* the front comes first in the map, its two slots a key's two */
+    assert_ptr_not_equal(mirror_slot_hot(h, a, 7, 0),
+                         mirror_slot_hot(h, a, 7, 1));
+    assert_true((uint8_t *)ca >=
+                (uint8_t *)mirror_slot_hot(h, a, 7, 0) + MIRROR_SLOT0);
+
+    assert_int_equal(mirror_fill(h, a, 7, "A1", 2, 1, 0), 0);
+    assert_int_equal(mirror_fill(h, k[0], 8, "B1", 2, 2, 0), 0);
+    assert_int_equal(mirror_fill(h, k[1], 8, "C1", 2, 3, 0), 0);
+    assert_int_equal(in_front(h, a, ha), 1); /* first come keep the front */
+    assert_int_equal(slot_hash(mirror_slot_hot(h, k[0], 8, 1)), hk[0]);
+    assert_int_equal(in_front(h, k[1], hk[1]), 0);
+    assert_int_equal(slot_hash(ck[1]), hk[1]);
+    assert_int_equal(slot_hash(ca), 0);
+    expect_hit_on(h, a, 1, "A1", 2, 1);
+    expect_hit_on(h, k[0], 2, "B1", 2, 2);
+    expect_hit_on(h, k[1], 3, "C1", 2, 3);
+
+    /* a write of c (in its hashed slot): invalidated, then refilled */
+    mirror_invalidate(h, k[1], 8);
+    r.payload = get_of(k[1]);
+    len = build_req(pkt, &r);
+    expect_pass_on(h, pkt, len, MC_MISS);
+    expect_hit_on(h, a, 1, "A1", 2, 4);
+    expect_hit_on(h, k[0], 2, "B1", 2, 5);
+    assert_int_equal(mirror_fill(h, k[1], 8, "C2", 2, 3, 0), 0);
+    expect_hit_on(h, k[1], 3, "C2", 2, 6);
+
+    /* a write of a (in the front): the others stay where they are */
+    mirror_store_hook(h, EV_SET, a, 7, 0);
+    r.payload = get_of(a);
+    len = build_req(pkt, &r);
+    expect_pass_on(h, pkt, len, MC_MISS);
+    assert_int_equal(in_front(h, a, ha), 0);
+    expect_hit_on(h, k[1], 3, "C2", 2, 7);
+
+    /* the next fill of c takes the free front slot and drops its hashed
+     * copy (no invalidation first, as test_invalidate changes tiers: only
+     * the library's own drop removes it) */
+    assert_int_equal(slot_hash(ck[1]), hk[1]);
+    assert_int_equal(mirror_fill(h, k[1], 8, "C3", 2, 3, 0), 0);
+    assert_int_equal(in_front(h, k[1], hk[1]), 1);
+    assert_int_equal(slot_hash(ck[1]), 0);
+    expect_hit_on(h, k[1], 3, "C3", 2, 8);
+    /* a refill of c while it holds a front slot stays there */
+    assert_int_equal(mirror_fill(h, k[1], 8, "C3", 2, 3, 0), 0);
+    assert_int_equal(in_front(h, k[1], hk[1]), 1);
+    assert_int_equal(slot_hash(ck[1]), 0);
+    /* a now goes to its hashed slot */
+    assert_int_equal(mirror_fill(h, a, 7, "A2", 2, 1, 0), 0);
+    assert_int_equal(slot_hash(ca), ha);
+    expect_hit_on(h, a, 1, "A2", 2, 9);
+    expect_hit_on(h, k[0], 2, "B1", 2, 10);
+
+    /* b's front entry relabelled with d's hash (d: as long as b, never
+     * mirrored, its front slots the same two): a lookup of d finds its
+     * hash there, the full key differs - never b's bytes for d; nor is b
+     * found any more */
+    fb = slot_hash(mirror_slot_hot(h, k[0], 8, 0)) == hk[0]
+             ? mirror_slot_hot(h, k[0], 8, 0)
+             : mirror_slot_hot(h, k[0], 8, 1);
+    assert_int_equal(slot_hash(fb), hk[0]);
+    s = fb->seq;
+    fb->seq = s + 1;
+    fb->hash = hk[2];
+    fb->seq = s + 2;
+    r.payload = get_of(k[2]);
+    len = build_req(pkt, &r);
+    expect_pass_on(h, pkt, len, MC_MISS);
+    r.payload = get_of(k[0]);
+    len = build_req(pkt, &r);
+    expect_pass_on(h, pkt, len, MC_MISS);
+    fb->seq = s + 3;
+    fb->hash = hk[0];
+    fb->seq = s + 4;
+    expect_hit_on(h, k[0], 2, "B1", 2, 11);
+
+    /* b's front slot being written: b's GET conflicts, e's fill goes to
+     * its hashed slot (the other front slot holds c) */
+    __atomic_fetch_add(&fb->seq, 1, __ATOMIC_SEQ_CST);
+    r.payload = get_of(k[0]);
+    len = build_req(pkt, &r);
+    expect_pass_on(h, pkt, len, MC_CONFLICT);
+    assert_int_equal(mirror_fill(h, k[3], 8, "E1", 2, 4, 0), 0);
+    assert_int_equal(slot_hash(ck[3]), hk[3]);
+    __atomic_fetch_add(&fb->seq, 1, __ATOMIC_SEQ_CST);
+    expect_hit_on(h, k[0], 2, "B1", 2, 12);
+    expect_hit_on(h, k[3], 4, "E1", 2, 13);
+    expect_hit_on(h, k[1], 3, "C3", 2, 14);
+    expect_hit_on(h, a, 1, "A2", 2, 15);
+
+    /* a write of b (in its second front slot) */
+    mirror_invalidate(h, k[0], 8);
+    r.payload = get_of(k[0]);
+    len = build_req(pkt, &r);
+    expect_pass_on(h, pkt, len, MC_MISS);
+    expect_hit_on(h, k[1], 3, "C3", 2, 16);
+
+    /* usage counts both parts; clear empties both */
+    {
+        uint64_t ent, bytes;
+
+        mirror_usage(h, &ent, &bytes);
+        assert_int_equal(ent, 3);
+        mirror_clear(h);
+        mirror_usage(h, &ent, &bytes);
+        assert_int_equal(ent, 0);
+    }
+    r.payload = get_of(k[0]);
+    len = build_req(pkt, &r);
+    expect_pass_on(h, pkt, len, MC_MISS);
+    mirror_teardown(h);
+}
+
+/* The library's default front: 2048 slots in front of a tier of 8192 or
+ * more, none in front of a smaller one (already dense) or when refused. */
+static void test_hot_default(void **state)
+{
+    struct mirror *h;
+    struct mirror_stats st;
+
+    open_slots = 8192;
+    open_mirror(&h, 0);
+    assert_int_equal(mirror_stats(h, &st), 0);
+    assert_int_equal(st.slots_hot, 2048);
+    assert_int_equal(st.slots[0], 8192);
+    assert_true(mirror_fill(h, "d", 1, "v", 1, 0, 0) == 0);
+    expect_hit_on(h, "d", 0, "v", 1, 1);
+    assert_int_equal(slot_hash(mirror_slot_hot(h, "d", 1, 0)),
+                     mirror_key_hash(h, "d", 1));
+    mirror_teardown(h);
+    open_hot = MIRROR_HOT_NONE;
+    open_mirror(&h, 0);
+    open_hot = 0;
+    open_slots = 16;
+    assert_int_equal(mirror_stats(h, &st), 0);
+    assert_int_equal(st.slots_hot, 0);
+    assert_null(mirror_slot_hot(h, "d", 1, 0));
+    mirror_teardown(h);
+}
+
 static void test_clear(void **state)
 {
     struct req r = {.payload = "get foo\r\n"};
@@ -700,6 +909,8 @@ int main(void)
         cmocka_unit_test(test_conflict),
         cmocka_unit_test(test_slot_reuse),
         cmocka_unit_test(test_direct_slots),
+        cmocka_unit_test(test_hot_front),
+        cmocka_unit_test(test_hot_default),
         cmocka_unit_test(test_clear),
         cmocka_unit_test(test_grow_head),
         cmocka_unit_test(test_after_privdrop),

@@ -8,6 +8,9 @@
  * (BPF_PROG_TEST_RUN).  Fails on any reply that is torn, malformed, for the
  * wrong key, or older than the last version acknowledged before the GET was
  * sent (docs/xdp.md, "The consistency contract", rule 5).  Runs MDC_XDP_STRESS_SECONDS (default 3) seconds.
+ * MDC_XDP_STRESS_FRONT=N gives tier 0 a dense front of N slots (2: A and B
+ * then share their front slot as well as their hashed ones;
+ * tests/xdp_stress_front.sh).
  *
  * Needs root: otherwise prints "SKIP: ..." and exits 77.
  */
@@ -228,6 +231,8 @@ int main(void)
     struct mirror_stats st;
     struct in_addr addr;
     const char *env = getenv("MDC_XDP_STRESS_SECONDS");
+    const char *fenv = getenv("MDC_XDP_STRESS_FRONT");
+    uint32_t front = fenv ? (uint32_t)atoi(fenv) : 0;
     int secs = env ? atoi(env) : 3, i, rc;
     char err[256];
     uint64_t ha;
@@ -243,19 +248,31 @@ int main(void)
     cfg.addrs = &addr;
     cfg.naddrs = 1;
     cfg.slots[0] = cfg.slots[1] = cfg.slots[2] = 4;
+    cfg.slots_hot = front;
     cfg.mtu = 1500;
     rc = mirror_setup(&cfg, &M, err, sizeof(err));
     if (rc) {
         printf("%s: %s\n", rc == -EPERM ? "SKIP" : "FAIL", err);
         return rc == -EPERM ? 77 : 1;
     }
-    /* B shares A's slot in every tier */
+    /* B shares A's slot in every tier, and its front slot (with one) */
     ha = mirror_key_hash(M, key_a, (uint32_t)strlen(key_a));
     for (i = 0;; i++) {
+        uint64_t x;
+
         snprintf(key_b, sizeof(key_b), "stress-%d", i);
-        if (((mirror_key_hash(M, key_b, (uint32_t)strlen(key_b)) ^ ha) & 3) ==
-            0)
+        x = mirror_key_hash(M, key_b, (uint32_t)strlen(key_b)) ^ ha;
+        if ((x & 3) == 0 && (front < 2 || ((x >> 32) & (front - 1)) == 0))
             break;
+    }
+    if (front) {
+        mirror_stats(M, &st);
+        printf("# tier 0: a front of %u slots, %u hashed\n", st.slots_hot,
+               st.slots[0]);
+        if (st.slots_hot != front) {
+            printf("FAIL: front of %u slots, not %u\n", st.slots_hot, front);
+            return 1;
+        }
     }
     pthread_rwlockattr_init(&la);
     pthread_rwlockattr_setkind_np(&la,

@@ -4,12 +4,14 @@
 # bpf/mdc_xdp.bpf.o and bpf/mdc_bounce.bpf.o instruction by instruction on
 # W8's request (12-byte key, 32-byte value, tier 0) and checks the reply it
 # builds (sizes, both checksums, bytes).  Fails if the hit executes more
-# than 7.6 times the bare bounce's instructions (559 against 74 now, 7.55x;
-# 623 with a lookup each for counters and scratch, 1 259 before clang's
-# byte-wise splitting of misaligned copies was avoided), or makes a helper
-# call beyond its two array lookups (the per-CPU value holding counters and
-# scratch, the slot the key's hash selects: no index in front of it) and
-# one bpf_xdp_adjust_head.  Needs python3 and llvm-objdump /
+# than 7.6 times the bare bounce's instructions (555 against 74 now, 7.50x,
+# with the key in its first front slot, -mcpu=v2; 559 before the front
+# and -mcpu=v2, 623 with a
+# lookup each for counters and scratch, 1 259 before clang's byte-wise
+# splitting of misaligned copies was avoided), or makes a helper call
+# beyond its two array lookups (the per-CPU value holding counters and
+# scratch, the key's first front slot: no index in front of it) and one
+# bpf_xdp_adjust_head.  Needs python3 and llvm-objdump /
 # llvm-objcopy (they come with the clang that builds the programs).
 set -u
 
