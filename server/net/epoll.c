@@ -42,6 +42,11 @@ struct econn {
 
 #define EP_WANT_RD (EVL_READ | EVL_CLOSED | EVL_ET)
 
+/* one jemalloc size class, as an io_uring connection (with libevent's
+ * read event in it, 448 bytes) */
+_Static_assert(sizeof(struct conn) + sizeof(struct econn) <= 384,
+               "an epoll connection fits in 384 bytes");
+
 static struct econn *EC(struct conn *c)
 {
     return conn_xpriv(c);
