@@ -443,12 +443,14 @@ static double lb_idle_closed(int fd, double t0)
  * --idle-timeout, not before its second), connections handed over through
  * the wake are adopted and served, and a stop asked in the middle of it
  * ends the daemon cleanly.  Both timings are judged against the same
- * daemon's while idle, in this run: at most LB_RATIO times (0.1 s at
- * least, under which both are on time).  libevent's loop, which ran the
- * requeued ones again in the same turn, closed the silent connection
- * 20 s late.  Waits end at 30 s (a hang); the counters are asserted.
+ * daemon's while idle, in this run: at most LB_RATIO times (LB_FLOOR s
+ * at least: the ASan build served the new connections in 0.55 s busy).
+ * libevent's loop, which ran the requeued ones again in the same turn,
+ * took 21 s for the new connections and closed the silent one 20 s late.
+ * Waits end at 30 s (a hang); the counters are asserted.
  */
 #define LB_RATIO 20.0
+#define LB_FLOOR 0.25
 static void test_epoll_loop_busy(void **state)
 {
     const char *args[] = {"-n", "1", "--io=epoll", "--idle-timeout", "1",
@@ -506,9 +508,9 @@ static void test_epoll_loop_busy(void **state)
     assert_true(idle_late >= 0);
     assert_true(h.rounds > 0);
     assert_true(yields > 0);
-    assert_true(new1 <= LB_RATIO * (new0 > 0.1 ? new0 : 0.1));
+    assert_true(new1 <= LB_RATIO * (new0 > LB_FLOOR ? new0 : LB_FLOOR));
     assert_true(idle_late <=
-                LB_RATIO * (idle_late0 > 0.1 ? idle_late0 : 0.1));
+                LB_RATIO * (idle_late0 > LB_FLOOR ? idle_late0 : LB_FLOOR));
     assert_int_equal(tsrv_stop(&s), 0);
 }
 
