@@ -5,8 +5,10 @@
  * read and written when ready by sockio.c (plain, or through the TLS
  * filter).  The transport table (transport.h) is its only interface to the
  * connection; a thread's loop (made, run, woken and ended) is evloop.c's:
- * a network thread's own epoll loop, the main thread's libevent one (the
- * listeners here are libevent events of it).
+ * a network thread's own epoll loop (libevent's in the portable build,
+ * kqueue on FreeBSD: the registration is then libevent's events), the
+ * main thread's libevent one (the listeners here are libevent events of
+ * it).
  */
 #include "config.h"
 
@@ -27,8 +29,9 @@
 #include "server/stats.h"
 
 /* A connection's registration with its thread's epoll set (conn_xpriv;
- * evloop.h, struct evloop_io: 40 bytes in the connection, no allocation).
- * Read readiness (edge-triggered, with the peer's half-close) stays
+ * evloop.h, struct evloop_io: 40 bytes in the connection, no allocation;
+ * in the portable build libevent's events, the read one allocated with
+ * the registration, the write one while asked for).  Read readiness (edge-triggered, with the peer's half-close) stays
  * registered for the connection's life; write readiness only while a write
  * would block (ep_want_wr), so the socket's EPOLLOUT edges (one each time
  * the peer reads a reply) neither wake the loop nor cost a callback. */
@@ -42,8 +45,8 @@ struct econn {
 
 #define EP_WANT_RD (EVL_READ | EVL_CLOSED | EVL_ET)
 
-/* one jemalloc size class, as an io_uring connection (with libevent's
- * read event in it, 448 bytes) */
+/* one jemalloc size class, as an io_uring connection (main's, with
+ * libevent's read event in it: 448 bytes) */
 _Static_assert(sizeof(struct conn) + sizeof(struct econn) <= 384,
                "an epoll connection fits in 384 bytes");
 

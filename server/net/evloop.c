@@ -1,7 +1,7 @@
 /*
  * evloop.c - a thread's event loop (evloop.h): a network thread's own
- * epoll loop (the readiness backend's), and the main thread's libevent
- * loop under both backends.  The thread's own events (inbox, tick, stop)
+ * epoll loop (the readiness backend's; libevent's in the portable build),
+ * and the main thread's libevent loop under both backends.  The thread's own events (inbox, tick, stop)
  * call threads.c's housekeeping; the other events are made for their
  * users (signals, listeners' timers, UDP sockets, the io_uring ring of the
  * main thread).
@@ -18,7 +18,9 @@
 #include <string.h>
 #include <sys/time.h>
 #include <unistd.h>
+#if EVLOOP_EPOLL
 #include <sys/epoll.h>
+#endif
 #ifdef __linux__
 #include <sys/eventfd.h>
 #endif
@@ -36,6 +38,11 @@
 /* evloop_cb is libevent's callback type (no wrapper between them). */
 _Static_assert(__builtin_types_compatible_p(evutil_socket_t, int),
                "libevent's descriptors are ints");
+/* what a registration's callback gets is what libevent's would */
+_Static_assert(EVL_TIMEOUT == EV_TIMEOUT && EVL_READ == EV_READ &&
+                   EVL_WRITE == EV_WRITE && EVL_ET == EV_ET &&
+                   EVL_CLOSED == EV_CLOSED,
+               "evloop_io's bits are libevent's");
 
 /*
  * A network thread's loop is evloop.c's own (evloop_run): one epoll set,
@@ -56,6 +63,20 @@ _Static_assert(__builtin_types_compatible_p(evutil_socket_t, int),
  * active from any thread (signals, evloop_trigger).  The connections it
  * serves itself (-n 0) are in an epoll set of its own (made with the first
  * one), polled as one libevent event (ev_set) by the same turn.
+ *
+ * Without EVLOOP_EPOLL (the portable build: no epoll on FreeBSD) every
+ * loop is libevent's, a network thread's made without libevent's lock
+ * (EVENT_BASE_FLAG_NOLOCK, which a locked base takes and drops around
+ * every callback), its wake descriptor a libevent event; a registration
+ * is libevent's events (evloop.h, struct evloop_io).  libevent runs a
+ * connection requeued during its callback (event_active) again in the
+ * same pass over its active queue, which therefore never ends while the
+ * connection's input does not: the tick and the wake starved (20 new
+ * connections served in 21 s, a silent one closed 20 s late past
+ * --idle-timeout; tests/test_timeouts.c, test_epoll_loop_busy).  Its
+ * bases are made to look for new events and timers after EVL_BATCH
+ * callbacks (event_config_set_max_dispatch_interval), as the own loop
+ * does after a turn of at most EVL_BATCH events.
  */
 #define EVL_BATCH 64
 
@@ -66,6 +87,11 @@ struct evloop {
     struct event *ev_tick;  /* the tick (timeouts, slow readers), one-shot,
                                armed for w->next_tick_ms */
     struct event *ev_stop;  /* activated by the main thread on shutdown */
+    struct evloop_io wake;  /* a network thread's wake descriptor */
+    int wake_rd, wake_wr;   /* the wake descriptor (-1: the main thread);
+                               the same eventfd twice, or a pipe's ends */
+    atomic_bool stop_req;   /* evloop_stop() asked (wake descriptor) */
+#if EVLOOP_EPOLL
     struct event *ev_set;   /* epfd is readable: a turn of it */
     struct event *ev_rq;    /* a zero timer: a turn for requeued ones */
     /* the epoll set: a network thread's loop, the main thread's
@@ -78,11 +104,8 @@ struct evloop {
     struct evloop_io *rq_run; /* requeued ones this turn runs, in order */
     uint64_t tick_at;       /* a network thread's tick is due at this
                                server_coarse_ms() (UINT64_MAX: off) */
-    struct evloop_io wake;  /* a network thread's wake descriptor */
-    int wake_rd, wake_wr;   /* the wake descriptor (-1: the main thread);
-                               the same eventfd twice, or a pipe's ends */
-    atomic_bool stop_req;   /* evloop_stop() asked (wake descriptor) */
     struct epoll_event batch[EVL_BATCH];
+#endif
 };
 
 /* What an event of another layer is: a libevent one (the main thread's),
@@ -116,6 +139,7 @@ static void evloop_inbox_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 /* ---- the epoll set (struct evloop_io) ------------------------------------ */
+#if EVLOOP_EPOLL
 
 static uint32_t evl_events(short want)
 {
@@ -301,6 +325,74 @@ void evloop_io_requeue(struct worker *w, struct evloop_io *io)
         log_error("cannot schedule the requeued connections");
 }
 
+#else /* !EVLOOP_EPOLL: libevent's events */
+
+int evloop_io_add(struct worker *w, struct evloop_io *io, int fd, short want,
+                  evloop_cb cb, void *arg)
+{
+    io->cb = cb;
+    io->arg = arg;
+    io->fd = fd;
+    io->want = want & ~EVL_WRITE;
+    io->ev_wr = NULL;
+    io->ev = event_new(w->loop->base, fd, io->want | EV_PERSIST, cb, arg);
+    if (io->ev == NULL || event_add(io->ev, NULL) < 0 ||
+        ((want & EVL_WRITE) && evloop_io_mod(w, io, want) < 0)) {
+        evloop_io_del(w, io);
+        return -1;
+    }
+    return 0;
+}
+
+/* The write event is made while EVL_WRITE is asked for, and freed with
+ * the request (libevent lets a callback free its own event). */
+int evloop_io_mod(struct worker *w, struct evloop_io *io, short want)
+{
+    if ((want & ~EVL_WRITE) != (io->want & ~EVL_WRITE)) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (!(want & EVL_WRITE)) {
+        if (io->ev_wr != NULL)
+            event_free(io->ev_wr);
+        io->ev_wr = NULL;
+    } else if (io->ev_wr == NULL) {
+        io->ev_wr = event_new(w->loop->base, io->fd,
+                              EV_WRITE | (want & EVL_ET) | EV_PERSIST,
+                              io->cb, io->arg);
+        if (io->ev_wr == NULL)
+            return -1;
+        if (event_add(io->ev_wr, NULL) < 0) {
+            event_free(io->ev_wr);
+            io->ev_wr = NULL;
+            return -1;
+        }
+    }
+    io->want = want;
+    return 0;
+}
+
+void evloop_io_del(struct worker *w, struct evloop_io *io)
+{
+    (void)w;
+    if (io->ev_wr != NULL)
+        event_free(io->ev_wr);
+    if (io->ev != NULL)
+        event_free(io->ev); /* off the active queue too */
+    io->ev_wr = io->ev = NULL;
+}
+
+/* Back on libevent's active queue, behind the others: with the bases'
+ * callback limit (see struct evloop) the loop looks for new events within
+ * EVL_BATCH callbacks, whatever was requeued meanwhile. */
+void evloop_io_requeue(struct worker *w, struct evloop_io *io)
+{
+    (void)w;
+    event_active(io->ev, EV_TIMEOUT, 0);
+}
+
+#endif /* EVLOOP_EPOLL */
+
 /* ---- the thread's own events --------------------------------------------- */
 
 void evloop_tick_arm(struct worker *w)
@@ -309,10 +401,12 @@ void evloop_tick_arm(struct worker *w)
     uint64_t now_ms, ms;
     struct timeval tv;
 
+#if EVLOOP_EPOLL
     if (l->base == NULL) { /* the loop's epoll_wait waits for it */
         l->tick_at = w->next_tick_ms;
         return;
     }
+#endif
     now_ms = server_coarse_ms();
     ms = worker_wait_ms(now_ms, w->next_tick_ms, server_coarse_res_ms());
     tv.tv_sec = (time_t)(ms / 1000);
@@ -325,10 +419,13 @@ void evloop_tick_off(struct worker *w)
 {
     struct evloop *l = w->loop;
 
-    if (l->base == NULL)
+#if EVLOOP_EPOLL
+    if (l->base == NULL) {
         l->tick_at = UINT64_MAX;
-    else
-        event_del(l->ev_tick);
+        return;
+    }
+#endif
+    event_del(l->ev_tick);
 }
 
 static void evloop_tick_cb(evutil_socket_t fd, short what, void *arg)
@@ -388,17 +485,48 @@ static int evloop_wake_open(struct evloop *l)
 #endif
 }
 
-/* A network thread's loop: its epoll set and wake descriptor. */
+/* A libevent base for w: a network thread's without the lock (see struct
+ * evloop); either looks for new events after EVL_BATCH callbacks. */
+static struct event_base *evloop_base_new(const struct worker *w)
+{
+    struct event_config *cfg = event_config_new();
+    struct event_base *base = NULL;
+
+    if (cfg == NULL)
+        return NULL;
+    if (event_config_set_max_dispatch_interval(cfg, NULL, EVL_BATCH, 0) ==
+            0 &&
+        (w->role != ROLE_NET ||
+         event_config_set_flag(cfg, EVENT_BASE_FLAG_NOLOCK) == 0))
+        base = event_base_new_with_config(cfg);
+    event_config_free(cfg);
+    return base;
+}
+
+/* A network thread's loop: its epoll set (or libevent base, with the
+ * tick) and wake descriptor. */
 static int evloop_net_setup(struct worker *w, struct evloop *l)
 {
-    if (evl_set_open(l) < 0 || evloop_wake_open(l) < 0 ||
+#if EVLOOP_EPOLL
+    if (evl_set_open(l) < 0)
+        goto fail;
+#else
+    l->base = evloop_base_new(w);
+    if (l->base == NULL)
+        goto fail;
+    l->ev_tick = event_new(l->base, -1, 0, evloop_tick_cb, w);
+    if (l->ev_tick == NULL)
+        goto fail;
+#endif
+    if (evloop_wake_open(l) < 0 ||
         evloop_io_add(w, &l->wake, l->wake_rd, EVL_READ, evloop_wake_cb,
-                      w) < 0) {
-        log_error("thread %u: epoll set or wake descriptor: %s", w->id,
-                  strerror(errno));
-        return -1;
-    }
+                      w) < 0)
+        goto fail;
     return 0;
+fail:
+    log_error("thread %u: its loop or wake descriptor: %s", w->id,
+              strerror(errno));
+    return -1;
 }
 
 int evloop_setup(struct worker *w)
@@ -407,15 +535,18 @@ int evloop_setup(struct worker *w)
 
     if (l == NULL)
         return -1;
-    l->epfd = l->wake_rd = l->wake_wr = -1;
+    l->wake_rd = l->wake_wr = -1;
+#if EVLOOP_EPOLL
+    l->epfd = -1;
     l->tick_at = UINT64_MAX;
+#endif
     atomic_init(&l->stop_req, false);
     w->loop = l;
     if (w->role == ROLE_NET) {
         if (evloop_net_setup(w, l) < 0)
             return -1;
     } else {
-        l->base = event_base_new();
+        l->base = evloop_base_new(w);
         if (l->base == NULL)
             return -1;
         l->ev_inbox = event_new(l->base, -1, 0, evloop_inbox_cb, w);
@@ -431,23 +562,29 @@ int evloop_setup(struct worker *w)
 void evloop_teardown(struct worker *w)
 {
     struct evloop *l = w->loop;
-    struct event *evs[5];
+    struct event *evs[5] = {NULL};
     unsigned i;
 
     if (l == NULL)
         return;
+    if (l->wake_rd >= 0)
+        evloop_io_del(w, &l->wake);
     evs[0] = l->ev_inbox;
     evs[1] = l->ev_tick;
     evs[2] = l->ev_stop;
+#if EVLOOP_EPOLL
     evs[3] = l->ev_set;
     evs[4] = l->ev_rq;
+#endif
     for (i = 0; i < 5; i++)
         if (evs[i] != NULL)
             event_free(evs[i]);
     if (l->base != NULL)
         event_base_free(l->base);
+#if EVLOOP_EPOLL
     if (l->epfd >= 0)
         close(l->epfd);
+#endif
     if (l->wake_rd >= 0)
         close(l->wake_rd);
     if (l->wake_wr >= 0 && l->wake_wr != l->wake_rd)
@@ -495,12 +632,16 @@ void evloop_exit(struct worker *w)
 {
     struct evloop *l = w->loop;
 
-    if (l->base != NULL)
-        event_base_loopexit(l->base, NULL);
-    else
+#if EVLOOP_EPOLL
+    if (l->base == NULL) {
         l->exit = true; /* at the end of this turn */
+        return;
+    }
+#endif
+    event_base_loopexit(l->base, NULL);
 }
 
+#if EVLOOP_EPOLL
 /* A network thread's tick, when due (by the coarse clock its deadlines
  * are read on). */
 static void evl_tick_due(struct worker *w)
@@ -525,25 +666,11 @@ static int evl_wait_ms(const struct evloop *l)
     return ms > INT_MAX ? INT_MAX : (int)ms;
 }
 
-/*
- * A network thread's loop: turns until evloop_exit, yielding the CPU after
- * each when there are more network threads than CPUs.  Busy loops on a
- * shared CPU are otherwise cut by the scheduler's time slices
- * (milliseconds), and a request waits for its thread's next slice: that
- * was the 8 ms W1 p99 of -n 4 -t 0 on two CPUs.  Yielding after each turn
- * (one epoll_wait and the callbacks of what it returned) makes the loops
- * take turns per batch of ready connections instead
- * (docs/threads-models.md, "More network threads than CPUs").  The main
- * thread's is libevent's (it does not yield).
- */
-void evloop_run(struct worker *w)
+/* A network thread's own loop (evloop_run): turns until evloop_exit. */
+static void evl_run(struct worker *w)
 {
     struct evloop *l = w->loop;
 
-    if (l->base != NULL) {
-        event_base_dispatch(l->base);
-        return;
-    }
     while (!l->exit) {
         evl_turn(l, evl_wait_ms(l));
         evl_tick_due(w);
@@ -555,17 +682,55 @@ void evloop_run(struct worker *w)
         }
     }
 }
+#endif /* EVLOOP_EPOLL */
+
+/*
+ * A network thread's loop: turns until evloop_exit, yielding the CPU after
+ * each when there are more network threads than CPUs.  Busy loops on a
+ * shared CPU are otherwise cut by the scheduler's time slices
+ * (milliseconds), and a request waits for its thread's next slice: that
+ * was the 8 ms W1 p99 of -n 4 -t 0 on two CPUs.  Yielding after each turn
+ * (one epoll_wait and the callbacks of what it returned) makes the loops
+ * take turns per batch of ready connections instead
+ * (docs/threads-models.md, "More network threads than CPUs").  The main
+ * thread does not yield.  libevent's loop (the portable build's) yields
+ * after a turn that left nothing active.
+ */
+void evloop_run(struct worker *w)
+{
+    struct evloop *l = w->loop;
+
+#if EVLOOP_EPOLL
+    if (l->base == NULL) {
+        evl_run(w);
+        return;
+    }
+#endif
+    if (!w->yield_turns) {
+        event_base_dispatch(l->base);
+        return;
+    }
+    for (;;) {
+        if (event_base_loop(l->base, EVLOOP_ONCE) != 0 ||
+            event_base_got_exit(l->base) || event_base_got_break(l->base))
+            break;
+        STAT_INC(&w->stats, loop_yields);
+        sched_yield();
+    }
+}
 
 void evloop_turn_nowait(struct worker *w)
 {
     struct evloop *l = w->loop;
 
-    if (l->base != NULL) {
-        event_base_loop(l->base, EVLOOP_NONBLOCK);
+#if EVLOOP_EPOLL
+    if (l->base == NULL) {
+        evl_turn(l, 0);
+        evl_tick_due(w);
         return;
     }
-    evl_turn(l, 0);
-    evl_tick_due(w);
+#endif
+    event_base_loop(l->base, EVLOOP_NONBLOCK);
 }
 
 struct event_base *evloop_base(const struct worker *w)
