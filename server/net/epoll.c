@@ -31,10 +31,11 @@
 /* A connection's registration with its thread's epoll set (conn_xpriv;
  * evloop.h, struct evloop_io: 40 bytes in the connection, no allocation;
  * in the portable build libevent's events, the read one allocated with
- * the registration, the write one while asked for).  Read readiness (edge-triggered, with the peer's half-close) stays
- * registered for the connection's life; write readiness only while a write
- * would block (ep_want_wr), so the socket's EPOLLOUT edges (one each time
- * the peer reads a reply) neither wake the loop nor cost a callback. */
+ * the registration, the write one while asked for).  Read readiness
+ * (edge-triggered, with the peer's half-close) stays registered for the
+ * connection's life; write readiness only while a write would block
+ * (ep_want_wr), so the socket's EPOLLOUT edges (one each time the peer
+ * reads a reply) neither wake the loop nor cost a callback. */
 struct econn {
     struct evloop_io io; /* EVL_READ|EVL_CLOSED|EVL_ET, and EVL_WRITE while
                             wr_armed; registered from ep_adopt to

@@ -1,10 +1,10 @@
 /*
  * evloop.c - a thread's event loop (evloop.h): a network thread's own
  * epoll loop (the readiness backend's; libevent's in the portable build),
- * and the main thread's libevent loop under both backends.  The thread's own events (inbox, tick, stop)
- * call threads.c's housekeeping; the other events are made for their
- * users (signals, listeners' timers, UDP sockets, the io_uring ring of the
- * main thread).
+ * and the main thread's libevent loop under both backends.  The thread's
+ * own events (inbox, tick, stop) call threads.c's housekeeping; the other
+ * events are made for their users (signals, listeners' timers, UDP
+ * sockets, the io_uring ring of the main thread).
  */
 #include "config.h"
 
@@ -73,10 +73,11 @@ _Static_assert(EVL_TIMEOUT == EV_TIMEOUT && EVL_READ == EV_READ &&
  * same pass over its active queue, which therefore never ends while the
  * connection's input does not: the tick and the wake starved (20 new
  * connections served in 21 s, a silent one closed 20 s late past
- * --idle-timeout; tests/test_timeouts.c, test_epoll_loop_busy).  Its
- * bases are made to look for new events and timers after EVL_BATCH
- * callbacks (event_config_set_max_dispatch_interval), as the own loop
- * does after a turn of at most EVL_BATCH events.
+ * --idle-timeout; tests/test_timeouts.c, test_epoll_loop_busy).  Every
+ * libevent base (the main thread's too, in either build) is made to look
+ * for new events and timers after EVL_BATCH callbacks
+ * (event_config_set_max_dispatch_interval), as the own loop does after a
+ * turn of at most EVL_BATCH events.
  */
 #define EVL_BATCH 64
 

@@ -54,8 +54,8 @@ int evloop_setup(struct worker *w);
 /* Free w's loop (after every event made on it is freed). */
 void evloop_teardown(struct worker *w);
 /* Arm the tick for w->next_tick_ms (a network thread's own loop: its
- * epoll_wait timeout); stop it (the io_uring loop's wait is the tick of a network
- * thread). */
+ * epoll_wait timeout); stop it (the io_uring loop's wait is the tick of a
+ * network thread). */
 void evloop_tick_arm(struct worker *w);
 void evloop_tick_off(struct worker *w);
 /* From another thread: w's inbox has connections; w is to stop (a
