@@ -451,14 +451,17 @@ static double lb_idle_closed(int fd, double t0)
  * over its active queue, took 21 s for the new connections and closed the
  * silent one 20 s late (main; in the portable build before its bases
  * were given a callback limit, 14.7 s and 13.7 s late).
- * Waits end at 30 s (a hang); the counters are asserted.
+ * Waits end at 30 s (a hang); the counters are asserted.  With -n 0
+ * (test_epoll_loop_busy_main) the main thread serves the connections
+ * itself, on its libevent loop (their epoll set one event of it, or in
+ * the portable build libevent's events), and accepts the new ones.
  */
 #define LB_RATIO 20.0
 #define LB_FLOOR 0.25
-static void test_epoll_loop_busy(void **state)
+static void lb_run(const char *nthreads)
 {
-    const char *args[] = {"-n", "1", "--io=epoll", "--idle-timeout", "1",
-                          "-R", "2", NULL};
+    const char *args[] = {"-n", nthreads, "--io=epoll", "--idle-timeout",
+                          "1", "-R", "2", NULL};
     struct tsrv s;
     struct hammer h;
     pthread_t tid;
@@ -466,7 +469,6 @@ static void test_epoll_loop_busy(void **state)
     int idle, i, fd;
     long long yields;
 
-    (void)state;
     if (tsrv_external())
         skip();
     assert_int_equal(tsrv_start(&s, args), 0);
@@ -502,12 +504,12 @@ static void test_epoll_loop_busy(void **state)
     pthread_join(tid, NULL);
     for (i = 0; i < LB_BUSY; i++)
         close(h.fd[i]);
-    print_message("epoll loop: %d new connections served in %.3f s idle, "
-                  "%.3f s busy; the silent one closed %.3f s after its "
-                  "second idle, %.3f s busy (%lld polls of %d busy "
-                  "connections, %lld yields)\n",
-                  LB_NEW, new0, new1, idle_late0, idle_late, h.rounds,
-                  LB_BUSY, yields);
+    print_message("epoll loop (-n %s): %d new connections served in "
+                  "%.3f s idle, %.3f s busy; the silent one closed %.3f s "
+                  "after its second idle, %.3f s busy (%lld polls of %d "
+                  "busy connections, %lld yields)\n",
+                  nthreads, LB_NEW, new0, new1, idle_late0, idle_late,
+                  h.rounds, LB_BUSY, yields);
     assert_true(idle_late0 >= 0); /* never early (-2: not closed) */
     assert_true(idle_late >= 0);
     assert_true(h.rounds > 0);
@@ -518,6 +520,18 @@ static void test_epoll_loop_busy(void **state)
     assert_int_equal(tsrv_stop(&s), 0);
 }
 
+static void test_epoll_loop_busy(void **state)
+{
+    (void)state;
+    lb_run("1");
+}
+
+static void test_epoll_loop_busy_main(void **state)
+{
+    (void)state;
+    lb_run("0");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -525,6 +539,7 @@ int main(void)
         cmocka_unit_test(test_next_tick),
         cmocka_unit_test(test_backends_alike),
         cmocka_unit_test(test_epoll_loop_busy),
+        cmocka_unit_test(test_epoll_loop_busy_main),
     };
 
     signal(SIGPIPE, SIG_IGN);
