@@ -92,8 +92,10 @@ struct conn_pool {
     uint64_t lent;        /* input and output buffers lent out now
                              (relaxed atomic, for stats) */
     uint64_t xheld;       /* backend state a connection holds beyond its
-                             struct, now: epoll's write event while a write
-                             would block, io_uring's iovec array while a
+                             read registration, now: epoll's EPOLLOUT
+                             asked for while a write would block (in the
+                             portable build libevent's write event, an
+                             allocation), io_uring's iovec array while a
                              sendmsg is in flight and stash while a payload
                              thread has the input (relaxed atomic, for
                              stats conn_backend_held; 0 when all idle) */

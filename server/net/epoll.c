@@ -1,10 +1,14 @@
 /*
- * epoll.c - the readiness backend (--io=epoll): libevent's loop, one
- * edge-triggered read event per connection for its life and a write event
- * registered only while a write would block; the socket is read and
- * written when ready by sockio.c (plain, or through the TLS filter).  The
- * transport table (transport.h) is its only interface to the connection;
- * a thread's libevent loop (made, run, woken and ended) is evloop.c's.
+ * epoll.c - the readiness backend (--io=epoll): one edge-triggered
+ * registration per connection with its thread's epoll set for its life,
+ * asking for write readiness only while a write would block; the socket is
+ * read and written when ready by sockio.c (plain, or through the TLS
+ * filter).  The transport table (transport.h) is its only interface to the
+ * connection; a thread's loop (made, run, woken and ended) is evloop.c's:
+ * a network thread's own epoll loop (libevent's in the portable build,
+ * kqueue on FreeBSD: the registration is then libevent's events), the
+ * main thread's libevent one (the listeners here are libevent events of
+ * it).
  */
 #include "config.h"
 
@@ -16,7 +20,6 @@
 #include <unistd.h>
 
 #include <event2/event.h>
-#include <event2/event_struct.h> /* struct event, kept in the connection */
 
 #include "conn.h"
 #include "evloop.h"
@@ -25,47 +28,48 @@
 #include "server/log.h"
 #include "server/stats.h"
 
-/* A connection's events (conn_xpriv).  Read readiness stays registered
- * for the connection's life; write readiness only while a write would
- * block (ep_want_wr), so the socket's EPOLLOUT edges (one each time the
- * peer reads a reply) neither wake the loop nor cost a callback.  The
- * read event lives in the connection (event_assign: 304 + 144 bytes, one
- * allocation of 448, where conn and a separate event took 384 + 128); the
- * write event exists only while a write would block (libevent's own
- * allocation), so an idle connection is that one allocation (and
- * libevent's per-descriptor map entry).  Both events in the connection
- * would make every connection, idle or not, one allocation of 640 for an
- * event only a blocked write uses (docs/performance.md, "Memory per
- * connection"). */
+/* A connection's registration with its thread's epoll set (conn_xpriv;
+ * evloop.h, struct evloop_io: 40 bytes in the connection, no allocation;
+ * in the portable build libevent's events, the read one allocated with
+ * the registration, the write one while asked for).  Read readiness
+ * (edge-triggered, with the peer's half-close) stays registered for the
+ * connection's life; write readiness only while a write would block
+ * (ep_want_wr), so the socket's EPOLLOUT edges (one each time the peer
+ * reads a reply) neither wake the loop nor cost a callback. */
 struct econn {
-    struct event ev;     /* EV_READ|EV_CLOSED|EV_ET|EV_PERSIST, always on
-                            from ep_adopt to ep_close (ev_on) */
-    struct event *ev_wr; /* EV_WRITE|EV_ET|EV_PERSIST, made and armed
-                            only while a write would block (wr_armed);
-                            NULL otherwise */
-    bool wr_armed;       /* ev_wr is registered with the loop */
-    bool ev_on;          /* ev is assigned and not yet deleted */
+    struct evloop_io io; /* EVL_READ|EVL_CLOSED|EVL_ET, and EVL_WRITE while
+                            wr_armed; registered from ep_adopt to
+                            ep_close (io_on) */
+    bool wr_armed;       /* EVL_WRITE is asked for */
+    bool io_on;          /* io is registered */
 };
+
+#define EP_WANT_RD (EVL_READ | EVL_CLOSED | EVL_ET)
+
+/* one jemalloc size class, as an io_uring connection (main's, with
+ * libevent's read event in it: 448 bytes) */
+_Static_assert(sizeof(struct conn) + sizeof(struct econn) <= 384,
+               "an epoll connection fits in 384 bytes");
 
 static struct econn *EC(struct conn *c)
 {
     return conn_xpriv(c);
 }
 
-/* The blocked episode is over: stop listening for EPOLLOUT and free the
- * write event, so an idle connection holds none (libevent lets a callback
- * free its own event). */
+/* The blocked episode is over: stop listening for EPOLLOUT, so an idle
+ * connection asks for read readiness alone (counted as held while armed:
+ * stats conn_backend_held). */
 static void ep_wr_off(struct conn *c)
 {
     struct econn *e = EC(c);
 
-    event_free(e->ev_wr);
-    e->ev_wr = NULL;
+    if (evloop_io_mod(c->owner, &e->io, EP_WANT_RD) < 0)
+        log_debug("epoll_ctl: %s", strerror(errno));
     e->wr_armed = false;
     conn_backend_held(c->owner, -1);
 }
 
-static void ep_conn_cb(evutil_socket_t fd, short what, void *arg)
+static void ep_conn_cb(int fd, short what, void *arg)
 {
     struct conn *c = arg;
     struct econn *e = EC(c);
@@ -74,7 +78,7 @@ static void ep_conn_cb(evutil_socket_t fd, short what, void *arg)
     /* Room again and nothing left to send: stop listening for EPOLLOUT
      * until a write blocks again (an epoll_ctl per blocked episode, none
      * per request). */
-    if ((what & EV_WRITE) && e->wr_armed && !c->inflight &&
+    if ((what & EVL_WRITE) && e->wr_armed && !c->inflight &&
         c->opending == 0)
         ep_wr_off(c);
     /* the request loop, reading and sending through this table between
@@ -85,17 +89,14 @@ static void ep_conn_cb(evutil_socket_t fd, short what, void *arg)
 static int ep_adopt(struct conn *c)
 {
     struct econn *e = EC(c);
-    struct event_base *base = evloop_base(c->owner);
 
-    if (event_assign(&e->ev, base, c->fd,
-                     EV_READ | EV_CLOSED | EV_ET | EV_PERSIST, ep_conn_cb,
-                     c) < 0)
+    if (evloop_io_add(c->owner, &e->io, c->fd, EP_WANT_RD, ep_conn_cb, c) < 0)
         return -1;
-    e->ev_on = true;
-    return event_add(&e->ev, NULL);
+    e->io_on = true;
+    return 0;
 }
 
-/* A write would block: register for the EPOLLOUT edge.  EPOLL_CTL_MOD
+/* A write would block: ask for the EPOLLOUT edge too.  EPOLL_CTL_MOD
  * polls the socket: room freed since the failed write is reported at
  * once, so no edge is lost in between. */
 static int ep_want_wr(struct conn *c)
@@ -103,17 +104,10 @@ static int ep_want_wr(struct conn *c)
     struct econn *e = EC(c);
 
     if (!e->wr_armed) {
-        if (e->ev_wr == NULL) { /* freed when the last episode ended */
-            e->ev_wr = event_new(evloop_base(c->owner), c->fd,
-                                 EV_WRITE | EV_ET | EV_PERSIST, ep_conn_cb,
-                                 c);
-            if (e->ev_wr == NULL)
-                return -1;
-            conn_backend_held(c->owner, 1);
-        }
-        if (event_add(e->ev_wr, NULL) < 0)
+        if (evloop_io_mod(c->owner, &e->io, EP_WANT_RD | EVL_WRITE) < 0)
             return -1;
         e->wr_armed = true;
+        conn_backend_held(c->owner, 1);
     }
     return 0;
 }
@@ -144,7 +138,7 @@ static int ep_flush(struct conn *c)
         return ep_want_wr(c);
     /* the write that ended a blocked episode: no EPOLLOUT edge need come
      * after it (the kernel raises one only after a write that would
-     * block), so the event goes now, unless the filter's read needs it */
+     * block), so the interest goes now, unless the filter's read needs it */
     if (r == 0 && EC(c)->wr_armed && c->opending == 0 && !c->rd_wants_wr)
         ep_wr_off(c);
     return r;
@@ -152,21 +146,19 @@ static int ep_flush(struct conn *c)
 
 static void ep_requeue(struct conn *c)
 {
-    event_active(&EC(c)->ev, EV_TIMEOUT, 0);
+    evloop_io_requeue(c->owner, &EC(c)->io);
 }
 
 static bool ep_close(struct conn *c)
 {
     struct econn *e = EC(c);
 
-    if (e->ev_wr != NULL) {
-        event_free(e->ev_wr);
+    if (e->wr_armed)
         conn_backend_held(c->owner, -1);
-    }
-    if (e->ev_on)
-        event_del(&e->ev);
-    e->ev_on = false;
-    e->ev_wr = NULL;
+    if (e->io_on)
+        evloop_io_del(c->owner, &e->io);
+    e->io_on = false;
+    e->wr_armed = false;
     return false;
 }
 
@@ -180,7 +172,7 @@ static bool ep_peer_gone(struct conn *c)
     return sockio_peer_gone(c);
 }
 
-/* ---- network threads: libevent's loop (evloop.c), nothing more -------- */
+/* ---- network threads: evloop.c's loop, nothing more -------------------- */
 
 static int ep_worker_setup(struct worker *w)
 {

@@ -1,11 +1,17 @@
 /*
- * evloop.h - a thread's libevent loop, part of the readiness backend
- * (epoll.c; evloop.c has the loop): every network thread runs one under
- * --io=epoll, and the main thread under both backends (listeners,
- * signals, timers; under io_uring its ring is one event of it).  Every
- * network thread has one under io_uring as well, not run (its ring's loop
- * runs the thread), so that what registers with it (UDP sockets) is the
- * same for both.
+ * evloop.h - a thread's event loop, part of the readiness backend
+ * (epoll.c; evloop.c has the loops).  Where epoll exists and the build is
+ * not portable (EVLOOP_EPOLL), a network thread's is evloop.c's own loop
+ * over an epoll descriptor (no libevent: an epoll_event's pointer is the
+ * registration, its callback called directly); elsewhere (the portable
+ * build, standing in for FreeBSD and the like) it is libevent's.  It runs
+ * the thread under --io=epoll, and under io_uring it is made but not run
+ * (the ring's loop runs the thread), so that what registers with it (UDP
+ * sockets) is the same for both.  The main thread's is libevent's under
+ * both backends (listeners, signals, timers; under io_uring its ring is
+ * one event of it); the connections it serves itself (-n 0) are
+ * registered with an epoll set of its own, polled as one libevent event
+ * (EVLOOP_EPOLL), or are libevent events of it.
  *
  * Outside the backends no file names a libevent type or function
  * (tools/check-backends.sh): a thread's loop is struct worker's opaque
@@ -18,6 +24,14 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+
+/* The own epoll loop: on Linux, unless built portable (MDC_PORTABLE,
+ * config.h, included first). */
+#if defined(__linux__) && !defined(MDC_PORTABLE)
+#define EVLOOP_EPOLL 1
+#else
+#define EVLOOP_EPOLL 0
+#endif
 
 struct worker;
 struct evloop;
@@ -39,8 +53,9 @@ int evloop_threads(void);
 int evloop_setup(struct worker *w);
 /* Free w's loop (after every event made on it is freed). */
 void evloop_teardown(struct worker *w);
-/* Arm the tick for w->next_tick_ms; stop it (the io_uring loop's wait
- * is the tick of a network thread). */
+/* Arm the tick for w->next_tick_ms (a network thread's own loop: its
+ * epoll_wait timeout); stop it (the io_uring loop's wait is the tick of a
+ * network thread). */
 void evloop_tick_arm(struct worker *w);
 void evloop_tick_off(struct worker *w);
 /* From another thread: w's inbox has connections; w is to stop (a
@@ -74,7 +89,51 @@ void evloop_ev_free(struct evloop_ev *e);
 /* The library's version (stats). */
 const char *evloop_version(void);
 
-/* For the readiness backend's own file (epoll.c): w's libevent base. */
+/* For the readiness backend's own file (epoll.c): the main thread's
+ * libevent base (its listeners); NULL for a network thread. */
 struct event_base *evloop_base(const struct worker *w);
+
+/*
+ * A descriptor registered with w's loop (any loop: a network thread's, or
+ * the main thread's for its own connections): what the callback gets, and
+ * what a registration asks for (EVL_ET: edge-triggered).  The bits are
+ * libevent's EV_* and conn.h's CONN_EV_*.  The struct is the caller's (in
+ * a connection); a loop never calls it after evloop_io_del, even for
+ * readiness it already collected in the turn that deletes it.  With
+ * EVLOOP_EPOLL it is the registration itself (no allocation); without,
+ * it holds libevent's events: the read event, made with it, and a write
+ * event made only while EVL_WRITE is asked for (an idle connection holds
+ * none).
+ */
+#define EVL_TIMEOUT 0x01 /* requeued (evloop_io_requeue) */
+#define EVL_READ 0x02
+#define EVL_WRITE 0x04
+#define EVL_ET 0x20
+#define EVL_CLOSED 0x80 /* the peer half-closed (EPOLLRDHUP) */
+struct evloop_io {
+    evloop_cb cb;
+    void *arg;
+    int fd;
+    short want;                 /* EVL_* registered */
+#if EVLOOP_EPOLL
+    bool queued;                /* on the requeue list */
+    struct evloop_io *rq_next;  /* the requeue list */
+    struct evloop_io **rq_pprev;
+#else
+    struct event *ev;           /* want but EVL_WRITE, EV_PERSIST */
+    struct event *ev_wr;        /* EVL_WRITE asked for: NULL otherwise */
+#endif
+};
+/* Register io (fd, want, cb, arg) with w's set: 0, or -1 (errno). */
+int evloop_io_add(struct worker *w, struct evloop_io *io, int fd, short want,
+                  evloop_cb cb, void *arg);
+/* Change what io asks for (the fd is polled again: ready now is
+ * reported; without EVLOOP_EPOLL only EVL_WRITE may change): 0, or -1. */
+int evloop_io_mod(struct worker *w, struct evloop_io *io, short want);
+/* Unregister io, before its descriptor is closed. */
+void evloop_io_del(struct worker *w, struct evloop_io *io);
+/* Call io's callback (EVL_TIMEOUT) once more behind the events ready in
+ * this turn, without a new event (w's own thread). */
+void evloop_io_requeue(struct worker *w, struct evloop_io *io);
 
 #endif
