@@ -435,9 +435,14 @@ static uint64_t mono_coarse_ns(void)
  * Ten tagged records with TTLs of 1 to 4 s among five that never expire,
  * on the real clock, with the daemon's sweeper (--sweep-interval default,
  * 1000 ms) and table: each expired record must have left curr_items, bytes
- * and the tag index within 1 s of its deadline, without being read.
- * (The sweep that visited a tenth of the table each interval left them up
- * to 10 s; memcached's crawler reclaims all ten.)
+ * and the tag index, without being read, by the time the sweeper has
+ * turned its deadline's second (wheel_done), and all of them within a
+ * 30-second ceiling only a hang reaches.  How late after its deadline that
+ * is (the sweeper wakes just after each second begins: within a second on
+ * an idle machine) is printed, not judged: a busy machine schedules the
+ * sweeper late (a 1 s bound failed at load average 32).  (The sweep that
+ * visited a tenth of the table each interval left them up to 10 turns;
+ * memcached's crawler reclaims all ten.)
  */
 static void test_expiry_reclaimed_on_time(void **state)
 {
@@ -459,6 +464,7 @@ static void test_expiry_reclaimed_on_time(void **state)
     }
     store_get_stats(st, &base);
     uint64_t dl[NTTL];
+    uint32_t dsec[NTTL]; /* the deadlines in store seconds */
     for (int i = 0; i < NTTL; i++) {
         struct mdc_tag t[2] = {T(5, 100 + i), T(6, i % 3)};
         snprintf(k, sizeof(k), "ttl%d", i);
@@ -471,6 +477,7 @@ static void test_expiry_reclaimed_on_time(void **state)
         assert_int_equal(store_get_by_tag(st, 5, &tv, 1, &set), ST_OK);
         assert_int_equal(set.n, 1);
         dl[i] = record_deadline_ns(st, set.recs[0]);
+        dsec[i] = __atomic_load_n(&set.recs[0]->deadline, __ATOMIC_RELAXED);
         store_recset_release(st, &set);
     }
     uint64_t last = 0;
@@ -478,17 +485,25 @@ static void test_expiry_reclaimed_on_time(void **state)
         last = dl[i] > last ? dl[i] : last;
     for (;;) {
         uint64_t now = mono_coarse_ns();
+        /* the second turned first: what it reclaimed is in the stats */
+        uint32_t done = atomic_load(&st->wheel_done);
         store_get_stats(st, &ss);
-        /* records whose deadline is 1 s or more behind must be gone */
         int due = 0;
         for (int i = 0; i < NTTL; i++)
-            due += now >= dl[i] + 1000000000u;
+            due += dsec[i] <= done;
         if (ss.curr_items > (uint64_t)(NLIVE + NTTL - due))
-            fail_msg("%d record(s) more than 1 s past their deadline still "
-                     "held: curr_items %" PRIu64 ", expected at most %d",
-                     due, ss.curr_items, NLIVE + NTTL - due);
-        if (now >= last + 1000000000u)
+            fail_msg("%d record(s) whose second the sweeper turned (%u) "
+                     "still held: curr_items %" PRIu64 ", expected at most "
+                     "%d",
+                     due, done, ss.curr_items, NLIVE + NTTL - due);
+        if (ss.curr_items == NLIVE) {
+            print_message("all reclaimed %.3f s after the last deadline\n",
+                          (double)(int64_t)(now - last) / 1e9);
             break;
+        }
+        if (now >= last + 30000000000u)
+            fail_msg("%" PRIu64 " record(s) still held 30 s after the last "
+                     "deadline", ss.curr_items - NLIVE);
         struct timespec nap = {0, 20 * 1000000};
         nanosleep(&nap, NULL);
     }

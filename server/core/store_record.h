@@ -143,7 +143,9 @@ struct store {
     struct ewheel **wheels; /* [nlocks], NULL without a sweeper */
     uint8_t *wlost;         /* [nlocks] */
     _Atomic uint32_t wheel_lost; /* some wlost[j] is set */
-    uint32_t wheel_done; /* the sweeper's: last store second turned */
+    /* the sweeper's: the last store second turned (every record whose
+     * deadline is at or before it is reclaimed); atomic for the tests */
+    _Atomic uint32_t wheel_done;
     uint32_t fwalk_gen;  /* the sweeper's: the flush its walk serves */
     uint32_t fwalk_next; /* the sweeper's: the walk's next stripe */
     uint32_t fwalk_b;    /* the sweeper's: its next bucket in the stripe */
