@@ -706,7 +706,9 @@ static void poll_eofs(const int *fds, double *eof, int n, double dur_s)
 }
 
 /* --auth-timeout SEC closes no connection earlier than SEC seconds after
- * it was accepted (how late it may be: test_timeouts); one that logs in 50 ms after connecting is never closed.  The
+ * it was accepted (how late it may be: test_timeouts); one that logs in
+ * 50 ms after connecting is never closed (a login this process came to
+ * send half a second or more late, on a busy machine, is not judged).  The
  * connections are spread over a second so that some open just before a
  * second of the clock turns, where a timeout counted in whole seconds of
  * the tick fired almost a second early. */
@@ -718,6 +720,7 @@ static void test_auth_timeout_not_early(void **state)
     struct tsrv s;
     char buf[512];
     int silent[N], good[N], i, early = 0, late = 0, closed_good = 0;
+    int late_logins = 0;
     double t0[N], eof[N], worst_early = 10, worst_late = 0;
 
     (void)state;
@@ -726,12 +729,20 @@ static void test_auth_timeout_not_early(void **state)
         t0[i] = now_s(); /* before connect(): the accept is later */
         silent[i] = tc_connect(&s);
         good[i] = tc_connect(&s);
+        double tg = now_s(); /* good's connect() returned: accepted before */
         assert_true(silent[i] >= 0 && good[i] >= 0);
         eof[i] = 0;
         /* 50 ms, timing the EOFs of the earlier ones meanwhile */
         poll_eofs(silent, eof, i, 0.05);
+        /* a login this process itself comes to send half a second or
+         * more after its connect() returned (a busy machine did not run
+         * it; the send is later still) may rightly meet the timeout:
+         * counted apart, not judged */
+        bool in_time = now_s() - tg < 0.5;
         txt(good[i], "set a 0 0 12\r\nalice s3cret\r\n", buf, sizeof(buf));
-        if (strcmp(buf, "STORED\r\n") != 0)
+        if (!in_time)
+            late_logins++;
+        else if (strcmp(buf, "STORED\r\n") != 0)
             closed_good++;
     }
     poll_eofs(silent, eof, N, 30);
@@ -754,11 +765,16 @@ static void test_auth_timeout_not_early(void **state)
         close(good[i]);
     }
     assert_int_equal(tsrv_stop(&s), 0);
+    if (late_logins > 0)
+        print_message("%d of %d logins sent 0.5 s or more after connecting "
+                      "(this process ran late): not judged\n",
+                      late_logins, N);
     if (early > 0 || late > 0 || closed_good > 0)
         fail_msg("--auth-timeout 1: %d of %d closed early (first after %.3f "
                  "s), %d late (last after %.3f s); %d of %d logins 50 ms "
                  "after connecting failed",
-                 early, N, worst_early, late, worst_late, closed_good, N);
+                 early, N, worst_early, late, worst_late, closed_good,
+                 N - late_logins);
 }
 
 /* Bytes fd has sent that its peer has not acknowledged: 0 once all are
