@@ -70,6 +70,11 @@ for tag in $(sed -n 's/^W: [^:]*: \([^ ]*\).*/\1/p' "$W/lintian.out" | sort -u);
 done
 
 # ---- 3. install, run, round-trip ----------------------------------------------
+# the packages are the machine's, not this tree's: a second run on the same
+# machine (two clones tested at once) waits here until the first has
+# purged, so neither installs over, purges under or counts the other's files
+exec 9>/run/lock/mdcached-deb-check
+flock 9
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "installed" &&
         dpkg --purge "$p" >/dev/null 2>&1
