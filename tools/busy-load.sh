@@ -5,6 +5,9 @@
 # (sh -c 'while :; do :; done') and 4 loopback TCP echo pairs passing
 # 16 KiB back and forth, all at nice 0 (they inherit the caller's nice:
 # call it unniced).  On a 2-CPU machine that is a load average of about 20.
+# Give it the command rather than start the command from elsewhere: with
+# autogroups (Debian's default) another session gets its own share of the
+# CPUs beside all the loops (docs/testing.md).
 #
 #   sh tools/busy-load.sh [-t SECONDS] [COMMAND [ARG...]]
 #
