@@ -5,8 +5,13 @@
 # tag, tag invalidations, counters, connection churn - from SOAK_CLIENTS
 # processes (default 2) against one daemon (-m 64, -n 2).  Passes when
 #  - every reply was one the request allows (soak_load's own check);
-#  - the daemon's RSS after warm-up (the first quarter of the run) stays
-#    within 10 % of its value at the end of warm-up;
+#  - the daemon's RSS after warm-up stays within 10 % of its value at the
+#    end of warm-up.  Warm-up is the first quarter of the run and, past
+#    it, until the store is full (the first eviction): on a busy machine
+#    the clients fill -m 64 later (34 s of 60 at load average 50), and the
+#    RSS that filling adds is not growth.  A run whose store never filled,
+#    or filled with fewer than 2 samples left, has no RSS to judge and
+#    says so (a figure the load can take away);
 #  - the daemon holds as many descriptors after the clients left as
 #    before they came (no descriptor leak);
 #  - "stats store_check" is "ok" at the end: both indexes agree
@@ -77,6 +82,7 @@ step=$((SECS / 24))
 [ $step -lt 2 ] && step=2
 t0=$(date +%s)
 rss_warm=
+rss_n=0
 rss_max=0
 rss_min=
 while :; do
@@ -84,12 +90,18 @@ while :; do
     t=$(($(date +%s) - t0))
     [ $t -ge "$SECS" ] && break
     r=$(rss)
-    echo "t=${t}s rss=${r} KiB fds=$(nfds) items=$(stat_of curr_items) evictions=$(stat_of evictions)"
-    if [ $t -ge $warm ]; then
-        [ -z "$rss_warm" ] && rss_warm=$r
-        [ "$r" -gt $rss_max ] && rss_max=$r
-        { [ -z "$rss_min" ] || [ "$r" -lt "$rss_min" ]; } && rss_min=$r
+    ev=$(stat_of evictions)
+    echo "t=${t}s rss=${r} KiB fds=$(nfds) items=$(stat_of curr_items) evictions=$ev"
+    [ -z "$rss_warm" ] && { [ $t -lt $warm ] || [ "$ev" = 0 ] || [ "$ev" = "?" ]; } && continue
+    if [ -z "$rss_warm" ]; then
+        rss_warm=$r
+        rss_n=0
+        echo "warm-up over at t=${t}s (the store full)"
+    else
+        rss_n=$((rss_n + 1))
     fi
+    [ "$r" -gt $rss_max ] && rss_max=$r
+    { [ -z "$rss_min" ] || [ "$r" -lt "$rss_min" ]; } && rss_min=$r
 done
 fail=0
 for p in $pids; do
@@ -106,11 +118,15 @@ if [ "$fd1" -ne "$fd0" ]; then
     fail=1
 fi
 # RSS after warm-up within 10 % of its value at the end of warm-up
-lim=$((rss_warm + rss_warm / 10))
-echo "rss: $rss_warm KiB after warm-up, max $rss_max, min $rss_min (limit $lim)"
-if [ "$rss_max" -gt "$lim" ]; then
-    echo "FAIL: RSS grew more than 10 % after warm-up"
-    fail=1
+if [ -z "$rss_warm" ] || [ "$rss_n" -lt 2 ]; then
+    echo "note: the store was not full with 2 samples left (a busy machine): RSS not judged, max $rss_max KiB"
+else
+    lim=$((rss_warm + rss_warm / 10))
+    echo "rss: $rss_warm KiB after warm-up, max $rss_max over $rss_n samples after it, min $rss_min (limit $lim)"
+    if [ "$rss_max" -gt "$lim" ]; then
+        echo "FAIL: RSS grew more than 10 % after warm-up"
+        fail=1
+    fi
 fi
 # expiring records (TTL <= 20 s) are all due and swept: the store is quiet
 sleep 24
