@@ -356,6 +356,12 @@ struct hammer {
     int fd[LB_BUSY];
     atomic_bool stop;
     long long rounds;
+    double t_open;  /* when the connections were opened (now_s()) */
+    double max_gap; /* the longest time between two turns of the thread's
+                     * loop, the first counted from t_open: a thread the
+                     * machine left without a CPU (or a daemon that did
+                     * not read) for a second lets --idle-timeout 1 close
+                     * its connections rightly */
 };
 
 /* Keep the thread's loop busy: each connection writes gets of a missing
@@ -365,21 +371,33 @@ struct hammer {
  * told to stop, or the daemon goes. */
 static void *hammer_main(void *arg)
 {
-    static char req[LB_DEPTH * 10], got[65536];
+    char req[LB_DEPTH * 10], got[65536];
     struct hammer *h = arg;
     size_t off[LB_BUSY] = {0};
+    double last = h->t_open;
     int i, k;
 
     for (i = 0; i < LB_DEPTH; i++)
         memcpy(req + i * 10, "get lbk00\n", 10);
     while (!atomic_load(&h->stop)) {
         struct pollfd pf[LB_BUSY];
+        double t = now_s();
+
+        if (t - last > h->max_gap)
+            h->max_gap = t - last;
+        last = t;
 
         for (k = 0; k < LB_BUSY; k++) {
             pf[k].fd = h->fd[k];
             pf[k].events = POLLIN | POLLOUT;
         }
-        if (poll(pf, LB_BUSY, 30000) <= 0)
+        int ready = poll(pf, LB_BUSY, 30000);
+
+        t = now_s(); /* a poll that waited for the daemon is a gap too */
+        if (t - last > h->max_gap)
+            h->max_gap = t - last;
+        last = t;
+        if (ready <= 0)
             return NULL;
         for (k = 0; k < LB_BUSY; k++) {
             ssize_t n;
@@ -467,7 +485,7 @@ static void lb_run(const char *nthreads)
     pthread_t tid;
     double t0, idle_late0, idle_late, new0, new1;
     int idle, i, fd;
-    long long yields;
+    long long yields, kicks;
 
     if (tsrv_external())
         skip();
@@ -481,6 +499,7 @@ static void lb_run(const char *nthreads)
     /* busy */
     memset(&h, 0, sizeof(h));
     atomic_init(&h.stop, false);
+    h.t_open = now_s();
     for (i = 0; i < LB_BUSY; i++) {
         h.fd[i] = tc_connect(&s);
         assert_true(h.fd[i] >= 0);
@@ -496,7 +515,7 @@ static void lb_run(const char *nthreads)
     assert_true(fd >= 0);
     tc_set_timeout_ms(fd, 30000);
     yields = tc_stat(fd, "conn_yields");
-    assert_int_equal(tc_stat(fd, "idle_kicks"), 2);
+    kicks = tc_stat(fd, "idle_kicks");
     close(fd);
     /* the stop while busy: a clean exit */
     assert_int_equal(tsrv_kill(&s, SIGTERM), 0);
@@ -504,6 +523,15 @@ static void lb_run(const char *nthreads)
     pthread_join(tid, NULL);
     for (i = 0; i < LB_BUSY; i++)
         close(h.fd[i]);
+    /* the two silent connections; a busy one only if its thread let it
+     * be silent for a second (4 of them, once, TSan build at load
+     * average 30) */
+    print_message("idle kicks: %lld; the busy connections' longest gap "
+                  "%.3f s\n", kicks, h.max_gap);
+    if (h.max_gap < 0.9)
+        assert_int_equal(kicks, 2);
+    else
+        assert_true(kicks >= 2 && kicks <= 2 + LB_BUSY);
     print_message("epoll loop (-n %s): %d new connections served in "
                   "%.3f s idle, %.3f s busy; the silent one closed %.3f s "
                   "after its second idle, %.3f s busy (%lld polls of %d "

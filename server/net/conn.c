@@ -925,7 +925,12 @@ CONN_LOOP_INLINE int conn_serve(struct conn *c)
     if (c->closing)
         return CONN_RUN_AGAIN;
     /* -R requests done: send what they produced and give the loop to
-     * the other connections (memcached's reqs_per_event, conn_yields) */
+     * the other connections (memcached's reqs_per_event, conn_yields).
+     * It is active while it has requests to run, though it reads nothing
+     * until they are done: --idle-timeout counts from here too (a slow
+     * daemon serving a deep pipeline at -R 2 took more than the timeout
+     * over input it had read at once, and closed a busy connection) */
+    __atomic_store_n(&c->last_active, server_coarse_ms(), __ATOMIC_RELAXED);
     STAT_INC(&w->stats, conn_yields);
     c->srv->xp->requeue(c);
     return CONN_RUN_YIELD;

@@ -148,7 +148,8 @@ struct conn {
     uint64_t born;         /* server_coarse_ms() when the owner adopted it
                               (the --auth-timeout clock); 0 once that
                               timeout found input waiting (conn_tick) */
-    uint64_t last_active;  /* server_coarse_ms() of the last input (written
+    uint64_t last_active;  /* server_coarse_ms() of the last input, or of
+                              the last -R yield with requests left (written
                               by the owner with relaxed atomics: stats
                               conns reads it from other threads) */
 
