@@ -67,8 +67,8 @@ def serve(s):
 
 ls = socket.socket(socket.AF_UNIX)
 ls.bind(path + ".tmp")
-os.rename(path + ".tmp", path)
 ls.listen(16)
+os.rename(path + ".tmp", path)  # the path appears listening
 while True:
     c, _ = ls.accept()
     threading.Thread(target=serve, args=(c,), daemon=True).start()
@@ -123,11 +123,7 @@ if command -v redis-server >/dev/null 2>&1; then
         --appendonly no --daemonize no --maxmemory 2mb \
         --maxmemory-policy noeviction >"$RC_TMP/redis.log" 2>&1 &
     RC_PIDS="$RC_PIDS $!"
-    i=0
-    while [ ! -S "$RC_TMP/redis.sock" ] && [ $i -lt 300 ]; do
-        sleep 0.1
-        i=$((i + 1))
-    done
+    wait_listening "$RC_TMP/redis.sock" || fail "redis-server: not listening in 30 s"
     load -P resp -s "$RC_TMP/redis.sock" -k 200000 -v 100 -c 4 -f -D 0 -w 0 -q 2>"$RC_TMP/full-resp.err"
     rc=$?
     [ $rc -ne 0 ] && [ $rc -ne 124 ] && ok "resp: a full Redis (noeviction) fails the prefill" ||

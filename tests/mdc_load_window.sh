@@ -58,11 +58,7 @@ if command -v redis-server >/dev/null 2>&1; then
     redis-server --port 0 --unixsocket "$RC_TMP/redis.sock" --save '' \
         --appendonly no --daemonize no >"$RC_TMP/redis.log" 2>&1 &
     RC_PIDS="$RC_PIDS $!"
-    i=0
-    while [ ! -S "$RC_TMP/redis.sock" ] && [ $i -lt 300 ]; do
-        sleep 0.1
-        i=$((i + 1))
-    done
+    wait_listening "$RC_TMP/redis.sock" || fail "redis-server: not listening in 30 s"
     one resp "$RC_TMP/redis.sock" resp-window --window 8
     one resp "$RC_TMP/redis.sock" resp-each --window 8 --window-each
 elif [ "${CI:-}" = true ]; then

@@ -154,7 +154,8 @@ cat >"$T/fake.py" <<'EOF'
 import socket, sys, time, os
 path = sys.argv[1]
 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-s.bind(path); s.listen(1)
+s.bind(path + ".tmp"); s.listen(1)
+os.rename(path + ".tmp", path)  # the path appears listening
 for delay in (1, 3):
     c, _ = s.accept()
     got = c.recv(64)

@@ -71,6 +71,26 @@ rc_finish() {
 need python3
 
 rc_py() { python3 "$RC_DIR/mc.py" "$@"; }
+# wait_listening PATH: until a connection to the Unix socket PATH is
+# accepted (its file exists from bind(), before listen(): a connect in
+# between is refused, as a busy machine showed), 30 s at most (a hang)
+wait_listening() {
+    python3 - "$1" <<'PY'
+import socket, sys, time
+end = time.monotonic() + 30
+while True:
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.connect(sys.argv[1])
+        sys.exit(0)
+    except OSError:
+        if time.monotonic() > end:
+            sys.exit(1)
+        time.sleep(0.05)
+    finally:
+        s.close()
+PY
+}
 
 # start_mdc NAME: start a daemon through the harness on a port it picks
 # (-p auto, read from its --port-file: no free port is probed); sets
