@@ -930,7 +930,7 @@ CONN_LOOP_INLINE int conn_serve(struct conn *c)
      * until they are done: --idle-timeout counts from here too (a slow
      * daemon serving a deep pipeline at -R 2 took more than the timeout
      * over input it had read at once, and closed a busy connection) */
-    __atomic_store_n(&c->last_active, server_coarse_ms(), __ATOMIC_RELAXED);
+    conn_touch(c);
     STAT_INC(&w->stats, conn_yields);
     c->srv->xp->requeue(c);
     return CONN_RUN_YIELD;

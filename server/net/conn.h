@@ -296,11 +296,17 @@ void conn_shutdown(struct conn *c);
 size_t conn_in_room(struct conn *c);
 /* Input to discard (c->skip) applied to what is buffered (conn.c). */
 void conn_in_apply_skip(struct conn *c);
+/* The connection is active now (last_active: --idle-timeout counts from
+ * here). */
+static inline void conn_touch(struct conn *c)
+{
+    __atomic_store_n(&c->last_active, server_coarse_ms(), __ATOMIC_RELAXED);
+}
 /* n bytes of input arrived (by recv, SSL_read or an io_uring completion):
  * the connection is active, and they count as read. */
 static inline void conn_in_arrived(struct conn *c, size_t n)
 {
-    __atomic_store_n(&c->last_active, server_coarse_ms(), __ATOMIC_RELAXED);
+    conn_touch(c);
     STAT_ADD(&c->owner->stats, bytes_read, n);
 }
 /* n bytes were read into the room conn_in_room() gave: count them
