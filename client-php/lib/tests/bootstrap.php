@@ -31,6 +31,38 @@ if ($setAutoload !== false && $setAutoload !== '') {
 }
 require_once 'PHPUnit/Autoload.php';
 
+/*
+ * Symfony's stampede lock (LockRegistry: the contracts' get() computes a
+ * value under it) flocks Symfony's own source files, so every PHP process
+ * that uses the same vendor tree shares it with this one.  Two test runs
+ * side by side, each with its own daemon, made one run's get() wait for
+ * the other run's lock and then read its own cache again: it answered the
+ * value the test had just asked to recompute.  The suite's locks are files
+ * of its own, as many as Symfony's (the same spread of keys); a test that
+ * is about the lock sets its own (LockRegistry::setFiles).
+ */
+if (class_exists(Symfony\Component\Cache\LockRegistry::class)) {
+    (function (): void {
+        $n = count(Symfony\Component\Cache\LockRegistry::setFiles([]));
+        $dir = tempnam(sys_get_temp_dir(), 'mdc-sflocks');
+        if ($dir === false || !unlink($dir) || !mkdir($dir, 0700)) {
+            fwrite(STDERR, "bootstrap: cannot make a directory for the lock files\n");
+            exit(1);
+        }
+        $files = [];
+        for ($i = 0; $i < max($n, 1); $i++) {
+            $files[] = "$dir/$i";
+            touch("$dir/$i");
+        }
+        Symfony\Component\Cache\LockRegistry::setFiles($files);
+        register_shutdown_function(function () use ($dir, $files): void {
+            Symfony\Component\Cache\LockRegistry::setFiles([]);
+            array_map('unlink', $files);
+            rmdir($dir);
+        });
+    })();
+}
+
 /** The dependency set the suite runs on: debian, psr1, symfony7, ... */
 function mdc_test_set(): string
 {
