@@ -653,6 +653,50 @@ static void test_concurrent(void **state)
     assert_true(stat_of("udp_requests") >= 2 * CONC_REQS);
 }
 
+#ifdef MDC_UDP_REUSEPORT_LB
+/* udp_datagrams_in of network thread thr (stats threads). */
+static long long thread_udp_in(int fd, int thr)
+{
+    struct treq r = {.op = WIRE_OP_STATS, .key = "threads", .klen = 7};
+    struct tresp p;
+    char want[64], *at;
+    long long v = -1;
+
+    assert_int_equal(tc_call(fd, &r, &p), 0);
+    snprintf(want, sizeof(want), "%d:udp_datagrams_in ", thr);
+    at = strstr((const char *)p.val, want);
+    if (at != NULL)
+        v = atoll(at + strlen(want));
+    tc_resp_free(&p);
+    return v;
+}
+
+/* The port is balanced over both threads' sockets: datagrams from many
+ * source ports reach each.  The first socket takes SO_REUSEPORT once it
+ * is bound (udp.c); it must still be one of the group, not left out. */
+static void test_both_sockets_serve(void **state)
+{
+    int fd = tc_connect(&g_srv), i;
+    long long in1, in2;
+
+    (void)state;
+    assert_true(fd >= 0);
+    in1 = thread_udp_in(fd, 1);
+    in2 = thread_udp_in(fd, 2);
+    assert_true(in1 >= 0 && in2 >= 0);
+    for (i = 0; i < 64; i++) { /* a new source port each: 2^-63 to miss */
+        int u = uc_open("127.0.0.1", g_uport);
+
+        assert_true(u >= 0);
+        uc_expect(u, (unsigned)i, "get balanced-missing\r\n", "END\r\n");
+        close(u);
+    }
+    assert_true(thread_udp_in(fd, 1) > in1);
+    assert_true(thread_udp_in(fd, 2) > in2);
+    close(fd);
+}
+#endif
+
 static void test_stats_settings(void **state)
 {
     int fd = tc_connect(&g_srv);
@@ -761,6 +805,9 @@ static const struct CMUnitTest functional_tests[] = {
     cmocka_unit_test(test_writes_refused),
     cmocka_unit_test(test_concurrent),
     cmocka_unit_test(test_stats_settings),
+#ifdef MDC_UDP_REUSEPORT_LB
+    cmocka_unit_test(test_both_sockets_serve),
+#endif
     cmocka_unit_test(test_one_get_counts_detail),
 };
 

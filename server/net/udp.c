@@ -593,9 +593,41 @@ void udp_worker_teardown(struct worker *w)
     w->udp = NULL;
 }
 
+/*
+ * The option that balances a port over the threads' sockets
+ * (MDC_UDP_REUSEPORT_LB, compat.h).  On Linux the first socket of a port
+ * is bound without it and given it once bound; the others are bound with
+ * it and join that one.  Bound with it, the first would share a port that
+ * a socket of the same user already holds with the option: another
+ * daemon's -U port, or, with -U auto, the very port the kernel picks
+ * (Linux counts such a port as free for such a bind), and the two daemons
+ * would split its datagrams.  Bound without it, that bind fails
+ * (EADDRINUSE, as memcached's does) and auto gets a port nobody holds.
+ * Elsewhere (FreeBSD's SO_REUSEPORT_LB) every socket takes it before its
+ * bind, as before.
+ */
+#if defined(MDC_UDP_REUSEPORT_LB) && defined(__linux__)
+#define UDP_REUSEPORT_LATE 1
+#else
+#define UDP_REUSEPORT_LATE 0
+#endif
+
+static void udp_reuseport(int fd, const char *name)
+{
+#ifdef MDC_UDP_REUSEPORT_LB
+    int one = 1;
+
+    if (setsockopt(fd, SOL_SOCKET, MDC_UDP_REUSEPORT_LB, &one, sizeof(one)) < 0)
+        log_warn("SO_REUSEPORT on %s: %s", name, strerror(errno));
+#else
+    (void)fd;
+    (void)name;
+#endif
+}
+
 /* -U on one -l address: a socket per network thread, the kernel balancing
- * the port over them (MDC_UDP_REUSEPORT_LB, compat.h); without such an
- * option, one socket served by the first network thread. */
+ * the port over them (udp_reuseport); without such an option, one socket
+ * served by the first network thread. */
 static int udp_listen_addr(struct server *srv, const char *spec)
 {
     struct addrinfo *res = NULL, *ai;
@@ -631,11 +663,8 @@ static int udp_listen_addr(struct server *srv, const char *spec)
                 log_error("UDP socket for %s: %s", name, strerror(errno));
                 goto out;
             }
-#ifdef MDC_UDP_REUSEPORT_LB
-            if (setsockopt(fd, SOL_SOCKET, MDC_UDP_REUSEPORT_LB, &one,
-                           sizeof(one)) < 0)
-                log_warn("SO_REUSEPORT on %s: %s", name, strerror(errno));
-#endif
+            if (i != first || !UDP_REUSEPORT_LATE)
+                udp_reuseport(fd, name);
             if (ai->ai_family == AF_INET6)
                 (void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one,
                                  sizeof(one));
@@ -644,6 +673,8 @@ static int udp_listen_addr(struct server *srv, const char *spec)
                 close(fd);
                 goto out;
             }
+            if (i == first && UDP_REUSEPORT_LATE) /* once bound */
+                udp_reuseport(fd, name);
             if (i == first && strcmp(port, "auto") == 0) {
                 /* the other threads' sockets share the port it got */
                 socklen_t sl = sizeof(sa);
