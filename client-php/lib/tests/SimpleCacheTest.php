@@ -76,7 +76,7 @@ final class SimpleCacheTest extends TestCase
         $this->assertTrue($this->cache->set('shortdi', 4, new DateInterval('PT1S')));
         $e = $this->c->get('app:d', null, Mdcached\Client::GET_EXTENDED);
         $this->assertSame(2, $e['value']);
-        sleep(2);
+        mdc_sleep_past_ttl(1);
         $this->assertSame(1, $this->cache->get('i'));
         $this->assertSame(2, $this->cache->get('d'));
         $this->assertNull($this->cache->get('short'), 'int TTL expired');

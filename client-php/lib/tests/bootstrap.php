@@ -69,6 +69,18 @@ function mdc_test_set(): string
     return getenv('MDC_PHP_SET') ?: 'debian';
 }
 
+/**
+ * Wait until a record stored now with a TTL of $ttl seconds has surely
+ * expired on the server: its deadline is the first second of the server's
+ * clock at or after the TTL (so up to 1 s later), and a read checks it on
+ * a coarse clock a few ms behind.  $ttl + 1 s alone was missed by a few
+ * ms (1 run in a few hundred); 100 ms more is far above that lag.
+ */
+function mdc_sleep_past_ttl(int $ttl): void
+{
+    usleep(($ttl + 1) * 1000000 + 100000);
+}
+
 /** A client on the daemon run-sets.sh started. */
 function mdc_test_client(): Mdcached\Client
 {
