@@ -73,8 +73,8 @@ function mdc_test_set(): string
  * Wait until a record stored now with a TTL of $ttl seconds has surely
  * expired on the server: its deadline is the first second of the server's
  * clock at or after the TTL (so up to 1 s later), and a read checks it on
- * a coarse clock a few ms behind.  $ttl + 1 s alone was missed by a few
- * ms (1 run in a few hundred); 100 ms more is far above that lag.
+ * a coarse clock a few ms behind.  $ttl + 1 s alone can be those few ms
+ * short (seen once, in an idle run); 100 ms more is far above that lag.
  */
 function mdc_sleep_past_ttl(int $ttl): void
 {
