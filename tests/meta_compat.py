@@ -9,6 +9,9 @@ a key of its own.  What may differ and is not compared:
 - CAS values: memcached counts its own; a reply's " c<n>" (n > 0) reads
   " c<cas>", and "{C}" in a request is replaced by the last CAS that
   daemon sent on this case.
+- a figure in seconds (t, the TTL left; l, the time since the last
+  access) one apart: a second may turn between a case's requests on one
+  daemon and not on the other.
 - the replies listed in DIFFER, with the reason (docs/protocol-text.md,
   section 7, says each).
 Every flag memcached 1.6.18 accepts is sent on every meta command, alone
@@ -44,19 +47,23 @@ def mc_text(b):
     return b.decode("latin1")
 
 
-TTL = re.compile(rb" t([0-9]+)")
+# Flags whose figure is a count of seconds: a remaining TTL (t) and the
+# time since the last access (l).
+SECONDS = re.compile(rb" ([tl])([0-9]+)")
 
 
 def same_reply(x, y):
-    """Equal, but for a remaining TTL (t flag) one second apart: a second
+    """Equal, but for a figure in seconds (t or l flag) one apart: a second
     may turn between a case's store and its read on one server and not on
     the other (a busy machine)."""
     if x == y:
         return True
-    if x is None or y is None or TTL.sub(b" t<ttl>", x) != TTL.sub(b" t<ttl>", y):
+    if x is None or y is None:
         return False
-    return all(abs(int(a) - int(b)) <= 1
-               for a, b in zip(TTL.findall(x), TTL.findall(y)))
+    if SECONDS.sub(rb" \1<s>", x) != SECONDS.sub(rb" \1<s>", y):
+        return False
+    return all(abs(int(a[1]) - int(b[1])) <= 1
+               for a, b in zip(SECONDS.findall(x), SECONDS.findall(y)))
 
 
 class Conn:
