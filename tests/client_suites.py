@@ -99,6 +99,10 @@ def find_go():
 def prepare(cache, work):
     """The venv (reused while the pins are the same), the suites' sources
     extracted into work, gomemcache's test binary.  Returns paths."""
+    # pip's own cache lives in ours: two runs with caches of their own share
+    # nothing (in ~/.cache/pip one pip read the wheel cache's origin file
+    # while another pip was writing it, three test runs side by side)
+    os.environ["PIP_CACHE_DIR"] = os.path.join(cache, "pip")
     key = hashlib.sha256(" ".join(PIP_PINS + [PYTEST_PIN]).encode())
     venv = os.path.join(cache, "venv-" + key.hexdigest()[:12])
     py = os.path.join(venv, "bin", "python")
