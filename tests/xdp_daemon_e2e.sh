@@ -12,7 +12,9 @@
 #    state; other destinations and commands pass;
 #  - tests/xdp_daemon_check race: an acknowledged writer against UDP
 #    readers through XDP, fills and invalidations racing; fails on any
-#    stale or torn read (MDC_XDP_RACE_SECONDS, default 8);
+#    stale or torn read (MDC_XDP_RACE_SECONDS, default 8, and on until
+#    it made 100 writes, 1000 reads and 100 XDP hits, fills and
+#    invalidations: a ceiling of 120 s only a hang crosses);
 #  - the daemon runs with --udp-writes: tests/xdp_daemon_check udpw makes
 #    the writes over UDP (set, append, prepend, ms, incr, decr, ma, md,
 #    md I, touch, delete, tset), each acknowledged, and the next GET sees
