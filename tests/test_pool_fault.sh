@@ -77,14 +77,14 @@ if [ "$(id -u)" = 0 ]; then
 else
     RUNAS=""
 fi
-rep=$($BED_EXEC $RUNAS "$TOOL" -T 2000 spool-replay "$SPOOL") ||
+rep=$($BED_EXEC $RUNAS "$TOOL" -T 30000 spool-replay "$SPOOL") ||
     fail "spool-replay: exit $?: $rep"
 echo "# replay: $rep"
 after=$($BED_EXEC "$PF" check $NTAGS "$CUT")
 echo "# records of invalidated tags readable on $CUT after the replay: $after"
 [ "$after" = 0 ] || fail "$after records of invalidated tags still served"
 # a second replay finds nothing left
-rep=$($BED_EXEC $RUNAS "$TOOL" -T 2000 spool-replay "$SPOOL") ||
+rep=$($BED_EXEC $RUNAS "$TOOL" -T 30000 spool-replay "$SPOOL") ||
     fail "second spool-replay: $rep"
 case $rep in *"replayed 0 "*) ;; *) fail "second replay: $rep" ;; esac
 echo "PASS"
