@@ -82,7 +82,8 @@ static void txt(int fd, const char *req, char *out, size_t cap)
 
 static int setup(void **state)
 {
-    const char *args[] = {"--auth-file", afile, "-n", "1", NULL};
+    /* -v 2: the reloads' info lines, which test_sighup_reload waits for */
+    const char *args[] = {"--auth-file", afile, "-n", "1", "-v", "2", NULL};
 
     (void)state;
     snprintf(adir, sizeof(adir), "/tmp/mdc-auth-XXXXXX");
@@ -301,6 +302,32 @@ static void test_libmdcached(void **state)
     mdc_destroy(m);
 }
 
+/* The daemon's "--auth-file ... reloaded" lines so far ("not reloaded"
+ * too): one more after each SIGHUP it has handled. */
+static int reload_lines(void)
+{
+    char *log = tsrv_log(&srv), *p;
+    int n = 0;
+
+    for (p = log; (p = strstr(p, " reloaded")) != NULL; p++)
+        n++;
+    free(log);
+    return n;
+}
+
+/* SIGHUP, and wait until the daemon logged the reload (a 30 s ceiling
+ * only a hang crosses; a fixed wait could end before a busy machine's
+ * daemon ran its handler). */
+static void hup_and_wait(void)
+{
+    int n0 = reload_lines(), i;
+
+    assert_int_equal(kill(srv.pid, SIGHUP), 0);
+    for (i = 0; i < 3000 && reload_lines() == n0; i++)
+        usleep(10000);
+    assert_int_equal(reload_lines(), n0 + 1);
+}
+
 /* SIGHUP re-reads the file: new credentials work, removed ones do not; a
  * broken file keeps the old set. */
 static void test_sighup_reload(void **state)
@@ -310,8 +337,7 @@ static void test_sighup_reload(void **state)
 
     (void)state;
     write_auth("carol:n3w\n");
-    assert_int_equal(kill(srv.pid, SIGHUP), 0);
-    usleep(300000);
+    hup_and_wait();
     fd = tc_connect(&srv);
     txt(fd, "set a 0 0 9\r\ncarol n3w\r\n", buf, sizeof(buf));
     assert_string_equal(buf, "STORED\r\n");
@@ -321,15 +347,13 @@ static void test_sighup_reload(void **state)
     assert_string_equal(buf, "CLIENT_ERROR authentication failure\r\n");
     close(fd);
     write_auth("no colon here\n");
-    assert_int_equal(kill(srv.pid, SIGHUP), 0);
-    usleep(300000);
+    hup_and_wait();
     fd = tc_connect(&srv);
     txt(fd, "set a 0 0 9\r\ncarol n3w\r\n", buf, sizeof(buf));
     assert_string_equal(buf, "STORED\r\n");
     close(fd);
     write_auth("alice:s3cret\nbob:pa:ss\n");
-    assert_int_equal(kill(srv.pid, SIGHUP), 0);
-    usleep(300000);
+    hup_and_wait();
 }
 
 /* A store over -I from a connection that has not authenticated is
