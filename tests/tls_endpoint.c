@@ -8,6 +8,7 @@
 #include "server_client.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -253,9 +254,44 @@ int tls_ep_start(struct tls_ep *e, const char *dir, int backend_port,
     return -1;
 }
 
+/* Whether a process of group pgid is still running (a zombie is not: the
+ * children socat forked for connections are re-parented when it exits, and
+ * whoever inherits them may not reap them at once). */
+static int group_running(pid_t pgid)
+{
+    DIR *d = opendir("/proc");
+    struct dirent *de;
+    int found = 0;
+
+    if (d == NULL)
+        return 0;
+    while (!found && (de = readdir(d)) != NULL) {
+        char path[300], buf[512], *rp, st;
+        long pgrp;
+        FILE *f;
+
+        if (de->d_name[0] < '0' || de->d_name[0] > '9')
+            continue;
+        snprintf(path, sizeof(path), "/proc/%s/stat", de->d_name);
+        f = fopen(path, "r");
+        if (f == NULL)
+            continue;
+        /* "pid (comm) state ppid pgrp ...": comm may hold spaces */
+        if (fgets(buf, sizeof(buf), f) != NULL &&
+            (rp = strrchr(buf, ')')) != NULL &&
+            sscanf(rp + 1, " %c %*d %ld", &st, &pgrp) == 2 &&
+            pgrp == (long)pgid && st != 'Z')
+            found = 1;
+        fclose(f);
+    }
+    closedir(d);
+    return found;
+}
+
 void tls_ep_stop(struct tls_ep *e)
 {
     int status;
+    pid_t pgid;
 
     if (e->own != NULL) { /* the harness's daemon */
         tsrv_stop(e->own);
@@ -267,7 +303,8 @@ void tls_ep_stop(struct tls_ep *e)
 
     if (e->pid <= 0)
         return;
-    kill(-e->pid, SIGTERM); /* the group this helper made */
+    pgid = e->pid;
+    kill(-pgid, SIGTERM); /* the group this helper made */
     for (int i = 0; i < 500; i++) {
         if (waitpid(e->pid, &status, WNOHANG) == e->pid) {
             e->pid = 0;
@@ -280,5 +317,13 @@ void tls_ep_stop(struct tls_ep *e)
         kill(-e->pid, SIGKILL);
         waitpid(e->pid, &status, 0);
     }
+    /* and the connections' children: a test that then expects its
+     * connections closed must not find one still served (30 s: a hang) */
+    for (int i = 0; i < 3000 && group_running(pgid); i++) {
+        struct timespec ts = {0, 10 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    if (group_running(pgid))
+        kill(-pgid, SIGKILL);
     e->pid = 0;
 }
