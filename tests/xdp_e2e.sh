@@ -218,7 +218,13 @@ run_mode() {
     wait "$MPID" 2>/dev/null
     MPID=
     exec 3>&-
-    sleep 0.3
+    # the link goes a moment after the process is reaped: wait for it, to
+    # a ceiling only a program left behind reaches (30 s)
+    i=0
+    while ip -n "$S" link show "$VS" | grep -q xdp && [ $i -lt 300 ]; do
+        sleep 0.1
+        i=$((i + 1))
+    done
     if ip -n "$S" link show "$VS" | grep -q xdp; then
         fail "an XDP program outlived its server"
     else

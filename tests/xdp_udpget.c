@@ -24,7 +24,9 @@ int main(int argc, char **argv)
     uint8_t req[600], rep[2048], first[2048];
     struct sockaddr_in sa;
     const char *cmd = NULL;
-    int timeout = 1000, count = 1, c, fd, i;
+    /* a reply that is due: a ceiling only a hang (or a loss) reaches, not
+     * a latency bound; -t 300 where silence is the expected answer */
+    int timeout = 30000, count = 1, c, fd, i;
     size_t rlen, flen = 0;
     ssize_t n;
 
