@@ -54,9 +54,9 @@ $d = new Client();
 $d->addServer('127.0.0.1', mdc_free_port());
 $d->setOption(Client::OPT_RETRY_TIMEOUT, 60000);
 check($d->get('x') === false && $d->getResultCode() === Client::RES_CONNECTION_FAILURE, 'refused: ' . $d->getResultMessage());
-$t = microtime(true);
+// fails fast: the code says no connect was tried (no wall-time bound,
+// which a busy machine would break)
 check($d->set('x', 1) === false && $d->getResultCode() === Client::RES_SERVER_MARKED_DEAD, 'marked dead');
-check(microtime(true) - $t < 0.5, 'fails fast'); // no connect attempt: no I/O at all
 check($d->getMulti(['a', 'b']) === false && $d->getResultCode() === Client::RES_SERVER_MARKED_DEAD, 'getMulti dead: ' . $d->getResultCode());
 check($d->deleteByTag('x') === false, 'deleteByTag dead');
 $d->setOption(Client::OPT_EXCEPTIONS, true);
