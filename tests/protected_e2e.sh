@@ -66,38 +66,56 @@ for n in "$S:$VS" "$C:$VC"; do
     ip -n "${n%%:*}" link set "${n#*:}" up
 done
 
-# talk HOST SEND...: connect, send each argument (\r\n appended) one after
-# the other, print every reply line until EOF or 1 s of silence.
+# talk [-e] HOST PORT SEND...: connect, send each argument (\r\n appended)
+# one after the other and print the replies: a storage command's line gets
+# none (its data line does); a get or stats is read to its END, anything
+# else to its first line's end, or to EOF. Then 0.5 s more in case the
+# server closes; with -e the close is expected and waited for. Waits are
+# ceilings only a hang reaches (30 s), never latency bounds: a busy
+# machine's reply may take seconds.
 cat >"$W/talk.py" <<'EOF'
 import socket, sys
-s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=3)
-s.settimeout(1.0)
+args = sys.argv[1:]
+want_eof = args[0] == "-e"
+if want_eof:
+    args = args[1:]
+s = socket.create_connection((args[0], int(args[1])), timeout=30)
 out = b""
 closed = False
+STORE = ("set ", "add ", "replace ", "append ", "prepend ", "cas ")
+ERRS = (b"ERROR", b"CLIENT_ERROR", b"SERVER_ERROR")
+def done(reply, line):
+    if not reply.endswith(b"\r\n"):
+        return False
+    if line.startswith(("get ", "gets ", "stats")):
+        return reply.endswith(b"END\r\n") or reply.startswith(ERRS)
+    return True
 # a reset (the server closed with our request unread) counts as the close
-for line in sys.argv[3:]:
+for line in args[2:]:
     try:
         s.sendall(line.encode() + b"\r\n")
     except OSError:
         closed = True
         break
+    if line.startswith(STORE):
+        continue
+    reply = b""
     try:
-        while True:
+        while not done(reply, line):
             d = s.recv(65536)
             if not d:
                 closed = True
                 break
-            out += d
-            if d.endswith(b"\r\n"):
-                break
+            reply += d
     except socket.timeout:
         pass
     except ConnectionResetError:
         closed = True
+    out += reply
     if closed:
         break
 if not closed:
-    s.settimeout(0.5)
+    s.settimeout(30 if want_eof else 0.5)
     try:
         closed = s.recv(65536) == b""
     except ConnectionResetError:
@@ -120,12 +138,13 @@ start() {
 stop() {
     mdc_stop d
 }
-# udptalk HOST PORT KEY: one UDP get (memcached's 8-byte frame header),
-# print the reply's text, or <none> after 1 s of silence.
+# udptalk HOST PORT KEY [SECONDS]: one UDP get (memcached's 8-byte frame
+# header), print the reply's text, or <none> after SECONDS of silence (30,
+# a ceiling, where a reply is due; 1 where silence is the expected answer).
 cat >"$W/udptalk.py" <<'EOF'
 import socket, struct, sys
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.settimeout(1.0)
+s.settimeout(float(sys.argv[4]) if len(sys.argv) > 4 else 30.0)
 s.sendto(struct.pack(">HHHH", 7, 0, 1, 0) + b"get " + sys.argv[3].encode() +
          b"\r\n", (sys.argv[1], int(sys.argv[2])))
 try:
@@ -145,7 +164,7 @@ mode=protected
 start
 grep -q "protected mode: $SRV" "$W/d.log" && ok "startup warns" ||
     fail "no startup warning: $(cat "$W/d.log")"
-out=$(remote "version")
+out=$(ip netns exec "$C" python3 "$W/talk.py" -e $SRV $PORT "version")
 case "$out" in
 "SERVER_ERROR protected mode:"*"--protected-mode=no"*"<EOF>"*)
     ok "remote refused: $(echo "$out" | head -1 | cut -c1-60)..." ;;
@@ -176,7 +195,7 @@ stop
 mode=udp-protected
 start -U $UPORT
 local_ "set k 0 0 2" "hi" >/dev/null
-out=$(uremote k)
+out=$(uremote k 1)
 [ "$out" = "<none>" ] && ok "remote UDP get dropped" ||
     fail "remote UDP get answered under protected mode: '$out'"
 out=$(ulocal k)
@@ -247,7 +266,7 @@ c.verify_mode = ssl.CERT_NONE
 c.load_cert_chain(sys.argv[3] + "/cli.pem", sys.argv[3] + "/cli.key")
 try:
     s = c.wrap_socket(socket.create_connection((sys.argv[1], int(sys.argv[2])),
-                                               timeout=3))
+                                               timeout=30))
     s.sendall(b"set k 0 0 2\r\nhi\r\nget k\r\n")
     out = b""
     while not out.endswith(b"END\r\n"):
