@@ -385,7 +385,9 @@ static void test_delete_stale_spooled(void **state)
     snprintf(label, sizeof(label), "%s:%d", srv.host, srv.port);
     mdc_t *m = mdc_create(label); /* a handle of its own, never down */
     mdc_pool_set_timeouts(p, 1000, 100);
-    mdc_pool_set_retry_delay(p, 300);
+    /* 3 s, not a fraction of one: the delete below must find the mark
+     * still there however long a busy machine takes between the two */
+    mdc_pool_set_retry_delay(p, 3000);
     assert_int_equal(mdc_set(m, "sd1", 3, "v", 1, 0, 0, NULL, 0),
                      MDC_OK);
     tsrv_stop_fully(srv.pid); /* every thread: none serves the next */
