@@ -896,13 +896,38 @@ static void test_fake_timeout(void **state)
 /* A real daemon dies while a request is in flight. */
 struct killer {
     pid_t pid;
-    int delay_ms;
+    int port;
 };
 
+/* Whether an established connection to the local port holds unread bytes
+ * (/proc/net/tcp): a request the stopped daemon has not read. */
+static bool request_queued(int port)
+{
+    FILE *f = fopen("/proc/net/tcp", "r");
+    char line[256];
+    unsigned lport, st;
+    unsigned long rxq;
+    bool found = false;
+
+    if (f == NULL)
+        return false;
+    while (!found && fgets(line, sizeof(line), f) != NULL)
+        if (sscanf(line, " %*d: %*x:%x %*x:%*x %x %*x:%lx", &lport, &st,
+                   &rxq) == 3 &&
+            (int)lport == port && st == 1 && rxq > 0)
+            found = true;
+    fclose(f);
+    return found;
+}
+
+/* SIGKILL once the request is in the daemon's socket (not after a fixed
+ * time, which a busy machine could spend before the client connects: a
+ * refused connect, not a connection lost); 30 s: a hang's ceiling */
 static void *killer_main(void *arg)
 {
     struct killer *k = arg;
-    usleep((useconds_t)k->delay_ms * 1000);
+    for (int i = 0; i < 3000 && !request_queued(k->port); i++)
+        usleep(10000);
     kill(k->pid, SIGKILL);
     return NULL;
 }
@@ -931,7 +956,7 @@ static void test_daemon_dies(void **state)
 
     /* killed while the next request waits: connection lost, at once */
     mdc_set_timeouts(m, 1000, 60000);
-    struct killer k = {.pid = d.pid, .delay_ms = 200};
+    struct killer k = {.pid = d.pid, .port = d.port};
     pthread_t th;
     pthread_create(&th, NULL, killer_main, &k);
     t0 = now_ms();
