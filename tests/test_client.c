@@ -69,6 +69,9 @@ static int group_teardown(void **state)
 static int setup(void **state)
 {
     mdc_t *m = mdc_create(spec);
+    /* a hang's ceiling, not the library's 5 s: a busy machine's daemon
+     * can take longer to answer */
+    mdc_set_timeouts(m, TC_HANG_MS, TC_HANG_MS);
     if (m == NULL || mdc_flush(m) != MDC_OK) {
         fprintf(stderr, "setup: %s\n", m ? mdc_errstr(m) : "no handle");
         mdc_destroy(m);
@@ -816,7 +819,7 @@ static mdc_t *fake_client(struct fake *f, int io_ms)
     char s[64];
     snprintf(s, sizeof(s), "127.0.0.1:%d", f->port);
     mdc_t *m = mdc_create(s);
-    mdc_set_timeouts(m, 1000, io_ms);
+    mdc_set_timeouts(m, TC_HANG_MS, io_ms); /* connect: a hang's ceiling */
     return m;
 }
 
@@ -843,7 +846,7 @@ static void test_fake_garbage(void **state)
     (void)state;
     struct fake f;
     fake_start(&f, FAKE_GARBAGE);
-    mdc_t *m = fake_client(&f, 5000);
+    mdc_t *m = fake_client(&f, TC_HANG_MS);
     assert_int_equal(mdc_noop(m), MDC_ERR_PROTOCOL);
     fake_stop(&f);
     mdc_destroy(m);
@@ -856,7 +859,7 @@ static void test_fake_too_large(void **state)
     (void)state;
     struct fake f;
     fake_start(&f, FAKE_TOO_LARGE);
-    mdc_t *m = fake_client(&f, 5000);
+    mdc_t *m = fake_client(&f, TC_HANG_MS);
     assert_int_equal(mdc_noop(m), MDC_MSG_TOO_LARGE);
     assert_int_equal(mdc_error(m), MDC_MSG_TOO_LARGE);
     assert_int_equal(mdc_check(m), MDC_OK); /* closed already: nothing to do */
@@ -871,7 +874,7 @@ static void test_fake_not_a_response(void **state)
     (void)state;
     struct fake f;
     fake_start(&f, FAKE_NO_RSP_FLAG);
-    mdc_t *m = fake_client(&f, 5000);
+    mdc_t *m = fake_client(&f, TC_HANG_MS);
     assert_int_equal(mdc_noop(m), MDC_ERR_PROTOCOL);
     assert_non_null(strstr(mdc_errstr(m), "response flag"));
     fake_stop(&f);
@@ -944,7 +947,7 @@ static void test_daemon_dies(void **state)
     dies_pid = d.pid;
     snprintf(s, sizeof(s), "127.0.0.1:%d", d.port);
     mdc_t *m = mdc_create(s);
-    mdc_set_timeouts(m, 1000, 3000);
+    mdc_set_timeouts(m, TC_HANG_MS, TC_HANG_MS);
     assert_int_equal(mdc_set(m, K("k"), K("v"), 0, 0, NULL, 0), MDC_OK);
 
     /* stopped: the request goes out, no reply comes: timeout */

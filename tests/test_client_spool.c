@@ -271,6 +271,9 @@ static mdc_pool_t *pool_on(void)
     snprintf(spec, sizeof(spec), "%s:%d", srv.host, srv.port);
     assert_true(mdc_pool_add(p, spec, 1) >= 0);
     assert_int_equal(mdc_pool_set_spool_dir(p, dir), MDC_OK);
+    /* a hang's ceiling, not the library's 5 s (a test that wants a
+     * timeout sets its own) */
+    mdc_pool_set_timeouts(p, TC_HANG_MS, TC_HANG_MS);
     return p;
 }
 
