@@ -137,7 +137,7 @@ partA() {
     # one datagram, four servers, every part by the kernel path
     "$SG" fill 5 3 $BED_SERVERS || fail "fill"
     d0=$(dgrams)
-    out=$("$SG" del "$D" 0 2000 5 $BED_SERVERS) || fail "del: $out"
+    out=$("$SG" del "$D" 0 30000 5 $BED_SERVERS) || fail "del: $out"
     echo "# bpf: $out"
     expect "$out" rc=0 total=12 last=bpf paths=bpf,bpf,bpf,bpf ops_bpf=1 \
         polls=0 tcp_retries=0 fallbacks=0
@@ -179,14 +179,14 @@ partA() {
 
     # the stale form: marked, counted, still readable
     "$SG" fill 6 2 $BED_SERVERS || fail "fill"
-    out=$("$SG" del "$D" 0 2000 6 stale $BED_SERVERS) || fail "stale: $out"
+    out=$("$SG" del "$D" 0 30000 6 stale $BED_SERVERS) || fail "stale: $out"
     echo "# stale: $out"
     expect "$out" rc=0 total=8 paths=bpf,bpf,bpf,bpf
 
     # a policy of 2 of 4: done over the kernel for those that answered in
     # time, the others over TCP; nothing left anywhere
     "$SG" fill 7 3 $BED_SERVERS || fail "fill"
-    out=$("$SG" del "$D" 2 2000 7 $BED_SERVERS) || fail "2 of 4: $out"
+    out=$("$SG" del "$D" 2 30000 7 $BED_SERVERS) || fail "2 of 4: $out"
     echo "# 2 of 4: $out"
     # (a straggler's datagram may have deleted before its TCP retry: the
     # total counts what the answers seen said, at least the first two's)
@@ -230,7 +230,7 @@ partA() {
     [ "$(counts 8)" = "1 1 1 1" ] || fail "records gone: $(counts 8)"
     # and the permitted web user (nobody) does reach all four
     out=$(setpriv --reuid=65534 --regid=65534 --clear-groups \
-        "$SG" del "$D" 0 2000 8 $BED_SERVERS) || fail "nobody: $out"
+        "$SG" del "$D" 0 30000 8 $BED_SERVERS) || fail "nobody: $out"
     expect "$out" rc=0 total=4 paths=bpf,bpf,bpf,bpf
     d2=$(dgrams)
     [ $((d2 - d1)) = 4 ] || fail "$((d2 - d1)) datagrams, want 4"
@@ -290,7 +290,7 @@ partB() {
         --vip 10.77.0.100:11999 --cgroup "$CG" --pin-root "$PIN" \
         --run-dir "$RUN" $SPEC || fail "load ($mode)"
     $BED_EXEC "$SG" fill 5 3 $BED_SERVERS || fail "fill"
-    out=$($BED_EXEC "$SG" del "$RUN/t3" 0 2000 5 $BED_SERVERS) ||
+    out=$($BED_EXEC "$SG" del "$RUN/t3" 0 30000 5 $BED_SERVERS) ||
         fail "del ($mode): $out"
     echo "# veth, XDP $mode: $out"
     expect "$out" rc=0 total=12 last=bpf paths=bpf,bpf,bpf,bpf polls=0

@@ -31,7 +31,7 @@ fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 # expect STATUS CMD... : run the tool, keep its output in $T/out
 expect() {
     want=$1; shift
-    "$TOOL" -s "unix:$SOCK" "$@" >"$T/out" 2>"$T/err"
+    "$TOOL" -s "unix:$SOCK" -T 30000 "$@" >"$T/out" 2>"$T/err"
     got=$?
     [ "$got" -eq "$want" ] || fail "mdcached-tool $*: exit $got, want $want: $(cat "$T/err")"
 }
