@@ -1005,7 +1005,8 @@ static void test_check(void **state)
     d.pid = 0;
     dies_pid = 0;
     int rc = MDC_OK;
-    for (int i = 0; i < 100 && rc == MDC_OK; i++) { /* FIN may lag a bit */
+    /* FIN may lag a bit (30 s: a hang's ceiling) */
+    for (int i = 0; i < 3000 && rc == MDC_OK; i++) {
         rc = mdc_check(m);
         if (rc == MDC_OK)
             usleep(10000);

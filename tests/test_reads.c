@@ -479,7 +479,9 @@ static void test_brlock_excludes_fast_readers(void **state)
     /* a slow read after the inhibit time (9x the revocation, which here
      * waited 50 ms for us) biases the lock again */
     struct timespec tick = {0, 10 * 1000 * 1000};
-    for (int i = 0; i < 300 && !atomic_load(&x.l.rbias); i++) {
+    /* (30 s: a ceiling; the revocation, and so the inhibit time, is
+     * longer on a busy machine) */
+    for (int i = 0; i < 3000 && !atomic_load(&x.l.rbias); i++) {
         nanosleep(&tick, NULL);
         mdc_br_rdlock(&x.l);
         mdc_br_unlock(&x.l);
