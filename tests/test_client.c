@@ -10,6 +10,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <setjmp.h>
@@ -785,7 +786,14 @@ static void *fake_main(void *arg)
                 send(fd, out, sizeof(out), MSG_NOSIGNAL);
             }
         } else {
-            usleep(1500 * 1000); /* never answers in time */
+            /* never answers: holds the connection until the client,
+             * timed out, closes it (30 s: a hang's ceiling; a fixed hold
+             * could end before a busy machine's client saw its timeout) */
+            struct pollfd p = {.fd = fd, .events = POLLIN};
+            for (int i = 0; i < 300 && poll(&p, 1, 100) >= 0; i++)
+                if ((p.revents & (POLLIN | POLLHUP)) != 0 &&
+                    recv(fd, buf, sizeof(buf), 0) <= 0)
+                    break;
         }
     }
     close(fd);
