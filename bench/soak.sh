@@ -64,7 +64,8 @@ nfds() { ls /proc/$DPID/fd | wc -l; }
 "$MDC" -l 127.0.0.1 -p auto --port-file "$W/ports" -n 2 -m 64 -c 4096 >"$W/d.log" 2>&1 &
 DPID=$!
 i=0
-while ! grep -q " ready" "$W/d.log" && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+# a ceiling, not a bound: a busy machine may take seconds to start it
+while ! grep -q " ready" "$W/d.log" && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
 grep -q " ready" "$W/d.log" || { echo "FAIL: daemon did not start"; cat "$W/d.log"; exit 1; }
 PORT=$(awk '$1 == "tcp" { sub(/.*:/, "", $2); print $2; exit }' "$W/ports")
 [ -n "$PORT" ] || { echo "FAIL: no tcp line in the port file"; cat "$W/ports"; exit 1; }
@@ -111,7 +112,7 @@ cat "$W"/load*.out
 [ $fail -eq 0 ] || echo "FAIL: a load client saw unexpected replies"
 # connections closed: the descriptor count returns to where it was
 i=0
-while [ "$(nfds)" -gt "$fd0" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+while [ "$(nfds)" -gt "$fd0" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
 fd1=$(nfds)
 if [ "$fd1" -ne "$fd0" ]; then
     echo "FAIL: descriptors: $fd0 before, $fd1 after"

@@ -235,7 +235,7 @@ int tls_ep_start(struct tls_ep *e, const char *dir, int backend_port,
         }
         if (e->pid < 0)
             return -1;
-        for (int i = 0; i < 500; i++) {
+        for (int i = 0; i < 6000; i++) { /* 60 s: a ceiling */
             if (waitpid(e->pid, &status, WNOHANG) == e->pid) {
                 e->pid = 0;
                 break;

@@ -120,7 +120,7 @@ php -m 2>&1 | grep -qx mdcached || fail "php-mdcached: php -m does not list mdca
 /usr/sbin/mdcached -C /etc/mdcached.conf -p auto --port-file "$W/ports" -u mdcached >"$W/daemon.log" 2>&1 &
 DPID=$!
 i=0
-while ! grep -q " ready" "$W/daemon.log" && kill -0 $DPID 2>/dev/null && [ $i -lt 100 ]; do
+while ! grep -q " ready" "$W/daemon.log" && kill -0 $DPID 2>/dev/null && [ $i -lt 600 ]; do
     sleep 0.1; i=$((i + 1))
 done
 PORT=$(awk '$1 == "tcp" { sub(/.*:/, "", $2); print $2; exit }' "$W/ports" 2>/dev/null)

@@ -72,7 +72,7 @@ grep -q -- "-p /tmp/p.pid .* -C /etc/x.conf -u nobody" "$T/rc.out" ||
 "$BD/server/mdcached" -C "$TOP/dist/mdcached.conf" -u nobody -m 128 -n 2 -p auto >"$T/d.log" 2>&1 &
 D=$!
 i=0
-while ! grep -q " ready" "$T/d.log" && kill -0 $D 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+while ! grep -q " ready" "$T/d.log" && kill -0 $D 2>/dev/null && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
 grep -q "ready: model SYMPED, 2 network and 0 payload threads, 128 MiB" "$T/d.log" ||
     fail "the rc.d command line's mdcached did not start as configured: $(cat "$T/d.log")"
 kill -TERM $D

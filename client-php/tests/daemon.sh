@@ -17,7 +17,7 @@ trap 'exit 1' INT TERM HUP
 pid=$!
 port=""
 i=0
-while [ $i -lt 100 ]; do
+while [ $i -lt 600 ]; do # 60 s: a ceiling, not a bound
     if [ -s "$tmp/ports" ]; then
         port=$(awk '$1 == "tcp" { sub(/.*:/, "", $2); print $2; exit }' "$tmp/ports")
         break

@@ -42,7 +42,7 @@ function endpoint(string $d, string $cert, string $key): array
                           [0 => ['file', '/dev/null', 'r'], 1 => ['file', "$d/socat.log", 'a'],
                            2 => ['file', "$d/socat.log", 'a']], $pipes);
         $pid = proc_get_status($proc)['pid'];
-        for ($i = 0; $i < 100; $i++) {
+        for ($i = 0; $i < 3000; $i++) { // 60 s: a ceiling
             if ($p === null && preg_match('/socat\[' . $pid . '\] N listening on AF=2 127\.0\.0\.1:(\d+)/',
                                           (string)@file_get_contents("$d/socat.log"), $m)) {
                 $p = (int)$m[1];
