@@ -81,13 +81,13 @@ echo json_encode(['pristine' => $pristine, 'n' => $n, 'rc' => $rc,
                   'total' => $s['total_connections'] ?? null]), "\n";
 if ($pristine) {
     touch("$tmp/a.ready");
-    for ($i = 0; $i < 200 && !file_exists("$tmp/a.go"); $i++) {
+    for ($i = 0; $i < 1200 && !file_exists("$tmp/a.go"); $i++) {
         usleep(50000);
     }
 }
 PHP);
 $h = mdc_cgi_start($script, [], ['MDC_B_PORT' => (string)$port], ['-T', '3']);
-for ($i = 0; $i < 200 && !file_exists("$tmp/a.ready"); $i++) {
+for ($i = 0; $i < 1200 && !file_exists("$tmp/a.ready"); $i++) {
     usleep(50000);
 }
 check(file_exists("$tmp/a.ready"), 'first request ran');

@@ -30,7 +30,7 @@ if ($pristine) {
     // first request: let the test restart the daemon, so the next request
     // finds its idle persistent socket closed by the server
     touch("$tmp/p.ready");
-    for ($i = 0; $i < 200 && !file_exists("$tmp/p.go"); $i++) {
+    for ($i = 0; $i < 1200 && !file_exists("$tmp/p.go"); $i++) {
         usleep(50000);
     }
 }
@@ -39,7 +39,7 @@ $d = new Mdcached\Client('pers');
 echo json_encode(['dup_persistent' => $d->isPersistent(), 'dup_pristine' => $d->isPristine()]), "\n";
 PHP);
 $h = mdc_cgi_start($script, [], ['MDC_B_PORT' => (string)$port], ['-T', '3']);
-for ($i = 0; $i < 200 && !file_exists("$tmp/p.ready"); $i++) {
+for ($i = 0; $i < 1200 && !file_exists("$tmp/p.ready"); $i++) {
     usleep(50000);
 }
 check(file_exists("$tmp/p.ready"), 'first request ran');
