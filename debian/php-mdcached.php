@@ -1,2 +1,2 @@
-mod client-php/ext/modules/mdcached.so
+mod debian/build/client-php/ext/modules/mdcached.so
 mod debian/php/mdcached.ini
