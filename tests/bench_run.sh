@@ -8,7 +8,9 @@
 # per target with the first target's ratio 1.000.  The udp workload (UDP
 # gets by bench/udpload, bench/udp_ab.sh's A/B) with --against runs the
 # earlier build first in each round and takes the ratio to it.  W1E (the
-# evicting W1) runs scaled down, its prefill logged per server.  A
+# evicting W1) runs scaled down, its prefill logged per server, and most
+# of its gets miss (judged on 200 gets or more, from more runs if a busy
+# machine answered fewer in one).  A
 # workload file that does not exist and an unknown option are refused
 # with status 64.
 # Exit 0 pass, 1 fail, 77 skip.
@@ -100,10 +102,29 @@ check "bench/run w1e ran" 0 $?
 grep -q ' mdcached: 30000 keys set in ' "$RC_TMP/err1e" && ok "w1e: the prefill is logged" ||
     fail "w1e: no prefill line: $(cat "$RC_TMP/err1e")"
 runs=$(ls "$RC_TMP"/res1e/w1e-*.jsonl 2>/dev/null | head -1)
-mem=$(python3 -c 'import json,sys
+# "one run, -m 1, its gets and misses" of a w1e results file
+w1e_run() {
+    python3 -c 'import json,sys
 r = [json.loads(l) for l in open(sys.argv[1]) if "\"kind\": \"run\"" in l]
-print(len(r), r[0]["flags"].split(" -m ")[1].split()[0], int(r[0]["misses"] > r[0]["gets"] / 2))' "$runs" 2>/dev/null)
-check "w1e: one run of mdcached -m 1, most gets missing (evicted)" "1 1 1" "$mem"
+print(len(r), r[0]["flags"].split(" -m ")[1].split()[0], r[0]["gets"], r[0]["misses"])' "$1" 2>/dev/null
+}
+set -- $(w1e_run "$runs")
+check "w1e: one run of mdcached -m 1" "1 1" "${1:-} ${2:-}"
+# About a third of the keys is held, so about two gets in three miss.  A
+# half-second run on a busy machine may answer only a few dozen gets, where
+# a share under one half happens by chance; more runs are added until 200
+# gets are judged (at most 20 runs: a hang, not the machine, runs out)
+gets=${3:-0} misses=${4:-0} n=1
+while [ "$gets" -lt 200 ] && [ $n -lt 20 ]; do
+    n=$((n + 1))
+    "$RUN" w1e -B "$B" -T mdcached -r 1 -D 0.5 -W 0.1 -s keys=30000 -s memory=1 \
+        -s quiet_wait=0 -s tries=1 -o "$RC_TMP/res1e-$n" >/dev/null 2>&1
+    set -- $(w1e_run "$(ls "$RC_TMP"/res1e-$n/w1e-*.jsonl 2>/dev/null | head -1)")
+    gets=$((gets + ${3:-0})) misses=$((misses + ${4:-0}))
+done
+echo "w1e: $misses of $gets gets missed, in $n runs"
+check "w1e: most gets missing (evicted), of 200 or more" "1 1" \
+    "$([ "$gets" -ge 200 ] && echo 1 || echo 0) $([ $((misses * 2)) -gt "$gets" ] && echo 1 || echo 0)"
 check "w1e: the prefill recorded, no set refused" 1 \
     "$(grep -c '"kind": "prefill", "server": "mdcached", "keys": 30000, .*"nomem": 0}' "$runs")"
 grep -q '^prefill, every key set once .*: mdcached 30000 keys in [0-9]* s, 0 refused$' "$RC_TMP/out1e" &&
