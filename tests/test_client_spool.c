@@ -297,13 +297,15 @@ static void test_full_flush(void **state)
     rm_dir();
     mdc_pool_t *p = pool_on();
     mdc_t *m = mdc_pool_server(p, 0);
-    mdc_pool_set_timeouts(p, 1000, 100);
     mdc_pool_set_retry_delay(p, 3000); /* the 199 others fail at once */
     /* a replay bound of 1 ms, shorter than the identity round trip made
      * below: the call must still replay one entry (the flush) */
     assert_int_equal(mdc_pool_set_spool_limits(p, 4096, 0, 1), MDC_OK);
     assert_int_equal(mdc_set(m, "untagged", 8, "x", 1, 0, 0, NULL, 0),
                      MDC_OK);
+    /* 100 ms only once the server is stopped: a set that a busy machine
+     * answered later than that timed out here */
+    mdc_pool_set_timeouts(p, 1000, 100);
     tsrv_stop_fully(srv.pid); /* every thread: none serves the next */
     struct timespec t0, t1;
     for (int i = 0; i < 200; i++) {
@@ -387,6 +389,7 @@ static void test_delete_stale_spooled(void **state)
     mdc_pool_t *p = pool_on();
     snprintf(label, sizeof(label), "%s:%d", srv.host, srv.port);
     mdc_t *m = mdc_create(label); /* a handle of its own, never down */
+    mdc_set_timeouts(m, TC_HANG_MS, TC_HANG_MS); /* not the library's 5 s */
     mdc_pool_set_timeouts(p, 1000, 100);
     /* 3 s, not a fraction of one: the delete below must find the mark
      * still there however long a busy machine takes between the two */
