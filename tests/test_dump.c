@@ -587,7 +587,11 @@ static void test_concurrent(void **state)
         c[t].id = t;
         assert_int_equal(pthread_create(&th[t], NULL, cw_main, &c[t]), 0);
     }
-    usleep(100000);
+    /* the first dump once the writers have made 1000 versions, not after
+     * 100 ms: on a busy machine they may not have run by then, and the
+     * dump was empty */
+    while (atomic_load(&nextv) < 1000)
+        usleep(1000);
     for (int round = 0; round < 5; round++) {
         struct dump_info wi, li;
         uint64_t d0 = atomic_fetch_add(&clk, 1);
