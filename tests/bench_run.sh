@@ -37,10 +37,24 @@ grep -q '^udp ' "$RC_TMP/list" && ok "--list names udp" || fail "--list names ud
 grep -q '^w1e ' "$RC_TMP/list" && ok "--list names w1e" || fail "--list names w1e: $(cat "$RC_TMP/list")"
 
 before=$(ls "$SRC/bench/results" 2>/dev/null | wc -l)
-"$RUN" w1 -B "$B" -r 2 -D 0.5 -W 0.1 -s keys=2000 -s quiet_wait=0 -s tries=1 \
-    -t 'one mdcached text -n 1 -t 0' -t 'two mdcached text -n 1 -t 0 --io=epoll' \
-    -A "$B" -s against=one -o "$RC_TMP/res" -- -c 4 >"$RC_TMP/out" 2>"$RC_TMP/err"
-check "bench/run w1 with two -t targets ran" 0 $?
+# On a busy machine every round of a target may be set aside as noisy or
+# answer no request in its 0.5 s (a README run beside other loaded work:
+# one's round 1 set aside, its round 2 0 req/s), and the table then has no
+# row for it: the run is made again, at most 5 times, and the last judged
+a=0
+while :; do
+    a=$((a + 1))
+    rm -rf "$RC_TMP/res"
+    "$RUN" w1 -B "$B" -r 2 -D 0.5 -W 0.1 -s keys=2000 -s quiet_wait=0 -s tries=1 \
+        -t 'one mdcached text -n 1 -t 0' -t 'two mdcached text -n 1 -t 0 --io=epoll' \
+        -A "$B" -s against=one -o "$RC_TMP/res" -- -c 4 >"$RC_TMP/out" 2>"$RC_TMP/err"
+    rc=$?
+    [ $rc -ne 0 ] || [ $a -ge 5 ] && break
+    grep -q '^| one | ' "$RC_TMP/out" && grep -q '^| one-base | ' "$RC_TMP/out" &&
+        grep -q '^| two | ' "$RC_TMP/out" && break
+done
+echo "bench/run w1: attempt $a"
+check "bench/run w1 with two -t targets ran" 0 $rc
 check "nothing written into bench/results" "$before" "$(ls "$SRC/bench/results" 2>/dev/null | wc -l)"
 runs=$(ls "$RC_TMP"/res/w1-*.jsonl 2>/dev/null | head -1)
 [ -n "$runs" ] && ok "raw results in the -o directory" || fail "no w1-*.jsonl in $RC_TMP/res"
