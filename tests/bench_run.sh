@@ -110,8 +110,11 @@ grep -q '^| mdcached | [12] | [0-9.]* | [0-9.]*-[0-9.]* | [0-9.]* |' "$RC_TMP/uo
 # W1E, the evicting W1, scaled down (30 000 keys into -m 1, about a third
 # held): it runs, the prefill is logged per server, and most gets miss
 # (every key was set: the misses are evictions)
-"$RUN" w1e -B "$B" -T mdcached -r 1 -D 0.5 -W 0.1 -s keys=30000 -s memory=1 \
-    -s quiet_wait=0 -s tries=1 -o "$RC_TMP/res1e" >"$RC_TMP/out1e" 2>"$RC_TMP/err1e"
+w1e_once() { # w1e_once DIR: one scaled-down W1E run, its results in DIR
+    "$RUN" w1e -B "$B" -T mdcached -r 1 -D 0.5 -W 0.1 -s keys=30000 -s memory=1 \
+        -s quiet_wait=0 -s tries=1 -o "$1"
+}
+w1e_once "$RC_TMP/res1e" >"$RC_TMP/out1e" 2>"$RC_TMP/err1e"
 check "bench/run w1e ran" 0 $?
 grep -q ' mdcached: 30000 keys set in ' "$RC_TMP/err1e" && ok "w1e: the prefill is logged" ||
     fail "w1e: no prefill line: $(cat "$RC_TMP/err1e")"
@@ -131,8 +134,7 @@ check "w1e: one run of mdcached -m 1" "1 1" "${1:-} ${2:-}"
 gets=${3:-0} misses=${4:-0} n=1
 while [ "$gets" -lt 200 ] && [ $n -lt 20 ]; do
     n=$((n + 1))
-    "$RUN" w1e -B "$B" -T mdcached -r 1 -D 0.5 -W 0.1 -s keys=30000 -s memory=1 \
-        -s quiet_wait=0 -s tries=1 -o "$RC_TMP/res1e-$n" >/dev/null 2>&1
+    w1e_once "$RC_TMP/res1e-$n" >/dev/null 2>&1
     set -- $(w1e_run "$(ls "$RC_TMP"/res1e-$n/w1e-*.jsonl 2>/dev/null | head -1)")
     gets=$((gets + ${3:-0})) misses=$((misses + ${4:-0}))
 done
